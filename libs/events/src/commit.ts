@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { ProtocolError, ProtocolErrorCode, type ProtocolIssue } from './errors.js';
+import { assertSupportedVersion, describeIssues, Event, issuesOf, type EventType } from './event.js';
+import { ConversationId, EventId, TenantId } from './ids.js';
+import { CURRENT_PROTOCOL_VERSION } from './version.js';
+
+/**
+ * A commit: the unit of append. One JetStream message holding one or more events that
+ * become visible together. Event `seq`s are contiguous from `first_seq`.
+ */
+export const Commit = z.strictObject({
+  v: z.literal(CURRENT_PROTOCOL_VERSION),
+  commit: EventId,
+  tenant: TenantId,
+  conversation: ConversationId,
+  first_seq: z.number().int().positive(),
+  events: z.array(z.unknown()).min(1).max(1024),
+});
+export type Commit = Omit<z.infer<typeof Commit>, 'events'> & { events: Event[] };
+
+/** Header names on every commit message. Consumers can route on them without parsing bodies. */
+export const CommitHeader = {
+  MessageId: 'Nats-Msg-Id',
+  ExpectedLastSubjectSequence: 'Nats-Expected-Last-Subject-Sequence',
+  Protocol: 'Flotilla-Protocol',
+  EventTypes: 'Flotilla-Event-Types',
+  FirstSeq: 'Flotilla-First-Seq',
+  EventCount: 'Flotilla-Event-Count',
+  ContentType: 'Content-Type',
+} as const;
+
+export const COMMIT_CONTENT_TYPE = 'application/vnd.flotilla.commit+json';
+
+/** The distinct event types of a commit, in first-seen order, as carried in the header. */
+export function commitEventTypes(events: readonly { type: EventType }[]): EventType[] {
+  return [...new Set(events.map((event) => event.type))];
+}
+
+/**
+ * Validates a whole commit: the envelope, every event, and the placement rules
+ * (same tenant and conversation, contiguous seqs). Throws a ProtocolError naming the
+ * offending field, e.g. `events.2.tool_call_id`.
+ */
+export function parseCommit(value: unknown): Commit {
+  assertSupportedVersion(value, 'commit');
+  const head = Commit.safeParse(value);
+  if (!head.success) throw invalid(issuesOf(head.error));
+  const { events: rawEvents, ...meta } = head.data;
+  const issues: ProtocolIssue[] = [];
+  const events: Event[] = [];
+  rawEvents.forEach((raw, index) => {
+    const prefix = `events.${index}.`;
+    assertSupportedVersion(raw, `event ${index} of the commit`, `${prefix}v`);
+    const parsed = Event.safeParse(raw);
+    if (!parsed.success) {
+      issues.push(...issuesOf(parsed.error, prefix));
+      return;
+    }
+    const event = parsed.data;
+    if (event.tenant !== meta.tenant) issues.push({ path: `${prefix}tenant`, message: `must be the commit's tenant "${meta.tenant}"` });
+    if (event.conversation !== meta.conversation) {
+      issues.push({ path: `${prefix}conversation`, message: `must be the commit's conversation "${meta.conversation}"` });
+    }
+    if (event.seq !== meta.first_seq + index) {
+      issues.push({ path: `${prefix}seq`, message: `must be ${meta.first_seq + index} (first_seq + index)` });
+    }
+    events.push(event);
+  });
+  if (issues.length > 0) throw invalid(issues);
+  return { ...meta, events };
+}
+
+function invalid(issues: readonly ProtocolIssue[]): ProtocolError {
+  return new ProtocolError(ProtocolErrorCode.InvalidCommit, `invalid commit: ${describeIssues(issues)}`, issues);
+}

@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { draftEvent, type DraftContext } from './draft.js';
+import { parseCommit } from './commit.js';
+import { EVENT_TYPES, parseEvent, type EventType } from './event.js';
+import { goldenEvents } from './test-support/fixtures.js';
+
+const context: DraftContext = {
+  tenant: 'acme-corp',
+  conversation: 'conv_01JDA7Q0W9M3T5B8XK2N4P6R8S',
+  source: 'agent',
+  now: () => new Date('2026-03-02T09:15:04.871Z'),
+};
+
+const ENVELOPE = new Set(['v', 'id', 'seq', 'tenant', 'conversation', 'source', 'timestamp', 'parent', 'type']);
+
+describe('draftEvent', () => {
+  it('fills the envelope: version, fresh id, tenant, conversation, source, UTC timestamp', () => {
+    const draft = draftEvent(context, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] });
+    expect(draft).toMatchObject({
+      v: 1,
+      type: 'message',
+      tenant: 'acme-corp',
+      conversation: 'conv_01JDA7Q0W9M3T5B8XK2N4P6R8S',
+      source: 'agent',
+      timestamp: '2026-03-02T09:15:04.871Z',
+    });
+    expect(draft.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(draft).not.toHaveProperty('seq');
+    expect(draft).not.toHaveProperty('parent');
+    expect(draftEvent(context, 'pause', {}).id).not.toBe(draft.id);
+  });
+
+  it('lets the body override id, source and parent', () => {
+    const draft = draftEvent({ ...context, parent: 'from-context' }, 'pause', { id: 'ev-1', source: 'user', parent: 'ev-0' });
+    expect(draft).toMatchObject({ id: 'ev-1', source: 'user', parent: 'ev-0' });
+    expect(draftEvent({ ...context, parent: 'from-context' }, 'pause', {}).parent).toBe('from-context');
+  });
+
+  it('defaults the timestamp to the wall clock, in UTC', () => {
+    const { now: _now, ...withoutClock } = context;
+    const before = Date.now();
+    const draft = draftEvent(withoutClock, 'interrupt', {});
+    expect(draft.timestamp).toMatch(/Z$/);
+    expect(Date.parse(draft.timestamp)).toBeGreaterThanOrEqual(before);
+  });
+
+  it.each(EVENT_TYPES)('a %s draft validates once the log assigns a seq', (type: EventType) => {
+    for (const fixture of goldenEvents().filter((golden) => golden.type === type)) {
+      const value = fixture.value as Record<string, unknown>;
+      const body = Object.fromEntries(Object.entries(value).filter(([key]) => !ENVELOPE.has(key)));
+      const draft = draftEvent({ ...context, source: value['source'] as DraftContext['source'] }, type, body as never);
+      const event = parseEvent({ ...draft, seq: 7 });
+      expect(event).toMatchObject({ ...body, type, seq: 7, tenant: context.tenant });
+    }
+  });
+
+  it('drafts of one step become a valid commit once placed', () => {
+    const shared = { response_id: 'resp_1', security_risk: 'low', thought: [], arguments: '{}', input: {}, tool_name: 'terminal' } as const;
+    const drafts = [
+      draftEvent(context, 'action', { ...shared, tool_call_id: 'call_a' }),
+      draftEvent(context, 'action', { ...shared, tool_call_id: 'call_b' }),
+    ];
+    const commit = parseCommit({
+      v: 1,
+      commit: 'commit-1',
+      tenant: context.tenant,
+      conversation: context.conversation,
+      first_seq: 12,
+      events: drafts.map((draft, index) => ({ ...draft, seq: 12 + index })),
+    });
+    expect(commit.events.map((event) => event.seq)).toEqual([12, 13]);
+  });
+});

@@ -1,0 +1,43 @@
+export { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
+export type { ProtocolVersion } from './version.js';
+export { ProtocolError, ProtocolErrorCode } from './errors.js';
+export type { ProtocolIssue } from './errors.js';
+export { ConversationId, EventId, TenantId, isSubjectToken, newId } from './ids.js';
+export { ContentPart, ImageContent, Reasoning, TextContent, ThinkingBlock } from './schemas/content.js';
+export { EventSource, Timestamp } from './schemas/envelope.js';
+export {
+  ActionEvent,
+  AgentErrorEvent,
+  ApprovalEvent,
+  ExecutionStartedEvent,
+  MessageEvent,
+  ObservationEvent,
+  SecurityRisk,
+  SystemPromptEvent,
+  ToolSpec,
+  UserRejectionEvent,
+} from './schemas/conversation-events.js';
+export {
+  CondensationEvent,
+  CondensationRequestEvent,
+  ConversationErrorEvent,
+  ConversationStatus,
+  HookExecutionEvent,
+  InterruptEvent,
+  LlmUsageEvent,
+  PauseEvent,
+  StateChangeEvent,
+} from './schemas/control-events.js';
+export {
+  EVENT_TYPES,
+  Event,
+  assertSupportedVersion,
+  describeIssues,
+  parseEvent,
+  safeParseEvent,
+} from './event.js';
+export type { EventDraft, EventOfType, EventType, ParseResult } from './event.js';
+export { COMMIT_CONTENT_TYPE, Commit, CommitHeader, commitEventTypes, parseCommit } from './commit.js';
+export { draftEvent } from './draft.js';
+export { JSON_SCHEMA_FILE_NAME, JSON_SCHEMA_ID, buildJsonSchema, renderJsonSchema } from './json-schema.js';
+export type { DraftContext } from './draft.js';

@@ -1,0 +1,70 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { EVENT_TYPES } from './event.js';
+import { buildJsonSchema, JSON_SCHEMA_FILE_NAME, JSON_SCHEMA_ID, renderJsonSchema } from './json-schema.js';
+import { anyEvent } from './test-support/arbitraries.js';
+import { goldenCommits, goldenEvents, negativeFixtures } from './test-support/fixtures.js';
+
+const SCHEMA_PATH = join(import.meta.dirname, '..', 'schema', JSON_SCHEMA_FILE_NAME);
+
+function compile() {
+  // strict mode: the schema must use no keyword ajv does not know. Formats are annotations;
+  // the date-time pattern does the enforcing.
+  const ajv = new Ajv2020({ strict: true, allErrors: true, validateFormats: false });
+  ajv.addSchema(JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as object);
+  const validator = (ref: string) => {
+    const validate = ajv.getSchema(`${JSON_SCHEMA_ID}#/$defs/${ref}`);
+    if (validate === undefined) throw new Error(`no $defs/${ref}`);
+    return (value: unknown) => validate(value) as boolean;
+  };
+  const root = ajv.getSchema(JSON_SCHEMA_ID);
+  if (root === undefined) throw new Error('schema did not load');
+  return { event: validator('Event'), commit: validator('Commit'), root: (value: unknown) => root(value) as boolean };
+}
+
+describe('published JSON Schema', () => {
+  const schema = compile();
+
+  it('is up to date with the zod schemas (regenerate with `npm run schema`)', () => {
+    expect(readFileSync(SCHEMA_PATH, 'utf8')).toBe(renderJsonSchema());
+  });
+
+  it('is deterministic, draft 2020-12, with an id, a title and a trailing newline', () => {
+    expect(renderJsonSchema()).toBe(renderJsonSchema());
+    expect(renderJsonSchema().endsWith('}\n')).toBe(true);
+    const document = buildJsonSchema();
+    expect(document).toMatchObject({ $schema: 'https://json-schema.org/draft/2020-12/schema', $id: JSON_SCHEMA_ID });
+    expect(document.title).toContain('Flotilla');
+    expect(Object.keys(document.$defs ?? {})).toEqual(expect.arrayContaining(['Event', 'Commit']));
+    expect(document.$defs?.['Commit']?.properties?.['events']).toMatchObject({ items: { $ref: '#/$defs/Event' } });
+  });
+
+  it.each(goldenEvents().map((fixture) => [fixture.name, fixture.value] as const))('accepts golden event %s', (_name, value) => {
+    expect(schema.event(value)).toBe(true);
+    expect(schema.root(value)).toBe(true);
+  });
+
+  it.each(goldenCommits().map((fixture) => [fixture.name, fixture.value] as const))('accepts golden commit %s', (_name, value) => {
+    expect(schema.commit(value)).toBe(true);
+    expect(schema.root(value)).toBe(true);
+  });
+
+  it.each(negativeFixtures().map((fixture) => [fixture.name, fixture] as const))('agrees on negative fixture %s', (_name, fixture) => {
+    const validate = fixture.kind === 'event' ? schema.event : schema.commit;
+    // Cross-field commit rules (contiguous seqs, one conversation) are beyond JSON Schema;
+    // the schema's $comment says so and readers check them. Everything else it rejects.
+    expect(validate(fixture.value)).toBe(fixture.cross_field === true);
+  });
+
+  it('agrees with zod on random valid events', () => {
+    fc.assert(
+      fc.property(anyEvent(EVENT_TYPES), (event) => {
+        expect(schema.event(JSON.parse(JSON.stringify(event)))).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

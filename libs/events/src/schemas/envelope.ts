@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { ConversationId, EventId, TenantId } from '../ids.js';
+import { CURRENT_PROTOCOL_VERSION } from '../version.js';
+
+export const EventSource = z.enum(['user', 'agent', 'environment', 'system', 'hook']);
+export type EventSource = z.infer<typeof EventSource>;
+
+/** UTC, ISO 8601 with a `Z` suffix, e.g. `2026-11-29T21:04:05.123Z`. */
+export const Timestamp = z.iso.datetime({ offset: false });
+
+/**
+ * Fields every event carries. `seq` is the event's position in its conversation
+ * (1, 2, 3, …, contiguous); the log assigns it at append time.
+ */
+export const envelope = {
+  v: z.literal(CURRENT_PROTOCOL_VERSION),
+  id: EventId,
+  seq: z.number().int().positive(),
+  tenant: TenantId,
+  conversation: ConversationId,
+  source: EventSource,
+  timestamp: Timestamp,
+  parent: EventId.optional(),
+};

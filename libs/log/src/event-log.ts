@@ -1,0 +1,295 @@
+import { Event, ProtocolErrorCode, describeIssues, newId, type EventDraft, type ProtocolIssue } from '@flotilla/events';
+import { DeliverPolicy, jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
+import { conversationSubject, DEFAULT_SUBJECT_PREFIX, type ConversationRef } from './conversation-ref.js';
+import { LogError, LogErrorCode } from './errors.js';
+import { classifyPublishError } from './publish-errors.js';
+import { EMPTY_TAIL, type StoredCommit, type Tail } from './stored-commit.js';
+import { connectManager, DEFAULT_STREAM_NAME, ensureEventStream, type EventStreamOptions } from './stream-setup.js';
+
+/** A message on a conversation subject that is not a valid next commit. */
+export type InvalidMessageReport = {
+  readonly subject: string;
+  readonly streamSeq: number;
+  readonly reason: string;
+  readonly issues: readonly ProtocolIssue[];
+};
+
+/** What a reader does with an invalid message: skip it (after reporting) or stop with an error. */
+export type InvalidMessagePolicy = 'skip' | 'stop';
+
+export type EventLogOptions = EventStreamOptions & {
+  /** Called for every foreign or corrupt message a reader meets. */
+  readonly onInvalid?: (report: InvalidMessageReport) => void;
+  readonly invalidPolicy?: InvalidMessagePolicy;
+  /** Publish acknowledgement timeout. Default 5 s. */
+  readonly appendTimeoutMs?: number;
+};
+
+export type AppendOptions = {
+  /** The tail the writer read and decided on (optimistic concurrency). */
+  readonly expected: Tail;
+  /** Stable across retries of the same commit, so that a retry after a lost ack is a no-op. */
+  readonly commitId?: string;
+};
+
+export type ReadOptions = {
+  /** Only commits holding events after this seq. Default 0 (from the start). */
+  readonly afterSeq?: number;
+  readonly signal?: AbortSignal;
+  readonly invalidPolicy?: InvalidMessagePolicy;
+};
+
+const READ_BATCH = 1024;
+
+/**
+ * A conversation's event log on JetStream: one subject per conversation, one message per
+ * commit, optimistic concurrency on the subject's last sequence, idempotent retries.
+ */
+export class EventLog {
+  readonly streamName: string;
+  readonly subjectPrefix: string;
+  readonly #js: JetStreamClient;
+  readonly #maxPayload: number;
+
+  private constructor(
+    readonly nc: NatsConnection,
+    readonly jsm: JetStreamManager,
+    private readonly options: EventLogOptions,
+  ) {
+    this.streamName = options.streamName ?? DEFAULT_STREAM_NAME;
+    this.subjectPrefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
+    this.#js = jetstream(nc, { timeout: options.appendTimeoutMs ?? 5_000 });
+    this.#maxPayload = Math.min(nc.info?.max_payload ?? 1024 * 1024, options.maxMessageBytes ?? Number.POSITIVE_INFINITY);
+  }
+
+  /** Checks the server, creates or verifies the events stream, and returns the log. */
+  static async open(nc: NatsConnection, options: EventLogOptions = {}): Promise<EventLog> {
+    const jsm = await connectManager(nc);
+    const log = new EventLog(nc, jsm, options);
+    await ensureEventStream(jsm, log.streamName, log.subjectPrefix, options);
+    return log;
+  }
+
+  subject(ref: ConversationRef): string {
+    return conversationSubject(this.subjectPrefix, ref);
+  }
+
+  /**
+   * Validates the drafts, places them after `expected`, and appends them as ONE commit.
+   * Throws ConflictError when the tail moved, a retryable LogError on transient failures
+   * (retry with the same commitId), and LogError('invalid_event') before writing anything
+   * when an event is invalid.
+   */
+  async append(ref: ConversationRef, drafts: readonly EventDraft[], options: AppendOptions): Promise<StoredCommit> {
+    const subject = this.subject(ref);
+    const events = placeEvents(ref, drafts, options.expected.lastSeq);
+    const commitId = options.commitId ?? newId();
+    const encoded = encodeCommit(commitId, ref, events);
+    if (encoded.data.length > this.#maxPayload) {
+      throw new LogError(
+        LogErrorCode.TooLarge,
+        `commit of ${encoded.data.length} bytes exceeds the ${this.#maxPayload}-byte limit; bound tool output or split the commit`,
+      );
+    }
+    try {
+      const ack = await this.#js.publish(subject, encoded.data, {
+        msgID: commitId,
+        expect: { lastSubjectSequence: options.expected.streamSeq },
+        headers: encoded.headers,
+      });
+      return {
+        streamSeq: ack.seq,
+        id: commitId,
+        tenant: ref.tenant,
+        conversation: ref.conversation,
+        firstSeq: events[0]!.seq,
+        lastSeq: events[events.length - 1]!.seq,
+        events,
+      };
+    } catch (error) {
+      throw classifyPublishError(error, subject);
+    }
+  }
+
+  /** The conversation's current tail (EMPTY_TAIL for a conversation with no commits). */
+  async tail(ref: ConversationRef): Promise<Tail> {
+    const subject = this.subject(ref);
+    const last = await this.#direct({ last_by_subj: subject });
+    if (!last) return EMPTY_TAIL;
+    const decoded = decodeCommit(last, ref);
+    if (decoded.ok) return { streamSeq: last.seq, lastSeq: decoded.commit.lastSeq };
+    // The last message is foreign or corrupt: appends go after it, events continue the last valid commit.
+    this.#report(subject, last.seq, decoded.reason, decoded.error?.issues ?? [], 'skip', decoded.error?.code);
+    let lastSeq = 0;
+    for await (const commit of this.#scan(ref, 1, last.seq, 0, 'skip')) lastSeq = commit.lastSeq;
+    return { streamSeq: last.seq, lastSeq };
+  }
+
+  /**
+   * The stream sequence of the commit holding event `seq` (binary search over direct gets,
+   * O(log n) round trips), or undefined when no commit holds it.
+   */
+  async locate(ref: ConversationRef, seq: number, knownTail?: Tail): Promise<number | undefined> {
+    const subject = this.subject(ref);
+    const tail = knownTail ?? (await this.tail(ref));
+    if (seq < 1 || seq > tail.lastSeq) return undefined;
+    const first = await this.#nextPlaced(subject, 1, tail.streamSeq);
+    if (!first) return undefined;
+    let low = first.seq;
+    let high = tail.streamSeq;
+    while (low < high) {
+      const middle = Math.ceil((low + high) / 2);
+      const probe = await this.#nextPlaced(subject, middle, high);
+      if (probe && probe.firstSeq <= seq) low = probe.seq;
+      else high = middle - 1;
+    }
+    return low;
+  }
+
+  /** Reads the commits holding events after `afterSeq`, up to the tail as of the call. */
+  async *read(ref: ConversationRef, options: ReadOptions = {}): AsyncGenerator<StoredCommit> {
+    const afterSeq = options.afterSeq ?? 0;
+    const tail = await this.tail(ref);
+    if (tail.streamSeq === 0 || tail.lastSeq <= afterSeq) return;
+    const start = afterSeq === 0 ? 1 : await this.locate(ref, afterSeq + 1, tail);
+    if (start === undefined) return;
+    yield* this.#scan(ref, start, tail.streamSeq, afterSeq, options.invalidPolicy, options.signal);
+  }
+
+  /** All events after `afterSeq`, up to the tail as of the call. */
+  async readEvents(ref: ConversationRef, options: ReadOptions = {}): Promise<{ events: Event[]; tail: Tail }> {
+    const afterSeq = options.afterSeq ?? 0;
+    const events: Event[] = [];
+    let tail: Tail = { streamSeq: 0, lastSeq: afterSeq };
+    for await (const commit of this.read(ref, options)) {
+      for (const event of commit.events) if (event.seq > afterSeq) events.push(event);
+      tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+    }
+    return { events, tail };
+  }
+
+  /**
+   * Follows the conversation live: the commits after `afterSeq`, then every new commit as
+   * it lands, until the signal aborts. Survives server restarts (ordered consumer).
+   */
+  async *follow(ref: ConversationRef, options: ReadOptions = {}): AsyncGenerator<StoredCommit> {
+    const afterSeq = options.afterSeq ?? 0;
+    let start = 1;
+    if (afterSeq > 0) {
+      const tail = await this.tail(ref);
+      const located = await this.locate(ref, afterSeq + 1, tail);
+      start = located ?? tail.streamSeq + 1;
+    }
+    yield* this.#scan(ref, start, undefined, afterSeq, options.invalidPolicy, options.signal);
+  }
+
+  async *#scan(
+    ref: ConversationRef,
+    startStreamSeq: number,
+    untilStreamSeq: number | undefined,
+    afterSeq: number,
+    policy: InvalidMessagePolicy | undefined,
+    signal?: AbortSignal,
+  ): AsyncGenerator<StoredCommit> {
+    if (signal?.aborted) return;
+    const subject = this.subject(ref);
+    const consumer = await this.#js.consumers.get(this.streamName, {
+      filter_subjects: subject,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: Math.max(1, startStreamSeq),
+    });
+    const messages = await consumer.consume({ max_messages: READ_BATCH });
+    const onAbort = (): void => void messages.stop();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let expectedFirst: number | undefined;
+    try {
+      for await (const message of messages) {
+        const decoded = decodeCommit(message, ref);
+        if (!decoded.ok) {
+          this.#report(subject, message.seq, decoded.reason, decoded.error?.issues ?? [], policy, decoded.error?.code);
+        } else if (decoded.commit.lastSeq <= afterSeq) {
+          // before the requested position
+        } else if (expectedFirst === undefined ? decoded.commit.firstSeq > afterSeq + 1 && afterSeq > 0 : decoded.commit.firstSeq !== expectedFirst) {
+          const wanted = expectedFirst ?? afterSeq + 1;
+          this.#report(subject, message.seq, `commit starts at seq ${decoded.commit.firstSeq}, expected ${wanted}`, [], policy);
+        } else {
+          expectedFirst = decoded.commit.lastSeq + 1;
+          yield decoded.commit;
+        }
+        if (untilStreamSeq !== undefined && (message.seq >= untilStreamSeq || message.info.pending === 0)) break;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      await messages.close().catch(() => undefined);
+    }
+  }
+
+  #report(
+    subject: string,
+    streamSeq: number,
+    reason: string,
+    issues: readonly ProtocolIssue[],
+    policy: InvalidMessagePolicy | undefined,
+    code?: string,
+  ): void {
+    const report = { subject, streamSeq, reason, issues };
+    this.options.onInvalid?.(report);
+    if (code === ProtocolErrorCode.UnsupportedVersion) {
+      // Never skip what a newer writer wrote: that would silently lose events.
+      throw new LogError(LogErrorCode.UnsupportedVersion, `${subject} #${streamSeq}: ${reason}`, { issues });
+    }
+    if ((policy ?? this.options.invalidPolicy ?? 'skip') === 'stop') {
+      throw new LogError(LogErrorCode.CorruptCommit, `invalid message at ${subject} #${streamSeq}: ${reason}`, { issues });
+    }
+  }
+
+  async #direct(query: { last_by_subj: string } | { seq: number; next_by_subj: string }): Promise<RawMessage | null> {
+    try {
+      const message = await this.jsm.direct.getMessage(this.streamName, query);
+      return message && { subject: message.subject, seq: message.seq, data: message.data, headers: message.header };
+    } catch (error) {
+      throw new LogError(LogErrorCode.Transient, `direct get on ${this.streamName} failed: ${(error as Error).message}`, { cause: error });
+    }
+  }
+
+  /** The first commit at or after `from` (skipping foreign messages) up to `limit`. */
+  async #nextPlaced(subject: string, from: number, limit: number): Promise<{ seq: number; firstSeq: number } | undefined> {
+    let cursor = from;
+    while (cursor <= limit) {
+      const message = await this.#direct({ seq: cursor, next_by_subj: subject });
+      if (!message || message.seq > limit) return undefined;
+      const placement = placementOf(message);
+      if (placement) return { seq: message.seq, firstSeq: placement.firstSeq };
+      cursor = message.seq + 1;
+    }
+    return undefined;
+  }
+}
+
+/** Assigns seqs after `lastSeq` and validates every event, naming each bad field. */
+export function placeEvents(ref: ConversationRef, drafts: readonly EventDraft[], lastSeq: number): Event[] {
+  if (drafts.length === 0) throw new LogError(LogErrorCode.InvalidEvent, 'a commit needs at least one event', { issues: [{ path: 'events', message: 'empty' }] });
+  const issues: ProtocolIssue[] = [];
+  const events: Event[] = [];
+  drafts.forEach((draft, index) => {
+    const candidate = { ...draft, seq: lastSeq + 1 + index };
+    const result = Event.safeParse(candidate);
+    if (!result.success) {
+      for (const issue of result.error.issues) {
+        issues.push({ path: `events.${index}.${issue.path.map(String).join('.') || '(root)'}`, message: issue.message });
+      }
+      return;
+    }
+    if (result.data.tenant !== ref.tenant) issues.push({ path: `events.${index}.tenant`, message: `must be "${ref.tenant}"` });
+    if (result.data.conversation !== ref.conversation) {
+      issues.push({ path: `events.${index}.conversation`, message: `must be "${ref.conversation}"` });
+    }
+    events.push(result.data);
+  });
+  if (issues.length > 0) {
+    throw new LogError(LogErrorCode.InvalidEvent, `refused to append invalid events: ${describeIssues(issues)}`, { issues });
+  }
+  return events;
+}

@@ -1,0 +1,14 @@
+export { EventLog, placeEvents } from './event-log.js';
+export type { AppendOptions, EventLogOptions, InvalidMessagePolicy, InvalidMessageReport, ReadOptions } from './event-log.js';
+export { ConflictError, LogError, LogErrorCode, isConflict } from './errors.js';
+export { assertConversationRef, conversationSubject, DEFAULT_SUBJECT_PREFIX, parseConversationSubject } from './conversation-ref.js';
+export type { ConversationRef } from './conversation-ref.js';
+export { EMPTY_TAIL, tailOf } from './stored-commit.js';
+export type { StoredCommit, Tail } from './stored-commit.js';
+export { DEFAULT_STREAM_NAME } from './stream-setup.js';
+export type { EventStreamOptions } from './stream-setup.js';
+export { decodeCommit, encodeCommit, placementOf } from './codec.js';
+export type { DecodeResult, RawMessage } from './codec.js';
+export { appendWithRetry } from './append-with-retry.js';
+export type { AppendWithRetryOptions } from './append-with-retry.js';
+export { compareVersions, MINIMUM_SERVER_VERSION } from './server-check.js';

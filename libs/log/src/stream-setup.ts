@@ -1,0 +1,87 @@
+import { jetstreamManager, JetStreamApiError, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import { LogError, LogErrorCode } from './errors.js';
+import { assertServerSupported } from './server-check.js';
+
+export type EventStreamOptions = {
+  /** Stream name; default FLOTILLA_EVENTS. */
+  readonly streamName?: string;
+  /** Subject prefix; conversations live on `<prefix>.<tenant>.<conversation>`. Default flotilla.ev. */
+  readonly subjectPrefix?: string;
+  /** 1 locally, 3 in a cluster. */
+  readonly replicas?: number;
+  /** Window in which a repeated Nats-Msg-Id is dropped as a duplicate. Default 2 minutes. */
+  readonly duplicateWindowMs?: number;
+  /** Largest commit in bytes; default: the server's max_payload. */
+  readonly maxMessageBytes?: number;
+  /** Drop commits older than this (limits retention); default: keep forever. */
+  readonly maxAgeMs?: number;
+};
+
+export const DEFAULT_STREAM_NAME = 'FLOTILLA_EVENTS';
+
+const STREAM_NOT_FOUND = 10059;
+const STREAM_NAME_IN_USE = 10058;
+
+export async function connectManager(nc: NatsConnection): Promise<JetStreamManager> {
+  assertServerSupported(nc);
+  try {
+    return await jetstreamManager(nc, { checkAPI: true });
+  } catch (error) {
+    throw new LogError(
+      LogErrorCode.JetStreamUnavailable,
+      `JetStream is not available at ${nc.getServer()}: ${(error as Error).message}. Start nats-server with -js.`,
+      { cause: error },
+    );
+  }
+}
+
+/**
+ * Creates the events stream, or checks and updates an existing one. Safe to call from
+ * every service at start-up, concurrently.
+ */
+export async function ensureEventStream(jsm: JetStreamManager, streamName: string, prefix: string, options: EventStreamOptions): Promise<void> {
+  const wanted: Partial<StreamConfig> & { name: string } = {
+    name: streamName,
+    subjects: [`${prefix}.*.*`],
+    retention: 'limits' as StreamConfig['retention'],
+    storage: 'file' as StreamConfig['storage'],
+    num_replicas: options.replicas ?? 1,
+    allow_direct: true,
+    duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
+    max_age: nanos(options.maxAgeMs ?? 0),
+    ...(options.maxMessageBytes === undefined ? {} : { max_msg_size: options.maxMessageBytes }),
+    discard: 'old' as StreamConfig['discard'],
+  };
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const existing = await jsm.streams.info(streamName).catch((error: unknown) => {
+      if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return undefined;
+      throw error;
+    });
+    if (!existing) {
+      try {
+        await jsm.streams.add(wanted);
+        return;
+      } catch (error) {
+        if (error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE) continue; // lost a creation race
+        throw error;
+      }
+    }
+    const config = existing.config;
+    if (!config.subjects?.includes(`${prefix}.*.*`)) {
+      throw new LogError(
+        LogErrorCode.StreamMisconfigured,
+        `stream ${streamName} exists but does not capture ${prefix}.*.* (it has ${JSON.stringify(config.subjects)})`,
+      );
+    }
+    if (config.retention !== 'limits') {
+      throw new LogError(LogErrorCode.StreamMisconfigured, `stream ${streamName} must use limits retention, not ${config.retention}`);
+    }
+    const needsUpdate = config.allow_direct !== true || config.duplicate_window !== wanted.duplicate_window;
+    if (needsUpdate) {
+      await jsm.streams.update(streamName, { ...config, allow_direct: true, duplicate_window: wanted.duplicate_window ?? config.duplicate_window });
+    }
+    return;
+  }
+  throw new LogError(LogErrorCode.StreamMisconfigured, `could not create or read stream ${streamName}`);
+}
