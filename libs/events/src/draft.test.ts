@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { draftEvent, type DraftContext } from './draft.js';
 import { parseCommit } from './commit.js';
 import { EVENT_TYPES, parseEvent, type EventType } from './event.js';
+import type { ActionEvent } from './schemas/conversation-events.js';
 import { goldenEvents } from './test-support/fixtures.js';
 
 const context: DraftContext = {
@@ -55,7 +56,9 @@ describe('draftEvent', () => {
   });
 
   it('drafts of one step become a valid commit once placed', () => {
-    const shared = { response_id: 'resp_1', security_risk: 'low', thought: [], arguments: '{}', input: {}, tool_name: 'terminal' } as const;
+    const shared = { response_id: 'resp_1', security_risk: 'low', thought: [], arguments: '{}', input: {}, tool_name: 'terminal' } satisfies Partial<
+      ActionEvent
+    >;
     const drafts = [
       draftEvent(context, 'action', { ...shared, tool_call_id: 'call_a' }),
       draftEvent(context, 'action', { ...shared, tool_call_id: 'call_b' }),

@@ -64,6 +64,9 @@ export const EVENT_TYPES = [
   'llm_usage',
 ] as const satisfies readonly EventType[];
 
+/** Compile-time check that EVENT_TYPES lists every member of the union, not just some. */
+const _everyEventTypeListed: [Exclude<EventType, (typeof EVENT_TYPES)[number]>] extends [never] ? true : never = true;
+
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /** An event before the log has placed it: everything but `seq`. */

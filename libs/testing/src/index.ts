@@ -1,7 +1,5 @@
-export { freePort } from './free-port.js';
-export { findNatsServerBinary } from './nats-binary.js';
-export { NatsServerProcess } from './nats-server-process.js';
-export type { NatsServerProcessOptions } from './nats-server-process.js';
+export { freePort, findNatsServerBinary, NatsServerProcess } from '@flotilla/nats-embedded';
+export type { NatsServerProcessOptions } from '@flotilla/nats-embedded';
 export { containerRuntimeAvailable, startNatsContainer } from './nats-container.js';
 export type { NatsTestServer } from './nats-container.js';
 export { startNats } from './start-nats.js';

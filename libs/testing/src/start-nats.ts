@@ -1,6 +1,5 @@
 import { containerRuntimeAvailable, startNatsContainer, type NatsTestServer } from './nats-container.js';
-import { findNatsServerBinary } from './nats-binary.js';
-import { NatsServerProcess, type NatsServerProcessOptions } from './nats-server-process.js';
+import { findNatsServerBinary, NatsServerProcess, type NatsServerProcessOptions } from '@flotilla/nats-embedded';
 
 /**
  * A NATS server for one test suite, in order of preference:

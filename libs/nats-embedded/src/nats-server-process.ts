@@ -85,6 +85,10 @@ export class NatsServerProcess implements AsyncDisposable {
     const args = ['-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir, ...this.extraArgs];
     const child = spawn(this.binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
     this.#child = child;
+    // A nats-server must not outlive the process that started it (a crashed test worker, a killed launcher).
+    const reap = (): void => void child.kill('SIGKILL');
+    process.once('exit', reap);
+    child.once('exit', () => process.removeListener('exit', reap));
     await new Promise<void>((resolve, reject) => {
       let output = '';
       const timer = setTimeout(() => fail(new Error(`nats-server did not become ready in ${this.startTimeoutMs} ms:\n${output}`)), this.startTimeoutMs);

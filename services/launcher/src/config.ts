@@ -1,0 +1,31 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const Port = z.coerce.number().int().min(1).max(65_535);
+
+/** Launcher settings, from the environment; every variable is optional. */
+export const LauncherConfig = z.object({
+  /** Where the embedded system keeps its data (nats-server store, workspaces). */
+  home: z.string().min(1),
+  /** Use this NATS server instead of starting one. */
+  natsUrl: z.string().url().optional(),
+  /** Port for the embedded nats-server; a free one is chosen when it is busy. */
+  natsPort: Port,
+  streamName: z.string().regex(/^[A-Za-z0-9_-]+$/),
+});
+export type LauncherConfig = z.infer<typeof LauncherConfig>;
+
+export function loadLauncherConfig(environment: NodeJS.ProcessEnv = process.env): LauncherConfig {
+  const result = LauncherConfig.safeParse({
+    home: resolve(environment['FLOTILLA_HOME'] ?? '.flotilla'),
+    natsUrl: environment['FLOTILLA_NATS_URL'] || undefined,
+    natsPort: environment['FLOTILLA_NATS_PORT'] ?? 14_222,
+    streamName: environment['FLOTILLA_STREAM'] ?? 'FLOTILLA_EVENTS',
+  });
+  if (!result.success) {
+    const names: Record<string, string> = { home: 'FLOTILLA_HOME', natsUrl: 'FLOTILLA_NATS_URL', natsPort: 'FLOTILLA_NATS_PORT', streamName: 'FLOTILLA_STREAM' };
+    const problems = result.error.issues.map((issue) => `${names[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
+    throw new Error(`invalid launcher configuration: ${problems.join('; ')}`);
+  }
+  return result.data;
+}

@@ -1,0 +1,27 @@
+import { loadLauncherConfig } from './config.js';
+import { launch } from './launcher.js';
+
+const output = {
+  info: (line: string) => console.log(`[flotilla] ${line}`),
+  warn: (line: string) => console.warn(`[flotilla] warning: ${line}`),
+};
+
+try {
+  const config = loadLauncherConfig();
+  const system = await launch(config, output);
+  output.info(`ready: NATS at ${system.natsUrl}. Press Ctrl-C to stop.`);
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    output.info(`${signal}: stopping`);
+    await system[Symbol.asyncDispose]();
+    output.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+} catch (error) {
+  console.error(`[flotilla] could not start: ${(error as Error).message}`);
+  process.exit(1);
+}

@@ -1,0 +1,18 @@
+import { benchLogAppend } from './log-append.bench.js';
+
+/** Runs the benchmarks named on the command line (default: all) and prints their figures. */
+const benches: Record<string, () => Promise<string>> = {
+  'log-append': () => benchLogAppend(),
+};
+
+const wanted = process.argv.slice(2).filter((name) => name !== '--');
+const names = wanted.length > 0 ? wanted : Object.keys(benches);
+for (const name of names) {
+  const bench = benches[name];
+  if (!bench) {
+    console.error(`unknown benchmark "${name}"; known: ${Object.keys(benches).join(', ')}`);
+    process.exit(2);
+  }
+  console.log(`\n== ${name} ==`);
+  console.log(await bench());
+}
