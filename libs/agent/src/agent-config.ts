@@ -1,0 +1,59 @@
+import { LlmConfig } from '@flotilla/llm';
+import { z } from 'zod';
+import { DEFAULT_STUCK_THRESHOLDS } from './stuck-detector.js';
+
+export const ConfirmationPolicy = z.discriminatedUnion('mode', [
+  z.strictObject({ mode: z.literal('never') }),
+  z.strictObject({ mode: z.literal('always') }),
+  /** Confirm actions whose predicted risk is at or above the threshold (unknown counts as high). */
+  z.strictObject({ mode: z.literal('risky'), threshold: z.enum(['low', 'medium', 'high']).default('high') }),
+]);
+export type ConfirmationPolicy = z.infer<typeof ConfirmationPolicy>;
+
+/**
+ * An agent: an immutable, serialisable configuration. Everything that changes while a
+ * conversation runs lives in the conversation's log, never here.
+ */
+export const AgentConfig = z.strictObject({
+  llm: LlmConfig,
+  /** Names of the tools offered to the model (built-in or MCP). */
+  tools: z.array(z.string().min(1)).default(['terminal', 'file_editor', 'task_tracker', 'think', 'finish']),
+  prompt: z
+    .strictObject({
+      /** Extra instructions appended to the static system prompt (cached across conversations). */
+      instructions: z.string().optional(),
+      /** Per-conversation context (repository notes…), in the dynamic, uncached block. */
+      context: z.string().optional(),
+      /** Put today's date in the dynamic block. */
+      includeDate: z.boolean().default(true),
+    })
+    .default({ includeDate: true }),
+  limits: z
+    .strictObject({
+      /** LLM steps per run before the run ends with an error. */
+      maxIterationsPerRun: z.number().int().positive().default(500),
+      /** Spend per run (USD, from configured prices) before the run ends with an error. */
+      maxBudgetPerRunUsd: z.number().positive().optional(),
+      /** Estimated prompt tokens above which the step asks for condensation instead of calling the model. */
+      maxViewTokens: z.number().int().positive().optional(),
+    })
+    .default({ maxIterationsPerRun: 500 }),
+  stuckDetection: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      actionObservation: z.number().int().min(2).default(DEFAULT_STUCK_THRESHOLDS.actionObservation),
+      actionError: z.number().int().min(2).default(DEFAULT_STUCK_THRESHOLDS.actionError),
+      monologue: z.number().int().min(2).default(DEFAULT_STUCK_THRESHOLDS.monologue),
+      alternating: z.number().int().min(4).default(DEFAULT_STUCK_THRESHOLDS.alternating),
+    })
+    .default({ enabled: true, ...DEFAULT_STUCK_THRESHOLDS }),
+  confirmation: ConfirmationPolicy.default({ mode: 'never' }),
+});
+export type AgentConfig = z.infer<typeof AgentConfig>;
+export type AgentConfigInput = z.input<typeof AgentConfig>;
+
+export function parseAgentConfig(input: unknown): AgentConfig {
+  const parsed = AgentConfig.safeParse(input);
+  if (!parsed.success) throw new Error(`invalid agent configuration:\n${z.prettifyError(parsed.error)}`);
+  return Object.freeze(parsed.data);
+}

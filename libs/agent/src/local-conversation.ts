@@ -1,0 +1,214 @@
+import { draftEvent, type ConversationStatus, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
+import type { LanguageModel, StreamDelta } from '@flotilla/llm';
+import { isConflict, type ConversationRef, type EventLog, type Tail, EMPTY_TAIL } from '@flotilla/log';
+import { createToolContext, type ToolRegistry, type Workspace } from '@flotilla/tools';
+import type { AgentConfig } from './agent-config.js';
+import { executeActions, interruptedDrafts } from './execute-actions.js';
+import { nextWork } from './next-work.js';
+import { pendingActions } from './pending-actions.js';
+import { currentStatus } from './run-state.js';
+import { step } from './step.js';
+import { registryCatalog, type ToolCatalog } from './tool-catalog.js';
+
+export type Condenser = (events: readonly Event[], context: DraftContext) => Promise<readonly EventDraft[]>;
+
+export type LocalConversationOptions = {
+  readonly log: EventLog;
+  readonly ref: ConversationRef;
+  readonly agent: AgentConfig;
+  readonly llm: LanguageModel;
+  readonly tools: ToolRegistry;
+  readonly workspace: Workspace;
+  /** Appends condensations when the step asks for one; without it, such a run ends in error. */
+  readonly condenser?: Condenser;
+  /** Name recorded in execution_started events. */
+  readonly runner?: string;
+  readonly now?: () => Date;
+};
+
+export type RunOptions = { readonly signal?: AbortSignal; readonly onDelta?: (delta: StreamDelta) => void };
+
+/**
+ * A conversation run in this process against the JetStream log: the same step, the same
+ * tools and the same decisions (`nextWork`) the distributed services use, in one loop. The
+ * log stays the source of truth: every decision is made from it and every append names the
+ * tail it read, so another writer (a gateway, a second process) is never overwritten.
+ */
+export class LocalConversation {
+  readonly #options: LocalConversationOptions;
+  readonly #catalog: ToolCatalog;
+  #events: Event[] = [];
+  #tail: Tail = EMPTY_TAIL;
+
+  constructor(options: LocalConversationOptions) {
+    this.#options = options;
+    this.#catalog = registryCatalog(options.tools, options.agent.tools);
+  }
+
+  get ref(): ConversationRef {
+    return this.#options.ref;
+  }
+
+  async events(): Promise<readonly Event[]> {
+    await this.#sync();
+    return this.#events;
+  }
+
+  async status(): Promise<ConversationStatus> {
+    await this.#sync();
+    return currentStatus(this.#events);
+  }
+
+  /** Appends a user message; a finished or stuck conversation goes back to idle, and `run` starts it. */
+  async sendMessage(text: string, options: { readonly run?: boolean } = {}): Promise<void> {
+    await this.#commit((events) => {
+      const status = currentStatus(events);
+      const drafts: EventDraft[] = [draftEvent(this.#context('user'), 'message', { role: 'user', content: [{ type: 'text', text }] })];
+      if (options.run) {
+        if (status !== 'running') drafts.push(this.#status('running', 'user message with run'));
+      } else if (status === 'finished' || status === 'stuck') {
+        drafts.push(this.#status('idle', 'new user message'));
+      }
+      return drafts;
+    });
+  }
+
+  /** Pauses after the current step. Idempotent; never overrides waiting_for_confirmation. */
+  async pause(reason?: string): Promise<void> {
+    await this.#commit((events) => {
+      const status = currentStatus(events);
+      if (status !== 'running') return null;
+      return [draftEvent(this.#context('user'), 'pause', reason === undefined ? {} : { reason }), this.#status('paused', 'paused by the user')];
+    });
+  }
+
+  /** Runs until the conversation comes to rest, and returns the status it rests in. */
+  async run(options: RunOptions = {}): Promise<ConversationStatus> {
+    await this.#commit((events) => {
+      const status = currentStatus(events);
+      if (status === 'running') return null;
+      const drafts: EventDraft[] = [];
+      if (status === 'waiting_for_confirmation') {
+        const pending = pendingActions(events).notStarted.map((action) => action.id);
+        if (pending.length > 0) drafts.push(draftEvent(this.#context('user'), 'approval', { action_ids: pending }));
+      }
+      drafts.push(this.#status('running', status === 'waiting_for_confirmation' ? 'actions approved' : 'run requested'));
+      return drafts;
+    });
+    for (;;) {
+      options.signal?.throwIfAborted();
+      await this.#sync();
+      const work = nextWork(this.#events);
+      switch (work.kind) {
+        case 'rest':
+          return currentStatus(this.#events);
+        case 'execute':
+        case 'in_progress':
+          await this.#execute();
+          break;
+        case 'condense':
+          await this.#condense();
+          break;
+        case 'step':
+          await this.#step(options);
+          break;
+      }
+    }
+  }
+
+  async #step(options: RunOptions): Promise<void> {
+    const events = this.#events;
+    const tail = this.#tail;
+    const result = await step({
+      agent: this.#options.agent,
+      llm: this.#options.llm,
+      tools: this.#catalog,
+      events,
+      conversation: this.#options.ref,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.onDelta ? { onDelta: options.onDelta } : {}),
+      ...(this.#options.now ? { now: this.#options.now } : {}),
+    });
+    await this.#appendAt(tail, result.drafts);
+  }
+
+  async #execute(): Promise<void> {
+    const runner = this.#options.runner ?? `local-${process.pid}`;
+    // Record the start first: if this process dies mid-action, the action is reported as interrupted, never re-run.
+    const started = await this.#commit((events) => {
+      const work = nextWork(events);
+      if (work.kind !== 'execute') return null;
+      const drafts = interruptedDrafts(work.interrupted, this.#context('environment'));
+      if (work.actions.length > 0) {
+        drafts.push(draftEvent(this.#context('system'), 'execution_started', { action_ids: work.actions.map((action) => action.id), runner }));
+      }
+      return drafts;
+    });
+    if (!started) return;
+    const startedIds = new Set(started.flatMap((event) => (event.type === 'execution_started' ? event.action_ids : [])));
+    const actions = pendingActions(this.#events).started.filter((action) => startedIds.has(action.id));
+    if (actions.length === 0) return;
+    const toolContext = createToolContext({ workspace: this.#options.workspace, conversationId: this.#options.ref.conversation });
+    const observations = await executeActions(actions, this.#options.tools, toolContext, this.#context('environment'));
+    await this.#commit(() => observations, { retryWithSameDrafts: true });
+  }
+
+  async #condense(): Promise<void> {
+    const condenser = this.#options.condenser;
+    await this.#commit(async (events) => {
+      if (nextWork(events).kind !== 'condense') return null;
+      if (!condenser) {
+        return [
+          draftEvent(this.#context('system'), 'conversation_error', { code: 'no_condenser', detail: 'The context is too large and no condenser is configured.' }),
+          this.#status('error', 'condensation needed'),
+        ];
+      }
+      return await condenser(events, this.#context('agent'));
+    });
+  }
+
+  /** Append drafts decided from the current cache; on a conflict, re-sync and re-decide. */
+  async #commit(
+    decide: (events: readonly Event[]) => Promise<readonly EventDraft[] | null> | readonly EventDraft[] | null,
+    options: { readonly retryWithSameDrafts?: boolean } = {},
+  ): Promise<readonly Event[] | null> {
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      await this.#sync();
+      const drafts = await decide(this.#events);
+      if (!drafts || drafts.length === 0) return null;
+      try {
+        return await this.#appendAt(this.#tail, drafts);
+      } catch (error) {
+        if (!isConflict(error)) throw error;
+        if (!options.retryWithSameDrafts) continue;
+      }
+    }
+    throw new Error(`could not append to ${this.#options.ref.conversation}: too many conflicting writers`);
+  }
+
+  async #appendAt(tail: Tail, drafts: readonly EventDraft[]): Promise<readonly Event[]> {
+    if (drafts.length === 0) return [];
+    const commit = await this.#options.log.append(this.#options.ref, drafts, { expected: tail });
+    if (tail.streamSeq === this.#tail.streamSeq) {
+      this.#events.push(...commit.events);
+      this.#tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+    }
+    return commit.events;
+  }
+
+  async #sync(): Promise<void> {
+    const latest = await this.#options.log.tail(this.#options.ref);
+    if (latest.streamSeq === this.#tail.streamSeq) return;
+    const { events } = await this.#options.log.readEvents(this.#options.ref, { afterSeq: this.#tail.lastSeq });
+    this.#events.push(...events);
+    this.#tail = latest;
+  }
+
+  #context(source: DraftContext['source']): DraftContext {
+    return { ...this.#options.ref, source, ...(this.#options.now ? { now: this.#options.now } : {}) };
+  }
+
+  #status(status: ConversationStatus, reason: string): EventDraft {
+    return draftEvent(this.#context('system'), 'state_change', { status, reason });
+  }
+}

@@ -1,0 +1,43 @@
+import type { ActionEvent, Event } from '@flotilla/events';
+import { pendingActions } from './pending-actions.js';
+import { currentStatus } from './run-state.js';
+
+/**
+ * What a conversation needs next, decided from its whole log (never from one delivered commit).
+ * Each service acts on its kind: tool runners on `execute`, step workers on `step`,
+ * the condenser on `condense`. `rest` means nobody owes anything.
+ */
+export type NextWork =
+  | { readonly kind: 'rest' }
+  | { readonly kind: 'execute'; readonly actions: readonly ActionEvent[]; readonly interrupted: readonly ActionEvent[] }
+  | { readonly kind: 'in_progress'; readonly actions: readonly ActionEvent[] }
+  | { readonly kind: 'condense' }
+  | { readonly kind: 'step' };
+
+export type NextWorkOptions = {
+  /** Is the runner that recorded an action's start still alive? Default: no (in-process after a restart). */
+  readonly runnerAlive?: (runner: string) => boolean;
+};
+
+export function nextWork(events: readonly Event[], options: NextWorkOptions = {}): NextWork {
+  if (currentStatus(events) !== 'running') return { kind: 'rest' };
+  const pending = pendingActions(events);
+  const alive = options.runnerAlive ?? (() => false);
+  const interrupted = pending.started.filter((action) => !alive(pending.startedBy.get(action.id) ?? ''));
+  const inProgress = pending.started.filter((action) => alive(pending.startedBy.get(action.id) ?? ''));
+  if (pending.notStarted.length > 0 || interrupted.length > 0) {
+    return { kind: 'execute', actions: pending.notStarted, interrupted };
+  }
+  if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
+  if (hasUnhandledCondensationRequest(events)) return { kind: 'condense' };
+  return { kind: 'step' };
+}
+
+export function hasUnhandledCondensationRequest(events: readonly Event[]): boolean {
+  for (let index = events.length - 1; index >= 0; index -= 1) {
+    const type = events[index]!.type;
+    if (type === 'condensation') return false;
+    if (type === 'condensation_request') return true;
+  }
+  return false;
+}

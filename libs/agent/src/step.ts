@@ -1,0 +1,173 @@
+import { draftEvent, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
+import { isLlmError, type GenerateResult, type LanguageModel, type StreamDelta, type ToolSchema } from '@flotilla/llm';
+import { buildView, toChatMessages } from '@flotilla/view';
+import type { AgentConfig } from './agent-config.js';
+import { needsConfirmation } from './confirmation.js';
+import { finishedByTool } from './finish.js';
+import { runState } from './run-state.js';
+import { detectStuck } from './stuck-detector.js';
+import { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
+import type { ToolCatalog } from './tool-catalog.js';
+import { toolCallEvents, toReasoning } from './tool-call-events.js';
+import { estimateTokens } from './token-estimate.js';
+
+export type StepInput = {
+  readonly agent: AgentConfig;
+  readonly llm: LanguageModel;
+  readonly tools: ToolCatalog;
+  /** The conversation's whole log up to the tail the caller will append after. */
+  readonly events: readonly Event[];
+  readonly conversation: { readonly tenant: string; readonly conversation: string };
+  readonly signal?: AbortSignal;
+  readonly onDelta?: (delta: StreamDelta) => void;
+  readonly now?: () => Date;
+};
+
+export const StepOutcome = {
+  /** Actions were decided; a tool runner owes their results. */
+  Actions: 'actions',
+  /** Actions await the user's confirmation. */
+  WaitingForConfirmation: 'waiting_for_confirmation',
+  Finished: 'finished',
+  /** Nothing to run yet: the model gets another turn (e.g. after a nudge). */
+  Continue: 'continue',
+  CondensationRequested: 'condensation_requested',
+  Stuck: 'stuck',
+  Error: 'error',
+} as const;
+export type StepOutcome = (typeof StepOutcome)[keyof typeof StepOutcome];
+
+export type StepResult = { readonly drafts: readonly EventDraft[]; readonly outcome: StepOutcome };
+
+const EMPTY_REPLY_NUDGE =
+  'Your last reply was empty. Continue with the task: call a tool, or reply with your final answer if you are done.';
+const CONTENT_FILTER_NUDGE =
+  "Your last reply was blocked by the model provider's content filter. Rephrase your reply and continue with the task.";
+
+/**
+ * One agent step: reads the conversation's log and decides the next events. Stateless: the
+ * same log and the same model reply give the same decision. It never runs tools; it returns
+ * the events for ONE commit.
+ */
+export async function step(input: StepInput): Promise<StepResult> {
+  const { agent, events } = input;
+  const now = input.now ?? (() => new Date());
+  const context: DraftContext = { ...input.conversation, source: 'agent', now };
+  const system: DraftContext = { ...context, source: 'system' };
+  const state = runState(events);
+
+  if (finishedByTool(events)) {
+    return { drafts: [draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent called finish' })], outcome: StepOutcome.Finished };
+  }
+  if (state.iterations >= agent.limits.maxIterationsPerRun) {
+    return stop(system, 'max_iterations', `The run reached its limit of ${agent.limits.maxIterationsPerRun} steps.`, 'error');
+  }
+  const budget = agent.limits.maxBudgetPerRunUsd;
+  if (budget !== undefined && state.spentUsd >= budget) {
+    return stop(system, 'max_budget', `The run spent $${state.spentUsd.toFixed(4)}, reaching its budget of $${budget}.`, 'error');
+  }
+  if (agent.stuckDetection.enabled) {
+    const stuck = detectStuck(events.slice(state.runStart), agent.stuckDetection);
+    if (stuck) return stop(system, 'stuck', `The agent appears stuck (${stuck.replaceAll('_', ' ')}).`, 'stuck');
+  }
+
+  const drafts: EventDraft[] = [];
+  let history = events;
+  const specs = input.tools.specs().map(withAgentParameters);
+  if (!state.hasSystemPrompt) {
+    const prompt = buildSystemPrompt(agent, now());
+    const systemPrompt = draftEvent(context, 'system_prompt', {
+      static_prompt: prompt.staticPrompt,
+      ...(prompt.dynamicPrompt === undefined ? {} : { dynamic_prompt: prompt.dynamicPrompt }),
+      tools: specs,
+    });
+    drafts.push(systemPrompt);
+    history = [...events, { ...systemPrompt, seq: (events.at(-1)?.seq ?? 0) + 1 } as Event];
+  }
+  const messages = toChatMessages(buildView(history));
+  const toolSchemas: ToolSchema[] = specs.map((spec) => ({ name: spec.name, description: spec.description, parameters: spec.parameters }));
+  const limit = agent.limits.maxViewTokens ?? input.llm.info.maxInputTokens;
+  if (limit !== undefined && estimateTokens(messages, toolSchemas) > limit) {
+    drafts.push(draftEvent(system, 'condensation_request', { reason: `the view exceeds ${limit} tokens` }));
+    return { drafts, outcome: StepOutcome.CondensationRequested };
+  }
+
+  let result: GenerateResult;
+  try {
+    result = await input.llm.generate({ messages, tools: toolSchemas }, { ...(input.signal ? { signal: input.signal } : {}), ...(input.onDelta ? { onDelta: input.onDelta } : {}) });
+  } catch (error) {
+    return { drafts: [...drafts, ...llmFailure(error, context, system)], outcome: failureOutcome(error) };
+  }
+  const reply = replyEvents(result, input.tools, agent, context, system);
+  return { drafts: [...drafts, usageEvent(result, system), ...reply.drafts], outcome: reply.outcome };
+}
+
+function replyEvents(result: GenerateResult, tools: ToolCatalog, agent: AgentConfig, context: DraftContext, system: DraftContext): StepResult {
+  if (result.toolCalls.length > 0) {
+    const actions = toolCallEvents(result, tools, context);
+    if (!needsConfirmation(actions, agent.confirmation, tools)) return { drafts: actions, outcome: StepOutcome.Actions };
+    actions.push(draftEvent(system, 'state_change', { status: 'waiting_for_confirmation', reason: 'actions need confirmation' }));
+    return { drafts: actions, outcome: StepOutcome.WaitingForConfirmation };
+  }
+  const text = result.content.map((part) => part.text).join('');
+  if (text.trim() === '') {
+    const nudge = draftEvent({ ...context, source: 'environment' }, 'message', { role: 'user', content: [{ type: 'text', text: EMPTY_REPLY_NUDGE }] });
+    return { drafts: [nudge], outcome: StepOutcome.Continue };
+  }
+  const drafts = [
+    draftEvent(context, 'message', {
+      role: 'assistant',
+      content: result.content.map((part) => ({ type: 'text', text: part.text })),
+      response_id: result.responseId,
+      ...(result.reasoning ? { reasoning: toReasoning(result.reasoning) } : {}),
+    }),
+    draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent replied without calling a tool' }),
+  ];
+  return { drafts, outcome: StepOutcome.Finished };
+}
+
+function usageEvent(result: GenerateResult, system: DraftContext): EventDraft {
+  return draftEvent(system, 'llm_usage', {
+    model: result.model,
+    purpose: 'step',
+    response_id: result.responseId,
+    prompt_tokens: result.usage.inputTokens,
+    completion_tokens: result.usage.outputTokens,
+    cache_read_tokens: result.usage.cacheReadTokens,
+    cache_write_tokens: result.usage.cacheWriteTokens,
+    reasoning_tokens: result.usage.reasoningTokens,
+    latency_ms: result.latencyMs,
+    cost_usd: result.costUsd ?? 0,
+  });
+}
+
+function llmFailure(error: unknown, context: DraftContext, system: DraftContext): EventDraft[] {
+  if (!isLlmError(error)) throw error;
+  switch (error.code) {
+    case 'cancelled':
+      throw error;
+    case 'context_window_exceeded':
+      return [draftEvent(system, 'condensation_request', { reason: 'the model reported a context window overflow' })];
+    case 'content_filter':
+      return [draftEvent({ ...context, source: 'environment' }, 'message', { role: 'user', content: [{ type: 'text', text: CONTENT_FILTER_NUDGE }] })];
+    default:
+      return [
+        draftEvent(system, 'conversation_error', { code: `llm_${error.code}`, detail: error.message }),
+        draftEvent(system, 'state_change', { status: 'error', reason: `the model call failed (${error.code})` }),
+      ];
+  }
+}
+
+function failureOutcome(error: unknown): StepOutcome {
+  if (!isLlmError(error)) return StepOutcome.Error;
+  if (error.code === 'context_window_exceeded') return StepOutcome.CondensationRequested;
+  if (error.code === 'content_filter') return StepOutcome.Continue;
+  return StepOutcome.Error;
+}
+
+function stop(system: DraftContext, code: string, detail: string, status: 'error' | 'stuck'): StepResult {
+  return {
+    drafts: [draftEvent(system, 'conversation_error', { code, detail }), draftEvent(system, 'state_change', { status, reason: detail })],
+    outcome: status === 'stuck' ? StepOutcome.Stuck : StepOutcome.Error,
+  };
+}

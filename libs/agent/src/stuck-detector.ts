@@ -1,0 +1,108 @@
+import type { Event } from '@flotilla/events';
+
+export const StuckReason = {
+  RepeatedActionObservation: 'repeated_action_observation',
+  RepeatedActionError: 'repeated_action_error',
+  Monologue: 'monologue',
+  AlternatingPattern: 'alternating_pattern',
+} as const;
+export type StuckReason = (typeof StuckReason)[keyof typeof StuckReason];
+
+export type StuckThresholds = {
+  /** Identical action with identical observation, this many times in a row. Default 4. */
+  readonly actionObservation: number;
+  /** Identical action failing with the identical error, this many times in a row. Default 3. */
+  readonly actionError: number;
+  /** Agent messages in a row with nothing else between. Default 3. */
+  readonly monologue: number;
+  /** Steps forming A,B,A,B,… Default 6. */
+  readonly alternating: number;
+};
+
+export const DEFAULT_STUCK_THRESHOLDS: StuckThresholds = { actionObservation: 4, actionError: 3, monologue: 3, alternating: 6 };
+
+type Step =
+  | { readonly kind: 'tool'; readonly action: string; readonly result: string; readonly failed: boolean }
+  | { readonly kind: 'message' };
+
+/**
+ * Looks at what the agent did since the last user message and says whether it is going in
+ * circles. Only completed tool calls count: a call still awaiting its result is not a repeat yet.
+ */
+export function detectStuck(events: readonly Event[], thresholds: StuckThresholds = DEFAULT_STUCK_THRESHOLDS): StuckReason | undefined {
+  const steps = stepsSinceUserMessage(events);
+  const tail = (count: number): Step[] | undefined => (steps.length >= count ? steps.slice(-count) : undefined);
+
+  const repeated = tail(thresholds.actionObservation);
+  if (repeated && allSameTool(repeated, false)) return StuckReason.RepeatedActionObservation;
+  const failing = tail(thresholds.actionError);
+  if (failing && allSameTool(failing, true)) return StuckReason.RepeatedActionError;
+  const talking = tail(thresholds.monologue);
+  if (talking && talking.every((step) => step.kind === 'message')) return StuckReason.Monologue;
+  const alternating = tail(thresholds.alternating);
+  if (alternating && isAlternating(alternating)) return StuckReason.AlternatingPattern;
+  return undefined;
+}
+
+function allSameTool(steps: readonly Step[], failed: boolean): boolean {
+  const first = steps[0];
+  if (!first || first.kind !== 'tool' || first.failed !== failed) return false;
+  return steps.every((step) => step.kind === 'tool' && step.failed === failed && step.action === first.action && step.result === first.result);
+}
+
+function isAlternating(steps: readonly Step[]): boolean {
+  const [a, b] = steps;
+  if (!a || !b || a.kind !== 'tool' || b.kind !== 'tool') return false;
+  if (a.action === b.action && a.result === b.result) return false;
+  return steps.every((step, index) => {
+    const model = index % 2 === 0 ? a : b;
+    return step.kind === 'tool' && step.action === model.action && step.result === model.result;
+  });
+}
+
+function stepsSinceUserMessage(events: readonly Event[]): Step[] {
+  let start = 0;
+  for (let index = events.length - 1; index >= 0; index -= 1) {
+    const event = events[index]!;
+    if (event.type === 'message' && event.source === 'user') {
+      start = index + 1;
+      break;
+    }
+  }
+  const results = new Map<string, { text: string; failed: boolean }>();
+  for (let index = start; index < events.length; index += 1) {
+    const event = events[index]!;
+    if (event.type === 'observation') results.set(event.tool_call_id, { text: contentKey(event.content), failed: event.is_error });
+    else if (event.type === 'agent_error' && event.tool_call_id) results.set(event.tool_call_id, { text: event.error, failed: true });
+  }
+  const steps: Step[] = [];
+  for (let index = start; index < events.length; index += 1) {
+    const event = events[index]!;
+    if (event.type === 'action') {
+      const result = results.get(event.tool_call_id);
+      if (result) steps.push({ kind: 'tool', action: `${event.tool_name} ${normalizeArguments(event)}`, result: result.text, failed: result.failed });
+    } else if (event.type === 'message' && event.source === 'agent') {
+      steps.push({ kind: 'message' });
+    }
+  }
+  return steps;
+}
+
+function normalizeArguments(event: Extract<Event, { type: 'action' }>): string {
+  if (event.input === null) return event.arguments;
+  const { summary: _summary, security_risk: _risk, ...input } = event.input;
+  return stableStringify(input);
+}
+
+function contentKey(content: readonly { type: string; text?: string }[]): string {
+  return content.map((part) => (part.type === 'text' ? part.text : `[${part.type}]`)).join('\n');
+}
+
+function stableStringify(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, inner]) => `${JSON.stringify(key)}:${stableStringify(inner)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'undefined';
+}

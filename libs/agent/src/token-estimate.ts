@@ -1,0 +1,21 @@
+import type { ChatMessage, ToolSchema } from '@flotilla/llm';
+
+/**
+ * A provider-independent estimate of prompt tokens (about 4 characters a token), good enough
+ * to decide when to condense; providers' exact counts arrive in llm_usage events.
+ */
+export function estimateTokens(messages: readonly ChatMessage[], tools: readonly ToolSchema[] = []): number {
+  let characters = 0;
+  for (const message of messages) {
+    characters += 16;
+    if (message.role === 'system') for (const block of message.content) characters += block.text.length;
+    else for (const part of message.content) characters += part.type === 'text' ? part.text.length : 3_000;
+    if (message.role === 'assistant') {
+      for (const call of message.toolCalls) characters += call.name.length + call.arguments.length + 16;
+      characters += message.reasoning?.text?.length ?? 0;
+      for (const block of message.reasoning?.thinkingBlocks ?? []) characters += block.type === 'thinking' ? block.thinking.length : block.data.length;
+    }
+  }
+  for (const tool of tools) characters += tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
+  return Math.ceil(characters / 4);
+}
