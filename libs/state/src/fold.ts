@@ -1,0 +1,167 @@
+import type { Event } from '@flotilla/events';
+import type { ConversationRef, StoredCommit } from '@flotilla/log';
+import { CURRENT_SNAPSHOT_VERSION, type ConversationSnapshot } from './conversation-snapshot.js';
+import { CommitOrderError, StateError, StateErrorCode } from './errors.js';
+import { assertValidRef } from './snapshot-key.js';
+
+/** The snapshot of a conversation with no events. */
+export function initialSnapshot(ref: ConversationRef): ConversationSnapshot {
+  assertValidRef(ref);
+  return {
+    v: CURRENT_SNAPSHOT_VERSION,
+    tenant: ref.tenant,
+    conversation: ref.conversation,
+    status: 'idle',
+    last_seq: 0,
+    last_stream_seq: 0,
+    commits: 0,
+    created_at: null,
+    updated_at: null,
+    title: null,
+    tags: [],
+    settings_ref: null,
+    counters: {
+      events: 0,
+      user_messages: 0,
+      agent_messages: 0,
+      actions: 0,
+      observations: 0,
+      agent_errors: 0,
+      rejections: 0,
+      condensations: 0,
+      llm_calls: 0,
+    },
+    usage: {
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
+      reasoning_tokens: 0,
+      cost_usd: 0,
+    },
+    last_error: null,
+  };
+}
+
+/** True when the snapshot already reflects this commit (it is at or before the snapshot's position). */
+export function isApplied(snapshot: ConversationSnapshot, commit: StoredCommit): boolean {
+  return commit.streamSeq <= snapshot.last_stream_seq;
+}
+
+/**
+ * Folds one commit into the snapshot and returns the new snapshot (the input is not changed).
+ * Idempotent: a commit at or before `last_stream_seq` returns the snapshot as it is. A commit
+ * that does not start at `last_seq + 1` throws a CommitOrderError: the snapshot would be wrong.
+ */
+export function applyCommit(snapshot: ConversationSnapshot, commit: StoredCommit): ConversationSnapshot {
+  const where = `${snapshot.tenant}/${snapshot.conversation}`;
+  if (commit.tenant !== snapshot.tenant || commit.conversation !== snapshot.conversation) {
+    throw new StateError(
+      StateErrorCode.WrongConversation,
+      `${where}: commit #${commit.streamSeq} belongs to ${commit.tenant}/${commit.conversation}`,
+    );
+  }
+  if (isApplied(snapshot, commit)) return snapshot;
+  if (commit.firstSeq !== snapshot.last_seq + 1) {
+    throw new CommitOrderError(snapshot.last_seq + 1, commit.firstSeq, commit.streamSeq, where);
+  }
+  assertContiguous(commit, where);
+  const next: ConversationSnapshot = {
+    ...snapshot,
+    last_seq: commit.lastSeq,
+    last_stream_seq: commit.streamSeq,
+    commits: snapshot.commits + 1,
+    tags: [...snapshot.tags],
+    counters: { ...snapshot.counters },
+    usage: { ...snapshot.usage },
+    last_error: snapshot.last_error && { ...snapshot.last_error },
+  };
+  for (const event of commit.events) applyEvent(next, event);
+  return next;
+}
+
+/** Folds commits in order into `start` (e.g. `initialSnapshot(ref)`), skipping those already applied. */
+export function foldCommits(start: ConversationSnapshot, commits: Iterable<StoredCommit>): ConversationSnapshot {
+  let snapshot = start;
+  for (const commit of commits) snapshot = applyCommit(snapshot, commit);
+  return snapshot;
+}
+
+function assertContiguous(commit: StoredCommit, where: string): void {
+  const count = commit.events.length;
+  const contiguous =
+    count > 0 &&
+    commit.lastSeq === commit.firstSeq + count - 1 &&
+    commit.events.every((event, index) => event.seq === commit.firstSeq + index);
+  if (!contiguous) {
+    throw new StateError(
+      StateErrorCode.InvalidCommit,
+      `${where}: commit #${commit.streamSeq} claims seqs ${commit.firstSeq}..${commit.lastSeq} but holds ${count} events ` +
+        `with seqs ${commit.events.map((event) => event.seq).join(', ')}`,
+    );
+  }
+}
+
+/** Mutates `snapshot` (a fresh copy owned by applyCommit) with one event. */
+function applyEvent(snapshot: ConversationSnapshot, event: Event): void {
+  const { counters, usage } = snapshot;
+  counters.events += 1;
+  snapshot.created_at ??= event.timestamp;
+  snapshot.updated_at = event.timestamp;
+  switch (event.type) {
+    case 'message':
+      if (event.role === 'assistant') counters.agent_messages += 1;
+      else if (event.source === 'user') counters.user_messages += 1;
+      return;
+    case 'action':
+      counters.actions += 1;
+      return;
+    case 'observation':
+      counters.observations += 1;
+      return;
+    case 'agent_error':
+      counters.agent_errors += 1;
+      return;
+    case 'user_rejection':
+      counters.rejections += 1;
+      return;
+    case 'condensation':
+      counters.condensations += 1;
+      return;
+    case 'llm_usage':
+      counters.llm_calls += 1;
+      usage.prompt_tokens += event.prompt_tokens;
+      usage.completion_tokens += event.completion_tokens;
+      usage.cache_read_tokens += event.cache_read_tokens;
+      usage.cache_write_tokens += event.cache_write_tokens;
+      usage.reasoning_tokens += event.reasoning_tokens;
+      usage.cost_usd += event.cost_usd;
+      return;
+    case 'state_change':
+      if (event.status !== undefined) {
+        snapshot.status = event.status;
+        if (event.status === 'running') snapshot.last_error = null;
+      }
+      if (event.title !== undefined) snapshot.title = event.title;
+      if (event.tags !== undefined) snapshot.tags = [...event.tags];
+      if (event.settings_ref !== undefined) snapshot.settings_ref = event.settings_ref;
+      return;
+    case 'conversation_error':
+      snapshot.last_error = { code: event.code, detail: event.detail, seq: event.seq };
+      return;
+    case 'system_prompt':
+    case 'approval':
+    case 'execution_started':
+    case 'condensation_request':
+    case 'pause':
+    case 'interrupt':
+    case 'hook_execution':
+      return;
+    default:
+      assertNever(event);
+  }
+}
+
+function assertNever(event: never): never {
+  throw new StateError(StateErrorCode.InvalidCommit, `unknown event type ${(event as { type?: unknown }).type as string}`);
+}

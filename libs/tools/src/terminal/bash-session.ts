@@ -1,0 +1,203 @@
+import { execFile, spawn } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import { promisify } from 'node:util';
+import { OutputBuffer } from './output-buffer.js';
+import { bashAnsiCQuote } from './terminal-text.js';
+
+export type BashSessionOptions = {
+  readonly cwd: string;
+  readonly env: NodeJS.ProcessEnv;
+  /** Characters of output kept per observation before the middle is dropped. */
+  readonly bufferCapacity: number;
+};
+
+export type SessionState = 'idle' | 'running' | 'exited';
+
+/** Raw output collected since the last observation, and how the command stands. */
+export type Collected = {
+  readonly output: string;
+  readonly completed: boolean;
+  readonly exitCode?: number;
+  readonly cwd: string;
+  /** Set when the shell itself exited (e.g. the command ran `exit`). */
+  readonly shellExitCode?: number;
+};
+
+/**
+ * One persistent `bash` process driven through pipes. Commands are sent on
+ * the shell's stdin wrapped in `eval`, read their own stdin from a FIFO (so
+ * `is_input` reaches them and a reading process never eats the next command),
+ * and are followed by a marker line carrying the exit code and the cwd.
+ */
+export class BashSession {
+  #state: SessionState = 'idle';
+  #cwd: string;
+  #lastActivity = Date.now();
+  #input: FileHandle | undefined;
+  #shellExitCode: number | undefined;
+  readonly #decoder = new StringDecoder('utf8');
+  readonly #buffer: OutputBuffer;
+  readonly #marker: string;
+  readonly #listeners = new Set<() => void>();
+
+  private constructor(
+    private readonly child: ChildProcessWithoutNullStreams,
+    private readonly fifo: string,
+    private readonly tempDir: string,
+    cwd: string,
+    marker: string,
+    capacity: number,
+  ) {
+    this.#cwd = cwd;
+    this.#marker = marker;
+    this.#buffer = new OutputBuffer(marker, capacity);
+    child.stdout.on('data', (chunk: Buffer) => this.#onOutput(this.#decoder.write(chunk)));
+    child.stderr.on('data', (chunk: Buffer) => this.#onOutput(this.#decoder.write(chunk)));
+    child.stdin.on('error', () => undefined);
+    child.on('exit', (code, signal) => {
+      this.#shellExitCode = code ?? (signal === null ? 0 : 128 + (os.constants.signals[signal] ?? 0));
+      this.#state = 'exited';
+      this.#notify();
+    });
+  }
+
+  static async start(options: BashSessionOptions): Promise<BashSession> {
+    const tempDir = await mkdtemp(path.join(os.tmpdir(), 'flotilla-terminal-'));
+    const fifo = path.join(tempDir, 'stdin');
+    await promisify(execFile)('mkfifo', [fifo]);
+    const child = spawn('bash', ['--noprofile', '--norc'], {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', resolve);
+      child.once('error', reject);
+    });
+    const marker = `__FLOTILLA_DONE_${randomBytes(6).toString('hex')}__`;
+    const session = new BashSession(child, fifo, tempDir, options.cwd, marker, options.bufferCapacity);
+    // Merge stderr into stdout. The runner is a function, so a syntax error inside `eval` cannot
+    // derail the shell's own parser, and the SIGINT trap (C-c) can abandon the rest of the command
+    // with status 130 while the shell itself survives.
+    child.stdin.write(
+      `exec 2>&1\ntrap '[[ -n $__flotilla_busy ]] && return 130' INT\n` +
+        `__flotilla_eval() { eval "$__flotilla_cmd" < '${fifo}'; }\n` +
+        `__flotilla_run() { __flotilla_busy=1; __flotilla_eval; __flotilla_rc=$?; __flotilla_busy=; ` +
+        `printf '\\n%s %s %s\\n' '${marker}' "$__flotilla_rc" "$PWD"; }\n`,
+    );
+    return session;
+  }
+
+  get state(): SessionState {
+    return this.#state;
+  }
+
+  get cwd(): string {
+    return this.#cwd;
+  }
+
+  get lastActivity(): number {
+    return this.#lastActivity;
+  }
+
+  /** Start a command; the caller then waits with `waitForChange` and reads with `collect`. */
+  async run(command: string): Promise<void> {
+    if (this.#state !== 'idle') throw new Error(`cannot run a command while the shell is ${this.#state}`);
+    this.#input = await open(this.fifo, constants.O_RDWR);
+    this.#state = 'running';
+    this.#lastActivity = Date.now();
+    this.child.stdin.write(`__flotilla_cmd=${bashAnsiCQuote(command)}; __flotilla_run\n`);
+  }
+
+  /** Write to the running command's stdin. */
+  async write(text: string): Promise<void> {
+    this.#lastActivity = Date.now();
+    await this.#input?.write(text);
+  }
+
+  /** Close the running command's stdin (C-d). */
+  async closeInput(): Promise<void> {
+    this.#lastActivity = Date.now();
+    const input = this.#input;
+    this.#input = undefined;
+    await input?.close();
+  }
+
+  /** Send a signal to every process of the shell's process group (the shell traps SIGINT). */
+  signal(signal: NodeJS.Signals): void {
+    this.#lastActivity = Date.now();
+    if (this.child.pid === undefined || this.#state === 'exited') return;
+    try {
+      process.kill(-this.child.pid, signal);
+    } catch {
+      // The group is already gone.
+    }
+  }
+
+  /** Resolve on the next output, completion or exit, or after `ms`. */
+  waitForChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#listeners.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#listeners.add(done);
+    });
+  }
+
+  /** Whether the running command has printed its completion marker. */
+  get completed(): boolean {
+    return this.#buffer.marker !== undefined;
+  }
+
+  /** Output since the last call; marks the session idle once the command completed. */
+  async collect(): Promise<Collected> {
+    const taken = this.#buffer.take();
+    if (taken.marker !== undefined) {
+      this.#cwd = taken.marker.cwd;
+      this.#state = this.#state === 'exited' ? 'exited' : 'idle';
+      await this.closeInput();
+      return { output: taken.text, completed: true, exitCode: taken.marker.exitCode, cwd: this.#cwd };
+    }
+    if (this.#state === 'exited') {
+      await this.closeInput();
+      return { output: taken.text + this.#decoder.end(), completed: true, cwd: this.#cwd, shellExitCode: this.#shellExitCode ?? 0 };
+    }
+    return { output: taken.text, completed: false, cwd: this.#cwd };
+  }
+
+  /** Kill the shell and everything it started. */
+  async close(): Promise<void> {
+    if (this.#state !== 'exited') {
+      this.signal('SIGKILL');
+      const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+    }
+    this.child.stdin.destroy();
+    this.child.stdout.destroy();
+    this.child.stderr.destroy();
+    await this.closeInput().catch(() => undefined);
+    await rm(this.tempDir, { recursive: true, force: true });
+  }
+
+  #onOutput(text: string): void {
+    if (text === '') return;
+    this.#lastActivity = Date.now();
+    this.#buffer.append(text);
+    this.#notify();
+  }
+
+  #notify(): void {
+    for (const listener of [...this.#listeners]) listener();
+  }
+}
