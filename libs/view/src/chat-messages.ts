@@ -1,0 +1,185 @@
+import type { ActionEvent, ContentPart as EventContentPart, Reasoning as EventReasoning } from '@flotilla/events';
+import type {
+  AssistantMessage,
+  ChatMessage,
+  ContentPart,
+  Reasoning,
+  SystemBlock,
+  ThinkingBlock,
+  ToolCall,
+  ToolMessage,
+} from '@flotilla/llm';
+import { isResultEvent, type ResultEvent, type View, type ViewItem } from './types.js';
+
+const NO_OUTPUT = '(no output)';
+
+function text(value: string): ContentPart {
+  return { type: 'text', text: value };
+}
+
+function toContent(parts: readonly EventContentPart[]): ContentPart[] {
+  return parts.map((part) => {
+    if (part.type === 'text') return text(part.text);
+    return {
+      type: 'image',
+      ...(part.url === undefined ? {} : { url: part.url }),
+      ...(part.data === undefined ? {} : { data: part.data }),
+      ...(part.media_type === undefined ? {} : { mediaType: part.media_type }),
+    };
+  });
+}
+
+/** Joins the reasoning carried by the calls of one response (normally only the first has any). */
+function mergeReasoning(reasonings: readonly (EventReasoning | undefined)[]): Reasoning | undefined {
+  const texts: string[] = [];
+  const thinkingBlocks: ThinkingBlock[] = [];
+  const items: NonNullable<Reasoning['items']>[number][] = [];
+  for (const reasoning of reasonings) {
+    if (reasoning === undefined) continue;
+    if (reasoning.text !== undefined) texts.push(reasoning.text);
+    thinkingBlocks.push(...(reasoning.thinking_blocks ?? []));
+    for (const item of reasoning.items ?? []) {
+      items.push({
+        id: item.id,
+        ...(item.encrypted_content === undefined ? {} : { encryptedContent: item.encrypted_content }),
+        ...(item.summary === undefined ? {} : { summary: item.summary }),
+      });
+    }
+  }
+  if (texts.length === 0 && thinkingBlocks.length === 0 && items.length === 0) return undefined;
+  return {
+    ...(texts.length === 0 ? {} : { text: texts.join('\n') }),
+    ...(thinkingBlocks.length === 0 ? {} : { thinkingBlocks }),
+    ...(items.length === 0 ? {} : { items }),
+  };
+}
+
+function toolMessage(action: ActionEvent, result: ResultEvent): ToolMessage {
+  const base = { role: 'tool', toolCallId: action.tool_call_id, toolName: action.tool_name } as const;
+  if (result.type === 'observation') {
+    const content = toContent(result.content);
+    return { ...base, content: content.length === 0 ? [text(NO_OUTPUT)] : content, ...(result.is_error ? { isError: true } : {}) };
+  }
+  if (result.type === 'agent_error') return { ...base, content: [text(result.error)], isError: true };
+  const who = result.rejection_source === 'hook' ? 'A hook' : 'The user';
+  const reason = result.reason.trim() === '' ? '' : ` Reason: ${result.reason}`;
+  return { ...base, content: [text(`${who} rejected this action; it was not run.${reason}`)] };
+}
+
+function answers(result: ResultEvent, action: ActionEvent): boolean {
+  if (result.action_id !== undefined) return result.action_id === action.id;
+  return result.tool_call_id === action.tool_call_id;
+}
+
+/**
+ * One assistant message with every call of the response that has an answer, then one tool
+ * message per answered call in call order. Calls without an answer and answers without a call
+ * are left out, so the output stays valid even for a hand-made view.
+ */
+function batchMessages(actions: readonly ActionEvent[], results: readonly ResultEvent[]): ChatMessage[] {
+  const answered: { action: ActionEvent; result: ResultEvent }[] = [];
+  for (const action of actions) {
+    const result = results.find((candidate) => answers(candidate, action));
+    if (result !== undefined) answered.push({ action, result });
+  }
+  if (answered.length === 0) return [];
+  const first = actions[0] as ActionEvent;
+  const toolCalls: ToolCall[] = answered.map(({ action }) => ({
+    id: action.tool_call_id,
+    name: action.tool_name,
+    arguments: action.arguments,
+  }));
+  const reasoning = mergeReasoning(actions.map((action) => action.reasoning));
+  const assistant: AssistantMessage = {
+    role: 'assistant',
+    content: actions.flatMap((action) => toContent(action.thought)),
+    toolCalls,
+    ...(reasoning === undefined ? {} : { reasoning }),
+    responseId: first.response_id,
+  };
+  return [assistant, ...answered.map(({ action, result }) => toolMessage(action, result))];
+}
+
+function itemMessage(item: ViewItem): ChatMessage | undefined {
+  switch (item.type) {
+    case 'system_prompt': {
+      const content: SystemBlock[] = [{ text: item.static_prompt, cache: true }];
+      if (item.dynamic_prompt !== undefined && item.dynamic_prompt !== '') content.push({ text: item.dynamic_prompt, cache: false });
+      return { role: 'system', content };
+    }
+    case 'message': {
+      const content = toContent([...item.content, ...(item.extended_content ?? [])]);
+      if (item.role === 'user') return { role: 'user', content };
+      const reasoning = mergeReasoning([item.reasoning]);
+      return {
+        role: 'assistant',
+        content,
+        toolCalls: [],
+        ...(reasoning === undefined ? {} : { reasoning }),
+        ...(item.response_id === undefined ? {} : { responseId: item.response_id }),
+      };
+    }
+    case 'condensation_summary':
+      return { role: 'user', content: [text(item.summary)] };
+    case 'agent_error':
+      return { role: 'user', content: [text(item.error)] };
+    default:
+      return undefined;
+  }
+}
+
+/** Merges consecutive user messages and drops messages that would have no content at all. */
+function coalesce(messages: readonly ChatMessage[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  let userContent: ContentPart[] | undefined;
+  for (const message of messages) {
+    if (message.role === 'user') {
+      if (userContent === undefined) {
+        userContent = [];
+        out.push({ role: 'user', content: userContent });
+      }
+      userContent.push(...message.content);
+      continue;
+    }
+    if (message.role === 'assistant' && message.content.length === 0 && message.toolCalls.length === 0) continue;
+    userContent = undefined;
+    out.push(message);
+  }
+  return out.filter((message) => message.role !== 'user' || message.content.length > 0);
+}
+
+/**
+ * Renders a view as provider-neutral chat messages: the system prompt as one system message
+ * (static block cache-marked, dynamic block not), each batch as one assistant message with all
+ * its calls followed by their tool results, summaries and free-standing errors as user turns,
+ * and consecutive user turns merged.
+ */
+export function toChatMessages(view: View | readonly ViewItem[]): ChatMessage[] {
+  const items = 'items' in view ? view.items : view;
+  const messages: ChatMessage[] = [];
+  let position = 0;
+  while (position < items.length) {
+    const item = items[position] as ViewItem;
+    if (item.type === 'action') {
+      const actions: ActionEvent[] = [];
+      while (position < items.length) {
+        const next = items[position] as ViewItem;
+        if (next.type !== 'action' || next.response_id !== item.response_id) break;
+        actions.push(next);
+        position += 1;
+      }
+      const results: ResultEvent[] = [];
+      while (position < items.length && isResultEvent(items[position] as ViewItem)) {
+        results.push(items[position] as ResultEvent);
+        position += 1;
+      }
+      messages.push(...batchMessages(actions, results));
+      continue;
+    }
+    position += 1;
+    if (isResultEvent(item)) continue;
+    const message = itemMessage(item);
+    if (message !== undefined) messages.push(message);
+  }
+  return coalesce(messages);
+}
