@@ -8,7 +8,7 @@ export default tseslint.config(
   {
     files: ['**/*.ts'],
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ['vitest.config.ts'] }, tsconfigRootDir: import.meta.dirname },
     },
     plugins: { '@nx': nx, 'import-x': importX },
     rules: {
@@ -24,15 +24,24 @@ export default tseslint.config(
             { sourceTag: 'type:lib', onlyDependOnLibsWithTags: ['type:lib'] },
             { sourceTag: 'type:service', onlyDependOnLibsWithTags: ['type:lib'] },
             { sourceTag: 'type:test', onlyDependOnLibsWithTags: ['type:lib', 'type:service'] },
-            { sourceTag: 'scope:core', onlyDependOnLibsWithTags: ['scope:core', 'scope:agent'] },
+            { sourceTag: 'scope:core', onlyDependOnLibsWithTags: ['scope:core', 'scope:agent', 'scope:testing'] },
+            { sourceTag: 'scope:agent', onlyDependOnLibsWithTags: ['scope:core', 'scope:agent', 'scope:testing'] },
           ],
         },
       ],
     },
   },
   {
+    // production code of libs: no console, and the test harness only from tests
+    files: ['libs/**/src/**/*.ts', 'services/**/src/**/*.ts'],
+    ignores: ['**/*.test.ts', '**/test-support/**', '**/testing/**', 'libs/testing/**'],
+    rules: {
+      'no-restricted-imports': ['error', { paths: [{ name: '@flotilla/testing', message: 'the test harness is for tests only' }] }],
+    },
+  },
+  {
     files: ['libs/**/src/**/*.ts'],
-    ignores: ['**/*.test.ts'],
+    ignores: ['**/*.test.ts', '**/*.bench.ts', '**/test-support/**', '**/testing/**'],
     rules: { 'no-console': 'error' },
   },
 );
