@@ -1,0 +1,147 @@
+import { CommitHeader } from '@flotilla/events';
+import { parseConversationSubject, type ConversationRef } from '@flotilla/log';
+import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { Logger } from 'pino';
+import type { ServiceMetrics } from './metrics.js';
+
+/** One delivered commit, as a wake-up for a conversation. */
+export type Delivery = {
+  /** Undefined for a message on a subject outside the conversation layout. */
+  readonly ref: ConversationRef | undefined;
+  readonly subject: string;
+  readonly streamSeq: number;
+  /** From the Flotilla-Event-Types header (empty for foreign messages). */
+  readonly eventTypes: readonly string[];
+  readonly deliveryCount: number;
+  /** Aborted on shutdown: stop, and the commit goes back to the group at once. */
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+};
+
+export type HandleOutcome =
+  /** Done (or nothing to do): acknowledge. */
+  | { readonly ack: true; readonly outcome: string }
+  /** Not now: redeliver after the delay (to any instance of the group). */
+  | { readonly ack: false; readonly outcome: string; readonly delayMs: number };
+
+export type CommitHandler = (delivery: Delivery) => Promise<HandleOutcome>;
+
+export type CommitConsumerOptions = {
+  readonly js: JetStreamClient;
+  readonly stream: string;
+  readonly consumer: string;
+  readonly subjectPrefix: string;
+  readonly concurrency: number;
+  readonly ackWaitMs: number;
+  readonly handler: CommitHandler;
+  readonly logger: Logger;
+  readonly metrics: ServiceMetrics;
+};
+
+export type CommitConsumer = {
+  /** Stop pulling, abort in-flight work and hand its commits back (nak) at once. */
+  stop(): Promise<void>;
+  readonly inFlight: () => number;
+};
+
+/**
+ * Pulls the group's commits and hands each to the handler, up to `concurrency` at once. Commits
+ * of one conversation are handled one after another in this process (a later one usually finds
+ * the work done). Long handlers keep their commit with in-progress acks; a commit is acked only
+ * when the handler says so, after the work it caused was appended.
+ */
+export async function startCommitConsumer(options: CommitConsumerOptions): Promise<CommitConsumer> {
+  const consumer = await options.js.consumers.get(options.stream, options.consumer);
+  const messages: ConsumerMessages = await consumer.consume({ max_messages: Math.max(1, Math.min(options.concurrency, 1_000)) });
+  const shutdown = new AbortController();
+  const tails = new Map<string, Promise<void>>();
+  const running = new Set<Promise<void>>();
+  let slots = options.concurrency;
+  const waiters: (() => void)[] = [];
+
+  const acquire = async (): Promise<void> => {
+    if (slots > 0) {
+      slots -= 1;
+      return;
+    }
+    await new Promise<void>((resolve) => waiters.push(resolve));
+  };
+  const release = (): void => {
+    const next = waiters.shift();
+    if (next) next();
+    else slots += 1;
+  };
+
+  const handleOne = async (message: JsMsg): Promise<void> => {
+    const ref = parseConversationSubject(options.subjectPrefix, message.subject);
+    const key = ref ? `${ref.tenant}.${ref.conversation}` : message.subject;
+    const logger = options.logger.child(ref ? { conversation: ref.conversation, tenant: ref.tenant, seq: message.seq } : { subject: message.subject });
+    const keepAlive = setInterval(() => message.working(), Math.max(500, Math.floor(options.ackWaitMs / 3)));
+    const previous = tails.get(key) ?? Promise.resolve();
+    const started = performance.now();
+    options.metrics.inFlight.inc();
+    const job = previous.then(async () => {
+      if (shutdown.signal.aborted) {
+        message.nak();
+        return;
+      }
+      let outcome = 'error';
+      try {
+        const result = await options.handler({
+          ref,
+          subject: message.subject,
+          streamSeq: message.seq,
+          eventTypes: (message.headers?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean),
+          deliveryCount: message.info.deliveryCount,
+          signal: shutdown.signal,
+          logger,
+        });
+        outcome = result.outcome;
+        if (shutdown.signal.aborted) message.nak();
+        else if (result.ack) message.ack();
+        else message.nak(result.delayMs);
+      } catch (error) {
+        if (shutdown.signal.aborted) {
+          message.nak();
+          outcome = 'shutdown';
+        } else {
+          const delay = Math.min(30_000, 500 * 2 ** Math.min(6, message.info.deliveryCount - 1));
+          logger.error({ err: error, redeliverInMs: delay }, 'handling a commit failed; it will be redelivered');
+          message.nak(delay);
+        }
+      } finally {
+        clearInterval(keepAlive);
+        options.metrics.inFlight.dec();
+        options.metrics.commits.inc({ outcome });
+        options.metrics.handleSeconds.observe({ outcome }, (performance.now() - started) / 1_000);
+      }
+    });
+    tails.set(key, job);
+    running.add(job);
+    await job;
+    running.delete(job);
+    if (tails.get(key) === job) tails.delete(key);
+  };
+
+  const loop = (async () => {
+    for await (const message of messages) {
+      if (shutdown.signal.aborted) {
+        message.nak();
+        continue;
+      }
+      await acquire();
+      void handleOne(message).finally(release);
+    }
+  })();
+
+  return {
+    inFlight: () => running.size,
+    async stop() {
+      shutdown.abort();
+      await messages.close().catch(() => undefined);
+      for (const waiter of waiters.splice(0)) waiter();
+      await Promise.allSettled([...running]);
+      await loop.catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import type { Event } from '@flotilla/events';
+import type { ConversationRef, EventLog, Tail } from '@flotilla/log';
+
+export type CachedConversation = { readonly events: readonly Event[]; readonly tail: Tail };
+
+type Entry = { events: Event[]; tail: Tail };
+
+/**
+ * Recently used conversations' events, bounded by count and by total events. A load catches
+ * up from the cached position, so a step on a long conversation reads only the new commits.
+ */
+export class ConversationCache {
+  readonly #entries = new Map<string, Entry>();
+  #events = 0;
+
+  constructor(
+    private readonly log: EventLog,
+    private readonly maxConversations = 1_000,
+    private readonly maxEvents = 500_000,
+  ) {}
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The conversation up to `tail` (or the current tail), reading only what the cache lacks. */
+  async load(ref: ConversationRef, tail?: Tail): Promise<CachedConversation> {
+    const key = `${ref.tenant}.${ref.conversation}`;
+    const target = tail ?? (await this.log.tail(ref));
+    let entry = this.#entries.get(key);
+    if (entry) this.#entries.delete(key); // re-inserted below: most recently used last
+    if (!entry || entry.tail.lastSeq > target.lastSeq) {
+      this.#events -= entry?.events.length ?? 0;
+      entry = { events: [], tail: { streamSeq: 0, lastSeq: 0 } };
+    }
+    if (entry.tail.streamSeq !== target.streamSeq) {
+      for await (const commit of this.log.read(ref, { afterSeq: entry.tail.lastSeq })) {
+        for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
+        this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
+        entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+        if (commit.streamSeq >= target.streamSeq) break;
+      }
+      // foreign messages after the last commit still move the subject's tail
+      if (entry.tail.lastSeq === target.lastSeq) entry.tail = target;
+    }
+    this.#entries.set(key, entry);
+    this.#evict();
+    return entry;
+  }
+
+  /** Record our own append so the next load need not read it back. */
+  appended(ref: ConversationRef, before: Tail, events: readonly Event[], after: Tail): void {
+    const key = `${ref.tenant}.${ref.conversation}`;
+    const entry = this.#entries.get(key);
+    if (!entry || entry.tail.streamSeq !== before.streamSeq) return;
+    entry.events.push(...events);
+    entry.tail = after;
+    this.#events += events.length;
+    this.#evict();
+  }
+
+  forget(ref: ConversationRef): void {
+    const key = `${ref.tenant}.${ref.conversation}`;
+    const entry = this.#entries.get(key);
+    if (!entry) return;
+    this.#events -= entry.events.length;
+    this.#entries.delete(key);
+  }
+
+  #evict(): void {
+    while (this.#entries.size > this.maxConversations || (this.#events > this.maxEvents && this.#entries.size > 1)) {
+      const oldest = this.#entries.keys().next().value;
+      if (oldest === undefined) return;
+      this.#events -= this.#entries.get(oldest)?.events.length ?? 0;
+      this.#entries.delete(oldest);
+    }
+  }
+}

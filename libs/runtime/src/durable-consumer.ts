@@ -1,0 +1,40 @@
+import { AckPolicy, DeliverPolicy, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+
+export type DurableConsumerSpec = {
+  readonly stream: string;
+  /** The service group: every instance of a service shares this durable consumer. */
+  readonly name: string;
+  readonly filterSubject: string;
+  readonly ackWaitMs: number;
+  /** Unacknowledged commits in flight across the whole group (size it to the group's concurrency). */
+  readonly maxAckPending: number;
+};
+
+const CONSUMER_NOT_FOUND = 10014;
+
+/**
+ * Creates the group's durable pull consumer, or updates the settings that may change. Every
+ * commit reaches every group (deliver all, explicit acks, unlimited redeliveries).
+ */
+export async function ensureDurableConsumer(jsm: JetStreamManager, spec: DurableConsumerSpec): Promise<void> {
+  const existing = await jsm.consumers.info(spec.stream, spec.name).catch((error: unknown) => {
+    if (error instanceof JetStreamApiError && error.code === CONSUMER_NOT_FOUND) return undefined;
+    throw error;
+  });
+  if (!existing) {
+    await jsm.consumers.add(spec.stream, {
+      durable_name: spec.name,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      filter_subject: spec.filterSubject,
+      ack_wait: nanos(spec.ackWaitMs),
+      max_ack_pending: spec.maxAckPending,
+      max_deliver: -1,
+    });
+    return;
+  }
+  if (existing.config.ack_wait !== nanos(spec.ackWaitMs) || existing.config.max_ack_pending !== spec.maxAckPending) {
+    await jsm.consumers.update(spec.stream, spec.name, { ack_wait: nanos(spec.ackWaitMs), max_ack_pending: spec.maxAckPending });
+  }
+}

@@ -1,0 +1,17 @@
+export { loadServiceConfig, ServiceConfig } from './service-config.js';
+export { createLogger } from './logger.js';
+export type { Logger } from './logger.js';
+export { ServiceMetrics } from './metrics.js';
+export { startHealthServer } from './health-server.js';
+export type { HealthChecks, HealthServer } from './health-server.js';
+export { ensureDurableConsumer } from './durable-consumer.js';
+export type { DurableConsumerSpec } from './durable-consumer.js';
+export { startCommitConsumer } from './commit-consumer.js';
+export type { CommitConsumer, CommitConsumerOptions, CommitHandler, Delivery, HandleOutcome } from './commit-consumer.js';
+export { ConversationCache } from './conversation-cache.js';
+export type { CachedConversation } from './conversation-cache.js';
+export { DEFAULT_SIGNAL_ROOT, deltaSubject, interruptSubject, InterruptRegistry, publishDelta, publishInterrupt } from './signals.js';
+export { DEFAULT_RUNNERS_BUCKET, DEFAULT_WORKSPACES_BUCKET, RunnerRegistry } from './runner-registry.js';
+export type { RunnerRegistryOptions, WorkspaceOwner } from './runner-registry.js';
+export { runService } from './run-service.js';
+export type { ServiceContext, ServiceDefinition, ServiceParts } from './run-service.js';

@@ -1,0 +1,35 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The Prometheus metrics every service exposes on /metrics. */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly commits: Counter<'outcome'>;
+  readonly handleSeconds: Histogram<'outcome'>;
+  readonly appends: Counter<'result'>;
+  readonly inFlight: Gauge;
+  readonly llmSeconds: Histogram<'outcome'>;
+  readonly toolSeconds: Histogram<'tool' | 'outcome'>;
+
+  constructor(service: string) {
+    this.registry.setDefaultLabels({ service });
+    collectDefaultMetrics({ register: this.registry });
+    this.commits = new Counter({ name: 'flotilla_commits_handled_total', help: 'Delivered commits handled, by outcome', labelNames: ['outcome'], registers: [this.registry] });
+    this.handleSeconds = new Histogram({
+      name: 'flotilla_commit_handle_seconds',
+      help: 'Time to handle one delivered commit',
+      labelNames: ['outcome'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+      registers: [this.registry],
+    });
+    this.appends = new Counter({ name: 'flotilla_appends_total', help: 'Appends to the event log, by result', labelNames: ['result'], registers: [this.registry] });
+    this.inFlight = new Gauge({ name: 'flotilla_in_flight', help: 'Commits being handled now', registers: [this.registry] });
+    this.llmSeconds = new Histogram({ name: 'flotilla_llm_call_seconds', help: 'LLM call latency', labelNames: ['outcome'], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
+    this.toolSeconds = new Histogram({
+      name: 'flotilla_tool_seconds',
+      help: 'Tool execution latency',
+      labelNames: ['tool', 'outcome'],
+      buckets: [0.01, 0.1, 0.5, 1, 5, 30, 120, 600],
+      registers: [this.registry],
+    });
+  }
+}

@@ -1,0 +1,132 @@
+import { EventLog } from '@flotilla/log';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { startCommitConsumer, type CommitConsumer, type CommitHandler } from './commit-consumer.js';
+import { ensureDurableConsumer } from './durable-consumer.js';
+import { startHealthServer } from './health-server.js';
+import { createLogger } from './logger.js';
+import { ServiceMetrics } from './metrics.js';
+import { loadServiceConfig, type ServiceConfig } from './service-config.js';
+import { InterruptRegistry } from './signals.js';
+
+export type ServiceContext = {
+  readonly config: ServiceConfig;
+  readonly logger: Logger;
+  readonly metrics: ServiceMetrics;
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly log: EventLog;
+  readonly interrupts: InterruptRegistry;
+};
+
+export type ServiceParts = {
+  /** Handles the group's commits; omit for a service that consumes nothing. */
+  readonly handler?: CommitHandler;
+  /** Extra readiness condition. */
+  readonly ready?: () => Promise<boolean>;
+  /** Release what `start` acquired (after in-flight commits were handed back). */
+  readonly stop?: () => Promise<void>;
+};
+
+export type ServiceDefinition = {
+  readonly service: string;
+  /** The durable consumer shared by all instances (defaults to the service name). */
+  readonly consumer?: string;
+  readonly defaults?: { readonly concurrency?: number };
+  start(context: ServiceContext): Promise<ServiceParts>;
+};
+
+const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A service process: config from the environment, pino logs, NATS (reconnecting forever), the
+ * events stream, the group's durable consumer, /health /ready /metrics, and a graceful stop on
+ * SIGTERM/SIGINT that hands in-flight commits back to the group at once.
+ */
+export async function runService(definition: ServiceDefinition): Promise<void> {
+  const config = loadServiceConfig(definition.service, process.env, definition.defaults);
+  const logger = createLogger(config);
+  const metrics = new ServiceMetrics(definition.service);
+  const nc = await connectWithRetry(config, logger);
+  const log = await openLogWithRetry(nc, config, logger);
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  const interrupts = new InterruptRegistry();
+  interrupts.listen(nc);
+  const context: ServiceContext = { config, logger, metrics, nc, js, jsm, log, interrupts };
+  const parts = await definition.start(context);
+
+  let consumer: CommitConsumer | undefined;
+  if (parts.handler) {
+    const name = definition.consumer ?? definition.service;
+    await ensureDurableConsumer(jsm, {
+      stream: log.streamName,
+      name,
+      filterSubject: `${log.subjectPrefix}.>`,
+      ackWaitMs: config.ackWaitMs,
+      maxAckPending: Math.max(config.concurrency * 4, 256),
+    });
+    consumer = await startCommitConsumer({
+      js,
+      stream: log.streamName,
+      consumer: name,
+      subjectPrefix: log.subjectPrefix,
+      concurrency: config.concurrency,
+      ackWaitMs: config.ackWaitMs,
+      handler: parts.handler,
+      logger,
+      metrics,
+    });
+  }
+  const health = await startHealthServer(
+    config.healthPort,
+    {
+      ready: async () => !nc.isClosed() && nc.info !== undefined && (await log.jsm.streams.info(log.streamName).then(() => true, () => false)) && ((await parts.ready?.()) ?? true),
+    },
+    metrics,
+    process.env['FLOTILLA_HEALTH_HOST'] ?? '127.0.0.1',
+  );
+  logger.info({ health: health.url, nats: config.natsUrl, stream: log.streamName }, `${definition.service} ready`);
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, inFlight: consumer?.inFlight() ?? 0 }, 'stopping: handing in-flight commits back');
+    await consumer?.stop();
+    await parts.stop?.();
+    interrupts.close();
+    await health[Symbol.asyncDispose]();
+    await nc.drain().catch(() => undefined);
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+async function connectWithRetry(config: ServiceConfig, logger: Logger): Promise<NatsConnection> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await connect({ servers: config.natsUrl, name: config.instanceId, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000 });
+    } catch (error) {
+      logger.warn({ err: error, attempt }, `NATS at ${config.natsUrl} is not reachable yet; retrying`);
+      await delay(Math.min(5_000, 200 * attempt));
+    }
+  }
+}
+
+async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig, logger: Logger): Promise<EventLog> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await EventLog.open(nc, { streamName: config.streamName, subjectPrefix: config.subjectPrefix });
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code === 'server_too_old' || code === 'stream_misconfigured') throw error;
+      logger.warn({ err: error, attempt }, 'the events stream is not available yet; retrying');
+      await delay(Math.min(5_000, 200 * attempt));
+    }
+  }
+}

@@ -1,0 +1,55 @@
+import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+/** Settings every service reads from its environment. */
+export const ServiceConfig = z.object({
+  service: z.string().min(1),
+  /** Unique per process: a restarted process is a new instance (its predecessor is dead). */
+  instanceId: z.string().min(1),
+  natsUrl: z.string().min(1),
+  streamName: z.string().regex(/^[A-Za-z0-9_-]+$/),
+  subjectPrefix: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/),
+  home: z.string().min(1),
+  /** Port of the health/readiness/metrics endpoint; 0 picks a free one. */
+  healthPort: z.coerce.number().int().min(0).max(65_535),
+  /** Commits handled at once by this process. */
+  concurrency: z.coerce.number().int().min(1).max(10_000),
+  /** How long a delivered commit may go unacknowledged before redelivery. */
+  ackWaitMs: z.coerce.number().int().min(1_000),
+  logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
+});
+export type ServiceConfig = z.infer<typeof ServiceConfig>;
+
+const VARIABLES: Record<string, string> = {
+  natsUrl: 'FLOTILLA_NATS_URL',
+  streamName: 'FLOTILLA_STREAM',
+  subjectPrefix: 'FLOTILLA_SUBJECT_PREFIX',
+  home: 'FLOTILLA_HOME',
+  healthPort: 'FLOTILLA_HEALTH_PORT',
+  concurrency: 'FLOTILLA_CONCURRENCY',
+  ackWaitMs: 'FLOTILLA_ACK_WAIT_MS',
+  logLevel: 'FLOTILLA_LOG_LEVEL',
+  instanceId: 'FLOTILLA_INSTANCE_ID',
+};
+
+/** Reads the service config from the environment and fails fast naming the bad variable. */
+export function loadServiceConfig(service: string, environment: NodeJS.ProcessEnv = process.env, defaults: { concurrency?: number } = {}): ServiceConfig {
+  const result = ServiceConfig.safeParse({
+    service,
+    instanceId: environment['FLOTILLA_INSTANCE_ID'] || `${service}-${randomUUID().slice(0, 8)}`,
+    natsUrl: environment['FLOTILLA_NATS_URL'] ?? 'nats://127.0.0.1:4222',
+    streamName: environment['FLOTILLA_STREAM'] ?? 'FLOTILLA_EVENTS',
+    subjectPrefix: environment['FLOTILLA_SUBJECT_PREFIX'] ?? 'flotilla.ev',
+    home: resolve(environment['FLOTILLA_HOME'] ?? '.flotilla'),
+    healthPort: environment['FLOTILLA_HEALTH_PORT'] ?? 0,
+    concurrency: environment['FLOTILLA_CONCURRENCY'] ?? defaults.concurrency ?? 64,
+    ackWaitMs: environment['FLOTILLA_ACK_WAIT_MS'] ?? 30_000,
+    logLevel: environment['FLOTILLA_LOG_LEVEL'] ?? 'info',
+  });
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
+    throw new Error(`invalid ${service} configuration: ${problems.join('; ')}`);
+  }
+  return result.data;
+}

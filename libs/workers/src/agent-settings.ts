@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { parseAgentConfig, type AgentConfig } from '@flotilla/agent';
+
+/**
+ * The agent configuration a service runs with: FLOTILLA_AGENT_FILE (a JSON file),
+ * FLOTILLA_AGENT (inline JSON), or one built from FLOTILLA_LLM_PROVIDER / FLOTILLA_LLM_MODEL /
+ * FLOTILLA_LLM_BASE_URL (API keys come from the provider's usual variable, e.g. OPENAI_API_KEY).
+ */
+export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env): AgentConfig {
+  const file = environment['FLOTILLA_AGENT_FILE'];
+  const inline = environment['FLOTILLA_AGENT'];
+  let raw: unknown;
+  try {
+    if (file) raw = JSON.parse(readFileSync(file, 'utf8'));
+    else if (inline) raw = JSON.parse(inline);
+  } catch (error) {
+    throw new Error(`${file ? `FLOTILLA_AGENT_FILE (${file})` : 'FLOTILLA_AGENT'} is not valid JSON: ${(error as Error).message}`);
+  }
+  if (raw === undefined) {
+    const baseURL = environment['FLOTILLA_LLM_BASE_URL'];
+    raw = {
+      llm: {
+        provider: environment['FLOTILLA_LLM_PROVIDER'] ?? 'openai-chat',
+        model: environment['FLOTILLA_LLM_MODEL'] ?? 'gpt-4o-mini',
+        ...(baseURL ? { baseURL } : {}),
+        ...(environment['FLOTILLA_LLM_API_KEY_ENV'] ? { apiKeyEnv: environment['FLOTILLA_LLM_API_KEY_ENV'] } : {}),
+      },
+    };
+  }
+  return parseAgentConfig(raw);
+}

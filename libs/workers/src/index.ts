@@ -1,0 +1,6 @@
+export { loadAgentSettings } from './agent-settings.js';
+export { createStepHandler } from './step-handler.js';
+export type { StepHandlerDependencies } from './step-handler.js';
+export { createProjectHandler } from './project-handler.js';
+export { ToolRunner, WORKSPACE_MOVED_NOTE } from './tool-runner.js';
+export type { ToolRunnerDependencies } from './tool-runner.js';

@@ -1,0 +1,70 @@
+import { nextWork, step, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
+import type { LanguageModel } from '@flotilla/llm';
+import { isConflict, type EventLog } from '@flotilla/log';
+import { publishDelta, type CommitHandler, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import type { NatsConnection } from '@nats-io/transport-node';
+
+export type StepHandlerDependencies = {
+  readonly log: EventLog;
+  readonly cache: ConversationCache;
+  readonly agent: AgentConfig;
+  /** The model, or a function creating it lazily (so a missing API key fails a step, not the service). */
+  readonly llm: () => LanguageModel;
+  readonly tools: ToolCatalog;
+  readonly interrupts: InterruptRegistry;
+  readonly nc: NatsConnection;
+  readonly metrics: ServiceMetrics;
+  /** Publish token deltas on core NATS for live viewers. Default true. */
+  readonly streamDeltas?: boolean;
+};
+
+/**
+ * The step worker's reaction to a delivered commit: if it is still the conversation's tail and
+ * the log says a step is due, take ONE step and append its events expecting that tail.
+ */
+export function createStepHandler(deps: StepHandlerDependencies): CommitHandler {
+  return async (delivery) => {
+    const ref = delivery.ref;
+    if (!ref) return { ack: true, outcome: 'foreign_subject' };
+    const tail = await deps.log.tail(ref);
+    if (delivery.streamSeq < tail.streamSeq) return { ack: true, outcome: 'not_tail' };
+    const conversation = await deps.cache.load(ref, tail);
+    if (nextWork(conversation.events).kind !== 'step') return { ack: true, outcome: 'no_step_due' };
+
+    const tracked = deps.interrupts.track(ref, delivery.signal);
+    const started = performance.now();
+    let result;
+    try {
+      result = await step({
+        agent: deps.agent,
+        llm: deps.llm(),
+        tools: deps.tools,
+        events: conversation.events,
+        conversation: ref,
+        signal: tracked.signal,
+        ...(deps.streamDeltas === false ? {} : { onDelta: (delta) => publishDelta(deps.nc, ref, delta) }),
+      });
+    } catch (error) {
+      if (delivery.signal.aborted) throw error; // shutdown: the commit goes back to the group
+      if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
+      throw error;
+    } finally {
+      tracked.done();
+      deps.metrics.llmSeconds.observe({ outcome: 'step' }, (performance.now() - started) / 1_000);
+    }
+    if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
+    try {
+      const commit = await deps.log.append(ref, result.drafts, { expected: tail });
+      deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+      deps.metrics.appends.inc({ result: 'ok' });
+      delivery.logger.debug({ outcome: result.outcome, seq: commit.lastSeq }, 'step appended');
+      return { ack: true, outcome: result.outcome };
+    } catch (error) {
+      if (isConflict(error)) {
+        deps.metrics.appends.inc({ result: 'conflict' });
+        return { ack: true, outcome: 'conflict' };
+      }
+      throw error;
+    }
+  };
+}

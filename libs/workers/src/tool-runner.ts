@@ -1,0 +1,210 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { executeActions, interruptedDrafts, nextWork, pendingActions, type NextWork } from '@flotilla/agent';
+import { draftEvent, newId, type Event, type EventDraft } from '@flotilla/events';
+import { isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
+import type { CommitHandler, ConversationCache, InterruptRegistry, Logger, RunnerRegistry, ServiceMetrics } from '@flotilla/runtime';
+import { createToolContext, openWorkspace, type ToolRegistry } from '@flotilla/tools';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+
+export type ToolRunnerDependencies = {
+  readonly runnerId: string;
+  readonly log: EventLog;
+  readonly cache: ConversationCache;
+  readonly tools: ToolRegistry;
+  readonly runners: RunnerRegistry;
+  readonly interrupts: InterruptRegistry;
+  readonly nc: NatsConnection;
+  readonly metrics: ServiceMetrics;
+  readonly logger: Logger;
+  /** Workspaces live in `<workspaceRoot>/<tenant>/<conversation>`. */
+  readonly workspaceRoot: string;
+  /** How long to wait for the owning runner to take forwarded work. */
+  readonly forwardTimeoutMs?: number;
+};
+
+export const WORKSPACE_MOVED_NOTE =
+  "[Note: this conversation's workspace moved to another tool runner because the previous one stopped. " +
+  'Files are intact, but the terminal session was restarted: environment variables, the working directory ' +
+  'and background processes from before are gone.]';
+
+const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
+
+/**
+ * A tool runner: owns conversations' workspaces (ownership in KV, heartbeat), runs each action
+ * at most once (execution_started is appended before anything runs), and appends one commit of
+ * observations per batch. Wake-ups for a workspace owned by another live runner are forwarded
+ * to it; a dead owner's workspace is taken over.
+ */
+export class ToolRunner {
+  readonly #deps: ToolRunnerDependencies;
+  /** Conversations whose actions this process is executing right now. */
+  readonly #executing = new Map<string, Promise<void>>();
+  #heartbeat: NodeJS.Timeout | undefined;
+  #subscription: Subscription | undefined;
+
+  constructor(deps: ToolRunnerDependencies) {
+    this.#deps = deps;
+  }
+
+  get wakeSubject(): string {
+    return `flotilla.runner.${this.#deps.runnerId}.wake`;
+  }
+
+  async start(heartbeatMs = Math.max(250, Math.floor(this.#deps.runners.livenessMs / 4))): Promise<void> {
+    await this.#deps.runners.heartbeat(this.#deps.runnerId);
+    this.#heartbeat = setInterval(() => {
+      this.#deps.runners.heartbeat(this.#deps.runnerId).catch((error: unknown) => this.#deps.logger.warn({ err: error }, 'heartbeat failed'));
+    }, heartbeatMs);
+    this.#subscription = this.#deps.nc.subscribe(this.wakeSubject, {
+      callback: (_error, message) => {
+        let ref: ConversationRef;
+        try {
+          ref = message.json<ConversationRef>();
+        } catch {
+          message.respond(JSON.stringify({ ok: false, error: 'bad request' }));
+          return;
+        }
+        this.#executeFor(ref, false).then(
+          () => message.respond(JSON.stringify({ ok: true })),
+          (error: unknown) => message.respond(JSON.stringify({ ok: false, error: (error as Error).message })),
+        );
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#heartbeat);
+    this.#subscription?.unsubscribe();
+    await Promise.allSettled([...this.#executing.values()]);
+    await this.#deps.runners.retire(this.#deps.runnerId);
+  }
+
+  handler(): CommitHandler {
+    return async (delivery) => {
+      const ref = delivery.ref;
+      if (!ref) return { ack: true, outcome: 'foreign_subject' };
+      const tail = await this.#deps.log.tail(ref);
+      if (delivery.streamSeq < tail.streamSeq) return { ack: true, outcome: 'not_tail' };
+      const conversation = await this.#deps.cache.load(ref, tail);
+      const work = await this.#decide(ref, conversation.events);
+      if (work.kind === 'in_progress') {
+        // Someone (maybe us) is running these. If it is another runner, look again later: it may die.
+        return this.#executing.has(key(ref)) ? { ack: true, outcome: 'own_in_progress' } : { ack: false, outcome: 'in_progress', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
+      }
+      if (work.kind !== 'execute') return { ack: true, outcome: 'nothing_to_run' };
+
+      const owner = await this.#deps.runners.owner(ref);
+      if (owner?.runner && owner.runner !== this.#deps.runnerId && (await this.#deps.runners.isAlive(owner.runner))) {
+        try {
+          const reply = await this.#deps.nc.request(`flotilla.runner.${owner.runner}.wake`, JSON.stringify(ref), { timeout: this.#deps.forwardTimeoutMs ?? 600_000 });
+          const answer = reply.json<{ ok: boolean; error?: string }>();
+          return answer.ok ? { ack: true, outcome: 'forwarded' } : { ack: false, outcome: 'forward_failed', delayMs: 1_000 };
+        } catch {
+          return { ack: false, outcome: 'forward_failed', delayMs: 1_000 };
+        }
+      }
+      const tookOver = owner !== undefined && owner.runner !== '' && owner.runner !== this.#deps.runnerId;
+      if (owner?.runner !== this.#deps.runnerId && !(await this.#deps.runners.claim(ref, this.#deps.runnerId, owner))) {
+        return { ack: false, outcome: 'claim_lost', delayMs: 200 };
+      }
+      if (tookOver) delivery.logger.info({ previousOwner: owner?.runner }, 'took over the workspace');
+      await this.#executeFor(ref, tookOver, delivery.signal);
+      return { ack: true, outcome: 'executed' };
+    };
+  }
+
+  async #decide(ref: ConversationRef, events: readonly Event[]): Promise<NextWork> {
+    const pending = pendingActions(events);
+    const alive = new Map<string, boolean>();
+    for (const runner of new Set(pending.startedBy.values())) {
+      alive.set(runner, runner === this.#deps.runnerId ? this.#executing.has(key(ref)) : await this.#deps.runners.isAlive(runner));
+    }
+    return nextWork(events, { runnerAlive: (runner) => alive.get(runner) ?? false });
+  }
+
+  /** Runs whatever the conversation's log says is due, one batch at a time; serialised per conversation. */
+  async #executeFor(ref: ConversationRef, tookOver: boolean, signal?: AbortSignal): Promise<void> {
+    const previous = this.#executing.get(key(ref));
+    if (previous) {
+      await previous;
+      return;
+    }
+    const job = this.#runBatches(ref, tookOver, signal);
+    this.#executing.set(key(ref), job);
+    try {
+      await job;
+    } finally {
+      this.#executing.delete(key(ref));
+    }
+  }
+
+  async #runBatches(ref: ConversationRef, tookOver: boolean, signal?: AbortSignal): Promise<void> {
+    let note = tookOver;
+    for (let round = 0; round < 50; round += 1) {
+      if (signal?.aborted) return;
+      const conversation = await this.#deps.cache.load(ref);
+      const pending = pendingActions(conversation.events);
+      // our own started-but-unanswered actions can only be leftovers of a failed attempt: interrupted
+      const alive = new Map<string, boolean>();
+      for (const runner of new Set(pending.startedBy.values())) alive.set(runner, runner !== this.#deps.runnerId && (await this.#deps.runners.isAlive(runner)));
+      const work = nextWork(conversation.events, { runnerAlive: (runner) => alive.get(runner) ?? false });
+      if (work.kind !== 'execute') return;
+      const context = { ...ref, source: 'system' as const };
+      const drafts: EventDraft[] = interruptedDrafts(work.interrupted, context);
+      if (work.actions.length > 0) {
+        drafts.push(draftEvent(context, 'execution_started', { action_ids: work.actions.map((action) => action.id), runner: this.#deps.runnerId }));
+      }
+      let started;
+      try {
+        started = await this.#deps.log.append(ref, drafts, { expected: conversation.tail });
+      } catch (error) {
+        if (isConflict(error)) continue;
+        throw error;
+      }
+      this.#deps.cache.appended(ref, conversation.tail, started.events, { streamSeq: started.streamSeq, lastSeq: started.lastSeq });
+      if (work.actions.length === 0) continue;
+      const observations = await this.#run(ref, work.actions, note);
+      note = false;
+      await this.#appendResults(ref, observations);
+    }
+  }
+
+  async #run(ref: ConversationRef, actions: Extract<Event, { type: 'action' }>[] | readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
+    const root = join(this.#deps.workspaceRoot, ref.tenant, ref.conversation);
+    await mkdir(root, { recursive: true });
+    const workspace = await openWorkspace(root);
+    const tracked = this.#deps.interrupts.track(ref);
+    const started = performance.now();
+    try {
+      const toolContext = createToolContext({ workspace, conversationId: key(ref), signal: tracked.signal });
+      const drafts = await executeActions(actions, this.#deps.tools, toolContext, { ...ref, source: 'environment' });
+      this.#deps.metrics.toolSeconds.observe({ tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' }, (performance.now() - started) / 1_000);
+      if (note && drafts[0]?.type === 'observation') {
+        const first = drafts[0];
+        drafts[0] = { ...first, content: [{ type: 'text', text: WORKSPACE_MOVED_NOTE }, ...first.content] };
+      }
+      return drafts;
+    } finally {
+      tracked.done();
+    }
+  }
+
+  /** Observations must land: retry on conflicts at the new tail, with one commit id so a lost ack never duplicates. */
+  async #appendResults(ref: ConversationRef, drafts: readonly EventDraft[]): Promise<void> {
+    const commitId = newId();
+    for (let attempt = 0; ; attempt += 1) {
+      const tail = await this.#deps.log.tail(ref);
+      try {
+        await this.#deps.log.append(ref, drafts, { expected: tail, commitId });
+        this.#deps.metrics.appends.inc({ result: 'ok' });
+        return;
+      } catch (error) {
+        if (!isConflict(error) && !(error as { isRetryable?: boolean }).isRetryable) throw error;
+        this.#deps.metrics.appends.inc({ result: isConflict(error) ? 'conflict' : 'retry' });
+        if (attempt > 200) throw error;
+        await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 10 * 2 ** Math.min(attempt, 6))));
+      }
+    }
+  }
+}
