@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+export type ServiceProcessOptions = {
+  /** Display name, e.g. `step-worker-1`. */
+  readonly name: string;
+  /** The TypeScript entry point (run with tsx). */
+  readonly entry: string;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly cwd?: string;
+  /** Restart after an unexpected exit (default true), with backoff. */
+  readonly restart?: boolean;
+  /** Receives every output line. */
+  readonly onLine?: (name: string, line: string, stream: 'stdout' | 'stderr') => void;
+  /** Told about exits and restarts. */
+  readonly onExit?: (name: string, code: number | null, signal: NodeJS.Signals | null, restarting: boolean) => void;
+  /** How long a graceful stop may take before SIGKILL. Default 10 s. */
+  readonly stopTimeoutMs?: number;
+};
+
+/** One supervised service process. */
+export class ServiceProcess {
+  #child: ChildProcess | undefined;
+  #stopping = false;
+  #restarts = 0;
+  #exited: Promise<void> = Promise.resolve();
+
+  constructor(readonly options: ServiceProcessOptions) {}
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  get running(): boolean {
+    return this.#child !== undefined && this.#child.exitCode === null && this.#child.signalCode === null;
+  }
+
+  get restarts(): number {
+    return this.#restarts;
+  }
+
+  start(): void {
+    this.#stopping = false;
+    const child = spawn(process.execPath, ['--import', 'tsx', this.options.entry], {
+      cwd: this.options.cwd,
+      env: { ...process.env, ...this.options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.#child = child;
+    const reap = (): void => void child.kill('SIGKILL');
+    process.once('exit', reap);
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const lines = createInterface({ input: child[stream]! });
+      lines.on('line', (line) => this.options.onLine?.(this.name, line, stream));
+    }
+    this.#exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        process.removeListener('exit', reap);
+        const restarting = !this.#stopping && this.options.restart !== false;
+        this.options.onExit?.(this.name, code, signal, restarting);
+        if (restarting) {
+          this.#restarts += 1;
+          const backoff = Math.min(5_000, 250 * 2 ** Math.min(this.#restarts, 5));
+          setTimeout(() => {
+            if (!this.#stopping) this.start();
+          }, backoff).unref();
+        }
+        resolve();
+      });
+    });
+  }
+
+  /** Kill without a graceful stop (like a crash). The supervisor restarts it unless told otherwise. */
+  async kill(signal: NodeJS.Signals = 'SIGKILL', options: { restart?: boolean } = {}): Promise<void> {
+    if (options.restart === false) this.#stopping = true;
+    const exited = this.#exited;
+    this.#child?.kill(signal);
+    await exited;
+  }
+
+  /** Graceful stop: SIGTERM, then SIGKILL after the timeout. Never restarts. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    if (!this.running) return;
+    const exited = this.#exited;
+    this.#child?.kill('SIGTERM');
+    const timer = setTimeout(() => this.#child?.kill('SIGKILL'), this.options.stopTimeoutMs ?? 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}

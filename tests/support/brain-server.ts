@@ -1,0 +1,148 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * The task a test conversation carries in its first user message: `TASK {"id":…,"steps":…}`.
+ * The brain is a pure function of the request's messages, so a retried or duplicated LLM call
+ * (after a crash) gets the same answer.
+ */
+export type BrainTask = {
+  readonly id: string;
+  /** Tool calls before the final answer. */
+  readonly steps: number;
+  /** File every action appends one line `<id> <step>` to: counts side effects. */
+  readonly effects: string;
+  /** Seconds each command sleeps before its side effect (to land kills mid-action). */
+  readonly sleep?: number;
+  /** Milliseconds of model latency per call. */
+  readonly latencyMs?: number;
+  /** Stream the reply in this many chunks, one every `chunkDelayMs` (for interrupt tests). */
+  readonly chunks?: number;
+  readonly chunkDelayMs?: number;
+  /** Parallel tool calls per step (default 1). */
+  readonly parallel?: number;
+};
+
+export type BrainCall = { readonly task: string; readonly stream: boolean; readonly startedAt: number; closedAt?: number; completed: boolean };
+
+export type BrainServer = AsyncDisposable & { readonly baseURL: string; readonly calls: BrainCall[]; close(): Promise<void> };
+
+export function taskMessage(task: BrainTask): string {
+  return `TASK ${JSON.stringify(task)}`;
+}
+
+type ChatMessage = { role: string; content?: unknown; tool_calls?: unknown[] };
+
+/** An OpenAI Chat Completions server (JSON and SSE) that plays a scripted agent. */
+export async function startBrainServer(): Promise<BrainServer> {
+  const calls: BrainCall[] = [];
+  const server = createServer((request, response) => void handle(request, response));
+  let counter = 0;
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    let body: { messages?: ChatMessage[]; stream?: boolean; model?: string };
+    try {
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
+    } catch {
+      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'invalid JSON', type: 'invalid_request_error' } }));
+      return;
+    }
+    const messages = body.messages ?? [];
+    const task = findTask(messages);
+    if (!task) {
+      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'no TASK in the conversation', type: 'invalid_request_error' } }));
+      return;
+    }
+    const call: BrainCall = { task: task.id, stream: body.stream === true, startedAt: Date.now(), completed: false };
+    calls.push(call);
+    response.on('close', () => {
+      call.closedAt = Date.now();
+    });
+    if (task.latencyMs) await new Promise((resolve) => setTimeout(resolve, task.latencyMs));
+    const done = messages.filter((message) => message.role === 'tool').length;
+    counter += 1;
+    const id = `chatcmpl-brain${counter}`;
+    const parallel = task.parallel ?? 1;
+    const step = Math.floor(done / parallel);
+    const reply =
+      step < task.steps
+        ? {
+            content: null,
+            tool_calls: Array.from({ length: parallel }, (_, index) => ({
+              id: `call_${task.id}_${step}_${index}`,
+              type: 'function',
+              function: {
+                name: 'terminal',
+                arguments: JSON.stringify({
+                  command: `sleep ${task.sleep ?? 0}; echo "${task.id} ${step} ${index}" >> ${task.effects}`,
+                  security_risk: 'low',
+                }),
+              },
+            })),
+          }
+        : { content: `Done: ${task.steps} steps for ${task.id}.`, tool_calls: undefined };
+    const finish = reply.tool_calls ? 'tool_calls' : 'stop';
+    const usage = { prompt_tokens: 100 + done * 20, completion_tokens: 20, total_tokens: 120 + done * 20 };
+    if (!body.stream) {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({
+          id,
+          object: 'chat.completion',
+          created: Math.floor(Date.now() / 1000),
+          model: body.model ?? 'brain',
+          choices: [{ index: 0, message: { role: 'assistant', ...reply }, finish_reason: finish, logprobs: null }],
+          usage,
+        }),
+      );
+      call.completed = true;
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    response.flushHeaders();
+    const send = (delta: unknown, finishReason: string | null = null): void => {
+      const chunk = { id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model ?? 'brain', choices: [{ index: 0, delta, finish_reason: finishReason }] };
+      response.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    };
+    send({ role: 'assistant', content: '' });
+    const pieces = Math.max(1, task.chunks ?? 1);
+    for (let piece = 0; piece < pieces; piece += 1) {
+      if (response.destroyed) return;
+      if (task.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, task.chunkDelayMs));
+      if (pieces > 1) send({ content: '.' });
+    }
+    if (reply.tool_calls) {
+      reply.tool_calls.forEach((toolCall, index) => {
+        send({ tool_calls: [{ index, id: toolCall.id, type: 'function', function: { name: toolCall.function.name, arguments: '' } }] });
+        send({ tool_calls: [{ index, function: { arguments: toolCall.function.arguments } }] });
+      });
+    } else {
+      send({ content: reply.content });
+    }
+    send({}, finish);
+    response.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: 'brain', choices: [], usage })}\n\n`);
+    response.write('data: [DONE]\n\n');
+    response.end();
+    call.completed = true;
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const close = async (): Promise<void> => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return { baseURL: `http://127.0.0.1:${port}/v1`, calls, close, [Symbol.asyncDispose]: close };
+}
+
+function findTask(messages: readonly ChatMessage[]): BrainTask | undefined {
+  for (const message of messages) {
+    if (message.role !== 'user') continue;
+    const text = typeof message.content === 'string' ? message.content : Array.isArray(message.content) ? message.content.map((part: { text?: string }) => part.text ?? '').join('') : '';
+    const match = /TASK (\{.*\})/s.exec(text);
+    if (match) return JSON.parse(match[1]!) as BrainTask;
+  }
+  return undefined;
+}

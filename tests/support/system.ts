@@ -1,0 +1,135 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { draftEvent, type ConversationStatus, type Event } from '@flotilla/events';
+import { appendWithRetry, EventLog, type ConversationRef } from '@flotilla/log';
+import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
+import { formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { startBrainServer, taskMessage, type BrainServer, type BrainTask } from './brain-server.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export type SystemOptions = {
+  readonly stepWorkers?: number;
+  readonly toolRunners?: number;
+  readonly condensers?: number;
+  readonly projectors?: number;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Print service logs (default: only when FLOTILLA_TEST_LOGS is set). */
+  readonly logs?: boolean;
+};
+
+export type RunningTestSystem = AsyncDisposable & {
+  readonly nats: NatsServerProcess;
+  readonly nc: NatsConnection;
+  readonly log: EventLog;
+  readonly brain: BrainServer;
+  readonly home: string;
+  readonly effects: string;
+  readonly processes: readonly ServiceProcess[];
+  /** Appends `TASK …` as a user message and a run request. */
+  start(ref: ConversationRef, task: Omit<BrainTask, 'effects'>): Promise<void>;
+  status(ref: ConversationRef): Promise<ConversationStatus>;
+  events(ref: ConversationRef): Promise<Event[]>;
+  waitForStatus(refs: readonly ConversationRef[], statuses: readonly ConversationStatus[], timeoutMs: number): Promise<void>;
+};
+
+/** nats-server, the brain (a scripted OpenAI-compatible model) and each service as its own process. */
+export async function startTestSystem(options: SystemOptions = {}): Promise<RunningTestSystem> {
+  const home = await mkdtemp(join(tmpdir(), 'flotilla-system-'));
+  const nats = await NatsServerProcess.start({ storeDir: join(home, 'nats') });
+  const brain = await startBrainServer();
+  const effects = join(home, 'effects.log');
+  const agent = {
+    llm: { provider: 'openai-chat', model: 'brain', baseURL: brain.baseURL, apiKey: 'test-key', timeoutMs: 60_000, retry: { maxAttempts: 4, initialDelayMs: 100, maxDelayMs: 1_000 } },
+    tools: ['terminal', 'file_editor', 'think', 'finish'],
+    prompt: { includeDate: false },
+  };
+  const showLogs = options.logs ?? process.env['FLOTILLA_TEST_LOGS'] !== undefined;
+  const processes: ServiceProcess[] = [];
+  const spawnService = async (service: string, index: number): Promise<void> => {
+    const healthPort = await freePort();
+    const child = new ServiceProcess({
+      name: `${service}-${index}`,
+      entry: join(ROOT, 'services', service, 'src', 'main.ts'),
+      cwd: ROOT,
+      env: {
+        FLOTILLA_NATS_URL: nats.url,
+        FLOTILLA_HOME: home,
+        FLOTILLA_HEALTH_PORT: String(healthPort),
+        FLOTILLA_AGENT: JSON.stringify(agent),
+        FLOTILLA_RUNNER_LIVENESS_MS: '3000',
+        FLOTILLA_ACK_WAIT_MS: '4000',
+        FLOTILLA_LOG_LEVEL: showLogs ? 'info' : 'warn',
+        ...options.env,
+      },
+      onLine: (name, line) => {
+        if (showLogs || line.includes('"level":50') || line.includes('"level":60')) process.stderr.write(`${formatLogLine(name, line)}\n`);
+      },
+    });
+    child.start();
+    processes.push(child);
+    await waitReady(`http://127.0.0.1:${healthPort}`, 60_000);
+  };
+  const counts: [string, number][] = [
+    ['step-worker', options.stepWorkers ?? 1],
+    ['tool-runner', options.toolRunners ?? 1],
+    ['projector', options.projectors ?? 1],
+    ['condenser', options.condensers ?? 0],
+  ];
+  await Promise.all(counts.flatMap(([service, count]) => Array.from({ length: count }, (_, index) => spawnService(service, index + 1))));
+  const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  const log = await EventLog.open(nc);
+
+  const events = async (ref: ConversationRef): Promise<Event[]> => (await log.readEvents(ref)).events;
+  const status = async (ref: ConversationRef): Promise<ConversationStatus> => {
+    const all = await events(ref);
+    for (let index = all.length - 1; index >= 0; index -= 1) {
+      const event = all[index]!;
+      if (event.type === 'state_change' && event.status) return event.status;
+    }
+    return 'idle';
+  };
+  return {
+    nats,
+    nc,
+    log,
+    brain,
+    home,
+    effects,
+    processes,
+    async start(ref, task) {
+      await appendWithRetry(log, ref, () => [
+        draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: taskMessage({ ...task, effects }) }] }),
+        draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'running', reason: 'test' }),
+      ]);
+    },
+    status,
+    events,
+    async waitForStatus(refs, statuses, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      const pending = new Set(refs);
+      while (pending.size > 0) {
+        for (const ref of [...pending]) {
+          const current = await status(ref).catch(() => undefined);
+          if (current && statuses.includes(current)) pending.delete(ref);
+        }
+        if (pending.size === 0) return;
+        if (Date.now() > deadline) {
+          const left = await Promise.all([...pending].map(async (ref) => `${ref.conversation}=${await status(ref).catch(() => '?')}`));
+          throw new Error(`${pending.size} conversations did not reach ${statuses.join('/')} in ${timeoutMs} ms: ${left.slice(0, 10).join(', ')}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    },
+    async [Symbol.asyncDispose]() {
+      await Promise.allSettled(processes.map((child) => child.stop()));
+      await nc.close().catch(() => undefined);
+      await brain.close();
+      await nats[Symbol.asyncDispose]();
+      await rm(home, { recursive: true, force: true });
+    },
+  };
+}
