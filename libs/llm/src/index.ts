@@ -1,0 +1,35 @@
+export type * from './messages.js';
+export {
+  FinishReason,
+  LlmProvider,
+  emptyUsage,
+  toAssistantMessage,
+  type GenerateOptions,
+  type GenerateRequest,
+  type GenerateResult,
+  type LanguageModel,
+  type ModelInfo,
+  type StreamDelta,
+  type Usage,
+} from './core/language-model.js';
+export { LlmError, LlmErrorCode, isLlmError, type LlmErrorOptions } from './core/errors.js';
+export { classifyError } from './core/classify-error.js';
+export { isContextOverflowMessage } from './core/context-overflow.js';
+export { parseRetryAfterMs } from './core/retry-after.js';
+export { backoffDelayMs } from './core/retry.js';
+export { computeCostUsd, type Prices } from './core/cost.js';
+export {
+  LlmConfig,
+  ModelPrices,
+  ReasoningEffort,
+  RetryPolicy,
+  parseLlmConfig,
+  type LlmConfigInput,
+} from './core/config.js';
+export { loadApiKey, type ApiKeySource } from './core/api-key.js';
+export { silentLogger, type LlmLogger } from './core/logger.js';
+export { createLanguageModel, type CreateLanguageModelOptions } from './create-language-model.js';
+export { ScriptedLanguageModel, type ScriptedLanguageModelOptions, type ScriptedReply } from './scripted-language-model.js';
+export { renderToolPrompt } from './prompt-tools/tool-prompt.js';
+export { parseToolCallText, type ParsedToolText } from './prompt-tools/parse-tool-calls.js';
+export { toPromptToolMessages } from './prompt-tools/to-prompt-messages.js';

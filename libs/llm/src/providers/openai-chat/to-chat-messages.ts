@@ -1,0 +1,56 @@
+import type { ChatCompletionContentPart, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { ChatMessage, ContentPart } from '../../messages.js';
+
+/** Provider-neutral messages to Chat Completions messages (system blocks joined into one). */
+export function toChatMessages(messages: readonly ChatMessage[]): ChatCompletionMessageParam[] {
+  return messages.map((message): ChatCompletionMessageParam => {
+    switch (message.role) {
+      case 'system':
+        return { role: 'system', content: message.content.map((block) => block.text).join('\n\n') };
+      case 'user':
+        return { role: 'user', content: toUserContent(message.content) };
+      case 'assistant': {
+        const text = textOf(message.content);
+        const reasoning = message.reasoning?.text;
+        return {
+          role: 'assistant',
+          content: text.length > 0 ? text : null,
+          ...(message.toolCalls.length > 0
+            ? {
+                tool_calls: message.toolCalls.map((call) => ({
+                  id: call.id,
+                  type: 'function' as const,
+                  function: { name: call.name, arguments: call.arguments },
+                })),
+              }
+            : {}),
+          // OpenAI-compatible reasoning servers (vLLM, DeepSeek-style) read this back.
+          ...(reasoning ? { reasoning_content: reasoning } : {}),
+        };
+      }
+      case 'tool':
+        return { role: 'tool', tool_call_id: message.toolCallId, content: toolText(message.content, message.isError) };
+    }
+  });
+}
+
+function toUserContent(parts: readonly ContentPart[]): string | ChatCompletionContentPart[] {
+  if (parts.every((part) => part.type === 'text')) return textOf(parts);
+  return parts.map((part): ChatCompletionContentPart =>
+    part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image_url', image_url: { url: imageUrl(part) } },
+  );
+}
+
+export function imageUrl(part: { readonly url?: string; readonly data?: string; readonly mediaType?: string }): string {
+  return part.url ?? `data:${part.mediaType ?? 'image/png'};base64,${part.data ?? ''}`;
+}
+
+function textOf(parts: readonly ContentPart[]): string {
+  return parts.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
+}
+
+/** Chat Completions tool messages are text only; images are noted, errors flagged. */
+export function toolText(parts: readonly ContentPart[], isError: boolean | undefined): string {
+  const text = parts.map((part) => (part.type === 'text' ? part.text : '[image omitted]')).join('\n');
+  return isError ? `[An error occurred during execution.]\n${text}` : text;
+}

@@ -1,0 +1,132 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { frameSse, type SseEvent } from './sse.js';
+
+export type RecordedRequest = {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** Parsed JSON body, or the raw text when it is not JSON. */
+  readonly body: unknown;
+};
+
+export type HttpReply =
+  | { readonly type: 'json'; readonly status?: number; readonly body: unknown; readonly headers?: Record<string, string> }
+  | {
+      readonly type: 'sse';
+      readonly events: readonly SseEvent[];
+      /** Pause before each event, to stream slowly. */
+      readonly delayMs?: number;
+      readonly headers?: Record<string, string>;
+    }
+  | { readonly type: 'raw'; readonly status?: number; readonly body: string; readonly headers?: Record<string, string> }
+  /** Accept the request and never answer. */
+  | { readonly type: 'hang' }
+  /** Destroy the connection without a response. */
+  | { readonly type: 'drop' };
+
+export type ReplyScript = HttpReply | ((request: RecordedRequest) => HttpReply);
+
+export type LlmTestServer = AsyncDisposable & {
+  /** e.g. http://127.0.0.1:54321 */
+  readonly url: string;
+  /** `${url}/v1`, the baseURL the OpenAI SDK expects. */
+  readonly baseURL: string;
+  readonly requests: RecordedRequest[];
+  /** Queue replies; each request takes the next one. */
+  enqueue(...replies: ReplyScript[]): void;
+  close(): Promise<void>;
+};
+
+/** An HTTP server on 127.0.0.1 that replays scripted provider replies and records what it received. */
+export async function startTestServer(): Promise<LlmTestServer> {
+  const requests: RecordedRequest[] = [];
+  const queue: ReplyScript[] = [];
+  const server = createServer((incoming, response) => {
+    void handle(incoming, response);
+  });
+
+  async function handle(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of incoming) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const request: RecordedRequest = {
+      method: incoming.method ?? 'GET',
+      path: incoming.url ?? '/',
+      headers: incoming.headers,
+      body: parseBody(text),
+    };
+    requests.push(request);
+    const script = queue.shift();
+    const reply: HttpReply = script === undefined ? noReplyLeft(request) : typeof script === 'function' ? script(request) : script;
+    await send(reply, response);
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  const close = async (): Promise<void> => {
+    if (!server.listening) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  return {
+    url,
+    baseURL: `${url}/v1`,
+    requests,
+    enqueue: (...replies) => void queue.push(...replies),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+async function send(reply: HttpReply, response: ServerResponse): Promise<void> {
+  switch (reply.type) {
+    case 'json':
+      response.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
+      response.end(JSON.stringify(reply.body));
+      return;
+    case 'raw':
+      response.writeHead(reply.status ?? 200, { 'content-type': 'text/event-stream', ...reply.headers });
+      response.end(reply.body);
+      return;
+    case 'hang':
+      return;
+    case 'drop':
+      response.socket?.destroy();
+      return;
+    case 'sse':
+      await sendSse(reply.events, reply.delayMs ?? 0, reply.headers ?? {}, response);
+  }
+}
+
+async function sendSse(events: readonly SseEvent[], delayMs: number, headers: Record<string, string>, response: ServerResponse): Promise<void> {
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
+  response.flushHeaders();
+  let closed = false;
+  response.on('close', () => {
+    closed = true;
+  });
+  for (const event of events) {
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    if (closed) return;
+    response.write(frameSse(event));
+  }
+  response.end();
+}
+
+function parseBody(text: string): unknown {
+  try {
+    return text.length > 0 ? JSON.parse(text) : undefined;
+  } catch {
+    return text;
+  }
+}
+
+function noReplyLeft(request: RecordedRequest): HttpReply {
+  return {
+    type: 'json',
+    status: 418,
+    body: { error: { message: `test server: no scripted reply left for ${request.method} ${request.path}`, type: 'test_server_error' } },
+  };
+}
