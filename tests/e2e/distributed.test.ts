@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { auditConversation, formatReport } from '@flotilla/auditor';
 import { describe, expect, it } from 'vitest';
 import { startTestSystem } from '../support/system.js';
 
@@ -17,5 +18,7 @@ describe('the distributed runtime, one process per service', () => {
     const effects = (await readFile(system.effects, 'utf8')).trim().split('\n');
     expect(effects).toEqual(['first 0 0', 'first 1 0', 'first 2 0']);
     expect(events.at(-1)).toMatchObject({ type: 'state_change', status: 'finished' });
+    const report = await auditConversation(system.log, ref);
+    expect(report.violations, formatReport(report)).toEqual([]);
   }, 120_000);
 });

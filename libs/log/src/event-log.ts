@@ -37,11 +37,20 @@ export type AppendOptions = {
 export type ReadOptions = {
   /** Only commits holding events after this seq. Default 0 (from the start). */
   readonly afterSeq?: number;
+  /**
+   * The stream sequence of the commit holding `afterSeq`, when the reader knows it (a cache
+   * does): reading then starts right after it, without locating `afterSeq`.
+   */
+  readonly afterStreamSeq?: number;
+  /** Read up to this tail instead of fetching the current one. */
+  readonly until?: Tail;
   readonly signal?: AbortSignal;
   readonly invalidPolicy?: InvalidMessagePolicy;
 };
 
 const READ_BATCH = 1024;
+/** Reads of at most this many commits use direct gets; longer ones an ordered consumer. */
+const DIRECT_READ_LIMIT = 16;
 
 /**
  * A conversation's event log on JetStream: one subject per conversation, one message per
@@ -151,9 +160,10 @@ export class EventLog {
   /** Reads the commits holding events after `afterSeq`, up to the tail as of the call. */
   async *read(ref: ConversationRef, options: ReadOptions = {}): AsyncGenerator<StoredCommit> {
     const afterSeq = options.afterSeq ?? 0;
-    const tail = await this.tail(ref);
+    const tail = options.until ?? (await this.tail(ref));
     if (tail.streamSeq === 0 || tail.lastSeq <= afterSeq) return;
-    const start = afterSeq === 0 ? 1 : await this.locate(ref, afterSeq + 1, tail);
+    const start =
+      options.afterStreamSeq !== undefined ? options.afterStreamSeq + 1 : afterSeq === 0 ? 1 : await this.locate(ref, afterSeq + 1, tail);
     if (start === undefined) return;
     yield* this.#scan(ref, start, tail.streamSeq, afterSeq, options.invalidPolicy, options.signal);
   }
@@ -195,30 +205,51 @@ export class EventLog {
   ): AsyncGenerator<StoredCommit> {
     if (signal?.aborted) return;
     const subject = this.subject(ref);
+    let expectedFirst: number | undefined;
+    for await (const message of this.#messages(subject, startStreamSeq, untilStreamSeq, signal)) {
+      const decoded = decodeCommit(message, ref);
+      if (!decoded.ok) {
+        this.#report(subject, message.seq, decoded.reason, decoded.error?.issues ?? [], policy, decoded.error?.code);
+      } else if (decoded.commit.lastSeq <= afterSeq) {
+        // before the requested position
+      } else if (expectedFirst === undefined ? decoded.commit.firstSeq > afterSeq + 1 && afterSeq > 0 : decoded.commit.firstSeq !== expectedFirst) {
+        const wanted = expectedFirst ?? afterSeq + 1;
+        this.#report(subject, message.seq, `commit starts at seq ${decoded.commit.firstSeq}, expected ${wanted}`, [], policy);
+      } else {
+        expectedFirst = decoded.commit.lastSeq + 1;
+        yield decoded.commit;
+      }
+    }
+  }
+
+  /**
+   * The subject's messages from `start` (to `until`, or live). A short bounded range is read
+   * with direct gets (no consumer to create); a long or live one with an ordered consumer.
+   */
+  async *#messages(subject: string, start: number, until: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage> {
+    let cursor = Math.max(1, start);
+    if (until !== undefined) {
+      for (let count = 0; count < DIRECT_READ_LIMIT; count += 1) {
+        if (cursor > until || signal?.aborted) return;
+        const message = await this.#direct({ seq: cursor, next_by_subj: subject });
+        if (!message || message.seq > until) return;
+        yield message;
+        cursor = message.seq + 1;
+      }
+      if (cursor > until) return;
+    }
     const consumer = await this.#js.consumers.get(this.streamName, {
       filter_subjects: subject,
       deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, startStreamSeq),
+      opt_start_seq: cursor,
     });
     const messages = await consumer.consume({ max_messages: READ_BATCH });
     const onAbort = (): void => void messages.stop();
     signal?.addEventListener('abort', onAbort, { once: true });
-    let expectedFirst: number | undefined;
     try {
       for await (const message of messages) {
-        const decoded = decodeCommit(message, ref);
-        if (!decoded.ok) {
-          this.#report(subject, message.seq, decoded.reason, decoded.error?.issues ?? [], policy, decoded.error?.code);
-        } else if (decoded.commit.lastSeq <= afterSeq) {
-          // before the requested position
-        } else if (expectedFirst === undefined ? decoded.commit.firstSeq > afterSeq + 1 && afterSeq > 0 : decoded.commit.firstSeq !== expectedFirst) {
-          const wanted = expectedFirst ?? afterSeq + 1;
-          this.#report(subject, message.seq, `commit starts at seq ${decoded.commit.firstSeq}, expected ${wanted}`, [], policy);
-        } else {
-          expectedFirst = decoded.commit.lastSeq + 1;
-          yield decoded.commit;
-        }
-        if (untilStreamSeq !== undefined && (message.seq >= untilStreamSeq || message.info.pending === 0)) break;
+        yield message;
+        if (until !== undefined && (message.seq >= until || message.info.pending === 0)) break;
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);

@@ -34,7 +34,8 @@ export class ConversationCache {
       entry = { events: [], tail: { streamSeq: 0, lastSeq: 0 } };
     }
     if (entry.tail.streamSeq !== target.streamSeq) {
-      for await (const commit of this.log.read(ref, { afterSeq: entry.tail.lastSeq })) {
+      const known = entry.tail.streamSeq > 0 ? { afterStreamSeq: entry.tail.streamSeq } : {};
+      for await (const commit of this.log.read(ref, { afterSeq: entry.tail.lastSeq, until: target, ...known })) {
         for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
         this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
         entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };

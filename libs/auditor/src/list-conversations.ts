@@ -1,0 +1,30 @@
+import { parseConversationSubject, type ConversationRef } from '@flotilla/log';
+import type { LogLocation } from './log-location.js';
+
+/** A subject in the stream's range that does not name a conversation (tokens that are not valid ids). */
+export type StraySubject = { readonly subject: string; readonly messages: number };
+
+export type ConversationListing = {
+  readonly conversations: readonly (ConversationRef & { readonly messages: number })[];
+  readonly strays: readonly StraySubject[];
+};
+
+/**
+ * The conversations that have messages on the stream, from the stream's per-subject counts
+ * (`STREAM.INFO` with `subjects_filter`, nats-server 2.9; paged by the client for large lists),
+ * optionally confined to one tenant. Sorted by tenant then conversation.
+ */
+export async function listConversations(location: LogLocation, options: { readonly tenant?: string } = {}): Promise<ConversationListing> {
+  const filter = options.tenant === undefined ? `${location.subjectPrefix}.>` : `${location.subjectPrefix}.${options.tenant}.*`;
+  const info = await location.jsm.streams.info(location.streamName, { subjects_filter: filter });
+  const conversations: (ConversationRef & { messages: number })[] = [];
+  const strays: StraySubject[] = [];
+  for (const [subject, messages] of Object.entries(info.state.subjects ?? {})) {
+    const ref = parseConversationSubject(location.subjectPrefix, subject);
+    if (ref) conversations.push({ ...ref, messages });
+    else strays.push({ subject, messages });
+  }
+  conversations.sort((a, b) => a.tenant.localeCompare(b.tenant) || a.conversation.localeCompare(b.conversation));
+  strays.sort((a, b) => a.subject.localeCompare(b.subject));
+  return { conversations, strays };
+}

@@ -1,0 +1,71 @@
+import { jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { auditAll, auditConversation } from './audit-conversation.js';
+import type { AuditReport } from './audit-report.js';
+import { parseCliArgs, USAGE } from './cli-args.js';
+import { AuditorError, AuditorErrorCode } from './errors.js';
+import { formatReport, formatStray } from './format-report.js';
+import type { StraySubject } from './list-conversations.js';
+import type { LogLocation } from './log-location.js';
+
+export const ExitCode = { Clean: 0, Violations: 1, Usage: 2, Failure: 3 } as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export type CliIo = {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly env: Readonly<Record<string, string | undefined>>;
+};
+
+const STREAM_NOT_FOUND = 10059;
+
+/** The whole command: parse, connect, audit, print. Returns the exit code; never throws. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  let args;
+  try {
+    args = parseCliArgs(argv, io.env);
+  } catch (error) {
+    io.stderr(`flotilla audit: ${(error as Error).message}\n\n${USAGE}`);
+    return ExitCode.Usage;
+  }
+  if (args.help) {
+    io.stdout(USAGE);
+    return ExitCode.Clean;
+  }
+  let nc: NatsConnection | undefined;
+  try {
+    nc = await connect({ servers: [...args.servers], timeout: 5_000, maxReconnectAttempts: 0, name: 'flotilla-audit' });
+    const jsm = await jetstreamManager(nc, { checkAPI: true });
+    await jsm.streams.info(args.streamName).catch((error: unknown) => {
+      if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) {
+        throw new AuditorError(AuditorErrorCode.StreamUnavailable, `stream ${args.streamName} does not exist on ${nc!.getServer()} (check --stream)`);
+      }
+      throw error;
+    });
+    const location: LogLocation = { nc, jsm, streamName: args.streamName, subjectPrefix: args.subjectPrefix };
+    let reports: readonly AuditReport[];
+    let strays: readonly StraySubject[] = [];
+    const print = (report: AuditReport): void => (args.json ? undefined : io.stdout(`${formatReport(report)}\n`));
+    if (args.conversation !== undefined && args.tenant !== undefined) {
+      const report = await auditConversation(location, { tenant: args.tenant, conversation: args.conversation });
+      print(report);
+      reports = [report];
+    } else {
+      ({ reports, strays } = await auditAll(location, { ...(args.tenant === undefined ? {} : { tenant: args.tenant }), onReport: print }));
+    }
+    const failed = reports.filter((report) => report.violations.length > 0).length;
+    const violations = reports.reduce((total, report) => total + report.violations.length, 0) + strays.length;
+    if (args.json) {
+      io.stdout(`${JSON.stringify({ conversations: reports.length, failed, violations, strays, reports }, null, 2)}\n`);
+    } else {
+      for (const stray of strays) io.stdout(`${formatStray(stray)}\n`);
+      io.stdout(`audited ${reports.length} conversation(s) on ${args.streamName}: ${failed} with violations, ${violations} violation(s) in all\n`);
+    }
+    return violations > 0 ? ExitCode.Violations : ExitCode.Clean;
+  } catch (error) {
+    io.stderr(`flotilla audit: could not audit: ${(error as Error).message}\n`);
+    return ExitCode.Failure;
+  } finally {
+    await nc?.close().catch(() => undefined);
+  }
+}
