@@ -1,3 +1,4 @@
+import { CondenserConfig } from '@flotilla/condenser';
 import { LlmConfig } from '@flotilla/llm';
 import { z } from 'zod';
 import { DEFAULT_STUCK_THRESHOLDS } from './stuck-detector.js';
@@ -34,8 +35,6 @@ export const AgentConfig = z.strictObject({
       maxIterationsPerRun: z.number().int().positive().default(500),
       /** Spend per run (USD, from configured prices) before the run ends with an error. */
       maxBudgetPerRunUsd: z.number().positive().optional(),
-      /** Estimated prompt tokens above which the step asks for condensation instead of calling the model. */
-      maxViewTokens: z.number().int().positive().optional(),
     })
     .default({ maxIterationsPerRun: 500 }),
   stuckDetection: z
@@ -48,6 +47,8 @@ export const AgentConfig = z.strictObject({
     })
     .default({ enabled: true, ...DEFAULT_STUCK_THRESHOLDS }),
   confirmation: ConfirmationPolicy.default({ mode: 'never' }),
+  /** When the view gets too large, the step asks the condenser to summarise part of it. */
+  condenser: CondenserConfig.default(CondenserConfig.parse({})),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 export type AgentConfigInput = z.input<typeof AgentConfig>;

@@ -20,3 +20,4 @@ export type { StepInput, StepResult } from './step.js';
 export { executeActions, interruptedDrafts, INTERRUPTED_MESSAGE } from './execute-actions.js';
 export { LocalConversation } from './local-conversation.js';
 export type { Condenser, LocalConversationOptions, RunOptions } from './local-conversation.js';
+export { condenseOrFail } from './condense-or-fail.js';

@@ -3,6 +3,7 @@ import type { LanguageModel, StreamDelta } from '@flotilla/llm';
 import { isConflict, type ConversationRef, type EventLog, type Tail, EMPTY_TAIL } from '@flotilla/log';
 import { createToolContext, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import type { AgentConfig } from './agent-config.js';
+import { condenseOrFail } from './condense-or-fail.js';
 import { executeActions, interruptedDrafts } from './execute-actions.js';
 import { nextWork } from './next-work.js';
 import { pendingActions } from './pending-actions.js';
@@ -19,7 +20,7 @@ export type LocalConversationOptions = {
   readonly llm: LanguageModel;
   readonly tools: ToolRegistry;
   readonly workspace: Workspace;
-  /** Appends condensations when the step asks for one; without it, such a run ends in error. */
+  /** Replaces the summarizing condenser (agent.condenser settings, the agent's model). */
   readonly condenser?: Condenser;
   /** Name recorded in execution_started events. */
   readonly runner?: string;
@@ -154,16 +155,11 @@ export class LocalConversation {
   }
 
   async #condense(): Promise<void> {
-    const condenser = this.#options.condenser;
     await this.#commit(async (events) => {
       if (nextWork(events).kind !== 'condense') return null;
-      if (!condenser) {
-        return [
-          draftEvent(this.#context('system'), 'conversation_error', { code: 'no_condenser', detail: 'The context is too large and no condenser is configured.' }),
-          this.#status('error', 'condensation needed'),
-        ];
-      }
-      return await condenser(events, this.#context('agent'));
+      const custom = this.#options.condenser;
+      if (custom) return await custom(events, this.#context('agent'));
+      return await condenseOrFail(events, this.#options.agent, this.#options.llm, this.#context('agent'));
     });
   }
 

@@ -1,5 +1,6 @@
 import { draftEvent, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
 import { isLlmError, type GenerateResult, type LanguageModel, type StreamDelta, type ToolSchema } from '@flotilla/llm';
+import { shouldCondense } from '@flotilla/condenser';
 import { buildView, toChatMessages } from '@flotilla/view';
 import type { AgentConfig } from './agent-config.js';
 import { needsConfirmation } from './confirmation.js';
@@ -84,11 +85,15 @@ export async function step(input: StepInput): Promise<StepResult> {
     drafts.push(systemPrompt);
     history = [...events, { ...systemPrompt, seq: (events.at(-1)?.seq ?? 0) + 1 } as Event];
   }
-  const messages = toChatMessages(buildView(history));
+  const view = buildView(history);
+  const messages = toChatMessages(view);
   const toolSchemas: ToolSchema[] = specs.map((spec) => ({ name: spec.name, description: spec.description, parameters: spec.parameters }));
-  const limit = agent.limits.maxViewTokens ?? input.llm.info.maxInputTokens;
-  if (limit !== undefined && estimateTokens(messages, toolSchemas) > limit) {
-    drafts.push(draftEvent(system, 'condensation_request', { reason: `the view exceeds ${limit} tokens` }));
+  const reasons = shouldCondense(view, agent.condenser, {
+    ...(input.llm.info.maxInputTokens === undefined ? {} : { maxInputTokens: input.llm.info.maxInputTokens }),
+    countTokens: estimateTokens,
+  });
+  if (reasons) {
+    drafts.push(draftEvent(system, 'condensation_request', { reason: `the view is too large (${reasons.join(', ')})` }));
     return { drafts, outcome: StepOutcome.CondensationRequested };
   }
 

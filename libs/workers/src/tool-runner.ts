@@ -89,19 +89,23 @@ export class ToolRunner {
       const conversation = await this.#deps.cache.load(ref, tail);
       const work = await this.#decide(ref, conversation.events);
       if (work.kind === 'in_progress') {
-        // Someone (maybe us) is running these. If it is another runner, look again later: it may die.
-        return this.#executing.has(key(ref)) ? { ack: true, outcome: 'own_in_progress' } : { ack: false, outcome: 'in_progress', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
+        // Someone (maybe us) is running these. Never ack on a liveness judgement: the runner may
+        // die before it appends, so look again later until the results are in the log.
+        return { ack: false, outcome: 'in_progress', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
       }
       if (work.kind !== 'execute') return { ack: true, outcome: 'nothing_to_run' };
 
       const owner = await this.#deps.runners.owner(ref);
       if (owner?.runner && owner.runner !== this.#deps.runnerId && (await this.#deps.runners.isAlive(owner.runner))) {
+        // The owner answers once the batch is appended; if it takes longer, or dies, look again later.
         try {
-          const reply = await this.#deps.nc.request(`flotilla.runner.${owner.runner}.wake`, JSON.stringify(ref), { timeout: this.#deps.forwardTimeoutMs ?? 600_000 });
+          const reply = await this.#deps.nc.request(`flotilla.runner.${owner.runner}.wake`, JSON.stringify(ref), {
+            timeout: this.#deps.forwardTimeoutMs ?? this.#deps.runners.livenessMs * 2,
+          });
           const answer = reply.json<{ ok: boolean; error?: string }>();
           return answer.ok ? { ack: true, outcome: 'forwarded' } : { ack: false, outcome: 'forward_failed', delayMs: 1_000 };
         } catch {
-          return { ack: false, outcome: 'forward_failed', delayMs: 1_000 };
+          return { ack: false, outcome: 'forward_pending', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
         }
       }
       const tookOver = owner !== undefined && owner.runner !== '' && owner.runner !== this.#deps.runnerId;
@@ -125,17 +129,15 @@ export class ToolRunner {
 
   /** Runs whatever the conversation's log says is due, one batch at a time; serialised per conversation. */
   async #executeFor(ref: ConversationRef, tookOver: boolean, signal?: AbortSignal): Promise<void> {
-    const previous = this.#executing.get(key(ref));
-    if (previous) {
-      await previous;
-      return;
-    }
-    const job = this.#runBatches(ref, tookOver, signal);
+    // Chain after any batch already running here, then look at the log again: work that arrived
+    // while it ran is never assumed done.
+    const previous = this.#executing.get(key(ref)) ?? Promise.resolve();
+    const job = previous.catch(() => undefined).then(() => this.#runBatches(ref, tookOver, signal));
     this.#executing.set(key(ref), job);
     try {
       await job;
     } finally {
-      this.#executing.delete(key(ref));
+      if (this.#executing.get(key(ref)) === job) this.#executing.delete(key(ref));
     }
   }
 
@@ -190,13 +192,28 @@ export class ToolRunner {
     }
   }
 
-  /** Observations must land: retry on conflicts at the new tail, with one commit id so a lost ack never duplicates. */
+  /**
+   * Observations must land: on a conflict, append again at the new tail. Results for calls that
+   * got answered meanwhile (e.g. marked interrupted by a runner that thought we were dead) are
+   * dropped, so no call is ever answered twice. One commit id per distinct batch, so a retry
+   * after a lost ack never duplicates.
+   */
   async #appendResults(ref: ConversationRef, drafts: readonly EventDraft[]): Promise<void> {
-    const commitId = newId();
+    let remaining = drafts;
+    let commitId = newId();
     for (let attempt = 0; ; attempt += 1) {
-      const tail = await this.#deps.log.tail(ref);
+      const conversation = await this.#deps.cache.load(ref);
+      const answered = answeredCalls(conversation.events);
+      const unanswered = remaining.filter((draft) => draft.type !== 'observation' || !answered.has(draft.tool_call_id));
+      if (unanswered.length === 0) return;
+      if (unanswered.length !== remaining.length) {
+        this.#deps.logger.warn({ dropped: remaining.length - unanswered.length }, 'results already answered by another runner were dropped');
+        remaining = unanswered;
+        commitId = newId();
+      }
       try {
-        await this.#deps.log.append(ref, drafts, { expected: tail, commitId });
+        const commit = await this.#deps.log.append(ref, remaining, { expected: conversation.tail, commitId });
+        this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
         this.#deps.metrics.appends.inc({ result: 'ok' });
         return;
       } catch (error) {
@@ -207,4 +224,13 @@ export class ToolRunner {
       }
     }
   }
+}
+
+function answeredCalls(events: readonly Event[]): Set<string> {
+  const answered = new Set<string>();
+  for (const event of events) {
+    if (event.type === 'observation' || event.type === 'user_rejection') answered.add(event.tool_call_id);
+    else if (event.type === 'agent_error' && event.tool_call_id !== undefined) answered.add(event.tool_call_id);
+  }
+  return answered;
 }

@@ -1,0 +1,14 @@
+export { CondenserConfig, parseCondenserConfig } from './condenser-config.js';
+export type { CondenserConfigInput } from './condenser-config.js';
+export { CondenserError, CondenserErrorCode, isCondenserError } from './errors.js';
+export { CondensationReason, condensationReasons, effectiveTokenLimit, isHardReason } from './condensation-reasons.js';
+export type { ReasonOptions } from './condensation-reasons.js';
+export { CondensationKind, condense } from './condense.js';
+export type { CondensationOutcome, CondenseOptions, CondenseResult } from './condense.js';
+export { planForgottenRange } from './forgotten-range.js';
+export type { ForgottenRange, RangeInput } from './forgotten-range.js';
+export { SUMMARY_PREAMBLE, SUMMARY_SECTIONS, SUMMARY_SYSTEM_PROMPT, summaryRequest } from './summary-prompt.js';
+export type { SummaryRequestInput } from './summary-prompt.js';
+export { approximateTokens, viewTools, weighView } from './token-count.js';
+export type { TokenCounter, ViewTokens } from './token-count.js';
+export { shouldCondense } from './should-condense.js';

@@ -1,0 +1,43 @@
+import { condenseOrFail, nextWork, type AgentConfig } from '@flotilla/agent';
+import type { LanguageModel } from '@flotilla/llm';
+import { isConflict, type EventLog } from '@flotilla/log';
+import type { CommitHandler, ConversationCache, InterruptRegistry } from '@flotilla/runtime';
+
+export type CondenseHandlerDependencies = {
+  readonly log: EventLog;
+  readonly cache: ConversationCache;
+  readonly agent: AgentConfig;
+  readonly llm: () => LanguageModel;
+  readonly interrupts: InterruptRegistry;
+};
+
+/** The condenser's reaction to a delivered commit: answer an unhandled condensation request at the tail. */
+export function createCondenseHandler(deps: CondenseHandlerDependencies): CommitHandler {
+  return async (delivery) => {
+    const ref = delivery.ref;
+    if (!ref) return { ack: true, outcome: 'foreign_subject' };
+    const tail = await deps.log.tail(ref);
+    if (delivery.streamSeq < tail.streamSeq) return { ack: true, outcome: 'not_tail' };
+    const conversation = await deps.cache.load(ref, tail);
+    if (nextWork(conversation.events).kind !== 'condense') return { ack: true, outcome: 'nothing_to_condense' };
+    const tracked = deps.interrupts.track(ref, delivery.signal);
+    let drafts;
+    try {
+      drafts = await condenseOrFail(conversation.events, deps.agent, deps.llm(), { ...ref, source: 'agent' }, tracked.signal);
+    } catch (error) {
+      if (delivery.signal.aborted) throw error;
+      if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
+      throw error;
+    } finally {
+      tracked.done();
+    }
+    try {
+      const commit = await deps.log.append(ref, drafts, { expected: tail });
+      deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+      return { ack: true, outcome: 'condensed' };
+    } catch (error) {
+      if (isConflict(error)) return { ack: true, outcome: 'conflict' };
+      throw error;
+    }
+  };
+}
