@@ -21,6 +21,8 @@ export type BrainTask = {
   readonly chunkDelayMs?: number;
   /** Parallel tool calls per step (default 1). */
   readonly parallel?: number;
+  /** Calls that start before this time (epoch ms) stream slowly (`chunks`, `chunkDelayMs`); later ones are quick. */
+  readonly slowUntil?: number;
 };
 
 export type BrainCall = { readonly task: string; readonly stream: boolean; readonly startedAt: number; closedAt?: number; completed: boolean };
@@ -42,7 +44,7 @@ export async function startBrainServer(): Promise<BrainServer> {
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
-    let body: { messages?: ChatMessage[]; stream?: boolean; model?: string };
+    let body: { messages?: ChatMessage[]; stream?: boolean; model?: string; tools?: unknown[] };
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
     } catch {
@@ -50,6 +52,14 @@ export async function startBrainServer(): Promise<BrainServer> {
       return;
     }
     const messages = body.messages ?? [];
+    if ((body.tools ?? []).length === 0) {
+      // a summary request from the condenser: record how far the forgotten part got
+      const summary = `Summary of the work so far. PROGRESS=${progressIn(JSON.stringify(messages), '[A-Za-z0-9-]+')}`;
+      calls.push({ task: 'summary', stream: body.stream === true, startedAt: Date.now(), completed: true });
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ id: 'chatcmpl-summary', object: 'chat.completion', created: 0, model: 'brain', choices: [{ index: 0, message: { role: 'assistant', content: summary }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } }));
+      return;
+    }
     const task = findTask(messages);
     if (!task) {
       response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'no TASK in the conversation', type: 'invalid_request_error' } }));
@@ -61,11 +71,11 @@ export async function startBrainServer(): Promise<BrainServer> {
       call.closedAt = Date.now();
     });
     if (task.latencyMs) await new Promise((resolve) => setTimeout(resolve, task.latencyMs));
-    const done = messages.filter((message) => message.role === 'tool').length;
     counter += 1;
     const id = `chatcmpl-brain${counter}`;
     const parallel = task.parallel ?? 1;
-    const step = Math.floor(done / parallel);
+    // progress survives condensation: summaries carry PROGRESS=<steps done>
+    const step = progressOf(messages, task.id);
     const reply =
       step < task.steps
         ? {
@@ -84,7 +94,7 @@ export async function startBrainServer(): Promise<BrainServer> {
           }
         : { content: `Done: ${task.steps} steps for ${task.id}.`, tool_calls: undefined };
     const finish = reply.tool_calls ? 'tool_calls' : 'stop';
-    const usage = { prompt_tokens: 100 + done * 20, completion_tokens: 20, total_tokens: 120 + done * 20 };
+    const usage = { prompt_tokens: 100 + step * 20, completion_tokens: 20, total_tokens: 120 + step * 20 };
     if (!body.stream) {
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(
@@ -107,10 +117,11 @@ export async function startBrainServer(): Promise<BrainServer> {
       response.write(`data: ${JSON.stringify(chunk)}\n\n`);
     };
     send({ role: 'assistant', content: '' });
-    const pieces = Math.max(1, task.chunks ?? 1);
+    const slow = task.slowUntil === undefined || call.startedAt < task.slowUntil;
+    const pieces = slow ? Math.max(1, task.chunks ?? 1) : 1;
     for (let piece = 0; piece < pieces; piece += 1) {
       if (response.destroyed) return;
-      if (task.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, task.chunkDelayMs));
+      if (slow && task.chunkDelayMs) await new Promise((resolve) => setTimeout(resolve, task.chunkDelayMs));
       if (pieces > 1) send({ content: '.' });
     }
     if (reply.tool_calls) {
@@ -135,6 +146,28 @@ export async function startBrainServer(): Promise<BrainServer> {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
   return { baseURL: `http://127.0.0.1:${port}/v1`, calls, close, [Symbol.asyncDispose]: close };
+}
+
+/** Steps done: one past the highest step whose results came back, or what a summary recorded. */
+function progressOf(messages: readonly ChatMessage[], task: string): number {
+  let done = 0;
+  for (const message of messages) {
+    if (message.role === 'tool') {
+      const match = new RegExp(`^call_${task}_(\\d+)_`).exec(String((message as { tool_call_id?: string }).tool_call_id ?? ''));
+      if (match) done = Math.max(done, Number(match[1]) + 1);
+    } else if (message.role === 'user') {
+      done = Math.max(done, progressIn(JSON.stringify(message.content ?? ''), task));
+    }
+  }
+  return done;
+}
+
+/** Progress visible anywhere in a text: PROGRESS=<n> markers and tool call ids. */
+function progressIn(text: string, task: string): number {
+  let done = 0;
+  for (const match of text.matchAll(/PROGRESS=(\d+)/g)) done = Math.max(done, Number(match[1]));
+  for (const match of text.matchAll(new RegExp(`call_${task}_(\\d+)_`, 'g'))) done = Math.max(done, Number(match[1]) + 1);
+  return done;
 }
 
 function findTask(messages: readonly ChatMessage[]): BrainTask | undefined {

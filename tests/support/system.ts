@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { draftEvent, type ConversationStatus, type Event } from '@flotilla/events';
+import { draftEvent, type ConversationStatus, type Event, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef } from '@flotilla/log';
 import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
 import { formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
@@ -17,6 +17,8 @@ export type SystemOptions = {
   readonly condensers?: number;
   readonly projectors?: number;
   readonly env?: NodeJS.ProcessEnv;
+  /** Merged into the agent settings every service gets (e.g. condenser limits). */
+  readonly agent?: Record<string, unknown>;
   /** Print service logs (default: only when FLOTILLA_TEST_LOGS is set). */
   readonly logs?: boolean;
 };
@@ -29,6 +31,8 @@ export type RunningTestSystem = AsyncDisposable & {
   readonly home: string;
   readonly effects: string;
   readonly processes: readonly ServiceProcess[];
+  /** Appends the command's drafts (decided from the log) with optimistic concurrency. */
+  command(ref: ConversationRef, decide: (events: readonly Event[]) => readonly EventDraft[]): Promise<void>;
   /** Appends `TASK …` as a user message and a run request. */
   start(ref: ConversationRef, task: Omit<BrainTask, 'effects'>): Promise<void>;
   status(ref: ConversationRef): Promise<ConversationStatus>;
@@ -46,6 +50,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     llm: { provider: 'openai-chat', model: 'brain', baseURL: brain.baseURL, apiKey: 'test-key', timeoutMs: 60_000, retry: { maxAttempts: 4, initialDelayMs: 100, maxDelayMs: 1_000 } },
     tools: ['terminal', 'file_editor', 'think', 'finish'],
     prompt: { includeDate: false },
+    ...options.agent,
   };
   const showLogs = options.logs ?? process.env['FLOTILLA_TEST_LOGS'] !== undefined;
   const processes: ServiceProcess[] = [];
@@ -105,6 +110,12 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
         draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: taskMessage({ ...task, effects }) }] }),
         draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'running', reason: 'test' }),
       ]);
+    },
+    async command(ref, decide) {
+      await appendWithRetry(log, ref, async () => {
+        const drafts = decide(await events(ref));
+        return drafts.length > 0 ? drafts : null;
+      });
     },
     status,
     events,

@@ -21,3 +21,4 @@ export { executeActions, interruptedDrafts, INTERRUPTED_MESSAGE } from './execut
 export { LocalConversation } from './local-conversation.js';
 export type { Condenser, LocalConversationOptions, RunOptions } from './local-conversation.js';
 export { condenseOrFail } from './condense-or-fail.js';
+export { approveCommand, CommandRefused, interruptCommand, messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';

@@ -3,6 +3,7 @@ import type { LanguageModel, StreamDelta } from '@flotilla/llm';
 import { isConflict, type ConversationRef, type EventLog, type Tail, EMPTY_TAIL } from '@flotilla/log';
 import { createToolContext, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import type { AgentConfig } from './agent-config.js';
+import { messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
 import { condenseOrFail } from './condense-or-fail.js';
 import { executeActions, interruptedDrafts } from './execute-actions.js';
 import { nextWork } from './next-work.js';
@@ -62,40 +63,25 @@ export class LocalConversation {
 
   /** Appends a user message; a finished or stuck conversation goes back to idle, and `run` starts it. */
   async sendMessage(text: string, options: { readonly run?: boolean } = {}): Promise<void> {
-    await this.#commit((events) => {
-      const status = currentStatus(events);
-      const drafts: EventDraft[] = [draftEvent(this.#context('user'), 'message', { role: 'user', content: [{ type: 'text', text }] })];
-      if (options.run) {
-        if (status !== 'running') drafts.push(this.#status('running', 'user message with run'));
-      } else if (status === 'finished' || status === 'stuck') {
-        drafts.push(this.#status('idle', 'new user message'));
-      }
-      return drafts;
-    });
+    await this.#commit((events) => messageCommand(events, this.#command(), text, options));
   }
 
   /** Pauses after the current step. Idempotent; never overrides waiting_for_confirmation. */
   async pause(reason?: string): Promise<void> {
-    await this.#commit((events) => {
-      const status = currentStatus(events);
-      if (status !== 'running') return null;
-      return [draftEvent(this.#context('user'), 'pause', reason === undefined ? {} : { reason }), this.#status('paused', 'paused by the user')];
-    });
+    await this.#commit((events) => pauseCommand(events, this.#command(), reason));
   }
 
-  /** Runs until the conversation comes to rest, and returns the status it rests in. */
+  /** Rejects the actions awaiting confirmation; the conversation goes idle. */
+  async reject(reason: string): Promise<void> {
+    await this.#commit((events) => rejectCommand(events, this.#command(), reason));
+  }
+
+  /**
+   * Runs until the conversation comes to rest, and returns the status it rests in. On
+   * waiting_for_confirmation this approves the pending actions; on running it resumes.
+   */
   async run(options: RunOptions = {}): Promise<ConversationStatus> {
-    await this.#commit((events) => {
-      const status = currentStatus(events);
-      if (status === 'running') return null;
-      const drafts: EventDraft[] = [];
-      if (status === 'waiting_for_confirmation') {
-        const pending = pendingActions(events).notStarted.map((action) => action.id);
-        if (pending.length > 0) drafts.push(draftEvent(this.#context('user'), 'approval', { action_ids: pending }));
-      }
-      drafts.push(this.#status('running', status === 'waiting_for_confirmation' ? 'actions approved' : 'run requested'));
-      return drafts;
-    });
+    await this.#commit((events) => runCommand(events, this.#command(), { resume: true }));
     for (;;) {
       options.signal?.throwIfAborted();
       await this.#sync();
@@ -204,7 +190,7 @@ export class LocalConversation {
     return { ...this.#options.ref, source, ...(this.#options.now ? { now: this.#options.now } : {}) };
   }
 
-  #status(status: ConversationStatus, reason: string): EventDraft {
-    return draftEvent(this.#context('system'), 'state_change', { status, reason });
+  #command(): { tenant: string; conversation: string; now?: () => Date } {
+    return { ...this.#options.ref, ...(this.#options.now ? { now: this.#options.now } : {}) };
   }
 }

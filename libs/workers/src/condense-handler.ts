@@ -1,5 +1,6 @@
 import { condenseOrFail, nextWork, type AgentConfig } from '@flotilla/agent';
-import type { LanguageModel } from '@flotilla/llm';
+import { draftEvent, type EventDraft } from '@flotilla/events';
+import { isLlmError, type LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import type { CommitHandler, ConversationCache, InterruptRegistry } from '@flotilla/runtime';
 
@@ -21,13 +22,19 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     const conversation = await deps.cache.load(ref, tail);
     if (nextWork(conversation.events).kind !== 'condense') return { ack: true, outcome: 'nothing_to_condense' };
     const tracked = deps.interrupts.track(ref, delivery.signal);
-    let drafts;
+    let drafts: EventDraft[];
     try {
       drafts = await condenseOrFail(conversation.events, deps.agent, deps.llm(), { ...ref, source: 'agent' }, tracked.signal);
     } catch (error) {
       if (delivery.signal.aborted) throw error;
       if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-      throw error;
+      if (!isLlmError(error) || error.isRetryable) throw error; // redelivered, retried
+      // the summary model refuses for good (auth, bad request…): end the run with a clear error
+      const system = { ...ref, source: 'system' as const };
+      drafts = [
+        draftEvent(system, 'conversation_error', { code: `condenser_llm_${error.code}`, detail: error.message }),
+        draftEvent(system, 'state_change', { status: 'error', reason: 'the summary model call failed' }),
+      ];
     } finally {
       tracked.done();
     }

@@ -1,0 +1,99 @@
+import { draftEvent, type ConversationStatus, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
+import { pendingActions } from './pending-actions.js';
+import { currentStatus } from './run-state.js';
+
+/**
+ * The status machine, as the drafts a command appends (decided from the log, appended with
+ * optimistic concurrency by whoever issues the command: gateway, CLI, in-process conversation).
+ *
+ *   idle ──run──▶ running ──▶ finished | error | stuck | waiting_for_confirmation
+ *   running ──pause/interrupt──▶ paused ──run──▶ running
+ *   finished | stuck ──message──▶ idle           error ──run──▶ running
+ *   waiting_for_confirmation ──approve (run)──▶ running, ──reject──▶ idle
+ */
+export class CommandRefused extends Error {
+  override readonly name = 'CommandRefused';
+  constructor(
+    readonly code: 'already_running' | 'nothing_pending' | 'not_waiting',
+    message: string,
+    readonly status: ConversationStatus,
+  ) {
+    super(message);
+  }
+}
+
+type Context = Omit<DraftContext, 'source'>;
+
+const statusChange = (context: Context, status: ConversationStatus, reason: string): EventDraft =>
+  draftEvent({ ...context, source: 'system' }, 'state_change', { status, reason });
+
+/** A user message; finished/stuck go back to idle, and `run` starts (or keeps) the run. */
+export function messageCommand(events: readonly Event[], context: Context, text: string, options: { run?: boolean } = {}): EventDraft[] {
+  const status = currentStatus(events);
+  const drafts: EventDraft[] = [draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })];
+  if (options.run && status !== 'running' && status !== 'waiting_for_confirmation') drafts.push(statusChange(context, 'running', 'message with run'));
+  else if (status === 'finished' || status === 'stuck') drafts.push(statusChange(context, 'idle', 'new user message'));
+  return drafts;
+}
+
+/**
+ * Start or resume the run. On waiting_for_confirmation this approves the pending actions.
+ * Refused with `already_running` on a running conversation unless `resume` (an in-process
+ * loop picking up where a crashed one stopped).
+ */
+export function runCommand(events: readonly Event[], context: Context, options: { resume?: boolean } = {}): EventDraft[] {
+  const status = currentStatus(events);
+  if (status === 'running') {
+    if (options.resume) return [];
+    throw new CommandRefused('already_running', 'The conversation is already running.', status);
+  }
+  if (status === 'waiting_for_confirmation') return approveCommand(events, context);
+  return [statusChange(context, 'running', 'run requested')];
+}
+
+/** Pause after the current step. Idempotent; never overrides waiting_for_confirmation. */
+export function pauseCommand(events: readonly Event[], context: Context, reason?: string): EventDraft[] {
+  if (currentStatus(events) !== 'running') return [];
+  return [draftEvent({ ...context, source: 'user' }, 'pause', reason === undefined ? {} : { reason }), statusChange(context, 'paused', 'paused by the user')];
+}
+
+/**
+ * Cancel the in-flight LLM call or tool now and pause. After appending, broadcast the interrupt
+ * (core NATS) so whichever process holds the work aborts it; a result that races is discarded
+ * by optimistic concurrency (the tail moved).
+ */
+export function interruptCommand(events: readonly Event[], context: Context, reason?: string): EventDraft[] {
+  if (currentStatus(events) !== 'running') return [];
+  return [draftEvent({ ...context, source: 'user' }, 'interrupt', reason === undefined ? {} : { reason }), statusChange(context, 'paused', 'interrupted by the user')];
+}
+
+/** Approve the actions awaiting confirmation, and run. */
+export function approveCommand(events: readonly Event[], context: Context): EventDraft[] {
+  const status = currentStatus(events);
+  if (status !== 'waiting_for_confirmation') throw new CommandRefused('not_waiting', `Nothing awaits confirmation (status ${status}).`, status);
+  const pending = pendingActions(events).notStarted.map((action) => action.id);
+  const drafts: EventDraft[] = [];
+  if (pending.length > 0) drafts.push(draftEvent({ ...context, source: 'user' }, 'approval', { action_ids: pending }));
+  drafts.push(statusChange(context, 'running', 'actions approved'));
+  return drafts;
+}
+
+/** Reject the actions awaiting confirmation: each gets a user_rejection the model reads; the conversation goes idle. */
+export function rejectCommand(events: readonly Event[], context: Context, reason: string): EventDraft[] {
+  const status = currentStatus(events);
+  if (status !== 'waiting_for_confirmation') throw new CommandRefused('not_waiting', `Nothing awaits confirmation (status ${status}).`, status);
+  const pending = pendingActions(events).notStarted;
+  if (pending.length === 0) throw new CommandRefused('nothing_pending', 'No action awaits confirmation.', status);
+  return [
+    ...pending.map((action) =>
+      draftEvent({ ...context, source: 'user' }, 'user_rejection', {
+        action_id: action.id,
+        tool_call_id: action.tool_call_id,
+        tool_name: action.tool_name,
+        reason,
+        rejection_source: 'user',
+      }),
+    ),
+    statusChange(context, 'idle', 'actions rejected'),
+  ];
+}

@@ -1,0 +1,76 @@
+import { auditConversation, formatReport } from '@flotilla/auditor';
+import { interruptCommand, runCommand } from '@flotilla/agent';
+import { publishInterrupt } from '@flotilla/runtime';
+import { describe, expect, it } from 'vitest';
+import { basicViolations } from '../support/log-checks.js';
+import { startTestSystem } from '../support/system.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('control across processes', () => {
+  it('interrupt cancels a slow streaming LLM call within 0.5 s, pauses, and a later run continues', async () => {
+    await using system = await startTestSystem();
+    const ref = { tenant: 'acme', conversation: 'interrupt-me' };
+    const slowUntil = Date.now() + 6_000;
+    await system.start(ref, { id: 'interrupt-me', steps: 1, chunks: 100, chunkDelayMs: 200, slowUntil });
+    await expect.poll(() => system.brain.calls.some((call) => call.task === 'interrupt-me' && call.closedAt === undefined), { timeout: 20_000 }).toBe(true);
+    await sleep(500); // well into the stream
+    const interruptedAt = Date.now();
+    await system.command(ref, (events) => interruptCommand(events, ref, 'stop now'));
+    publishInterrupt(system.nc, ref);
+    await expect.poll(() => system.brain.calls.find((call) => call.task === 'interrupt-me')?.closedAt, { timeout: 5_000 }).toBeDefined();
+    const call = system.brain.calls.find((candidate) => candidate.task === 'interrupt-me')!;
+    const cancelMs = call.closedAt! - interruptedAt;
+    console.log(`interrupt: LLM call closed ${cancelMs} ms after the interrupt was appended`);
+    expect(call.completed).toBe(false);
+    expect(cancelMs).toBeLessThan(500);
+    expect(await system.status(ref)).toBe('paused');
+    // nothing the interrupted step produced lands
+    await sleep(1_000);
+    expect((await system.events(ref)).some((event) => event.type === 'action')).toBe(false);
+
+    await sleep(Math.max(0, slowUntil - Date.now()));
+    await system.command(ref, (events) => runCommand(events, ref));
+    await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 30_000);
+    expect(await system.status(ref)).toBe('finished');
+    const report = await auditConversation(system.log, ref);
+    expect(report.violations, formatReport(report)).toEqual([]);
+  }, 90_000);
+
+  it('survives nats-server SIGKILL and restart mid-run: services reconnect and conversations finish cleanly', async () => {
+    await using system = await startTestSystem({ stepWorkers: 2, toolRunners: 2 });
+    const refs = Array.from({ length: 12 }, (_, index) => ({ tenant: 'acme', conversation: `nats-crash-${index}` }));
+    await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps: 6, sleep: 0.2 })));
+    await sleep(2_000);
+    await system.nats.kill('SIGKILL');
+    await sleep(1_500);
+    await system.nats.restart();
+    await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 120_000);
+    for (const ref of refs) {
+      expect(await system.status(ref)).toBe('finished');
+      expect(basicViolations(await system.events(ref))).toEqual([]);
+      const report = await auditConversation(system.log, ref);
+      expect(report.violations, formatReport(report)).toEqual([]);
+    }
+    expect(system.processes.every((child) => child.restarts === 0)).toBe(true);
+  }, 180_000);
+
+  it('condenses a long conversation with the condenser service; the step continues after each condensation', async () => {
+    await using system = await startTestSystem({ condensers: 1, agent: { condenser: { maxEvents: 16, keepFirst: 2 } } });
+    const ref = { tenant: 'acme', conversation: 'long-one' };
+    await system.start(ref, { id: 'long-one', steps: 24 });
+    await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 120_000);
+    expect(await system.status(ref)).toBe('finished');
+    const events = await system.events(ref);
+    const condensations = events.filter((event) => event.type === 'condensation');
+    expect(condensations.length).toBeGreaterThanOrEqual(2);
+    expect(events.filter((event) => event.type === 'condensation_request').length).toBe(condensations.length);
+    expect(events.filter((event) => event.type === 'action')).toHaveLength(24);
+    // every condensation is followed by a step (an llm_usage of purpose step)
+    for (const condensation of condensations) {
+      expect(events.some((event) => event.seq > condensation.seq && event.type === 'llm_usage' && event.purpose === 'step')).toBe(true);
+    }
+    const report = await auditConversation(system.log, ref);
+    expect(report.violations, formatReport(report)).toEqual([]);
+  }, 150_000);
+});
