@@ -1,19 +1,30 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
+import { formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
 import { portIsFree } from './port-free.js';
 
-export type LauncherOutput = { info(line: string): void; warn(line: string): void };
+export type LauncherOutput = { info(line: string): void; warn(line: string): void; log(line: string): void };
 
-/** The running system: its NATS address and how to stop it. */
-export type RunningSystem = AsyncDisposable & { readonly natsUrl: string; readonly embedded: boolean };
+/** The running system: its NATS address, its services, and how to stop it. */
+export type RunningSystem = AsyncDisposable & {
+  readonly natsUrl: string;
+  readonly embedded: boolean;
+  readonly services: readonly { readonly name: string; readonly health: string }[];
+};
+
+const SERVICES_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The services `./dev up` starts, one process each. */
+export const EMBEDDED_SERVICES = ['projector', 'condenser', 'tool-runner', 'step-worker'] as const;
 
 /**
- * Starts the system on one machine: an embedded nats-server (unless one is configured),
- * the events stream, and (as later parts land) one process of each service.
+ * Starts the system on one machine: an embedded nats-server (unless one is configured), the
+ * events stream, and one supervised process of each service (restarted if it crashes).
  */
 export async function launch(config: LauncherConfig, output: LauncherOutput): Promise<RunningSystem> {
   let server: NatsServerProcess | undefined;
@@ -32,23 +43,42 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
     output.info(`nats-server ${natsUrl} (JetStream store ${storeDir})`);
   }
   let nc: NatsConnection | undefined;
+  const processes: ServiceProcess[] = [];
+  const services: { name: string; health: string }[] = [];
+  const stopAll = async (): Promise<void> => {
+    await Promise.allSettled(processes.map((child) => child.stop()));
+    await nc?.drain().catch(() => undefined);
+    await server?.stop();
+  };
   try {
     nc = await connect({ servers: natsUrl, name: 'flotilla-launcher', maxReconnectAttempts: -1 });
     const log = await EventLog.open(nc, { streamName: config.streamName });
     const info = await log.jsm.streams.info(log.streamName);
     output.info(`events stream ${log.streamName} on ${log.subjectPrefix}.<tenant>.<conversation> (${info.state.messages} commits stored)`);
+    for (const service of EMBEDDED_SERVICES) {
+      const healthPort = await freePort();
+      const child = new ServiceProcess({
+        name: service,
+        entry: join(SERVICES_ROOT, service, 'src', 'main.ts'),
+        env: {
+          FLOTILLA_NATS_URL: natsUrl,
+          FLOTILLA_HOME: config.home,
+          FLOTILLA_STREAM: config.streamName,
+          FLOTILLA_HEALTH_PORT: String(healthPort),
+        },
+        onLine: (name, line) => output.log(formatLogLine(name, line)),
+        onExit: (name, code, signal, restarting) => {
+          if (restarting || code !== 0) output.warn(`${name} exited (${code ?? signal})${restarting ? '; restarting' : ''}`);
+        },
+      });
+      child.start();
+      processes.push(child);
+      services.push({ name: service, health: `http://127.0.0.1:${healthPort}` });
+    }
+    await Promise.all(services.map((service) => waitReady(service.health, 60_000)));
   } catch (error) {
-    await nc?.close();
-    await server?.stop();
+    await stopAll();
     throw error;
   }
-  const connection = nc;
-  return {
-    natsUrl,
-    embedded: server !== undefined,
-    async [Symbol.asyncDispose]() {
-      await connection.drain().catch(() => undefined);
-      await server?.stop();
-    },
-  };
+  return { natsUrl, embedded: server !== undefined, services, [Symbol.asyncDispose]: stopAll };
 }

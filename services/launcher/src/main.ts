@@ -4,12 +4,15 @@ import { launch } from './launcher.js';
 const output = {
   info: (line: string) => console.log(`[flotilla] ${line}`),
   warn: (line: string) => console.warn(`[flotilla] warning: ${line}`),
+  log: (line: string) => console.log(line),
 };
 
 try {
   const config = loadLauncherConfig();
   const system = await launch(config, output);
-  output.info(`ready: NATS at ${system.natsUrl}. Press Ctrl-C to stop.`);
+  output.info(`ready: NATS ${system.natsUrl}`);
+  for (const service of system.services) output.info(`  ${service.name.padEnd(12)} ${service.health}/ready  /metrics`);
+  output.info('Press Ctrl-C to stop.');
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
     if (stopping) return;
