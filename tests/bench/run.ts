@@ -1,8 +1,10 @@
+import { benchColdLoad } from './cold-load.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
 
 /** Runs the benchmarks named on the command line (default: all) and prints their figures. */
 const benches: Record<string, () => Promise<string>> = {
   'log-append': () => benchLogAppend(),
+  'cold-load': () => benchColdLoad(),
 };
 
 const wanted = process.argv.slice(2).filter((name) => name !== '--');

@@ -41,22 +41,40 @@ export function commitEventTypes(events: readonly { type: EventType }[]): EventT
  * (same tenant and conversation, contiguous seqs). Throws a ProtocolError naming the
  * offending field, e.g. `events.2.tool_call_id`.
  */
-export function parseCommit(value: unknown): Commit {
+export type ParseCommitOptions = {
+  /** A faster check that, when it passes, vouches for an event exactly as zod would. */
+  readonly isValidEvent?: (value: unknown) => value is Event;
+  /** Likewise for the commit's own fields (events unchecked). */
+  readonly isValidEnvelope?: (value: unknown) => boolean;
+};
+
+export function parseCommit(value: unknown, options: ParseCommitOptions = {}): Commit {
   assertSupportedVersion(value, 'commit');
-  const head = Commit.safeParse(value);
-  if (!head.success) throw invalid(issuesOf(head.error));
-  const { events: rawEvents, ...meta } = head.data;
+  let head: z.infer<typeof Commit>;
+  if (options.isValidEnvelope?.(value)) {
+    head = value as z.infer<typeof Commit>;
+  } else {
+    const parsed = Commit.safeParse(value);
+    if (!parsed.success) throw invalid(issuesOf(parsed.error));
+    head = parsed.data;
+  }
+  const { events: rawEvents, ...meta } = head;
   const issues: ProtocolIssue[] = [];
   const events: Event[] = [];
   rawEvents.forEach((raw, index) => {
     const prefix = `events.${index}.`;
     assertSupportedVersion(raw, `event ${index} of the commit`, `${prefix}v`);
-    const parsed = Event.safeParse(raw);
-    if (!parsed.success) {
-      issues.push(...issuesOf(parsed.error, prefix));
-      return;
+    let event: Event;
+    if (options.isValidEvent?.(raw)) {
+      event = raw;
+    } else {
+      const parsed = Event.safeParse(raw);
+      if (!parsed.success) {
+        issues.push(...issuesOf(parsed.error, prefix));
+        return;
+      }
+      event = parsed.data;
     }
-    const event = parsed.data;
     if (event.tenant !== meta.tenant) issues.push({ path: `${prefix}tenant`, message: `must be the commit's tenant "${meta.tenant}"` });
     if (event.conversation !== meta.conversation) {
       issues.push({ path: `${prefix}conversation`, message: `must be the commit's conversation "${meta.conversation}"` });

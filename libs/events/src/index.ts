@@ -41,3 +41,6 @@ export { COMMIT_CONTENT_TYPE, Commit, CommitHeader, commitEventTypes, parseCommi
 export { draftEvent } from './draft.js';
 export { JSON_SCHEMA_FILE_NAME, JSON_SCHEMA_ID, buildJsonSchema, renderJsonSchema } from './json-schema.js';
 export type { DraftContext } from './draft.js';
+export type { ParseCommitOptions } from './commit.js';
+export { isValidEvent } from './fast-validation.js';
+export { readCommit } from './read-commit.js';

@@ -49,7 +49,7 @@ export type ReadOptions = {
 };
 
 const READ_BATCH = 1024;
-/** Reads of at most this many commits use direct gets; longer ones an ordered consumer. */
+/** Reads of at most this many events use direct gets (no consumer to create); longer ones an ordered consumer. */
 const DIRECT_READ_LIMIT = 16;
 
 /**
@@ -165,7 +165,7 @@ export class EventLog {
     const start =
       options.afterStreamSeq !== undefined ? options.afterStreamSeq + 1 : afterSeq === 0 ? 1 : await this.locate(ref, afterSeq + 1, tail);
     if (start === undefined) return;
-    yield* this.#scan(ref, start, tail.streamSeq, afterSeq, options.invalidPolicy, options.signal);
+    yield* this.#scan(ref, start, tail.streamSeq, afterSeq, options.invalidPolicy, options.signal, tail.lastSeq - afterSeq);
   }
 
   /** All events after `afterSeq`, up to the tail as of the call. */
@@ -202,11 +202,13 @@ export class EventLog {
     afterSeq: number,
     policy: InvalidMessagePolicy | undefined,
     signal?: AbortSignal,
+    expectedEvents?: number,
   ): AsyncGenerator<StoredCommit> {
     if (signal?.aborted) return;
     const subject = this.subject(ref);
     let expectedFirst: number | undefined;
-    for await (const message of this.#messages(subject, startStreamSeq, untilStreamSeq, signal)) {
+    const small = expectedEvents !== undefined && expectedEvents <= DIRECT_READ_LIMIT;
+    for await (const message of this.#messages(subject, startStreamSeq, untilStreamSeq, small, signal)) {
       const decoded = decodeCommit(message, ref);
       if (!decoded.ok) {
         this.#report(subject, message.seq, decoded.reason, decoded.error?.issues ?? [], policy, decoded.error?.code);
@@ -226,9 +228,9 @@ export class EventLog {
    * The subject's messages from `start` (to `until`, or live). A short bounded range is read
    * with direct gets (no consumer to create); a long or live one with an ordered consumer.
    */
-  async *#messages(subject: string, start: number, until: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage> {
+  async *#messages(subject: string, start: number, until: number | undefined, small: boolean, signal?: AbortSignal): AsyncGenerator<RawMessage> {
     let cursor = Math.max(1, start);
-    if (until !== undefined) {
+    if (until !== undefined && small) {
       for (let count = 0; count < DIRECT_READ_LIMIT; count += 1) {
         if (cursor > until || signal?.aborted) return;
         const message = await this.#direct({ seq: cursor, next_by_subj: subject });
