@@ -1,3 +1,4 @@
+import { benchAgentStep } from './agent-step.bench.js';
 import { benchColdLoad } from './cold-load.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
 
@@ -5,6 +6,7 @@ import { benchLogAppend } from './log-append.bench.js';
 const benches: Record<string, () => Promise<string>> = {
   'log-append': () => benchLogAppend(),
   'cold-load': () => benchColdLoad(),
+  'agent-step': () => benchAgentStep(),
 };
 
 const wanted = process.argv.slice(2).filter((name) => name !== '--');
