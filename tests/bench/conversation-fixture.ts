@@ -8,18 +8,28 @@ import { EMPTY_TAIL, type ConversationRef, type EventLog, type Tail } from '@flo
  */
 export async function writeConversation(log: EventLog, ref: ConversationRef, events: number): Promise<Tail> {
   let tail: Tail = EMPTY_TAIL;
-  const append = async (drafts: EventDraft[]): Promise<void> => {
+  for (const drafts of conversationCommits(ref, events)) {
     const commit = await log.append(ref, drafts, { expected: tail });
     tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+  }
+  return tail;
+}
+
+/** The commits (drafts of each) of the conversation `writeConversation` writes. */
+export function* conversationCommits(ref: ConversationRef, events: number): Generator<EventDraft[]> {
+  let written = 0;
+  const commit = (drafts: EventDraft[]): EventDraft[] => {
+    written += drafts.length;
+    return drafts;
   };
   const agent = { ...ref, source: 'agent' as const };
   const system = { ...ref, source: 'system' as const };
-  await append([
+  yield commit([
     draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Fix the failing tests in the repository.' }] }),
     draftEvent(system, 'state_change', { status: 'running' }),
     draftEvent(agent, 'system_prompt', { static_prompt: 'You are a software engineering agent. '.repeat(100), tools: [{ name: 'terminal', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } }] }),
   ]);
-  for (let step = 0; tail.lastSeq < events; step += 1) {
+  for (let step = 0; written < events; step += 1) {
     const action = draftEvent(agent, 'action', {
       tool_call_id: `call_${step}`,
       tool_name: 'terminal',
@@ -29,11 +39,11 @@ export async function writeConversation(log: EventLog, ref: ConversationRef, eve
       response_id: `resp_${step}`,
       security_risk: 'low',
     });
-    await append([
+    yield commit([
       draftEvent(system, 'llm_usage', { model: 'm', purpose: 'step', prompt_tokens: 1000 + step, completion_tokens: 50, cache_read_tokens: 900, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 800, cost_usd: 0.001 }),
       action,
     ]);
-    await append([
+    yield commit([
       draftEvent(system, 'execution_started', { action_ids: [action.id], runner: 'runner-1' }),
       draftEvent({ ...ref, source: 'environment' }, 'observation', {
         action_id: action.id,
@@ -45,5 +55,4 @@ export async function writeConversation(log: EventLog, ref: ConversationRef, eve
       }),
     ]);
   }
-  return tail;
 }

@@ -83,7 +83,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         if (result?.type === 'observation' && line && (effects.get(line) ?? 0) !== 1 && !result.is_error) missingEffects.push(line);
       }
       if (event.type === 'agent_error' && event.error === INTERRUPTED_MESSAGE) interrupted += 1;
-      if (event.type === 'observation' && event.content.some((part) => part.type === 'text' && part.text.includes('workspace moved'))) takeovers += 1;
+      if (event.type === 'observation' && event.content.some((part) => part.type === 'text' && part.text.includes('workspace moved to another tool runner'))) takeovers += 1;
     }
   }
   return { conversations: refs.length, finished, kills, actions, interrupted, takeovers, duplicatedEffects, missingEffects, auditFailures, elapsedMs: Date.now() - started };

@@ -23,6 +23,8 @@ export type BrainTask = {
   readonly parallel?: number;
   /** Calls that start before this time (epoch ms) stream slowly (`chunks`, `chunkDelayMs`); later ones are quick. */
   readonly slowUntil?: number;
+  /** Tool the calls use: `terminal` commands with side effects (default) or no-op `think` calls (benchmarks). */
+  readonly tool?: 'terminal' | 'think';
 };
 
 export type BrainCall = { readonly task: string; readonly stream: boolean; readonly startedAt: number; closedAt?: number; completed: boolean };
@@ -83,13 +85,16 @@ export async function startBrainServer(): Promise<BrainServer> {
             tool_calls: Array.from({ length: parallel }, (_, index) => ({
               id: `call_${task.id}_${step}_${index}`,
               type: 'function',
-              function: {
-                name: 'terminal',
-                arguments: JSON.stringify({
-                  command: `sleep ${task.sleep ?? 0}; echo "${task.id} ${step} ${index}" >> ${task.effects}`,
-                  security_risk: 'low',
-                }),
-              },
+              function:
+                task.tool === 'think'
+                  ? { name: 'think', arguments: JSON.stringify({ thought: `Step ${step}.${index} of ${task.id}: plan the next move.`, security_risk: 'low' }) }
+                  : {
+                      name: 'terminal',
+                      arguments: JSON.stringify({
+                        command: `sleep ${task.sleep ?? 0}; echo "${task.id} ${step} ${index}" >> ${task.effects}`,
+                        security_risk: 'low',
+                      }),
+                    },
             })),
           }
         : { content: `Done: ${task.steps} steps for ${task.id}.`, tool_calls: undefined };

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { executeActions, interruptedDrafts, nextWork, pendingActions, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, type Event, type EventDraft } from '@flotilla/events';
@@ -27,6 +27,11 @@ export const WORKSPACE_MOVED_NOTE =
   "[Note: this conversation's workspace moved to another tool runner because the previous one stopped. " +
   'Files are intact, but the terminal session was restarted: environment variables, the working directory ' +
   'and background processes from before are gone.]';
+
+export const WORKSPACE_REBUILT_NOTE =
+  "[Note: this conversation's workspace moved to another tool runner because the previous one stopped, and its " +
+  'files were not reachable from here: the workspace was rebuilt empty, and the terminal session was restarted. ' +
+  'Recreate what you need before continuing.]';
 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
@@ -174,6 +179,7 @@ export class ToolRunner {
 
   async #run(ref: ConversationRef, actions: Extract<Event, { type: 'action' }>[] | readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
     const root = join(this.#deps.workspaceRoot, ref.tenant, ref.conversation);
+    const existed = await stat(root).then(() => true, () => false);
     await mkdir(root, { recursive: true });
     const workspace = await openWorkspace(root);
     const tracked = this.#deps.interrupts.track(ref);
@@ -184,7 +190,7 @@ export class ToolRunner {
       this.#deps.metrics.toolSeconds.observe({ tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' }, (performance.now() - started) / 1_000);
       if (note && drafts[0]?.type === 'observation') {
         const first = drafts[0];
-        drafts[0] = { ...first, content: [{ type: 'text', text: WORKSPACE_MOVED_NOTE }, ...first.content] };
+        drafts[0] = { ...first, content: [{ type: 'text', text: existed ? WORKSPACE_MOVED_NOTE : WORKSPACE_REBUILT_NOTE }, ...first.content] };
       }
       return drafts;
     } finally {
