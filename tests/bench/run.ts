@@ -1,11 +1,17 @@
 import { benchAgentStep } from './agent-step.bench.js';
 import { benchColdLoad } from './cold-load.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
+import { benchStepCycle } from './step-cycle.bench.js';
+import { benchStepWorkerMemory } from './step-worker-memory.bench.js';
+import { benchThroughput } from './throughput.bench.js';
 
 /** Runs the benchmarks named on the command line (default: all) and prints their figures. */
 const benches: Record<string, () => Promise<string>> = {
   'log-append': () => benchLogAppend(),
   'cold-load': () => benchColdLoad(),
+  'step-cycle': () => benchStepCycle(),
+  throughput: () => benchThroughput(),
+  'step-worker-memory': () => benchStepWorkerMemory(),
   'agent-step': () => benchAgentStep(),
 };
 

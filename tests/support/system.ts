@@ -31,6 +31,8 @@ export type RunningTestSystem = AsyncDisposable & {
   readonly home: string;
   readonly effects: string;
   readonly processes: readonly ServiceProcess[];
+  /** Health/metrics endpoint of each service process, by process name (e.g. `step-worker-1`). */
+  readonly healthUrls: ReadonlyMap<string, string>;
   /** Appends the command's drafts (decided from the log) with optimistic concurrency. */
   command(ref: ConversationRef, decide: (events: readonly Event[]) => readonly EventDraft[]): Promise<void>;
   /** Appends `TASK …` as a user message and a run request. */
@@ -54,6 +56,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
   };
   const showLogs = options.logs ?? process.env['FLOTILLA_TEST_LOGS'] !== undefined;
   const processes: ServiceProcess[] = [];
+  const healthUrls = new Map<string, string>();
   const spawnService = async (service: string, index: number): Promise<void> => {
     const healthPort = await freePort();
     const child = new ServiceProcess({
@@ -76,6 +79,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     });
     child.start();
     processes.push(child);
+    healthUrls.set(child.name, `http://127.0.0.1:${healthPort}`);
     await waitReady(`http://127.0.0.1:${healthPort}`, 60_000);
   };
   const counts: [string, number][] = [
@@ -105,6 +109,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     home,
     effects,
     processes,
+    healthUrls,
     async start(ref, task) {
       await appendWithRetry(log, ref, () => [
         draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: taskMessage({ ...task, effects }) }] }),

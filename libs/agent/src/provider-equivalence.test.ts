@@ -1,0 +1,155 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Event, EventDraft } from '@flotilla/events';
+import { EventLog } from '@flotilla/log';
+import { createTestLanguageModel, fixtureReply, loadFixture, startTestServer, type FixtureName, type TestProvider } from '@flotilla/llm/testing';
+import { startNats, uniqueName } from '@flotilla/testing';
+import { defineTool, openWorkspace, textResult, ToolRegistry } from '@flotilla/tools';
+import { connect } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { parseAgentConfig } from './agent-config.js';
+import { LocalConversation } from './local-conversation.js';
+import { step } from './step.js';
+import { registryCatalog } from './tool-catalog.js';
+
+const FINAL_TEXT = 'package.json declares an ESM package; tsconfig.json enables strict mode.';
+
+/** The recorded final answer of each provider, as its wire format has it. */
+const finalAnswer: Record<TestProvider, unknown> = {
+  'openai-chat': {
+    id: 'chatcmpl-final',
+    object: 'chat.completion',
+    created: 1751500100,
+    model: 'gpt-4.1-2025-04-14',
+    choices: [{ index: 0, message: { role: 'assistant', content: FINAL_TEXT, refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 1400, completion_tokens: 20, total_tokens: 1420 },
+  },
+  'openai-responses': {
+    id: 'resp_final',
+    object: 'response',
+    created_at: 1751500300,
+    status: 'completed',
+    model: 'gpt-5-2025-08-07',
+    output: [{ id: 'msg_final', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], text: FINAL_TEXT }] }],
+    usage: { input_tokens: 1400, input_tokens_details: { cached_tokens: 0 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1420 },
+  },
+  anthropic: {
+    id: 'msg_final',
+    type: 'message',
+    role: 'assistant',
+    model: 'claude-sonnet-4-6',
+    content: [{ type: 'text', text: FINAL_TEXT }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: 1400, output_tokens: 20 },
+  },
+};
+
+const FIXTURE: Record<TestProvider, FixtureName> = {
+  'openai-chat': 'openai-chat-tool-call',
+  'openai-responses': 'openai-responses-tool-call',
+  anthropic: 'anthropic-tool-call',
+};
+
+const readFileTool = defineTool({
+  name: 'read_file',
+  description: 'Read a file from the workspace',
+  parameters: z.object({ path: z.string() }),
+  annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: false },
+  resources: () => [],
+  execute: async ({ path }, context) => textResult(await readFile(await context.workspace.resolvePath(path), 'utf8')),
+});
+
+/** What must be equal across providers: event types, tool calls and results, final answer. */
+function shape(events: readonly Event[]): unknown[] {
+  return events.map((event) => {
+    switch (event.type) {
+      case 'action':
+        return { type: 'action', tool: event.tool_name, input: event.input, thought: event.thought };
+      case 'observation':
+        return { type: 'observation', tool: event.tool_name, content: event.content, is_error: event.is_error };
+      case 'message':
+        return { type: 'message', role: event.role, source: event.source, content: event.content };
+      case 'state_change':
+        return { type: 'state_change', status: event.status };
+      case 'execution_started':
+        return { type: 'execution_started', actions: event.action_ids.length };
+      default:
+        return { type: event.type };
+    }
+  });
+}
+
+describe('one recorded task through every provider path', () => {
+  let root: string;
+  let cleanup: () => Promise<void>;
+  let log: EventLog;
+
+  beforeAll(async () => {
+    const server = await startNats();
+    const nc = await connect({ servers: server.url });
+    const name = uniqueName('EQ');
+    log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+    root = await mkdtemp(join(tmpdir(), 'flotilla-eq-'));
+    await writeFile(join(root, 'package.json'), '{ "type": "module" }\n');
+    await writeFile(join(root, 'tsconfig.json'), '{ "compilerOptions": { "strict": true } }\n');
+    cleanup = async () => {
+      await nc.close();
+      await server[Symbol.asyncDispose]();
+      await rm(root, { recursive: true, force: true });
+    };
+  });
+  afterAll(async () => cleanup());
+
+  it('OpenAI Chat Completions, OpenAI Responses and Anthropic yield equivalent event logs', async () => {
+    const shapes: unknown[][] = [];
+    for (const provider of ['openai-chat', 'openai-responses', 'anthropic'] as const) {
+      await using llmServer = await startTestServer();
+      llmServer.enqueue(fixtureReply(loadFixture(FIXTURE[provider])), { type: 'json', body: finalAnswer[provider] });
+      const tools = new ToolRegistry([readFileTool]);
+      const conversation = new LocalConversation({
+        log,
+        ref: { tenant: 'acme', conversation: uniqueName(provider.replace('-', '')) },
+        agent: parseAgentConfig({ llm: { provider, model: 'recorded' }, tools: ['read_file'] }),
+        llm: createTestLanguageModel(provider, llmServer),
+        tools,
+        workspace: await openWorkspace(root),
+      });
+      await conversation.sendMessage('Compare package.json and tsconfig.json.', { run: true });
+      expect(await conversation.run()).toBe('finished');
+      const events = await conversation.events();
+      const actions = events.filter((event) => event.type === 'action');
+      expect(actions.map((action) => action.input)).toEqual([{ path: 'package.json' }, { path: 'tsconfig.json' }]);
+      expect(new Set(actions.map((action) => action.response_id)).size).toBe(1);
+      expect(events.filter((event) => event.type === 'llm_usage')).toHaveLength(2);
+      shapes.push(shape(events));
+    }
+    expect(shapes[1]).toEqual(shapes[0]);
+    expect(shapes[2]).toEqual(shapes[0]);
+  });
+
+  it('a streamed reply yields the same step events as the same reply not streamed', async () => {
+    for (const provider of ['openai-chat', 'openai-responses', 'anthropic'] as const) {
+      await using llmServer = await startTestServer();
+      const fixture = loadFixture(FIXTURE[provider]);
+      llmServer.enqueue(fixtureReply(fixture), fixtureReply(fixture));
+      const llm = createTestLanguageModel(provider, llmServer);
+      const agent = parseAgentConfig({ llm: { provider, model: 'recorded' }, tools: ['read_file'], prompt: { includeDate: false } });
+      const catalog = registryCatalog(new ToolRegistry([readFileTool]), agent.tools);
+      const events: Event[] = [
+        { v: 1, id: 'm1', seq: 1, tenant: 'acme', conversation: 'c', source: 'user', timestamp: '2026-01-01T00:00:00.000Z', type: 'message', role: 'user', content: [{ type: 'text', text: 'Compare package.json and tsconfig.json.' }] },
+        { v: 1, id: 's1', seq: 2, tenant: 'acme', conversation: 'c', source: 'system', timestamp: '2026-01-01T00:00:00.000Z', type: 'state_change', status: 'running' },
+      ];
+      const deltas: string[] = [];
+      const plain = await step({ agent, llm, tools: catalog, events, conversation: { tenant: 'acme', conversation: 'c' } });
+      const streamed = await step({ agent, llm, tools: catalog, events, conversation: { tenant: 'acme', conversation: 'c' }, onDelta: (delta) => deltas.push(delta.type) });
+      expect(deltas.length).toBeGreaterThan(0);
+      const comparable = (drafts: readonly EventDraft[]): unknown[] =>
+        drafts.map(({ id: _id, timestamp: _timestamp, ...rest }) => ('latency_ms' in rest ? { ...rest, latency_ms: 0 } : rest));
+      expect(comparable(streamed.drafts), provider).toEqual(comparable(plain.drafts));
+      expect(streamed.outcome).toBe('actions');
+    }
+  });
+});

@@ -1,0 +1,158 @@
+import { draftEvent, newId, type EventDraft } from '@flotilla/events';
+import { encodeCommit, EventLog, placeEvents, type ConversationRef } from '@flotilla/log';
+import { AckPolicy, DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { commitTimeline, stepCycleTimes } from './commit-timeline.js';
+import { cpuSeconds } from './process-stats.js';
+import { ms, percentile, ratio, table } from './stats.js';
+
+/**
+ * One step cycle of one conversation (action commit → tool runner → execution_started →
+ * observation → step worker → zero-latency model → next action commit), with the real services
+ * as processes, against the raw JetStream floor of the same publishes and deliveries done by a
+ * bare client on the same server in the same run.
+ */
+export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string> {
+  await using system = await startTestSystem({ stepWorkers: 1, toolRunners: 1, projectors: 1, agent: { condenser: { maxEvents: 100_000 } } });
+  const floor = await rawFloor(system.nats.url, warmup, cycles / 2);
+
+  const ref = { tenant: 'bench', conversation: 'cycle' };
+  const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
+  const cpuBefore = await Promise.all([...pids.values()].map(cpuSeconds));
+  const benchBefore = process.cpuUsage();
+  await system.start(ref, { id: 'cycle', steps: warmup + cycles + 1, tool: 'think' });
+  await waitForCalls(system, warmup + cycles + 2, 300_000);
+  await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 30_000);
+  const cpuAfter = await Promise.all([...pids.values()].map(cpuSeconds));
+  const bench = process.cpuUsage(benchBefore);
+  const status = await system.status(ref);
+  if (status !== 'finished') throw new Error(`the conversation ended ${status}, not finished`);
+
+  floor.push(...(await rawFloor(system.nats.url, warmup, cycles / 2)));
+  const runtime = stepCycleTimes(await commitTimeline(system.log, ref)).slice(warmup);
+  const model = (await system.events(ref)).flatMap((event) => (event.type === 'llm_usage' ? [event.latency_ms] : [])).slice(warmup + 1);
+  const rows = [
+    ['per cycle', 'p50', 'p90', 'n'],
+    ['raw JetStream floor (3 publishes, 2 deliveries)', ms(percentile(floor, 50)), ms(percentile(floor, 90)), String(floor.length)],
+    ['runtime step cycle', ms(percentile(runtime, 50)), ms(percentile(runtime, 90)), String(runtime.length)],
+    ['  of which model call (llm_usage latency_ms)', ms(percentile(model, 50)), ms(percentile(model, 90)), String(model.length)],
+    ['ratio', ratio(percentile(runtime, 50), percentile(floor, 50)), ratio(percentile(runtime, 90), percentile(floor, 90)), ''],
+  ];
+  const total = cycles + warmup + 1;
+  const cpuRows = [
+    ['CPU per cycle', ...pids.keys(), 'bench (brain)'],
+    ['ms', ...cpuAfter.map((after, index) => ((1_000 * (after - cpuBefore[index]!)) / total).toFixed(2)), ((bench.user + bench.system) / 1_000 / total).toFixed(2)],
+  ];
+  return [
+    `Step cycle, one conversation, zero-latency model, think tool; 1 step worker, 1 tool runner, 1 projector (goal: p50 ratio <= 2)`,
+    table(rows),
+    '',
+    table(cpuRows),
+  ].join('\n');
+}
+
+async function waitForCalls(system: RunningTestSystem, calls: number, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (system.brain.calls.filter((call) => call.completed).length < calls) {
+    if (Date.now() > deadline) throw new Error(`only ${system.brain.calls.length} of ${calls} model calls in ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * The floor: per cycle, what the runtime's cycle does on NATS, with nothing else. The "step worker"
+ * publishes an action commit; the "tool runner" group's durable pull consumer delivers it; the
+ * runner publishes execution_started and the observation; the "step worker" group's consumer
+ * delivers the observation. Two connections (two processes in the runtime), the same commit bytes
+ * and headers, msg ids and expected last subject sequences; every delivery is acked.
+ */
+async function rawFloor(url: string, warmup: number, cycles: number): Promise<number[]> {
+  const worker = await connect({ servers: url });
+  const runner = await connect({ servers: url });
+  try {
+    const log = await EventLog.open(worker, { streamName: 'BENCH_FLOOR', subjectPrefix: 'bench.floor' });
+    const ref = { tenant: 'bench', conversation: `floor-${newId()}` };
+    const subject = log.subject(ref);
+    const inboxes = [];
+    for (const [name, nc] of [[`tr-${ref.conversation}`, runner], [`sw-${ref.conversation}`, worker]] as const) {
+      await log.jsm.consumers.add(log.streamName, { durable_name: name, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, filter_subject: subject, max_ack_pending: 1_024 });
+      inboxes.push(await inbox(jetstream(nc), log.streamName, name));
+    }
+    const [toRunner, toWorker] = inboxes as [Inbox, Inbox];
+    const [action, started, observation] = cycleCommits(ref);
+    const jsWorker = jetstream(worker);
+    const jsRunner = jetstream(runner);
+    let last = 0;
+    const publish = async (js: JetStreamClient, commit: ReturnType<typeof encodeCommit>): Promise<number> => {
+      const ack = await js.publish(subject, commit.data, { headers: commit.headers, msgID: newId(), expect: { lastSubjectSequence: last } });
+      last = ack.seq;
+      return ack.seq;
+    };
+    const times: number[] = [];
+    for (let cycle = 0; cycle < warmup + cycles; cycle += 1) {
+      const start = performance.now();
+      await toRunner.until(await publish(jsWorker, action));
+      await publish(jsRunner, started);
+      await toWorker.until(await publish(jsRunner, observation));
+      if (cycle >= warmup) times.push(performance.now() - start);
+    }
+    await Promise.all(inboxes.map((box) => box.close()));
+    return times;
+  } finally {
+    await Promise.all([worker.close(), runner.close()]);
+  }
+}
+
+type Inbox = { until(seq: number): Promise<void>; close(): Promise<void> };
+
+/** A durable pull consumer's deliveries, acked on arrival; `until` resolves once `seq` was delivered. */
+async function inbox(js: JetStreamClient, stream: string, name: string): Promise<Inbox> {
+  let latest = 0;
+  let waiting: { seq: number; resolve: () => void } | undefined;
+  const consumer = await js.consumers.get(stream, name);
+  const messages = await consumer.consume({
+    max_messages: 256,
+    callback: (message) => {
+      message.ack();
+      latest = Math.max(latest, message.seq);
+      if (waiting && waiting.seq <= latest) {
+        waiting.resolve();
+        waiting = undefined;
+      }
+    },
+  });
+  return {
+    until: (seq) => (seq <= latest ? Promise.resolve() : new Promise<void>((resolve) => (waiting = { seq, resolve }))),
+    close: async () => void (await messages.close()),
+  };
+}
+
+/** The three commits of a think-tool cycle, encoded as the runtime writes them. */
+function cycleCommits(ref: ConversationRef): ReturnType<typeof encodeCommit>[] {
+  const agent = { ...ref, source: 'agent' as const };
+  const system = { ...ref, source: 'system' as const };
+  const action = draftEvent(agent, 'action', {
+    tool_call_id: 'call_cycle_0_0',
+    tool_name: 'think',
+    arguments: JSON.stringify({ thought: 'Step 0.0 of cycle: plan the next move.', security_risk: 'low' }),
+    input: { thought: 'Step 0.0 of cycle: plan the next move.' },
+    thought: [],
+    response_id: 'chatcmpl-brain1',
+    security_risk: 'low',
+  });
+  const commits: EventDraft[][] = [
+    [
+      draftEvent(system, 'llm_usage', { model: 'brain', purpose: 'step', response_id: 'chatcmpl-brain1', prompt_tokens: 100, completion_tokens: 20, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 2, cost_usd: 0 }),
+      action,
+    ],
+    [draftEvent(system, 'execution_started', { action_ids: [action.id], runner: 'tool-runner-12345678' })],
+    [draftEvent({ ...ref, source: 'environment' }, 'observation', { action_id: action.id, tool_call_id: 'call_cycle_0_0', tool_name: 'think', content: [{ type: 'text', text: 'Your thought has been logged.' }], is_error: false })],
+  ];
+  let seq = 0;
+  return commits.map((drafts) => {
+    const events = placeEvents(ref, drafts, seq);
+    seq += events.length;
+    return encodeCommit(newId(), ref, events);
+  });
+}
