@@ -17,8 +17,8 @@ export async function memoryMiB(pid: number): Promise<{ rss: number; peak: numbe
   return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 };
 }
 
-/** Sums a Prometheus counter's samples by one label, e.g. handled commits by outcome. */
-export async function counterByLabel(metricsUrl: string, metric: string, label: string): Promise<Map<string, number>> {
+/** Sums a Prometheus metric's samples by one label, e.g. handled commits by outcome. */
+export async function sumByLabel(metricsUrl: string, metric: string, label: string): Promise<Map<string, number>> {
   const text = await (await fetch(metricsUrl)).text();
   const totals = new Map<string, number>();
   for (const line of text.split('\n')) {

@@ -84,7 +84,7 @@ async function rawFloor(url: string, warmup: number, cycles: number): Promise<nu
     const jsWorker = jetstream(worker);
     const jsRunner = jetstream(runner);
     let last = 0;
-    const publish = async (js: JetStreamClient, commit: ReturnType<typeof encodeCommit>): Promise<number> => {
+    const publish = async (js: JetStreamClient, commit: Encoded): Promise<number> => {
       const ack = await js.publish(subject, commit.data, { headers: commit.headers, msgID: newId(), expect: { lastSubjectSequence: last } });
       last = ack.seq;
       return ack.seq;
@@ -103,6 +103,8 @@ async function rawFloor(url: string, warmup: number, cycles: number): Promise<nu
     await Promise.all([worker.close(), runner.close()]);
   }
 }
+
+type Encoded = ReturnType<typeof encodeCommit>;
 
 type Inbox = { until(seq: number): Promise<void>; close(): Promise<void> };
 
@@ -129,7 +131,7 @@ async function inbox(js: JetStreamClient, stream: string, name: string): Promise
 }
 
 /** The three commits of a think-tool cycle, encoded as the runtime writes them. */
-function cycleCommits(ref: ConversationRef): ReturnType<typeof encodeCommit>[] {
+function cycleCommits(ref: ConversationRef): [Encoded, Encoded, Encoded] {
   const agent = { ...ref, source: 'agent' as const };
   const system = { ...ref, source: 'system' as const };
   const action = draftEvent(agent, 'action', {
@@ -150,9 +152,10 @@ function cycleCommits(ref: ConversationRef): ReturnType<typeof encodeCommit>[] {
     [draftEvent({ ...ref, source: 'environment' }, 'observation', { action_id: action.id, tool_call_id: 'call_cycle_0_0', tool_name: 'think', content: [{ type: 'text', text: 'Your thought has been logged.' }], is_error: false })],
   ];
   let seq = 0;
-  return commits.map((drafts) => {
+  const [actionCommit, startedCommit, observationCommit] = commits.map((drafts) => {
     const events = placeEvents(ref, drafts, seq);
     seq += events.length;
     return encodeCommit(newId(), ref, events);
   });
+  return [actionCommit!, startedCommit!, observationCommit!];
 }

@@ -110,7 +110,9 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
 async function connectWithRetry(config: ServiceConfig, logger: Logger): Promise<NatsConnection> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await connect({ servers: config.natsUrl, name: config.instanceId, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000 });
+      // noAsyncTraces: no Error (with a captured stack) per request just in case it times out; that
+      // eager capture was a large share of every service's CPU under load (see tests/bench/throughput).
+      return await connect({ servers: config.natsUrl, name: config.instanceId, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000, noAsyncTraces: true });
     } catch (error) {
       logger.warn({ err: error, attempt }, `NATS at ${config.natsUrl} is not reachable yet; retrying`);
       await delay(Math.min(5_000, 200 * attempt));

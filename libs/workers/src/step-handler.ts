@@ -29,7 +29,12 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     const tail = await deps.log.tail(ref);
     if (delivery.streamSeq < tail.streamSeq) return { ack: true, outcome: 'not_tail' };
     const conversation = await deps.cache.load(ref, tail);
-    if (nextWork(conversation.events).kind !== 'step') return { ack: true, outcome: 'no_step_due' };
+    const work = nextWork(conversation.events);
+    if (work.kind !== 'step') {
+      // At rest, a conversation is woken next by a user, usually much later: keep the cache for running ones.
+      if (work.kind === 'rest') deps.cache.forget(ref);
+      return { ack: true, outcome: 'no_step_due' };
+    }
 
     const tracked = deps.interrupts.track(ref, delivery.signal);
     const started = performance.now();

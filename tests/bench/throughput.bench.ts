@@ -1,0 +1,74 @@
+import { startTestSystem } from '../support/system.js';
+import { commitTimeline, stepCycleTimes } from './commit-timeline.js';
+import { sumByLabel, cpuSeconds } from './process-stats.js';
+import { ms, percentile, table } from './stats.js';
+
+/**
+ * Steps per second of many concurrent conversations against a model with a fixed latency, over a
+ * fixed window after warm-up, against the LLM-bound ideal: every conversation steps once per
+ * (model latency + unloaded step-cycle time), the latter measured in the same run.
+ */
+export async function benchThroughput(conversations = 500, latencyMs = 1_000, warmupMs = 10_000, windowMs = 30_000): Promise<string> {
+  await using system = await startTestSystem({ stepWorkers: 2, toolRunners: 2, projectors: 1, agent: { condenser: { maxEvents: 100_000 } } });
+
+  // unloaded cycle time with a zero-latency model (what a step costs besides the model)
+  const probe = { tenant: 'bench', conversation: 'calibrate' };
+  await system.start(probe, { id: 'calibrate', steps: 40, tool: 'think' });
+  await system.waitForStatus([probe], ['finished', 'error', 'stuck'], 60_000);
+  const cycle = percentile(stepCycleTimes(await commitTimeline(system.log, probe)).slice(10), 50);
+  const ideal = conversations / ((latencyMs + cycle) / 1_000);
+
+  const refs = Array.from({ length: conversations }, (_, index) => ({ tenant: 'bench', conversation: `load-${index}` }));
+  await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps: 10_000, latencyMs, tool: 'think' })));
+  await new Promise((resolve) => setTimeout(resolve, warmupMs));
+
+  const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
+  const outcomes = async (): Promise<Map<string, Map<string, number>>> =>
+    new Map(await Promise.all([...system.healthUrls].map(async ([name, url]): Promise<[string, Map<string, number>]> => [name, await sumByLabel(`${url}/metrics`, 'flotilla_commits_handled_total', 'outcome')])));
+  const windowStart = Date.now();
+  const cpuBefore = await Promise.all([...pids.values()].map(cpuSeconds));
+  const benchBefore = process.cpuUsage();
+  const handledBefore = await outcomes();
+  await new Promise((resolve) => setTimeout(resolve, windowMs));
+  const windowEnd = Date.now();
+  const cpuAfter = await Promise.all([...pids.values()].map(cpuSeconds));
+  const bench = process.cpuUsage(benchBefore);
+  const handledAfter = await outcomes();
+  await Promise.all(system.processes.map((child) => child.stop()));
+
+  const brainCalls = system.brain.calls.filter((call) => call.completed && call.closedAt !== undefined && call.closedAt >= windowStart && call.closedAt < windowEnd).length;
+  let steps = 0;
+  for (const ref of refs) {
+    for (const event of await system.events(ref)) {
+      const at = Date.parse(event.timestamp);
+      if (event.type === 'llm_usage' && event.purpose === 'step' && at >= windowStart && at < windowEnd) steps += 1;
+    }
+  }
+  const seconds = (windowEnd - windowStart) / 1_000;
+  const percent = (value: number): string => `${((100 * value) / ideal).toFixed(1)} %`;
+  const rows = [
+    ['steps/s', 'value', 'of ideal'],
+    [`LLM-bound ideal = ${conversations} / (${latencyMs} ms + ${cycle.toFixed(1)} ms unloaded cycle)`, ideal.toFixed(1), '100 %'],
+    [`achieved: llm_usage(step) events in the ${seconds.toFixed(0)} s window`, (steps / seconds).toFixed(1), percent(steps / seconds)],
+    ['achieved: model calls completed in the window', (brainCalls / seconds).toFixed(1), percent(brainCalls / seconds)],
+  ];
+  const cpuRows = [
+    ['CPU in the window (% of one core)', ...pids.keys(), 'bench (brain)'],
+    ['', ...cpuAfter.map((after, index) => `${((100 * (after - cpuBefore[index]!)) / seconds).toFixed(0)} %`), `${((bench.user + bench.system) / 10_000 / seconds).toFixed(0)} %`],
+  ];
+  const handledRows = [['commits handled/s in the window', 'by outcome']];
+  for (const [name, after] of handledAfter) {
+    const before = handledBefore.get(name) ?? new Map<string, number>();
+    const rates = [...after].map(([outcome, count]) => `${outcome} ${((count - (before.get(outcome) ?? 0)) / seconds).toFixed(1)}`);
+    handledRows.push([name, rates.join(', ')]);
+  }
+  return [
+    `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; 2 step workers, 2 tool runners, 1 projector, ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
+    table(rows),
+    `unloaded cycle (zero-latency model, one conversation, p50): ${ms(cycle)}`,
+    '',
+    table(cpuRows),
+    '',
+    table(handledRows),
+  ].join('\n');
+}
