@@ -57,7 +57,7 @@ export function decodeCommit(message: RawMessage, ref: ConversationRef): DecodeR
   try {
     body = JSON.parse(decoder.decode(message.data));
   } catch (error) {
-    return { ok: false, reason: `foreign or corrupt message: body is not UTF-8 JSON (${(error as Error).message})` };
+    return { ok: false, reason: `foreign message: the body is not UTF-8 JSON (${(error as Error).message})` };
   }
   if (typeof body !== 'object' || body === null || !('commit' in body) || !('v' in body)) {
     return { ok: false, reason: 'foreign message: the body is not a Flotilla commit' };
