@@ -1,6 +1,6 @@
 import { draftEvent, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
 import { isLlmError, type GenerateResult, type LanguageModel, type StreamDelta, type ToolSchema } from '@flotilla/llm';
-import { shouldCondense } from '@flotilla/condenser';
+import { llmUsageDraft, shouldCondense } from '@flotilla/condenser';
 import { buildView, toChatMessages } from '@flotilla/view';
 import type { AgentConfig } from './agent-config.js';
 import { needsConfirmation } from './confirmation.js';
@@ -104,7 +104,7 @@ export async function step(input: StepInput): Promise<StepResult> {
     return { drafts: [...drafts, ...llmFailure(error, context, system)], outcome: failureOutcome(error) };
   }
   const reply = replyEvents(result, input.tools, agent, context, system);
-  return { drafts: [...drafts, usageEvent(result, system), ...reply.drafts], outcome: reply.outcome };
+  return { drafts: [...drafts, llmUsageDraft(result, system, 'step'), ...reply.drafts], outcome: reply.outcome };
 }
 
 function replyEvents(result: GenerateResult, tools: ToolCatalog, agent: AgentConfig, context: DraftContext, system: DraftContext): StepResult {
@@ -129,21 +129,6 @@ function replyEvents(result: GenerateResult, tools: ToolCatalog, agent: AgentCon
     draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent replied without calling a tool' }),
   ];
   return { drafts, outcome: StepOutcome.Finished };
-}
-
-function usageEvent(result: GenerateResult, system: DraftContext): EventDraft {
-  return draftEvent(system, 'llm_usage', {
-    model: result.model,
-    purpose: 'step',
-    response_id: result.responseId,
-    prompt_tokens: result.usage.inputTokens,
-    completion_tokens: result.usage.outputTokens,
-    cache_read_tokens: result.usage.cacheReadTokens,
-    cache_write_tokens: result.usage.cacheWriteTokens,
-    reasoning_tokens: result.usage.reasoningTokens,
-    latency_ms: result.latencyMs,
-    cost_usd: result.costUsd ?? 0,
-  });
 }
 
 function llmFailure(error: unknown, context: DraftContext, system: DraftContext): EventDraft[] {

@@ -1,3 +1,4 @@
+import { llmUsageDraft } from './usage-draft.js';
 import { draftEvent, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
 import { isLlmError, type GenerateResult, type LanguageModel } from '@flotilla/llm';
 import { buildView, toChatMessages, type ViewItem } from '@flotilla/view';
@@ -99,7 +100,7 @@ export async function condense(events: readonly Event[], options: CondenseOption
       summary_offset: range.start,
       response_id: result.responseId,
     }),
-    usageDraft(result, system),
+    llmUsageDraft(result, system, 'condensation'),
   ];
   const forgottenTokens = (weights.before.get(range.end) ?? 0) - (weights.before.get(range.start) ?? 0);
   const summaryItem: ViewItem = { type: 'condensation_summary', id: 'summary', summary };
@@ -153,19 +154,4 @@ async function summarize(forgotten: readonly ViewItem[], options: CondenseOption
       'Use a summarizer with a larger context window, or lower maxEventChars.',
     { cause: lastOverflow },
   );
-}
-
-function usageDraft(result: GenerateResult, system: DraftContext): EventDraft {
-  return draftEvent(system, 'llm_usage', {
-    model: result.model,
-    purpose: 'condensation',
-    response_id: result.responseId,
-    prompt_tokens: result.usage.inputTokens,
-    completion_tokens: result.usage.outputTokens,
-    cache_read_tokens: result.usage.cacheReadTokens,
-    cache_write_tokens: result.usage.cacheWriteTokens,
-    reasoning_tokens: result.usage.reasoningTokens,
-    latency_ms: result.latencyMs,
-    cost_usd: result.costUsd ?? 0,
-  });
 }

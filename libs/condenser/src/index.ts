@@ -12,3 +12,4 @@ export type { SummaryRequestInput } from './summary-prompt.js';
 export { approximateTokens, viewTools, weighView } from './token-count.js';
 export type { TokenCounter, ViewTokens } from './token-count.js';
 export { shouldCondense } from './should-condense.js';
+export { llmUsageDraft } from './usage-draft.js';

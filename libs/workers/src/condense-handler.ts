@@ -3,6 +3,7 @@ import { draftEvent, type EventDraft } from '@flotilla/events';
 import { isLlmError, type LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import type { CommitHandler, ConversationCache, InterruptRegistry } from '@flotilla/runtime';
+import { isOutcome, loadAtTail } from './at-tail.js';
 
 export type CondenseHandlerDependencies = {
   readonly log: EventLog;
@@ -15,11 +16,9 @@ export type CondenseHandlerDependencies = {
 /** The condenser's reaction to a delivered commit: answer an unhandled condensation request at the tail. */
 export function createCondenseHandler(deps: CondenseHandlerDependencies): CommitHandler {
   return async (delivery) => {
-    const ref = delivery.ref;
-    if (!ref) return { ack: true, outcome: 'foreign_subject' };
-    const tail = await deps.log.tail(ref);
-    if (delivery.streamSeq < tail.streamSeq) return { ack: true, outcome: 'not_tail' };
-    const conversation = await deps.cache.load(ref, tail);
+    const loaded = await loadAtTail(delivery, deps.log, deps.cache);
+    if (isOutcome(loaded)) return loaded;
+    const { ref, tail, conversation } = loaded;
     if (nextWork(conversation.events).kind !== 'condense') return { ack: true, outcome: 'nothing_to_condense' };
     const tracked = deps.interrupts.track(ref, delivery.signal);
     let drafts: EventDraft[];

@@ -3,6 +3,7 @@ import type { LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import { publishDelta, type CommitHandler, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { isOutcome, loadAtTail } from './at-tail.js';
 
 export type StepHandlerDependencies = {
   readonly log: EventLog;
@@ -24,11 +25,9 @@ export type StepHandlerDependencies = {
  */
 export function createStepHandler(deps: StepHandlerDependencies): CommitHandler {
   return async (delivery) => {
-    const ref = delivery.ref;
-    if (!ref) return { ack: true, outcome: 'foreign_subject' };
-    const tail = await deps.log.tail(ref);
-    if (delivery.streamSeq < tail.streamSeq) return { ack: true, outcome: 'not_tail' };
-    const conversation = await deps.cache.load(ref, tail);
+    const loaded = await loadAtTail(delivery, deps.log, deps.cache);
+    if (isOutcome(loaded)) return loaded;
+    const { ref, tail, conversation } = loaded;
     const work = nextWork(conversation.events);
     if (work.kind !== 'step') {
       // At rest, a conversation is woken next by a user, usually much later: keep the cache for running ones.

@@ -6,6 +6,7 @@ import { isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import type { CommitHandler, ConversationCache, InterruptRegistry, Logger, RunnerRegistry, ServiceMetrics } from '@flotilla/runtime';
 import { createToolContext, openWorkspace, type ToolRegistry } from '@flotilla/tools';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { isOutcome, loadAtTail } from './at-tail.js';
 
 export type ToolRunnerDependencies = {
   readonly runnerId: string;
@@ -87,11 +88,9 @@ export class ToolRunner {
 
   handler(): CommitHandler {
     return async (delivery) => {
-      const ref = delivery.ref;
-      if (!ref) return { ack: true, outcome: 'foreign_subject' };
-      const tail = await this.#deps.log.tail(ref);
-      if (delivery.streamSeq < tail.streamSeq) return { ack: true, outcome: 'not_tail' };
-      const conversation = await this.#deps.cache.load(ref, tail);
+      const loaded = await loadAtTail(delivery, this.#deps.log, this.#deps.cache);
+      if (isOutcome(loaded)) return loaded;
+      const { ref, conversation } = loaded;
       const work = await this.#decide(ref, conversation.events);
       if (work.kind === 'in_progress') {
         // Someone (maybe us) is running these. Never ack on a liveness judgement: the runner may
