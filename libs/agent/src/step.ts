@@ -91,6 +91,7 @@ export async function step(input: StepInput): Promise<StepResult> {
   const reasons = shouldCondense(view, agent.condenser, {
     ...(input.llm.info.maxInputTokens === undefined ? {} : { maxInputTokens: input.llm.info.maxInputTokens }),
     countTokens: estimateTokens,
+    totalTokens: estimateTokens(messages, toolSchemas),
   });
   if (reasons) {
     drafts.push(draftEvent(system, 'condensation_request', { reason: `the view is too large (${reasons.join(', ')})` }));

@@ -30,7 +30,7 @@ type Step =
  * circles. Only completed tool calls count: a call still awaiting its result is not a repeat yet.
  */
 export function detectStuck(events: readonly Event[], thresholds: StuckThresholds = DEFAULT_STUCK_THRESHOLDS): StuckReason | undefined {
-  const steps = stepsSinceUserMessage(events);
+  const steps = stepsSinceUserMessage(events, Math.max(thresholds.actionObservation, thresholds.actionError, thresholds.monologue, thresholds.alternating));
   const tail = (count: number): Step[] | undefined => (steps.length >= count ? steps.slice(-count) : undefined);
 
   const repeated = tail(thresholds.actionObservation);
@@ -60,32 +60,27 @@ function isAlternating(steps: readonly Step[]): boolean {
   });
 }
 
-function stepsSinceUserMessage(events: readonly Event[]): Step[] {
-  let start = 0;
-  for (let index = events.length - 1; index >= 0; index -= 1) {
-    const event = events[index]!;
-    if (event.type === 'message' && event.source === 'user') {
-      start = index + 1;
-      break;
-    }
-  }
+/**
+ * The last `needed` completed steps since the last user message, oldest first. Walks back from
+ * the end (results come after their actions), so the cost is bounded by the thresholds, not by
+ * the length of the run.
+ */
+function stepsSinceUserMessage(events: readonly Event[], needed: number): Step[] {
   const results = new Map<string, { text: string; failed: boolean }>();
-  for (let index = start; index < events.length; index += 1) {
+  const steps: Step[] = [];
+  for (let index = events.length - 1; index >= 0 && steps.length < needed; index -= 1) {
     const event = events[index]!;
+    if (event.type === 'message' && event.source === 'user') break;
     if (event.type === 'observation') results.set(event.tool_call_id, { text: contentKey(event.content), failed: event.is_error });
     else if (event.type === 'agent_error' && event.tool_call_id) results.set(event.tool_call_id, { text: event.error, failed: true });
-  }
-  const steps: Step[] = [];
-  for (let index = start; index < events.length; index += 1) {
-    const event = events[index]!;
-    if (event.type === 'action') {
+    else if (event.type === 'action') {
       const result = results.get(event.tool_call_id);
       if (result) steps.push({ kind: 'tool', action: `${event.tool_name} ${normalizeArguments(event)}`, result: result.text, failed: result.failed });
     } else if (event.type === 'message' && event.source === 'agent') {
       steps.push({ kind: 'message' });
     }
   }
-  return steps;
+  return steps.reverse();
 }
 
 function normalizeArguments(event: Extract<Event, { type: 'action' }>): string {
