@@ -63,6 +63,8 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       name: `${service}-${index}`,
       entry: join(ROOT, 'services', service, 'src', 'main.ts'),
       cwd: ROOT,
+      // FLOTILLA_TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every service process
+      nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),
       env: {
         FLOTILLA_NATS_URL: nats.url,
         FLOTILLA_HOME: home,

@@ -8,6 +8,8 @@ export type ServiceProcessOptions = {
   readonly entry: string;
   readonly env?: NodeJS.ProcessEnv;
   readonly cwd?: string;
+  /** Extra Node.js flags, e.g. `--cpu-prof` for profiling a service. */
+  readonly nodeArgs?: readonly string[];
   /** Restart after an unexpected exit (default true), with backoff. */
   readonly restart?: boolean;
   /** Receives every output line. */
@@ -45,7 +47,7 @@ export class ServiceProcess {
 
   start(): void {
     this.#stopping = false;
-    const child = spawn(process.execPath, ['--import', 'tsx', this.options.entry], {
+    const child = spawn(process.execPath, [...(this.options.nodeArgs ?? []), '--import', 'tsx', this.options.entry], {
       cwd: this.options.cwd,
       env: { ...process.env, ...this.options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
