@@ -44,6 +44,11 @@ export type ReadOptions = {
   readonly afterStreamSeq?: number;
   /** Read up to this tail instead of fetching the current one. */
   readonly until?: Tail;
+  /**
+   * Read up to this stream sequence (the subject's last message as the caller saw it) without
+   * fetching the tail; with `afterStreamSeq`, a catch-up reads only what lies between.
+   */
+  readonly untilStreamSeq?: number;
   readonly signal?: AbortSignal;
   readonly invalidPolicy?: InvalidMessagePolicy;
 };
@@ -122,6 +127,15 @@ export class EventLog {
     }
   }
 
+  /**
+   * The stream sequence of the subject's last message (0 when none), without reading its body:
+   * enough to tell whether a delivered commit is still the tail.
+   */
+  async lastStreamSeq(ref: ConversationRef): Promise<number> {
+    const last = await this.#direct({ last_by_subj: this.subject(ref) });
+    return last?.seq ?? 0;
+  }
+
   /** The conversation's current tail (EMPTY_TAIL for a conversation with no commits). */
   async tail(ref: ConversationRef): Promise<Tail> {
     const subject = this.subject(ref);
@@ -160,6 +174,13 @@ export class EventLog {
   /** Reads the commits holding events after `afterSeq`, up to the tail as of the call. */
   async *read(ref: ConversationRef, options: ReadOptions = {}): AsyncGenerator<StoredCommit> {
     const afterSeq = options.afterSeq ?? 0;
+    if (options.untilStreamSeq !== undefined && options.afterStreamSeq !== undefined) {
+      if (options.untilStreamSeq <= options.afterStreamSeq) return;
+      // a catch-up from a known position: usually a commit or two, read with direct gets
+      const short = options.afterStreamSeq > 0 ? 1 : undefined; // from the start: an ordered consumer
+      yield* this.#scan(ref, options.afterStreamSeq + 1, options.untilStreamSeq, afterSeq, options.invalidPolicy, options.signal, short);
+      return;
+    }
     const tail = options.until ?? (await this.tail(ref));
     if (tail.streamSeq === 0 || tail.lastSeq <= afterSeq) return;
     const start =

@@ -23,26 +23,29 @@ export class ConversationCache {
     return this.#entries.size;
   }
 
-  /** The conversation up to `tail` (or the current tail), reading only what the cache lacks. */
-  async load(ref: ConversationRef, tail?: Tail): Promise<CachedConversation> {
+  /**
+   * The conversation up to the subject's message `targetStreamSeq` (default: its current last
+   * message), reading and validating only what the cache lacks. The returned tail is the
+   * position to append after: the subject's last stream sequence and the last valid event seq.
+   */
+  async load(ref: ConversationRef, targetStreamSeq?: number): Promise<CachedConversation> {
     const key = `${ref.tenant}.${ref.conversation}`;
-    const target = tail ?? (await this.log.tail(ref));
+    const target = targetStreamSeq ?? (await this.log.lastStreamSeq(ref));
     let entry = this.#entries.get(key);
     if (entry) this.#entries.delete(key); // re-inserted below: most recently used last
-    if (!entry || entry.tail.lastSeq > target.lastSeq) {
+    if (!entry || entry.tail.streamSeq > target) {
       this.#events -= entry?.events.length ?? 0;
       entry = { events: [], tail: { streamSeq: 0, lastSeq: 0 } };
     }
-    if (entry.tail.streamSeq !== target.streamSeq) {
-      const known = entry.tail.streamSeq > 0 ? { afterStreamSeq: entry.tail.streamSeq } : {};
-      for await (const commit of this.log.read(ref, { afterSeq: entry.tail.lastSeq, until: target, ...known })) {
+    if (entry.tail.streamSeq < target) {
+      const from = entry.tail.streamSeq > 0 ? { afterStreamSeq: entry.tail.streamSeq } : { afterStreamSeq: 0 };
+      for await (const commit of this.log.read(ref, { afterSeq: entry.tail.lastSeq, untilStreamSeq: target, ...from })) {
         for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
         this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
         entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
-        if (commit.streamSeq >= target.streamSeq) break;
       }
       // foreign messages after the last commit still move the subject's tail
-      if (entry.tail.lastSeq === target.lastSeq) entry.tail = target;
+      entry.tail = { streamSeq: target, lastSeq: entry.tail.lastSeq };
     }
     this.#entries.set(key, entry);
     this.#evict();

@@ -11,9 +11,10 @@ export type AtTail = { readonly ref: ConversationRef; readonly tail: Tail; reado
 export async function loadAtTail(delivery: Delivery, log: EventLog, cache: ConversationCache): Promise<AtTail | HandleOutcome> {
   const ref = delivery.ref;
   if (!ref) return { ack: true, outcome: 'foreign_subject' };
-  const tail = await log.tail(ref);
-  if (delivery.streamSeq < tail.streamSeq) return { ack: true, outcome: 'not_tail' };
-  return { ref, tail, conversation: await cache.load(ref, tail) };
+  const last = await log.lastStreamSeq(ref);
+  if (delivery.streamSeq < last) return { ack: true, outcome: 'not_tail' };
+  const conversation = await cache.load(ref, last);
+  return { ref, tail: conversation.tail, conversation };
 }
 
 export function isOutcome(value: AtTail | HandleOutcome): value is HandleOutcome {

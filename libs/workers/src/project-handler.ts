@@ -10,8 +10,7 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore): Commi
   return async (delivery) => {
     const ref = delivery.ref;
     if (!ref) return { ack: true, outcome: 'foreign_subject' };
-    const tail = await log.tail(ref);
-    if (delivery.streamSeq < tail.streamSeq) return { ack: true, outcome: 'not_tail' };
+    if (delivery.streamSeq < (await log.lastStreamSeq(ref))) return { ack: true, outcome: 'not_tail' };
     await store.catchUp(ref, log, { signal: delivery.signal });
     return { ack: true, outcome: 'projected' };
   };
