@@ -9,7 +9,7 @@ const shared = {
 
 export default defineConfig({
   test: {
-    reporters: ['default'],
+    reporters: ['default', './tests/support/summary-reporter.ts'],
     projects: [
       {
         // libraries: unit and integration tests (each suite starts its own nats-server)
