@@ -112,7 +112,9 @@ export class SnapshotStore {
       result = { ...step, applied: result.applied + step.applied, conflicts: result.conflicts + step.conflicts };
     };
     let batch: StoredCommit[] = [];
-    for await (const commit of log.read(ref, { afterSeq, ...(options.signal ? { signal: options.signal } : {}) })) {
+    // the snapshot knows its last commit's stream position: read from there, no search for afterSeq
+    const from = current && current.snapshot.last_stream_seq > 0 ? { afterStreamSeq: current.snapshot.last_stream_seq } : {};
+    for await (const commit of log.read(ref, { afterSeq, ...from, ...(options.signal ? { signal: options.signal } : {}) })) {
       batch.push(commit);
       if (batch.length >= this.#catchUpBatch) {
         await flush(batch);

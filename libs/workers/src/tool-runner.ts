@@ -91,7 +91,7 @@ export class ToolRunner {
       const loaded = await loadAtTail(delivery, this.#deps.log, this.#deps.cache);
       if (isOutcome(loaded)) return loaded;
       const { ref, conversation } = loaded;
-      const work = await this.#decide(ref, conversation.events);
+      const work = await this.#decide(conversation.events, this.#executing.has(key(ref)));
       if (work.kind === 'in_progress') {
         // Someone (maybe us) is running these. Never ack on a liveness judgement: the runner may
         // die before it appends, so look again later until the results are in the log.
@@ -122,11 +122,15 @@ export class ToolRunner {
     };
   }
 
-  async #decide(ref: ConversationRef, events: readonly Event[]): Promise<NextWork> {
-    const pending = pendingActions(events);
+  /**
+   * nextWork with the liveness of every runner that started an unanswered action. `selfBusy` says
+   * whether this process is running the conversation's batch now: if not, our own started and
+   * unanswered actions are leftovers of a failed attempt, i.e. interrupted.
+   */
+  async #decide(events: readonly Event[], selfBusy: boolean): Promise<NextWork> {
     const alive = new Map<string, boolean>();
-    for (const runner of new Set(pending.startedBy.values())) {
-      alive.set(runner, runner === this.#deps.runnerId ? this.#executing.has(key(ref)) : await this.#deps.runners.isAlive(runner));
+    for (const runner of new Set(pendingActions(events).startedBy.values())) {
+      alive.set(runner, runner === this.#deps.runnerId ? selfBusy : await this.#deps.runners.isAlive(runner));
     }
     return nextWork(events, { runnerAlive: (runner) => alive.get(runner) ?? false });
   }
@@ -150,11 +154,7 @@ export class ToolRunner {
     for (let round = 0; round < 50; round += 1) {
       if (signal?.aborted) return;
       const conversation = await this.#deps.cache.load(ref);
-      const pending = pendingActions(conversation.events);
-      // our own started-but-unanswered actions can only be leftovers of a failed attempt: interrupted
-      const alive = new Map<string, boolean>();
-      for (const runner of new Set(pending.startedBy.values())) alive.set(runner, runner !== this.#deps.runnerId && (await this.#deps.runners.isAlive(runner)));
-      const work = nextWork(conversation.events, { runnerAlive: (runner) => alive.get(runner) ?? false });
+      const work = await this.#decide(conversation.events, false);
       if (work.kind !== 'execute') return;
       const context = { ...ref, source: 'system' as const };
       const drafts: EventDraft[] = interruptedDrafts(work.interrupted, context);

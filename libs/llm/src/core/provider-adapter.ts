@@ -1,5 +1,5 @@
-import type { ChatMessage, Reasoning, TextPart, ToolCall, ToolSchema } from '../messages.js';
-import type { FinishReason, StreamDelta, Usage } from './language-model.js';
+import type { ChatMessage, TextPart, ToolSchema } from '../messages.js';
+import type { GenerateResult, StreamDelta } from './language-model.js';
 
 /** What one provider attempt receives after the managed layer resolved defaults and fallbacks. */
 export type ProviderRequest = {
@@ -17,16 +17,7 @@ export type ProviderCallContext = {
 };
 
 /** One response, before latency, cost and attempts are added. */
-export type ProviderResult = {
-  readonly content: readonly TextPart[];
-  readonly toolCalls: readonly ToolCall[];
-  readonly reasoning?: Reasoning;
-  readonly responseId: string;
-  readonly model: string;
-  readonly finishReason: FinishReason;
-  readonly rawFinishReason?: string;
-  readonly usage: Usage;
-};
+export type ProviderResult = Omit<GenerateResult, 'costUsd' | 'latencyMs' | 'attempts'>;
 
 /** One wire protocol: translate, send once, translate back. No retries, no timeouts. */
 export interface ProviderAdapter {
