@@ -10,6 +10,5 @@ describe('chaos (short run; `npm run chaos` for the long one)', () => {
     expect(result.missingEffects).toEqual([]);
     expect(result.finished).toBe(result.conversations);
     expect(Object.values(result.kills).reduce((sum, count) => sum + count, 0)).toBeGreaterThanOrEqual(8);
-    if ((result.kills['tool-runner'] ?? 0) > 0) expect(result.interrupted + result.takeovers).toBeGreaterThan(0);
   }, 360_000);
 });

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { auditConversation, formatReport } from '@flotilla/auditor';
+import { INTERRUPTED_MESSAGE } from '@flotilla/agent';
 import { describe, expect, it } from 'vitest';
 import { startTestSystem } from '../support/system.js';
 
@@ -21,4 +22,30 @@ describe('the distributed runtime, one process per service', () => {
     const report = await auditConversation(system.log, ref);
     expect(report.violations, formatReport(report)).toEqual([]);
   }, 120_000);
+
+  it('a tool runner SIGKILLed mid-action: the cut-off action gets an error saying so, never runs again, and the run finishes', async () => {
+    await using system = await startTestSystem({ toolRunners: 1 });
+    const ref = { tenant: 'acme', conversation: 'cut-off' };
+    await system.start(ref, { id: 'cut-off', steps: 2, sleep: 4 });
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const events = await system.events(ref);
+      if (events.some((event) => event.type === 'execution_started')) break;
+      if (Date.now() > deadline) throw new Error('no action started within 60 s');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const runner = system.processes.find((process) => process.name.startsWith('tool-runner'))!;
+    await runner.kill('SIGKILL');
+    await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 90_000);
+    expect(await system.status(ref)).toBe('finished');
+    const events = await system.events(ref);
+    const firstAction = events.find((event) => event.type === 'action')!;
+    const answers = events.filter((event) => (event.type === 'observation' || event.type === 'agent_error') && event.tool_call_id === firstAction.tool_call_id);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]).toMatchObject({ type: 'agent_error', error: INTERRUPTED_MESSAGE });
+    const effects = (await readFile(system.effects, 'utf8').catch(() => '')).trim().split('\n').filter(Boolean);
+    expect(effects).not.toContain('cut-off 0 0');
+    const report = await auditConversation(system.log, ref);
+    expect(report.violations, formatReport(report)).toEqual([]);
+  }, 150_000);
 });
