@@ -21,7 +21,18 @@ export type SystemOptions = {
   readonly agent?: Record<string, unknown>;
   /** Print service logs (default: only when FLOTILLA_TEST_LOGS is set). */
   readonly logs?: boolean;
+  /** Gateway processes to start (default 0). Tenants: `acme` (apiKey), `globex` (otherApiKey). */
+  readonly gateways?: number;
+  /** Shorthand for `gateways: 1`. */
+  readonly gateway?: boolean;
+  /** Extra environment of the gateway processes only. */
+  readonly gatewayEnv?: NodeJS.ProcessEnv;
 };
+
+/** API keys the test gateways are provisioned with. */
+export const TEST_API_KEY = 'test-key-acme-0123456789abcdef';
+export const TEST_OTHER_API_KEY = 'test-key-globex-0123456789abcdef';
+export const TEST_ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
 export type RunningTestSystem = AsyncDisposable & {
   readonly nats: NatsServerProcess;
@@ -33,6 +44,13 @@ export type RunningTestSystem = AsyncDisposable & {
   readonly processes: readonly ServiceProcess[];
   /** Health/metrics endpoint of each service process, by process name (e.g. `step-worker-1`). */
   readonly healthUrls: ReadonlyMap<string, string>;
+  /** Base URL of the first gateway (empty without gateways), and of each. */
+  readonly gatewayUrl: string;
+  readonly gatewayUrls: readonly string[];
+  /** Keys of tenant `acme`, tenant `globex`, and the admin key. */
+  readonly apiKey: string;
+  readonly otherApiKey: string;
+  readonly adminKey: string;
   /** Appends the command's drafts (decided from the log) with optimistic concurrency. */
   command(ref: ConversationRef, decide: (events: readonly Event[]) => readonly EventDraft[]): Promise<void>;
   /** Appends `TASK …` as a user message and a run request. */
@@ -57,8 +75,19 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
   const showLogs = options.logs ?? process.env['FLOTILLA_TEST_LOGS'] !== undefined;
   const processes: ServiceProcess[] = [];
   const healthUrls = new Map<string, string>();
+  const gatewayUrls: string[] = [];
   const spawnService = async (service: string, index: number): Promise<void> => {
     const healthPort = await freePort();
+    const gatewayEnv: NodeJS.ProcessEnv =
+      service === 'gateway'
+        ? {
+            FLOTILLA_GATEWAY_PORT: String(healthPort),
+            FLOTILLA_API_KEYS: `acme:${TEST_API_KEY},globex:${TEST_OTHER_API_KEY}`,
+            FLOTILLA_ADMIN_KEY: TEST_ADMIN_KEY,
+            ...options.gatewayEnv,
+          }
+        : {};
+    if (service === 'gateway') gatewayUrls.push(`http://127.0.0.1:${healthPort}`);
     const child = new ServiceProcess({
       name: `${service}-${index}`,
       entry: join(ROOT, 'services', service, 'src', 'main.ts'),
@@ -74,6 +103,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
         FLOTILLA_ACK_WAIT_MS: '4000',
         FLOTILLA_LOG_LEVEL: showLogs ? 'info' : 'warn',
         ...options.env,
+        ...gatewayEnv,
       },
       onLine: (name, line) => {
         if (showLogs || line.includes('"level":50') || line.includes('"level":60')) process.stderr.write(`${formatLogLine(name, line)}\n`);
@@ -89,6 +119,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     ['tool-runner', options.toolRunners ?? 1],
     ['projector', options.projectors ?? 1],
     ['condenser', options.condensers ?? 0],
+    ['gateway', options.gateways ?? (options.gateway ? 1 : 0)],
   ];
   await Promise.all(counts.flatMap(([service, count]) => Array.from({ length: count }, (_, index) => spawnService(service, index + 1))));
   const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
@@ -112,6 +143,11 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     effects,
     processes,
     healthUrls,
+    gatewayUrl: gatewayUrls[0] ?? '',
+    gatewayUrls,
+    apiKey: TEST_API_KEY,
+    otherApiKey: TEST_OTHER_API_KEY,
+    adminKey: TEST_ADMIN_KEY,
     async start(ref, task) {
       await appendWithRetry(log, ref, () => [
         draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: taskMessage({ ...task, effects }) }] }),

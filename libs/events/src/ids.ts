@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 
 /**
@@ -23,5 +22,5 @@ export function isSubjectToken(value: string): boolean {
 
 /** A fresh random id (UUID v4). */
 export function newId(): string {
-  return randomUUID();
+  return globalThis.crypto.randomUUID();
 }

@@ -208,7 +208,8 @@ export class EventLog {
   async *follow(ref: ConversationRef, options: ReadOptions = {}): AsyncGenerator<StoredCommit> {
     const afterSeq = options.afterSeq ?? 0;
     let start = 1;
-    if (afterSeq > 0) {
+    if (options.afterStreamSeq !== undefined) start = options.afterStreamSeq + 1;
+    else if (afterSeq > 0) {
       const tail = await this.tail(ref);
       const located = await this.locate(ref, afterSeq + 1, tail);
       start = located ?? tail.streamSeq + 1;

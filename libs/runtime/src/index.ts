@@ -13,5 +13,5 @@ export type { CachedConversation } from './conversation-cache.js';
 export { DEFAULT_SIGNAL_ROOT, deltaSubject, interruptSubject, InterruptRegistry, publishDelta, publishInterrupt } from './signals.js';
 export { DEFAULT_RUNNERS_BUCKET, DEFAULT_WORKSPACES_BUCKET, RunnerRegistry } from './runner-registry.js';
 export type { RunnerRegistryOptions, WorkspaceOwner } from './runner-registry.js';
-export { runService } from './run-service.js';
+export { connectWithRetry, openLogWithRetry, runService } from './run-service.js';
 export type { ServiceContext, ServiceDefinition, ServiceParts } from './run-service.js';

@@ -107,7 +107,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 }
 
-async function connectWithRetry(config: ServiceConfig, logger: Logger): Promise<NatsConnection> {
+export async function connectWithRetry(config: ServiceConfig, logger: Logger): Promise<NatsConnection> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       // noAsyncTraces: no Error (with a captured stack) per request just in case it times out; that
@@ -120,7 +120,7 @@ async function connectWithRetry(config: ServiceConfig, logger: Logger): Promise<
   }
 }
 
-async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig, logger: Logger): Promise<EventLog> {
+export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig, logger: Logger): Promise<EventLog> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await EventLog.open(nc, { streamName: config.streamName, subjectPrefix: config.subjectPrefix });

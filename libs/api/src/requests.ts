@@ -1,0 +1,100 @@
+import { ConversationId, ConversationStatus, EventSource, EVENT_TYPES, TenantId, Timestamp } from '@flotilla/events';
+import { z } from 'zod';
+import { Tags, Title } from './resources.js';
+
+export const MAX_MESSAGE_CHARS = 100_000;
+export const MessageText = z.string().min(1).max(MAX_MESSAGE_CHARS);
+
+export const CreateConversationBody = z.strictObject({
+  /** Client-given id: creating it again returns the existing conversation (200, not 201). */
+  id: ConversationId.optional(),
+  title: Title.optional(),
+  tags: Tags.optional(),
+  /** A first user message. */
+  message: MessageText.optional(),
+  /** Start the run right away (needs `message`). */
+  run: z.boolean().optional(),
+});
+export type CreateConversationBody = z.infer<typeof CreateConversationBody>;
+
+export const UpdateConversationBody = z
+  .strictObject({ title: Title.optional(), tags: Tags.optional() })
+  .refine((body) => body.title !== undefined || body.tags !== undefined, { message: 'give title or tags', path: ['title'] });
+export type UpdateConversationBody = z.infer<typeof UpdateConversationBody>;
+
+export const SendMessageBody = z.strictObject({ text: MessageText, run: z.boolean().optional() });
+export type SendMessageBody = z.infer<typeof SendMessageBody>;
+
+export const ReasonBody = z.strictObject({ reason: z.string().max(2_000).optional() });
+export type ReasonBody = z.infer<typeof ReasonBody>;
+
+export const ConfirmationBody = z.discriminatedUnion('decision', [
+  z.strictObject({ decision: z.literal('approve') }),
+  z.strictObject({ decision: z.literal('reject'), reason: z.string().min(1).max(2_000) }),
+]);
+export type ConfirmationBody = z.infer<typeof ConfirmationBody>;
+
+export const CreateApiKeyBody = z.strictObject({ tenant: TenantId, name: z.string().min(1).max(100) });
+export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
+
+export const CONVERSATION_SORTS = ['created_at', '-created_at', 'updated_at', '-updated_at'] as const;
+const Limit = z.coerce.number<number | string>().int().min(1).max(200);
+
+export const ListConversationsQuery = z.strictObject({
+  status: ConversationStatus.optional(),
+  sort: z.enum(CONVERSATION_SORTS).default('-updated_at'),
+  limit: Limit.default(50),
+  cursor: z.string().max(512).optional(),
+});
+export type ListConversationsQuery = z.input<typeof ListConversationsQuery>;
+
+export const CountConversationsQuery = z.strictObject({ status: ConversationStatus.optional() });
+export type CountConversationsQuery = z.input<typeof CountConversationsQuery>;
+
+export const BatchGetQuery = z.strictObject({
+  /** Comma-separated, at most 100. */
+  ids: z
+    .string()
+    .min(1)
+    .max(6_600)
+    .transform((value) => value.split(','))
+    .pipe(z.array(ConversationId).min(1).max(100)),
+});
+export type BatchGetQuery = z.input<typeof BatchGetQuery>;
+
+const csv = <T extends z.ZodType<string, string>>(item: T) =>
+  z
+    .string()
+    .min(1)
+    .max(512)
+    .transform((value) => value.split(','))
+    .pipe(z.array(item).min(1).max(32));
+
+/** Filters shared by event search and event count. */
+export const EventFilterQuery = z.strictObject({
+  /** Comma-separated event types. */
+  type: csv(z.enum(EVENT_TYPES)).optional(),
+  /** Comma-separated sources. */
+  source: csv(EventSource).optional(),
+  /** Only events at or after this UTC timestamp. */
+  since: Timestamp.optional(),
+  /** Only events before this UTC timestamp. */
+  until: Timestamp.optional(),
+  /** Case-insensitive substring of the event's JSON. */
+  text: z.string().min(1).max(200).optional(),
+});
+
+export const SearchEventsQuery = EventFilterQuery.extend({
+  /** Start after this seq (ascending) — the shortcut WebSocket clients also use. */
+  after_seq: z.coerce.number<number | string>().int().nonnegative().optional(),
+  order: z.enum(['asc', 'desc']).default('asc'),
+  limit: Limit.default(100),
+  cursor: z.string().max(512).optional(),
+});
+export type SearchEventsQuery = z.input<typeof SearchEventsQuery>;
+
+export const CountEventsQuery = EventFilterQuery;
+export type CountEventsQuery = z.input<typeof CountEventsQuery>;
+
+/** The WebSocket's query string. */
+export const SocketQuery = z.strictObject({ after_seq: z.coerce.number<number | string>().int().nonnegative().default(0) });

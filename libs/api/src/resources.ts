@@ -1,0 +1,120 @@
+import { ConversationId, ConversationStatus, Event, EventSource, Timestamp } from '@flotilla/events';
+import { z } from 'zod';
+
+const Count = z.number().int().nonnegative();
+
+export const Title = z.string().min(1).max(200);
+export const Tag = z.string().min(1).max(64);
+export const Tags = z.array(Tag).max(32);
+
+/** A conversation as the API shows it (its snapshot, derived from the log). */
+export const Conversation = z.strictObject({
+  id: ConversationId,
+  status: ConversationStatus,
+  title: z.string().nullable(),
+  tags: z.array(z.string()),
+  created_at: Timestamp.nullable(),
+  updated_at: Timestamp.nullable(),
+  /** seq of the last event: a client holding every event up to it is current. */
+  last_seq: Count,
+  counters: z.strictObject({
+    events: Count,
+    user_messages: Count,
+    agent_messages: Count,
+    actions: Count,
+    observations: Count,
+    agent_errors: Count,
+    rejections: Count,
+    condensations: Count,
+    llm_calls: Count,
+  }),
+  usage: z.strictObject({
+    prompt_tokens: Count,
+    completion_tokens: Count,
+    cache_read_tokens: Count,
+    cache_write_tokens: Count,
+    reasoning_tokens: Count,
+    cost_usd: z.number().nonnegative(),
+  }),
+  last_error: z.strictObject({ code: z.string(), detail: z.string(), seq: z.number().int().positive() }).nullable(),
+});
+export type Conversation = z.infer<typeof Conversation>;
+
+export const ConversationPage = z.strictObject({
+  items: z.array(Conversation),
+  /** Pass as `cursor` for the next page; null on the last page. */
+  next_cursor: z.string().nullable(),
+});
+export type ConversationPage = z.infer<typeof ConversationPage>;
+
+export const BatchConversations = z.strictObject({
+  /** In the order asked; null where the id does not exist. */
+  items: z.array(Conversation.nullable()),
+});
+export type BatchConversations = z.infer<typeof BatchConversations>;
+
+export const CountResult = z.strictObject({ count: Count });
+export type CountResult = z.infer<typeof CountResult>;
+
+export const EventPage = z.strictObject({
+  items: z.array(Event),
+  /** Continue in the same direction; null when the log holds nothing further. */
+  next_cursor: z.string().nullable(),
+  /** Page back the other way from this page's first item; null before the first event. */
+  prev_cursor: z.string().nullable(),
+});
+export type EventPage = z.infer<typeof EventPage>;
+
+/** What a command appended. */
+export const CommandResult = z.strictObject({
+  conversation: ConversationId,
+  status: ConversationStatus,
+  /** seq of the last event the command appended (or the tail when it appended nothing). */
+  last_seq: Count,
+  /** False when the command was a no-op (e.g. pause on a conversation that is not running). */
+  appended: z.boolean(),
+});
+export type CommandResult = z.infer<typeof CommandResult>;
+
+export const FinalResponse = z.strictObject({
+  /** The agent's last message (or finish message) of the latest run; null if none yet. */
+  text: z.string().nullable(),
+  seq: Count.nullable(),
+  status: ConversationStatus,
+});
+export type FinalResponse = z.infer<typeof FinalResponse>;
+
+export const ServerInfo = z.strictObject({
+  name: z.literal('flotilla-gateway'),
+  version: z.string(),
+  protocol_version: z.number().int(),
+  api_version: z.literal('v1'),
+  instance: z.string(),
+  tenant: z.string(),
+  tools: z.array(z.strictObject({ name: z.string(), description: z.string() })),
+  capabilities: z.strictObject({
+    websocket: z.boolean(),
+    token_streaming: z.boolean(),
+    confirmation: z.boolean(),
+    condensation: z.boolean(),
+    event_search: z.boolean(),
+  }),
+  limits: z.strictObject({
+    max_body_bytes: Count,
+    max_frame_bytes: Count,
+    max_subscribers_per_conversation: Count,
+    max_running: Count,
+    max_running_per_tenant: Count,
+  }),
+});
+export type ServerInfo = z.infer<typeof ServerInfo>;
+
+export const CreatedApiKey = z.strictObject({
+  tenant: z.string(),
+  name: z.string(),
+  /** Shown once; only its hash is stored. */
+  api_key: z.string(),
+});
+export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
+
+export { EventSource };

@@ -1,0 +1,201 @@
+import {
+  API_KEY_HEADER,
+  API_PREFIX,
+  type BatchConversations,
+  type CommandResult,
+  type ConfirmationBody,
+  type Conversation,
+  type ConversationPage,
+  type CountConversationsQuery,
+  type CountEventsQuery,
+  type CountResult,
+  type CreateConversationBody,
+  type CreatedApiKey,
+  type EventPage,
+  type FinalResponse,
+  type ListConversationsQuery,
+  type SearchEventsQuery,
+  type ServerInfo,
+  type UpdateConversationBody,
+} from '@flotilla/api';
+import type { Event } from '@flotilla/events';
+import { FlotillaApiError } from './errors.js';
+import { EventSubscription, type SubscribeOptions, type WebSocketLike } from './subscription.js';
+
+export type ClientOptions = {
+  /** The gateway's base URL, e.g. `http://127.0.0.1:8080`. */
+  readonly baseUrl: string;
+  readonly apiKey: string;
+  /** Defaults to the global fetch. */
+  readonly fetch?: typeof fetch;
+  /** A WebSocket constructor: the browser's, or `ws` in Node (see `@flotilla/client/node`). */
+  readonly WebSocket?: new (url: string) => WebSocketLike;
+  /** Per-request timeout. Default 30 s. */
+  readonly timeoutMs?: number;
+};
+
+export type CreateResult = { readonly conversation: Conversation; readonly created: boolean };
+
+type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
+
+/** A typed client for the gateway's REST API and its event WebSocket (with auto-resume). */
+export class FlotillaClient {
+  readonly #base: string;
+  readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
+
+  constructor(readonly options: ClientOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, '');
+    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  // ── conversations ────────────────────────────────────────────────────────────────────────
+  async createConversation(body: CreateConversationBody = {}): Promise<CreateResult> {
+    const { status, data } = await this.#request<Conversation>('POST', '/conversations', { body });
+    return { conversation: data, created: status === 201 };
+  }
+  getConversation(id: string): Promise<Conversation> {
+    return this.#json('GET', `/conversations/${enc(id)}`);
+  }
+  batchGetConversations(ids: readonly string[]): Promise<BatchConversations> {
+    return this.#json('GET', '/conversations/batch', { query: { ids: ids.join(',') } });
+  }
+  listConversations(query: ListConversationsQuery = {}): Promise<ConversationPage> {
+    return this.#json('GET', '/conversations', { query });
+  }
+  /** Every conversation matching the query, following cursors. */
+  async *allConversations(query: Omit<ListConversationsQuery, 'cursor'> = {}): AsyncGenerator<Conversation> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listConversations({ ...query, ...(cursor ? { cursor } : {}) });
+      yield* page.items;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor);
+  }
+  async countConversations(query: CountConversationsQuery = {}): Promise<number> {
+    return (await this.#json<CountResult>('GET', '/conversations/count', { query })).count;
+  }
+  updateConversation(id: string, body: UpdateConversationBody): Promise<Conversation> {
+    return this.#json('PATCH', `/conversations/${enc(id)}`, { body });
+  }
+  async deleteConversation(id: string): Promise<void> {
+    await this.#request('DELETE', `/conversations/${enc(id)}`);
+  }
+
+  // ── commands ─────────────────────────────────────────────────────────────────────────────
+  sendMessage(id: string, text: string, options: { run?: boolean } = {}): Promise<CommandResult> {
+    return this.#json('POST', `/conversations/${enc(id)}/messages`, { body: { text, ...options } });
+  }
+  run(id: string): Promise<CommandResult> {
+    return this.#json('POST', `/conversations/${enc(id)}/run`, { body: {} });
+  }
+  pause(id: string, reason?: string): Promise<CommandResult> {
+    return this.#json('POST', `/conversations/${enc(id)}/pause`, { body: reason === undefined ? {} : { reason } });
+  }
+  interrupt(id: string, reason?: string): Promise<CommandResult> {
+    return this.#json('POST', `/conversations/${enc(id)}/interrupt`, { body: reason === undefined ? {} : { reason } });
+  }
+  condense(id: string): Promise<CommandResult> {
+    return this.#json('POST', `/conversations/${enc(id)}/condense`, { body: {} });
+  }
+  respond(id: string, body: ConfirmationBody): Promise<CommandResult> {
+    return this.#json('POST', `/conversations/${enc(id)}/confirmation`, { body });
+  }
+  approve(id: string): Promise<CommandResult> {
+    return this.respond(id, { decision: 'approve' });
+  }
+  reject(id: string, reason: string): Promise<CommandResult> {
+    return this.respond(id, { decision: 'reject', reason });
+  }
+  finalResponse(id: string): Promise<FinalResponse> {
+    return this.#json('GET', `/conversations/${enc(id)}/final-response`);
+  }
+
+  // ── events ───────────────────────────────────────────────────────────────────────────────
+  searchEvents(id: string, query: SearchEventsQuery = {}): Promise<EventPage> {
+    return this.#json('GET', `/conversations/${enc(id)}/events`, { query: flattenFilters(query) });
+  }
+  async countEvents(id: string, query: CountEventsQuery = {}): Promise<number> {
+    return (await this.#json<CountResult>('GET', `/conversations/${enc(id)}/events/count`, { query: flattenFilters(query) })).count;
+  }
+  /** One event by its seq (a number) or its id (a string). */
+  getEvent(id: string, seqOrId: number | string): Promise<Event> {
+    return this.#json('GET', `/conversations/${enc(id)}/events/${enc(String(seqOrId))}`);
+  }
+
+  /**
+   * Follow a conversation's events over WebSocket from `afterSeq`: every event exactly once, in
+   * order, reconnecting (with the last seq seen) after drops and slow-consumer closes.
+   */
+  subscribe(id: string, options: SubscribeOptions = {}): EventSubscription {
+    const WebSocketImpl = this.options.WebSocket ?? (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket;
+    if (!WebSocketImpl) throw new Error('no WebSocket implementation: pass one (in Node, from @flotilla/client/node)');
+    const url = `${this.#base.replace(/^http/, 'ws')}${API_PREFIX}/conversations/${enc(id)}/events`;
+    return new EventSubscription(url, this.options.apiKey, WebSocketImpl, options);
+  }
+
+  // ── server ───────────────────────────────────────────────────────────────────────────────
+  serverInfo(): Promise<ServerInfo> {
+    return this.#json('GET', '/server-info');
+  }
+  /** Mint an API key for a tenant (needs the gateway's admin key as this client's key). */
+  createApiKey(tenant: string, name: string): Promise<CreatedApiKey> {
+    return this.#json('POST', '/admin/api-keys', { body: { tenant, name } });
+  }
+
+  async #json<T>(method: string, path: string, options: { body?: unknown; query?: Query } = {}): Promise<T> {
+    return (await this.#request<T>(method, path, options)).data;
+  }
+
+  async #request<T>(method: string, path: string, options: { body?: unknown; query?: Query } = {}): Promise<{ status: number; data: T }> {
+    const url = new URL(`${this.#base}${API_PREFIX}${path}`);
+    for (const [key, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, Array.isArray(value) ? value.join(',') : String(value));
+    }
+    const headers: Record<string, string> = { [API_KEY_HEADER]: this.options.apiKey, accept: 'application/json' };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method,
+        headers,
+        ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
+    } catch (error) {
+      throw new FlotillaApiError(0, 'network_error', `${method} ${url.pathname}: ${(error as Error).message}`);
+    }
+    const text = await response.text();
+    let data: unknown = undefined;
+    if (text.length > 0) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        throw new FlotillaApiError(response.status, 'bad_response', `${method} ${url.pathname}: the gateway answered ${response.status} with non-JSON`);
+      }
+    }
+    if (!response.ok) {
+      const error = (data as { error?: { code?: string; message?: string; issues?: { path: string; message: string }[] } } | undefined)?.error;
+      const retryAfter = response.headers.get('retry-after');
+      throw new FlotillaApiError(
+        response.status,
+        (error?.code ?? 'bad_response') as FlotillaApiError['code'],
+        error?.message ?? `${method} ${url.pathname}: HTTP ${response.status}`,
+        error?.issues ?? [],
+        retryAfter === null ? undefined : Number(retryAfter),
+      );
+    }
+    return { status: response.status, data: data as T };
+  }
+}
+
+const enc = encodeURIComponent;
+
+function flattenFilters(query: SearchEventsQuery | CountEventsQuery): Query {
+  const flat: Query = {};
+  for (const [key, value] of Object.entries(query)) {
+    if (value !== undefined) flat[key] = Array.isArray(value) ? value.join(',') : (value as string | number);
+  }
+  return flat;
+}

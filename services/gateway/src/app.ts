@@ -1,0 +1,326 @@
+import { API_KEY_HEADER, CloseCode, SocketQuery, type ServerInfo } from '@flotilla/api';
+import { ConversationId } from '@flotilla/events';
+import type { EventLog } from '@flotilla/log';
+import type { SnapshotStore } from '@flotilla/state';
+import fastifyWebsocket from '@fastify/websocket';
+import type { NatsConnection } from '@nats-io/transport-node';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { WebSocket } from 'ws';
+import { ApiError, validationError } from './api-error.js';
+import { hashApiKey, sameKey, type ApiKeyStore } from './api-keys.js';
+import type { GatewayConfig } from './config.js';
+import type { ConversationIndex } from './conversation-index.js';
+import { ConversationService } from './conversation-service.js';
+import { openApiDocument, openApiHtml } from './openapi.js';
+import { RateLimiter } from './rate-limiter.js';
+import type { Access, RouteSpec } from './route-table.js';
+import { restRoutes } from './routes.js';
+import { SocketHub } from './socket-hub.js';
+import { SocketSession } from './socket-session.js';
+
+export type GatewayDependencies = {
+  readonly nc: NatsConnection;
+  readonly log: EventLog;
+  readonly snapshots: SnapshotStore;
+  readonly index: ConversationIndex;
+  readonly keys: ApiKeyStore;
+  readonly logger: Logger;
+  readonly instance: string;
+  readonly version: string;
+  readonly tools: readonly { name: string; description: string }[];
+};
+
+export type Gateway = {
+  readonly app: FastifyInstance;
+  readonly hub: SocketHub;
+  readonly openapi: Record<string, unknown>;
+  readonly routes: readonly RouteSpec[];
+  /** Close every socket (1001: reconnect elsewhere) and the HTTP server. */
+  close(): Promise<void>;
+};
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    tenant: string;
+  }
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+}
+
+const SOCKET_PING_MS = 30_000;
+
+/** Builds the gateway's fastify app: REST, the event WebSocket, docs, health and metrics. */
+export async function buildGateway(deps: GatewayDependencies, config: GatewayConfig): Promise<Gateway> {
+  const { log, logger } = deps;
+  const conversations = new ConversationService(deps.nc, log, deps.snapshots, deps.index, {
+    maxRunning: config.maxRunning,
+    maxRunningPerTenant: config.maxRunningPerTenant,
+  });
+  const hub = new SocketHub(deps.nc, log, logger, config.maxSubscribersPerConversation);
+  const limiter = new RateLimiter(config.rateLimitPerSecond);
+  const metrics = gatewayMetrics(hub);
+
+  const app = Fastify({ bodyLimit: config.maxBodyBytes, logger: false, return503OnClosing: true, forceCloseConnections: true });
+  await app.register(fastifyWebsocket, { options: { maxPayload: config.maxFrameBytes } });
+  app.decorateRequest('tenant', '');
+
+  const serverInfo = (tenant: string): ServerInfo => ({
+    name: 'flotilla-gateway',
+    version: deps.version,
+    protocol_version: 1,
+    api_version: 'v1',
+    instance: deps.instance,
+    tenant,
+    tools: [...deps.tools],
+    capabilities: { websocket: true, token_streaming: true, confirmation: true, condensation: true, event_search: true },
+    limits: {
+      max_body_bytes: config.maxBodyBytes,
+      max_frame_bytes: config.maxFrameBytes,
+      max_subscribers_per_conversation: config.maxSubscribersPerConversation,
+      max_running: config.maxRunning,
+      max_running_per_tenant: config.maxRunningPerTenant,
+    },
+  });
+  const routes = restRoutes({ conversations, index: deps.index, keys: deps.keys, serverInfo });
+  const openapi = openApiDocument(routes, { version: deps.version });
+
+  // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────
+  app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+    const api = toApiError(error);
+    if (api.statusCode >= 500) logger.error({ err: error, url: request.url, method: request.method }, 'request failed');
+    if (api.retryAfterSeconds !== undefined) void reply.header('retry-after', String(api.retryAfterSeconds));
+    void reply.code(api.statusCode).send(api.body());
+  });
+  app.setNotFoundHandler((request, reply) => {
+    void reply.code(404).send(new ApiError(404, 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`).body());
+  });
+
+  // ── authentication and rate limiting ────────────────────────────────────────────────────
+  app.addHook('onRequest', async (request, reply) => {
+    const started = performance.now();
+    reply.raw.once('finish', () => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
+      metrics.latency.observe({ route, method: request.method }, (performance.now() - started) / 1_000);
+    });
+    const access = request.routeOptions.config?.access ?? 'public';
+    if (access === 'public') return;
+    const key = presentedKey(request);
+    if (!key) {
+      if (isUpgrade(request)) return; // the socket may authenticate with its first frame
+      throw new ApiError(401, 'unauthorized', `Send an API key as "Authorization: Bearer <key>" or "${API_KEY_HEADER}: <key>".`);
+    }
+    const wait = limiter.take(hashApiKey(key));
+    if (wait > 0) throw new ApiError(429, 'rate_limited', 'Too many requests for this API key.', undefined, Math.ceil(wait / 1_000));
+    if (access === 'admin') {
+      if (!config.adminKey || !sameKey(key, config.adminKey)) throw new ApiError(403, 'forbidden', 'This route needs the admin key.');
+      return;
+    }
+    const record = await deps.keys.resolve(key);
+    if (!record) throw new ApiError(401, 'unauthorized', 'The API key is not valid.');
+    request.tenant = record.tenant;
+  });
+
+  // ── REST routes from the table ──────────────────────────────────────────────────────────
+  for (const spec of routes) {
+    const isEvents = spec.operationId === 'searchEvents';
+    app.route({
+      method: spec.method,
+      url: spec.url,
+      config: { access: spec.access },
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const params = parse(spec.params, request.params, 'params');
+        const query = parse(spec.query, request.query ?? {}, 'query');
+        const body = parse(spec.body, request.body, 'body');
+        const result = await spec.handler({ params, query, body, tenant: request.tenant, request, reply });
+        return reply.send(result);
+      },
+      ...(isEvents ? { wsHandler: (socket: WebSocket, request: FastifyRequest) => openSocket(socket, request) } : {}),
+    });
+  }
+
+  // ── docs, health, metrics ───────────────────────────────────────────────────────────────
+  app.get('/docs/openapi.json', async () => openapi);
+  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(openApiHtml(openapi)));
+  app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/ready', async (_request, reply) => {
+    const ready = await isReady(deps);
+    return reply.code(ready ? 200 : 503).send({ ready, nats: !deps.nc.isClosed(), index: deps.index.ready });
+  });
+  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  if (config.webUi) {
+    const { registerWebUi } = await import('./web-ui.js');
+    await registerWebUi(app);
+  }
+
+  // ── the event WebSocket ─────────────────────────────────────────────────────────────────
+  const sessions = new Set<SocketSession>();
+  function openSocket(socket: WebSocket, request: FastifyRequest): void {
+    const queued: string[] = [];
+    let session: SocketSession | undefined;
+    let authed = request.tenant !== '';
+    let alive = true;
+    const fail = (code: number, reason: string): void => socket.close(code, reason);
+    const id = ConversationId.safeParse((request.params as { id?: unknown }).id);
+    const query = SocketQuery.safeParse(request.query ?? {});
+    if (!id.success || !query.success) return fail(CloseCode.BadFrame, !id.success ? 'invalid conversation id' : 'after_seq must be a non-negative integer');
+    const authTimer = authed ? undefined : setTimeout(() => fail(CloseCode.Unauthorized, 'no auth frame in time'), config.authTimeoutMs);
+    const ping = setInterval(() => {
+      if (!alive) return socket.terminate();
+      alive = false;
+      socket.ping();
+    }, SOCKET_PING_MS);
+    socket.on('pong', () => (alive = true));
+    let release: (() => void) | undefined;
+    socket.on('close', () => {
+      clearTimeout(authTimer);
+      clearInterval(ping);
+      if (session) {
+        session.feed.remove(session);
+        sessions.delete(session);
+      }
+      release?.();
+    });
+    const frames = new RateLimiter(20);
+    socket.on('message', (data: Buffer, isBinary: boolean) => {
+      const text = isBinary ? '' : data.toString('utf8');
+      if (!authed) {
+        void authenticate(text);
+        return;
+      }
+      if (!session) {
+        if (queued.length < 16) queued.push(text);
+        return;
+      }
+      if (frames.take('socket') > 0) {
+        socket.send(JSON.stringify({ type: 'error', code: 'rate_limited', message: 'Too many frames: at most 20 per second.' }));
+        return;
+      }
+      void session.onFrame(text);
+    });
+
+    const authenticate = async (text: string): Promise<void> => {
+      let key: unknown;
+      try {
+        const frame = JSON.parse(text) as { type?: unknown; api_key?: unknown };
+        key = frame.type === 'auth' ? frame.api_key : undefined;
+      } catch {
+        key = undefined;
+      }
+      if (typeof key !== 'string' || key.length === 0 || key.length > 256) return fail(CloseCode.Unauthorized, 'the first frame must be {"type":"auth","api_key":"..."}');
+      if (limiter.take(hashApiKey(key)) > 0) return fail(CloseCode.Unauthorized, 'rate limited: retry later');
+      const record = await deps.keys.resolve(key).catch(() => null);
+      if (!record) return fail(CloseCode.Unauthorized, 'the API key is not valid');
+      clearTimeout(authTimer);
+      request.tenant = record.tenant;
+      authed = true;
+      await begin();
+    };
+
+    const begin = async (): Promise<void> => {
+      const ref = { tenant: request.tenant, conversation: id.data };
+      let status: string;
+      try {
+        status = (await conversations.snapshot(ref)).status;
+      } catch (error) {
+        if (error instanceof ApiError && error.statusCode === 404) return fail(CloseCode.NotFound, `no conversation "${id.data}"`);
+        logger.warn({ err: error }, 'socket could not load the conversation');
+        return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
+      }
+      if (socket.readyState !== socket.OPEN) return;
+      const slot = await hub.acquire(ref).catch(() => undefined);
+      if (slot === undefined) return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
+      if (slot === null) return fail(CloseCode.TooManySubscribers, `too many subscribers on this conversation (limit ${config.maxSubscribersPerConversation})`);
+      release = slot.release;
+      if (socket.readyState !== socket.OPEN) return release();
+      session = new SocketSession(socket, slot.feed, { ref, afterSeq: query.data.after_seq, highWaterBytes: config.socketHighWaterBytes, log, conversations, logger });
+      sessions.add(session);
+      slot.feed.add(session);
+      session.start(status);
+      for (const text of queued.splice(0)) void session.onFrame(text);
+    };
+
+    if (authed) void begin();
+  }
+
+  return {
+    app,
+    hub,
+    openapi,
+    routes,
+    async close() {
+      for (const session of sessions) session.close(CloseCode.GoingAway, 'the gateway is shutting down; reconnect with after_seq');
+      hub.stop();
+      await app.close();
+    },
+  };
+}
+
+function parse<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } } | undefined, value: unknown, where: string): T {
+  if (!schema) return undefined as T;
+  const result = schema.safeParse(value);
+  if (!result.success) throw validationError(where, result.error);
+  return result.data;
+}
+
+function presentedKey(request: FastifyRequest): string | undefined {
+  const header = request.headers[API_KEY_HEADER];
+  if (typeof header === 'string' && header.length > 0) return header.slice(0, 256);
+  const authorization = request.headers.authorization;
+  const match = authorization ? /^Bearer\s+(\S{1,256})$/i.exec(authorization) : null;
+  return match?.[1];
+}
+
+function isUpgrade(request: FastifyRequest): boolean {
+  return (request.headers.upgrade ?? '').toLowerCase() === 'websocket';
+}
+
+/** fastify's own errors (bad JSON, body too large, wrong content type) as stable API codes. */
+function toApiError(error: Error & { statusCode?: number; code?: string }): ApiError {
+  if (error instanceof ApiError) return error;
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError(400, 'invalid_json', 'The body is not valid JSON.');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError(413, 'body_too_large', 'The body is larger than this gateway accepts.');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError(415, 'unsupported_media_type', 'Send JSON with content-type application/json.');
+  }
+  if (error instanceof SyntaxError) return new ApiError(400, 'invalid_json', 'The body is not valid JSON.');
+  if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+    return new ApiError(error.statusCode, error.statusCode === 404 ? 'route_not_found' : 'validation_failed', error.message);
+  }
+  const transient = /timeout|disconnect|closed|no responders|connection/i.test(error.message);
+  return transient
+    ? new ApiError(503, 'unavailable', 'NATS is not reachable right now; retry.', undefined, 1)
+    : new ApiError(500, 'internal', 'Internal error; it has been logged.');
+}
+
+async function isReady(deps: GatewayDependencies): Promise<boolean> {
+  if (deps.nc.isClosed() || !deps.index.ready) return false;
+  return deps.log.jsm.streams.info(deps.log.streamName).then(
+    () => true,
+    () => false,
+  );
+}
+
+function gatewayMetrics(hub: SocketHub) {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service: 'gateway' });
+  const requests = new Counter({ name: 'flotilla_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'], registers: [registry] });
+  const latency = new Histogram({
+    name: 'flotilla_http_request_seconds',
+    help: 'HTTP request latency',
+    labelNames: ['route', 'method'],
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    registers: [registry],
+  });
+  new Gauge({ name: 'flotilla_ws_sockets', help: 'Open event sockets', registers: [registry], collect() { this.set(hub.sockets); } });
+  new Gauge({ name: 'flotilla_ws_feeds', help: 'Conversations with a live feed on this gateway', registers: [registry], collect() { this.set(hub.conversations); } });
+  return { registry, requests, latency };
+}

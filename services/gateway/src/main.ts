@@ -1,0 +1,39 @@
+import { createBuiltinTools } from '@flotilla/tools';
+import { connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry } from '@flotilla/runtime';
+import { SnapshotStore } from '@flotilla/state';
+import { ApiKeyStore } from './api-keys.js';
+import { buildGateway } from './app.js';
+import { loadGatewayConfig } from './config.js';
+import { ConversationIndex } from './conversation-index.js';
+
+const VERSION = '0.1.0';
+
+const service = loadServiceConfig('gateway');
+const config = loadGatewayConfig();
+const logger = createLogger(service);
+const nc = await connectWithRetry(service, logger);
+const log = await openLogWithRetry(nc, service, logger);
+const snapshots = await SnapshotStore.open(nc);
+const keys = await ApiKeyStore.open(nc);
+for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
+const index = new ConversationIndex(snapshots.kv, logger);
+await index.start();
+const tools = createBuiltinTools().map((tool) => ({ name: tool.name, description: tool.description.split('\n')[0] ?? '' }));
+
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools }, config);
+const address = await gateway.app.listen({ host: config.host, port: config.port });
+logger.info({ url: address, nats: service.natsUrl, keys: config.bootstrapKeys.length }, 'gateway ready');
+
+let stopping = false;
+const stop = async (signal: string): Promise<void> => {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal, sockets: gateway.hub.sockets }, 'stopping: closing sockets (clients resume elsewhere)');
+  await gateway.close();
+  index.stop();
+  await nc.drain().catch(() => undefined);
+  logger.info('stopped');
+  process.exit(0);
+};
+process.on('SIGTERM', () => void stop('SIGTERM'));
+process.on('SIGINT', () => void stop('SIGINT'));

@@ -1,0 +1,290 @@
+import {
+  API_PREFIX,
+  BatchConversations,
+  BatchGetQuery,
+  CommandResult,
+  ConfirmationBody,
+  Conversation,
+  ConversationPage,
+  CountConversationsQuery,
+  CountEventsQuery,
+  CountResult,
+  CreateApiKeyBody,
+  CreateConversationBody,
+  CreatedApiKey,
+  EventPage,
+  FinalResponse,
+  ListConversationsQuery,
+  ReasonBody,
+  SearchEventsQuery,
+  SendMessageBody,
+  ServerInfo,
+  UpdateConversationBody,
+} from '@flotilla/api';
+import { ConversationId, Event, EventId } from '@flotilla/events';
+import { z } from 'zod';
+import type { ApiKeyStore } from './api-keys.js';
+import type { ConversationIndex } from './conversation-index.js';
+import type { ConversationService } from './conversation-service.js';
+import { toResource } from './conversation-service.js';
+import { listConversations } from './conversation-list.js';
+import { countEvents, getEvent, searchEvents } from './event-search.js';
+import { route, type RouteSpec } from './route-table.js';
+
+export type RouteDependencies = {
+  readonly conversations: ConversationService;
+  readonly index: ConversationIndex;
+  readonly keys: ApiKeyStore;
+  readonly serverInfo: (tenant: string) => ServerInfo;
+};
+
+const IdParams = z.strictObject({ id: ConversationId });
+const EventParams = z.strictObject({ id: ConversationId, event: z.union([z.string().regex(/^\d{1,15}$/), EventId]) });
+const EmptyBody = z.strictObject({}).optional();
+
+const p = (path: string): string => `${API_PREFIX}${path}`;
+
+/** Every REST route of the gateway (the WebSocket is registered beside GET …/events). */
+export function restRoutes(deps: RouteDependencies): RouteSpec[] {
+  const { conversations, index } = deps;
+  const ref = (tenant: string, id: string) => ({ tenant, conversation: id });
+  return [
+    route({
+      method: 'GET',
+      url: p('/server-info'),
+      operationId: 'getServerInfo',
+      summary: 'Versions, tools, capabilities and limits of this gateway',
+      tag: 'server',
+      access: 'tenant',
+      responses: { 200: ServerInfo },
+      handler: async ({ tenant }) => deps.serverInfo(tenant),
+    }),
+    route({
+      method: 'POST',
+      url: p('/conversations'),
+      operationId: 'createConversation',
+      summary: 'Create a conversation (idempotent by client-given id: 201 new, 200 existing)',
+      tag: 'conversations',
+      access: 'tenant',
+      body: CreateConversationBody,
+      responses: { 200: Conversation, 201: Conversation },
+      errors: [429],
+      handler: async ({ tenant, body, reply }) => {
+        const result = await conversations.create(tenant, body ?? {});
+        reply.code(result.created ? 201 : 200);
+        return result.conversation;
+      },
+    }),
+    route({
+      method: 'GET',
+      url: p('/conversations'),
+      operationId: 'listConversations',
+      summary: 'List conversations with a status filter, a sort and cursor paging',
+      tag: 'conversations',
+      access: 'tenant',
+      query: ListConversationsQuery,
+      responses: { 200: ConversationPage },
+      handler: async ({ tenant, query }) => listConversations(index, tenant, query),
+    }),
+    route({
+      method: 'GET',
+      url: p('/conversations/count'),
+      operationId: 'countConversations',
+      summary: 'Count conversations (optionally of one status)',
+      tag: 'conversations',
+      access: 'tenant',
+      query: CountConversationsQuery,
+      responses: { 200: CountResult },
+      handler: async ({ tenant, query }) => ({ count: index.count(tenant, query.status) }),
+    }),
+    route({
+      method: 'GET',
+      url: p('/conversations/batch'),
+      operationId: 'batchGetConversations',
+      summary: 'Get up to 100 conversations by id (null where one does not exist)',
+      tag: 'conversations',
+      access: 'tenant',
+      query: BatchGetQuery,
+      responses: { 200: BatchConversations },
+      handler: async ({ tenant, query }) => ({
+        items: await Promise.all(
+          query.ids.map((id) =>
+            conversations.get(ref(tenant, id)).catch((error: unknown) => {
+              if ((error as { statusCode?: number }).statusCode === 404) return null;
+              throw error;
+            }),
+          ),
+        ),
+      }),
+    }),
+    route({
+      method: 'GET',
+      url: p('/conversations/:id'),
+      operationId: 'getConversation',
+      summary: 'Get a conversation (its snapshot, caught up with the log)',
+      tag: 'conversations',
+      access: 'tenant',
+      params: IdParams,
+      responses: { 200: Conversation },
+      errors: [404],
+      handler: async ({ tenant, params }) => conversations.get(ref(tenant, params.id)),
+    }),
+    route({
+      method: 'PATCH',
+      url: p('/conversations/:id'),
+      operationId: 'updateConversation',
+      summary: 'Set the title and/or tags',
+      tag: 'conversations',
+      access: 'tenant',
+      params: IdParams,
+      body: UpdateConversationBody,
+      responses: { 200: Conversation },
+      errors: [404],
+      handler: async ({ tenant, params, body }) => conversations.update(ref(tenant, params.id), body),
+    }),
+    route({
+      method: 'DELETE',
+      url: p('/conversations/:id'),
+      operationId: 'deleteConversation',
+      summary: 'Delete a conversation: its log and snapshot (409 while it runs)',
+      tag: 'conversations',
+      access: 'tenant',
+      params: IdParams,
+      responses: { 204: null },
+      errors: [404, 409],
+      handler: async ({ tenant, params, reply }) => {
+        await conversations.delete(ref(tenant, params.id));
+        reply.code(204);
+        return undefined;
+      },
+    }),
+    route({
+      method: 'POST',
+      url: p('/conversations/:id/messages'),
+      operationId: 'sendMessage',
+      summary: 'Send a user message, optionally starting the run',
+      tag: 'commands',
+      access: 'tenant',
+      params: IdParams,
+      body: SendMessageBody,
+      responses: { 202: CommandResult },
+      errors: [404, 429],
+      handler: async ({ tenant, params, body, reply }) => {
+        reply.code(202);
+        return conversations.sendMessage(ref(tenant, params.id), body.text, body.run ?? false);
+      },
+    }),
+    ...(
+      [
+        ['run', 'runConversation', 'Start or resume the run (409 already_running)', (r) => conversations.run(r), [404, 409, 429]],
+        ['pause', 'pauseConversation', 'Pause after the current step (idempotent)', (r, reason) => conversations.pause(r, reason), [404]],
+        ['interrupt', 'interruptConversation', 'Cancel the in-flight LLM call or tool now, and pause', (r, reason) => conversations.interrupt(r, reason), [404]],
+        ['condense', 'condenseConversation', 'Request a condensation (done at once when running, else before the next step)', (r) => conversations.condense(r), [404]],
+      ] as const satisfies readonly (readonly [string, string, string, (r: { tenant: string; conversation: string }, reason?: string) => Promise<CommandResult>, readonly number[]])[]
+    ).map(([path, operationId, summary, run, errors]) =>
+      route({
+        method: 'POST',
+        url: p(`/conversations/:id/${path}`),
+        operationId,
+        summary,
+        tag: 'commands',
+        access: 'tenant',
+        params: IdParams,
+        body: path === 'pause' || path === 'interrupt' ? ReasonBody.optional() : EmptyBody,
+        responses: { 202: CommandResult },
+        errors,
+        handler: async ({ tenant, params, body, reply }) => {
+          reply.code(202);
+          return run(ref(tenant, params.id), (body as { reason?: string } | undefined)?.reason);
+        },
+      }),
+    ),
+    route({
+      method: 'POST',
+      url: p('/conversations/:id/confirmation'),
+      operationId: 'respondToConfirmation',
+      summary: 'Approve or reject (with a reason) the actions awaiting confirmation',
+      tag: 'commands',
+      access: 'tenant',
+      params: IdParams,
+      body: ConfirmationBody,
+      responses: { 202: CommandResult },
+      errors: [404, 409],
+      handler: async ({ tenant, params, body, reply }) => {
+        reply.code(202);
+        const target = ref(tenant, params.id);
+        return body.decision === 'approve' ? conversations.approve(target) : conversations.reject(target, body.reason);
+      },
+    }),
+    route({
+      method: 'GET',
+      url: p('/conversations/:id/final-response'),
+      operationId: 'getFinalResponse',
+      summary: "The agent's final response of the latest run",
+      tag: 'conversations',
+      access: 'tenant',
+      params: IdParams,
+      responses: { 200: FinalResponse },
+      errors: [404],
+      handler: async ({ tenant, params }) => conversations.finalResponse(ref(tenant, params.id)),
+    }),
+    route({
+      method: 'GET',
+      url: p('/conversations/:id/events'),
+      operationId: 'searchEvents',
+      summary: 'Search events (type, source, time range, text) with cursor paging both ways; a WebSocket upgrade here streams them',
+      tag: 'events',
+      access: 'tenant',
+      params: IdParams,
+      query: SearchEventsQuery,
+      responses: { 200: EventPage },
+      errors: [404],
+      handler: async ({ tenant, params, query }) =>
+        searchEvents(conversations.log, ref(tenant, params.id), {
+          ...query,
+          ...(query.after_seq !== undefined ? { afterSeq: query.after_seq } : {}),
+        }),
+    }),
+    route({
+      method: 'GET',
+      url: p('/conversations/:id/events/count'),
+      operationId: 'countEvents',
+      summary: 'Count events matching the filters',
+      tag: 'events',
+      access: 'tenant',
+      params: IdParams,
+      query: CountEventsQuery,
+      responses: { 200: CountResult },
+      errors: [404],
+      handler: async ({ tenant, params, query }) => ({ count: await countEvents(conversations.log, ref(tenant, params.id), query) }),
+    }),
+    route({
+      method: 'GET',
+      url: p('/conversations/:id/events/:event'),
+      operationId: 'getEvent',
+      summary: 'One event, by seq or by event id',
+      tag: 'events',
+      access: 'tenant',
+      params: EventParams,
+      responses: { 200: Event },
+      errors: [404],
+      handler: async ({ tenant, params }) => getEvent(conversations.log, ref(tenant, params.id), params.event),
+    }),
+    route({
+      method: 'POST',
+      url: p('/admin/api-keys'),
+      operationId: 'createApiKey',
+      summary: 'Mint an API key for a tenant (admin key only; the key is shown once)',
+      tag: 'admin',
+      access: 'admin',
+      body: CreateApiKeyBody,
+      responses: { 201: CreatedApiKey },
+      errors: [403],
+      handler: async ({ body, reply }) => {
+        reply.code(201);
+        return { tenant: body.tenant, name: body.name, api_key: await deps.keys.create(body.tenant, body.name) };
+      },
+    }),
+  ];
+}
+
