@@ -1,0 +1,79 @@
+import { FlotillaClient } from '@flotilla/client';
+import { NodeWebSocket } from '@flotilla/client/node';
+import { draftEvent, type EventDraft } from '@flotilla/events';
+import { appendWithRetry, EventLog, type ConversationRef, type StoredCommit } from '@flotilla/log';
+import { SnapshotStore } from '@flotilla/state';
+import { startNats, type NatsTestServer } from '@flotilla/testing';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { ApiKeyStore } from '../api-keys.js';
+import { buildGateway, type Gateway } from '../app.js';
+import { DEFAULT_GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
+import { ConversationIndex } from '../conversation-index.js';
+
+export const ACME_KEY = 'harness-key-acme-0123456789';
+export const GLOBEX_KEY = 'harness-key-globex-0123456789';
+export const ADMIN_KEY = 'harness-admin-key-0123456789';
+
+export type GatewayHarness = AsyncDisposable & {
+  readonly nats: NatsTestServer;
+  readonly nc: NatsConnection;
+  readonly log: EventLog;
+  readonly gateway: Gateway;
+  readonly url: string;
+  readonly config: GatewayConfig;
+  /** Tenant `acme`'s client, and tenant `globex`'s. */
+  readonly acme: FlotillaClient;
+  readonly globex: FlotillaClient;
+  client(apiKey: string): FlotillaClient;
+  /** Append events straight to the log (as a worker would). */
+  append(ref: ConversationRef, drafts: (ref: ConversationRef) => readonly EventDraft[]): Promise<StoredCommit | null>;
+  /** Append `count` agent messages, one commit each. */
+  produce(ref: ConversationRef, count: number, text?: string): Promise<void>;
+};
+
+/**
+ * A gateway in this process on a real nats-server (no agent services): REST and sockets work;
+ * commands append, but nothing steps. For whole-system tests use tests/support/system.ts.
+ */
+export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}): Promise<GatewayHarness> {
+  const nats = await startNats({ preferExternal: false });
+  const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  const log = await EventLog.open(nc);
+  const snapshots = await SnapshotStore.open(nc);
+  const keys = await ApiKeyStore.open(nc, { cacheMs: 1_000 });
+  await keys.put(ACME_KEY, 'acme', 'harness');
+  await keys.put(GLOBEX_KEY, 'globex', 'harness');
+  const logger = pino({ level: process.env['FLOTILLA_TEST_LOGS'] ? 'info' : 'silent' });
+  const index = new ConversationIndex(snapshots.kv, logger);
+  await index.start();
+  const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
+  const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: 'harness', version: '0.0.0-test', tools: [{ name: 'terminal', description: 'shell' }] }, config);
+  const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 });
+  const client = (apiKey: string): FlotillaClient => new FlotillaClient({ baseUrl: url, apiKey, WebSocket: NodeWebSocket });
+  const append = (ref: ConversationRef, drafts: (ref: ConversationRef) => readonly EventDraft[]): Promise<StoredCommit | null> =>
+    appendWithRetry(log, ref, () => drafts(ref));
+  return {
+    nats,
+    nc,
+    log,
+    gateway,
+    url,
+    config,
+    acme: client(ACME_KEY),
+    globex: client(GLOBEX_KEY),
+    client,
+    append,
+    async produce(ref, count, text = 'tick') {
+      for (let index = 0; index < count; index += 1) {
+        await append(ref, (r) => [draftEvent({ ...r, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text: `${text} ${index}` }] })]);
+      }
+    },
+    async [Symbol.asyncDispose]() {
+      await gateway.close();
+      index.stop();
+      await nc.close().catch(() => undefined);
+      await nats[Symbol.asyncDispose]();
+    },
+  };
+}
