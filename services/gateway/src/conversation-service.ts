@@ -65,8 +65,9 @@ export class ConversationService {
     ];
     if (body.message) drafts.push(...messageCommand([], ref, body.message, { run: body.run ?? false }));
     try {
-      // the commit id is derived from the conversation id: a retry after a lost ack is a no-op
-      await this.log.append(ref, drafts, { expected: EMPTY_TAIL, commitId: `create-${ref.tenant}-${ref.conversation}` });
+      // expecting an empty log: of two creates of one id, exactly one wins (a fixed commit id would
+      // let the stream's duplicate window swallow the second and report it created)
+      await this.log.append(ref, drafts, { expected: EMPTY_TAIL });
     } catch (error) {
       if (!isConflict(error)) throw error;
       return { conversation: await this.get(ref), created: false };
@@ -171,7 +172,7 @@ export class ConversationService {
     if (!commit) return { conversation: ref.conversation, status, last_seq: lastSeq, appended: false };
     const events = commit.events;
     const after = currentStatusAfter(events, status);
-    void this.snapshot(ref).catch(() => undefined); // keep this gateway's index current
+    await this.snapshot(ref).catch(() => undefined); // this gateway's index (lists, admission) sees its own writes
     return { conversation: ref.conversation, status: after, last_seq: commit.lastSeq, appended: true };
   }
 
