@@ -12,6 +12,10 @@ export const LauncherConfig = z.object({
   /** Port for the embedded nats-server; a free one is chosen when it is busy. */
   natsPort: Port,
   streamName: z.string().regex(/^[A-Za-z0-9_-]+$/),
+  /** Port of the gateway (REST, WebSocket, web UI); a free one is chosen when it is busy. */
+  gatewayPort: Port,
+  /** Tenant of the API key the launcher provisions for local use. */
+  tenant: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
 });
 export type LauncherConfig = z.infer<typeof LauncherConfig>;
 
@@ -21,9 +25,11 @@ export function loadLauncherConfig(environment: NodeJS.ProcessEnv = process.env)
     natsUrl: environment['FLOTILLA_NATS_URL'] || undefined,
     natsPort: environment['FLOTILLA_NATS_PORT'] ?? 14_222,
     streamName: environment['FLOTILLA_STREAM'] ?? 'FLOTILLA_EVENTS',
+    gatewayPort: environment['FLOTILLA_GATEWAY_PORT'] ?? 8_080,
+    tenant: environment['FLOTILLA_TENANT'] ?? 'local',
   });
   if (!result.success) {
-    const names: Record<string, string> = { home: 'FLOTILLA_HOME', natsUrl: 'FLOTILLA_NATS_URL', natsPort: 'FLOTILLA_NATS_PORT', streamName: 'FLOTILLA_STREAM' };
+    const names: Record<string, string> = { home: 'FLOTILLA_HOME', natsUrl: 'FLOTILLA_NATS_URL', natsPort: 'FLOTILLA_NATS_PORT', streamName: 'FLOTILLA_STREAM', gatewayPort: 'FLOTILLA_GATEWAY_PORT', tenant: 'FLOTILLA_TENANT' };
     const problems = result.error.issues.map((issue) => `${names[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
     throw new Error(`invalid launcher configuration: ${problems.join('; ')}`);
   }

@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventLog } from '@flotilla/log';
@@ -15,12 +16,29 @@ export type RunningSystem = AsyncDisposable & {
   readonly natsUrl: string;
   readonly embedded: boolean;
   readonly services: readonly { readonly name: string; readonly health: string }[];
+  /** The gateway's URL (REST under /v1, the web UI at /, the API docs at /docs). */
+  readonly gatewayUrl: string;
+  /** The local tenant's API key (kept in `<home>/api-key`). */
+  readonly apiKey: string;
+  readonly tenant: string;
 };
 
 const SERVICES_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The services `./dev up` starts, one process each. */
-export const EMBEDDED_SERVICES = ['projector', 'condenser', 'tool-runner', 'step-worker'] as const;
+export const EMBEDDED_SERVICES = ['projector', 'condenser', 'tool-runner', 'step-worker', 'gateway'] as const;
+
+/** A key kept in a file of the home directory (created with a fresh random key, readable by the owner only). */
+async function keyFile(path: string): Promise<string> {
+  const existing = await readFile(path, 'utf8').then(
+    (text) => text.trim(),
+    () => '',
+  );
+  if (existing.length >= 16) return existing;
+  const key = `flt_${randomBytes(32).toString('base64url')}`;
+  await writeFile(path, `${key}\n`, { mode: 0o600 });
+  return key;
+}
 
 /**
  * Starts the system on one machine: an embedded nats-server (unless one is configured), the
@@ -45,6 +63,8 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
   let nc: NatsConnection | undefined;
   const processes: ServiceProcess[] = [];
   const services: { name: string; health: string }[] = [];
+  let apiKey = '';
+  let gatewayUrl = '';
   const stopAll = async (): Promise<void> => {
     await Promise.allSettled(processes.map((child) => child.stop()));
     await nc?.drain().catch(() => undefined);
@@ -55,8 +75,21 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
     const log = await EventLog.open(nc, { streamName: config.streamName });
     const info = await log.jsm.streams.info(log.streamName);
     output.info(`events stream ${log.streamName} on ${log.subjectPrefix}.<tenant>.<conversation> (${info.state.messages} commits stored)`);
+    await mkdir(config.home, { recursive: true });
+    apiKey = await keyFile(join(config.home, 'api-key'));
+    const adminKey = await keyFile(join(config.home, 'admin-key'));
+    let gatewayPort = config.gatewayPort;
+    if (!(await portIsFree(gatewayPort))) {
+      const fallback = await freePort();
+      output.warn(`port ${gatewayPort} is busy; the gateway uses ${fallback} instead (set FLOTILLA_GATEWAY_PORT to choose)`);
+      gatewayPort = fallback;
+    }
+    gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+    // the CLI finds the local system through this file
+    await writeFile(join(config.home, 'cli.json'), `${JSON.stringify({ url: gatewayUrl, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
     for (const service of EMBEDDED_SERVICES) {
-      const healthPort = await freePort();
+      const isGateway = service === 'gateway';
+      const healthPort = isGateway ? gatewayPort : await freePort();
       const child = new ServiceProcess({
         name: service,
         entry: join(SERVICES_ROOT, service, 'src', 'main.ts'),
@@ -65,6 +98,7 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
           FLOTILLA_HOME: config.home,
           FLOTILLA_STREAM: config.streamName,
           FLOTILLA_HEALTH_PORT: String(healthPort),
+          ...(isGateway ? { FLOTILLA_GATEWAY_PORT: String(gatewayPort), FLOTILLA_API_KEYS: `${config.tenant}:${apiKey}`, FLOTILLA_ADMIN_KEY: adminKey } : {}),
         },
         onLine: (name, line) => output.log(formatLogLine(name, line)),
         onExit: (name, code, signal, restarting) => {
@@ -80,5 +114,5 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
     await stopAll();
     throw error;
   }
-  return { natsUrl, embedded: server !== undefined, services, [Symbol.asyncDispose]: stopAll };
+  return { natsUrl, embedded: server !== undefined, services, gatewayUrl, apiKey, tenant: config.tenant, [Symbol.asyncDispose]: stopAll };
 }
