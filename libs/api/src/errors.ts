@@ -40,24 +40,3 @@ export const ErrorBody = z.strictObject({
   }),
 });
 export type ErrorBody = z.infer<typeof ErrorBody>;
-
-/** WebSocket close codes the gateway uses (4000-4999 are application codes). */
-export const CloseCode = {
-  /** The gateway is shutting down: reconnect (to any gateway) with after_seq. */
-  GoingAway: 1001,
-  /** No valid API key in the header or the first frame. */
-  Unauthorized: 4001,
-  /** A frame that is not valid JSON or not a known frame type. */
-  BadFrame: 4002,
-  /** The conversation does not exist (for this tenant). */
-  NotFound: 4004,
-  /** The client did not read fast enough: its buffer filled up. Reconnect with after_seq. */
-  SlowConsumer: 4008,
-  /** An inbound frame over the size limit (the WebSocket standard's code). */
-  MessageTooBig: 1009,
-  /** The per-conversation subscriber limit of this gateway is reached. */
-  TooManySubscribers: 4029,
-  /** The log could not be read (NATS unreachable): reconnect later with after_seq. */
-  Unavailable: 4503,
-} as const;
-export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];

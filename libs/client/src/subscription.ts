@@ -1,4 +1,5 @@
-import { CloseCode, type ClientFrame, type DeltaFrame, type ErrorFrame, type ServerFrame, type SyncFrame } from '@flotilla/api';
+import type { ClientFrame, DeltaFrame, ErrorFrame, ServerFrame, SyncFrame } from '@flotilla/api';
+import { CloseCode } from '@flotilla/api/constants';
 import type { ConversationStatus, Event } from '@flotilla/events';
 
 /** The part of the WebSocket API the client uses: the browser's WebSocket and `ws` both fit. */
