@@ -267,7 +267,9 @@ export class EventLog {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: cursor,
     });
-    const messages = await consumer.consume({ max_messages: READ_BATCH });
+    // a live follow pulls with short expiries: its heartbeats then notice a restarted server within
+    // seconds, and the ordered consumer is recreated where it left off
+    const messages = await consumer.consume({ max_messages: READ_BATCH, ...(until === undefined ? { expires: 5_000 } : {}) });
     const onAbort = (): void => void messages.stop();
     signal?.addEventListener('abort', onAbort, { once: true });
     try {

@@ -55,6 +55,11 @@ export class ConversationFeed {
     return this.#listeners.size;
   }
 
+  /** True once the feed stopped (closed, or failed): a new feed must be started. */
+  get stopped(): boolean {
+    return this.#abort.signal.aborted;
+  }
+
   add(listener: FeedListener): void {
     this.#listeners.add(listener);
   }

@@ -32,6 +32,11 @@ export class SocketHub {
   async acquire(ref: ConversationRef): Promise<{ feed: ConversationFeed; release(): void } | null> {
     const key = `${ref.tenant}.${ref.conversation}`;
     let entry = this.#feeds.get(key);
+    if (entry && (await entry.feed.then((feed) => feed.stopped, () => true)) && this.#feeds.get(key) === entry) {
+      this.#feeds.delete(key); // a failed feed is replaced by a fresh one
+      entry = undefined;
+    }
+    entry ??= this.#feeds.get(key);
     if (entry && entry.sockets >= this.maxPerConversation) return null;
     if (!entry) {
       const feed = ConversationFeed.start(this.nc, this.log, ref, this.logger);

@@ -180,4 +180,20 @@ describe('the event WebSocket', () => {
     await until(() => raw.frames.some((frame) => frame.type === 'event' && frame.event.type === 'message' && frame.event.source === 'user'), 5_000, 'the message event');
     raw.socket.close();
   });
+
+  it('keeps a socket live across a nats-server restart: events appended after it arrive, in order, once', async () => {
+    await using own = await startGatewayHarness();
+    const ref = { tenant: 'acme', conversation: 'restart' };
+    await own.acme.createConversation({ id: 'restart' });
+    await own.produce(ref, 3, 'before');
+    const seen: number[] = [];
+    const subscription = own.acme.subscribe('restart', { onEvent: (event) => seen.push(event.seq) });
+    await subscription.ready();
+    await until(() => seen.length === 4, 5_000, 'the first events');
+    await own.nats.restart();
+    await own.produce(ref, 5, 'after');
+    await until(() => seen.length === 9, 20_000, 'events after the restart');
+    subscription.close();
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  }, 60_000);
 });
