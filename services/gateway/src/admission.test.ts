@@ -1,4 +1,4 @@
-import { FlotillaApiError } from '@flotilla/client';
+import type { FlotillaApiError } from '@flotilla/client';
 import { describe, expect, it } from 'vitest';
 import { startGatewayHarness } from './test-support/gateway-harness.js';
 

@@ -8,6 +8,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import type { Logger } from 'pino';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { WebSocket } from 'ws';
+import type { ZodError } from 'zod';
 import { ApiError, validationError } from './api-error.js';
 import { hashApiKey, sameKey, type ApiKeyStore } from './api-keys.js';
 import type { GatewayConfig } from './config.js';
@@ -63,7 +64,24 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   const limiter = new RateLimiter(config.rateLimitPerSecond);
   const metrics = gatewayMetrics(hub);
 
-  const app = Fastify({ bodyLimit: config.maxBodyBytes, logger: false, return503OnClosing: true, forceCloseConnections: true });
+  const app = Fastify({
+    bodyLimit: config.maxBodyBytes,
+    logger: false,
+    return503OnClosing: true,
+    forceCloseConnections: true,
+    // room for the longest valid event id (128); longer parameters get a 400 below
+    maxParamLength: 256,
+    // errors fastify raises before routing (bad percent-escapes, over-long parameters) get the API's error body
+    frameworkErrors: (error, _request, reply) => {
+      const api =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? new ApiError(400, 'validation_failed', 'A path parameter is longer than any valid id.')
+          : error.code === 'FST_ERR_BAD_URL'
+            ? new ApiError(400, 'validation_failed', 'The path is not a valid URL (a malformed percent-escape).')
+            : toApiError(error);
+      void (reply as unknown as FastifyReply).code(api.statusCode).send(api.body());
+    },
+  });
   await app.register(fastifyWebsocket, { options: { maxPayload: config.maxFrameBytes } });
   app.decorateRequest('tenant', '');
 
@@ -259,7 +277,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   };
 }
 
-function parse<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: import('zod').ZodError } } | undefined, value: unknown, where: string): T {
+function parse<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: ZodError } } | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(where, result.error);

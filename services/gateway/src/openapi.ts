@@ -15,6 +15,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: 'Not found (for your tenant)',
   409: 'Conflict with the conversation status',
   413: 'Body too large',
+  415: 'Not JSON (unsupported_media_type)',
   429: 'Rate limited or run capacity exhausted (see Retry-After)',
   503: 'NATS unreachable: retry',
 };
@@ -52,7 +53,7 @@ export function openApiDocument(routes: readonly RouteSpec[], info: { version: s
         ...(schema ? { content: { 'application/json': { schema: schemaOf(schema, 'output') } } } : {}),
       };
     }
-    const errors = new Set([400, 429, 503, ...(route.access === 'public' ? [] : [401]), ...(route.body ? [413] : []), ...(route.errors ?? [])]);
+    const errors = new Set([400, 429, 503, ...(route.access === 'public' ? [] : [401]), ...(route.body ? [413, 415] : []), ...(route.errors ?? [])]);
     for (const status of [...errors].sort()) {
       responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     }

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import type { z } from 'zod';
 
 /** Who may call a route: any tenant's API key, the admin key, or anyone. */
 export type Access = 'tenant' | 'admin' | 'public';

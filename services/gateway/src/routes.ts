@@ -26,7 +26,6 @@ import { z } from 'zod';
 import type { ApiKeyStore } from './api-keys.js';
 import type { ConversationIndex } from './conversation-index.js';
 import type { ConversationService } from './conversation-service.js';
-import { toResource } from './conversation-service.js';
 import { listConversations } from './conversation-list.js';
 import { countEvents, getEvent, searchEvents } from './event-search.js';
 import { route, type RouteSpec } from './route-table.js';

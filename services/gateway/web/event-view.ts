@@ -1,0 +1,213 @@
+import type { ActionEvent, ContentPart, Event, ObservationEvent } from '@flotilla/events';
+import { append, h, type Child } from './dom.js';
+import { clockTime, count, prettyJson, statusBadge } from './format.js';
+
+/** Results up to this many lines start expanded; longer ones start collapsed. */
+const OPEN_RESULT_LINES = 24;
+
+/** One durable event as a list item of the conversation's stream. */
+export function renderEvent(event: Event): HTMLLIElement {
+  const item = h('li', { class: `event event-${event.type} source-${event.source}`, 'data-testid': 'event', 'data-type': event.type, 'data-seq': event.seq });
+  append(item, ...body(event));
+  return item;
+}
+
+function body(event: Event): Child[] {
+  switch (event.type) {
+    case 'message': {
+      const user = event.role === 'user';
+      const who = user ? (event.source === 'user' ? 'You' : 'Environment') : 'Agent';
+      return [
+        meta(who, event),
+        h('div', { class: `bubble ${user ? 'bubble-user' : 'bubble-agent'}`, 'data-testid': user ? 'user-message' : 'agent-message' }, ...contentParts(event.content)),
+        event.reasoning?.text ? collapsible('Reasoning', event.reasoning.text, 'reasoning') : null,
+      ];
+    }
+    case 'action':
+      return [meta('Tool call', event), actionCard(event)];
+    case 'observation':
+      return [meta('Result', event), observationCard(event)];
+    case 'agent_error':
+      return [
+        meta(event.tool_name ? `Error · ${event.tool_name}` : 'Agent error', event),
+        h('div', { class: 'card card-error' }, h('pre', { class: 'output' }, event.error)),
+      ];
+    case 'conversation_error':
+      return [meta('Run stopped', event), h('div', { class: 'card card-error' }, h('strong', {}, event.code), h('p', {}, event.detail))];
+    case 'user_rejection':
+      return note(event, `Rejected ${event.tool_name}${event.rejection_source === 'hook' ? ' (by a hook)' : ''}`, event.reason ? `“${event.reason}”` : null, 'note-warning');
+    case 'approval':
+      return note(event, `Approved ${plural(event.action_ids.length, 'action')}`, null, 'note-success');
+    case 'execution_started':
+      return note(event, `Running ${plural(event.action_ids.length, 'action')}`, `on ${event.runner}`);
+    case 'state_change':
+      return stateChange(event);
+    case 'pause':
+      return note(event, 'Pause requested', event.reason ?? null);
+    case 'interrupt':
+      return note(event, 'Interrupted', event.reason ?? null, 'note-warning');
+    case 'condensation':
+      return [
+        ...note(event, `Condensed history: ${plural(event.forgotten_event_ids.length, 'event')} summarised`, null),
+        event.summary ? collapsible('Summary', event.summary, 'condensation-summary') : null,
+      ];
+    case 'condensation_request':
+      return note(event, 'Condensation requested', event.reason ?? null);
+    case 'hook_execution':
+      return note(event, `Hook ${event.hook}: ${event.decision}`, `${event.command}${event.exit_code === null ? '' : ` (exit ${event.exit_code})`}`);
+    case 'llm_usage':
+      return note(
+        event,
+        `${event.model} · ${count(event.prompt_tokens)} in / ${count(event.completion_tokens)} out tokens`,
+        `${(event.latency_ms / 1000).toFixed(1)} s${event.purpose === 'step' ? '' : ` · ${event.purpose}`}`,
+        'note-usage',
+      );
+    case 'system_prompt':
+      return [
+        collapsible(
+          `System prompt · ${plural(event.tools.length, 'tool')}: ${event.tools.map((tool) => tool.name).join(', ')}`,
+          [event.static_prompt, event.dynamic_prompt].filter(Boolean).join('\n\n'),
+          'system-prompt',
+        ),
+      ];
+  }
+}
+
+function meta(label: string, event: Event): HTMLElement {
+  return h('div', { class: 'event-meta' }, h('span', { class: 'event-label' }, label), when(event));
+}
+
+function note(event: Event, text: string, detail: string | null, tone = ''): Child[] {
+  return [
+    h(
+      'div',
+      { class: `note ${tone}` },
+      h('span', { class: 'note-text' }, text),
+      detail ? h('span', { class: 'note-detail' }, detail) : null,
+      when(event),
+    ),
+  ];
+}
+
+/** Time and seq, at the right edge of every event. */
+function when(event: Event): HTMLElement {
+  return h(
+    'span',
+    { class: 'event-when' },
+    h('time', { datetime: event.timestamp, title: event.timestamp }, clockTime(event.timestamp)),
+    h('span', { class: 'event-seq' }, `#${event.seq}`),
+  );
+}
+
+function stateChange(event: Extract<Event, { type: 'state_change' }>): Child[] {
+  const parts: Child[] = [];
+  if (event.status) parts.push(h('span', { class: 'note-text' }, 'Status'), statusBadge(event.status, 'state-change-status'));
+  if (event.title !== undefined) parts.push(h('span', { class: 'note-text' }, `Title “${event.title}”`));
+  if (event.tags !== undefined) parts.push(h('span', { class: 'note-text' }, `Tags: ${event.tags.join(', ') || 'none'}`));
+  if (event.settings_ref !== undefined && parts.length === 0) parts.push(h('span', { class: 'note-text' }, `Settings ${event.settings_ref}`));
+  if (event.reason) parts.push(h('span', { class: 'note-detail' }, event.reason));
+  parts.push(when(event));
+  return [h('div', { class: 'note note-status' }, ...parts)];
+}
+
+/** The tool call: its name, risk, the model's thought, and the command or arguments. */
+export function actionCard(action: ActionEvent): HTMLElement {
+  const thought = textOf(action.thought);
+  return h(
+    'div',
+    { class: 'card card-action' },
+    h(
+      'div',
+      { class: 'card-head' },
+      h('span', { class: 'tool-name', 'data-testid': 'tool-name' }, action.tool_name),
+      h('span', { class: `risk risk-${action.security_risk}`, title: 'predicted security risk' }, `risk: ${action.security_risk}`),
+    ),
+    action.summary ? h('p', { class: 'action-summary' }, action.summary) : null,
+    thought ? h('p', { class: 'thought' }, thought) : null,
+    ...actionInput(action),
+  );
+}
+
+function actionInput(action: ActionEvent): Child[] {
+  const input = action.input;
+  if (input === null) {
+    return [h('p', { class: 'muted' }, 'The arguments could not be understood:'), h('pre', { class: 'code', 'data-testid': 'tool-arguments' }, action.arguments)];
+  }
+  const { security_risk: _risk, summary: _summary, ...rest } = input;
+  const text = (key: string): string | undefined => (typeof rest[key] === 'string' ? (rest[key] as string) : undefined);
+  switch (action.tool_name) {
+    case 'terminal': {
+      const command = text('command') ?? '';
+      const prefix = rest['is_input'] === true ? '⏎ ' : '$ ';
+      return [h('pre', { class: 'code command', 'data-testid': 'tool-command' }, command === '' ? '(read more output)' : prefix + command)];
+    }
+    case 'file_editor': {
+      const parts: Child[] = [h('pre', { class: 'code command', 'data-testid': 'tool-command' }, `${text('command') ?? '?'} ${text('path') ?? ''}`)];
+      if (text('old_str') !== undefined) parts.push(labelled('replace', text('old_str')!));
+      if (text('new_str') !== undefined) parts.push(labelled(text('command') === 'insert' ? `insert after line ${String(rest['insert_line'])}` : 'with', text('new_str')!));
+      if (text('file_text') !== undefined) parts.push(labelled('content', text('file_text')!));
+      return parts;
+    }
+    case 'think':
+      return [h('p', { class: 'thought', 'data-testid': 'tool-arguments' }, text('thought') ?? prettyJson(rest))];
+    case 'finish':
+      return [h('p', { 'data-testid': 'tool-arguments' }, text('message') ?? prettyJson(rest))];
+    default:
+      return Object.keys(rest).length === 0 ? [] : [h('pre', { class: 'code', 'data-testid': 'tool-arguments' }, prettyJson(rest))];
+  }
+}
+
+function labelled(label: string, text: string): HTMLElement {
+  return h('div', { class: 'labelled' }, h('span', { class: 'label' }, label), h('pre', { class: 'code' }, text));
+}
+
+function observationCard(observation: ObservationEvent): HTMLElement {
+  const output = textOf(observation.content);
+  const exitCode = observation.details?.['exit_code'];
+  const failed = observation.is_error || (typeof exitCode === 'number' && exitCode !== 0);
+  const lines = output.split('\n').length;
+  const result = h(
+    'details',
+    { class: `card card-result${failed ? ' card-error' : ''}`, 'data-testid': 'tool-result', 'data-error': String(failed), open: lines <= OPEN_RESULT_LINES },
+    h(
+      'summary',
+      {},
+      h('span', { class: 'tool-name' }, observation.tool_name),
+      typeof exitCode === 'number' ? h('span', { class: `exit ${exitCode === 0 ? 'exit-ok' : 'exit-failed'}`, 'data-testid': 'exit-code' }, `exit ${exitCode}`) : null,
+      observation.is_error ? h('span', { class: 'exit exit-failed' }, 'error') : null,
+      h('span', { class: 'muted' }, output === '' ? 'no output' : plural(lines, 'line')),
+    ),
+    h('pre', { class: 'output' }, output === '' ? '(no output)' : output),
+    ...images(observation.content),
+  );
+  return result;
+}
+
+function contentParts(parts: readonly ContentPart[]): Child[] {
+  const text = textOf(parts);
+  return [text === '' ? null : h('div', { class: 'text' }, text), ...images(parts)];
+}
+
+function images(parts: readonly ContentPart[]): Child[] {
+  return parts.flatMap((part): Child[] => {
+    if (part.type !== 'image') return [];
+    if (part.data !== undefined) return [h('img', { class: 'inline-image', alt: 'image', src: `data:${part.media_type ?? 'image/png'};base64,${part.data}` })];
+    if (part.url?.startsWith('data:image/')) return [h('img', { class: 'inline-image', alt: 'image', src: part.url })];
+    return [h('a', { href: part.url ?? '#', target: '_blank', rel: 'noreferrer noopener' }, 'image')];
+  });
+}
+
+function collapsible(title: string, text: string, className: string): HTMLElement {
+  return h('details', { class: `collapsible ${className}` }, h('summary', {}, title), h('pre', { class: 'output' }, text));
+}
+
+export function textOf(parts: readonly ContentPart[]): string {
+  return parts
+    .filter((part): part is Extract<ContentPart, { type: 'text' }> => part.type === 'text')
+    .map((part) => part.text)
+    .join('\n');
+}
+
+function plural(amount: number, noun: string): string {
+  return `${amount} ${noun}${amount === 1 ? '' : 's'}`;
+}

@@ -1,0 +1,226 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { taskMessage } from '../support/brain-server.js';
+import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+
+// FLOTILLA_UPDATE_SCREENSHOT=1 refreshes the one in the docs; otherwise test runs leave the tree clean
+const SCREENSHOT = process.env['FLOTILLA_UPDATE_SCREENSHOT']
+  ? fileURLToPath(new URL('../../docs/images/web-ui.png', import.meta.url))
+  : join(tmpdir(), 'flotilla-web-ui.png');
+
+/** CHROMIUM_PATH, else the first Chromium or Chrome on PATH. */
+function findChromium(): string | undefined {
+  const fromEnv = process.env['CHROMIUM_PATH'];
+  if (fromEnv) return existsSync(fromEnv) ? fromEnv : undefined;
+  for (const name of ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable']) {
+    try {
+      const path = execFileSync('which', [name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+      if (path) return path;
+    } catch {
+      // not on PATH
+    }
+  }
+  return undefined;
+}
+
+const executablePath = findChromium();
+const MISSING_BROWSER = 'SKIPPED: no Chromium browser found (install chromium, or set CHROMIUM_PATH to a Chromium or Chrome binary)';
+if (!executablePath) console.warn(`web UI test ${MISSING_BROWSER}`);
+const describeWithBrowser = executablePath ? describe : describe.skip;
+
+/** Poll with room for a run's real latency (the default second is too short for it). */
+const poll = <T>(read: () => Promise<T>, timeout = 15_000) => expect.poll(read, { timeout, interval: 50 });
+
+/** The UI's error banner, when it shows one (so a failed poll says why). */
+async function bannerText(page: Page): Promise<string | false> {
+  const banner = page.getByTestId('error-banner');
+  return (await banner.isVisible()) ? `error banner: ${await banner.textContent()}` : false;
+}
+
+describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in headless Chromium — ${MISSING_BROWSER}`, () => {
+  let system: RunningTestSystem;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    const [started, launched] = await Promise.allSettled([
+      // every action needs the user's approval, so the run stops until the UI approves it
+      startTestSystem({ gateway: true, agent: { confirmation: { mode: 'always' } } }),
+      chromium.launch({ executablePath, args: ['--no-sandbox'] }),
+    ]);
+    // keep whichever started, so afterAll stops it even when the other failed
+    if (started.status === 'fulfilled') system = started.value;
+    if (launched.status === 'fulfilled') browser = launched.value;
+    if (started.status === 'rejected') throw started.reason;
+    if (launched.status === 'rejected') throw new Error(`Chromium at ${executablePath} did not start`, { cause: launched.reason });
+  }, 90_000);
+
+  afterAll(async () => {
+    try {
+      await browser?.close();
+    } finally {
+      await system?.[Symbol.asyncDispose]();
+    }
+  });
+
+  /** A page that fails the test on any script error or console error. */
+  async function openPage(fragment: string): Promise<{ page: Page; problems: string[] }> {
+    const page = await browser.newPage({ viewport: { width: 1360, height: 1000 }, deviceScaleFactor: 1 });
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`console error: ${message.text()}`);
+    });
+    await page.goto(`${system.gatewayUrl}/${fragment}`);
+    return { page, problems };
+  }
+
+  it('asks for an API key, refuses a wrong one, and keeps a good one out of the address bar', async () => {
+    const { page } = await openPage('');
+    await poll(() => page.getByTestId('key-form').isVisible()).toBe(true);
+    await page.getByTestId('key-input').fill('not-a-real-key');
+    await page.getByTestId('key-submit').click();
+    await poll(() => page.getByTestId('key-error').textContent()).toContain('refused');
+
+    await page.getByTestId('key-input').fill(system.apiKey);
+    await page.getByTestId('key-submit').click();
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+    expect(await page.evaluate("localStorage.getItem('flotilla.apiKey')")).toBe(system.apiKey);
+
+    // a key in the fragment is adopted and removed from the address
+    await page.getByTestId('forget-key').click();
+    await poll(() => page.getByTestId('key-form').isVisible()).toBe(true);
+    await page.goto(`${system.gatewayUrl}/#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+    expect(new URL(page.url()).hash).not.toContain('key=');
+    await page.close();
+  }, 30_000);
+
+  it('streams token deltas into the typing area until the durable reply replaces them', async () => {
+    const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+    await page.getByTestId('new-title').fill('Stream a reply');
+    // no tool call (steps 0): the reply streams in 20 chunks, 100 ms apart
+    await page.getByTestId('new-message').fill(taskMessage({ id: 'stream', steps: 0, effects: system.effects, chunks: 20, chunkDelayMs: 100 }));
+    await page.getByTestId('new-create-run').click();
+
+    const typing = page.getByTestId('typing');
+    await poll(async () => (await typing.isVisible()) || (await bannerText(page))).toBe(true);
+    expect(await typing.textContent()).toMatch(/\.+/);
+    await poll(() => page.getByTestId('conversation-status').getAttribute('data-status'), 30_000).toBe('finished');
+    expect(await page.getByTestId('agent-message').last().textContent()).toContain('Done: 0 steps for stream.');
+    expect(await typing.isHidden()).toBe(true);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  it('creates a conversation, streams its events, approves the pending action and reaches finished', async () => {
+    const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+
+    await page.getByTestId('new-title').fill('List the workspace');
+    await page.getByTestId('new-message').fill(taskMessage({ id: 'ui', steps: 1, effects: system.effects }));
+    await page.getByTestId('new-create-run').click();
+
+    const view = page.getByTestId('conversation-view');
+    await poll(async () => (await view.isVisible()) || (await bannerText(page))).toBe(true);
+    const id = await view.getAttribute('data-id');
+    expect(id).toBeTruthy();
+    await poll(() => page.getByTestId('user-message').first().textContent()).toContain('TASK');
+
+    // the agent proposes a terminal command and waits for approval
+    const panel = page.getByTestId('confirmation-panel');
+    await poll(async () => (await panel.isVisible()) || (await bannerText(page)), 30_000).toBe(true);
+    expect(await page.getByTestId('conversation-status').getAttribute('data-status')).toBe('waiting_for_confirmation');
+    const pending = panel.getByTestId('pending-action');
+    expect(await pending.count()).toBe(1);
+    expect(await pending.getByTestId('tool-name').textContent()).toBe('terminal');
+    expect(await pending.getByTestId('tool-command').textContent()).toContain('echo "ui 0 0"');
+    expect(await page.getByTestId('btn-run').isDisabled()).toBe(true);
+    // nothing ran before the approval
+    expect(existsSync(system.effects)).toBe(false);
+
+    await page.getByTestId('btn-approve').click();
+    await poll(() => page.getByTestId('conversation-status').getAttribute('data-status'), 30_000).toBe('finished');
+    await poll(() => panel.isHidden()).toBe(true);
+
+    // the stream shows the approval, the command's result and the agent's answer
+    const events = page.getByTestId('event-list');
+    expect(await events.locator('[data-type="approval"]').count()).toBe(1);
+    const result = events.getByTestId('tool-result');
+    await poll(() => result.count()).toBe(1);
+    expect(await result.getByTestId('exit-code').textContent()).toBe('exit 0');
+    expect(await result.getAttribute('data-error')).toBe('false');
+    await poll(() => events.getByTestId('agent-message').last().textContent()).toContain('Done: 1 steps for ui.');
+    expect(await page.getByTestId('typing').isHidden()).toBe(true);
+    // the list shows the conversation, finished
+    const item = page.locator(`[data-testid="conversation-item"][data-id="${id}"]`);
+    await poll(() => item.getAttribute('data-status')).toBe('finished');
+    expect(await item.textContent()).toContain('List the workspace');
+
+    // the log agrees: finished, and the command ran exactly once
+    expect(await system.status({ tenant: 'acme', conversation: id! })).toBe('finished');
+    expect((await readFile(system.effects, 'utf8')).trim().split('\n')).toEqual(['ui 0 0']);
+
+    await mkdir(dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT });
+
+    // a follow-up message from the composer starts another run
+    await page.getByTestId('message-input').fill('Thanks. Check once more, please.');
+    await page.getByTestId('btn-send-run').click();
+    await poll(() => events.getByTestId('user-message').count()).toBe(2);
+    await poll(() => events.getByTestId('agent-message').count(), 30_000).toBe(2);
+    await poll(() => page.getByTestId('conversation-status').getAttribute('data-status')).toBe('finished');
+    expect(await page.getByTestId('message-input').inputValue()).toBe('');
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 90_000);
+
+  it('rejects a pending action with a reason: the agent is told and the conversation goes idle', async () => {
+    const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+    await page.getByTestId('new-message').fill(taskMessage({ id: 'refuse', steps: 1, effects: system.effects }));
+    await page.getByTestId('new-create-run').click();
+    const panel = page.getByTestId('confirmation-panel');
+    await poll(async () => (await panel.isVisible()) || (await bannerText(page)), 30_000).toBe(true);
+
+    await page.getByTestId('reject-reason').fill('Do not touch that file.');
+    await page.getByTestId('btn-reject').click();
+    await poll(() => page.getByTestId('conversation-status').getAttribute('data-status')).toBe('idle');
+    expect(await panel.isHidden()).toBe(true);
+    const rejection = page.locator('[data-testid="event"][data-type="user_rejection"]');
+    expect(await rejection.textContent()).toContain('Do not touch that file.');
+    const effects = existsSync(system.effects) ? await readFile(system.effects, 'utf8') : '';
+    expect(effects).not.toContain('refuse');
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  it('interrupts a streaming reply, and Run resumes the conversation to finished', async () => {
+    const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+    // a reply that streams for 5 s (no tool call, so no confirmation)
+    await page.getByTestId('new-message').fill(taskMessage({ id: 'halt', steps: 0, effects: system.effects, chunks: 50, chunkDelayMs: 100 }));
+    await page.getByTestId('new-create-run').click();
+    await poll(async () => (await page.getByTestId('typing').isVisible()) || (await bannerText(page))).toBe(true);
+    expect(await page.getByTestId('btn-pause').isEnabled()).toBe(true);
+
+    await page.getByTestId('btn-interrupt').click();
+    await poll(() => page.getByTestId('conversation-status').getAttribute('data-status')).toBe('paused');
+    expect(await page.locator('[data-testid="event"][data-type="interrupt"]').count()).toBe(1);
+    expect(await page.getByTestId('typing').isHidden()).toBe(true);
+    expect(await page.getByTestId('agent-message').count()).toBe(0);
+    expect(await page.getByTestId('btn-interrupt').isDisabled()).toBe(true);
+
+    await page.getByTestId('btn-run').click();
+    await poll(() => page.getByTestId('conversation-status').getAttribute('data-status'), 30_000).toBe('finished');
+    expect(await page.getByTestId('agent-message').last().textContent()).toContain('Done: 0 steps for halt.');
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+});
