@@ -103,7 +103,9 @@ export const ServerInfo = z.strictObject({
     max_body_bytes: Count,
     max_frame_bytes: Count,
     max_subscribers_per_conversation: Count,
+    /** 0 = no limit. */
     max_running: Count,
+    /** 0 = no limit. */
     max_running_per_tenant: Count,
   }),
 });

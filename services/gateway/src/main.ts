@@ -1,6 +1,7 @@
 import { createBuiltinTools } from '@flotilla/tools';
 import { connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry } from '@flotilla/runtime';
 import { SnapshotStore } from '@flotilla/state';
+import { loadAgentSettings } from '@flotilla/workers';
 import { ApiKeyStore } from './api-keys.js';
 import { buildGateway } from './app.js';
 import { loadGatewayConfig } from './config.js';
@@ -18,7 +19,10 @@ const keys = await ApiKeyStore.open(nc);
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
-const tools = createBuiltinTools().map((tool) => ({ name: tool.name, description: tool.description.split('\n')[0] ?? '' }));
+// the tools the agent is configured with (the same settings the step workers read); MCP tools by name
+const offered = loadAgentSettings().tools;
+const builtins = new Map(createBuiltinTools().map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
+const tools = offered.map((name) => ({ name, description: builtins.get(name) ?? 'MCP tool' }));
 
 const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });

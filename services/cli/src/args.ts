@@ -1,0 +1,241 @@
+import { parseArgs } from 'node:util';
+import { ConversationStatus, EVENT_TYPES, isSubjectToken, type EventType } from '@flotilla/events';
+import { usageError } from './errors.js';
+
+/** `--url` / `--api-key` as given on the command line (the environment and config file come later). */
+export type ConnectionFlags = { readonly url?: string; readonly apiKey?: string };
+
+/** How to follow a conversation after a command (`--watch`), or in `watch` itself. */
+export type FollowOptions = { readonly follow: boolean; readonly verbose: boolean };
+
+export type Command =
+  | { readonly name: 'help' }
+  | {
+      readonly name: 'create';
+      readonly id?: string;
+      readonly title?: string;
+      readonly tags: readonly string[];
+      readonly message?: string;
+      readonly run: boolean;
+      readonly watch?: FollowOptions;
+    }
+  | { readonly name: 'send'; readonly id: string; readonly text: string; readonly run: boolean; readonly watch?: FollowOptions }
+  | { readonly name: 'run' | 'approve'; readonly id: string; readonly watch?: FollowOptions }
+  | { readonly name: 'reject'; readonly id: string; readonly reason: string; readonly watch?: FollowOptions }
+  | { readonly name: 'pause' | 'interrupt'; readonly id: string; readonly reason?: string }
+  | ({ readonly name: 'watch'; readonly id: string; readonly afterSeq: number } & FollowOptions)
+  | { readonly name: 'tail'; readonly id: string; readonly afterSeq: number; readonly follow: boolean }
+  | { readonly name: 'list'; readonly status?: ConversationStatus; readonly limit: number; readonly json: boolean }
+  | { readonly name: 'get'; readonly id: string; readonly json: boolean }
+  | {
+      readonly name: 'events';
+      readonly id: string;
+      readonly types?: readonly EventType[];
+      readonly text?: string;
+      readonly afterSeq?: number;
+      readonly limit: number;
+      readonly json: boolean;
+    }
+  | { readonly name: 'info'; readonly json: boolean }
+  | { readonly name: 'keys-create'; readonly tenant: string; readonly keyName: string; readonly json: boolean };
+
+export type CommandName = Command['name'];
+
+export type ParsedArgs = { readonly command: Command; readonly connection: ConnectionFlags };
+
+const OPTIONS = {
+  url: { type: 'string' },
+  'api-key': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  id: { type: 'string' },
+  title: { type: 'string' },
+  tag: { type: 'string', multiple: true },
+  message: { type: 'string' },
+  run: { type: 'boolean' },
+  watch: { type: 'boolean' },
+  follow: { type: 'boolean' },
+  verbose: { type: 'boolean' },
+  'after-seq': { type: 'string' },
+  reason: { type: 'string' },
+  status: { type: 'string' },
+  limit: { type: 'string' },
+  json: { type: 'boolean' },
+  type: { type: 'string' },
+  text: { type: 'string' },
+  tenant: { type: 'string' },
+  name: { type: 'string' },
+} as const;
+
+type OptionName = keyof typeof OPTIONS;
+type Values = { [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean };
+
+const GLOBAL: readonly OptionName[] = ['url', 'api-key', 'help'];
+const WATCHING: readonly OptionName[] = ['watch', 'follow', 'verbose'];
+
+/** The options each command accepts besides the global ones. */
+const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
+  create: ['id', 'title', 'tag', 'message', 'run', ...WATCHING],
+  send: ['run', ...WATCHING],
+  run: WATCHING,
+  approve: WATCHING,
+  reject: ['reason', ...WATCHING],
+  pause: ['reason'],
+  interrupt: ['reason'],
+  watch: ['after-seq', 'follow', 'verbose'],
+  tail: ['after-seq', 'follow'],
+  list: ['status', 'limit', 'json'],
+  get: ['json'],
+  events: ['type', 'text', 'after-seq', 'limit', 'json'],
+  info: ['json'],
+  keys: ['tenant', 'name', 'json'],
+};
+
+const MAX_LIST = 1_000;
+const MAX_EVENTS = 100_000;
+
+/** Parses the command line. Throws CliError('usage') naming what is wrong. */
+export function parseCliArgs(argv: readonly string[]): ParsedArgs {
+  let values: Values;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: true }) as {
+      values: Values;
+      positionals: string[];
+    });
+  } catch (error) {
+    throw usageError((error as Error).message);
+  }
+  const connection: ConnectionFlags = {
+    ...(values.url === undefined ? {} : { url: values.url }),
+    ...(values['api-key'] === undefined ? {} : { apiKey: values['api-key'] }),
+  };
+  const [name, ...rest] = positionals;
+  if (values.help || name === 'help') return { command: { name: 'help' }, connection };
+  if (name === undefined) throw usageError('no command given');
+  const allowed = COMMAND_OPTIONS[name];
+  if (allowed === undefined) throw usageError(`unknown command "${name}"`);
+  for (const option of Object.keys(values) as OptionName[]) {
+    if (!GLOBAL.includes(option) && !allowed.includes(option)) throw usageError(`${name} does not take --${option}`);
+  }
+  return { command: commandOf(name, rest, values), connection };
+}
+
+function commandOf(name: string, rest: readonly string[], values: Values): Command {
+  const watch = values.watch ? { follow: values.follow ?? false, verbose: values.verbose ?? false } : undefined;
+  if ((values.follow || values.verbose) && !values.watch && name !== 'watch' && name !== 'tail') {
+    throw usageError(`--follow and --verbose go with --watch`);
+  }
+  const withWatch = watch ? { watch } : {};
+  switch (name) {
+    case 'create': {
+      expectPositionals(name, rest, []);
+      if (values.run && values.message === undefined) throw usageError('create --run needs --message (the agent needs something to do)');
+      if (values.id !== undefined) conversationId(values.id, '--id');
+      return {
+        name,
+        ...optional('id', values.id),
+        ...optional('title', values.title),
+        tags: values.tag ?? [],
+        ...optional('message', values.message),
+        run: values.run ?? false,
+        ...withWatch,
+      };
+    }
+    case 'send': {
+      if (rest.length < 2) throw usageError('send needs ID and TEXT, e.g. flotilla send my-conversation "fix the failing test"');
+      const [id, ...words] = rest as [string, ...string[]];
+      const text = words.join(' ');
+      if (text.trim() === '') throw usageError('send: TEXT is empty');
+      return { name, id: conversationId(id), text, run: values.run ?? false, ...withWatch };
+    }
+    case 'run':
+    case 'approve':
+      return { name, id: singleId(name, rest), ...withWatch };
+    case 'reject': {
+      const id = singleId(name, rest);
+      if (values.reason === undefined || values.reason.trim() === '') throw usageError('reject needs --reason, e.g. --reason "do not delete files"');
+      return { name, id, reason: values.reason, ...withWatch };
+    }
+    case 'pause':
+    case 'interrupt':
+      return { name, id: singleId(name, rest), ...optional('reason', values.reason) };
+    case 'watch':
+      return { name, id: singleId(name, rest), afterSeq: afterSeqOf(values) ?? 0, follow: values.follow ?? false, verbose: values.verbose ?? false };
+    case 'tail':
+      return { name, id: singleId(name, rest), afterSeq: afterSeqOf(values) ?? 0, follow: values.follow ?? false };
+    case 'list': {
+      expectPositionals(name, rest, []);
+      let status: ConversationStatus | undefined;
+      if (values.status !== undefined) {
+        const parsed = ConversationStatus.safeParse(values.status);
+        if (!parsed.success) throw usageError(`--status must be one of ${ConversationStatus.options.join(', ')}`);
+        status = parsed.data;
+      }
+      return { name, ...optional('status', status), limit: integer('--limit', values.limit, 1, MAX_LIST) ?? 50, json: values.json ?? false };
+    }
+    case 'get':
+      return { name, id: singleId(name, rest), json: values.json ?? false };
+    case 'events':
+      return {
+        name,
+        id: singleId(name, rest),
+        ...optional('types', values.type === undefined ? undefined : eventTypes(values.type)),
+        ...optional('text', values.text),
+        ...optional('afterSeq', afterSeqOf(values)),
+        limit: integer('--limit', values.limit, 1, MAX_EVENTS) ?? 100,
+        json: values.json ?? false,
+      };
+    case 'info':
+      expectPositionals(name, rest, []);
+      return { name, json: values.json ?? false };
+    case 'keys': {
+      if (rest[0] !== 'create' || rest.length !== 1) throw usageError('the keys command is: flotilla keys create --tenant T --name N');
+      if (values.tenant === undefined || !isSubjectToken(values.tenant)) throw usageError('keys create needs --tenant: 1-64 characters of A-Z a-z 0-9 _ -');
+      if (values.name === undefined || values.name.trim() === '') throw usageError('keys create needs --name, e.g. --name ci');
+      return { name: 'keys-create', tenant: values.tenant, keyName: values.name, json: values.json ?? false };
+    }
+    default:
+      throw usageError(`unknown command "${name}"`);
+  }
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+function expectPositionals(name: string, rest: readonly string[], expected: readonly string[]): void {
+  if (rest.length !== expected.length) {
+    const extra = rest.slice(expected.length);
+    throw usageError(extra.length > 0 ? `${name}: unexpected argument "${extra[0]}"` : `${name} needs ${expected.join(' ')}`);
+  }
+}
+
+function singleId(name: string, rest: readonly string[]): string {
+  if (rest.length === 0) throw usageError(`${name} needs the conversation ID, e.g. flotilla ${name} my-conversation`);
+  expectPositionals(name, rest, ['ID']);
+  return conversationId(rest[0]!);
+}
+
+function conversationId(value: string, what = 'ID'): string {
+  if (!isSubjectToken(value)) throw usageError(`${what} "${value}" is not a conversation id: 1-64 characters of A-Z a-z 0-9 _ -`);
+  return value;
+}
+
+function afterSeqOf(values: Values): number | undefined {
+  return integer('--after-seq', values['after-seq'], 0, Number.MAX_SAFE_INTEGER);
+}
+
+function integer(option: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(number) || number < min || number > max) throw usageError(`${option} must be a whole number from ${min} to ${max}, not "${value}"`);
+  return number;
+}
+
+function eventTypes(value: string): EventType[] {
+  const types = value.split(',').map((type) => type.trim());
+  for (const type of types) {
+    if (!(EVENT_TYPES as readonly string[]).includes(type)) throw usageError(`--type: unknown event type "${type}"; known types: ${EVENT_TYPES.join(', ')}`);
+  }
+  return types as EventType[];
+}

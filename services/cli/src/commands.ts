@@ -1,0 +1,164 @@
+import type { CommandResult, Conversation } from '@flotilla/api';
+import type { Event } from '@flotilla/events';
+import type { Command, FollowOptions } from './args.js';
+import type { CliClient } from './cli-client.js';
+import { renderConversation, renderConversationTable, renderServerInfo } from './format-resources.js';
+import { renderEvent } from './render-event.js';
+import { tailConversation } from './tail.js';
+import type { Terminal } from './terminal.js';
+import { watchConversation } from './watch.js';
+
+export const ExitCode = { Ok: 0, Failed: 1, Usage: 2, Interrupted: 130 } as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** What a command needs besides its client. */
+export type CommandContext = {
+  readonly out: Terminal;
+  readonly err: Terminal;
+  /** Colour on stdout. */
+  readonly color: boolean;
+  /** stdout is a TTY: spinners are allowed. */
+  readonly interactive: boolean;
+  readonly signal?: AbortSignal;
+  readonly now: () => Date;
+};
+
+type Runnable = Exclude<Command, { name: 'help' }>;
+
+/** Runs one parsed command against the gateway. Errors (FlotillaApiError, …) propagate. */
+export async function executeCommand(command: Runnable, client: CliClient, context: CommandContext): Promise<ExitCode> {
+  const { out } = context;
+  switch (command.name) {
+    case 'create': {
+      const { conversation, created } = await client.createConversation({
+        ...(command.id === undefined ? {} : { id: command.id }),
+        ...(command.title === undefined ? {} : { title: command.title }),
+        ...(command.tags.length === 0 ? {} : { tags: [...command.tags] }),
+        ...(command.message === undefined ? {} : { message: command.message }),
+        ...(command.run ? { run: true } : {}),
+      });
+      out.line(conversation.id);
+      if (!created) context.err.line(`note: conversation ${conversation.id} already exists; it was left unchanged`);
+      return command.watch ? watch(client, conversation.id, 0, command.watch, context) : ExitCode.Ok;
+    }
+    case 'send':
+      return commandThenWatch(client, command.id, command.watch, context, 'sent to', () => client.sendMessage(command.id, command.text, { run: command.run }));
+    case 'run':
+      return commandThenWatch(client, command.id, command.watch, context, 'run', () => client.run(command.id));
+    case 'approve':
+      return commandThenWatch(client, command.id, command.watch, context, 'approved', () => client.approve(command.id));
+    case 'reject':
+      return commandThenWatch(client, command.id, command.watch, context, 'rejected', () => client.reject(command.id, command.reason));
+    case 'pause':
+      return commandThenWatch(client, command.id, undefined, context, 'pause requested for', () => client.pause(command.id, command.reason));
+    case 'interrupt':
+      return commandThenWatch(client, command.id, undefined, context, 'interrupted', () => client.interrupt(command.id, command.reason));
+    case 'watch':
+      return watch(client, command.id, command.afterSeq, command, context);
+    case 'tail': {
+      const result = await tailConversation(client, command.id, out, {
+        afterSeq: command.afterSeq,
+        follow: command.follow,
+        ...(context.signal ? { signal: context.signal } : {}),
+      });
+      return result.interrupted ? ExitCode.Interrupted : ExitCode.Ok;
+    }
+    case 'list': {
+      const items = await listConversations(client, command);
+      if (command.json) out.line(JSON.stringify(items, null, 2));
+      else out.lines(renderConversationTable(items, context.now()));
+      return ExitCode.Ok;
+    }
+    case 'get': {
+      const conversation = await client.getConversation(command.id);
+      out.lines(command.json ? [JSON.stringify(conversation, null, 2)] : renderConversation(conversation));
+      return ExitCode.Ok;
+    }
+    case 'events': {
+      let count = 0;
+      for await (const event of searchEvents(client, command)) {
+        out.lines(command.json ? [JSON.stringify(event)] : renderEvent(event, { color: context.color, verbose: true, seq: true }));
+        count += 1;
+      }
+      if (count === 0 && !command.json) context.err.line('no events match');
+      return ExitCode.Ok;
+    }
+    case 'info': {
+      const info = await client.serverInfo();
+      out.lines(command.json ? [JSON.stringify(info, null, 2)] : renderServerInfo(info));
+      return ExitCode.Ok;
+    }
+    case 'keys-create': {
+      const created = await client.createApiKey(command.tenant, command.keyName);
+      if (command.json) {
+        out.line(JSON.stringify(created, null, 2));
+      } else {
+        out.line(created.api_key);
+        context.err.line(`note: API key "${created.name}" for tenant ${created.tenant}; it is shown only this once`);
+      }
+      return ExitCode.Ok;
+    }
+  }
+}
+
+async function commandThenWatch(
+  client: CliClient,
+  id: string,
+  follow: FollowOptions | undefined,
+  context: CommandContext,
+  verb: string,
+  send: () => Promise<CommandResult>,
+): Promise<ExitCode> {
+  // watching shows what the command appended: start from the position before it
+  const before = follow ? (await client.getConversation(id)).last_seq : 0;
+  const result = await send();
+  if (!follow) {
+    context.out.line(result.appended ? `${verb} ${id} (status ${result.status}, seq ${result.last_seq})` : `${verb} ${id}: nothing to do (status ${result.status})`);
+    return ExitCode.Ok;
+  }
+  if (!result.appended) context.err.line(`note: nothing to do (status ${result.status})`);
+  return watch(client, id, before, follow, context);
+}
+
+async function watch(client: CliClient, id: string, afterSeq: number, follow: FollowOptions, context: CommandContext): Promise<ExitCode> {
+  const result = await watchConversation(client, id, context.out, {
+    afterSeq,
+    follow: follow.follow,
+    verbose: follow.verbose,
+    color: context.color,
+    spinner: context.interactive,
+    ...(context.signal ? { signal: context.signal } : {}),
+    onNotice: (text) => context.err.line(text),
+  });
+  return result.interrupted ? ExitCode.Interrupted : ExitCode.Ok;
+}
+
+const PAGE = 200;
+
+async function listConversations(client: CliClient, command: Extract<Command, { name: 'list' }>): Promise<Conversation[]> {
+  const status = command.status === undefined ? {} : { status: command.status };
+  if (command.limit <= PAGE) return (await client.listConversations({ ...status, limit: command.limit })).items;
+  const items: Conversation[] = [];
+  for await (const conversation of client.allConversations({ ...status, limit: PAGE })) {
+    items.push(conversation);
+    if (items.length >= command.limit) break;
+  }
+  return items;
+}
+
+async function* searchEvents(client: CliClient, command: Extract<Command, { name: 'events' }>): AsyncGenerator<Event> {
+  let remaining = command.limit;
+  let cursor: string | undefined;
+  do {
+    const page = await client.searchEvents(command.id, {
+      ...(command.types === undefined ? {} : { type: command.types.join(',') }),
+      ...(command.text === undefined ? {} : { text: command.text }),
+      ...(command.afterSeq === undefined || cursor !== undefined ? {} : { after_seq: command.afterSeq }),
+      ...(cursor === undefined ? {} : { cursor }),
+      limit: Math.min(PAGE, remaining),
+    });
+    for (const event of page.items.slice(0, remaining)) yield event;
+    remaining -= Math.min(remaining, page.items.length);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined && remaining > 0);
+}

@@ -1,0 +1,42 @@
+import type { ServerInfo } from '@flotilla/api';
+import { describe, expect, it } from 'vitest';
+import { relativeTime, renderServerInfo } from './format-resources.js';
+
+describe('relativeTime', () => {
+  const now = new Date('2026-11-29T21:00:00.000Z');
+  const ago = (seconds: number) => relativeTime(new Date(now.getTime() - seconds * 1000), now);
+
+  it('says how long ago, coarsely, and gives the date for old times', () => {
+    expect(ago(2)).toBe('just now');
+    expect(ago(42)).toBe('42s ago');
+    expect(ago(3 * 60 + 5)).toBe('3m ago');
+    expect(ago(5 * 3_600)).toBe('5h ago');
+    expect(ago(3 * 86_400)).toBe('3d ago');
+    expect(ago(90 * 86_400)).toBe('2026-08-31');
+    expect(ago(-60)).toBe('2026-11-29 21:01:00');
+  });
+});
+
+describe('renderServerInfo', () => {
+  it('shows the version, tenant, capabilities, limits (0 = no limit) and tools', () => {
+    const info: ServerInfo = {
+      name: 'flotilla-gateway',
+      version: '0.1.0',
+      protocol_version: 1,
+      api_version: 'v1',
+      instance: 'gw-1',
+      tenant: 'acme',
+      tools: [{ name: 'terminal', description: 'Run commands.\nMore.' }],
+      capabilities: { websocket: true, token_streaming: false, confirmation: true, condensation: false, event_search: true },
+      limits: { max_body_bytes: 1024, max_frame_bytes: 512, max_subscribers_per_conversation: 10, max_running: 0, max_running_per_tenant: 5 },
+    };
+    expect(renderServerInfo(info)).toEqual([
+      'flotilla-gateway 0.1.0 (api v1, protocol 1, instance gw-1)',
+      'tenant:       acme',
+      'capabilities: websocket, confirmation, event_search',
+      'limits:       body 1024 B, frame 512 B, 10 subscribers per conversation, running: no limit (per tenant: 5)',
+      'tools:',
+      '  terminal  Run commands.',
+    ]);
+  });
+});

@@ -1,0 +1,35 @@
+// The `flotilla` command (bin/flotilla runs this under tsx). All logic is in run-cli.ts.
+import { readFileSync } from 'node:fs';
+import { FlotillaClient } from '@flotilla/client';
+import { NodeWebSocket } from '@flotilla/client/node';
+import { configFile } from './connection.js';
+import { runCli } from './run-cli.js';
+
+const interrupted = new AbortController();
+process.once('SIGINT', () => {
+  interrupted.abort(); // a watch ends cleanly (spinner erased, line ended) …
+  setImmediate(() => process.exit(130)); // … and anything else stops now
+});
+// `flotilla tail ID | head` closes the pipe early: that is not an error
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
+
+const code = await runCli(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  readConfig: () => {
+    try {
+      return readFileSync(configFile(process.env), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+  },
+  createClient: ({ url, apiKey }) => new FlotillaClient({ baseUrl: url, apiKey, WebSocket: NodeWebSocket }),
+  signal: interrupted.signal,
+});
+// exit once stdout is flushed, without waiting for sockets to finish closing
+process.stdout.write('', () => process.exit(code));

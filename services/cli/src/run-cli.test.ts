@@ -1,0 +1,122 @@
+import type { Conversation } from '@flotilla/api';
+import { FlotillaApiError } from '@flotilla/client';
+import { describe, expect, it } from 'vitest';
+import type { CliClient } from './cli-client.js';
+import type { Connection } from './connection.js';
+import { renderConversationTable } from './format-resources.js';
+import { runCli } from './run-cli.js';
+import { Captured } from './test-support/fake-stream.js';
+import { USAGE } from './usage.js';
+
+const conversation = (id: string, overrides: Partial<Conversation> = {}): Conversation => ({
+  id,
+  status: 'finished',
+  title: null,
+  tags: [],
+  created_at: '2026-11-29T20:00:00.000Z',
+  updated_at: '2026-11-29T21:00:00.000Z',
+  last_seq: 12,
+  counters: { events: 12, user_messages: 1, agent_messages: 1, actions: 2, observations: 2, agent_errors: 0, rejections: 0, condensations: 0, llm_calls: 3 },
+  usage: { prompt_tokens: 300, completion_tokens: 60, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0 },
+  last_error: null,
+  ...overrides,
+});
+
+async function run(argv: string[], client: Partial<CliClient> = {}, env: Record<string, string> = { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' }) {
+  const stdout = new Captured();
+  const stderr = new Captured();
+  const connections: Connection[] = [];
+  const code = await runCli(argv, {
+    stdout,
+    stderr,
+    env,
+    readConfig: () => undefined,
+    createClient: (connection) => {
+      connections.push(connection);
+      return client as CliClient;
+    },
+    now: () => new Date('2026-11-29T21:05:00.000Z'),
+  });
+  return { code, stdout: stdout.text, stderr: stderr.text, connections };
+}
+
+describe('runCli', () => {
+  it('prints the usage for --help, without needing a gateway', async () => {
+    expect(await run(['--help'], {}, {})).toMatchObject({ code: 0, stdout: USAGE, stderr: '' });
+  });
+
+  it('exits 2 with a short usage on a usage error', async () => {
+    const { code, stdout, stderr } = await run(['watch']);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/^flotilla: watch needs the conversation ID.*\nUsage: flotilla <command> \[options\]/);
+    expect(stderr.split('\n').length).toBeLessThan(5);
+  });
+
+  it('exits 2 when no gateway is configured', async () => {
+    const { code, stderr } = await run(['list'], {}, {});
+    expect(code).toBe(2);
+    expect(stderr).toContain('no gateway URL');
+  });
+
+  it('prints error: <code>: <message> and exits 1 when the gateway refuses', async () => {
+    const client: Partial<CliClient> = {
+      getConversation: () => Promise.reject(new FlotillaApiError(404, 'conversation_not_found', 'No conversation "nope".')),
+      createConversation: () =>
+        Promise.reject(new FlotillaApiError(400, 'validation_failed', 'body.title: too long', [{ path: 'body.title', message: 'too long' }])),
+    };
+    expect(await run(['get', 'nope'], client)).toMatchObject({ code: 1, stdout: '', stderr: 'error: conversation_not_found: No conversation "nope".\n' });
+    expect(await run(['watch', 'nope'], client)).toMatchObject({ code: 1, stderr: 'error: conversation_not_found: No conversation "nope".\n' });
+    expect((await run(['create', '--title', 'x'], client)).stderr).toBe('error: validation_failed: body.title: too long\n  body.title: too long\n');
+  });
+
+  it('creates a conversation and prints its id; flags override the environment', async () => {
+    const bodies: unknown[] = [];
+    const client: Partial<CliClient> = {
+      createConversation: (body = {}) => {
+        bodies.push(body);
+        return Promise.resolve({ conversation: conversation(body.id ?? 'generated'), created: true });
+      },
+    };
+    const result = await run(['create', '--id', 'c1', '--tag', 'a', '--message', 'go', '--run', '--url', 'http://other:2'], client);
+    expect(result).toMatchObject({ code: 0, stdout: 'c1\n', stderr: '' });
+    expect(bodies).toEqual([{ id: 'c1', tags: ['a'], message: 'go', run: true }]);
+    expect(result.connections).toEqual([{ url: 'http://other:2', apiKey: 'k' }]);
+  });
+
+  it('reports what a command did, or that there was nothing to do', async () => {
+    const client: Partial<CliClient> = {
+      approve: () => Promise.resolve({ conversation: 'c1', status: 'running', last_seq: 9, appended: true }),
+      pause: () => Promise.resolve({ conversation: 'c1', status: 'finished', last_seq: 9, appended: false }),
+    };
+    expect((await run(['approve', 'c1'], client)).stdout).toBe('approved c1 (status running, seq 9)\n');
+    expect((await run(['pause', 'c1'], client)).stdout).toBe('pause requested for c1: nothing to do (status finished)\n');
+  });
+
+  it('lists conversations as a table or as JSON', async () => {
+    const items = [conversation('c1', { title: 'Fix CI' }), conversation('c2', { status: 'running', updated_at: '2026-11-29T21:04:30.000Z' })];
+    const queries: unknown[] = [];
+    const client: Partial<CliClient> = {
+      listConversations: (query) => {
+        queries.push(query);
+        return Promise.resolve({ items, next_cursor: null });
+      },
+    };
+    const table = await run(['list', '--status', 'finished', '--limit', '2'], client);
+    expect(queries).toEqual([{ status: 'finished', limit: 2 }]);
+    expect(table.stdout.split('\n').slice(0, -1)).toEqual([
+      'ID  STATUS    TITLE   UPDATED  EVENTS',
+      'c1  finished  Fix CI  5m ago   12',
+      'c2  running   -       30s ago  12',
+    ]);
+    expect(JSON.parse((await run(['list', '--json'], client)).stdout)).toEqual(items);
+    expect(renderConversationTable([], new Date())).toEqual(['no conversations']);
+  });
+
+  it('prints a new API key alone on stdout', async () => {
+    const client: Partial<CliClient> = { createApiKey: (tenant, name) => Promise.resolve({ tenant, name, api_key: 'secret-key' }) };
+    const result = await run(['keys', 'create', '--tenant', 'acme', '--name', 'ci'], client);
+    expect(result).toMatchObject({ code: 0, stdout: 'secret-key\n' });
+    expect(result.stderr).toContain('shown only this once');
+  });
+});
