@@ -34,7 +34,7 @@ describe('the gateway against a running system', () => {
 
   beforeAll(async () => {
     // every action needs confirmation, so the approve/reject paths are exercised
-    system = await startTestSystem({ gateway: true, agent: { confirmation: { mode: 'always' } }, gatewayEnv: { FLOTILLA_GATEWAY_WEB_UI: 'false' } });
+    system = await startTestSystem({ gateways: 2, agent: { confirmation: { mode: 'always' } }, gatewayEnv: { FLOTILLA_GATEWAY_WEB_UI: 'false' } });
     client = new FlotillaClient({ baseUrl: system.gatewayUrl, apiKey: system.apiKey, WebSocket: NodeWebSocket });
   }, 120_000);
   afterAll(async () => {
@@ -163,4 +163,28 @@ describe('the gateway against a running system', () => {
     const before = await client.searchEvents('main', { cursor: middle.prev_cursor!, limit: 10 });
     expect(before.items.map((event) => event.seq)).toEqual([5, 4, 3, 2, 1]);
   });
+
+  it('any gateway serves any conversation: created on one, followed and driven on the other, resumed on the first', async () => {
+    const [first, second] = system.gatewayUrls;
+    const other = new FlotillaClient({ baseUrl: second!, apiKey: system.apiKey, WebSocket: NodeWebSocket });
+    const one = new FlotillaClient({ baseUrl: first!, apiKey: system.apiKey, WebSocket: NodeWebSocket });
+    await one.createConversation({ id: 'two-gateways', message: task('two-gateways'), run: true });
+    const onOther: number[] = [];
+    const otherSubscription = other.subscribe('two-gateways', { onEvent: (event) => onOther.push(event.seq) });
+    await otherSubscription.ready();
+    const waiting = await waitFor('two-gateways', ['waiting_for_confirmation']);
+    expect((await other.getConversation('two-gateways')).status).toBe('waiting_for_confirmation');
+    const resumed: number[] = [];
+    const firstSubscription = one.subscribe('two-gateways', { afterSeq: 2, onEvent: (event) => resumed.push(event.seq) });
+    await firstSubscription.ready();
+    await other.approve('two-gateways');
+    const finished = await waitFor('two-gateways', ['finished']);
+    const deadline = Date.now() + 10_000;
+    while ((onOther.length < finished.last_seq || resumed.length < finished.last_seq - 2) && Date.now() < deadline) await delay(50);
+    otherSubscription.close();
+    firstSubscription.close();
+    expect(waiting.last_seq).toBeGreaterThan(2);
+    expect(onOther).toEqual(Array.from({ length: finished.last_seq }, (_, index) => index + 1));
+    expect(resumed).toEqual(Array.from({ length: finished.last_seq - 2 }, (_, index) => index + 3));
+  }, 90_000);
 });
