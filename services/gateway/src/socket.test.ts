@@ -1,26 +1,13 @@
-import { CloseCode, type ServerFrame } from '@flotilla/api';
+import { CloseCode } from '@flotilla/api';
 import type { Event } from '@flotilla/events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { ACME_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
+import { openSocket, type Socket } from './test-support/http-probe.js';
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A raw socket that authenticates and records every frame. */
-function rawSocket(h: GatewayHarness, id: string, afterSeq = 0, key = ACME_KEY) {
-  const frames: ServerFrame[] = [];
-  const socket = new WebSocket(`${h.url.replace('http', 'ws')}/v1/conversations/${id}/events?after_seq=${afterSeq}`);
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
-  const opened = new Promise<void>((resolve, reject) => {
-    socket.on('open', () => {
-      socket.send(JSON.stringify({ type: 'auth', api_key: key }));
-      resolve();
-    });
-    socket.on('error', reject);
-  });
-  socket.on('message', (data) => frames.push(JSON.parse(data.toString()) as ServerFrame));
-  return { socket, frames, closed, opened };
-}
+/** A raw socket on a conversation's events that authenticates (acme) in its first frame and records every frame. */
+const rawSocket = (h: GatewayHarness, id: string, afterSeq = 0): Socket => openSocket(h, `/v1/conversations/${id}/events`, { auth: { frame: ACME_KEY }, afterSeq });
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;

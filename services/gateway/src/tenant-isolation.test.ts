@@ -1,10 +1,10 @@
-import { API_KEY_HEADER, CloseCode, ErrorBody, type Conversation, type CreatedApiKey, type ServerFrame, type ServerInfo } from '@flotilla/api';
+import { API_KEY_HEADER, CloseCode, ErrorBody, type Conversation, type CreatedApiKey, type ServerInfo } from '@flotilla/api';
 import type { Event } from '@flotilla/events';
 import { deltaSubject, DEFAULT_SIGNAL_ROOT } from '@flotilla/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import type { RouteSpec } from './route-table.js';
 import { ACME_KEY, ADMIN_KEY, GLOBEX_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
+import { openSocket, type Socket } from './test-support/http-probe.js';
 
 type Method = RouteSpec['method'];
 type Reply = { status: number; text: string; json: unknown; headers: Headers };
@@ -187,64 +187,19 @@ describe('lists, counts and batches are per tenant', () => {
   });
 });
 
-type Socket = {
-  readonly socket: WebSocket;
-  readonly frames: ServerFrame[];
-  readonly closed: Promise<{ code: number; reason: string }>;
-  readonly opened: Promise<void>;
-  /** An HTTP answer instead of an upgrade. */
-  readonly refused: Promise<number>;
-  frame(index: number, timeoutMs?: number): Promise<ServerFrame>;
-};
-
-function openSocket(path: string, headers: Record<string, string> = {}): Socket {
-  const socket = new WebSocket(`${h.url.replace(/^http/, 'ws')}${path}`, { headers });
-  const frames: ServerFrame[] = [];
-  const waiters: (() => void)[] = [];
-  socket.on('message', (data: Buffer) => {
-    frames.push(JSON.parse(data.toString('utf8')) as ServerFrame);
-    for (const wake of waiters.splice(0)) wake();
-  });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString() })));
-  const opened = new Promise<void>((resolve) => socket.on('open', () => resolve()));
-  const refused = new Promise<number>((resolve) =>
-    socket.on('unexpected-response', (_request, response) => {
-      resolve(response.statusCode ?? 0);
-      socket.terminate(); // with this listener, ws leaves aborting the handshake to us
-    }),
-  );
-  socket.on('error', () => undefined);
-  void closed.then(() => {
-    for (const wake of waiters.splice(0)) wake();
-  });
-  const frame = async (index: number, timeoutMs = 5_000): Promise<ServerFrame> => {
-    const deadline = Date.now() + timeoutMs;
-    while (frames.length <= index) {
-      if (socket.readyState === WebSocket.CLOSED || Date.now() > deadline) throw new Error(`no frame ${index}: got ${JSON.stringify(frames)}`);
-      await new Promise<void>((resolve) => {
-        waiters.push(resolve);
-        setTimeout(resolve, 100);
-      });
-    }
-    return frames[index]!;
-  };
-  return { socket, frames, closed, opened, refused, frame };
-}
-
 describe('the event WebSocket is per tenant', () => {
   const path = () => `/v1/conversations/${target}/events`;
 
   it("globex's auth frame on acme's conversation closes the socket with 4004 and sends nothing", async () => {
-    const s = openSocket(path());
+    const s = openSocket(h, path(), { auth: { frame: GLOBEX_KEY } });
     await s.opened;
-    s.socket.send(JSON.stringify({ type: 'auth', api_key: GLOBEX_KEY }));
     const { code } = await s.closed;
     expect(code).toBe(CloseCode.NotFound);
     expect(s.frames).toEqual([]);
   });
 
   it("globex's key in the upgrade's header closes with 4004 too", async () => {
-    const s = openSocket(`${path()}?after_seq=0`, { [API_KEY_HEADER]: GLOBEX_KEY });
+    const s = openSocket(h, path(), { auth: { header: GLOBEX_KEY }, afterSeq: 0 });
     const { code, reason } = await s.closed;
     expect(code).toBe(CloseCode.NotFound);
     expect(s.frames).toEqual([]);
@@ -252,9 +207,8 @@ describe('the event WebSocket is per tenant', () => {
   });
 
   it("acme's auth frame receives sync first, then acme's events", async () => {
-    const s = openSocket(path());
+    const s = openSocket(h, path(), { auth: { frame: ACME_KEY } });
     await s.opened;
-    s.socket.send(JSON.stringify({ type: 'auth', api_key: ACME_KEY }));
     const sync = await s.frame(0);
     expect(sync).toMatchObject({ type: 'sync', conversation: target, after_seq: 0, last_seq: targetEvents.length });
     const last = await s.frame(targetEvents.length);
@@ -266,7 +220,7 @@ describe('the event WebSocket is per tenant', () => {
   });
 
   it('a first frame that is not an auth frame closes with 4001', async () => {
-    const s = openSocket(path());
+    const s = openSocket(h, path());
     await s.opened;
     s.socket.send(JSON.stringify({ type: 'ping', id: 'p1' }));
     expect((await s.closed).code).toBe(CloseCode.Unauthorized);
@@ -274,19 +228,18 @@ describe('the event WebSocket is per tenant', () => {
   });
 
   it('an unknown key in the auth frame closes with 4001, and so does silence', async () => {
-    const bad = openSocket(path());
+    const bad = openSocket(h, path(), { auth: { frame: 'not-a-key-0123456789' } });
     await bad.opened;
-    bad.socket.send(JSON.stringify({ type: 'auth', api_key: 'not-a-key-0123456789' }));
     expect((await bad.closed).code).toBe(CloseCode.Unauthorized);
     expect(bad.frames).toEqual([]);
-    const silent = openSocket(path());
+    const silent = openSocket(h, path());
     await silent.opened;
     expect((await silent.closed).code).toBe(CloseCode.Unauthorized); // authTimeoutMs is 1 s here
     expect(silent.frames).toEqual([]);
   });
 
   it('an unknown key in the upgrade header is refused with HTTP 401', async () => {
-    const s = openSocket(path(), { [API_KEY_HEADER]: 'not-a-key-0123456789' });
+    const s = openSocket(h, path(), { auth: { header: 'not-a-key-0123456789' } });
     expect(await s.refused).toBe(401);
     await s.closed;
     expect(s.frames).toEqual([]);
@@ -368,9 +321,8 @@ describe('the same id in two tenants names two conversations', () => {
     expect((await h.acme.getConversation(target)).title).toBe(SECRET_TITLE);
 
     const live = async (key: string): Promise<Socket> => {
-      const s = openSocket(`/v1/conversations/${target}/events`);
+      const s = openSocket(h, `/v1/conversations/${target}/events`, { auth: { frame: key } });
       await s.opened;
-      s.socket.send(JSON.stringify({ type: 'auth', api_key: key }));
       for (let index = 0; !s.frames.some((frame) => frame.type === 'live'); index += 1) await s.frame(index);
       return s;
     };

@@ -63,16 +63,36 @@ export function expectIssue(reply: Reply, path: string, where = ''): void {
 
 // ── WebSockets ───────────────────────────────────────────────────────────────────────────────
 
+/** How a socket presents its API key: in its first frame once open (`{ type: 'auth', api_key }`), or in the upgrade's header. */
+export type SocketAuth = { readonly frame: string } | { readonly header: string };
+
+export type SocketOptions = {
+  /** Left out: no key at all (the test sends its own first frame, or nothing). */
+  readonly auth?: SocketAuth;
+  /** Added to the path's query as `after_seq`. */
+  readonly afterSeq?: number;
+};
+
 export type Socket = {
+  /** The ws instance itself (a test may pause its `_socket` to stop reading). */
   readonly socket: WebSocket;
+  /** Every frame received, parsed, in order. */
   readonly frames: ServerFrame[];
   readonly closed: Promise<{ code: number; reason: string }>;
+  /** Resolves once upgraded (the auth frame, if any, already sent); rejects if the socket fails before that. */
   readonly opened: Promise<void>;
+  /** The status of an HTTP answer instead of an upgrade (the handshake is then aborted); pending otherwise. */
+  readonly refused: Promise<number>;
+  /** Frame `index`, once it came; throws if the socket closes or `timeoutMs` passes first. */
   frame(index: number, timeoutMs?: number): Promise<ServerFrame>;
 };
 
-export function openSocket(harness: GatewayHarness, path: string): Socket {
-  const socket = new WebSocket(`${harness.url.replace(/^http/, 'ws')}${path}`);
+/** A raw WebSocket on the gateway at `path` that records every frame. */
+export function openSocket(harness: GatewayHarness, path: string, options: SocketOptions = {}): Socket {
+  const { auth, afterSeq } = options;
+  const query = afterSeq === undefined ? '' : `${path.includes('?') ? '&' : '?'}after_seq=${afterSeq}`;
+  const headers: Record<string, string> = auth && 'header' in auth ? { [API_KEY_HEADER]: auth.header } : {};
+  const socket = new WebSocket(`${harness.url.replace(/^http/, 'ws')}${path}${query}`, { headers });
   const frames: ServerFrame[] = [];
   const waiters: (() => void)[] = [];
   const wake = (): void => {
@@ -82,10 +102,24 @@ export function openSocket(harness: GatewayHarness, path: string): Socket {
     frames.push(JSON.parse(data.toString('utf8')) as ServerFrame);
     wake();
   });
-  socket.on('error', () => undefined);
   const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString() })));
   void closed.then(wake);
-  const opened = new Promise<void>((resolve) => socket.on('open', () => resolve()));
+  let refusedWith: number | undefined;
+  const refused = new Promise<number>((resolve) =>
+    socket.on('unexpected-response', (_request, response) => {
+      refusedWith = response.statusCode ?? 0;
+      resolve(refusedWith);
+      socket.terminate(); // with this listener, ws leaves aborting the handshake to us
+    }),
+  );
+  const opened = new Promise<void>((resolve, reject) => {
+    socket.on('open', () => {
+      if (auth && 'frame' in auth) socket.send(JSON.stringify({ type: 'auth', api_key: auth.frame }));
+      resolve();
+    });
+    socket.on('error', (error: Error) => reject(refusedWith === undefined ? error : new Error(`the upgrade was refused with HTTP ${refusedWith}`)));
+  });
+  void opened.catch(() => undefined); // a test that expects a refusal need not await `opened`
   const frame = async (index: number, timeoutMs = 5_000): Promise<ServerFrame> => {
     const deadline = Date.now() + timeoutMs;
     while (frames.length <= index) {
@@ -97,14 +131,13 @@ export function openSocket(harness: GatewayHarness, path: string): Socket {
     }
     return frames[index]!;
   };
-  return { socket, frames, closed, opened, frame };
+  return { socket, frames, closed, opened, refused, frame };
 }
 
 /** A socket on a conversation's events, authenticated and past replay (its `live` frame came). */
 export async function liveSocket(harness: GatewayHarness, conversation: string, key: string = ACME_KEY): Promise<Socket> {
-  const s = openSocket(harness, `/v1/conversations/${conversation}/events`);
+  const s = openSocket(harness, `/v1/conversations/${conversation}/events`, { auth: { frame: key } });
   await s.opened;
-  s.socket.send(JSON.stringify({ type: 'auth', api_key: key }));
   expect((await s.frame(0)).type).toBe('sync');
   const deadline = Date.now() + 5_000;
   while (!s.frames.some((frame) => frame.type === 'live')) {
