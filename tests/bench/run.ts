@@ -4,6 +4,8 @@ import { benchLogAppend } from './log-append.bench.js';
 import { benchStepCycle } from './step-cycle.bench.js';
 import { benchStepWorkerMemory } from './step-worker-memory.bench.js';
 import { benchThroughput } from './throughput.bench.js';
+import { benchWsFanout } from './ws-fanout.bench.js';
+import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
 
 /** Runs the benchmarks named on the command line (default: all) and prints their figures. */
 const benches: Record<string, () => Promise<string>> = {
@@ -13,6 +15,8 @@ const benches: Record<string, () => Promise<string>> = {
   throughput: () => benchThroughput(),
   'step-worker-memory': () => benchStepWorkerMemory(),
   'agent-step': () => benchAgentStep(),
+  'ws-fanout': () => benchWsFanout(),
+  'ws-idle-memory': () => benchWsIdleMemory(),
 };
 
 const wanted = process.argv.slice(2).filter((name) => name !== '--');

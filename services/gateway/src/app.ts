@@ -70,7 +70,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     return503OnClosing: true,
     forceCloseConnections: true,
     // room for the longest valid event id (128); longer parameters get a 400 below
-    maxParamLength: 256,
+    routerOptions: { maxParamLength: 256 },
     // errors fastify raises before routing (bad percent-escapes, over-long parameters) get the API's error body
     frameworkErrors: (error, _request, reply) => {
       const api =
