@@ -240,20 +240,25 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
 
     const begin = async (): Promise<void> => {
       const ref = { tenant: request.tenant, conversation: id.data };
+      // the shared feed knows the tail: a socket on a conversation others already watch costs no NATS request
+      const slot = await hub.acquire(ref).catch((error: unknown) => {
+        logger.warn({ err: error }, 'socket could not load the conversation');
+        return undefined;
+      });
+      if (slot === undefined) return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
+      if (slot === null) return fail(CloseCode.TooManySubscribers, `too many subscribers on this conversation (limit ${config.maxSubscribersPerConversation})`);
+      release = slot.release;
+      if (slot.feed.tail.lastSeq === 0) return fail(CloseCode.NotFound, `no conversation "${id.data}"`);
+      const indexed = deps.index.get(ref.tenant, ref.conversation);
       let status: string;
       try {
-        status = (await conversations.snapshot(ref)).status;
+        status = indexed && indexed.last_seq >= slot.feed.tail.lastSeq ? indexed.status : (await conversations.snapshot(ref)).status;
       } catch (error) {
         if (error instanceof ApiError && error.statusCode === 404) return fail(CloseCode.NotFound, `no conversation "${id.data}"`);
         logger.warn({ err: error }, 'socket could not load the conversation');
         return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
       }
       if (socket.readyState !== socket.OPEN) return;
-      const slot = await hub.acquire(ref).catch(() => undefined);
-      if (slot === undefined) return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
-      if (slot === null) return fail(CloseCode.TooManySubscribers, `too many subscribers on this conversation (limit ${config.maxSubscribersPerConversation})`);
-      release = slot.release;
-      if (socket.readyState !== socket.OPEN) return release();
       session = new SocketSession(socket, slot.feed, { ref, afterSeq: query.data.after_seq, highWaterBytes: config.socketHighWaterBytes, log, conversations, logger });
       sessions.add(session);
       slot.feed.add(session);

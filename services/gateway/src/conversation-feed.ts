@@ -3,14 +3,14 @@ import { deltaSubject, DEFAULT_SIGNAL_ROOT } from '@flotilla/runtime';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 
-/** One event ready to send: its seq and its frame, serialised once for every subscriber. */
-export type ReadyEvent = { readonly seq: number; readonly frame: string };
+/** One event ready to send: its seq and its frame, serialised and encoded once for every subscriber. */
+export type ReadyEvent = { readonly seq: number; readonly frame: Buffer };
 
 export type FeedListener = {
   /** New events are in the feed (read them with `since`). */
   wake(): void;
-  /** A transient frame (token delta), already serialised. */
-  transient(frame: string): void;
+  /** A transient frame (token delta), already serialised and encoded. */
+  transient(frame: Buffer): void;
   /** The feed broke (NATS gone for good): the listener must close its socket. */
   failed(error: Error): void;
 };
@@ -99,7 +99,7 @@ export class ConversationFeed {
   #append(commit: StoredCommit): void {
     for (const event of commit.events) {
       if (event.seq <= this.#tail.lastSeq) continue;
-      this.#ring.push({ seq: event.seq, frame: JSON.stringify({ type: 'event', seq: event.seq, event }) });
+      this.#ring.push({ seq: event.seq, frame: Buffer.from(JSON.stringify({ type: 'event', seq: event.seq, event })) });
     }
     if (this.#ring.length > RING_EVENTS) this.#ring.splice(0, this.#ring.length - RING_EVENTS);
     this.#tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
@@ -115,7 +115,7 @@ export class ConversationFeed {
     }
     const text = delta.type === 'tool_call' ? delta.argumentsDelta : delta.type === 'restart' ? '' : delta.text;
     if ((delta.type !== 'text' && delta.type !== 'reasoning' && delta.type !== 'tool_call' && delta.type !== 'restart') || typeof text !== 'string') return;
-    const frame = JSON.stringify({ type: 'delta', kind: delta.type, text });
+    const frame = Buffer.from(JSON.stringify({ type: 'delta', kind: delta.type, text }));
     for (const listener of this.#listeners) listener.transient(frame);
   }
 }

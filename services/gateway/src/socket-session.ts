@@ -59,7 +59,7 @@ export class SocketSession implements FeedListener {
     void this.#pump().finally(() => (this.#pumping = false));
   }
 
-  transient(frame: string): void {
+  transient(frame: Buffer): void {
     // transient frames are dropped, never queued, for a socket that is behind
     if (this.#live && !this.#closed && this.socket.bufferedAmount < this.options.highWaterBytes / 2) this.#send(frame);
   }
@@ -192,7 +192,8 @@ export class SocketSession implements FeedListener {
     this.#send(JSON.stringify({ type: 'error', ...(id ? { id } : {}), code, message }));
   }
 
-  #send(frame: string): void {
-    if (this.socket.readyState === OPEN) this.socket.send(frame);
+  #send(frame: string | Buffer): void {
+    // a Buffer is sent as it is (a text frame): the feed encodes each event once for all its sockets
+    if (this.socket.readyState === OPEN) this.socket.send(frame, { binary: false });
   }
 }
