@@ -180,6 +180,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     const queued: string[] = [];
     let session: SocketSession | undefined;
     let authed = request.tenant !== '';
+    let authenticating = false;
     let alive = true;
     const fail = (code: number, reason: string): void => socket.close(code, reason);
     const id = ConversationId.safeParse((request.params as { id?: unknown }).id);
@@ -205,12 +206,15 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     const frames = new RateLimiter(20);
     socket.on('message', (data: Buffer, isBinary: boolean) => {
       const text = isBinary ? '' : data.toString('utf8');
-      if (!authed) {
+      if (!authed && !authenticating) {
+        authenticating = true;
         void authenticate(text);
         return;
       }
       if (!session) {
+        // frames sent right behind the auth frame wait for the session
         if (queued.length < 16) queued.push(text);
+        else socket.send(JSON.stringify({ type: 'error', code: 'rate_limited', message: 'Too many frames before the subscription started; this one was dropped.' }));
         return;
       }
       if (frames.take('socket') > 0) {

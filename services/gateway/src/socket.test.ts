@@ -183,4 +183,15 @@ describe('the event WebSocket', () => {
     subscription.close();
     expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
   }, 60_000);
+
+  it('answers a command frame sent right behind the auth frame (it waits for the subscription)', async () => {
+    await h.acme.createConversation({ id: 'eager' });
+    const raw = rawSocket(h, 'eager');
+    await raw.opened;
+    raw.socket.send(JSON.stringify({ type: 'message', id: 'first', text: 'sent before sync' }));
+    await until(() => raw.frames.some((frame) => 'id' in frame && frame.id === 'first'), 5_000, 'the answer');
+    expect(raw.frames[0]?.type).toBe('sync');
+    expect(raw.frames.find((frame) => 'id' in frame && frame.id === 'first')).toMatchObject({ type: 'ack', appended: true });
+    raw.socket.close();
+  });
 });
