@@ -252,6 +252,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       if (slot === undefined) return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
       if (slot === null) return fail(CloseCode.TooManySubscribers, `too many subscribers on this conversation (limit ${config.maxSubscribersPerConversation})`);
       release = slot.release;
+      if (socket.readyState !== socket.OPEN) return release(); // closed while the slot was taken: its close handler has run
       if (slot.feed.tail.lastSeq === 0) return fail(CloseCode.NotFound, `no conversation "${id.data}"`);
       const indexed = deps.index.get(ref.tenant, ref.conversation);
       let status: string;
@@ -262,7 +263,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
         logger.warn({ err: error }, 'socket could not load the conversation');
         return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
       }
-      if (socket.readyState !== socket.OPEN) return;
+      if (socket.readyState !== socket.OPEN) return release();
       session = new SocketSession(socket, slot.feed, { ref, afterSeq: query.data.after_seq, highWaterBytes: config.socketHighWaterBytes, log, conversations, logger });
       sessions.add(session);
       slot.feed.add(session);
