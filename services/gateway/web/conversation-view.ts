@@ -135,7 +135,8 @@ export class ConversationView {
         if (this.#subscription === subscription) this.#onEvent(event);
       },
       onDelta: (delta: DeltaFrame) => {
-        if (this.#subscription !== subscription) return;
+        // deltas travel apart from the log: ones that trail an interrupt or pause are stale
+        if (this.#subscription !== subscription || this.#status !== 'running') return;
         this.#keepAtBottom(() => this.#typing.add(delta));
       },
       onReconnect: (_reason, delayMs) => {

@@ -1,11 +1,12 @@
 import { execFile, spawn } from 'node:child_process';
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessByStdio, ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
 import { OutputBuffer } from './output-buffer.js';
@@ -49,6 +50,7 @@ export class BashSession {
 
   private constructor(
     private readonly child: ChildProcessWithoutNullStreams,
+    private readonly lifeline: ChildProcessByStdio<Writable, null, null>,
     private readonly fifo: string,
     private readonly tempDir: string,
     cwd: string,
@@ -61,6 +63,7 @@ export class BashSession {
     child.stdout.on('data', (chunk: Buffer) => this.#onOutput(this.#decoder.write(chunk)));
     child.stderr.on('data', (chunk: Buffer) => this.#onOutput(this.#decoder.write(chunk)));
     child.stdin.on('error', () => undefined);
+    lifeline.stdin.on('error', () => undefined);
     child.on('exit', (code, signal) => {
       this.#shellExitCode = code ?? (signal === null ? 0 : 128 + (os.constants.signals[signal] ?? 0));
       this.#state = 'exited';
@@ -82,8 +85,13 @@ export class BashSession {
       child.once('spawn', resolve);
       child.once('error', reject);
     });
+    // The lifeline: a watcher whose stdin this process holds. When this process dies (even by
+    // SIGKILL) the watcher reads EOF and kills the shell's process group, so no command runs on
+    // after its tool runner is gone (an action cut off by a crash is reported as such, never
+    // finished behind the log's back). It is not a job of the shell, so `wait` never waits for it.
+    const lifeline = spawn('sh', ['-c', `read _; kill -9 -${child.pid}`], { stdio: ['pipe', 'ignore', 'ignore'] });
     const marker = `__FLOTILLA_DONE_${randomBytes(6).toString('hex')}__`;
-    const session = new BashSession(child, fifo, tempDir, options.cwd, marker, options.bufferCapacity);
+    const session = new BashSession(child, lifeline, fifo, tempDir, options.cwd, marker, options.bufferCapacity);
     // Merge stderr into stdout. The runner is a function, so a syntax error inside `eval` cannot
     // derail the shell's own parser, and the SIGINT trap (C-c) can abandon the rest of the command
     // with status 130 while the shell itself survives.
@@ -186,6 +194,8 @@ export class BashSession {
     this.child.stdin.destroy();
     this.child.stdout.destroy();
     this.child.stderr.destroy();
+    // ending the lifeline makes the watcher kill whatever a shell that exited by itself left running
+    this.lifeline.stdin.destroy();
     await this.closeInput().catch(() => undefined);
     await rm(this.tempDir, { recursive: true, force: true });
   }
