@@ -323,7 +323,8 @@ function toApiError(error: Error & { statusCode?: number; code?: string }): ApiE
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
     return new ApiError(error.statusCode, error.statusCode === 404 ? 'route_not_found' : 'validation_failed', error.message);
   }
-  const transient = /timeout|disconnect|closed|no responders|connection/i.test(error.message);
+  // the log's and the snapshots' errors say whether they are transient; raw NATS client errors are
+  const transient = (error as { isRetryable?: unknown }).isRetryable === true || /timeout|disconnect|closed|no responders|connection/i.test(error.message);
   return transient
     ? new ApiError(503, 'unavailable', 'NATS is not reachable right now; retry.', undefined, 1)
     : new ApiError(500, 'internal', 'Internal error; it has been logged.');
