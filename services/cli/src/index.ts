@@ -7,7 +7,6 @@ export { CONFIG_FILE, resolveConnection } from './connection.js';
 export type { Connection } from './connection.js';
 export { CliError, CliErrorCode } from './errors.js';
 export { relativeTime, renderConversation, renderConversationTable, renderServerInfo } from './format-resources.js';
-export { PendingActions } from './pending-actions.js';
 export { contentText, renderEvent, renderPendingActions, speakerPrefix, summariseArguments } from './render-event.js';
 export type { RenderOptions } from './render-event.js';
 export { describeError, runCli } from './run-cli.js';

@@ -1,8 +1,8 @@
 import type { DeltaFrame, SyncFrame } from '@flotilla/api';
+import { PendingActions } from '@flotilla/client';
 import type { ActionEvent, ConversationStatus, Event } from '@flotilla/events';
 import type { CliClient, Subscription } from './cli-client.js';
 import { closeError } from './close-error.js';
-import { PendingActions } from './pending-actions.js';
 import { contentText, renderEvent, renderPendingActions, speakerPrefix } from './render-event.js';
 import { Spinner } from './spinner.js';
 import { createStyle } from './style.js';
@@ -108,7 +108,7 @@ export async function watchConversation(client: WatchClient, id: string, termina
       if (done || stopping) return;
       lastSeq = event.seq;
       spinner.touch();
-      pending.observe(event);
+      pending.add(event);
       const render = (omitText: boolean): string[] => renderEvent(event, { color: options.color, verbose: options.verbose, omitText });
       if (streamed !== '' && BOOKKEEPING.has(event.type)) {
         // the step's usage comes before its message or actions: keep the streamed line open for them
@@ -170,6 +170,6 @@ function streamedText(event: Event): string | undefined {
 async function pendingFromLog(client: WatchClient, id: string): Promise<ActionEvent[]> {
   const page = await client.searchEvents(id, { type: 'action,observation,agent_error,user_rejection,approval', order: 'desc', limit: 200 });
   const pending = new PendingActions();
-  for (const event of [...page.items].reverse()) pending.observe(event);
+  for (const event of [...page.items].reverse()) pending.add(event);
   return pending.list();
 }

@@ -63,11 +63,6 @@ export class ApiKeyStore {
     return key;
   }
 
-  async revoke(key: string): Promise<void> {
-    await this.kv.delete(hashApiKey(key));
-    this.#cache.delete(hashApiKey(key));
-  }
-
   /** The key's tenant, or null for an unknown key. */
   async resolve(key: string): Promise<KeyRecord | null> {
     const hash = hashApiKey(key);

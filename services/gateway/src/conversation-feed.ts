@@ -51,10 +51,6 @@ export class ConversationFeed {
     return this.#tail;
   }
 
-  get listeners(): number {
-    return this.#listeners.size;
-  }
-
   /** True once the feed stopped (closed, or failed): a new feed must be started. */
   get stopped(): boolean {
     return this.#abort.signal.aborted;

@@ -1,11 +1,10 @@
 import type { DeltaFrame } from '@flotilla/api';
 import { CloseCode } from '@flotilla/api/constants';
-import type { EventSubscription, FlotillaClient } from '@flotilla/client';
+import { PendingActions, type EventSubscription, type FlotillaClient } from '@flotilla/client';
 import type { ConversationStatus, Event } from '@flotilla/events';
 import { byId, h, show } from './dom.js';
 import { actionCard, renderEvent } from './event-view.js';
 import { count, statusBadge, usd } from './format.js';
-import { PendingActions } from './pending.js';
 import { TypingArea } from './typing-area.js';
 
 /** What the list shows of the open conversation, ahead of its next refresh. */

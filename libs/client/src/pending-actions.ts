@@ -3,7 +3,7 @@ import type { ActionEvent, Event } from '@flotilla/events';
 /**
  * The actions that await the user's decision, kept up to date one event at a time: executable
  * actions no observation, error or rejection has answered and no runner has started (the same
- * rule the agent applies when it approves or rejects).
+ * rule the agent applies when it approves or rejects). The CLI and the web UI both fold with it.
  */
 export class PendingActions {
   readonly #actions = new Map<string, ActionEvent>();
