@@ -1,5 +1,4 @@
-import { CommitHeader } from '@flotilla/events';
-import { parseConversationSubject, type ConversationRef } from '@flotilla/log';
+import { parseConversationSubject, type ConversationRef, type RawMessage } from '@flotilla/log';
 import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import type { ServiceMetrics } from './metrics.js';
@@ -10,8 +9,14 @@ export type Delivery = {
   readonly ref: ConversationRef | undefined;
   readonly subject: string;
   readonly streamSeq: number;
-  /** From the Flotilla-Event-Types header (empty for foreign messages). */
-  readonly eventTypes: readonly string[];
+  /** The delivered message itself (a commit, usually): a cached conversation extends from it without a read. */
+  readonly message: RawMessage;
+  /**
+   * True when the server had nothing newer pending for this group when it delivered the commit,
+   * and that was moments ago: the commit is taken as the conversation's tail without asking the
+   * log (a commit appended since makes the handler's own append conflict, as it would anyway).
+   */
+  readonly likelyTail: boolean;
   readonly deliveryCount: number;
   /** Aborted on shutdown: stop, and the commit goes back to the group at once. */
   readonly signal: AbortSignal;
@@ -25,6 +30,9 @@ export type HandleOutcome =
   | { readonly ack: false; readonly outcome: string; readonly delayMs: number };
 
 export type CommitHandler = (delivery: Delivery) => Promise<HandleOutcome>;
+
+/** How recently a commit must have been stored for its delivery's "nothing pending" to be trusted. */
+export const LIKELY_TAIL_WINDOW_MS = 250;
 
 export type CommitConsumerOptions = {
   readonly js: JetStreamClient;
@@ -91,7 +99,8 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           ref,
           subject: message.subject,
           streamSeq: message.seq,
-          eventTypes: (message.headers?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean),
+          message: { subject: message.subject, seq: message.seq, data: message.data },
+          likelyTail: isLikelyTail(message),
           deliveryCount: message.info.deliveryCount,
           signal: shutdown.signal,
           logger,
@@ -144,4 +153,12 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       await loop.catch(() => undefined);
     },
   };
+}
+
+/** Nothing was pending for the group at delivery, the commit is recent, and this is its first delivery. */
+function isLikelyTail(message: JsMsg): boolean {
+  const info = message.info;
+  if (info.pending !== 0 || info.deliveryCount !== 1) return false;
+  const ageMs = Date.now() - info.timestampNanos / 1_000_000;
+  return ageMs < LIKELY_TAIL_WINDOW_MS;
 }

@@ -1,5 +1,5 @@
 import type { Event } from '@flotilla/events';
-import type { ConversationRef, EventLog, Tail } from '@flotilla/log';
+import { decodeCommit, type ConversationRef, type EventLog, type RawMessage, type Tail } from '@flotilla/log';
 
 export type CachedConversation = { readonly events: readonly Event[]; readonly tail: Tail };
 
@@ -23,12 +23,19 @@ export class ConversationCache {
     return this.#entries.size;
   }
 
+  /** The cached conversation as it stands (no read); undefined when not cached. */
+  peek(ref: ConversationRef): CachedConversation | undefined {
+    return this.#entries.get(`${ref.tenant}.${ref.conversation}`);
+  }
+
   /**
    * The conversation up to the subject's message `targetStreamSeq` (default: its current last
    * message), reading and validating only what the cache lacks. The returned tail is the
    * position to append after: the subject's last stream sequence and the last valid event seq.
+   * `delivered`, the message at `targetStreamSeq` as a consumer delivered it, saves the read
+   * when it is the commit that directly follows the cached events.
    */
-  async load(ref: ConversationRef, targetStreamSeq?: number): Promise<CachedConversation> {
+  async load(ref: ConversationRef, targetStreamSeq?: number, delivered?: RawMessage): Promise<CachedConversation> {
     const key = `${ref.tenant}.${ref.conversation}`;
     const target = targetStreamSeq ?? (await this.log.lastStreamSeq(ref));
     let entry = this.#entries.get(key);
@@ -36,6 +43,15 @@ export class ConversationCache {
     if (!entry || entry.tail.streamSeq > target) {
       this.#events -= entry?.events.length ?? 0;
       entry = { events: [], tail: { streamSeq: 0, lastSeq: 0 } };
+    }
+    if (entry.tail.streamSeq > 0 && entry.tail.streamSeq < target && delivered?.seq === target) {
+      // the next commit, as delivered: validated like a read, appended without one
+      const decoded = decodeCommit(delivered, ref);
+      if (decoded.ok && decoded.commit.firstSeq === entry.tail.lastSeq + 1) {
+        for (const event of decoded.commit.events) entry.events.push(event);
+        this.#events += decoded.commit.events.length;
+        entry.tail = { streamSeq: target, lastSeq: decoded.commit.lastSeq };
+      }
     }
     if (entry.tail.streamSeq < target) {
       const from = entry.tail.streamSeq > 0 ? { afterStreamSeq: entry.tail.streamSeq } : { afterStreamSeq: 0 };

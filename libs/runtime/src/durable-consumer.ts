@@ -31,13 +31,13 @@ export async function ensureDurableConsumer(jsm: JetStreamManager, spec: Durable
       ack_wait: nanos(spec.ackWaitMs),
       max_ack_pending: spec.maxAckPending,
       max_deliver: -1,
-      // a delivery is only a wake-up: services read the conversation themselves, so the body
-      // is never needed (less copying in the server, less parsing in the client)
-      headers_only: true,
+      // the body comes with the wake-up: a service holding the conversation in its cache extends
+      // it from the delivered commit instead of reading it back from the log
+      headers_only: false,
     });
     return;
   }
-  if (existing.config.ack_wait !== nanos(spec.ackWaitMs) || existing.config.max_ack_pending !== spec.maxAckPending || existing.config.headers_only !== true) {
-    await jsm.consumers.update(spec.stream, spec.name, { ack_wait: nanos(spec.ackWaitMs), max_ack_pending: spec.maxAckPending, headers_only: true });
+  if (existing.config.ack_wait !== nanos(spec.ackWaitMs) || existing.config.max_ack_pending !== spec.maxAckPending || existing.config.headers_only === true) {
+    await jsm.consumers.update(spec.stream, spec.name, { ack_wait: nanos(spec.ackWaitMs), max_ack_pending: spec.maxAckPending, headers_only: false });
   }
 }

@@ -97,6 +97,18 @@ export class SnapshotStore {
     }
   }
 
+  /**
+   * Folds `commits` (which must continue it) into a snapshot the caller holds as stored at
+   * `record.revision` (0: nothing stored), and writes it with compare-and-set, without reading
+   * the store. Undefined when the stored value moved on meanwhile: read it again (catchUp).
+   */
+  async advanceKnown(ref: ConversationRef, record: SnapshotRecord, commits: readonly StoredCommit[]): Promise<SnapshotRecord | undefined> {
+    const next = foldCommits(record.snapshot, commits);
+    if (next === record.snapshot) return record;
+    const revision = await this.#write(snapshotKey(ref), next, record.revision);
+    return revision === undefined ? undefined : { snapshot: next, revision };
+  }
+
   /** Folds in whatever the log holds after the stored snapshot's last_seq (from the start when none is stored). */
   async catchUp(ref: ConversationRef, log: EventLog, options: CatchUpOptions = {}): Promise<AdvanceResult> {
     const current = await this.get(ref);

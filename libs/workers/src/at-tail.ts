@@ -1,22 +1,44 @@
 import type { ConversationRef, EventLog, Tail } from '@flotilla/log';
 import type { CachedConversation, ConversationCache, Delivery, HandleOutcome } from '@flotilla/runtime';
 
-export type AtTail = { readonly ref: ConversationRef; readonly tail: Tail; readonly conversation: CachedConversation };
+export type Delivered = { readonly ref: ConversationRef; readonly tail: Tail; readonly conversation: CachedConversation };
+
+export const NOT_TAIL: HandleOutcome = Object.freeze({ ack: true, outcome: 'not_tail' });
 
 /**
- * The common start of every handler: a delivered commit is only a wake-up, acted on when it is
- * still the conversation's tail (a later commit will be delivered and decided on otherwise).
- * Returns the conversation loaded up to that tail, or the outcome to ack with.
+ * The common start of every handler: the conversation as of the delivered commit. A delivered
+ * commit is only a wake-up; what it asks for is decided from the log up to it.
+ *
+ * This usually costs no round trip: a cache already past the commit says it is not the tail
+ * (a later commit will be delivered and decided on), and the delivered commit extends the cached
+ * conversation. A cache that misses commits reads them; a conversation not cached at all is
+ * loaded only when the commit is its tail.
+ *
+ * A decision that there is nothing to do needs nothing more: the log's last commit is delivered
+ * too, and decides. Before work that costs (a model call) or that waits (in progress), the
+ * handler asks `isStillTail`. An append always expects the tail it loaded, so a commit that
+ * landed meanwhile makes it conflict rather than fork the log.
  */
-export async function loadAtTail(delivery: Delivery, log: EventLog, cache: ConversationCache): Promise<AtTail | HandleOutcome> {
+export async function loadDelivered(delivery: Delivery, log: EventLog, cache: ConversationCache): Promise<Delivered | HandleOutcome> {
   const ref = delivery.ref;
   if (!ref) return { ack: true, outcome: 'foreign_subject' };
-  const last = await log.lastStreamSeq(ref);
-  if (delivery.streamSeq < last) return { ack: true, outcome: 'not_tail' };
-  const conversation = await cache.load(ref, last);
+  const cached = cache.peek(ref);
+  if (cached && cached.tail.streamSeq > delivery.streamSeq) return NOT_TAIL;
+  // not cached: a backlog's old commit is told apart by one direct get, not by reading the log
+  if (!cached && !(await isStillTail(delivery, ref, log))) return NOT_TAIL;
+  const conversation = await cache.load(ref, delivery.streamSeq, delivery.message);
   return { ref, tail: conversation.tail, conversation };
 }
 
-export function isOutcome(value: AtTail | HandleOutcome): value is HandleOutcome {
+/**
+ * Is the delivered commit still the conversation's last message? Free when the server had
+ * nothing pending behind it a moment ago; otherwise one direct get.
+ */
+export async function isStillTail(delivery: Delivery, ref: ConversationRef, log: EventLog): Promise<boolean> {
+  if (delivery.likelyTail) return true;
+  return (await log.lastStreamSeq(ref)) <= delivery.streamSeq;
+}
+
+export function isOutcome(value: Delivered | HandleOutcome): value is HandleOutcome {
   return 'ack' in value;
 }

@@ -3,7 +3,7 @@ import { draftEvent, type EventDraft } from '@flotilla/events';
 import { isLlmError, type LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import type { CommitHandler, ConversationCache, InterruptRegistry } from '@flotilla/runtime';
-import { isOutcome, loadAtTail } from './at-tail.js';
+import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
 
 export type CondenseHandlerDependencies = {
   readonly log: EventLog;
@@ -16,10 +16,11 @@ export type CondenseHandlerDependencies = {
 /** The condenser's reaction to a delivered commit: answer an unhandled condensation request at the tail. */
 export function createCondenseHandler(deps: CondenseHandlerDependencies): CommitHandler {
   return async (delivery) => {
-    const loaded = await loadAtTail(delivery, deps.log, deps.cache);
+    const loaded = await loadDelivered(delivery, deps.log, deps.cache);
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
     if (nextWork(conversation.events).kind !== 'condense') return { ack: true, outcome: 'nothing_to_condense' };
+    if (!(await isStillTail(delivery, ref, deps.log))) return NOT_TAIL;
     const tracked = deps.interrupts.track(ref, delivery.signal);
     let drafts: EventDraft[];
     try {

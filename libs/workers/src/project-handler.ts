@@ -1,17 +1,50 @@
-import type { EventLog } from '@flotilla/log';
+import { decodeCommit, type EventLog } from '@flotilla/log';
 import type { CommitHandler } from '@flotilla/runtime';
-import type { SnapshotStore } from '@flotilla/state';
+import type { SnapshotRecord, SnapshotStore } from '@flotilla/state';
+import { isStillTail, NOT_TAIL } from './at-tail.js';
+
+export type ProjectHandlerOptions = {
+  /** Snapshots held in memory (with their KV revision), most recently projected kept. Default 10,000. */
+  readonly cacheSize?: number;
+};
 
 /**
- * Keeps the KV snapshot current: on a conversation's tail commit, fold whatever the log holds
- * past the snapshot (idempotent, CAS; a burst of commits coalesces into one catch-up).
+ * Keeps the KV snapshot current. A snapshot this process wrote last is folded forward with the
+ * delivered commit and written with compare-and-set on the revision it holds: one KV write, no
+ * read. Otherwise (not held, a gap, or another writer got there first) it folds whatever the log
+ * holds past the stored snapshot, on the conversation's tail commit only, so a burst of commits
+ * coalesces into one catch-up. Idempotent either way.
  */
-export function createProjectHandler(log: EventLog, store: SnapshotStore): CommitHandler {
+export function createProjectHandler(log: EventLog, store: SnapshotStore, options: ProjectHandlerOptions = {}): CommitHandler {
+  const cacheSize = Math.max(1, options.cacheSize ?? 10_000);
+  const held = new Map<string, SnapshotRecord>();
+  const hold = (key: string, record: SnapshotRecord): void => {
+    held.delete(key);
+    if (record.revision === 0) return;
+    held.set(key, record);
+    if (held.size > cacheSize) held.delete(held.keys().next().value!);
+  };
+
   return async (delivery) => {
     const ref = delivery.ref;
     if (!ref) return { ack: true, outcome: 'foreign_subject' };
-    if (delivery.streamSeq < (await log.lastStreamSeq(ref))) return { ack: true, outcome: 'not_tail' };
-    await store.catchUp(ref, log, { signal: delivery.signal });
+    const key = `${ref.tenant}.${ref.conversation}`;
+    const record = held.get(key);
+    if (record) {
+      if (record.snapshot.last_stream_seq >= delivery.streamSeq) return { ack: true, outcome: 'already_projected' };
+      const decoded = decodeCommit(delivery.message, ref);
+      if (decoded.ok && decoded.commit.firstSeq === record.snapshot.last_seq + 1) {
+        const next = await store.advanceKnown(ref, record, [decoded.commit]);
+        if (next) {
+          hold(key, next);
+          return { ack: true, outcome: 'projected' };
+        }
+      }
+      held.delete(key);
+    }
+    if (!(await isStillTail(delivery, ref, log))) return NOT_TAIL;
+    const result = await store.catchUp(ref, log, { signal: delivery.signal });
+    hold(key, { snapshot: result.snapshot, revision: result.revision });
     return { ack: true, outcome: 'projected' };
   };
 }

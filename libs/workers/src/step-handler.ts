@@ -3,7 +3,7 @@ import type { LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import { publishDelta, type CommitHandler, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { isOutcome, loadAtTail } from './at-tail.js';
+import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
 
 export type StepHandlerDependencies = {
   readonly log: EventLog;
@@ -20,12 +20,12 @@ export type StepHandlerDependencies = {
 };
 
 /**
- * The step worker's reaction to a delivered commit: if it is still the conversation's tail and
- * the log says a step is due, take ONE step and append its events expecting that tail.
+ * The step worker's reaction to a delivered commit: if the log up to it says a step is due and
+ * it is still the conversation's tail, take ONE step and append its events expecting that tail.
  */
 export function createStepHandler(deps: StepHandlerDependencies): CommitHandler {
   return async (delivery) => {
-    const loaded = await loadAtTail(delivery, deps.log, deps.cache);
+    const loaded = await loadDelivered(delivery, deps.log, deps.cache);
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
     const work = nextWork(conversation.events);
@@ -34,6 +34,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
       if (work.kind === 'rest') deps.cache.forget(ref);
       return { ack: true, outcome: 'no_step_due' };
     }
+    if (!(await isStillTail(delivery, ref, deps.log))) return NOT_TAIL;
 
     const tracked = deps.interrupts.track(ref, delivery.signal);
     const started = performance.now();

@@ -2,11 +2,11 @@ import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { executeActions, interruptedDrafts, nextWork, pendingActions, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, type Event, type EventDraft } from '@flotilla/events';
-import { isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
-import type { CommitHandler, ConversationCache, InterruptRegistry, Logger, RunnerRegistry, ServiceMetrics } from '@flotilla/runtime';
-import { createToolContext, openWorkspace, type ToolRegistry } from '@flotilla/tools';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { isOutcome, loadAtTail } from './at-tail.js';
+import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
+import type { CachedConversation, CommitHandler, ConversationCache, InterruptRegistry, Logger, RunnerRegistry, ServiceMetrics } from '@flotilla/runtime';
+import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
+import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
 
 export type ToolRunnerDependencies = {
   readonly runnerId: string;
@@ -36,6 +36,8 @@ export const WORKSPACE_REBUILT_NOTE =
 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
+const MAX_OPEN_WORKSPACES = 1_000;
+
 /**
  * A tool runner: owns conversations' workspaces (ownership in KV, heartbeat), runs each action
  * at most once (execution_started is appended before anything runs), and appends one commit of
@@ -46,6 +48,10 @@ export class ToolRunner {
   readonly #deps: ToolRunnerDependencies;
   /** Conversations whose actions this process is executing right now. */
   readonly #executing = new Map<string, Promise<void>>();
+  /** When this runner last confirmed it owns a conversation's workspace (claimed it, or read it in KV). */
+  readonly #owned = new Map<string, number>();
+  /** Opened workspaces, most recently used last. */
+  readonly #workspaces = new Map<string, Workspace>();
   #heartbeat: NodeJS.Timeout | undefined;
   #subscription: Subscription | undefined;
 
@@ -64,14 +70,12 @@ export class ToolRunner {
     }, heartbeatMs);
     this.#subscription = this.#deps.nc.subscribe(this.wakeSubject, {
       callback: (_error, message) => {
-        let ref: ConversationRef;
-        try {
-          ref = message.json<ConversationRef>();
-        } catch {
-          message.respond(JSON.stringify({ ok: false, error: 'bad request' }));
+        const forwarded = parseForward(message);
+        if (typeof forwarded === 'string') {
+          message.respond(JSON.stringify({ ok: false, error: `bad request: ${forwarded}` }));
           return;
         }
-        this.#executeFor(ref, false).then(
+        this.#executeForwarded(forwarded).then(
           () => message.respond(JSON.stringify({ ok: true })),
           (error: unknown) => message.respond(JSON.stringify({ ok: false, error: (error as Error).message })),
         );
@@ -88,22 +92,32 @@ export class ToolRunner {
 
   handler(): CommitHandler {
     return async (delivery) => {
-      const loaded = await loadAtTail(delivery, this.#deps.log, this.#deps.cache);
+      const loaded = await loadDelivered(delivery, this.#deps.log, this.#deps.cache);
       if (isOutcome(loaded)) return loaded;
       const { ref, conversation } = loaded;
       const work = await this.#decide(conversation.events, this.#executing.has(key(ref)));
       if (work.kind === 'in_progress') {
+        if (!(await isStillTail(delivery, ref, this.#deps.log))) return NOT_TAIL;
         // Someone (maybe us) is running these. Never ack on a liveness judgement: the runner may
         // die before it appends, so look again later until the results are in the log.
         return { ack: false, outcome: 'in_progress', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
       }
       if (work.kind !== 'execute') return { ack: true, outcome: 'nothing_to_run' };
 
+      if (this.#ownsRecently(ref)) {
+        await this.#executeFor(ref, false, delivery.signal, conversation);
+        return { ack: true, outcome: 'executed' };
+      }
       const owner = await this.#deps.runners.owner(ref);
       if (owner?.runner && owner.runner !== this.#deps.runnerId && (await this.#deps.runners.isAlive(owner.runner))) {
         // The owner answers once the batch is appended; if it takes longer, or dies, look again later.
         try {
-          const reply = await this.#deps.nc.request(`flotilla.runner.${owner.runner}.wake`, JSON.stringify(ref), {
+          const forward = headers();
+          forward.set(WakeHeader.Tenant, ref.tenant);
+          forward.set(WakeHeader.Conversation, ref.conversation);
+          forward.set(WakeHeader.StreamSeq, String(delivery.streamSeq));
+          const reply = await this.#deps.nc.request(`flotilla.runner.${owner.runner}.wake`, delivery.message.data, {
+            headers: forward,
             timeout: this.#deps.forwardTimeoutMs ?? this.#deps.runners.livenessMs * 2,
           });
           const answer = reply.json<{ ok: boolean; error?: string }>();
@@ -116,8 +130,9 @@ export class ToolRunner {
       if (owner?.runner !== this.#deps.runnerId && !(await this.#deps.runners.claim(ref, this.#deps.runnerId, owner))) {
         return { ack: false, outcome: 'claim_lost', delayMs: 200 };
       }
+      this.#owned.set(key(ref), Date.now());
       if (tookOver) delivery.logger.info({ previousOwner: owner?.runner }, 'took over the workspace');
-      await this.#executeFor(ref, tookOver, delivery.signal);
+      await this.#executeFor(ref, tookOver, delivery.signal, conversation);
       return { ack: true, outcome: 'executed' };
     };
   }
@@ -135,12 +150,41 @@ export class ToolRunner {
     return nextWork(events, { runnerAlive: (runner) => alive.get(runner) ?? false });
   }
 
+  /**
+   * A wake-up forwarded by another runner, with the commit it was delivered: when that commit
+   * directly follows what the cache holds, the batch starts without reading the log.
+   */
+  async #executeForwarded(forwarded: Forwarded): Promise<void> {
+    const { ref, streamSeq, data } = forwarded;
+    this.#owned.set(key(ref), Date.now());
+    const cached = this.#deps.cache.peek(ref);
+    if (!cached || cached.tail.streamSeq >= streamSeq || this.#executing.has(key(ref))) return this.#executeFor(ref, false);
+    const subject = this.#deps.log.subject(ref);
+    const loaded = await this.#deps.cache.load(ref, streamSeq, { subject, seq: streamSeq, data });
+    return this.#executeFor(ref, false, undefined, loaded);
+  }
+
+  /**
+   * Whether this runner confirmed its ownership of the workspace within half the liveness window.
+   * Another runner takes a workspace over only after the owner's heartbeat is a whole window
+   * old, and the age here is wall-clock time, so a runner that stalled for longer asks KV again.
+   */
+  #ownsRecently(ref: ConversationRef): boolean {
+    const confirmedAt = this.#owned.get(key(ref));
+    if (confirmedAt === undefined) return false;
+    if (Date.now() - confirmedAt < this.#deps.runners.livenessMs / 2) return true;
+    this.#owned.delete(key(ref));
+    return false;
+  }
+
   /** Runs whatever the conversation's log says is due, one batch at a time; serialised per conversation. */
-  async #executeFor(ref: ConversationRef, tookOver: boolean, signal?: AbortSignal): Promise<void> {
+  async #executeFor(ref: ConversationRef, tookOver: boolean, signal?: AbortSignal, loaded?: CachedConversation): Promise<void> {
     // Chain after any batch already running here, then look at the log again: work that arrived
     // while it ran is never assumed done.
-    const previous = this.#executing.get(key(ref)) ?? Promise.resolve();
-    const job = previous.catch(() => undefined).then(() => this.#runBatches(ref, tookOver, signal));
+    const previous = this.#executing.get(key(ref));
+    const job = previous
+      ? previous.catch(() => undefined).then(() => this.#runBatches(ref, tookOver, signal))
+      : this.#runBatches(ref, tookOver, signal, loaded);
     this.#executing.set(key(ref), job);
     try {
       await job;
@@ -149,11 +193,18 @@ export class ToolRunner {
     }
   }
 
-  async #runBatches(ref: ConversationRef, tookOver: boolean, signal?: AbortSignal): Promise<void> {
+  /**
+   * `loaded`: the conversation as the caller just loaded it at the tail (else it is read). After
+   * an append of ours the cache holds the log as of that append: a later commit is delivered and
+   * handled on its own, and an append that meets one conflicts and reads the log again.
+   */
+  async #runBatches(ref: ConversationRef, tookOver: boolean, signal?: AbortSignal, loaded?: CachedConversation): Promise<void> {
     let note = tookOver;
+    let known = loaded;
     for (let round = 0; round < 50; round += 1) {
       if (signal?.aborted) return;
-      const conversation = await this.#deps.cache.load(ref);
+      const conversation = known ?? (await this.#deps.cache.load(ref));
+      known = undefined;
       const work = await this.#decide(conversation.events, false);
       if (work.kind !== 'execute') return;
       const context = { ...ref, source: 'system' as const };
@@ -169,18 +220,34 @@ export class ToolRunner {
         throw error;
       }
       this.#deps.cache.appended(ref, conversation.tail, started.events, { streamSeq: started.streamSeq, lastSeq: started.lastSeq });
+      known = this.#deps.cache.peek(ref);
+      if (known?.tail.streamSeq !== started.streamSeq) known = undefined;
       if (work.actions.length === 0) continue;
       const observations = await this.#run(ref, work.actions, note);
       note = false;
-      await this.#appendResults(ref, observations);
+      known = await this.#appendResults(ref, observations);
     }
   }
 
-  async #run(ref: ConversationRef, actions: Extract<Event, { type: 'action' }>[] | readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
+  /** The conversation's workspace directory, created when missing; `existed` only when asked. */
+  async #workspace(ref: ConversationRef, checkExisted: boolean): Promise<{ workspace: Workspace; existed: boolean }> {
     const root = join(this.#deps.workspaceRoot, ref.tenant, ref.conversation);
-    const existed = await stat(root).then(() => true, () => false);
+    const cached = this.#workspaces.get(key(ref));
+    if (cached && !checkExisted) {
+      this.#workspaces.delete(key(ref));
+      this.#workspaces.set(key(ref), cached);
+      return { workspace: cached, existed: true };
+    }
+    const existed = checkExisted ? await stat(root).then(() => true, () => false) : true;
     await mkdir(root, { recursive: true });
     const workspace = await openWorkspace(root);
+    this.#workspaces.set(key(ref), workspace);
+    if (this.#workspaces.size > MAX_OPEN_WORKSPACES) this.#workspaces.delete(this.#workspaces.keys().next().value!);
+    return { workspace, existed };
+  }
+
+  async #run(ref: ConversationRef, actions: Extract<Event, { type: 'action' }>[] | readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
+    const { workspace, existed } = await this.#workspace(ref, note);
     const tracked = this.#deps.interrupts.track(ref);
     const started = performance.now();
     try {
@@ -203,14 +270,15 @@ export class ToolRunner {
    * dropped, so no call is ever answered twice. One commit id per distinct batch, so a retry
    * after a lost ack never duplicates.
    */
-  async #appendResults(ref: ConversationRef, drafts: readonly EventDraft[]): Promise<void> {
+  async #appendResults(ref: ConversationRef, drafts: readonly EventDraft[]): Promise<CachedConversation | undefined> {
     let remaining = drafts;
     let commitId = newId();
     for (let attempt = 0; ; attempt += 1) {
-      const conversation = await this.#deps.cache.load(ref);
+      // first at the tail our execution_started left (the usual case), then as the log says
+      const conversation = (attempt === 0 ? this.#deps.cache.peek(ref) : undefined) ?? (await this.#deps.cache.load(ref));
       const answered = answeredCalls(conversation.events);
       const unanswered = remaining.filter((draft) => draft.type !== 'observation' || !answered.has(draft.tool_call_id));
-      if (unanswered.length === 0) return;
+      if (unanswered.length === 0) return undefined;
       if (unanswered.length !== remaining.length) {
         this.#deps.logger.warn({ dropped: remaining.length - unanswered.length }, 'results already answered by another runner were dropped');
         remaining = unanswered;
@@ -220,7 +288,8 @@ export class ToolRunner {
         const commit = await this.#deps.log.append(ref, remaining, { expected: conversation.tail, commitId });
         this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
         this.#deps.metrics.appends.inc({ result: 'ok' });
-        return;
+        const known = this.#deps.cache.peek(ref);
+        return known?.tail.streamSeq === commit.streamSeq ? known : undefined;
       } catch (error) {
         if (!isConflict(error) && !(error as { isRetryable?: boolean }).isRetryable) throw error;
         this.#deps.metrics.appends.inc({ result: isConflict(error) ? 'conflict' : 'retry' });
@@ -238,4 +307,26 @@ function answeredCalls(events: readonly Event[]): Set<string> {
     else if (event.type === 'agent_error' && event.tool_call_id !== undefined) answered.add(event.tool_call_id);
   }
   return answered;
+}
+
+/** Headers of a forwarded wake-up; the body is the delivered commit as stored. */
+export const WakeHeader = {
+  Tenant: 'Flotilla-Tenant',
+  Conversation: 'Flotilla-Conversation',
+  StreamSeq: 'Flotilla-Stream-Seq',
+} as const;
+
+type Forwarded = { readonly ref: ConversationRef; readonly streamSeq: number; readonly data: Uint8Array };
+
+/** The forwarded wake-up, or why it is not one. The commit in the body is validated when used. */
+function parseForward(message: Msg): Forwarded | string {
+  const ref = { tenant: message.headers?.get(WakeHeader.Tenant) ?? '', conversation: message.headers?.get(WakeHeader.Conversation) ?? '' };
+  try {
+    assertConversationRef(ref);
+  } catch (error) {
+    return (error as Error).message;
+  }
+  const streamSeq = Number(message.headers?.get(WakeHeader.StreamSeq));
+  if (!Number.isSafeInteger(streamSeq) || streamSeq < 1) return `${WakeHeader.StreamSeq} must be a positive integer`;
+  return { ref, streamSeq, data: message.data };
 }
