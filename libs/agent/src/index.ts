@@ -7,7 +7,7 @@ export { currentStatus, runState } from './run-state.js';
 export type { RunState } from './run-state.js';
 export { pendingActions } from './pending-actions.js';
 export type { PendingActions } from './pending-actions.js';
-export { hasUnhandledCondensationRequest, nextWork } from './next-work.js';
+export { hasUnhandledCondensationRequest, nextWork, stepNeverDueAfter } from './next-work.js';
 export type { NextWork, NextWorkOptions } from './next-work.js';
 export { registryCatalog } from './tool-catalog.js';
 export type { CheckedInput, ToolCatalog } from './tool-catalog.js';

@@ -1,3 +1,4 @@
+import { CommitHeader } from '@flotilla/events';
 import { parseConversationSubject, type ConversationRef, type RawMessage } from '@flotilla/log';
 import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
@@ -17,6 +18,8 @@ export type Delivery = {
    * log (a commit appended since makes the handler's own append conflict, as it would anyway).
    */
   readonly likelyTail: boolean;
+  /** The commit's event types, from its Flotilla-Event-Types header (empty for foreign messages). */
+  eventTypes(): readonly string[];
   readonly deliveryCount: number;
   /** Aborted on shutdown: stop, and the commit goes back to the group at once. */
   readonly signal: AbortSignal;
@@ -83,7 +86,10 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   const handleOne = async (message: JsMsg): Promise<void> => {
     const ref = parseConversationSubject(options.subjectPrefix, message.subject);
     const key = ref ? `${ref.tenant}.${ref.conversation}` : message.subject;
-    const logger = options.logger.child(ref ? { conversation: ref.conversation, tenant: ref.tenant, seq: message.seq } : { subject: message.subject });
+    let child: Logger | undefined;
+    // created on first use: most deliveries log nothing, and a pino child is not free
+    const logger = (): Logger =>
+      (child ??= options.logger.child(ref ? { conversation: ref.conversation, tenant: ref.tenant, seq: message.seq } : { subject: message.subject }));
     const keepAlive = setInterval(() => message.working(), Math.max(500, Math.floor(options.ackWaitMs / 3)));
     const previous = tails.get(key) ?? Promise.resolve();
     const started = performance.now();
@@ -97,13 +103,16 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       try {
         const result = await options.handler({
           ref,
+          get logger() {
+            return logger();
+          },
           subject: message.subject,
           streamSeq: message.seq,
           message: { subject: message.subject, seq: message.seq, data: message.data },
           likelyTail: isLikelyTail(message),
+          eventTypes: () => (message.headers?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean),
           deliveryCount: message.info.deliveryCount,
           signal: shutdown.signal,
-          logger,
         });
         outcome = result.outcome;
         if (shutdown.signal.aborted) message.nak();
@@ -115,7 +124,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           outcome = 'shutdown';
         } else {
           const delay = Math.min(30_000, 500 * 2 ** Math.min(6, message.info.deliveryCount - 1));
-          logger.error({ err: error, redeliverInMs: delay }, 'handling a commit failed; it will be redelivered');
+          logger().error({ err: error, redeliverInMs: delay }, 'handling a commit failed; it will be redelivered');
           message.nak(delay);
         }
       } finally {

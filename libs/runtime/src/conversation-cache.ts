@@ -1,5 +1,6 @@
 import type { Event } from '@flotilla/events';
 import { decodeCommit, type ConversationRef, type EventLog, type RawMessage, type Tail } from '@flotilla/log';
+import { TailHints } from './tail-hints.js';
 
 export type CachedConversation = { readonly events: readonly Event[]; readonly tail: Tail };
 
@@ -13,10 +14,21 @@ export class ConversationCache {
   readonly #entries = new Map<string, Entry>();
   #events = 0;
 
+  /** The last stream sequence seen per conversation, kept longer than the events (see TailHints). */
+  readonly tails = new TailHints();
+  /** Loads of a whole conversation in progress, and loads waiting for a turn. */
+  #coldLoads = 0;
+  readonly #coldWaiters: (() => void)[] = [];
+
   constructor(
     private readonly log: EventLog,
     private readonly maxConversations = 1_000,
     private readonly maxEvents = 500_000,
+    /**
+     * Whole-conversation loads at once. Draining a backlog reaches many conversations' last
+     * commits together; reading them all at once would hold every one in memory at the same time.
+     */
+    private readonly maxColdLoads = 8,
   ) {}
 
   get size(): number {
@@ -38,40 +50,82 @@ export class ConversationCache {
   async load(ref: ConversationRef, targetStreamSeq?: number, delivered?: RawMessage): Promise<CachedConversation> {
     const key = `${ref.tenant}.${ref.conversation}`;
     const target = targetStreamSeq ?? (await this.log.lastStreamSeq(ref));
+    this.tails.note(ref, target);
     let entry = this.#entries.get(key);
     if (entry) this.#entries.delete(key); // re-inserted below: most recently used last
     if (!entry || entry.tail.streamSeq > target) {
       this.#events -= entry?.events.length ?? 0;
       entry = { events: [], tail: { streamSeq: 0, lastSeq: 0 } };
     }
-    if (entry.tail.streamSeq > 0 && entry.tail.streamSeq < target && delivered?.seq === target) {
-      // the next commit, as delivered: validated like a read, appended without one
-      const decoded = decodeCommit(delivered, ref);
-      if (decoded.ok && decoded.commit.firstSeq === entry.tail.lastSeq + 1) {
-        for (const event of decoded.commit.events) entry.events.push(event);
-        this.#events += decoded.commit.events.length;
-        entry.tail = { streamSeq: target, lastSeq: decoded.commit.lastSeq };
+    if (delivered?.seq === target) this.#extend(ref, entry, delivered);
+    if (entry.tail.streamSeq === 0 && target > 0) {
+      await this.#coldTurn();
+      try {
+        await this.#catchUp(ref, entry, target);
+      } finally {
+        this.#coldDone();
       }
-    }
-    if (entry.tail.streamSeq < target) {
-      const from = entry.tail.streamSeq > 0 ? { afterStreamSeq: entry.tail.streamSeq } : { afterStreamSeq: 0 };
-      for await (const commit of this.log.read(ref, { afterSeq: entry.tail.lastSeq, untilStreamSeq: target, ...from })) {
-        for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
-        this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
-        entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
-      }
-      // foreign messages after the last commit still move the subject's tail
-      entry.tail = { streamSeq: target, lastSeq: entry.tail.lastSeq };
+    } else if (entry.tail.streamSeq < target) {
+      await this.#catchUp(ref, entry, target);
     }
     this.#entries.set(key, entry);
     this.#evict();
     return entry;
   }
 
+  async #coldTurn(): Promise<void> {
+    if (this.#coldLoads < this.maxColdLoads) {
+      this.#coldLoads += 1;
+      return;
+    }
+    await new Promise<void>((resolve) => this.#coldWaiters.push(resolve));
+  }
+
+  #coldDone(): void {
+    const next = this.#coldWaiters.shift();
+    if (next) next();
+    else this.#coldLoads -= 1;
+  }
+
+  async #catchUp(ref: ConversationRef, entry: Entry, target: number): Promise<void> {
+    const from = { afterStreamSeq: entry.tail.streamSeq };
+    for await (const commit of this.log.read(ref, { afterSeq: entry.tail.lastSeq, untilStreamSeq: target, ...from })) {
+      for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
+      this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
+      entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+    }
+    // foreign messages after the last commit still move the subject's tail
+    entry.tail = { streamSeq: target, lastSeq: entry.tail.lastSeq };
+  }
+
+  /**
+   * Brings the cached conversation up to a delivered message without reading the log, when that
+   * message is the commit right after the cached events (or is already cached). False when the
+   * conversation is not cached or the message does not directly continue it.
+   */
+  extend(ref: ConversationRef, delivered: RawMessage): boolean {
+    const entry = this.#entries.get(`${ref.tenant}.${ref.conversation}`);
+    return entry !== undefined && this.#extend(ref, entry, delivered);
+  }
+
+  #extend(ref: ConversationRef, entry: Entry, delivered: RawMessage): boolean {
+    if (entry.tail.streamSeq === delivered.seq) return true;
+    if (entry.tail.streamSeq === 0 || entry.tail.streamSeq > delivered.seq) return false;
+    // the next commit, as delivered: validated like a read, appended without one
+    const decoded = decodeCommit(delivered, ref);
+    if (!decoded.ok || decoded.commit.firstSeq !== entry.tail.lastSeq + 1) return false;
+    for (const event of decoded.commit.events) entry.events.push(event);
+    this.#events += decoded.commit.events.length;
+    entry.tail = { streamSeq: delivered.seq, lastSeq: decoded.commit.lastSeq };
+    this.#evict();
+    return true;
+  }
+
   /** Record our own append so the next load need not read it back. */
   appended(ref: ConversationRef, before: Tail, events: readonly Event[], after: Tail): void {
     const key = `${ref.tenant}.${ref.conversation}`;
     const entry = this.#entries.get(key);
+    this.tails.note(ref, after.streamSeq);
     if (!entry || entry.tail.streamSeq !== before.streamSeq) return;
     entry.events.push(...events);
     entry.tail = after;

@@ -10,6 +10,7 @@ export { startCommitConsumer } from './commit-consumer.js';
 export type { CommitConsumer, CommitConsumerOptions, CommitHandler, Delivery, HandleOutcome } from './commit-consumer.js';
 export { ConversationCache } from './conversation-cache.js';
 export type { CachedConversation } from './conversation-cache.js';
+export { TailHints } from './tail-hints.js';
 export { DEFAULT_SIGNAL_ROOT, deltaSubject, interruptSubject, InterruptRegistry, publishDelta, publishInterrupt } from './signals.js';
 export { DEFAULT_RUNNERS_BUCKET, DEFAULT_WORKSPACES_BUCKET, RunnerRegistry } from './runner-registry.js';
 export type { RunnerRegistryOptions, WorkspaceOwner } from './runner-registry.js';

@@ -1,5 +1,5 @@
 import type { ConversationRef, EventLog, Tail } from '@flotilla/log';
-import type { CachedConversation, ConversationCache, Delivery, HandleOutcome } from '@flotilla/runtime';
+import type { CachedConversation, ConversationCache, Delivery, HandleOutcome, TailHints } from '@flotilla/runtime';
 
 export type Delivered = { readonly ref: ConversationRef; readonly tail: Tail; readonly conversation: CachedConversation };
 
@@ -19,24 +19,38 @@ export const NOT_TAIL: HandleOutcome = Object.freeze({ ack: true, outcome: 'not_
  * handler asks `isStillTail`. An append always expects the tail it loaded, so a commit that
  * landed meanwhile makes it conflict rather than fork the log.
  */
-export async function loadDelivered(delivery: Delivery, log: EventLog, cache: ConversationCache): Promise<Delivered | HandleOutcome> {
+export async function loadDelivered(
+  delivery: Delivery,
+  log: EventLog,
+  cache: ConversationCache,
+  /** Says when the delivered commit alone shows there is nothing to do, before any read. */
+  dismiss?: (delivery: Delivery) => HandleOutcome | undefined,
+): Promise<Delivered | HandleOutcome> {
   const ref = delivery.ref;
   if (!ref) return { ack: true, outcome: 'foreign_subject' };
   const cached = cache.peek(ref);
   if (cached && cached.tail.streamSeq > delivery.streamSeq) return NOT_TAIL;
-  // not cached: a backlog's old commit is told apart by one direct get, not by reading the log
-  if (!cached && !(await isStillTail(delivery, ref, log))) return NOT_TAIL;
+  if (!cached || !cache.extend(ref, delivery.message)) {
+    const dismissed = dismiss?.(delivery);
+    if (dismissed) return dismissed;
+    // not cached: a backlog's old commit is told apart by one direct get, not by reading the log
+    if (!cached && !(await isStillTail(delivery, ref, log, cache.tails))) return NOT_TAIL;
+  }
   const conversation = await cache.load(ref, delivery.streamSeq, delivery.message);
   return { ref, tail: conversation.tail, conversation };
 }
 
 /**
- * Is the delivered commit still the conversation's last message? Free when the server had
- * nothing pending behind it a moment ago; otherwise one direct get.
+ * Is the delivered commit still the conversation's last message? Free when a later message is
+ * already known, or when the server had nothing pending behind it a moment ago; otherwise one
+ * direct get, whose answer is remembered in `hints`.
  */
-export async function isStillTail(delivery: Delivery, ref: ConversationRef, log: EventLog): Promise<boolean> {
+export async function isStillTail(delivery: Delivery, ref: ConversationRef, log: EventLog, hints: TailHints): Promise<boolean> {
+  if (hints.pastTail(ref, delivery.streamSeq)) return false;
   if (delivery.likelyTail) return true;
-  return (await log.lastStreamSeq(ref)) <= delivery.streamSeq;
+  const last = await log.lastStreamSeq(ref);
+  hints.note(ref, last);
+  return last <= delivery.streamSeq;
 }
 
 export function isOutcome(value: Delivered | HandleOutcome): value is HandleOutcome {

@@ -20,7 +20,7 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
     if (nextWork(conversation.events).kind !== 'condense') return { ack: true, outcome: 'nothing_to_condense' };
-    if (!(await isStillTail(delivery, ref, deps.log))) return NOT_TAIL;
+    if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
     const tracked = deps.interrupts.track(ref, delivery.signal);
     let drafts: EventDraft[];
     try {

@@ -1,5 +1,5 @@
 import { decodeCommit, type EventLog } from '@flotilla/log';
-import type { CommitHandler } from '@flotilla/runtime';
+import { TailHints, type CommitHandler } from '@flotilla/runtime';
 import type { SnapshotRecord, SnapshotStore } from '@flotilla/state';
 import { isStillTail, NOT_TAIL } from './at-tail.js';
 
@@ -18,6 +18,7 @@ export type ProjectHandlerOptions = {
 export function createProjectHandler(log: EventLog, store: SnapshotStore, options: ProjectHandlerOptions = {}): CommitHandler {
   const cacheSize = Math.max(1, options.cacheSize ?? 10_000);
   const held = new Map<string, SnapshotRecord>();
+  const tails = new TailHints();
   const hold = (key: string, record: SnapshotRecord): void => {
     held.delete(key);
     if (record.revision === 0) return;
@@ -42,7 +43,7 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore, option
       }
       held.delete(key);
     }
-    if (!(await isStillTail(delivery, ref, log))) return NOT_TAIL;
+    if (!(await isStillTail(delivery, ref, log, tails))) return NOT_TAIL;
     const result = await store.catchUp(ref, log, { signal: delivery.signal });
     hold(key, { snapshot: result.snapshot, revision: result.revision });
     return { ack: true, outcome: 'projected' };

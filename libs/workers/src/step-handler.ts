@@ -1,9 +1,11 @@
-import { nextWork, step, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
+import { nextWork, step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
-import { publishDelta, type CommitHandler, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+
+const NO_STEP_DUE: HandleOutcome = Object.freeze({ ack: true, outcome: 'no_step_due' });
 
 export type StepHandlerDependencies = {
   readonly log: EventLog;
@@ -25,16 +27,19 @@ export type StepHandlerDependencies = {
  */
 export function createStepHandler(deps: StepHandlerDependencies): CommitHandler {
   return async (delivery) => {
-    const loaded = await loadDelivered(delivery, deps.log, deps.cache);
+    const loaded = await loadDelivered(delivery, deps.log, deps.cache, (commit) =>
+      // a commit of actions or execution starts never leaves a step due: no need to read the log for it
+      stepNeverDueAfter(commit.eventTypes()) ? NO_STEP_DUE : undefined,
+    );
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
     const work = nextWork(conversation.events);
     if (work.kind !== 'step') {
       // At rest, a conversation is woken next by a user, usually much later: keep the cache for running ones.
       if (work.kind === 'rest') deps.cache.forget(ref);
-      return { ack: true, outcome: 'no_step_due' };
+      return NO_STEP_DUE;
     }
-    if (!(await isStillTail(delivery, ref, deps.log))) return NOT_TAIL;
+    if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
 
     const tracked = deps.interrupts.track(ref, delivery.signal);
     const started = performance.now();

@@ -97,7 +97,7 @@ export class ToolRunner {
       const { ref, conversation } = loaded;
       const work = await this.#decide(conversation.events, this.#executing.has(key(ref)));
       if (work.kind === 'in_progress') {
-        if (!(await isStillTail(delivery, ref, this.#deps.log))) return NOT_TAIL;
+        if (!(await isStillTail(delivery, ref, this.#deps.log, this.#deps.cache.tails))) return NOT_TAIL;
         // Someone (maybe us) is running these. Never ack on a liveness judgement: the runner may
         // die before it appends, so look again later until the results are in the log.
         return { ack: false, outcome: 'in_progress', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
