@@ -23,18 +23,19 @@ export async function loadDelivered(
   delivery: Delivery,
   log: EventLog,
   cache: ConversationCache,
-  /** Says when the delivered commit alone shows there is nothing to do, before any read. */
+  /** For a conversation not cached: says when the delivered commit alone shows there is nothing to do. */
   dismiss?: (delivery: Delivery) => HandleOutcome | undefined,
 ): Promise<Delivered | HandleOutcome> {
   const ref = delivery.ref;
   if (!ref) return { ack: true, outcome: 'foreign_subject' };
   const cached = cache.peek(ref);
   if (cached && cached.tail.streamSeq > delivery.streamSeq) return NOT_TAIL;
-  if (!cached || !cache.extend(ref, delivery.message)) {
+  if (!cached) {
+    // not cached (a backlog, or a conversation new to this process): an old commit is told apart
+    // from its header or by one direct get, without reading the conversation
     const dismissed = dismiss?.(delivery);
     if (dismissed) return dismissed;
-    // not cached: a backlog's old commit is told apart by one direct get, not by reading the log
-    if (!cached && !(await isStillTail(delivery, ref, log, cache.tails))) return NOT_TAIL;
+    if (!(await isStillTail(delivery, ref, log, cache.tails))) return NOT_TAIL;
   }
   const conversation = await cache.load(ref, delivery.streamSeq, delivery.message);
   return { ref, tail: conversation.tail, conversation };
