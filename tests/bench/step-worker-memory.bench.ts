@@ -62,6 +62,7 @@ async function measureWorker(log: EventLog, natsUrl: string, home: string, settl
     entry: join(ROOT, 'services', 'step-worker', 'src', 'main.ts'),
     cwd: ROOT,
     restart: false,
+    nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),
     env: {
       FLOTILLA_NATS_URL: natsUrl,
       FLOTILLA_HOME: home,

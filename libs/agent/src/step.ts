@@ -1,7 +1,7 @@
 import { draftEvent, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
 import { isLlmError, type GenerateResult, type LanguageModel, type StreamDelta, type ToolSchema } from '@flotilla/llm';
 import { llmUsageDraft, shouldCondense } from '@flotilla/condenser';
-import { buildView, toChatMessages } from '@flotilla/view';
+import { buildView, toChatMessages, type View } from '@flotilla/view';
 import type { AgentConfig } from './agent-config.js';
 import { needsConfirmation } from './confirmation.js';
 import { finishedByTool } from './finish.js';
@@ -18,6 +18,12 @@ export type StepInput = {
   readonly tools: ToolCatalog;
   /** The conversation's whole log up to the tail the caller will append after. */
   readonly events: readonly Event[];
+  /**
+   * The view of `events`, when the caller keeps one up to date (a `ViewBuilder` extended as
+   * events arrive); built from `events` otherwise. Not used on the first step (the system prompt
+   * joins the history then).
+   */
+  readonly view?: () => View;
   readonly conversation: { readonly tenant: string; readonly conversation: string };
   readonly signal?: AbortSignal;
   readonly onDelta?: (delta: StreamDelta) => void;
@@ -85,7 +91,7 @@ export async function step(input: StepInput): Promise<StepResult> {
     drafts.push(systemPrompt);
     history = [...events, { ...systemPrompt, seq: (events.at(-1)?.seq ?? 0) + 1 } as Event];
   }
-  const view = buildView(history);
+  const view = history === events && input.view ? input.view() : buildView(history);
   const messages = toChatMessages(view);
   const toolSchemas: ToolSchema[] = specs.map((spec) => ({ name: spec.name, description: spec.description, parameters: spec.parameters }));
   const reasons = shouldCondense(view, agent.condenser, {

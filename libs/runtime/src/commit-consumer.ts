@@ -20,6 +20,11 @@ export type Delivery = {
   readonly likelyTail: boolean;
   /** The commit's event types, from its Flotilla-Event-Types header (empty for foreign messages). */
   eventTypes(): readonly string[];
+  /**
+   * True when a later commit of the same conversation is already queued in this process behind
+   * this one: this one is not the tail, and the later one will be handled (or redelivered).
+   */
+  laterQueued(): boolean;
   readonly deliveryCount: number;
   /** Aborted on shutdown: stop, and the commit goes back to the group at once. */
   readonly signal: AbortSignal;
@@ -111,6 +116,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           message: { subject: message.subject, seq: message.seq, data: message.data },
           likelyTail: isLikelyTail(message),
           eventTypes: () => (message.headers?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean),
+          laterQueued: () => tails.get(key) !== job,
           deliveryCount: message.info.deliveryCount,
           signal: shutdown.signal,
         });

@@ -30,6 +30,11 @@ export async function loadDelivered(
   if (!ref) return { ack: true, outcome: 'foreign_subject' };
   const cached = cache.peek(ref);
   if (cached && cached.tail.streamSeq > delivery.streamSeq) return NOT_TAIL;
+  if (delivery.laterQueued()) {
+    // a later commit of this conversation waits behind this one here: it decides
+    if (cached) cache.extend(ref, delivery.message);
+    return NOT_TAIL;
+  }
   if (!cached) {
     // not cached (a backlog, or a conversation new to this process): an old commit is told apart
     // from its header or by one direct get, without reading the conversation

@@ -1,6 +1,6 @@
 import { decodeCommit, type EventLog } from '@flotilla/log';
 import { TailHints, type CommitHandler } from '@flotilla/runtime';
-import type { SnapshotRecord, SnapshotStore } from '@flotilla/state';
+import { foldCommits, type SnapshotRecord, type SnapshotStore } from '@flotilla/state';
 import { isStillTail, NOT_TAIL } from './at-tail.js';
 
 export type ProjectHandlerOptions = {
@@ -35,6 +35,12 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore, option
       if (record.snapshot.last_stream_seq >= delivery.streamSeq) return { ack: true, outcome: 'already_projected' };
       const decoded = decodeCommit(delivery.message, ref);
       if (decoded.ok && decoded.commit.firstSeq === record.snapshot.last_seq + 1) {
+        if (delivery.laterQueued()) {
+          // the later commit queued here writes both: fold this one in memory only (the revision
+          // held is still the one stored, so that write's compare-and-set stays exact)
+          held.set(key, { snapshot: foldCommits(record.snapshot, [decoded.commit]), revision: record.revision });
+          return { ack: true, outcome: 'coalesced' };
+        }
         const next = await store.advanceKnown(ref, record, [decoded.commit]);
         if (next) {
           hold(key, next);
@@ -43,7 +49,7 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore, option
       }
       held.delete(key);
     }
-    if (!(await isStillTail(delivery, ref, log, tails))) return NOT_TAIL;
+    if (delivery.laterQueued() || !(await isStillTail(delivery, ref, log, tails))) return NOT_TAIL;
     const result = await store.catchUp(ref, log, { signal: delivery.signal });
     hold(key, { snapshot: result.snapshot, revision: result.revision });
     return { ack: true, outcome: 'projected' };
