@@ -71,6 +71,8 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   const messages: ConsumerMessages = await consumer.consume({ max_messages: Math.max(1, Math.min(options.concurrency, 1_000)) });
   const shutdown = new AbortController();
   const tails = new Map<string, Promise<void>>();
+  /** Per conversation with work queued here: the highest stream sequence delivered to this process. */
+  const newest = new Map<string, number>();
   const running = new Set<Promise<void>>();
   let slots = options.concurrency;
   const waiters: (() => void)[] = [];
@@ -116,7 +118,8 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           message: { subject: message.subject, seq: message.seq, data: message.data },
           likelyTail: isLikelyTail(message),
           eventTypes: () => (message.headers?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean),
-          laterQueued: () => tails.get(key) !== job,
+          // a higher sequence, not just any later delivery: a redelivered older commit can queue too
+          laterQueued: () => (newest.get(key) ?? 0) > message.seq,
           deliveryCount: message.info.deliveryCount,
           signal: shutdown.signal,
         });
@@ -141,10 +144,14 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       }
     });
     tails.set(key, job);
+    newest.set(key, Math.max(newest.get(key) ?? 0, message.seq));
     running.add(job);
     await job;
     running.delete(job);
-    if (tails.get(key) === job) tails.delete(key);
+    if (tails.get(key) === job) {
+      tails.delete(key);
+      newest.delete(key);
+    }
   };
 
   const loop = (async () => {
