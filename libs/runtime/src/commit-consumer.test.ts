@@ -1,0 +1,64 @@
+import { EventLog } from '@flotilla/log';
+import { startNats, uniqueName } from '@flotilla/testing';
+import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { startCommitConsumer, type Delivery, type HandleOutcome } from './commit-consumer.js';
+import { ensureDurableConsumer } from './durable-consumer.js';
+import { ServiceMetrics } from './metrics.js';
+
+type Seen = { readonly seq: number; readonly deliveryCount: number; readonly laterQueued: boolean };
+
+describe('commit consumer', () => {
+  it('tells a handler a later commit is queued behind it only when its sequence is higher', async () => {
+    await using server = await startNats();
+    const nc = await connect({ servers: server.url });
+    try {
+      const name = uniqueName('CC');
+      const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+      await ensureDurableConsumer(log.jsm, { stream: name, name: 'group', filterSubject: `${log.subjectPrefix}.>`, ackWaitMs: 30_000, maxAckPending: 100 });
+      const subject = log.subject({ tenant: 'acme', conversation: 'one' });
+      const js = jetstream(nc);
+      const older = (await js.publish(subject, 'older')).seq;
+      const newer = (await js.publish(subject, 'newer')).seq;
+
+      // The older commit is handed back for a short while; the newer one is delivered meanwhile and
+      // is still being handled when the older one's redelivery queues behind it.
+      const seen: Seen[] = [];
+      let releaseNewer!: () => void;
+      const newerHeld = new Promise<void>((resolve) => (releaseNewer = resolve));
+      const done = new Promise<void>((resolve) => {
+        const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
+          if (delivery.streamSeq === older && delivery.deliveryCount === 1) return { ack: false, outcome: 'later', delayMs: 300 };
+          if (delivery.streamSeq === newer) {
+            setTimeout(releaseNewer, 1_000);
+            await newerHeld;
+          }
+          seen.push({ seq: delivery.streamSeq, deliveryCount: delivery.deliveryCount, laterQueued: delivery.laterQueued() });
+          if (seen.length === 2) resolve();
+          return { ack: true, outcome: 'ok' };
+        };
+        void startCommitConsumer({
+          js,
+          stream: name,
+          consumer: 'group',
+          subjectPrefix: log.subjectPrefix,
+          concurrency: 8,
+          ackWaitMs: 30_000,
+          handler,
+          logger: pino({ level: 'silent' }),
+          metrics: new ServiceMetrics('test'),
+        }).then((consumer) => done.finally(() => consumer.stop()));
+      });
+      await done;
+      // the newer commit is the tail although an (older) redelivery queued behind it; the older one is not
+      expect(seen).toEqual([
+        { seq: newer, deliveryCount: 1, laterQueued: false },
+        { seq: older, deliveryCount: 2, laterQueued: true },
+      ]);
+    } finally {
+      await nc.close();
+    }
+  });
+});
