@@ -31,10 +31,20 @@ export async function benchStepWorkerMemory(conversations = 10_000, eventsEach =
     const writeSeconds = (performance.now() - started) / 1_000;
     const loaded = await measureWorker(log, server.url, home, settleMs);
     const rows = [
-      ['step-worker', 'RSS', 'peak RSS', 'JS heap used', 'commits delivered', 'handled by outcome', 'time to drain'],
-      ['empty store', mib(empty.rss), mib(empty.peak), mib(empty.heapUsed), '0', '', ''],
-      [`${conversations} conversations x ${eventsEach} events`, mib(loaded.rss), mib(loaded.peak), mib(loaded.heapUsed), String(commits), loaded.outcomes, `${loaded.drainSeconds.toFixed(1)} s`],
-      ['ratio', ratio(loaded.rss, empty.rss), ratio(loaded.peak, empty.peak), ratio(loaded.heapUsed, empty.heapUsed), '', '', ''],
+      ['step-worker', 'RSS', 'peak RSS', 'JS heap used', 'JS heap committed', 'external', 'commits delivered', 'handled by outcome', 'time to drain'],
+      ['empty store', mib(empty.rss), mib(empty.peak), mib(empty.heapUsed), mib(empty.heapTotal), mib(empty.external), '0', '', ''],
+      [
+        `${conversations} conversations x ${eventsEach} events`,
+        mib(loaded.rss),
+        mib(loaded.peak),
+        mib(loaded.heapUsed),
+        mib(loaded.heapTotal),
+        mib(loaded.external),
+        String(commits),
+        loaded.outcomes,
+        `${loaded.drainSeconds.toFixed(1)} s`,
+      ],
+      ['ratio', ratio(loaded.rss, empty.rss), ratio(loaded.peak, empty.peak), ratio(loaded.heapUsed, empty.heapUsed), ratio(loaded.heapTotal, empty.heapTotal), ratio(loaded.external, empty.external), '', '', ''],
     ];
     return [
       `Step-worker memory after delivering a stored backlog (RSS ${settleMs / 1_000} s after the backlog drained; goal: RSS ratio <= 1.2)`,
@@ -51,7 +61,7 @@ function mib(value: number): string {
   return `${value.toFixed(1)} MiB`;
 }
 
-type WorkerMemory = { rss: number; peak: number; heapUsed: number; outcomes: string; drainSeconds: number };
+type WorkerMemory = { rss: number; peak: number; heapUsed: number; heapTotal: number; external: number; outcomes: string; drainSeconds: number };
 
 /** Starts a step worker, waits until its group's consumer has nothing pending, lets it settle, and reads its memory. */
 async function measureWorker(log: EventLog, natsUrl: string, home: string, settleMs: number): Promise<WorkerMemory> {
@@ -87,8 +97,15 @@ async function measureWorker(log: EventLog, natsUrl: string, home: string, settl
     await new Promise((resolve) => setTimeout(resolve, settleMs));
     const memory = await memoryMiB(worker.pid!);
     const handled = await sumByLabel(`${health}/metrics`, 'flotilla_commits_handled_total', 'outcome');
-    const heapUsed = [...(await sumByLabel(`${health}/metrics`, 'nodejs_heap_size_used_bytes', 'service')).values()][0] ?? Number.NaN;
-    return { ...memory, heapUsed: heapUsed / 1024 / 1024, drainSeconds, outcomes: [...handled].map(([outcome, count]) => `${outcome} ${count}`).join(', ') };
+    const gauge = async (name: string): Promise<number> => ([...(await sumByLabel(`${health}/metrics`, name, 'service')).values()][0] ?? Number.NaN) / 1024 / 1024;
+    return {
+      ...memory,
+      heapUsed: await gauge('nodejs_heap_size_used_bytes'),
+      heapTotal: await gauge('nodejs_heap_size_total_bytes'),
+      external: await gauge('nodejs_external_memory_bytes'),
+      drainSeconds,
+      outcomes: [...handled].map(([outcome, count]) => `${outcome} ${count}`).join(', '),
+    };
   } finally {
     await worker.stop();
   }

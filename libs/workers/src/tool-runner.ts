@@ -37,6 +37,7 @@ export const WORKSPACE_REBUILT_NOTE =
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
 const MAX_OPEN_WORKSPACES = 1_000;
+const MAX_REMEMBERED_OWNERSHIPS = 10_000;
 
 /**
  * A tool runner: owns conversations' workspaces (ownership in KV, heartbeat), runs each action
@@ -130,7 +131,7 @@ export class ToolRunner {
       if (owner?.runner !== this.#deps.runnerId && !(await this.#deps.runners.claim(ref, this.#deps.runnerId, owner))) {
         return { ack: false, outcome: 'claim_lost', delayMs: 200 };
       }
-      this.#owned.set(key(ref), Date.now());
+      this.#confirmOwned(ref);
       if (tookOver) delivery.logger.info({ previousOwner: owner?.runner }, 'took over the workspace');
       await this.#executeFor(ref, tookOver, delivery.signal, conversation);
       return { ack: true, outcome: 'executed' };
@@ -156,12 +157,18 @@ export class ToolRunner {
    */
   async #executeForwarded(forwarded: Forwarded): Promise<void> {
     const { ref, streamSeq, data } = forwarded;
-    this.#owned.set(key(ref), Date.now());
+    this.#confirmOwned(ref);
     const cached = this.#deps.cache.peek(ref);
     if (!cached || cached.tail.streamSeq >= streamSeq || this.#executing.has(key(ref))) return this.#executeFor(ref, false);
     const subject = this.#deps.log.subject(ref);
     const loaded = await this.#deps.cache.load(ref, streamSeq, { subject, seq: streamSeq, data });
     return this.#executeFor(ref, false, undefined, loaded);
+  }
+
+  #confirmOwned(ref: ConversationRef): void {
+    this.#owned.delete(key(ref));
+    this.#owned.set(key(ref), Date.now());
+    if (this.#owned.size > MAX_REMEMBERED_OWNERSHIPS) this.#owned.delete(this.#owned.keys().next().value!);
   }
 
   /**
