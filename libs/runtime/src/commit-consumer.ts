@@ -40,7 +40,7 @@ export type HandleOutcome =
 export type CommitHandler = (delivery: Delivery) => Promise<HandleOutcome>;
 
 /** How recently a commit must have been stored for its delivery's "nothing pending" to be trusted. */
-export const LIKELY_TAIL_WINDOW_MS = 250;
+const LIKELY_TAIL_WINDOW_MS = 250;
 
 export type CommitConsumerOptions = {
   readonly js: JetStreamClient;

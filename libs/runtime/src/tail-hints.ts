@@ -1,4 +1,5 @@
 import type { ConversationRef } from '@flotilla/log';
+import { setRecent } from './recent-map.js';
 
 /**
  * The highest stream sequence seen on each recent conversation's subject (bounded, most recently
@@ -13,21 +14,12 @@ export class TailHints {
 
   note(ref: ConversationRef, streamSeq: number): void {
     const key = `${ref.tenant}.${ref.conversation}`;
-    const known = this.#last.get(key);
-    if (known !== undefined) {
-      if (known >= streamSeq) return;
-      this.#last.delete(key);
-    }
-    this.#last.set(key, streamSeq);
-    if (this.#last.size > this.capacity) this.#last.delete(this.#last.keys().next().value!);
+    if ((this.#last.get(key) ?? 0) >= streamSeq) return;
+    setRecent(this.#last, key, streamSeq, this.capacity);
   }
 
   /** True when a later message than `streamSeq` is known on the conversation's subject. */
   pastTail(ref: ConversationRef, streamSeq: number): boolean {
     return (this.#last.get(`${ref.tenant}.${ref.conversation}`) ?? 0) > streamSeq;
-  }
-
-  forget(ref: ConversationRef): void {
-    this.#last.delete(`${ref.tenant}.${ref.conversation}`);
   }
 }

@@ -1,5 +1,5 @@
 import { decodeCommit, type EventLog } from '@flotilla/log';
-import { TailHints, type CommitHandler } from '@flotilla/runtime';
+import { setRecent, TailHints, type CommitHandler } from '@flotilla/runtime';
 import { foldCommits, type SnapshotRecord, type SnapshotStore } from '@flotilla/state';
 import { isStillTail, NOT_TAIL } from './at-tail.js';
 
@@ -20,10 +20,8 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore, option
   const held = new Map<string, SnapshotRecord>();
   const tails = new TailHints();
   const hold = (key: string, record: SnapshotRecord): void => {
-    held.delete(key);
-    if (record.revision === 0) return;
-    held.set(key, record);
-    if (held.size > cacheSize) held.delete(held.keys().next().value!);
+    if (record.revision === 0) held.delete(key);
+    else setRecent(held, key, record, cacheSize);
   };
 
   return async (delivery) => {

@@ -1,7 +1,7 @@
 import { nextWork, step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
 import { isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
-import { publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { publishDelta, setRecent, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import type { Event } from '@flotilla/events';
 import { ViewBuilder, type View } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -101,10 +101,8 @@ class IncrementalViews {
   of(ref: ConversationRef, events: readonly Event[]): View {
     const key = `${ref.tenant}.${ref.conversation}`;
     let entry = this.#entries.get(key);
-    this.#entries.delete(key);
     if (!entry || entry.events !== events || entry.count > events.length) entry = { builder: new ViewBuilder(), events, count: 0 };
-    this.#entries.set(key, entry);
-    if (this.#entries.size > this.capacity) this.#entries.delete(this.#entries.keys().next().value!);
+    setRecent(this.#entries, key, entry, this.capacity);
     if (entry.count < events.length) {
       entry.builder.append(events.slice(entry.count));
       entry.count = events.length;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { executeActions, interruptedDrafts, nextWork, pendingActions, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, type Event, type EventDraft } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
-import type { CachedConversation, CommitHandler, ConversationCache, InterruptRegistry, Logger, RunnerRegistry, ServiceMetrics } from '@flotilla/runtime';
+import { setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
@@ -166,9 +166,7 @@ export class ToolRunner {
   }
 
   #confirmOwned(ref: ConversationRef): void {
-    this.#owned.delete(key(ref));
-    this.#owned.set(key(ref), Date.now());
-    if (this.#owned.size > MAX_REMEMBERED_OWNERSHIPS) this.#owned.delete(this.#owned.keys().next().value!);
+    setRecent(this.#owned, key(ref), Date.now(), MAX_REMEMBERED_OWNERSHIPS);
   }
 
   /**
@@ -241,15 +239,13 @@ export class ToolRunner {
     const root = join(this.#deps.workspaceRoot, ref.tenant, ref.conversation);
     const cached = this.#workspaces.get(key(ref));
     if (cached && !checkExisted) {
-      this.#workspaces.delete(key(ref));
-      this.#workspaces.set(key(ref), cached);
+      setRecent(this.#workspaces, key(ref), cached, MAX_OPEN_WORKSPACES);
       return { workspace: cached, existed: true };
     }
     const existed = checkExisted ? await stat(root).then(() => true, () => false) : true;
     await mkdir(root, { recursive: true });
     const workspace = await openWorkspace(root);
-    this.#workspaces.set(key(ref), workspace);
-    if (this.#workspaces.size > MAX_OPEN_WORKSPACES) this.#workspaces.delete(this.#workspaces.keys().next().value!);
+    setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
     return { workspace, existed };
   }
 
@@ -317,7 +313,7 @@ function answeredCalls(events: readonly Event[]): Set<string> {
 }
 
 /** Headers of a forwarded wake-up; the body is the delivered commit as stored. */
-export const WakeHeader = {
+const WakeHeader = {
   Tenant: 'Flotilla-Tenant',
   Conversation: 'Flotilla-Conversation',
   StreamSeq: 'Flotilla-Stream-Seq',
