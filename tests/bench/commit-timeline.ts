@@ -28,3 +28,24 @@ export function stepCycleTimes(commits: readonly TimedCommit[]): number[] {
   const actions = commits.filter((commit) => commit.eventTypes.includes('action'));
   return actions.slice(1).map((commit, index) => commit.storedAtMs - actions[index]!.storedAtMs);
 }
+
+/**
+ * Each cycle split at its commits: from an action commit to the next commit of each later kind
+ * (execution start, observation, next action), as time from the previous one. Keys name the hop.
+ */
+export function cycleHops(commits: readonly TimedCommit[]): Map<string, number[]> {
+  const hops = new Map<string, number[]>([
+    ['action -> execution start (tool runner picks it up)', []],
+    ['execution start -> observation (runs the tool)', []],
+    ['observation -> next action (step worker and model)', []],
+  ]);
+  const [pickUp, run, step] = [...hops.values()] as [number[], number[], number[]];
+  for (let index = 0; index + 3 < commits.length; index += 1) {
+    const [action, started, observed, next] = commits.slice(index, index + 4) as [TimedCommit, TimedCommit, TimedCommit, TimedCommit];
+    if (!action.eventTypes.includes('action') || !started.eventTypes.includes('execution_started') || !observed.eventTypes.includes('observation') || !next.eventTypes.includes('action')) continue;
+    pickUp.push(started.storedAtMs - action.storedAtMs);
+    run.push(observed.storedAtMs - started.storedAtMs);
+    step.push(next.storedAtMs - observed.storedAtMs);
+  }
+  return hops;
+}

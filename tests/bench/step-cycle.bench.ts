@@ -3,7 +3,7 @@ import { encodeCommit, EventLog, placeEvents, type ConversationRef } from '@flot
 import { AckPolicy, DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
-import { commitTimeline, stepCycleTimes } from './commit-timeline.js';
+import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js';
 import { cpuSeconds } from './process-stats.js';
 import { ms, percentile, ratio, table } from './stats.js';
 
@@ -19,31 +19,40 @@ export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string>
 
   const ref = { tenant: 'bench', conversation: 'cycle' };
   const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
+  await system.start(ref, { id: 'cycle', steps: warmup + cycles + 1, tool: 'think' });
+  // CPU from the end of warm-up: lazily loaded modules and JIT compilation are not per cycle
+  await waitForCalls(system, warmup + 1, 120_000);
   const cpuBefore = await Promise.all([...pids.values()].map(cpuSeconds));
   const benchBefore = process.cpuUsage();
-  await system.start(ref, { id: 'cycle', steps: warmup + cycles + 1, tool: 'think' });
+  const callsBefore = system.brain.calls.filter((call) => call.completed).length;
   await waitForCalls(system, warmup + cycles + 2, 300_000);
   await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 30_000);
   const cpuAfter = await Promise.all([...pids.values()].map(cpuSeconds));
   const bench = process.cpuUsage(benchBefore);
+  const total = system.brain.calls.filter((call) => call.completed).length - callsBefore;
   const status = await system.status(ref);
   if (status !== 'finished') throw new Error(`the conversation ended ${status}, not finished`);
 
   floor.push(...(await rawFloor(system.nats.url, warmup, cycles / 2)));
-  const runtime = stepCycleTimes(await commitTimeline(system.log, ref)).slice(warmup);
+  const timeline = await commitTimeline(system.log, ref);
+  const runtime = stepCycleTimes(timeline).slice(warmup);
+  const hops = [...cycleHops(timeline)].map(([hop, times]) => {
+    const measured = times.slice(warmup);
+    return [`  ${hop}`, ms(percentile(measured, 50)), ms(percentile(measured, 90)), String(measured.length)];
+  });
   const model = (await system.events(ref)).flatMap((event) => (event.type === 'llm_usage' ? [event.latency_ms] : [])).slice(warmup + 1);
   const rows = [
     ['per cycle', 'p50', 'p90', 'n'],
     ['raw JetStream floor (3 publishes, 2 deliveries)', ms(percentile(floor, 50)), ms(percentile(floor, 90)), String(floor.length)],
     ['runtime step cycle', ms(percentile(runtime, 50)), ms(percentile(runtime, 90)), String(runtime.length)],
+    ...hops,
     ['  of which model call (llm_usage latency_ms)', ms(percentile(model, 50)), ms(percentile(model, 90)), String(model.length)],
     ['ratio', ratio(percentile(runtime, 50), percentile(floor, 50)), ratio(percentile(runtime, 90), percentile(floor, 90)), ''],
     // the model call is the SDK's HTTP round trip to the local scripted server, not the runtime's
     ['  ratio without the model call (p50 cycle - p50 call)', ratio(percentile(runtime, 50) - percentile(model, 50), percentile(floor, 50)), '', ''],
   ];
-  const total = cycles + warmup + 1;
   const cpuRows = [
-    ['CPU per cycle', ...pids.keys(), 'bench (brain)'],
+    [`CPU per cycle (${total} cycles after warm-up)`, ...pids.keys(), 'bench (brain)'],
     ['ms', ...cpuAfter.map((after, index) => ((1_000 * (after - cpuBefore[index]!)) / total).toFixed(2)), ((bench.user + bench.system) / 1_000 / total).toFixed(2)],
   ];
   return [

@@ -31,8 +31,8 @@ export async function benchStepWorkerMemory(conversations = 10_000, eventsEach =
     const writeSeconds = (performance.now() - started) / 1_000;
     const loaded = await measureWorker(log, server.url, home, settleMs);
     const rows = [
-      ['step-worker', 'RSS', 'peak RSS', 'JS heap used', 'JS heap committed', 'external', 'commits delivered', 'handled by outcome', 'time to drain'],
-      ['empty store', mib(empty.rss), mib(empty.peak), mib(empty.heapUsed), mib(empty.heapTotal), mib(empty.external), '0', '', ''],
+      ['step-worker', 'RSS', 'peak RSS', 'JS heap used', 'JS heap committed', 'external', 'commits delivered', 'handled by outcome', 'time to drain', 'heap releases'],
+      ['empty store', mib(empty.rss), mib(empty.peak), mib(empty.heapUsed), mib(empty.heapTotal), mib(empty.external), '0', '', '', String(empty.releases)],
       [
         `${conversations} conversations x ${eventsEach} events`,
         mib(loaded.rss),
@@ -43,8 +43,9 @@ export async function benchStepWorkerMemory(conversations = 10_000, eventsEach =
         String(commits),
         loaded.outcomes,
         `${loaded.drainSeconds.toFixed(1)} s`,
+        String(loaded.releases),
       ],
-      ['ratio', ratio(loaded.rss, empty.rss), ratio(loaded.peak, empty.peak), ratio(loaded.heapUsed, empty.heapUsed), ratio(loaded.heapTotal, empty.heapTotal), ratio(loaded.external, empty.external), '', '', ''],
+      ['ratio', ratio(loaded.rss, empty.rss), ratio(loaded.peak, empty.peak), ratio(loaded.heapUsed, empty.heapUsed), ratio(loaded.heapTotal, empty.heapTotal), ratio(loaded.external, empty.external), '', '', '', ''],
     ];
     return [
       `Step-worker memory after delivering a stored backlog (RSS ${settleMs / 1_000} s after the backlog drained; goal: RSS ratio <= 1.2)`,
@@ -61,7 +62,7 @@ function mib(value: number): string {
   return `${value.toFixed(1)} MiB`;
 }
 
-type WorkerMemory = { rss: number; peak: number; heapUsed: number; heapTotal: number; external: number; outcomes: string; drainSeconds: number };
+type WorkerMemory = { releases: number; rss: number; peak: number; heapUsed: number; heapTotal: number; external: number; outcomes: string; drainSeconds: number };
 
 /** Starts a step worker, waits until its group's consumer has nothing pending, lets it settle, and reads its memory. */
 async function measureWorker(log: EventLog, natsUrl: string, home: string, settleMs: number): Promise<WorkerMemory> {
@@ -103,6 +104,7 @@ async function measureWorker(log: EventLog, natsUrl: string, home: string, settl
       heapUsed: await gauge('nodejs_heap_size_used_bytes'),
       heapTotal: await gauge('nodejs_heap_size_total_bytes'),
       external: await gauge('nodejs_external_memory_bytes'),
+      releases: [...(await sumByLabel(`${health}/metrics`, 'flotilla_heap_releases_total', 'service')).values()][0] ?? 0,
       drainSeconds,
       outcomes: [...handled].map(([outcome, count]) => `${outcome} ${count}`).join(', '),
     };

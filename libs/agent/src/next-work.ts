@@ -1,9 +1,9 @@
 import type { ActionEvent, Event } from '@flotilla/events';
-import { pendingActions } from './pending-actions.js';
-import { currentStatus } from './run-state.js';
+import { ConversationProgress } from './progress.js';
 
 /**
- * What a conversation needs next, decided from its whole log (never from one delivered commit).
+ * What a conversation needs next, decided from its whole log (never from one delivered commit);
+ * `ConversationProgress` decides the same incrementally.
  * Each service acts on its kind: tool runners on `execute`, step workers on `step`,
  * the condenser on `condense`. `rest` means nobody owes anything.
  */
@@ -20,26 +20,7 @@ export type NextWorkOptions = {
 };
 
 export function nextWork(events: readonly Event[], options: NextWorkOptions = {}): NextWork {
-  if (currentStatus(events) !== 'running') return { kind: 'rest' };
-  const pending = pendingActions(events);
-  const alive = options.runnerAlive ?? (() => false);
-  const interrupted = pending.started.filter((action) => !alive(pending.startedBy.get(action.id) ?? ''));
-  const inProgress = pending.started.filter((action) => alive(pending.startedBy.get(action.id) ?? ''));
-  if (pending.notStarted.length > 0 || interrupted.length > 0) {
-    return { kind: 'execute', actions: pending.notStarted, interrupted };
-  }
-  if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
-  if (hasUnhandledCondensationRequest(events)) return { kind: 'condense' };
-  return { kind: 'step' };
-}
-
-export function hasUnhandledCondensationRequest(events: readonly Event[]): boolean {
-  for (let index = events.length - 1; index >= 0; index -= 1) {
-    const type = events[index]!.type;
-    if (type === 'condensation') return false;
-    if (type === 'condensation_request') return true;
-  }
-  return false;
+  return ConversationProgress.of(events).nextWork(options);
 }
 
 /**

@@ -2,6 +2,7 @@ import { CommitHeader } from '@flotilla/events';
 import { parseConversationSubject, type ConversationRef, type RawMessage } from '@flotilla/log';
 import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import type { HeapRelease } from './heap-release.js';
 import type { ServiceMetrics } from './metrics.js';
 
 /** One delivered commit, as a wake-up for a conversation. */
@@ -52,6 +53,8 @@ export type CommitConsumerOptions = {
   readonly handler: CommitHandler;
   readonly logger: Logger;
   readonly metrics: ServiceMetrics;
+  /** Told when commits arrive and settle, to give the heap back once a burst is over. */
+  readonly heapRelease?: HeapRelease;
 };
 
 export type CommitConsumer = {
@@ -148,6 +151,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     running.add(job);
     await job;
     running.delete(job);
+    options.heapRelease?.settled(running.size);
     if (tails.get(key) === job) {
       tails.delete(key);
       newest.delete(key);
@@ -160,6 +164,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
         message.nak();
         continue;
       }
+      options.heapRelease?.busy();
       await acquire();
       void handleOne(message).finally(release);
     }

@@ -7,6 +7,7 @@ export class ServiceMetrics {
   readonly handleSeconds: Histogram<'outcome'>;
   readonly appends: Counter<'result'>;
   readonly inFlight: Gauge;
+  readonly heapReleases: Counter;
   readonly llmSeconds: Histogram<'outcome'>;
   readonly toolSeconds: Histogram<'tool' | 'outcome'>;
 
@@ -23,6 +24,7 @@ export class ServiceMetrics {
     });
     this.appends = new Counter({ name: 'flotilla_appends_total', help: 'Appends to the event log, by result', labelNames: ['result'], registers: [this.registry] });
     this.inFlight = new Gauge({ name: 'flotilla_in_flight', help: 'Commits being handled now', registers: [this.registry] });
+    this.heapReleases = new Counter({ name: 'flotilla_heap_releases_total', help: 'Full collections run to give the heap back after a burst (two per release)', registers: [this.registry] });
     this.llmSeconds = new Histogram({ name: 'flotilla_llm_call_seconds', help: 'LLM call latency', labelNames: ['outcome'], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
     this.toolSeconds = new Histogram({
       name: 'flotilla_tool_seconds',

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { startCommitConsumer, type CommitConsumer, type CommitHandler } from './commit-consumer.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
 import { startHealthServer } from './health-server.js';
+import { HeapRelease } from './heap-release.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
 import { loadServiceConfig, type ServiceConfig } from './service-config.js';
@@ -59,7 +60,15 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   const parts = await definition.start(context);
 
   let consumer: CommitConsumer | undefined;
+  let heapRelease: HeapRelease | undefined;
   if (parts.handler) {
+    heapRelease = new HeapRelease({
+      after: config.heapReleaseAfter,
+      onRelease: ({ ms, heapBefore, heapAfter }) => {
+        metrics.heapReleases.inc();
+        logger.debug({ ms: Math.round(ms), heapBeforeMiB: Math.round(heapBefore / 2 ** 20), heapAfterMiB: Math.round(heapAfter / 2 ** 20) }, 'quiet after a burst: heap given back');
+      },
+    });
     const name = definition.consumer ?? definition.service;
     await ensureDurableConsumer(jsm, {
       stream: log.streamName,
@@ -78,7 +87,9 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       handler: parts.handler,
       logger,
       metrics,
+      heapRelease,
     });
+    heapRelease.idle(consumer.inFlight());
   }
   const health = await startHealthServer(
     config.healthPort,
@@ -96,6 +107,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     stopping = true;
     logger.info({ signal, inFlight: consumer?.inFlight() ?? 0 }, 'stopping: handing in-flight commits back');
     await consumer?.stop();
+    heapRelease?.close();
     await parts.stop?.();
     interrupts.close();
     await health[Symbol.asyncDispose]();

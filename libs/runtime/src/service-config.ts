@@ -18,6 +18,8 @@ export const ServiceConfig = z.object({
   /** How long a delivered commit may go unacknowledged before redelivery. */
   ackWaitMs: z.coerce.number().int().min(1_000),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
+  /** Commits handled before the next quiet period gives the heap back (see HeapRelease); 0 disables. */
+  heapReleaseAfter: z.coerce.number().int().min(0),
 });
 export type ServiceConfig = z.infer<typeof ServiceConfig>;
 
@@ -31,6 +33,7 @@ const VARIABLES: Record<string, string> = {
   ackWaitMs: 'FLOTILLA_ACK_WAIT_MS',
   logLevel: 'FLOTILLA_LOG_LEVEL',
   instanceId: 'FLOTILLA_INSTANCE_ID',
+  heapReleaseAfter: 'FLOTILLA_HEAP_RELEASE_AFTER',
 };
 
 /** Reads the service config from the environment and fails fast naming the bad variable. */
@@ -46,6 +49,7 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     concurrency: environment['FLOTILLA_CONCURRENCY'] ?? defaults.concurrency ?? 64,
     ackWaitMs: environment['FLOTILLA_ACK_WAIT_MS'] ?? 30_000,
     logLevel: environment['FLOTILLA_LOG_LEVEL'] ?? 'info',
+    heapReleaseAfter: environment['FLOTILLA_HEAP_RELEASE_AFTER'] ?? 1_000,
   });
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);

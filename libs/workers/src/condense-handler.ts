@@ -1,9 +1,10 @@
-import { condenseOrFail, nextWork, type AgentConfig } from '@flotilla/agent';
+import { condenseOrFail, type AgentConfig } from '@flotilla/agent';
 import { draftEvent, type EventDraft } from '@flotilla/events';
 import { isLlmError, type LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import type { CommitHandler, ConversationCache, InterruptRegistry } from '@flotilla/runtime';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import { incrementalProgress } from './incremental-fold.js';
 
 export type CondenseHandlerDependencies = {
   readonly log: EventLog;
@@ -15,11 +16,12 @@ export type CondenseHandlerDependencies = {
 
 /** The condenser's reaction to a delivered commit: answer an unhandled condensation request at the tail. */
 export function createCondenseHandler(deps: CondenseHandlerDependencies): CommitHandler {
+  const progress = incrementalProgress();
   return async (delivery) => {
     const loaded = await loadDelivered(delivery, deps.log, deps.cache);
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
-    if (nextWork(conversation.events).kind !== 'condense') return { ack: true, outcome: 'nothing_to_condense' };
+    if (progress.of(conversation.events).nextWork().kind !== 'condense') return { ack: true, outcome: 'nothing_to_condense' };
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
     const tracked = deps.interrupts.track(ref, delivery.signal);
     let drafts: EventDraft[];

@@ -1,11 +1,11 @@
-import { nextWork, step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
+import { step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
-import { isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
-import { publishDelta, setRecent, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
-import type { Event } from '@flotilla/events';
-import { ViewBuilder, type View } from '@flotilla/view';
+import { isConflict, type EventLog } from '@flotilla/log';
+import { publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
 
 const NO_STEP_DUE: HandleOutcome = Object.freeze({ ack: true, outcome: 'no_step_due' });
 
@@ -28,7 +28,9 @@ export type StepHandlerDependencies = {
  * it is still the conversation's tail, take ONE step and append its events expecting that tail.
  */
 export function createStepHandler(deps: StepHandlerDependencies): CommitHandler {
-  const views = new IncrementalViews();
+  // kept beside the cached events, so neither a decision nor a step's view rescans the history
+  const progress = incrementalProgress();
+  const views = new IncrementalFold(() => new ViewBuilder(), (builder, events) => builder.append(events));
   return async (delivery) => {
     const loaded = await loadDelivered(delivery, deps.log, deps.cache, (commit) =>
       // a commit of actions or execution starts never leaves a step due: no need to read the log for it
@@ -36,13 +38,10 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     );
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
-    const work = nextWork(conversation.events);
+    const work = progress.of(conversation.events).nextWork();
     if (work.kind !== 'step') {
       // At rest, a conversation is woken next by a user, usually much later: keep the cache for running ones.
-      if (work.kind === 'rest') {
-        deps.cache.forget(ref);
-        views.forget(ref);
-      }
+      if (work.kind === 'rest') deps.cache.forget(ref);
       return NO_STEP_DUE;
     }
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
@@ -56,7 +55,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
         llm: deps.llm(),
         tools: deps.tools,
         events: conversation.events,
-        view: () => views.of(ref, conversation.events),
+        view: () => views.of(conversation.events).view(),
         conversation: ref,
         signal: tracked.signal,
         ...(deps.streamDeltas === false ? {} : { onDelta: (delta) => publishDelta(deps.nc, ref, delta) }),
@@ -84,33 +83,4 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
       throw error;
     }
   };
-}
-
-type ViewEntry = { readonly builder: ViewBuilder; readonly events: readonly Event[]; count: number };
-
-/**
- * A view per recently stepped conversation, extended with the events the cache added since the
- * last step instead of rebuilt from the whole history (equal at every boundary: a property test
- * in libs/view). Keyed to the cache's events array: a reloaded conversation starts over.
- */
-class IncrementalViews {
-  readonly #entries = new Map<string, ViewEntry>();
-
-  constructor(private readonly capacity = 1_000) {}
-
-  of(ref: ConversationRef, events: readonly Event[]): View {
-    const key = `${ref.tenant}.${ref.conversation}`;
-    let entry = this.#entries.get(key);
-    if (!entry || entry.events !== events || entry.count > events.length) entry = { builder: new ViewBuilder(), events, count: 0 };
-    setRecent(this.#entries, key, entry, this.capacity);
-    if (entry.count < events.length) {
-      entry.builder.append(events.slice(entry.count));
-      entry.count = events.length;
-    }
-    return entry.builder.view();
-  }
-
-  forget(ref: ConversationRef): void {
-    this.#entries.delete(`${ref.tenant}.${ref.conversation}`);
-  }
 }

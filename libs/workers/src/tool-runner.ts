@@ -1,12 +1,13 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { executeActions, interruptedDrafts, nextWork, pendingActions, type NextWork } from '@flotilla/agent';
+import { executeActions, interruptedDrafts, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, type Event, type EventDraft } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import { incrementalProgress } from './incremental-fold.js';
 
 export type ToolRunnerDependencies = {
   readonly runnerId: string;
@@ -53,6 +54,8 @@ export class ToolRunner {
   readonly #owned = new Map<string, number>();
   /** Opened workspaces, most recently used last. */
   readonly #workspaces = new Map<string, Workspace>();
+  /** What each cached conversation owes, extended as the cache grows (no rescans per delivery). */
+  readonly #progress = incrementalProgress();
   #heartbeat: NodeJS.Timeout | undefined;
   #subscription: Subscription | undefined;
 
@@ -144,11 +147,12 @@ export class ToolRunner {
    * unanswered actions are leftovers of a failed attempt, i.e. interrupted.
    */
   async #decide(events: readonly Event[], selfBusy: boolean): Promise<NextWork> {
+    const progress = this.#progress.of(events);
     const alive = new Map<string, boolean>();
-    for (const runner of new Set(pendingActions(events).startedBy.values())) {
+    for (const runner of progress.startedByRunners()) {
       alive.set(runner, runner === this.#deps.runnerId ? selfBusy : await this.#deps.runners.isAlive(runner));
     }
-    return nextWork(events, { runnerAlive: (runner) => alive.get(runner) ?? false });
+    return progress.nextWork({ runnerAlive: (runner) => alive.get(runner) ?? false });
   }
 
   /**
@@ -279,8 +283,8 @@ export class ToolRunner {
     for (let attempt = 0; ; attempt += 1) {
       // first at the tail our execution_started left (the usual case), then as the log says
       const conversation = (attempt === 0 ? this.#deps.cache.peek(ref) : undefined) ?? (await this.#deps.cache.load(ref));
-      const answered = answeredCalls(conversation.events);
-      const unanswered = remaining.filter((draft) => draft.type !== 'observation' || !answered.has(draft.tool_call_id));
+      const progress = this.#progress.of(conversation.events);
+      const unanswered = remaining.filter((draft) => draft.type !== 'observation' || !progress.answered(draft.tool_call_id));
       if (unanswered.length === 0) return undefined;
       if (unanswered.length !== remaining.length) {
         this.#deps.logger.warn({ dropped: remaining.length - unanswered.length }, 'results already answered by another runner were dropped');
@@ -301,15 +305,6 @@ export class ToolRunner {
       }
     }
   }
-}
-
-function answeredCalls(events: readonly Event[]): Set<string> {
-  const answered = new Set<string>();
-  for (const event of events) {
-    if (event.type === 'observation' || event.type === 'user_rejection') answered.add(event.tool_call_id);
-    else if (event.type === 'agent_error' && event.tool_call_id !== undefined) answered.add(event.tool_call_id);
-  }
-  return answered;
 }
 
 /** Headers of a forwarded wake-up; the body is the delivered commit as stored. */

@@ -1,0 +1,101 @@
+import { draftEvent, type ActionEvent, type Event, type EventDraft } from '@flotilla/events';
+import { ScriptedLanguageModel } from '@flotilla/llm';
+import { describe, expect, it } from 'vitest';
+import type { NextWork } from './next-work.js';
+import { ConversationProgress } from './progress.js';
+import { call, conversationFixture } from './test-support/conversation-fixture.js';
+
+/** The decision by plain scans of the whole log: the definition ConversationProgress must match. */
+function scannedNextWork(events: readonly Event[], alive: (runner: string) => boolean): NextWork {
+  let status = 'idle';
+  for (const event of events) if (event.type === 'state_change' && event.status !== undefined) status = event.status;
+  if (status !== 'running') return { kind: 'rest' };
+  const answered = new Set<string>();
+  const startedBy = new Map<string, string>();
+  for (const event of events) {
+    if (event.type === 'observation' || event.type === 'user_rejection') answered.add(event.tool_call_id);
+    else if (event.type === 'agent_error' && event.tool_call_id !== undefined) answered.add(event.tool_call_id);
+    else if (event.type === 'execution_started') for (const id of event.action_ids) startedBy.set(id, event.runner);
+  }
+  const pending = events.filter((event): event is ActionEvent => event.type === 'action' && event.input !== null && !answered.has(event.tool_call_id));
+  const notStarted = pending.filter((action) => !startedBy.has(action.id));
+  const interrupted = pending.filter((action) => startedBy.has(action.id) && !alive(startedBy.get(action.id)!));
+  const inProgress = pending.filter((action) => startedBy.has(action.id) && alive(startedBy.get(action.id)!));
+  if (notStarted.length > 0 || interrupted.length > 0) return { kind: 'execute', actions: notStarted, interrupted };
+  if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
+  const lastCondensation = events.findLast((event) => event.type === 'condensation' || event.type === 'condensation_request');
+  return lastCondensation?.type === 'condensation_request' ? { kind: 'condense' } : { kind: 'step' };
+}
+
+const LIVENESS: Record<string, (runner: string) => boolean> = {
+  'no runner alive': () => false,
+  'every runner alive': () => true,
+  'only runner-a alive': (runner) => runner === 'runner-a',
+};
+
+function expectSameAtEveryBoundary(commits: readonly (readonly Event[])[]): number {
+  const incremental = new ConversationProgress();
+  const events: Event[] = [];
+  for (const commit of commits) {
+    incremental.append(commit);
+    events.push(...commit);
+    expect(incremental.length).toBe(events.length);
+    for (const [name, alive] of Object.entries(LIVENESS)) {
+      const expected = scannedNextWork(events, alive);
+      expect(incremental.nextWork({ runnerAlive: alive }), `${name}, after ${commit.map((event) => event.type).join(',')}`).toEqual(expected);
+      expect(ConversationProgress.of(events).nextWork({ runnerAlive: alive })).toEqual(expected);
+    }
+  }
+  return events.length;
+}
+
+describe('ConversationProgress', () => {
+  it('decides like a scan of the whole log at every commit of real runs', async () => {
+    await using fixture = await conversationFixture();
+    const runs = [
+      {
+        agent: {},
+        replies: [
+          { text: 'Thinking first.', toolCalls: [call('think', { thought: 'plan' })] },
+          { toolCalls: [call('think', { thought: 'a' }), call('think', { thought: 'b' })] },
+          { toolCalls: [call('no_such_tool', { x: 1 })] },
+          { toolCalls: [call('think', '{not json')] },
+          { toolCalls: [call('think', { thought: 'mixed' }), call('no_such_tool', {})] },
+          { toolCalls: [call('finish', { message: 'done' })] },
+        ],
+      },
+      { agent: { confirmation: { mode: 'always' as const } }, replies: [{ toolCalls: [call('think', { thought: 'risky?' })] }, { toolCalls: [call('finish', { message: 'ok' })] }] },
+    ];
+    let checked = 0;
+    for (const run of runs) {
+      const llm = new ScriptedLanguageModel({ replies: run.replies });
+      const conversation = fixture.conversation(llm, { tools: ['think', 'finish'], ...run.agent });
+      await conversation.sendMessage('go', { run: true });
+      for (let turn = 0; turn < 10 && (await conversation.run()) === 'waiting_for_confirmation'; turn += 1);
+      const commits: Event[][] = [];
+      for await (const commit of fixture.log.read(conversation.ref)) commits.push([...commit.events]);
+      checked += expectSameAtEveryBoundary(commits);
+    }
+    expect(checked).toBeGreaterThan(40);
+  });
+
+  it('tracks starts by runner, interruptions, answers logged out of order, rejections and condensation requests', () => {
+    const context = { tenant: 't', conversation: 'c', source: 'agent' as const, now: () => new Date(0) };
+    let seq = 0;
+    const event = (draft: EventDraft): Event => ({ ...draft, seq: (seq += 1) }) as Event;
+    const action = (callId: string, input: unknown = { thought: callId }): Event =>
+      event(draftEvent(context, 'action', { tool_name: 'think', tool_call_id: callId, input, summary: callId, llm_response_id: 'r', security_risk: 'low' } as never));
+    const running = event(draftEvent({ ...context, source: 'user' }, 'state_change', { status: 'running' }));
+    const [a, b, c, d] = [action('a'), action('b'), action('c'), action('d', null)];
+    const started = (runner: string, ...actions: Event[]): Event => event(draftEvent({ ...context, source: 'environment' }, 'execution_started', { runner, action_ids: actions.map((x) => x.id) } as never));
+    const observation = (callId: string): Event =>
+      event(draftEvent({ ...context, source: 'environment' }, 'observation', { tool_name: 'think', tool_call_id: callId, content: [{ type: 'text', text: 'ok' }], is_error: false } as never));
+    const rejection = (callId: string): Event => event(draftEvent({ ...context, source: 'user' }, 'user_rejection', { tool_call_id: callId, reason: 'no' } as never));
+    const early = observation('e'); // an answer logged before its action still answers it
+    const e = action('e');
+    const request = event(draftEvent({ ...context, source: 'system' }, 'condensation_request', { reason: 'large' } as never));
+    const condensation = event(draftEvent({ ...context, source: 'system' }, 'condensation', { forgotten_event_ids: [] }));
+    const again = event(draftEvent({ ...context, source: 'system' }, 'condensation_request', { reason: 'large again' } as never));
+    expectSameAtEveryBoundary([[running], [a, b, c, d], [started('runner-a', a), started('runner-b', b)], [early, e], [observation('a')], [rejection('c')], [observation('b')], [request], [condensation], [again, condensation]]);
+  });
+});
