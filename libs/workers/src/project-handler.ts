@@ -6,6 +6,13 @@ import { isStillTail, NOT_TAIL } from './at-tail.js';
 export type ProjectHandlerOptions = {
   /** Snapshots held in memory (with their KV revision), most recently projected kept. Default 10,000. */
   readonly cacheSize?: number;
+  /**
+   * How long a conversation's newest commit waits for the next one before its snapshot is
+   * written (default 25 ms): a step's commits (actions, their start, their results) usually land
+   * within a few milliseconds, and are then written once. The snapshot trails the log by at most
+   * this much more; 0 writes every commit at once.
+   */
+  readonly settleMs?: number;
 };
 
 /**
@@ -14,9 +21,14 @@ export type ProjectHandlerOptions = {
  * read. Otherwise (not held, a gap, or another writer got there first) it folds whatever the log
  * holds past the stored snapshot, on the conversation's tail commit only, so a burst of commits
  * coalesces into one catch-up. Idempotent either way.
+ *
+ * A commit with a later one of its conversation queued behind it in this process is folded in
+ * memory and acked: the later one's write covers both, and if this process dies first, that
+ * later commit is redelivered and catches up. The newest commit waits `settleMs` for a successor.
  */
 export function createProjectHandler(log: EventLog, store: SnapshotStore, options: ProjectHandlerOptions = {}): CommitHandler {
   const cacheSize = Math.max(1, options.cacheSize ?? 10_000);
+  const settleMs = Math.max(0, options.settleMs ?? 25);
   const held = new Map<string, SnapshotRecord>();
   const tails = new TailHints();
   const hold = (key: string, record: SnapshotRecord): void => {
@@ -33,6 +45,7 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore, option
       if (record.snapshot.last_stream_seq >= delivery.streamSeq) return { ack: true, outcome: 'already_projected' };
       const decoded = decodeCommit(delivery.message, ref);
       if (decoded.ok && decoded.commit.firstSeq === record.snapshot.last_seq + 1) {
+        if (settleMs > 0 && !delivery.laterQueued()) await settle(settleMs, delivery.signal);
         if (delivery.laterQueued()) {
           // the later commit queued here writes both: fold this one in memory only (the revision
           // held is still the one stored, so that write's compare-and-set stays exact)
@@ -52,4 +65,18 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore, option
     hold(key, { snapshot: result.snapshot, revision: result.revision });
     return { ack: true, outcome: 'projected' };
   };
+}
+
+/** Resolves after `ms`, or at once when the signal aborts (shutdown). */
+function settle(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

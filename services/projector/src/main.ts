@@ -4,11 +4,14 @@ import { createProjectHandler } from '@flotilla/workers';
 
 await runService({
   service: 'projector',
-  defaults: { concurrency: 64 },
+  // a conversation's newest commit holds its slot while it settles (createProjectHandler)
+  defaults: { concurrency: 256 },
   async start({ log, nc, logger }) {
     const store = await SnapshotStore.open(nc, {
       onCorrupt: (report) => logger.warn({ report }, 'corrupt snapshot: rebuilding it from the log'),
     });
-    return { handler: createProjectHandler(log, store) };
+    const settleMs = Number(process.env['FLOTILLA_PROJECTOR_SETTLE_MS'] ?? 25);
+    if (!Number.isInteger(settleMs) || settleMs < 0 || settleMs > 10_000) throw new Error(`invalid projector configuration: FLOTILLA_PROJECTOR_SETTLE_MS must be an integer from 0 to 10000, got ${process.env['FLOTILLA_PROJECTOR_SETTLE_MS']}`);
+    return { handler: createProjectHandler(log, store, { settleMs }) };
   },
 });

@@ -1,0 +1,86 @@
+import { draftEvent } from '@flotilla/events';
+import { EventLog, type ConversationRef, type Tail } from '@flotilla/log';
+import type { Delivery } from '@flotilla/runtime';
+import { SnapshotStore } from '@flotilla/state';
+import { startNats, uniqueName } from '@flotilla/testing';
+import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createProjectHandler } from './project-handler.js';
+
+describe('project handler', () => {
+  it("writes a step's commits once: the newest waits for a successor, which then writes both", async () => {
+    await using server = await startNats();
+    const nc = await connect({ servers: server.url });
+    try {
+      const name = uniqueName('PH');
+      const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+      const store = await SnapshotStore.open(nc, { bucket: `${name}_SNAPSHOTS` });
+      const ref: ConversationRef = { tenant: 'acme', conversation: 'one' };
+      let tail: Tail = { streamSeq: 0, lastSeq: 0 };
+      const append = async (text: string): Promise<number> => {
+        const commit = await log.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })], { expected: tail });
+        tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+        return commit.streamSeq;
+      };
+      const controller = new AbortController();
+      const deliver = async (seq: number, laterQueued: () => boolean): Promise<Delivery> => {
+        const stored = await log.jsm.direct.getMessage(log.streamName, { seq });
+        if (!stored) throw new Error(`no message ${seq}`);
+        return {
+          ref,
+          logger: pino({ level: 'silent' }),
+          subject: stored.subject,
+          streamSeq: seq,
+          message: { subject: stored.subject, seq, data: stored.data },
+          likelyTail: !laterQueued(),
+          eventTypes: () => ['message'],
+          laterQueued,
+          deliveryCount: 1,
+          signal: controller.signal,
+        };
+      };
+      const handle = createProjectHandler(log, store, { settleMs: 100 });
+
+      const first = await append('first');
+      expect(await handle(await deliver(first, () => false))).toEqual({ ack: true, outcome: 'projected' });
+      const written = (await store.get(ref))!;
+      expect(written.snapshot.last_stream_seq).toBe(first);
+
+      // the second commit's successor arrives while it settles: it is folded in memory, not written
+      const second = await append('second');
+      const third = await append('third');
+      const arrivedAt = Date.now() + 30;
+      expect(await handle(await deliver(second, () => Date.now() >= arrivedAt))).toEqual({ ack: true, outcome: 'coalesced' });
+      expect((await store.get(ref))!.revision).toBe(written.revision);
+
+      // the newest commit waits out the settle period, then one write covers both
+      const started = performance.now();
+      expect(await handle(await deliver(third, () => false))).toEqual({ ack: true, outcome: 'projected' });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(95);
+      const after = (await store.get(ref))!;
+      expect(after.snapshot.last_stream_seq).toBe(third);
+      expect(after.snapshot.counters.user_messages).toBe(3);
+      expect(after.revision).toBe(written.revision + 1);
+
+      // with no settle period every commit is written at once
+      const eager = createProjectHandler(log, store, { settleMs: 0 });
+      const fourth = await append('fourth');
+      const eagerStart = performance.now();
+      expect(await eager(await deliver(fourth, () => false))).toEqual({ ack: true, outcome: 'projected' });
+      expect(performance.now() - eagerStart).toBeLessThan(95);
+      expect((await store.get(ref))!.snapshot.last_stream_seq).toBe(fourth);
+
+      // a shutdown cuts the wait short (the commit then goes back to the group)
+      const fifth = await append('fifth');
+      const held = handle(await deliver(fifth, () => false));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const abortedAt = performance.now();
+      controller.abort();
+      await held.catch(() => undefined);
+      expect(performance.now() - abortedAt).toBeLessThan(80);
+    } finally {
+      await nc.close();
+    }
+  });
+});
