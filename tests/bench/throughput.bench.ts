@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { startTestSystem } from '../support/system.js';
 import { commitTimeline, stepCycleTimes } from './commit-timeline.js';
 import { sumByLabel, cpuSeconds } from './process-stats.js';
@@ -52,9 +53,11 @@ export async function benchThroughput(conversations = 500, latencyMs = 1_000, wa
     [`achieved: llm_usage(step) events in the ${seconds.toFixed(0)} s window`, (steps / seconds).toFixed(1), percent(steps / seconds)],
     ['achieved: model calls completed in the window', (brainCalls / seconds).toFixed(1), percent(brainCalls / seconds)],
   ];
+  const cpu = [...cpuAfter.map((after, index) => after - cpuBefore[index]!), (bench.user + bench.system) / 1e6];
   const cpuRows = [
-    ['CPU in the window (% of one core)', ...pids.keys(), 'bench (brain)'],
-    ['', ...cpuAfter.map((after, index) => `${((100 * (after - cpuBefore[index]!)) / seconds).toFixed(0)} %`), `${((bench.user + bench.system) / 10_000 / seconds).toFixed(0)} %`],
+    ['CPU in the window', ...pids.keys(), 'bench (brain)', 'all'],
+    ['% of one core', ...cpu.map((used) => `${((100 * used) / seconds).toFixed(0)} %`), `${((100 * cpu.reduce((a, b) => a + b, 0)) / seconds).toFixed(0)} %`],
+    ['ms per step', ...cpu.map((used) => ((1_000 * used) / steps).toFixed(2)), ((1_000 * cpu.reduce((a, b) => a + b, 0)) / steps).toFixed(2)],
   ];
   const handledRows = [['commits handled/s in the window', 'by outcome']];
   for (const [name, after] of handledAfter) {
@@ -68,6 +71,8 @@ export async function benchThroughput(conversations = 500, latencyMs = 1_000, wa
     `unloaded cycle (zero-latency model, one conversation, p50): ${ms(cycle)}`,
     '',
     table(cpuRows),
+    // the CPU a step may cost across all processes for 90 % of the ideal on this machine's cores
+    `CPU budget per step at 90 % of ideal on ${availableParallelism()} cores: ${((1_000 * availableParallelism()) / (0.9 * ideal)).toFixed(2)} ms`,
     '',
     table(handledRows),
   ].join('\n');
