@@ -156,9 +156,10 @@ export async function startBrainServer(): Promise<BrainServer> {
 /** Steps done: one past the highest step whose results came back, or what a summary recorded. */
 function progressOf(messages: readonly ChatMessage[], task: string): number {
   let done = 0;
+  const callId = new RegExp(`^call_${task}_(\\d+)_`);
   for (const message of messages) {
     if (message.role === 'tool') {
-      const match = new RegExp(`^call_${task}_(\\d+)_`).exec(String((message as { tool_call_id?: string }).tool_call_id ?? ''));
+      const match = callId.exec(String((message as { tool_call_id?: string }).tool_call_id ?? ''));
       if (match) done = Math.max(done, Number(match[1]) + 1);
     } else if (message.role === 'user') {
       done = Math.max(done, progressIn(JSON.stringify(message.content ?? ''), task));
