@@ -1,9 +1,8 @@
 import { draftEvent, type ActionEvent, type Event, type EventDraft } from '@flotilla/events';
-import { ScriptedLanguageModel } from '@flotilla/llm';
 import { describe, expect, it } from 'vitest';
 import type { NextWork } from './next-work.js';
 import { ConversationProgress } from './progress.js';
-import { call, conversationFixture } from './test-support/conversation-fixture.js';
+import { conversationFixture, realRunCommits } from './test-support/conversation-fixture.js';
 
 /** The decision by plain scans of the whole log: the definition ConversationProgress must match. */
 function scannedNextWork(events: readonly Event[], alive: (runner: string) => boolean): NextWork {
@@ -52,30 +51,8 @@ function expectSameAtEveryBoundary(commits: readonly (readonly Event[])[]): numb
 describe('ConversationProgress', () => {
   it('decides like a scan of the whole log at every commit of real runs', async () => {
     await using fixture = await conversationFixture();
-    const runs = [
-      {
-        agent: {},
-        replies: [
-          { text: 'Thinking first.', toolCalls: [call('think', { thought: 'plan' })] },
-          { toolCalls: [call('think', { thought: 'a' }), call('think', { thought: 'b' })] },
-          { toolCalls: [call('no_such_tool', { x: 1 })] },
-          { toolCalls: [call('think', '{not json')] },
-          { toolCalls: [call('think', { thought: 'mixed' }), call('no_such_tool', {})] },
-          { toolCalls: [call('finish', { message: 'done' })] },
-        ],
-      },
-      { agent: { confirmation: { mode: 'always' as const } }, replies: [{ toolCalls: [call('think', { thought: 'risky?' })] }, { toolCalls: [call('finish', { message: 'ok' })] }] },
-    ];
     let checked = 0;
-    for (const run of runs) {
-      const llm = new ScriptedLanguageModel({ replies: run.replies });
-      const conversation = fixture.conversation(llm, { tools: ['think', 'finish'], ...run.agent });
-      await conversation.sendMessage('go', { run: true });
-      for (let turn = 0; turn < 10 && (await conversation.run()) === 'waiting_for_confirmation'; turn += 1);
-      const commits: Event[][] = [];
-      for await (const commit of fixture.log.read(conversation.ref)) commits.push([...commit.events]);
-      checked += expectSameAtEveryBoundary(commits);
-    }
+    for (const commits of await realRunCommits(fixture)) checked += expectSameAtEveryBoundary(commits);
     expect(checked).toBeGreaterThan(40);
   });
 

@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { LanguageModel } from '@flotilla/llm';
+import type { Event } from '@flotilla/events';
+import { ScriptedLanguageModel, type LanguageModel } from '@flotilla/llm';
 import { EventLog } from '@flotilla/log';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { createBuiltinTools, openWorkspace, ToolRegistry, type Workspace } from '@flotilla/tools';
@@ -49,4 +50,37 @@ let callCounter = 0;
 export function call(name: string, input: unknown): { id: string; name: string; arguments: string } {
   callCounter += 1;
   return { id: `call_${callCounter}`, name, arguments: typeof input === 'string' ? input : JSON.stringify(input) };
+}
+
+/**
+ * Real runs through the fixture's conversations, as their commits' events: valid, parallel,
+ * unknown-tool and malformed calls ending in finish, and a run that waits for confirmation of
+ * every action and is approved.
+ */
+export async function realRunCommits(fixture: ConversationFixture): Promise<Event[][][]> {
+  const runs = [
+    {
+      agent: {},
+      replies: [
+        { text: 'Thinking first.', toolCalls: [call('think', { thought: 'plan' })] },
+        { toolCalls: [call('think', { thought: 'a' }), call('think', { thought: 'b' })] },
+        { toolCalls: [call('no_such_tool', { x: 1 })] },
+        { toolCalls: [call('think', '{not json')] },
+        { toolCalls: [call('think', { thought: 'mixed' }), call('no_such_tool', {})] },
+        { toolCalls: [call('finish', { message: 'done' })] },
+      ],
+    },
+    { agent: { confirmation: { mode: 'always' as const } }, replies: [{ toolCalls: [call('think', { thought: 'risky?' })] }, { toolCalls: [call('finish', { message: 'ok' })] }] },
+  ];
+  const recorded: Event[][][] = [];
+  for (const run of runs) {
+    const conversation = fixture.conversation(new ScriptedLanguageModel({ replies: run.replies }), { tools: ['think', 'finish'], ...run.agent });
+    await conversation.sendMessage('go', { run: true });
+    // run() approves what waits for confirmation and resumes, until the conversation rests
+    for (let turn = 0; turn < 10 && (await conversation.run()) === 'waiting_for_confirmation'; turn += 1);
+    const commits: Event[][] = [];
+    for await (const commit of fixture.log.read(conversation.ref)) commits.push([...commit.events]);
+    recorded.push(commits);
+  }
+  return recorded;
 }
