@@ -23,7 +23,7 @@ export async function loadDelivered(
   delivery: Delivery,
   log: EventLog,
   cache: ConversationCache,
-  /** For a conversation not cached: says when the delivered commit alone shows there is nothing to do. */
+  /** Says when the delivered commit alone (its header) shows there is nothing to do, whatever came before it. */
   dismiss?: (delivery: Delivery) => HandleOutcome | undefined,
 ): Promise<Delivered | HandleOutcome> {
   const ref = delivery.ref;
@@ -35,13 +35,16 @@ export async function loadDelivered(
     if (cached) cache.extend(ref, delivery.message);
     return NOT_TAIL;
   }
-  if (!cached) {
-    // not cached (a backlog, or a conversation new to this process): an old commit is told apart
-    // from its header or by one direct get, without reading the conversation
-    const dismissed = dismiss?.(delivery);
-    if (dismissed) return dismissed;
-    if (!(await isStillTail(delivery, ref, log, cache.tails))) return NOT_TAIL;
+  // a commit the handler can tell from its header needs no history: it only extends a cache it
+  // directly continues, and a gap (commits another instance took) is read when one matters
+  const dismissed = dismiss?.(delivery);
+  if (dismissed) {
+    if (cached) cache.extend(ref, delivery.message);
+    return dismissed;
   }
+  // not cached (a backlog, or a conversation new to this process): an old commit is told apart
+  // by one direct get, without reading the conversation
+  if (!cached && !(await isStillTail(delivery, ref, log, cache.tails))) return NOT_TAIL;
   const conversation = await cache.load(ref, delivery.streamSeq, delivery.message);
   return { ref, tail: conversation.tail, conversation };
 }

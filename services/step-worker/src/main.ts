@@ -6,7 +6,8 @@ import { createStepHandler, loadAgentSettings } from '@flotilla/workers';
 
 await runService({
   service: 'step-worker',
-  defaults: { concurrency: 256 },
+  // a step mostly waits on the model: in-flight steps, not CPU, bound a worker's throughput
+  defaults: { concurrency: 1024 },
   async start({ log, nc, interrupts, metrics, logger }) {
     const agent = loadAgentSettings();
     // tools are only described here (schemas for the model); tool runners execute them
