@@ -1,4 +1,5 @@
 import { OpenAI } from 'openai';
+import { httpFetch } from '../core/http-fetch.js';
 import { nestFlatErrorFetch } from './nest-flat-error-fetch.js';
 
 export type OpenAIClientSettings = {
@@ -12,7 +13,7 @@ export function createOpenAIClient(settings: OpenAIClientSettings): OpenAI {
   return new OpenAI({
     apiKey: settings.apiKey,
     ...(settings.baseURL === undefined ? {} : { baseURL: settings.baseURL }),
-    fetch: nestFlatErrorFetch(settings.fetch),
+    fetch: nestFlatErrorFetch(settings.fetch ?? httpFetch),
     maxRetries: 0,
     // Timeouts are enforced per attempt by the managed model, streaming included.
     timeout: 24 * 60 * 60 * 1000,

@@ -1,6 +1,7 @@
 import { Anthropic } from '@anthropic-ai/sdk';
 import type { MessageCreateParamsBase } from '@anthropic-ai/sdk/resources/messages';
 import { malformedResponse } from '../../core/errors.js';
+import { httpFetch } from '../../core/http-fetch.js';
 import type { ProviderAdapter, ProviderCallContext, ProviderRequest, ProviderResult } from '../../core/provider-adapter.js';
 import { AnthropicStreamAccumulator } from './anthropic-stream-accumulator.js';
 import { ANTHROPIC_PROVIDER, readAnthropicMessage } from './read-anthropic-message.js';
@@ -21,7 +22,7 @@ export function createAnthropicClient(settings: AnthropicClientSettings): Anthro
   return new Anthropic({
     apiKey: settings.apiKey,
     ...(settings.baseURL === undefined ? {} : { baseURL: settings.baseURL }),
-    ...(settings.fetch === undefined ? {} : { fetch: settings.fetch }),
+    fetch: settings.fetch ?? httpFetch,
     maxRetries: 0,
     timeout: 24 * 60 * 60 * 1000,
     logLevel: 'off',
