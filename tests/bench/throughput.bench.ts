@@ -4,13 +4,32 @@ import { commitTimeline, stepCycleTimes } from './commit-timeline.js';
 import { sumByLabel, cpuSeconds } from './process-stats.js';
 import { ms, percentile, table } from './stats.js';
 
+type Topology = { readonly stepWorkers: number; readonly toolRunners: number; readonly why: string };
+
+/**
+ * The two ways to run the services on this machine's cores: one process of each (what the
+ * embedded launcher starts, and what 2 cores call for), and the group scaled out, which shows
+ * what horizontal scaling costs when it adds no cores.
+ */
+const TOPOLOGIES: readonly Topology[] = [
+  { stepWorkers: 1, toolRunners: 1, why: 'one process of each service, as the embedded launcher runs them' },
+  { stepWorkers: 2, toolRunners: 2, why: 'scaled out on the same cores: what horizontal scaling costs when it adds no CPU' },
+];
+
+export async function benchThroughput(): Promise<string> {
+  const sections: string[] = [];
+  for (const topology of TOPOLOGIES) sections.push(await throughputRun(topology));
+  return sections.join('\n\n');
+}
+
 /**
  * Steps per second of many concurrent conversations against a model with a fixed latency, over a
  * fixed window after warm-up, against the LLM-bound ideal: every conversation steps once per
  * (model latency + unloaded step-cycle time), the latter measured in the same run.
  */
-export async function benchThroughput(conversations = 500, latencyMs = 1_000, warmupMs = 10_000, windowMs = 30_000): Promise<string> {
-  await using system = await startTestSystem({ stepWorkers: 2, toolRunners: 2, projectors: 1, agent: { condenser: { maxEvents: 100_000 } } });
+async function throughputRun(topology: Topology, conversations = 500, latencyMs = 1_000, warmupMs = 10_000, windowMs = 30_000): Promise<string> {
+  const { stepWorkers, toolRunners } = topology;
+  await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, agent: { condenser: { maxEvents: 100_000 } } });
 
   // unloaded cycle time with a zero-latency model (what a step costs besides the model)
   const probe = { tenant: 'bench', conversation: 'calibrate' };
@@ -66,7 +85,7 @@ export async function benchThroughput(conversations = 500, latencyMs = 1_000, wa
     handledRows.push([name, rates.join(', ')]);
   }
   return [
-    `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; 2 step workers, 2 tool runners, 1 projector, ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
+    `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
     table(rows),
     `unloaded cycle (zero-latency model, one conversation, p50): ${ms(cycle)}`,
     '',
