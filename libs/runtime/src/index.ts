@@ -12,6 +12,8 @@ export { ConversationCache } from './conversation-cache.js';
 export type { CachedConversation } from './conversation-cache.js';
 export { TailHints } from './tail-hints.js';
 export { setRecent } from './recent-map.js';
+export { whenAborted } from './when-aborted.js';
+export { DeltaCoalescer } from './delta-coalescer.js';
 export { DEFAULT_SIGNAL_ROOT, deltaSubject, interruptSubject, InterruptRegistry, publishDelta, publishInterrupt } from './signals.js';
 export { DEFAULT_RUNNERS_BUCKET, DEFAULT_WORKSPACES_BUCKET, RunnerRegistry } from './runner-registry.js';
 export type { RunnerRegistryOptions, WorkspaceOwner } from './runner-registry.js';

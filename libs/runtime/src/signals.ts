@@ -1,6 +1,7 @@
 import type { ConversationRef } from '@flotilla/log';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { StreamDelta } from '@flotilla/llm';
+import { whenAborted } from './when-aborted.js';
 
 /**
  * Core-NATS subjects for traffic that is never stored: interrupts (broadcast to every process)
@@ -49,15 +50,14 @@ export class InterruptRegistry {
   track(ref: ConversationRef, parent?: AbortSignal): { signal: AbortSignal; done(): void } {
     const key = `${ref.tenant}.${ref.conversation}`;
     const controller = new AbortController();
-    const onParent = (): void => controller.abort(parent?.reason);
-    parent?.addEventListener('abort', onParent, { once: true });
+    const unfollow = parent ? whenAborted(parent, () => controller.abort(parent.reason)) : undefined;
     let set = this.#controllers.get(key);
     if (!set) this.#controllers.set(key, (set = new Set()));
     set.add(controller);
     return {
       signal: controller.signal,
       done: () => {
-        parent?.removeEventListener('abort', onParent);
+        unfollow?.();
         set.delete(controller);
         if (set.size === 0) this.#controllers.delete(key);
       },

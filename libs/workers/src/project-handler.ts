@@ -1,5 +1,5 @@
 import { decodeCommit, type EventLog } from '@flotilla/log';
-import { setRecent, TailHints, type CommitHandler } from '@flotilla/runtime';
+import { setRecent, TailHints, whenAborted, type CommitHandler } from '@flotilla/runtime';
 import { foldCommits, type SnapshotRecord, type SnapshotStore } from '@flotilla/state';
 import { isStillTail, NOT_TAIL } from './at-tail.js';
 
@@ -70,13 +70,13 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore, option
 /** Resolves after `ms`, or at once when the signal aborts (shutdown). */
 function settle(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
+    const timer = setTimeout(() => {
+      cancel();
       resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
+    }, ms);
+    const cancel = whenAborted(signal, () => {
+      clearTimeout(timer);
+      resolve();
+    });
   });
 }

@@ -1,7 +1,7 @@
 import { step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
-import { publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { DeltaCoalescer, publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
@@ -19,7 +19,7 @@ export type StepHandlerDependencies = {
   readonly interrupts: InterruptRegistry;
   readonly nc: NatsConnection;
   readonly metrics: ServiceMetrics;
-  /** Publish token deltas on core NATS for live viewers. Default true. */
+  /** Publish token deltas on core NATS for live viewers (merged over up to 30 ms). Default true. */
   readonly streamDeltas?: boolean;
 };
 
@@ -47,6 +47,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
 
     const tracked = deps.interrupts.track(ref, delivery.signal);
+    const deltas = deps.streamDeltas === false ? undefined : new DeltaCoalescer((delta) => publishDelta(deps.nc, ref, delta));
     const started = performance.now();
     let result;
     try {
@@ -58,13 +59,14 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
         view: () => views.of(conversation.events).view(),
         conversation: ref,
         signal: tracked.signal,
-        ...(deps.streamDeltas === false ? {} : { onDelta: (delta) => publishDelta(deps.nc, ref, delta) }),
+        ...(deltas ? { onDelta: (delta) => deltas.push(delta) } : {}),
       });
     } catch (error) {
       if (delivery.signal.aborted) throw error; // shutdown: the commit goes back to the group
       if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
       throw error;
     } finally {
+      deltas?.flush();
       tracked.done();
       deps.metrics.llmSeconds.observe({ outcome: 'step' }, (performance.now() - started) / 1_000);
     }

@@ -43,9 +43,10 @@ const agents = {
 
 type FetchInit = NonNullable<Parameters<typeof fetch>[1]>;
 
-function requestBody(body: FetchInit['body']): Buffer | undefined | typeof UNSUPPORTED {
+/** A string goes to the socket as it is: node encodes it there, without a buffer of our own. */
+function requestBody(body: FetchInit['body']): string | Buffer | undefined | typeof UNSUPPORTED {
   if (body === undefined || body === null) return undefined;
-  if (typeof body === 'string') return Buffer.from(body);
+  if (typeof body === 'string') return body;
   if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (body instanceof ArrayBuffer) return Buffer.from(body);
   if (body instanceof URLSearchParams) return Buffer.from(body.toString());
@@ -60,7 +61,7 @@ function send(
   url: URL,
   method: string,
   headers: Headers,
-  body: Buffer | undefined,
+  body: string | Buffer | undefined,
   signal: AbortSignal | undefined,
   redirect: NonNullable<FetchInit['redirect']>,
   redirects: number,
@@ -74,7 +75,7 @@ function send(
     headers.forEach((value, name) => {
       outgoing[name] = value;
     });
-    if (body !== undefined) outgoing['content-length'] = String(body.byteLength);
+    if (body !== undefined) outgoing['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
     else if (method === 'POST' || method === 'PUT' || method === 'PATCH') outgoing['content-length'] = '0';
     const secure = url.protocol === 'https:';
     const request = (secure ? https : http).request(url, { method, headers: outgoing, agent: secure ? agents.https : agents.http });
