@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { startTestSystem } from '../support/system.js';
-import { commitTimeline, stepCycleTimes } from './commit-timeline.js';
+import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js';
 import { sumByLabel, cpuSeconds } from './process-stats.js';
 import { ms, percentile, table } from './stats.js';
 
@@ -58,12 +58,28 @@ async function throughputRun(topology: Topology, conversations = 500, latencyMs 
 
   const brainCalls = system.brain.calls.filter((call) => call.completed && call.closedAt !== undefined && call.closedAt >= windowStart && call.closedAt < windowEnd).length;
   let steps = 0;
+  const modelCalls: number[] = [];
   for (const ref of refs) {
     for (const event of await system.events(ref)) {
       const at = Date.parse(event.timestamp);
-      if (event.type === 'llm_usage' && event.purpose === 'step' && at >= windowStart && at < windowEnd) steps += 1;
+      if (event.type === 'llm_usage' && event.purpose === 'step' && at >= windowStart && at < windowEnd) {
+        steps += 1;
+        modelCalls.push(event.latency_ms);
+      }
     }
   }
+  // where a cycle's time goes under load: its hops, in a sample of the conversations, in the window
+  const sampled = new Map<string, number[]>();
+  for (const ref of refs.slice(0, 50)) {
+    const inWindow = (await commitTimeline(system.log, ref)).filter((commit) => commit.storedAtMs >= windowStart && commit.storedAtMs < windowEnd);
+    for (const [hop, times] of cycleHops(inWindow)) sampled.set(hop, [...(sampled.get(hop) ?? []), ...times]);
+  }
+  const hopRows = [
+    ['a cycle under load (50 conversations)', 'p50', 'p90', 'n'],
+    ...[...sampled].map(([hop, times]) => [hop, ms(percentile(times, 50)), ms(percentile(times, 90)), String(times.length)]),
+    ['  of which the model call, as the step worker timed it (all conversations)', ms(percentile(modelCalls, 50)), ms(percentile(modelCalls, 90)), String(modelCalls.length)],
+    [`  the last hop less the model's ${latencyMs} ms`, ms(percentile([...sampled.values()].at(-1)!, 50) - latencyMs), ms(percentile([...sampled.values()].at(-1)!, 90) - latencyMs), ''],
+  ];
   const seconds = (windowEnd - windowStart) / 1_000;
   const percent = (value: number): string => `${((100 * value) / ideal).toFixed(1)} %`;
   const rows = [
@@ -88,6 +104,8 @@ async function throughputRun(topology: Topology, conversations = 500, latencyMs 
     `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
     table(rows),
     `unloaded cycle (zero-latency model, one conversation, p50): ${ms(cycle)}`,
+    '',
+    table(hopRows),
     '',
     table(cpuRows),
     // the CPU a step may cost across all processes for 90 % of the ideal on this machine's cores

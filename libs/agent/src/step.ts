@@ -1,4 +1,4 @@
-import { draftEvent, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
+import { draftEvent, type DraftContext, type Event, type EventDraft, type ToolSpec } from '@flotilla/events';
 import { isLlmError, type GenerateResult, type LanguageModel, type StreamDelta, type ToolSchema } from '@flotilla/llm';
 import { llmUsageDraft, shouldCondense } from '@flotilla/condenser';
 import { buildView, toChatMessages, type View } from '@flotilla/view';
@@ -74,26 +74,25 @@ export async function step(input: StepInput): Promise<StepResult> {
     return stop(system, 'max_budget', `The run spent $${state.spentUsd.toFixed(4)}, reaching its budget of $${budget}.`, 'error');
   }
   if (agent.stuckDetection.enabled) {
-    const stuck = detectStuck(events.slice(state.runStart), agent.stuckDetection);
+    const stuck = detectStuck(events, agent.stuckDetection, state.runStart);
     if (stuck) return stop(system, 'stuck', `The agent appears stuck (${stuck.replaceAll('_', ' ')}).`, 'stuck');
   }
 
   const drafts: EventDraft[] = [];
   let history = events;
-  const specs = input.tools.specs().map(withAgentParameters);
+  const { specs, toolSchemas } = offeredTools(input.tools);
   if (!state.hasSystemPrompt) {
     const prompt = buildSystemPrompt(agent, now());
     const systemPrompt = draftEvent(context, 'system_prompt', {
       static_prompt: prompt.staticPrompt,
       ...(prompt.dynamicPrompt === undefined ? {} : { dynamic_prompt: prompt.dynamicPrompt }),
-      tools: specs,
+      tools: [...specs],
     });
     drafts.push(systemPrompt);
     history = [...events, { ...systemPrompt, seq: (events.at(-1)?.seq ?? 0) + 1 } as Event];
   }
   const view = history === events && input.view ? input.view() : buildView(history);
   const messages = toChatMessages(view);
-  const toolSchemas: ToolSchema[] = specs.map((spec) => ({ name: spec.name, description: spec.description, parameters: spec.parameters }));
   const reasons = shouldCondense(view, agent.condenser, {
     ...(input.llm.info.maxInputTokens === undefined ? {} : { maxInputTokens: input.llm.info.maxInputTokens }),
     countTokens: estimateTokens,
@@ -112,6 +111,21 @@ export async function step(input: StepInput): Promise<StepResult> {
   }
   const reply = replyEvents(result, input.tools, agent, context, system);
   return { drafts: [...drafts, llmUsageDraft(result, system, 'step'), ...reply.drafts], outcome: reply.outcome };
+}
+
+type OfferedTools = { readonly specs: readonly ToolSpec[]; readonly toolSchemas: readonly ToolSchema[] };
+const offered = new WeakMap<readonly ToolSpec[], OfferedTools>();
+
+/** The catalog's tools as the model sees them, built once per catalog's spec list (not per step). */
+function offeredTools(tools: ToolCatalog): OfferedTools {
+  const catalog = tools.specs();
+  let prepared = offered.get(catalog);
+  if (!prepared) {
+    const specs = catalog.map(withAgentParameters);
+    prepared = { specs, toolSchemas: specs.map((spec) => ({ name: spec.name, description: spec.description, parameters: spec.parameters })) };
+    offered.set(catalog, prepared);
+  }
+  return prepared;
 }
 
 function replyEvents(result: GenerateResult, tools: ToolCatalog, agent: AgentConfig, context: DraftContext, system: DraftContext): StepResult {

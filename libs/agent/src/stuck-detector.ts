@@ -26,11 +26,16 @@ type Step =
   | { readonly kind: 'message' };
 
 /**
- * Looks at what the agent did since the last user message and says whether it is going in
+ * Looks at what the agent did since the last user message (within the run) and says whether it is going in
  * circles. Only completed tool calls count: a call still awaiting its result is not a repeat yet.
  */
-export function detectStuck(events: readonly Event[], thresholds: StuckThresholds = DEFAULT_STUCK_THRESHOLDS): StuckReason | undefined {
-  const steps = stepsSinceUserMessage(events, Math.max(thresholds.actionObservation, thresholds.actionError, thresholds.monologue, thresholds.alternating));
+export function detectStuck(
+  events: readonly Event[],
+  thresholds: StuckThresholds = DEFAULT_STUCK_THRESHOLDS,
+  /** Index of the first event to consider (the start of the current run). */
+  from = 0,
+): StuckReason | undefined {
+  const steps = stepsSinceUserMessage(events, Math.max(thresholds.actionObservation, thresholds.actionError, thresholds.monologue, thresholds.alternating), from);
   const tail = (count: number): Step[] | undefined => (steps.length >= count ? steps.slice(-count) : undefined);
 
   const repeated = tail(thresholds.actionObservation);
@@ -65,10 +70,10 @@ function isAlternating(steps: readonly Step[]): boolean {
  * the end (results come after their actions), so the cost is bounded by the thresholds, not by
  * the length of the run.
  */
-function stepsSinceUserMessage(events: readonly Event[], needed: number): Step[] {
+function stepsSinceUserMessage(events: readonly Event[], needed: number, from: number): Step[] {
   const results = new Map<string, { text: string; failed: boolean }>();
   const steps: Step[] = [];
-  for (let index = events.length - 1; index >= 0 && steps.length < needed; index -= 1) {
+  for (let index = events.length - 1; index >= from && steps.length < needed; index -= 1) {
     const event = events[index]!;
     if (event.type === 'message' && event.source === 'user') break;
     if (event.type === 'observation') results.set(event.tool_call_id, { text: contentKey(event.content), failed: event.is_error });

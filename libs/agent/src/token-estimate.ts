@@ -16,6 +16,18 @@ export function estimateTokens(messages: readonly ChatMessage[], tools: readonly
       for (const block of message.reasoning?.thinkingBlocks ?? []) characters += block.type === 'thinking' ? block.thinking.length : block.data.length;
     }
   }
-  for (const tool of tools) characters += tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
-  return Math.ceil(characters / 4);
+  return Math.ceil((characters + toolCharacters(tools)) / 4);
+}
+
+// A step offers the same tool list every time: measure its schemas once.
+const measuredTools = new WeakMap<readonly ToolSchema[], number>();
+
+function toolCharacters(tools: readonly ToolSchema[]): number {
+  let characters = measuredTools.get(tools);
+  if (characters === undefined) {
+    characters = 0;
+    for (const tool of tools) characters += tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
+    measuredTools.set(tools, characters);
+  }
+  return characters;
 }

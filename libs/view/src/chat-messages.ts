@@ -8,6 +8,7 @@ import type {
   ThinkingBlock,
   ToolCall,
   ToolMessage,
+  UserMessage,
 } from '@flotilla/llm';
 import { isResultEvent, type ResultEvent, type View, type ViewItem } from './types.js';
 
@@ -128,24 +129,57 @@ function itemMessage(item: ViewItem): ChatMessage | undefined {
   }
 }
 
-/** Merges consecutive user messages and drops messages that would have no content at all. */
+/**
+ * Merges consecutive user messages and drops messages that would have no content at all. A user
+ * message merged with nothing is kept as it is (the same object), like every other message.
+ */
 function coalesce(messages: readonly ChatMessage[]): ChatMessage[] {
   const out: ChatMessage[] = [];
-  let userContent: ContentPart[] | undefined;
+  let users: UserMessage[] = [];
+  const flushUsers = (): void => {
+    const content = users.flatMap((user) => user.content);
+    if (content.length > 0) out.push(users.length === 1 ? users[0]! : { role: 'user', content });
+    users = [];
+  };
   for (const message of messages) {
     if (message.role === 'user') {
-      if (userContent === undefined) {
-        userContent = [];
-        out.push({ role: 'user', content: userContent });
-      }
-      userContent.push(...message.content);
+      users.push(message);
       continue;
     }
     if (message.role === 'assistant' && message.content.length === 0 && message.toolCalls.length === 0) continue;
-    userContent = undefined;
+    flushUsers();
     out.push(message);
   }
-  return out.filter((message) => message.role !== 'user' || message.content.length > 0);
+  flushUsers();
+  return out;
+}
+
+// A step renders the whole view again, but its items are the same event objects as at the last
+// step: what an item or a batch rendered to is kept beside it, so only new items are rendered.
+// Messages are never changed after they are made, so sharing them between renders is safe.
+const renderedItems = new WeakMap<ViewItem, ChatMessage | null>();
+const renderedBatches = new WeakMap<ActionEvent, { readonly actions: readonly ActionEvent[]; readonly results: readonly ResultEvent[]; readonly messages: ChatMessage[] }>();
+
+function renderedItem(item: ViewItem): ChatMessage | undefined {
+  let message = renderedItems.get(item);
+  if (message === undefined) {
+    message = itemMessage(item) ?? null;
+    renderedItems.set(item, message);
+  }
+  return message ?? undefined;
+}
+
+function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((item, index) => item === b[index]);
+}
+
+function renderedBatch(actions: readonly ActionEvent[], results: readonly ResultEvent[]): ChatMessage[] {
+  const first = actions[0]!;
+  const known = renderedBatches.get(first);
+  if (known && sameItems(known.actions, actions) && sameItems(known.results, results)) return known.messages;
+  const messages = batchMessages(actions, results);
+  renderedBatches.set(first, { actions, results, messages });
+  return messages;
 }
 
 /**
@@ -173,12 +207,12 @@ export function toChatMessages(view: View | readonly ViewItem[]): ChatMessage[] 
         results.push(items[position] as ResultEvent);
         position += 1;
       }
-      messages.push(...batchMessages(actions, results));
+      messages.push(...renderedBatch(actions, results));
       continue;
     }
     position += 1;
     if (isResultEvent(item)) continue;
-    const message = itemMessage(item);
+    const message = renderedItem(item);
     if (message !== undefined) messages.push(message);
   }
   return coalesce(messages);

@@ -1,37 +1,50 @@
 import type { ChatCompletionContentPart, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { ChatMessage, ContentPart } from '../../messages.js';
 
+// Each step sends the whole conversation again, mostly as the same message objects as the step
+// before (the view keeps what it rendered): each is converted once. Neither side is ever changed.
+const converted = new WeakMap<ChatMessage, ChatCompletionMessageParam>();
+
 /** Provider-neutral messages to Chat Completions messages (system blocks joined into one). */
 export function toChatMessages(messages: readonly ChatMessage[]): ChatCompletionMessageParam[] {
-  return messages.map((message): ChatCompletionMessageParam => {
-    switch (message.role) {
-      case 'system':
-        return { role: 'system', content: message.content.map((block) => block.text).join('\n\n') };
-      case 'user':
-        return { role: 'user', content: toUserContent(message.content) };
-      case 'assistant': {
-        const text = textOf(message.content);
-        const reasoning = message.reasoning?.text;
-        return {
-          role: 'assistant',
-          content: text.length > 0 ? text : null,
-          ...(message.toolCalls.length > 0
-            ? {
-                tool_calls: message.toolCalls.map((call) => ({
-                  id: call.id,
-                  type: 'function' as const,
-                  function: { name: call.name, arguments: call.arguments },
-                })),
-              }
-            : {}),
-          // OpenAI-compatible reasoning servers (vLLM, DeepSeek-style) read this back.
-          ...(reasoning ? { reasoning_content: reasoning } : {}),
-        };
-      }
-      case 'tool':
-        return { role: 'tool', tool_call_id: message.toolCallId, content: toolText(message.content, message.isError) };
+  return messages.map((message) => {
+    let wire = converted.get(message);
+    if (wire === undefined) {
+      wire = toChatMessage(message);
+      converted.set(message, wire);
     }
+    return wire;
   });
+}
+
+function toChatMessage(message: ChatMessage): ChatCompletionMessageParam {
+  switch (message.role) {
+    case 'system':
+      return { role: 'system', content: message.content.map((block) => block.text).join('\n\n') };
+    case 'user':
+      return { role: 'user', content: toUserContent(message.content) };
+    case 'assistant': {
+      const text = textOf(message.content);
+      const reasoning = message.reasoning?.text;
+      return {
+        role: 'assistant',
+        content: text.length > 0 ? text : null,
+        ...(message.toolCalls.length > 0
+          ? {
+              tool_calls: message.toolCalls.map((call) => ({
+                id: call.id,
+                type: 'function' as const,
+                function: { name: call.name, arguments: call.arguments },
+              })),
+            }
+          : {}),
+        // OpenAI-compatible reasoning servers (vLLM, DeepSeek-style) read this back.
+        ...(reasoning ? { reasoning_content: reasoning } : {}),
+      };
+    }
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: toolText(message.content, message.isError) };
+  }
 }
 
 function toUserContent(parts: readonly ContentPart[]): string | ChatCompletionContentPart[] {
