@@ -53,6 +53,8 @@ function requestBody(body: FetchInit['body']): string | Buffer | undefined | typ
   return UNSUPPORTED;
 }
 
+function ignore(): void {}
+
 function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
 }
@@ -92,7 +94,8 @@ function send(
     signal?.addEventListener('abort', onAbort, { once: true });
     const release = (): void => signal?.removeEventListener('abort', onAbort);
 
-    request.once('error', (error) => {
+    // every stream here keeps an error listener for its whole life: an error with none would crash the process
+    request.on('error', (error) => {
       if (settled) return;
       settled = true;
       release();
@@ -103,6 +106,7 @@ function send(
         response.destroy();
         return;
       }
+      response.on('error', ignore);
       const status = response.statusCode ?? 0;
       const location = response.headers.location;
       if (REDIRECTS.has(status) && location !== undefined && redirect !== 'manual') {
@@ -187,7 +191,7 @@ function webStream(source: Readable, response: http.IncomingMessage, signal: Abo
           if ((controller.desiredSize ?? 1) <= 0) source.pause();
         });
         source.once('end', () => finish());
-        source.once('error', (error) => finish(error.name === 'AbortError' || error instanceof TypeError ? error : new TypeError('terminated', { cause: error })));
+        source.on('error', (error) => finish(error.name === 'AbortError' || error instanceof TypeError ? error : new TypeError('terminated', { cause: error })));
         response.once('close', () => {
           if (!response.complete) finish(new TypeError('terminated'));
         });
