@@ -61,4 +61,50 @@ describe('commit consumer', () => {
       await nc.close();
     }
   });
+
+  it('acks every handled commit (acks are sent in batches), and nothing is redelivered', async () => {
+    await using server = await startNats();
+    const nc = await connect({ servers: server.url });
+    try {
+      const name = uniqueName('CA');
+      const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+      await ensureDurableConsumer(log.jsm, { stream: name, name: 'group', filterSubject: `${log.subjectPrefix}.>`, ackWaitMs: 1_000, maxAckPending: 1_000 });
+      const js = jetstream(nc);
+      const commits = 200;
+      await Promise.all(Array.from({ length: commits }, (_, index) => js.publish(log.subject({ tenant: 'acme', conversation: `c${index % 20}` }), `commit ${index}`)));
+      const handled: number[] = [];
+      const consumer = await startCommitConsumer({
+        js,
+        stream: name,
+        consumer: 'group',
+        subjectPrefix: log.subjectPrefix,
+        concurrency: 64,
+        ackWaitMs: 1_000,
+        handler: async (delivery) => {
+          handled.push(delivery.streamSeq);
+          return { ack: true, outcome: 'ok' };
+        },
+        logger: pino({ level: 'silent' }),
+        metrics: new ServiceMetrics('test'),
+      });
+      // (a commit still in its handler at a stop is handed back, not acked: wait until none is)
+      while (handled.length < commits || consumer.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      // acks go out while the consumer runs (the server applies them asynchronously: allow it well
+      // under the ack wait to show them all)
+      let info = await log.jsm.consumers.info(name, 'group');
+      for (const deadline = Date.now() + 600; info.num_ack_pending > 0 && Date.now() < deadline; ) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        info = await log.jsm.consumers.info(name, 'group');
+      }
+      await consumer.stop();
+      expect(info.num_ack_pending).toBe(0);
+      expect(info.ack_floor.stream_seq).toBe(commits);
+      // past the ack wait, nothing comes back
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect((await log.jsm.consumers.info(name, 'group')).num_redelivered).toBe(0);
+      expect(new Set(handled).size).toBe(commits);
+    } finally {
+      await nc.close();
+    }
+  });
 });

@@ -93,6 +93,8 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     else slots += 1;
   };
 
+  const acks = new AckBatch();
+
   const handleOne = async (message: JsMsg): Promise<void> => {
     const ref = parseConversationSubject(options.subjectPrefix, message.subject);
     const key = ref ? `${ref.tenant}.${ref.conversation}` : message.subject;
@@ -128,7 +130,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
         });
         outcome = result.outcome;
         if (shutdown.signal.aborted) message.nak();
-        else if (result.ack) message.ack();
+        else if (result.ack) acks.add(message);
         else message.nak(result.delayMs);
       } catch (error) {
         if (shutdown.signal.aborted) {
@@ -177,6 +179,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       await messages.close().catch(() => undefined);
       for (const waiter of waiters.splice(0)) waiter();
       await Promise.allSettled([...running]);
+      acks.flush();
       await loop.catch(() => undefined);
     },
   };
@@ -188,4 +191,29 @@ function isLikelyTail(message: JsMsg): boolean {
   if (info.pending !== 0 || info.deliveryCount !== 1) return false;
   const ageMs = Date.now() - info.timestampNanos / 1_000_000;
   return ageMs < LIKELY_TAIL_WINDOW_MS;
+}
+
+/**
+ * Acks sent together at the end of the event loop's turn: handlers finishing in the same turn
+ * share one socket write instead of one each (nats.js writes once per microtask checkpoint). An
+ * ack is at most a turn late; a process that dies before sending it has the commit redelivered,
+ * as it would a moment earlier, and handlers decide from the log, so that is safe.
+ */
+class AckBatch {
+  #pending: JsMsg[] = [];
+  #scheduled = false;
+
+  add(message: JsMsg): void {
+    this.#pending.push(message);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  flush(): void {
+    this.#scheduled = false;
+    const pending = this.#pending;
+    this.#pending = [];
+    for (const message of pending) message.ack();
+  }
 }
