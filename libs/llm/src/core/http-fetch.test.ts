@@ -76,6 +76,20 @@ const routes = new Map<string, Route>([
     },
   ],
   [
+    '/odd-status',
+    (_request, _body, response) => {
+      response.writeHead(600);
+      response.end('beyond what fetch represents');
+    },
+  ],
+  [
+    '/elsewhere',
+    (_request, _body, response) => {
+      response.writeHead(307, { location: `http://127.0.0.1:${otherPort}/echo` });
+      response.end();
+    },
+  ],
+  [
     '/error',
     (_request, _body, response) => {
       response.writeHead(429, 'Too Many Requests', { 'content-type': 'application/json', 'retry-after': '2' });
@@ -85,10 +99,12 @@ const routes = new Map<string, Route>([
 ]);
 
 let server: Server;
+let other: Server;
 let base: string;
+let otherPort = '';
 
-beforeAll(async () => {
-  server = createServer((request, response) => {
+function routed(): Server {
+  return createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -97,13 +113,23 @@ beforeAll(async () => {
       else response.writeHead(404).end();
     });
   });
+}
+
+beforeAll(async () => {
+  // two servers: two origins, for redirects that leave one
+  server = routed();
+  other = routed();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+  otherPort = String((other.address() as AddressInfo).port);
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
+  for (const each of [server, other]) {
+    each.closeAllConnections();
+    await new Promise((resolve) => each.close(resolve));
+  }
 });
 
 async function readAll(body: ReadableStream<Uint8Array>): Promise<string> {
@@ -195,6 +221,23 @@ describe('httpFetch', () => {
     expect(await changed.json()).toMatchObject({ method: 'GET', body: '' });
     const manual = await httpFetch(`${base}/moved`, { redirect: 'manual' });
     expect(manual.status).toBe(307);
+  });
+
+  it('does not carry credentials to another origin on a redirect', async () => {
+    const response = await httpFetch(`${base}/elsewhere`, { method: 'POST', body: 'x', headers: { authorization: 'Bearer k', 'x-api-key': 'k', 'x-other': 'kept' } });
+    expect(response.url).toBe(`http://127.0.0.1:${otherPort}/echo`);
+    const echoed = (await response.json()) as { headers: Record<string, string>; body: string };
+    expect(echoed.headers['authorization']).toBeUndefined();
+    expect(echoed.headers['x-api-key']).toBeUndefined();
+    expect(echoed.headers['x-other']).toBe('kept');
+    expect(echoed.body).toBe('x');
+  });
+
+  it('rejects a response fetch cannot represent instead of throwing in an event handler', async () => {
+    const error = (await httpFetch(`${base}/odd-status`).catch((caught: unknown) => caught)) as TypeError & { cause: Error };
+    expect(error).toBeInstanceOf(TypeError);
+    expect(error.message).toBe('fetch failed');
+    expect(error.cause).toBeInstanceOf(RangeError);
   });
 
   it('returns error statuses as responses, with their text and headers', async () => {

@@ -15,7 +15,7 @@ import zlib from 'node:zlib';
  *
  * What it keeps of `fetch`: a `Response` with status, headers, url and a body stream; bodies
  * decoded from gzip, deflate or br; redirects followed (up to 20, 303 and a redirected POST become
- * GET, as fetch does); the request's `AbortSignal` (an abort before the response rejects with the
+ * GET, as fetch does; API keys and other credentials are not carried to another origin); the request's `AbortSignal` (an abort before the response rejects with the
  * signal's reason, during it errors the body); connection failures reject with
  * `TypeError('fetch failed', { cause })` and a body cut short errors with `TypeError('terminated')`,
  * as undici does. Any other kind of request body (streams, forms, blobs) or a `Request` object goes
@@ -35,6 +35,8 @@ const MAX_REDIRECTS = 20;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 const UNSUPPORTED = Symbol('unsupported body');
+/** Never sent on to another origin by a redirect (the providers' API keys travel in these). */
+const CREDENTIAL_HEADERS = ['authorization', 'x-api-key', 'api-key', 'cookie', 'proxy-authorization'];
 
 const agents = {
   http: new http.Agent({ keepAlive: true, scheduling: 'lifo' }),
@@ -121,24 +123,33 @@ function send(
         const asGet = status === 303 || ((status === 301 || status === 302) && method === 'POST');
         const nextHeaders = new Headers(headers);
         if (asGet) for (const name of ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location']) nextHeaders.delete(name);
-        if (next.origin !== url.origin) nextHeaders.delete('authorization');
+        if (next.origin !== url.origin) for (const name of CREDENTIAL_HEADERS) nextHeaders.delete(name);
         resolve(send(next, asGet ? (method === 'HEAD' ? 'HEAD' : 'GET') : method, nextHeaders, asGet ? undefined : body, signal, redirect, redirects + 1));
         return;
       }
       settled = true;
-      const responseHeaders = new Headers();
-      const raw = response.rawHeaders;
-      for (let index = 0; index < raw.length; index += 2) responseHeaders.append(raw[index]!, raw[index + 1]!);
       const hasBody = method !== 'HEAD' && !NULL_BODY_STATUSES.has(status);
+      let result: Response;
+      try {
+        const responseHeaders = new Headers();
+        const raw = response.rawHeaders;
+        for (let index = 0; index < raw.length; index += 2) responseHeaders.append(raw[index]!, raw[index + 1]!);
+        result = new Response(hasBody ? webStream(decoded(response), response, signal, release) : null, {
+          status,
+          statusText: response.statusMessage ?? '',
+          headers: responseHeaders,
+        });
+      } catch (error) {
+        // a response fetch could not represent either (a status outside 200-599, a header it rejects)
+        response.destroy();
+        release();
+        reject(new TypeError('fetch failed', { cause: error }));
+        return;
+      }
       if (!hasBody) {
         response.resume();
         release();
       }
-      const result = new Response(hasBody ? webStream(decoded(response), response, signal, release) : null, {
-        status,
-        statusText: response.statusMessage ?? '',
-        headers: responseHeaders,
-      });
       Object.defineProperty(result, 'url', { value: url.href });
       resolve(result);
     });
