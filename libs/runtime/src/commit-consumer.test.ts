@@ -1,110 +1,100 @@
 import { EventLog } from '@flotilla/log';
-import { startNats, uniqueName } from '@flotilla/testing';
-import { jetstream } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
-import { startCommitConsumer, type Delivery, type HandleOutcome } from './commit-consumer.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCommitConsumer, type CommitConsumerOptions, type Delivery, type HandleOutcome } from './commit-consumer.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
 import { ServiceMetrics } from './metrics.js';
 
 type Seen = { readonly seq: number; readonly deliveryCount: number; readonly laterQueued: boolean };
 
+let server: NatsTestServer;
+let nc: NatsConnection;
+
+beforeAll(async () => {
+  server = await startNats();
+  nc = await connect({ servers: server.url });
+});
+
+afterAll(async () => {
+  await nc.close();
+  await server[Symbol.asyncDispose]();
+});
+
+/** A stream of its own with a durable consumer group `group`, and the options to consume it. */
+async function group(ackWaitMs: number, maxAckPending: number): Promise<{ log: EventLog; js: JetStreamClient; options: Omit<CommitConsumerOptions, 'handler' | 'concurrency'> }> {
+  const name = uniqueName('CC');
+  const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+  await ensureDurableConsumer(log.jsm, { stream: name, name: 'group', filterSubject: `${log.subjectPrefix}.>`, ackWaitMs, maxAckPending });
+  const js = jetstream(nc);
+  const options = { js, stream: name, consumer: 'group', subjectPrefix: log.subjectPrefix, ackWaitMs, logger: pino({ level: 'silent' }), metrics: new ServiceMetrics('test') };
+  return { log, js, options };
+}
+
 describe('commit consumer', () => {
   it('tells a handler a later commit is queued behind it only when its sequence is higher', async () => {
-    await using server = await startNats();
-    const nc = await connect({ servers: server.url });
-    try {
-      const name = uniqueName('CC');
-      const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
-      await ensureDurableConsumer(log.jsm, { stream: name, name: 'group', filterSubject: `${log.subjectPrefix}.>`, ackWaitMs: 30_000, maxAckPending: 100 });
-      const subject = log.subject({ tenant: 'acme', conversation: 'one' });
-      const js = jetstream(nc);
-      const older = (await js.publish(subject, 'older')).seq;
-      const newer = (await js.publish(subject, 'newer')).seq;
+    const { log, js, options } = await group(30_000, 100);
+    const subject = log.subject({ tenant: 'acme', conversation: 'one' });
+    const older = (await js.publish(subject, 'older')).seq;
+    const newer = (await js.publish(subject, 'newer')).seq;
 
-      // The older commit is handed back for a short while; the newer one is delivered meanwhile and
-      // is still being handled when the older one's redelivery queues behind it.
-      const seen: Seen[] = [];
-      let releaseNewer!: () => void;
-      const newerHeld = new Promise<void>((resolve) => (releaseNewer = resolve));
-      const done = new Promise<void>((resolve) => {
-        const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
-          if (delivery.streamSeq === older && delivery.deliveryCount === 1) return { ack: false, outcome: 'later', delayMs: 300 };
-          if (delivery.streamSeq === newer) {
-            setTimeout(releaseNewer, 1_000);
-            await newerHeld;
-          }
-          seen.push({ seq: delivery.streamSeq, deliveryCount: delivery.deliveryCount, laterQueued: delivery.laterQueued() });
-          if (seen.length === 2) resolve();
-          return { ack: true, outcome: 'ok' };
-        };
-        void startCommitConsumer({
-          js,
-          stream: name,
-          consumer: 'group',
-          subjectPrefix: log.subjectPrefix,
-          concurrency: 8,
-          ackWaitMs: 30_000,
-          handler,
-          logger: pino({ level: 'silent' }),
-          metrics: new ServiceMetrics('test'),
-        }).then((consumer) => done.finally(() => consumer.stop()));
-      });
-      await done;
-      // the newer commit is the tail although an (older) redelivery queued behind it; the older one is not
-      expect(seen).toEqual([
-        { seq: newer, deliveryCount: 1, laterQueued: false },
-        { seq: older, deliveryCount: 2, laterQueued: true },
-      ]);
-    } finally {
-      await nc.close();
-    }
+    // The older commit is handed back for a short while; the newer one is delivered meanwhile and
+    // is still being handled when the older one's redelivery queues behind it.
+    const seen: Seen[] = [];
+    let releaseNewer!: () => void;
+    const newerHeld = new Promise<void>((resolve) => (releaseNewer = resolve));
+    const done = new Promise<void>((resolve) => {
+      const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
+        if (delivery.streamSeq === older && delivery.deliveryCount === 1) return { ack: false, outcome: 'later', delayMs: 300 };
+        if (delivery.streamSeq === newer) {
+          setTimeout(releaseNewer, 1_000);
+          await newerHeld;
+        }
+        seen.push({ seq: delivery.streamSeq, deliveryCount: delivery.deliveryCount, laterQueued: delivery.laterQueued() });
+        if (seen.length === 2) resolve();
+        return { ack: true, outcome: 'ok' };
+      };
+      void startCommitConsumer({ ...options, concurrency: 8, handler }).then((consumer) => done.finally(() => consumer.stop()));
+    });
+    await done;
+    // the newer commit is the tail although an (older) redelivery queued behind it; the older one is not
+    expect(seen).toEqual([
+      { seq: newer, deliveryCount: 1, laterQueued: false },
+      { seq: older, deliveryCount: 2, laterQueued: true },
+    ]);
   });
 
   it('acks every handled commit (acks are sent in batches), and nothing is redelivered', async () => {
-    await using server = await startNats();
-    const nc = await connect({ servers: server.url });
-    try {
-      const name = uniqueName('CA');
-      const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
-      await ensureDurableConsumer(log.jsm, { stream: name, name: 'group', filterSubject: `${log.subjectPrefix}.>`, ackWaitMs: 1_000, maxAckPending: 1_000 });
-      const js = jetstream(nc);
-      const commits = 200;
-      await Promise.all(Array.from({ length: commits }, (_, index) => js.publish(log.subject({ tenant: 'acme', conversation: `c${index % 20}` }), `commit ${index}`)));
-      const handled: number[] = [];
-      const consumer = await startCommitConsumer({
-        js,
-        stream: name,
-        consumer: 'group',
-        subjectPrefix: log.subjectPrefix,
-        concurrency: 64,
-        ackWaitMs: 1_000,
-        handler: async (delivery) => {
-          handled.push(delivery.streamSeq);
-          return { ack: true, outcome: 'ok' };
-        },
-        logger: pino({ level: 'silent' }),
-        metrics: new ServiceMetrics('test'),
-      });
-      // (a commit still in its handler at a stop is handed back, not acked: wait until none is)
-      while (handled.length < commits || consumer.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
-      // acks go out while the consumer runs (the server applies them asynchronously: allow it well
-      // under the ack wait to show them all)
-      let info = await log.jsm.consumers.info(name, 'group');
-      for (const deadline = Date.now() + 600; info.num_ack_pending > 0 && Date.now() < deadline; ) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        info = await log.jsm.consumers.info(name, 'group');
-      }
-      await consumer.stop();
-      expect(info.num_ack_pending).toBe(0);
-      expect(info.ack_floor.stream_seq).toBe(commits);
-      // past the ack wait, nothing comes back
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      expect((await log.jsm.consumers.info(name, 'group')).num_redelivered).toBe(0);
-      expect(new Set(handled).size).toBe(commits);
-    } finally {
-      await nc.close();
+    const { log, js, options } = await group(1_000, 1_000);
+    const name = options.stream;
+    const commits = 200;
+    await Promise.all(Array.from({ length: commits }, (_, index) => js.publish(log.subject({ tenant: 'acme', conversation: `c${index % 20}` }), `commit ${index}`)));
+    const handled: number[] = [];
+    const consumer = await startCommitConsumer({
+      ...options,
+      concurrency: 64,
+      handler: async (delivery) => {
+        handled.push(delivery.streamSeq);
+        return { ack: true, outcome: 'ok' };
+      },
+    });
+    // (a commit still in its handler at a stop is handed back, not acked: wait until none is)
+    while (handled.length < commits || consumer.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // acks go out while the consumer runs (the server applies them asynchronously: allow it well
+    // under the ack wait to show them all)
+    let info = await log.jsm.consumers.info(name, 'group');
+    for (const deadline = Date.now() + 600; info.num_ack_pending > 0 && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      info = await log.jsm.consumers.info(name, 'group');
     }
+    await consumer.stop();
+    expect(info.num_ack_pending).toBe(0);
+    expect(info.ack_floor.stream_seq).toBe(commits);
+    // past the ack wait, nothing comes back
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await log.jsm.consumers.info(name, 'group')).num_redelivered).toBe(0);
+    expect(new Set(handled).size).toBe(commits);
   });
 });
