@@ -7,11 +7,23 @@ import { benchThroughput } from './throughput.bench.js';
 import { benchWsFanout } from './ws-fanout.bench.js';
 import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
 
-/** Runs the benchmarks named on the command line (default: all) and prints their figures. */
+/**
+ * Runs the benchmarks named on the command line (default: all) and prints their figures.
+ * `--cycles N` sets the step-cycle benchmark's measured cycles (default 200): the model request
+ * grows with each cycle, so longer runs show what a long conversation costs per step.
+ */
+const args = process.argv.slice(2).filter((arg) => arg !== '--');
+const cyclesAt = args.indexOf('--cycles');
+const cycles = cyclesAt < 0 ? 200 : Number(args.splice(cyclesAt, 2)[1]);
+if (!Number.isInteger(cycles) || cycles < 10) {
+  console.error('--cycles takes a whole number of at least 10');
+  process.exit(2);
+}
+
 const benches: Record<string, () => Promise<string>> = {
   'log-append': () => benchLogAppend(),
   'cold-load': () => benchColdLoad(),
-  'step-cycle': () => benchStepCycle(),
+  'step-cycle': () => benchStepCycle(cycles),
   throughput: () => benchThroughput(),
   'step-worker-memory': () => benchStepWorkerMemory(),
   'agent-step': () => benchAgentStep(),
@@ -19,8 +31,7 @@ const benches: Record<string, () => Promise<string>> = {
   'ws-idle-memory': () => benchWsIdleMemory(),
 };
 
-const wanted = process.argv.slice(2).filter((name) => name !== '--');
-const names = wanted.length > 0 ? wanted : Object.keys(benches);
+const names = args.length > 0 ? args : Object.keys(benches);
 for (const name of names) {
   const bench = benches[name];
   if (!bench) {

@@ -14,7 +14,12 @@ import { ms, percentile, ratio, table } from './stats.js';
  * bare client on the same server in the same run.
  */
 export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string> {
-  await using system = await startTestSystem({ stepWorkers: 1, toolRunners: 1, projectors: 1, agent: { condenser: { maxEvents: 100_000 } } });
+  await using system = await startTestSystem({
+    stepWorkers: 1,
+    toolRunners: 1,
+    projectors: 1,
+    agent: { condenser: { maxEvents: 100_000 }, limits: { maxIterationsPerRun: warmup + cycles + 10 } },
+  });
   const floor = await rawFloor(system.nats.url, warmup, cycles / 2);
 
   const ref = { tenant: 'bench', conversation: 'cycle' };
@@ -56,7 +61,7 @@ export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string>
     ['ms', ...cpuAfter.map((after, index) => ((1_000 * (after - cpuBefore[index]!)) / total).toFixed(2)), ((bench.user + bench.system) / 1_000 / total).toFixed(2)],
   ];
   return [
-    `Step cycle, one conversation, zero-latency model, think tool; 1 step worker, 1 tool runner, 1 projector (goal: p50 ratio <= 2)`,
+    `Step cycle, one conversation, zero-latency model, think tool, ${cycles} cycles after ${warmup} of warm-up; 1 step worker, 1 tool runner, 1 projector (goal: p50 ratio <= 2)`,
     table(rows),
     '',
     table(cpuRows),

@@ -3,7 +3,7 @@ export type { AgentConfigInput } from './agent-config.js';
 export { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
 export { DEFAULT_STUCK_THRESHOLDS, StuckReason, detectStuck } from './stuck-detector.js';
 export type { StuckThresholds } from './stuck-detector.js';
-export { currentStatus, runState } from './run-state.js';
+export { currentStatus, runState, RunStateFold } from './run-state.js';
 export type { RunState } from './run-state.js';
 export { pendingActions } from './pending-actions.js';
 export { ConversationProgress } from './progress.js';

@@ -13,28 +13,46 @@ export type RunState = {
 };
 
 export function runState(events: readonly Event[]): RunState {
-  let status: ConversationStatus = 'idle';
-  let runStart = 0;
-  let hasSystemPrompt = false;
-  for (let index = 0; index < events.length; index += 1) {
-    const event = events[index]!;
-    if (event.type === 'state_change' && event.status !== undefined) {
-      if (event.status === 'running' && status !== 'running' && status !== 'waiting_for_confirmation') runStart = index + 1;
-      status = event.status;
-    } else if (event.type === 'system_prompt') {
-      hasSystemPrompt = true;
+  const fold = new RunStateFold();
+  fold.append(events);
+  return fold.state();
+}
+
+/**
+ * `runState` kept up to date as events are appended, for a service that holds a conversation
+ * across steps: each step then costs the events since the last one, not the whole history.
+ */
+export class RunStateFold {
+  #status: ConversationStatus = 'idle';
+  #runStart = 0;
+  #hasSystemPrompt = false;
+  #iterations = 0;
+  #spentUsd = 0;
+  #events = 0;
+
+  append(events: readonly Event[]): void {
+    for (const event of events) {
+      this.#events += 1;
+      if (event.type === 'state_change' && event.status !== undefined) {
+        if (event.status === 'running' && this.#status !== 'running' && this.#status !== 'waiting_for_confirmation') {
+          // a new run: what earlier runs spent does not count against it
+          this.#runStart = this.#events;
+          this.#iterations = 0;
+          this.#spentUsd = 0;
+        }
+        this.#status = event.status;
+      } else if (event.type === 'system_prompt') {
+        this.#hasSystemPrompt = true;
+      } else if (event.type === 'llm_usage') {
+        this.#spentUsd += event.cost_usd;
+        if (event.purpose === 'step') this.#iterations += 1;
+      }
     }
   }
-  let iterations = 0;
-  let spentUsd = 0;
-  for (let index = runStart; index < events.length; index += 1) {
-    const event = events[index]!;
-    if (event.type === 'llm_usage') {
-      spentUsd += event.cost_usd;
-      if (event.purpose === 'step') iterations += 1;
-    }
+
+  state(): RunState {
+    return { status: this.#status, runStart: this.#runStart, iterations: this.#iterations, spentUsd: this.#spentUsd, hasSystemPrompt: this.#hasSystemPrompt };
   }
-  return { status, runStart, iterations, spentUsd, hasSystemPrompt };
 }
 
 export function currentStatus(events: readonly Event[]): ConversationStatus {

@@ -5,7 +5,7 @@ import { buildView, toChatMessages, type View } from '@flotilla/view';
 import type { AgentConfig } from './agent-config.js';
 import { needsConfirmation } from './confirmation.js';
 import { finishedByTool } from './finish.js';
-import { runState } from './run-state.js';
+import { runState, type RunState } from './run-state.js';
 import { detectStuck } from './stuck-detector.js';
 import { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
 import type { ToolCatalog } from './tool-catalog.js';
@@ -24,6 +24,8 @@ export type StepInput = {
    * joins the history then).
    */
   readonly view?: () => View;
+  /** `runState(events)`, when the caller keeps one up to date (a `RunStateFold`); folded from `events` otherwise. */
+  readonly runState?: () => RunState;
   readonly conversation: { readonly tenant: string; readonly conversation: string };
   readonly signal?: AbortSignal;
   readonly onDelta?: (delta: StreamDelta) => void;
@@ -61,7 +63,7 @@ export async function step(input: StepInput): Promise<StepResult> {
   const now = input.now ?? (() => new Date());
   const context: DraftContext = { ...input.conversation, source: 'agent', now };
   const system: DraftContext = { ...context, source: 'system' };
-  const state = runState(events);
+  const state = input.runState?.() ?? runState(events);
 
   if (finishedByTool(events)) {
     return { drafts: [draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent called finish' })], outcome: StepOutcome.Finished };

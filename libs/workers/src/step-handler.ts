@@ -1,4 +1,4 @@
-import { step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
+import { RunStateFold, step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
@@ -31,6 +31,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
   // kept beside the cached events, so neither a decision nor a step's view rescans the history
   const progress = incrementalProgress();
   const views = new IncrementalFold(() => new ViewBuilder(), (builder, events) => builder.append(events));
+  const runStates = new IncrementalFold(() => new RunStateFold(), (fold, events) => fold.append(events));
   return async (delivery) => {
     const loaded = await loadDelivered(delivery, deps.log, deps.cache, (commit) =>
       // a commit of actions or execution starts never leaves a step due: no need to read the log for it
@@ -57,6 +58,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
         tools: deps.tools,
         events: conversation.events,
         view: () => views.of(conversation.events).view(),
+        runState: () => runStates.of(conversation.events).state(),
         conversation: ref,
         signal: tracked.signal,
         ...(deltas ? { onDelta: (delta) => deltas.push(delta) } : {}),

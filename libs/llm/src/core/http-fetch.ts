@@ -6,8 +6,8 @@ import zlib from 'node:zlib';
 /**
  * A `fetch` for the provider SDKs over `node:http`, on keep-alive agents.
  *
- * The SDKs only ever send a JSON string and read a status, headers and a body (often a server-sent
- * event stream). Node's global `fetch` (undici) implements the whole Fetch standard for that: it
+ * The SDKs only ever send a JSON body (a string, or bytes the adapters built) and read a status,
+ * headers and a body (often a server-sent event stream). Node's global `fetch` (undici) implements the whole Fetch standard for that: it
  * copies the body through a web stream on the way out, keeps request and response objects of the
  * standard, and reads the response through a byte stream. At hundreds of model calls a second
  * that was over a third of a step worker's CPU. This writes the body as it is and hands the
@@ -45,10 +45,10 @@ const agents = {
 
 type FetchInit = NonNullable<Parameters<typeof fetch>[1]>;
 
-/** A string goes to the socket as it is: node encodes it there, without a buffer of our own. */
-function requestBody(body: FetchInit['body']): string | Buffer | undefined | typeof UNSUPPORTED {
+/** A string is encoded once: its length and the socket then read the same bytes. */
+function requestBody(body: FetchInit['body']): Buffer | undefined | typeof UNSUPPORTED {
   if (body === undefined || body === null) return undefined;
-  if (typeof body === 'string') return body;
+  if (typeof body === 'string') return Buffer.from(body);
   if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (body instanceof ArrayBuffer) return Buffer.from(body);
   if (body instanceof URLSearchParams) return Buffer.from(body.toString());
@@ -65,7 +65,7 @@ function send(
   url: URL,
   method: string,
   headers: Headers,
-  body: string | Buffer | undefined,
+  body: Buffer | undefined,
   signal: AbortSignal | undefined,
   redirect: NonNullable<FetchInit['redirect']>,
   redirects: number,
@@ -79,7 +79,7 @@ function send(
     headers.forEach((value, name) => {
       outgoing[name] = value;
     });
-    if (body !== undefined) outgoing['content-length'] = String(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+    if (body !== undefined) outgoing['content-length'] = String(body.byteLength);
     else if (method === 'POST' || method === 'PUT' || method === 'PATCH') outgoing['content-length'] = '0';
     const secure = url.protocol === 'https:';
     const request = (secure ? https : http).request(url, { method, headers: outgoing, agent: secure ? agents.https : agents.http });

@@ -1,10 +1,12 @@
 import type { OpenAI } from 'openai';
-import type { ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions';
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions';
+import type { Stream } from 'openai/streaming';
 import { malformedResponse } from '../../core/errors.js';
+import { jsonBody } from '../../core/json-body.js';
 import type { ProviderAdapter, ProviderCallContext, ProviderRequest, ProviderResult } from '../../core/provider-adapter.js';
 import { ChatStreamAccumulator } from './chat-stream-accumulator.js';
 import { CHAT_PROVIDER, readChatCompletion } from './read-chat-completion.js';
-import { toChatMessages } from './to-chat-messages.js';
+import { encodedChatMessages } from './to-chat-messages.js';
 
 export type OpenAIChatSettings = {
   readonly model: string;
@@ -23,17 +25,22 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     this.#settings = settings;
   }
 
+  /**
+   * What `chat.completions.create` does, with a body built from messages encoded once each (see
+   * `jsonBody`): the SDK sends bytes it is given as they are, and still owns the headers, the
+   * errors and the stream.
+   */
   async call(request: ProviderRequest, context: ProviderCallContext): Promise<ProviderResult> {
-    const params = this.#params(request);
-    const options = { signal: context.signal };
+    const { model, ...rest } = this.#params(request);
+    const messages = encodedChatMessages(request.messages);
+    const options = { headers: { 'content-type': 'application/json' }, signal: context.signal };
     if (!context.stream) {
-      const completion = await this.#client.chat.completions.create({ ...params, stream: false }, options);
+      const body = jsonBody({ model }, 'messages', messages, { ...rest, stream: false });
+      const completion = await this.#client.post<ChatCompletion>('/chat/completions', { ...options, body, stream: false });
       return readChatCompletion(completion);
     }
-    const stream = await this.#client.chat.completions.create(
-      { ...params, stream: true, stream_options: { include_usage: true } },
-      options,
-    );
+    const body = jsonBody({ model }, 'messages', messages, { ...rest, stream: true, stream_options: { include_usage: true } });
+    const stream = await this.#client.post<Stream<ChatCompletionChunk>>('/chat/completions', { ...options, body, stream: true });
     const accumulator = new ChatStreamAccumulator(context.onDelta);
     for await (const chunk of stream) accumulator.add(chunk);
     // The SDK ends iteration quietly when aborted; never mistake that for a complete response.
@@ -41,11 +48,11 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     return accumulator.finish();
   }
 
-  #params(request: ProviderRequest): ChatCompletionCreateParamsBase {
+  /** The request's parameters but its messages (sent apart, already encoded). */
+  #params(request: ProviderRequest): Omit<ChatCompletionCreateParamsBase, 'messages'> {
     const { model, officialOpenAI, reasoningEffort } = this.#settings;
     return {
       model,
-      messages: toChatMessages(request.messages),
       ...(request.tools.length > 0
         ? {
             tools: request.tools.map((tool) => ({

@@ -1,23 +1,18 @@
 import type { ChatCompletionContentPart, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { EncodedJson } from '../../core/json-body.js';
 import type { ChatMessage, ContentPart } from '../../messages.js';
 
 // Each step sends the whole conversation again, mostly as the same message objects as the step
-// before (the view keeps what it rendered): each is converted once. Neither side is ever changed.
-const converted = new WeakMap<ChatMessage, ChatCompletionMessageParam>();
+// before (the view keeps what it rendered): each is encoded once. A message is never changed.
+const encoded = new EncodedJson<ChatMessage>(toChatMessage);
 
-/** Provider-neutral messages to Chat Completions messages (system blocks joined into one). */
-export function toChatMessages(messages: readonly ChatMessage[]): ChatCompletionMessageParam[] {
-  return messages.map((message) => {
-    let wire = converted.get(message);
-    if (wire === undefined) {
-      wire = toChatMessage(message);
-      converted.set(message, wire);
-    }
-    return wire;
-  });
+/** Provider-neutral messages to Chat Completions messages, each as its UTF-8 JSON. */
+export function encodedChatMessages(messages: readonly ChatMessage[]): Uint8Array[] {
+  return messages.map((message) => encoded.of(message));
 }
 
-function toChatMessage(message: ChatMessage): ChatCompletionMessageParam {
+/** A provider-neutral message as a Chat Completions message (system blocks joined into one). */
+export function toChatMessage(message: ChatMessage): ChatCompletionMessageParam {
   switch (message.role) {
     case 'system':
       return { role: 'system', content: message.content.map((block) => block.text).join('\n\n') };

@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { EncodedJson, jsonBody } from './json-body.js';
+
+const utf8 = new TextEncoder();
+const encode = (value: unknown): Uint8Array => utf8.encode(JSON.stringify(value));
+
+describe('jsonBody', () => {
+  const items = [{ role: 'user', content: 'héllo — “quoted” \u{1F600}' }, { role: 'assistant', content: null, n: [1, 2] }, 'a "string"', 42];
+
+  it.each([
+    ['head and tail', { model: 'm' }, { stream: true, options: { x: [1] } }],
+    ['no head', {}, { stream: false }],
+    ['no tail', { model: 'm', max: 3 }, {}],
+    ['neither', {}, {}],
+    ['undefined values only', { model: undefined }, { stream: undefined }],
+    ['undefined values among others', { model: 'm', skip: undefined }, { skip: undefined, stream: true }],
+  ])('is the JSON of the whole object (%s)', (_name, head, tail) => {
+    const body = jsonBody(head, 'messages', items.map(encode), tail);
+    expect(body.toString('utf8')).toBe(JSON.stringify({ ...head, messages: items, ...tail }));
+    expect(JSON.parse(body.toString('utf8'))).toEqual(JSON.parse(JSON.stringify({ ...head, messages: items, ...tail })));
+  });
+
+  it('writes an empty array for no items', () => {
+    expect(jsonBody({ model: 'm' }, 'messages', []).toString()).toBe('{"model":"m","messages":[]}');
+  });
+});
+
+describe('EncodedJson', () => {
+  it('encodes each key once, as the JSON of its wire form', () => {
+    let conversions = 0;
+    const encoded = new EncodedJson<{ text: string }>((message) => {
+      conversions += 1;
+      return { content: message.text };
+    });
+    const message = { text: 'ünïcode' };
+    const first = encoded.of(message);
+    expect(new TextDecoder().decode(first)).toBe('{"content":"ünïcode"}');
+    expect(encoded.of(message)).toBe(first);
+    expect(encoded.of({ text: 'ünïcode' })).not.toBe(first);
+    expect(conversions).toBe(2);
+  });
+});
