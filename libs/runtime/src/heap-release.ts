@@ -4,15 +4,20 @@ import { runInNewContext } from 'node:vm';
 /** How long nothing may be in flight before the heap is given back. */
 const QUIET_MS = 2_000;
 /**
- * Collections per release, half a quiet period apart: the first frees the garbage, and pages it
- * emptied are only handed back to the system by a later one.
+ * When the second collection of a release follows the first. The first frees the garbage; pages it
+ * emptied are only handed back by a later one. V8 also gives back its young generation (up to 32
+ * MiB, grown during the burst) only at a full collection that finds the allocation rate low over
+ * its last ~5 s of collections: a second collection soon after the first still counts the burst in
+ * that window and keeps it, one more than 5 s later does not.
  */
-const ROUNDS = 2;
+const SECOND_AFTER_MS = 6_000;
 
 export type HeapReleaseOptions = {
   /** Commits handled since the last release that make the next quiet period worth a collection; 0 disables. */
   readonly after: number;
   readonly quietMs?: number;
+  /** From the first collection of a release to the second. */
+  readonly secondAfterMs?: number;
   /** A full, compacting collection. */
   readonly collect?: () => void;
   /** After each collection of a release. */
@@ -23,13 +28,14 @@ export type HeapReleaseOptions = {
  * Gives memory back after a burst. Draining a backlog makes V8 grow its heap to keep pace, and it
  * keeps that heap committed once the process goes quiet: a worker that caught up on half a
  * million commits sat at 1.5× its resting size long after (docs/benchmarks.md, step-worker-memory).
- * Once nothing has been in flight for a quiet period after enough work, one full collection
- * returns the surplus. Start-up counts as a burst (module compilation leaves garbage too). A busy
+ * Once nothing has been in flight for a quiet period after enough work, two full collections
+ * return the surplus. Start-up counts as a burst (module compilation leaves garbage too). A busy
  * process never pays for it: any delivery during the quiet period postpones it.
  */
 export class HeapRelease {
   readonly #after: number;
   readonly #quietMs: number;
+  readonly #secondAfterMs: number;
   readonly #collect: (() => void) | undefined;
   #work: number;
   #timer: NodeJS.Timeout | undefined;
@@ -37,6 +43,7 @@ export class HeapRelease {
   constructor(private readonly options: HeapReleaseOptions) {
     this.#after = options.after;
     this.#quietMs = options.quietMs ?? QUIET_MS;
+    this.#secondAfterMs = options.secondAfterMs ?? SECOND_AFTER_MS;
     this.#collect = options.after > 0 ? (options.collect ?? exposedGc()) : undefined;
     this.#work = options.after;
   }
@@ -72,9 +79,9 @@ export class HeapRelease {
     const started = performance.now();
     this.#collect!();
     this.options.onRelease?.({ ms: performance.now() - started, heapBefore, heapAfter: process.memoryUsage().heapTotal });
-    if (round < ROUNDS) {
+    if (round === 1) {
       // cancelled like the first by a delivery meanwhile
-      this.#timer = setTimeout(() => this.#release(round + 1), this.#quietMs / 2);
+      this.#timer = setTimeout(() => this.#release(round + 1), this.#secondAfterMs);
       this.#timer.unref();
     }
   }

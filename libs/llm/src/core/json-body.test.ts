@@ -20,8 +20,11 @@ describe('jsonBody', () => {
     expect(JSON.parse(body.toString('utf8'))).toEqual(JSON.parse(JSON.stringify({ ...head, messages: items, ...tail })));
   });
 
-  it('writes an empty array for no items', () => {
+  it('writes an empty array for no items, and skips empty items', () => {
     expect(jsonBody({ model: 'm' }, 'messages', []).toString()).toBe('{"model":"m","messages":[]}');
+    expect(jsonBody({ model: 'm' }, 'messages', [new Uint8Array(0)]).toString()).toBe('{"model":"m","messages":[]}');
+    const empty = new Uint8Array(0);
+    expect(jsonBody({}, 'input', [empty, encode(1), empty, utf8.encode('2,3'), empty]).toString()).toBe('{"input":[1,2,3]}');
   });
 });
 
@@ -30,7 +33,7 @@ describe('EncodedJson', () => {
     let conversions = 0;
     const encoded = new EncodedJson<{ text: string }>((message) => {
       conversions += 1;
-      return { content: message.text };
+      return JSON.stringify({ content: message.text });
     });
     const message = { text: 'ünïcode' };
     const first = encoded.of(message);

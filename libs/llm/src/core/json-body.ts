@@ -11,16 +11,19 @@
 const utf8 = new TextEncoder();
 const COMMA = utf8.encode(',');
 
-/** The UTF-8 JSON of each key's wire form, computed once per key object and kept while it lives. */
+/**
+ * The UTF-8 JSON text `toJson` makes of each key, computed once per key object and kept while
+ * the key lives. The text is an item of `jsonBody`'s array, or several items joined by commas.
+ */
 export class EncodedJson<K extends object> {
   readonly #encoded = new WeakMap<K, Uint8Array>();
 
-  constructor(private readonly toWire: (key: K) => unknown) {}
+  constructor(private readonly toJson: (key: K) => string) {}
 
   of(key: K): Uint8Array {
     let bytes = this.#encoded.get(key);
     if (bytes === undefined) {
-      bytes = utf8.encode(JSON.stringify(this.toWire(key)));
+      bytes = utf8.encode(this.toJson(key));
       this.#encoded.set(key, bytes);
     }
     return bytes;
@@ -28,8 +31,9 @@ export class EncodedJson<K extends object> {
 }
 
 /**
- * `{ ...head, [key]: [items], ...tail }` as UTF-8 JSON, the array's items already encoded. Keys of
- * `head` and `tail` whose value is undefined are left out, as `JSON.stringify` leaves them out.
+ * `{ ...head, [key]: [items], ...tail }` as UTF-8 JSON, the array's items already encoded (an
+ * empty one stands for no item). Keys of `head` and `tail` whose value is undefined are left out,
+ * as `JSON.stringify` leaves them out.
  */
 export function jsonBody(head: Readonly<Record<string, unknown>>, key: string, items: readonly Uint8Array[], tail: Readonly<Record<string, unknown>> = {}): Buffer {
   const headJson = JSON.stringify(head);
@@ -38,12 +42,12 @@ export function jsonBody(head: Readonly<Record<string, unknown>>, key: string, i
   const close = utf8.encode(`]${tailJson.length > 2 ? `,${tailJson.slice(1)}` : '}'}`);
   const parts: Uint8Array[] = [open];
   let length = open.byteLength + close.byteLength;
-  for (let index = 0; index < items.length; index += 1) {
-    if (index > 0) {
+  for (const item of items) {
+    if (item.byteLength === 0) continue;
+    if (parts.length > 1) {
       parts.push(COMMA);
       length += 1;
     }
-    const item = items[index]!;
     parts.push(item);
     length += item.byteLength;
   }

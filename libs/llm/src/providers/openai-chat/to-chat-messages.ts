@@ -4,7 +4,7 @@ import type { ChatMessage, ContentPart } from '../../messages.js';
 
 // Each step sends the whole conversation again, mostly as the same message objects as the step
 // before (the view keeps what it rendered): each is encoded once. A message is never changed.
-const encoded = new EncodedJson<ChatMessage>(toChatMessage);
+const encoded = new EncodedJson<ChatMessage>((message) => JSON.stringify(toChatMessage(message)));
 
 /** Provider-neutral messages to Chat Completions messages, each as its UTF-8 JSON. */
 export function encodedChatMessages(messages: readonly ChatMessage[]): Uint8Array[] {

@@ -1,6 +1,8 @@
 import type { OpenAI } from 'openai';
-import type { ResponseCreateParamsBase } from 'openai/resources/responses/responses';
+import type { Response, ResponseCreateParamsBase, ResponseStreamEvent } from 'openai/resources/responses/responses';
+import type { Stream } from 'openai/streaming';
 import { malformedResponse } from '../../core/errors.js';
+import { jsonBody } from '../../core/json-body.js';
 import type { ProviderAdapter, ProviderCallContext, ProviderRequest, ProviderResult } from '../../core/provider-adapter.js';
 import { readResponse, RESPONSES_PROVIDER } from './read-response.js';
 import { ResponsesStreamAccumulator } from './responses-stream-accumulator.js';
@@ -22,28 +24,34 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
     this.#settings = settings;
   }
 
+  /**
+   * What `responses.create` does, with a body built from input items encoded once per message (see
+   * `jsonBody`): the SDK sends bytes it is given as they are, and still owns the headers, the
+   * errors and the stream.
+   */
   async call(request: ProviderRequest, context: ProviderCallContext): Promise<ProviderResult> {
-    const params = this.#params(request);
-    const options = { signal: context.signal };
+    const { model, ...rest } = this.#params(request);
+    const { instructions, input } = toResponsesInput(request.messages);
+    const tail = { ...rest, ...(instructions === undefined ? {} : { instructions }) };
+    const options = { headers: { 'content-type': 'application/json' }, signal: context.signal };
     if (!context.stream) {
-      const response = await this.#client.responses.create({ ...params, stream: false }, options).catch(sdkParseFailure);
-      return readResponse(response);
+      const body = jsonBody({ model }, 'input', input, { ...tail, stream: false });
+      return readResponse(await this.#client.post<Response>('/responses', { ...options, body, stream: false }));
     }
-    const stream = await this.#client.responses.create({ ...params, stream: true }, options);
+    const body = jsonBody({ model }, 'input', input, { ...tail, stream: true });
+    const stream = await this.#client.post<Stream<ResponseStreamEvent>>('/responses', { ...options, body, stream: true });
     const accumulator = new ResponsesStreamAccumulator(context.onDelta);
     for await (const event of stream) accumulator.add(event);
     if (context.signal.aborted) throw malformedResponse(RESPONSES_PROVIDER, 'the stream was aborted');
     return accumulator.finish();
   }
 
-  #params(request: ProviderRequest): ResponseCreateParamsBase {
+  /** The request's parameters but its input and instructions (sent apart, the input already encoded). */
+  #params(request: ProviderRequest): Omit<ResponseCreateParamsBase, 'input' | 'instructions'> {
     const { model, reasoningEffort } = this.#settings;
-    const { instructions, input } = toResponsesInput(request.messages);
     return {
       model,
-      input,
       store: false,
-      ...(instructions === undefined ? {} : { instructions }),
       ...(request.tools.length > 0
         ? {
             tools: request.tools.map((tool) => ({
@@ -63,12 +71,4 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
       ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
     };
   }
-}
-
-/** The SDK post-processes response bodies (e.g. `output_text`) and throws a TypeError on a malformed one. */
-function sdkParseFailure(error: unknown): never {
-  if (error instanceof TypeError && !/fetch failed|terminated/i.test(error.message)) {
-    throw malformedResponse(RESPONSES_PROVIDER, `the SDK could not read the response (${error.message})`, error);
-  }
-  throw error;
 }
