@@ -19,3 +19,4 @@ export { DEFAULT_RUNNERS_BUCKET, DEFAULT_WORKSPACES_BUCKET, RunnerRegistry } fro
 export type { RunnerRegistryOptions, WorkspaceOwner } from './runner-registry.js';
 export { connectWithRetry, openLogWithRetry, runService } from './run-service.js';
 export type { ServiceContext, ServiceDefinition, ServiceParts } from './run-service.js';
+export { adoptAllocator } from './allocator.js';

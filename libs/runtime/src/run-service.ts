@@ -2,6 +2,7 @@ import { EventLog } from '@flotilla/log';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { adoptAllocator } from './allocator.js';
 import { startCommitConsumer, type CommitConsumer, type CommitHandler } from './commit-consumer.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
 import { startHealthServer } from './health-server.js';
@@ -47,6 +48,8 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * SIGTERM/SIGINT that hands in-flight commits back to the group at once.
  */
 export async function runService(definition: ServiceDefinition): Promise<void> {
+  // the allocator preloaded for this process (if any) is not for the commands it runs
+  const allocator = adoptAllocator();
   const config = loadServiceConfig(definition.service, process.env, definition.defaults);
   const logger = createLogger(config);
   const metrics = new ServiceMetrics(definition.service);
@@ -99,7 +102,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     metrics,
     process.env['FLOTILLA_HEALTH_HOST'] ?? '127.0.0.1',
   );
-  logger.info({ health: health.url, nats: config.natsUrl, stream: log.streamName }, `${definition.service} ready`);
+  logger.info({ health: health.url, nats: config.natsUrl, stream: log.streamName, allocator }, `${definition.service} ready`);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { allocatorEnv } from './allocator.js';
 
 export type ServiceProcessOptions = {
   /** Display name, e.g. `step-worker-1`. */
@@ -47,9 +48,10 @@ export class ServiceProcess {
 
   start(): void {
     this.#stopping = false;
+    const env = { ...process.env, ...this.options.env };
     const child = spawn(process.execPath, [...(this.options.nodeArgs ?? []), '--import', 'tsx', this.options.entry], {
       cwd: this.options.cwd,
-      env: { ...process.env, ...this.options.env },
+      env: { ...env, ...allocatorEnv(env) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.#child = child;

@@ -1,5 +1,5 @@
 import { createBuiltinTools } from '@flotilla/tools';
-import { connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry } from '@flotilla/runtime';
+import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry } from '@flotilla/runtime';
 import { SnapshotStore } from '@flotilla/state';
 import { loadAgentSettings } from '@flotilla/workers';
 import { ApiKeyStore } from './api-keys.js';
@@ -9,6 +9,7 @@ import { ConversationIndex } from './conversation-index.js';
 
 const VERSION = '0.1.0';
 
+const allocator = adoptAllocator();
 const service = loadServiceConfig('gateway');
 const config = loadGatewayConfig();
 const logger = createLogger(service);
@@ -26,7 +27,7 @@ const tools = offered.map((name) => ({ name, description: builtins.get(name) ?? 
 
 const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
-logger.info({ url: address, nats: service.natsUrl, keys: config.bootstrapKeys.length }, 'gateway ready');
+logger.info({ url: address, nats: service.natsUrl, keys: config.bootstrapKeys.length, allocator }, 'gateway ready');
 
 let stopping = false;
 const stop = async (signal: string): Promise<void> => {
