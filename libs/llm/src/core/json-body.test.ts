@@ -26,6 +26,14 @@ describe('jsonBody', () => {
     const empty = new Uint8Array(0);
     expect(jsonBody({}, 'input', [empty, encode(1), empty, utf8.encode('2,3'), empty]).toString()).toBe('{"input":[1,2,3]}');
   });
+
+  it('copies an item given in parts one part after the other', () => {
+    const turn = [utf8.encode('{"role":"user","content":['), encode({ a: 1 }), utf8.encode(','), encode('é'), utf8.encode(']}')];
+    expect(JSON.parse(jsonBody({ model: 'm' }, 'messages', [turn, encode(2), [new Uint8Array(0)]]).toString())).toEqual({
+      model: 'm',
+      messages: [{ role: 'user', content: [{ a: 1 }, 'é'] }, 2],
+    });
+  });
 });
 
 describe('EncodedJson', () => {

@@ -31,11 +31,16 @@ export class EncodedJson<K extends object> {
 }
 
 /**
- * `{ ...head, [key]: [items], ...tail }` as UTF-8 JSON, the array's items already encoded (an
- * empty one stands for no item). Keys of `head` and `tail` whose value is undefined are left out,
- * as `JSON.stringify` leaves them out.
+ * `{ ...head, [key]: [items], ...tail }` as UTF-8 JSON, the array's items already encoded: each
+ * one's bytes, or parts copied one after the other (an empty item stands for no item). Keys of
+ * `head` and `tail` whose value is undefined are left out, as `JSON.stringify` leaves them out.
  */
-export function jsonBody(head: Readonly<Record<string, unknown>>, key: string, items: readonly Uint8Array[], tail: Readonly<Record<string, unknown>> = {}): Buffer {
+export function jsonBody(
+  head: Readonly<Record<string, unknown>>,
+  key: string,
+  items: readonly (Uint8Array | readonly Uint8Array[])[],
+  tail: Readonly<Record<string, unknown>> = {},
+): Buffer {
   const headJson = JSON.stringify(head);
   const tailJson = JSON.stringify(tail);
   const open = utf8.encode(`${headJson.slice(0, -1)}${headJson.length > 2 ? ',' : ''}${JSON.stringify(key)}:[`);
@@ -43,13 +48,15 @@ export function jsonBody(head: Readonly<Record<string, unknown>>, key: string, i
   const parts: Uint8Array[] = [open];
   let length = open.byteLength + close.byteLength;
   for (const item of items) {
-    if (item.byteLength === 0) continue;
+    const pieces = item instanceof Uint8Array ? [item] : item;
+    const bytes = pieces.reduce((sum, piece) => sum + piece.byteLength, 0);
+    if (bytes === 0) continue;
     if (parts.length > 1) {
       parts.push(COMMA);
       length += 1;
     }
-    parts.push(item);
-    length += item.byteLength;
+    parts.push(...pieces);
+    length += bytes;
   }
   parts.push(close);
   return Buffer.concat(parts, length);

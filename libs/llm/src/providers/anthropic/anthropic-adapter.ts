@@ -1,7 +1,9 @@
 import { Anthropic } from '@anthropic-ai/sdk';
-import type { MessageCreateParamsBase } from '@anthropic-ai/sdk/resources/messages';
+import type { Stream } from '@anthropic-ai/sdk/core/streaming';
+import type { Message, MessageCreateParamsBase, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
 import { malformedResponse } from '../../core/errors.js';
 import { httpFetch } from '../../core/http-fetch.js';
+import { jsonBody } from '../../core/json-body.js';
 import type { ProviderAdapter, ProviderCallContext, ProviderRequest, ProviderResult } from '../../core/provider-adapter.js';
 import { AnthropicStreamAccumulator } from './anthropic-stream-accumulator.js';
 import { ANTHROPIC_PROVIDER, readAnthropicMessage } from './read-anthropic-message.js';
@@ -39,30 +41,38 @@ export class AnthropicAdapter implements ProviderAdapter {
     this.#settings = settings;
   }
 
+  /**
+   * What `messages.create` does for our requests, with a body built from turns encoded once per
+   * message (see `jsonBody`): the SDK sends bytes it is given as they are, and still owns the
+   * headers, the errors and the stream. (What `create` adds besides, deprecation warnings, headers
+   * for profile and workspace ids we never set, and tracing spans we never enable, is not needed.)
+   */
   async call(request: ProviderRequest, context: ProviderCallContext): Promise<ProviderResult> {
-    const params = this.#params(request);
-    const options = { signal: context.signal };
+    const { model, max_tokens: maxTokens, ...rest } = this.#params(request);
+    const { system, messages } = toAnthropicPrompt(request.messages, this.#settings.promptCaching);
+    const tail = { ...(system === undefined ? {} : { system }), ...rest };
+    const options = { headers: { 'content-type': 'application/json' }, signal: context.signal };
     if (!context.stream) {
-      return readAnthropicMessage(await this.#client.messages.create({ ...params, stream: false }, options));
+      const body = jsonBody({ model, max_tokens: maxTokens }, 'messages', messages, { ...tail, stream: false });
+      return readAnthropicMessage(await this.#client.post<Message>('/v1/messages', { ...options, body, stream: false }));
     }
-    const stream = await this.#client.messages.create({ ...params, stream: true }, options);
+    const body = jsonBody({ model, max_tokens: maxTokens }, 'messages', messages, { ...tail, stream: true });
+    const stream = await this.#client.post<Stream<RawMessageStreamEvent>>('/v1/messages', { ...options, body, stream: true });
     const accumulator = new AnthropicStreamAccumulator(context.onDelta);
     for await (const event of stream) accumulator.add(event);
     if (context.signal.aborted) throw malformedResponse(ANTHROPIC_PROVIDER, 'the stream was aborted');
     return accumulator.finish();
   }
 
-  #params(request: ProviderRequest): MessageCreateParamsBase {
-    const { model, thinkingBudgetTokens, promptCaching } = this.#settings;
-    const { system, messages } = toAnthropicPrompt(request.messages, promptCaching);
+  /** The request's parameters but its messages and system prompt (sent apart, the messages already encoded). */
+  #params(request: ProviderRequest): Omit<MessageCreateParamsBase, 'messages' | 'system'> {
+    const { model, thinkingBudgetTokens } = this.#settings;
     const requested = request.maxOutputTokens ?? this.#settings.maxOutputTokens;
     // Thinking tokens count toward max_tokens, which must exceed the budget.
     const maxTokens = thinkingBudgetTokens === undefined ? requested : Math.max(requested, thinkingBudgetTokens + 1024);
     return {
       model,
       max_tokens: maxTokens,
-      messages,
-      ...(system === undefined ? {} : { system }),
       ...(request.tools.length > 0
         ? {
             tools: request.tools.map((tool) => ({

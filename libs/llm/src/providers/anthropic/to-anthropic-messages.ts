@@ -1,16 +1,33 @@
 import type {
   ContentBlockParam,
   ImageBlockParam,
-  MessageParam,
   TextBlockParam,
   ToolResultBlockParam,
 } from '@anthropic-ai/sdk/resources/messages';
+import { EncodedJson } from '../../core/json-body.js';
 import { parseJsonObject } from '../../core/parse-wire.js';
 import type { ChatMessage, ContentPart, SystemBlock } from '../../messages.js';
 
-export type AnthropicPrompt = { readonly system: TextBlockParam[] | undefined; readonly messages: MessageParam[] };
+export type AnthropicPrompt = {
+  readonly system: TextBlockParam[] | undefined;
+  /** Each turn (a message of the Messages API) as UTF-8 JSON, in parts to be copied together. */
+  readonly messages: readonly (readonly Uint8Array[])[];
+};
 
 const EPHEMERAL = { type: 'ephemeral' } as const;
+
+type TurnMessage = Exclude<ChatMessage, { role: 'system' }>;
+
+// Each step sends the whole conversation again, mostly as the same message objects as the step
+// before: each message's content blocks are encoded once, and once more with a cache breakpoint
+// on the last block for the step it closes the last user turn. A message is never changed.
+const blocks = new EncodedJson<TurnMessage>((message) => JSON.stringify(contentBlocks(message)).slice(1, -1));
+const markedBlocks = new EncodedJson<TurnMessage>((message) => JSON.stringify(withBreakpoint(contentBlocks(message))).slice(1, -1));
+
+const utf8 = new TextEncoder();
+const OPEN = { user: utf8.encode('{"role":"user","content":['), assistant: utf8.encode('{"role":"assistant","content":[') };
+const COMMA = utf8.encode(',');
+const CLOSE = utf8.encode(']}');
 
 /**
  * Provider-neutral messages to Anthropic Messages: system blocks with a cache breakpoint on the last
@@ -19,30 +36,50 @@ const EPHEMERAL = { type: 'ephemeral' } as const;
  */
 export function toAnthropicPrompt(messages: readonly ChatMessage[], caching: boolean): AnthropicPrompt {
   const systemBlocks: SystemBlock[] = [];
-  const output: { role: 'user' | 'assistant'; content: ContentBlockParam[] }[] = [];
-  const push = (role: 'user' | 'assistant', content: ContentBlockParam[]): void => {
-    const previous = output.at(-1);
-    if (role === 'user' && previous?.role === 'user') previous.content.push(...content);
-    else output.push({ role, content });
-  };
+  const turns: { role: 'user' | 'assistant'; messages: TurnMessage[] }[] = [];
   for (const message of messages) {
-    switch (message.role) {
-      case 'system':
-        systemBlocks.push(...message.content);
-        break;
-      case 'user':
-        push('user', message.content.map(toBlock));
-        break;
-      case 'assistant':
-        push('assistant', assistantBlocks(message));
-        break;
-      case 'tool':
-        push('user', [toolResult(message)]);
-        break;
+    if (message.role === 'system') {
+      systemBlocks.push(...message.content);
+      continue;
     }
+    const role = message.role === 'assistant' ? 'assistant' : 'user';
+    const previous = turns.at(-1);
+    if (role === 'user' && previous?.role === 'user') previous.messages.push(message);
+    else turns.push({ role, messages: [message] });
   }
-  if (caching) markLastUserTurn(output);
-  return { system: systemBlocks.length > 0 ? toSystem(systemBlocks, caching) : undefined, messages: output };
+  const lastUser = caching ? turns.findLast((turn) => turn.role === 'user') : undefined;
+  // the breakpoint goes on the turn's last block: that of its last message with any
+  const marked = lastUser?.messages.findLast((message) => blocks.of(message).byteLength > 0);
+  return {
+    system: systemBlocks.length > 0 ? toSystem(systemBlocks, caching) : undefined,
+    messages: turns.map((turn) => {
+      const parts: Uint8Array[] = [OPEN[turn.role]];
+      for (const message of turn.messages) {
+        const encoded = message === marked ? markedBlocks.of(message) : blocks.of(message);
+        if (encoded.byteLength === 0) continue;
+        if (parts.length > 1) parts.push(COMMA);
+        parts.push(encoded);
+      }
+      parts.push(CLOSE);
+      return parts;
+    }),
+  };
+}
+
+function contentBlocks(message: TurnMessage): ContentBlockParam[] {
+  switch (message.role) {
+    case 'user':
+      return message.content.map(toBlock);
+    case 'assistant':
+      return assistantBlocks(message);
+    case 'tool':
+      return [toolResult(message)];
+  }
+}
+
+function withBreakpoint(content: ContentBlockParam[]): ContentBlockParam[] {
+  const last = content.at(-1);
+  return last ? [...content.slice(0, -1), { ...last, cache_control: EPHEMERAL } as ContentBlockParam] : content;
 }
 
 function toSystem(blocks: readonly SystemBlock[], caching: boolean): TextBlockParam[] {
@@ -81,11 +118,4 @@ function toBlock(part: ContentPart): TextBlockParam | ImageBlockParam {
   if (part.url !== undefined) return { type: 'image', source: { type: 'url', url: part.url } };
   const mediaType = (part.mediaType ?? 'image/png') as 'image/png';
   return { type: 'image', source: { type: 'base64', media_type: mediaType, data: part.data ?? '' } };
-}
-
-function markLastUserTurn(output: { role: 'user' | 'assistant'; content: ContentBlockParam[] }[]): void {
-  const lastUser = output.findLast((message) => message.role === 'user');
-  const last = lastUser?.content.at(-1);
-  if (!lastUser || !last) return;
-  lastUser.content[lastUser.content.length - 1] = { ...last, cache_control: EPHEMERAL } as ContentBlockParam;
 }
