@@ -1,6 +1,7 @@
 import { benchAgentStep } from './agent-step.bench.js';
 import { benchColdLoad } from './cold-load.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
+import { benchModelRequest } from './model-request.bench.js';
 import { benchStepCycle } from './step-cycle.bench.js';
 import { benchStepWorkerMemory } from './step-worker-memory.bench.js';
 import { benchThroughput } from './throughput.bench.js';
@@ -27,6 +28,7 @@ const benches: Record<string, () => Promise<string>> = {
   throughput: () => benchThroughput(),
   'step-worker-memory': () => benchStepWorkerMemory(),
   'agent-step': () => benchAgentStep(),
+  'model-request': () => benchModelRequest(),
   'ws-fanout': () => benchWsFanout(),
   'ws-idle-memory': () => benchWsIdleMemory(),
 };
