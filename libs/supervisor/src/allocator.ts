@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
  * `FLOTILLA_ALLOCATOR`: `jemalloc` (required: an error without it), `system` (glibc's malloc), or
  * unset (jemalloc when found).
  */
-export const ALLOCATOR_ENV = 'FLOTILLA_ALLOCATOR';
+const ALLOCATOR_ENV = 'FLOTILLA_ALLOCATOR';
 /** Set in a service's environment to the library preloaded for it, so its own children can go without. */
 export const PRELOADED_ENV = 'FLOTILLA_PRELOADED_ALLOCATOR';
 /** jemalloc purges freed pages from a thread of its own, so an idle service gives memory back too. */
@@ -26,8 +26,8 @@ const JEMALLOC_PATHS = [
   '/usr/lib/libjemalloc.so.2',
 ];
 
-export function findJemalloc(exists: (path: string) => boolean = existsSync): string | undefined {
-  return process.platform === 'linux' ? JEMALLOC_PATHS.find((path) => exists(path)) : undefined;
+export function findJemalloc(): string | undefined {
+  return process.platform === 'linux' ? JEMALLOC_PATHS.find((path) => existsSync(path)) : undefined;
 }
 
 /**

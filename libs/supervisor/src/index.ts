@@ -2,4 +2,4 @@ export { ServiceProcess } from './service-process.js';
 export type { ServiceProcessOptions } from './service-process.js';
 export { formatLogLine } from './log-format.js';
 export { waitReady } from './wait-ready.js';
-export { allocatorEnv, ALLOCATOR_ENV, findJemalloc, forgetPreloadedAllocator, PRELOADED_ENV } from './allocator.js';
+export { forgetPreloadedAllocator } from './allocator.js';

@@ -12,7 +12,7 @@ export function encodedChatMessages(messages: readonly ChatMessage[]): Uint8Arra
 }
 
 /** A provider-neutral message as a Chat Completions message (system blocks joined into one). */
-export function toChatMessage(message: ChatMessage): ChatCompletionMessageParam {
+function toChatMessage(message: ChatMessage): ChatCompletionMessageParam {
   switch (message.role) {
     case 'system':
       return { role: 'system', content: message.content.map((block) => block.text).join('\n\n') };

@@ -25,7 +25,7 @@ export function toResponsesInput(messages: readonly ChatMessage[]): ResponsesInp
 }
 
 /** The input items of a message other than a system one. */
-export function toInputItems(message: Exclude<ChatMessage, { role: 'system' }>): ResponseInputItem[] {
+function toInputItems(message: Exclude<ChatMessage, { role: 'system' }>): ResponseInputItem[] {
   switch (message.role) {
     case 'user':
       return [{ type: 'message', role: 'user', content: message.content.map(toInputContent) }];
