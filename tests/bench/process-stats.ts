@@ -28,3 +28,10 @@ export async function sumByLabel(metricsUrl: string, metric: string, label: stri
   }
   return totals;
 }
+
+/** Read and write system calls a process has made so far (sockets and files alike), from /proc/<pid>/io. */
+export async function syscalls(pid: number): Promise<{ reads: number; writes: number }> {
+  const io = await readFile(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(io)?.[1] ?? Number.NaN);
+  return { reads: field('syscr'), writes: field('syscw') };
+}

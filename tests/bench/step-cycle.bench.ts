@@ -1,10 +1,11 @@
+import { fileURLToPath } from 'node:url';
 import { draftEvent, newId, type EventDraft } from '@flotilla/events';
 import { encodeCommit, EventLog, placeEvents, type ConversationRef } from '@flotilla/log';
 import { AckPolicy, DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
 import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js';
-import { cpuSeconds } from './process-stats.js';
+import { cpuSeconds, syscalls } from './process-stats.js';
 import { ms, percentile, ratio, table } from './stats.js';
 
 /**
@@ -12,12 +13,33 @@ import { ms, percentile, ratio, table } from './stats.js';
  * observation → step worker → zero-latency model → next action commit), with the real services
  * as processes, against the raw JetStream floor of the same publishes and deliveries done by a
  * bare client on the same server in the same run.
+ *
+ * Measured twice: with the zero-latency model the goal names (the brain's replies in the step
+ * worker's process), then with the brain as a local OpenAI-compatible server called through the
+ * SDK, which adds an HTTP round trip and the server's parse of the whole request to each cycle.
  */
 export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string> {
+  const inProcess = await measureCycles('in-process', cycles, warmup);
+  const overHttp = await measureCycles('http', cycles, warmup);
+  return [
+    `Step cycle, one conversation, think tool, ${cycles} cycles after ${warmup} of warm-up; 1 step worker, 1 tool runner, 1 projector (goal: p50 ratio <= 2)`,
+    '',
+    'Zero-latency model (in the step worker\'s process):',
+    inProcess,
+    '',
+    'The model as a local server, called through the OpenAI SDK over HTTP:',
+    overHttp,
+  ].join('\n');
+}
+
+const ZERO_LATENCY_STEP_WORKER = fileURLToPath(new URL('./zero-latency-step-worker.ts', import.meta.url));
+
+async function measureCycles(model: 'in-process' | 'http', cycles: number, warmup: number): Promise<string> {
   await using system = await startTestSystem({
     stepWorkers: 1,
     toolRunners: 1,
     projectors: 1,
+    ...(model === 'in-process' ? { stepWorkerEntry: ZERO_LATENCY_STEP_WORKER } : {}),
     agent: { condenser: { maxEvents: 100_000 }, limits: { maxIterationsPerRun: warmup + cycles + 10 } },
   });
   const floor = await rawFloor(system.nats.url, warmup, cycles / 2);
@@ -26,17 +48,23 @@ export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string>
   const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
   await system.start(ref, { id: 'cycle', steps: warmup + cycles + 1, tool: 'think' });
   // CPU from the end of warm-up: lazily loaded modules and JIT compilation are not per cycle
-  await waitForCalls(system, warmup + 1, 120_000);
+  await waitForActions(system, ref, warmup + 1, 120_000);
   const cpuBefore = await Promise.all([...pids.values()].map(cpuSeconds));
+  const callsBefore = await Promise.all([...pids.values()].map(syscalls));
   const benchBefore = process.cpuUsage();
-  const callsBefore = system.brain.calls.filter((call) => call.completed).length;
-  await waitForCalls(system, warmup + cycles + 2, 300_000);
-  await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 30_000);
+  const warmedUpAt = (await system.log.tail(ref)).lastSeq;
+  await waitForActions(system, ref, warmup + cycles + 1, 300_000);
   const cpuAfter = await Promise.all([...pids.values()].map(cpuSeconds));
+  const callsAfter = await Promise.all([...pids.values()].map(syscalls));
   const bench = process.cpuUsage(benchBefore);
-  const total = system.brain.calls.filter((call) => call.completed).length - callsBefore;
+  const warmedUpUntil = (await system.log.tail(ref)).lastSeq;
+  // (reading the whole log for the status, as waitForStatus does, is not part of the measurement)
+  await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 30_000);
   const status = await system.status(ref);
   if (status !== 'finished') throw new Error(`the conversation ended ${status}, not finished`);
+  const events = await system.events(ref);
+  const calls = events.filter((event) => event.type === 'llm_usage');
+  const total = calls.filter((event) => event.seq > warmedUpAt && event.seq <= warmedUpUntil).length;
 
   floor.push(...(await rawFloor(system.nats.url, warmup, cycles / 2)));
   const timeline = await commitTimeline(system.log, ref);
@@ -45,33 +73,35 @@ export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string>
     const measured = times.slice(warmup);
     return [`  ${hop}`, ms(percentile(measured, 50)), ms(percentile(measured, 90)), String(measured.length)];
   });
-  const model = (await system.events(ref)).flatMap((event) => (event.type === 'llm_usage' ? [event.latency_ms] : [])).slice(warmup + 1);
+  const latency = calls.flatMap((event) => (event.type === 'llm_usage' ? [event.latency_ms] : [])).slice(warmup + 1);
   const rows = [
     ['per cycle', 'p50', 'p90', 'n'],
     ['raw JetStream floor (3 publishes, 2 deliveries)', ms(percentile(floor, 50)), ms(percentile(floor, 90)), String(floor.length)],
     ['runtime step cycle', ms(percentile(runtime, 50)), ms(percentile(runtime, 90)), String(runtime.length)],
     ...hops,
-    ['  of which model call (llm_usage latency_ms)', ms(percentile(model, 50)), ms(percentile(model, 90)), String(model.length)],
+    ['  of which model call (llm_usage latency_ms)', ms(percentile(latency, 50)), ms(percentile(latency, 90)), String(latency.length)],
     ['ratio', ratio(percentile(runtime, 50), percentile(floor, 50)), ratio(percentile(runtime, 90), percentile(floor, 90)), ''],
+  ];
+  if (model === 'http') {
     // the model call is the SDK's HTTP round trip to the local scripted server, not the runtime's
-    ['  ratio without the model call (p50 cycle - p50 call)', ratio(percentile(runtime, 50) - percentile(model, 50), percentile(floor, 50)), '', ''],
-  ];
+    rows.push(['  ratio without the model call (p50 cycle - p50 call)', ratio(percentile(runtime, 50) - percentile(latency, 50), percentile(floor, 50)), '', '']);
+  }
+  const perCycle = (after: number, before: number, scale = 1): string => ((scale * (after - before)) / total).toFixed(2);
   const cpuRows = [
-    [`CPU per cycle (${total} cycles after warm-up)`, ...pids.keys(), 'bench (brain)'],
-    ['ms', ...cpuAfter.map((after, index) => ((1_000 * (after - cpuBefore[index]!)) / total).toFixed(2)), ((bench.user + bench.system) / 1_000 / total).toFixed(2)],
+    [`per cycle (${total} cycles after warm-up)`, ...pids.keys(), model === 'http' ? 'bench (brain)' : 'bench'],
+    ['CPU ms', ...cpuAfter.map((after, index) => perCycle(after, cpuBefore[index]!, 1_000)), ((bench.user + bench.system) / 1_000 / total).toFixed(2)],
+    ['write system calls', ...callsAfter.map((after, index) => perCycle(after.writes, callsBefore[index]!.writes)), ''],
+    ['read system calls', ...callsAfter.map((after, index) => perCycle(after.reads, callsBefore[index]!.reads)), ''],
   ];
-  return [
-    `Step cycle, one conversation, zero-latency model, think tool, ${cycles} cycles after ${warmup} of warm-up; 1 step worker, 1 tool runner, 1 projector (goal: p50 ratio <= 2)`,
-    table(rows),
-    '',
-    table(cpuRows),
-  ].join('\n');
+  return [table(rows), '', table(cpuRows)].join('\n');
 }
 
-async function waitForCalls(system: RunningTestSystem, calls: number, timeoutMs: number): Promise<void> {
+/** Waits until the conversation holds `actions` action events (polls its tail: one direct get each). */
+async function waitForActions(system: RunningTestSystem, ref: ConversationRef, actions: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (system.brain.calls.filter((call) => call.completed).length < calls) {
-    if (Date.now() > deadline) throw new Error(`only ${system.brain.calls.length} of ${calls} model calls in ${timeoutMs} ms`);
+  // a think cycle is four events (llm_usage, action, execution_started, observation) after the first few
+  while ((await system.log.tail(ref)).lastSeq < 4 * actions) {
+    if (Date.now() > deadline) throw new Error(`fewer than ${actions} actions in ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -75,31 +75,14 @@ export async function startBrainServer(): Promise<BrainServer> {
     if (task.latencyMs) await new Promise((resolve) => setTimeout(resolve, task.latencyMs));
     counter += 1;
     const id = `chatcmpl-brain${counter}`;
-    const parallel = task.parallel ?? 1;
     // progress survives condensation: summaries carry PROGRESS=<steps done>
     const step = progressOf(messages, task.id);
-    const reply =
-      step < task.steps
-        ? {
-            content: null,
-            tool_calls: Array.from({ length: parallel }, (_, index) => ({
-              id: `call_${task.id}_${step}_${index}`,
-              type: 'function',
-              function:
-                task.tool === 'think'
-                  ? { name: 'think', arguments: JSON.stringify({ thought: `Step ${step}.${index} of ${task.id}: plan the next move.`, security_risk: 'low' }) }
-                  : {
-                      name: 'terminal',
-                      arguments: JSON.stringify({
-                        command: `sleep ${task.sleep ?? 0}; echo "${task.id} ${step} ${index}" >> ${task.effects}`,
-                        security_risk: 'low',
-                      }),
-                    },
-            })),
-          }
-        : { content: `Done: ${task.steps} steps for ${task.id}.`, tool_calls: undefined };
+    const decided = brainReply(task, step);
+    const reply = decided.toolCalls
+      ? { content: null, tool_calls: decided.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) }
+      : { content: decided.text, tool_calls: undefined };
     const finish = reply.tool_calls ? 'tool_calls' : 'stop';
-    const usage = { prompt_tokens: 100 + step * 20, completion_tokens: 20, total_tokens: 120 + step * 20 };
+    const usage = { prompt_tokens: decided.promptTokens, completion_tokens: decided.completionTokens, total_tokens: decided.promptTokens + decided.completionTokens };
     if (!body.stream) {
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(
@@ -153,6 +136,19 @@ export async function startBrainServer(): Promise<BrainServer> {
   return { baseURL: `http://127.0.0.1:${port}/v1`, calls, close, [Symbol.asyncDispose]: close };
 }
 
+/** What the brain answers at step `step` of `task`: tool calls until the task's steps are done, then a final text. */
+export function brainReply(task: BrainTask, step: number): { toolCalls?: { id: string; name: string; arguments: string }[]; text?: string; promptTokens: number; completionTokens: number } {
+  const tokens = { promptTokens: 100 + step * 20, completionTokens: 20 };
+  if (step >= task.steps) return { text: `Done: ${task.steps} steps for ${task.id}.`, ...tokens };
+  const toolCalls = Array.from({ length: task.parallel ?? 1 }, (_, index) => ({
+    id: `call_${task.id}_${step}_${index}`,
+    ...(task.tool === 'think'
+      ? { name: 'think', arguments: JSON.stringify({ thought: `Step ${step}.${index} of ${task.id}: plan the next move.`, security_risk: 'low' }) }
+      : { name: 'terminal', arguments: JSON.stringify({ command: `sleep ${task.sleep ?? 0}; echo "${task.id} ${step} ${index}" >> ${task.effects}`, security_risk: 'low' }) }),
+  }));
+  return { toolCalls, ...tokens };
+}
+
 /** Steps done: one past the highest step whose results came back, or what a summary recorded. */
 function progressOf(messages: readonly ChatMessage[], task: string): number {
   let done = 0;
@@ -169,7 +165,7 @@ function progressOf(messages: readonly ChatMessage[], task: string): number {
 }
 
 /** Progress visible anywhere in a text: PROGRESS=<n> markers and tool call ids. */
-function progressIn(text: string, task: string): number {
+export function progressIn(text: string, task: string): number {
   let done = 0;
   for (const match of text.matchAll(/PROGRESS=(\d+)/g)) done = Math.max(done, Number(match[1]));
   for (const match of text.matchAll(new RegExp(`call_${task}_(\\d+)_`, 'g'))) done = Math.max(done, Number(match[1]) + 1);

@@ -16,6 +16,8 @@ export type SystemOptions = {
   readonly toolRunners?: number;
   readonly condensers?: number;
   readonly projectors?: number;
+  /** The step workers' entry (a path), instead of the service's own `main.ts`: e.g. one on an in-process model. */
+  readonly stepWorkerEntry?: string;
   readonly env?: NodeJS.ProcessEnv;
   /** Merged into the agent settings every service gets (e.g. condenser limits). */
   readonly agent?: Record<string, unknown>;
@@ -90,7 +92,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     if (service === 'gateway') gatewayUrls.push(`http://127.0.0.1:${healthPort}`);
     const child = new ServiceProcess({
       name: `${service}-${index}`,
-      entry: join(ROOT, 'services', service, 'src', 'main.ts'),
+      entry: service === 'step-worker' && options.stepWorkerEntry ? options.stepWorkerEntry : join(ROOT, 'services', service, 'src', 'main.ts'),
       cwd: ROOT,
       // FLOTILLA_TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every service process
       nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),

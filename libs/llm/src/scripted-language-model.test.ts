@@ -30,4 +30,11 @@ describe('ScriptedLanguageModel', () => {
     const fast = new ScriptedLanguageModel({ replies: (request, index) => ({ text: `${index}:${request.messages.length}` }) });
     expect((await fast.generate({ messages: firstTurn })).content).toEqual([{ type: 'text', text: '0:2' }]);
   });
+
+  it('counts calls without keeping requests when told not to record', async () => {
+    const model = new ScriptedLanguageModel({ replies: (_request, index) => ({ text: String(index) }), record: false });
+    await model.generate({ messages: firstTurn });
+    expect((await model.generate({ messages: firstTurn })).content).toEqual([{ type: 'text', text: '1' }]);
+    expect(model.requests).toEqual([]);
+  });
 });

@@ -31,6 +31,8 @@ export type ScriptedLanguageModelOptions = {
   /** Artificial latency per call, in ms; aborting the signal cancels the wait. */
   readonly latencyMs?: number;
   readonly info?: Partial<ModelInfo>;
+  /** Keep every request in `requests` (default true); a long-running model (a benchmark's) keeps none. */
+  readonly record?: boolean;
 };
 
 /** A deterministic LanguageModel for tests: scripted replies, recorded requests, optional deltas. */
@@ -39,6 +41,7 @@ export class ScriptedLanguageModel implements LanguageModel {
   /** Every request received, in order. */
   readonly requests: GenerateRequest[] = [];
   readonly #options: ScriptedLanguageModelOptions;
+  #calls = 0;
 
   constructor(options: ScriptedLanguageModelOptions) {
     this.#options = options;
@@ -47,8 +50,9 @@ export class ScriptedLanguageModel implements LanguageModel {
 
   async generate(request: GenerateRequest, options: GenerateOptions = {}): Promise<GenerateResult> {
     throwIfCancelled(options.signal);
-    const index = this.requests.length;
-    this.requests.push(request);
+    const index = this.#calls;
+    this.#calls += 1;
+    if (this.#options.record !== false) this.requests.push(request);
     const started = performance.now();
     const reply = await this.#reply(request, index);
     if (this.#options.latencyMs) await sleep(this.#options.latencyMs, options.signal);

@@ -1,0 +1,39 @@
+import type { GenerateRequest, ScriptedReply } from '@flotilla/llm';
+import { brainReply, progressIn, type BrainTask } from './brain-server.js';
+
+/**
+ * The brain as an in-process model's reply: the same pure function of the conversation as the
+ * brain server's, read from the provider-neutral messages a step sends (no HTTP, no JSON). A
+ * benchmark's step worker runs on it to measure the runtime without a model call.
+ */
+export function brainModelReply(request: GenerateRequest): ScriptedReply {
+  const texts = (message: GenerateRequest['messages'][number]): string =>
+    message.role === 'user' ? message.content.map((part) => (part.type === 'text' ? part.text : '')).join('') : '';
+  let task: BrainTask | undefined;
+  for (const message of request.messages) {
+    const match = /TASK (\{.*\})/s.exec(texts(message));
+    if (match) {
+      task = JSON.parse(match[1]!) as BrainTask;
+      break;
+    }
+  }
+  if (!task) return new Error('no TASK in the conversation');
+  // steps only grow: the latest tool result (or a summary's PROGRESS after it) says how far it got
+  const callId = new RegExp(`^call_${task.id}_(\\d+)_`);
+  let step = 0;
+  for (let index = request.messages.length - 1; index >= 0; index -= 1) {
+    const message = request.messages[index]!;
+    if (message.role === 'user') step = Math.max(step, progressIn(texts(message), task.id));
+    const match = message.role === 'tool' ? callId.exec(message.toolCallId) : null;
+    if (match) {
+      step = Math.max(step, Number(match[1]) + 1);
+      break;
+    }
+  }
+  const reply = brainReply(task, step);
+  return {
+    ...(reply.text === undefined ? {} : { text: reply.text }),
+    ...(reply.toolCalls ? { toolCalls: reply.toolCalls } : {}),
+    usage: { inputTokens: reply.promptTokens, outputTokens: reply.completionTokens },
+  };
+}
