@@ -15,7 +15,7 @@ export type { CheckedInput, ToolCatalog } from './tool-catalog.js';
 export { toolCallEvents, toReasoning } from './tool-call-events.js';
 export { needsConfirmation } from './confirmation.js';
 export { FINISH_TOOL, finishedByTool } from './finish.js';
-export { estimateTokens } from './token-estimate.js';
+export { estimateTokens, messageCharacters, tokensOf } from './token-estimate.js';
 export { step, StepOutcome } from './step.js';
 export type { StepInput, StepResult } from './step.js';
 export { executeActions, interruptedDrafts, INTERRUPTED_MESSAGE } from './execute-actions.js';

@@ -1,7 +1,7 @@
 import { draftEvent, type DraftContext, type Event, type EventDraft, type ToolSpec } from '@flotilla/events';
 import { isLlmError, type GenerateResult, type LanguageModel, type StreamDelta, type ToolSchema } from '@flotilla/llm';
 import { llmUsageDraft, shouldCondense } from '@flotilla/condenser';
-import { buildView, toChatMessages, type View } from '@flotilla/view';
+import { buildView, toChatMessages, type ChatRenderer, type View } from '@flotilla/view';
 import type { AgentConfig } from './agent-config.js';
 import { needsConfirmation } from './confirmation.js';
 import { finishedByTool } from './finish.js';
@@ -10,7 +10,7 @@ import { detectStuck } from './stuck-detector.js';
 import { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
 import type { ToolCatalog } from './tool-catalog.js';
 import { toolCallEvents, toReasoning } from './tool-call-events.js';
-import { estimateTokens } from './token-estimate.js';
+import { estimateTokens, tokensOf } from './token-estimate.js';
 
 export type StepInput = {
   readonly agent: AgentConfig;
@@ -24,6 +24,12 @@ export type StepInput = {
    * joins the history then).
    */
   readonly view?: () => View;
+  /**
+   * Renders the view to chat messages, when the caller keeps a renderer per conversation: only
+   * what changed since its last step is rendered. Made with `messageCharacters` as its measure,
+   * it also keeps the token estimate; without a measure the step measures the messages itself.
+   */
+  readonly chat?: ChatRenderer;
   /** `runState(events)`, when the caller keeps one up to date (a `RunStateFold`); folded from `events` otherwise. */
   readonly runState?: () => RunState;
   readonly conversation: { readonly tenant: string; readonly conversation: string };
@@ -94,11 +100,12 @@ export async function step(input: StepInput): Promise<StepResult> {
     history = [...events, { ...systemPrompt, seq: (events.at(-1)?.seq ?? 0) + 1 } as Event];
   }
   const view = history === events && input.view ? input.view() : buildView(history);
-  const messages = toChatMessages(view);
+  const rendered = input.chat?.render(view.items);
+  const messages = rendered?.messages ?? toChatMessages(view);
   const reasons = shouldCondense(view, agent.condenser, {
     ...(input.llm.info.maxInputTokens === undefined ? {} : { maxInputTokens: input.llm.info.maxInputTokens }),
     countTokens: estimateTokens,
-    totalTokens: estimateTokens(messages, toolSchemas),
+    totalTokens: rendered?.measured === undefined ? estimateTokens(messages, toolSchemas) : tokensOf(rendered.measured, toolSchemas),
   });
   if (reasons) {
     drafts.push(draftEvent(system, 'condensation_request', { reason: `the view is too large (${reasons.join(', ')})` }));

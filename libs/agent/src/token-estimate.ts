@@ -6,16 +6,25 @@ import type { ChatMessage, ToolSchema } from '@flotilla/llm';
  */
 export function estimateTokens(messages: readonly ChatMessage[], tools: readonly ToolSchema[] = []): number {
   let characters = 0;
-  for (const message of messages) {
-    characters += 16;
-    if (message.role === 'system') for (const block of message.content) characters += block.text.length;
-    else for (const part of message.content) characters += part.type === 'text' ? part.text.length : 3_000;
-    if (message.role === 'assistant') {
-      for (const call of message.toolCalls) characters += call.name.length + call.arguments.length + 16;
-      characters += message.reasoning?.text?.length ?? 0;
-      for (const block of message.reasoning?.thinkingBlocks ?? []) characters += block.type === 'thinking' ? block.thinking.length : block.data.length;
-    }
+  for (const message of messages) characters += messageCharacters(message);
+  return tokensOf(characters, tools);
+}
+
+/** What one message adds to the estimate, in characters (a `ChatRenderer`'s measure). */
+export function messageCharacters(message: ChatMessage): number {
+  let characters = 16;
+  if (message.role === 'system') for (const block of message.content) characters += block.text.length;
+  else for (const part of message.content) characters += part.type === 'text' ? part.text.length : 3_000;
+  if (message.role === 'assistant') {
+    for (const call of message.toolCalls) characters += call.name.length + call.arguments.length + 16;
+    characters += message.reasoning?.text?.length ?? 0;
+    for (const block of message.reasoning?.thinkingBlocks ?? []) characters += block.type === 'thinking' ? block.thinking.length : block.data.length;
   }
+  return characters;
+}
+
+/** The estimate for messages measuring `characters` in all (`messageCharacters`), with `tools` offered. */
+export function tokensOf(characters: number, tools: readonly ToolSchema[] = []): number {
   return Math.ceil((characters + toolCharacters(tools)) / 4);
 }
 

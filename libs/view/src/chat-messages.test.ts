@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ActionEvent } from '@flotilla/events';
-import { toChatMessages } from './chat-messages.js';
+import { ChatRenderer, toChatMessages } from './chat-messages.js';
 import { TestLog } from './testing/test-log.js';
-import { buildView } from './view-builder.js';
+import { buildView, ViewBuilder } from './view-builder.js';
 
 const render = (log: TestLog) => toChatMessages(buildView(log.events));
 
@@ -94,5 +94,49 @@ describe('toChatMessages', () => {
     expect(messages).toHaveLength(2);
     expect(messages[0]).toMatchObject({ role: 'assistant', toolCalls: [{ id: answeredCall.tool_call_id }] });
     expect(messages[1]).toMatchObject({ role: 'tool', toolCallId: answeredCall.tool_call_id });
+  });
+});
+
+describe('ChatRenderer', () => {
+  it('keeps the messages of what did not change, renders the rest, and keeps a running measure', () => {
+    const log = new TestLog();
+    log.system();
+    log.user('one');
+    log.user('two');
+    const [call] = log.batch();
+    const builder = new ViewBuilder().append(log.events);
+    const renderer = new ChatRenderer((message) => message.content.length);
+    const first = renderer.render(builder.view().items);
+    // the batch has no result yet: the call is left out, the two user turns are one message
+    expect(first.messages.map((message) => message.role)).toEqual(['system', 'user']);
+    expect(first.measured).toBe(1 + 2);
+
+    const before = log.events.length;
+    log.observe(call!);
+    log.agent('done');
+    const second = renderer.render(builder.append(log.events.slice(before)).view().items);
+    expect(second.messages).toEqual(render(log));
+    expect(second.messages.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant']);
+    // the system message and the merged user turn are the same objects as before
+    expect(second.messages[0]).toBe(first.messages[0]);
+    expect(second.messages[1]).toBe(first.messages[1]);
+    expect(second.measured).toBe(second.messages.reduce((sum, message) => sum + message.content.length, 0));
+    expect(renderer.render(builder.view().items).messages).toEqual(second.messages);
+  });
+
+  it('renders again from where a condensation changed the view', () => {
+    const log = new TestLog();
+    log.system();
+    const old = log.agent('old');
+    log.user('question');
+    const builder = new ViewBuilder().append(log.events);
+    const renderer = new ChatRenderer();
+    expect(renderer.render(builder.view().items).messages).toHaveLength(3);
+    const before = log.events.length;
+    log.condense([old.id], 'the summary', 1);
+    const after = renderer.render(builder.append(log.events.slice(before)).view().items);
+    expect(after.messages).toEqual(render(log));
+    expect(after.messages[1]).toEqual({ role: 'user', content: [{ type: 'text', text: 'the summary' }, { type: 'text', text: 'question' }] });
+    expect(after.measured).toBeUndefined();
   });
 });

@@ -129,31 +129,6 @@ function itemMessage(item: ViewItem): ChatMessage | undefined {
   }
 }
 
-/**
- * Merges consecutive user messages and drops messages that would have no content at all. A user
- * message merged with nothing is kept as it is (the same object), like every other message.
- */
-function coalesce(messages: readonly ChatMessage[]): ChatMessage[] {
-  const out: ChatMessage[] = [];
-  let users: UserMessage[] = [];
-  const flushUsers = (): void => {
-    const content = users.flatMap((user) => user.content);
-    if (content.length > 0) out.push(users.length === 1 ? users[0]! : { role: 'user', content });
-    users = [];
-  };
-  for (const message of messages) {
-    if (message.role === 'user') {
-      users.push(message);
-      continue;
-    }
-    if (message.role === 'assistant' && message.content.length === 0 && message.toolCalls.length === 0) continue;
-    flushUsers();
-    out.push(message);
-  }
-  flushUsers();
-  return out;
-}
-
 // A step renders the whole view again, but its items are the same event objects as at the last
 // step: what an item or a batch rendered to is kept beside it, so only new items are rendered.
 // Messages are never changed after they are made, so sharing them between renders is safe.
@@ -186,34 +161,129 @@ function renderedBatch(actions: readonly ActionEvent[], results: readonly Result
  * Renders a view as provider-neutral chat messages: the system prompt as one system message
  * (static block cache-marked, dynamic block not), each batch as one assistant message with all
  * its calls followed by their tool results, summaries and free-standing errors as user turns,
- * and consecutive user turns merged.
+ * and consecutive user turns merged. Messages that would have no content at all are left out.
  */
 export function toChatMessages(view: View | readonly ViewItem[]): ChatMessage[] {
-  const items = 'items' in view ? view.items : view;
-  const messages: ChatMessage[] = [];
-  let position = 0;
-  while (position < items.length) {
-    const item = items[position] as ViewItem;
-    if (item.type === 'action') {
-      const actions: ActionEvent[] = [];
-      while (position < items.length) {
-        const next = items[position] as ViewItem;
-        if (next.type !== 'action' || next.response_id !== item.response_id) break;
-        actions.push(next);
-        position += 1;
-      }
-      const results: ResultEvent[] = [];
-      while (position < items.length && isResultEvent(items[position] as ViewItem)) {
-        results.push(items[position] as ResultEvent);
-        position += 1;
-      }
-      messages.push(...renderedBatch(actions, results));
-      continue;
+  return new ChatRenderer().render('items' in view ? view.items : view).messages;
+}
+
+export type RenderedChat = {
+  readonly messages: ChatMessage[];
+  /** The sum of `measure` over `messages`; undefined for a renderer without a measure. */
+  readonly measured: number | undefined;
+};
+
+/** The renderer's state before one unit of items (a batch, or a single item) was rendered. */
+type Checkpoint = { readonly start: number; readonly length: number; readonly users: readonly UserMessage[] };
+
+const NO_USERS: readonly UserMessage[] = [];
+
+/**
+ * Renders a conversation's successive views as `toChatMessages` does, re-rendering only what
+ * changed since the last call: a step's view is the last one with a few items appended, so the
+ * messages of the common prefix are kept (the same objects) and only the unit holding its last
+ * item and what follows are rendered again. Any other change (a condensation) re-renders from
+ * where the views first differ. Keeps, per message, a running sum of `measure` (a token
+ * estimate), so the total costs no pass over the history either.
+ */
+export class ChatRenderer {
+  #items: readonly ViewItem[] = [];
+  /** Coalesced messages of the units rendered so far, without the trailing run of user messages. */
+  readonly #out: ChatMessage[] = [];
+  /** Running sums of `measure` over `#out`. */
+  readonly #sums: number[] = [];
+  /** User messages waiting to be merged with the next ones. */
+  #users: readonly UserMessage[] = NO_USERS;
+  readonly #checkpoints: Checkpoint[] = [];
+
+  constructor(private readonly measure?: (message: ChatMessage) => number) {}
+
+  render(items: readonly ViewItem[]): RenderedChat {
+    const previous = this.#items;
+    let common = 0;
+    const shorter = Math.min(previous.length, items.length);
+    while (common < shorter && previous[common] === items[common]) common += 1;
+    // the unit holding the last common item can grow (a batch gets its results): render it again
+    let restart = this.#checkpoints.length;
+    while (restart > 0 && this.#checkpoints[restart - 1]!.start >= common) restart -= 1;
+    if (restart > 0 && common > 0) restart -= 1;
+    const from = this.#checkpoints[restart];
+    const position = from?.start ?? 0;
+    this.#out.length = from?.length ?? 0;
+    this.#sums.length = this.#out.length;
+    this.#users = from?.users ?? NO_USERS;
+    this.#checkpoints.length = restart;
+    this.#items = items;
+    this.#renderFrom(items, position);
+
+    const messages = this.#out.slice();
+    let measured = this.#sums.at(-1) ?? 0;
+    const trailing = mergeUsers(this.#users);
+    if (trailing) {
+      messages.push(trailing);
+      measured += this.measure?.(trailing) ?? 0;
     }
-    position += 1;
-    if (isResultEvent(item)) continue;
-    const message = renderedItem(item);
-    if (message !== undefined) messages.push(message);
+    return { messages, measured: this.measure ? measured : undefined };
   }
-  return coalesce(messages);
+
+  #renderFrom(items: readonly ViewItem[], start: number): void {
+    let position = start;
+    while (position < items.length) {
+      this.#checkpoints.push({ start: position, length: this.#out.length, users: this.#users });
+      const item = items[position]!;
+      if (item.type === 'action') {
+        const actions: ActionEvent[] = [];
+        while (position < items.length) {
+          const next = items[position]!;
+          if (next.type !== 'action' || next.response_id !== item.response_id) break;
+          actions.push(next);
+          position += 1;
+        }
+        const results: ResultEvent[] = [];
+        while (position < items.length && isResultEvent(items[position]!)) {
+          results.push(items[position] as ResultEvent);
+          position += 1;
+        }
+        for (const message of renderedBatch(actions, results)) this.#add(message);
+        continue;
+      }
+      position += 1;
+      if (isResultEvent(item)) continue;
+      const message = renderedItem(item);
+      if (message !== undefined) this.#add(message);
+    }
+  }
+
+  /** Appends one message, merging consecutive user messages and dropping empty assistant ones. */
+  #add(message: ChatMessage): void {
+    if (message.role === 'user') {
+      this.#users = [...this.#users, message];
+      return;
+    }
+    if (message.role === 'assistant' && message.content.length === 0 && message.toolCalls.length === 0) return;
+    const users = mergeUsers(this.#users);
+    this.#users = NO_USERS;
+    if (users) this.#push(users);
+    this.#push(message);
+  }
+
+  #push(message: ChatMessage): void {
+    this.#out.push(message);
+    this.#sums.push((this.#sums.at(-1) ?? 0) + (this.measure?.(message) ?? 0));
+  }
+}
+
+/** What a run of user messages merged to, kept beside its first message (as batches are). */
+const mergedRuns = new WeakMap<UserMessage, { readonly users: readonly UserMessage[]; readonly merged: UserMessage | undefined }>();
+
+/** One user message for a run of them (the same object for a run of one); none when all are empty. */
+function mergeUsers(users: readonly UserMessage[]): UserMessage | undefined {
+  if (users.length === 1) return users[0]!.content.length > 0 ? users[0] : undefined;
+  if (users.length === 0) return undefined;
+  const known = mergedRuns.get(users[0]!);
+  if (known && sameItems(known.users, users)) return known.merged;
+  const content = users.flatMap((user) => user.content);
+  const merged: UserMessage | undefined = content.length > 0 ? { role: 'user', content } : undefined;
+  mergedRuns.set(users[0]!, { users, merged });
+  return merged;
 }

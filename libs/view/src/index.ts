@@ -1,6 +1,6 @@
 export { buildView, unmatchedActions, ViewBuilder } from './view-builder.js';
 export { firstCuttableIndex, manipulationIndices, viewBlocks } from './manipulation-indices.js';
 export type { ViewBlock } from './manipulation-indices.js';
-export { toChatMessages } from './chat-messages.js';
+export { ChatRenderer, toChatMessages, type RenderedChat } from './chat-messages.js';
 export { hasThinking, isLlmEvent, isResultEvent, isToolItem } from './types.js';
 export type { CondensationSummary, LlmEvent, ResultEvent, View, ViewItem } from './types.js';

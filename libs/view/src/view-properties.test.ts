@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseEvent } from '@flotilla/events';
 import type { ChatMessage } from '@flotilla/llm';
-import { toChatMessages } from './chat-messages.js';
+import { ChatRenderer, toChatMessages } from './chat-messages.js';
 import { manipulationIndices, viewBlocks } from './manipulation-indices.js';
 import { play, scenarioArbitrary } from './testing/arbitrary-log.js';
 import { TestLog } from './testing/test-log.js';
@@ -126,6 +126,28 @@ describe('view properties over generated conversations', () => {
           end = next;
           expect(builder.view()).toEqual(buildView(events.slice(0, end)));
           expect(builder.unmatchedActions()).toEqual(unmatchedActions(events.slice(0, end)));
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('a ChatRenderer following a ViewBuilder renders each view as toChatMessages does, and keeps its measure', () => {
+    const measure = (message: ChatMessage): number => JSON.stringify(message).length;
+    fc.assert(
+      fc.property(scenarioArbitrary, fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 30 }), (scenario, sizes) => {
+        const { events } = play(scenario);
+        const builder = new ViewBuilder();
+        const renderer = new ChatRenderer(measure);
+        let end = 0;
+        for (let chunk = 0; end < events.length; chunk += 1) {
+          const next = Math.min(events.length, end + (sizes[chunk % sizes.length] ?? 1));
+          builder.append(events.slice(end, next));
+          end = next;
+          const rendered = renderer.render(builder.view().items);
+          const fresh = toChatMessages(buildView(events.slice(0, end)));
+          expect(rendered.messages).toEqual(fresh);
+          expect(rendered.measured).toBe(fresh.reduce((sum, message) => sum + measure(message), 0));
         }
       }),
       { numRuns: 150 },

@@ -1,8 +1,8 @@
-import { RunStateFold, step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
+import { messageCharacters, RunStateFold, step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
-import { ViewBuilder } from '@flotilla/view';
+import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
@@ -32,6 +32,8 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
   const progress = incrementalProgress();
   const views = new IncrementalFold(() => new ViewBuilder(), (builder, events) => builder.append(events));
   const runStates = new IncrementalFold(() => new RunStateFold(), (fold, events) => fold.append(events));
+  // renders what each step's view added; it follows the views itself, so events need not reach it
+  const renderers = new IncrementalFold(() => new ChatRenderer(messageCharacters), () => undefined);
   return async (delivery) => {
     const loaded = await loadDelivered(delivery, deps.log, deps.cache, (commit) =>
       // a commit of actions or execution starts never leaves a step due: no need to read the log for it
@@ -59,6 +61,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
         events: conversation.events,
         view: () => views.of(conversation.events).view(),
         runState: () => runStates.of(conversation.events).state(),
+        chat: renderers.of(conversation.events),
         conversation: ref,
         signal: tracked.signal,
         ...(deltas ? { onDelta: (delta) => deltas.push(delta) } : {}),
