@@ -42,7 +42,9 @@ async function measureCycles(model: 'in-process' | 'http', cycles: number, warmu
     ...(model === 'in-process' ? { stepWorkerEntry: ZERO_LATENCY_STEP_WORKER } : {}),
     agent: { condenser: { maxEvents: 100_000 }, limits: { maxIterationsPerRun: warmup + cycles + 10 } },
   });
-  const floor = await rawFloor(system.nats.url, warmup, cycles / 2);
+  // both floors before and after the runtime's run, alternating
+  const floor = await rawFloor(system.nats.url, warmup, cycles / 2, false);
+  const sameMessages = await rawFloor(system.nats.url, warmup, cycles / 2, true);
 
   const ref = { tenant: 'bench', conversation: 'cycle' };
   const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
@@ -66,7 +68,8 @@ async function measureCycles(model: 'in-process' | 'http', cycles: number, warmu
   const calls = events.filter((event) => event.type === 'llm_usage');
   const total = calls.filter((event) => event.seq > warmedUpAt && event.seq <= warmedUpUntil).length;
 
-  floor.push(...(await rawFloor(system.nats.url, warmup, cycles / 2)));
+  sameMessages.push(...(await rawFloor(system.nats.url, warmup, cycles / 2, true)));
+  floor.push(...(await rawFloor(system.nats.url, warmup, cycles / 2, false)));
   const timeline = await commitTimeline(system.log, ref);
   const runtime = stepCycleTimes(timeline).slice(warmup);
   const hops = [...cycleHops(timeline)].map(([hop, times]) => {
@@ -76,15 +79,17 @@ async function measureCycles(model: 'in-process' | 'http', cycles: number, warmu
   const latency = calls.flatMap((event) => (event.type === 'llm_usage' ? [event.latency_ms] : [])).slice(warmup + 1);
   const rows = [
     ['per cycle', 'p50', 'p90', 'n'],
-    ['raw JetStream floor (3 publishes, 2 deliveries)', ms(percentile(floor, 50)), ms(percentile(floor, 90)), String(floor.length)],
+    ['raw JetStream floor, same messages (3 publishes; 3 groups, 9 deliveries)', ms(percentile(sameMessages, 50)), ms(percentile(sameMessages, 90)), String(sameMessages.length)],
+    ["raw JetStream floor, the cycle's groups only (3 publishes; 2 groups, 6 deliveries)", ms(percentile(floor, 50)), ms(percentile(floor, 90)), String(floor.length)],
     ['runtime step cycle', ms(percentile(runtime, 50)), ms(percentile(runtime, 90)), String(runtime.length)],
     ...hops,
     ['  of which model call (llm_usage latency_ms)', ms(percentile(latency, 50)), ms(percentile(latency, 90)), String(latency.length)],
-    ['ratio', ratio(percentile(runtime, 50), percentile(floor, 50)), ratio(percentile(runtime, 90), percentile(floor, 90)), ''],
+    ['ratio to the same messages', ratio(percentile(runtime, 50), percentile(sameMessages, 50)), ratio(percentile(runtime, 90), percentile(sameMessages, 90)), ''],
+    ["ratio to the cycle's groups only", ratio(percentile(runtime, 50), percentile(floor, 50)), ratio(percentile(runtime, 90), percentile(floor, 90)), ''],
   ];
   if (model === 'http') {
     // the model call is the SDK's HTTP round trip to the local scripted server, not the runtime's
-    rows.push(['  ratio without the model call (p50 cycle - p50 call)', ratio(percentile(runtime, 50) - percentile(latency, 50), percentile(floor, 50)), '', '']);
+    rows.push(['  ratio to the same messages without the model call (p50 cycle - p50 call)', ratio(percentile(runtime, 50) - percentile(latency, 50), percentile(sameMessages, 50)), '', '']);
   }
   const perCycle = (after: number, before: number, scale = 1): string => ((scale * (after - before)) / total).toFixed(2);
   const cpuRows = [
@@ -110,22 +115,26 @@ async function waitForActions(system: RunningTestSystem, ref: ConversationRef, a
  * The floor: per cycle, what the runtime's cycle does on NATS, with nothing else. The "step worker"
  * publishes an action commit; the "tool runner" group's durable pull consumer delivers it; the
  * runner publishes execution_started and the observation; the "step worker" group's consumer
- * delivers the observation. Two connections (two processes in the runtime), the same commit bytes
- * and headers, msg ids and expected last subject sequences; every delivery is acked.
+ * delivers the observation. One connection per group (one process each in the runtime), the same
+ * commit bytes and headers, msg ids and expected last subject sequences; each group is delivered
+ * every commit, and acks it. With `projector`, a third group (the projector's) is delivered
+ * every commit too, as in the runtime, off the cycle's critical path.
  */
-async function rawFloor(url: string, warmup: number, cycles: number): Promise<number[]> {
+async function rawFloor(url: string, warmup: number, cycles: number, projector: boolean): Promise<number[]> {
   const worker = await connect({ servers: url });
   const runner = await connect({ servers: url });
+  const watcher = projector ? await connect({ servers: url }) : undefined;
   try {
     const log = await EventLog.open(worker, { streamName: 'BENCH_FLOOR', subjectPrefix: 'bench.floor' });
     const ref = { tenant: 'bench', conversation: `floor-${newId()}` };
     const subject = log.subject(ref);
+    const groups = [[`tr-${ref.conversation}`, runner], [`sw-${ref.conversation}`, worker], ...(watcher ? [[`pj-${ref.conversation}`, watcher] as const] : [])] as const;
     const inboxes = [];
-    for (const [name, nc] of [[`tr-${ref.conversation}`, runner], [`sw-${ref.conversation}`, worker]] as const) {
+    for (const [name, nc] of groups) {
       await log.jsm.consumers.add(log.streamName, { durable_name: name, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, filter_subject: subject, max_ack_pending: 1_024 });
       inboxes.push(await inbox(jetstream(nc), log.streamName, name));
     }
-    const [toRunner, toWorker] = inboxes as [Inbox, Inbox];
+    const [toRunner, toWorker, toProjector] = inboxes as [Inbox, Inbox, Inbox | undefined];
     const [action, started, observation] = cycleCommits(ref);
     const jsWorker = jetstream(worker);
     const jsRunner = jetstream(runner);
@@ -143,10 +152,11 @@ async function rawFloor(url: string, warmup: number, cycles: number): Promise<nu
       await toWorker.until(await publish(jsRunner, observation));
       if (cycle >= warmup) times.push(performance.now() - start);
     }
+    await toProjector?.until(last);
     await Promise.all(inboxes.map((box) => box.close()));
     return times;
   } finally {
-    await Promise.all([worker.close(), runner.close()]);
+    await Promise.all([worker.close(), runner.close(), watcher?.close()]);
   }
 }
 
