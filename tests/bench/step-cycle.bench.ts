@@ -43,8 +43,9 @@ async function measureCycles(model: 'in-process' | 'http', cycles: number, warmu
     agent: { condenser: { maxEvents: 100_000 }, limits: { maxIterationsPerRun: warmup + cycles + 10 } },
   });
   // both floors before and after the runtime's run, alternating
-  const floor = await rawFloor(system.nats.url, warmup, cycles / 2, false);
-  const sameMessages = await rawFloor(system.nats.url, warmup, cycles / 2, true);
+  const natsPid = system.nats.pid!;
+  const floor = await rawFloor(system.nats.url, natsPid, warmup, cycles / 2, false);
+  const sameMessages = await rawFloor(system.nats.url, natsPid, warmup, cycles / 2, true);
 
   const ref = { tenant: 'bench', conversation: 'cycle' };
   const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
@@ -68,8 +69,8 @@ async function measureCycles(model: 'in-process' | 'http', cycles: number, warmu
   const calls = events.filter((event) => event.type === 'llm_usage');
   const total = calls.filter((event) => event.seq > warmedUpAt && event.seq <= warmedUpUntil).length;
 
-  sameMessages.push(...(await rawFloor(system.nats.url, warmup, cycles / 2, true)));
-  floor.push(...(await rawFloor(system.nats.url, warmup, cycles / 2, false)));
+  sameMessages.add(await rawFloor(system.nats.url, natsPid, warmup, cycles / 2, true));
+  floor.add(await rawFloor(system.nats.url, natsPid, warmup, cycles / 2, false));
   const timeline = await commitTimeline(system.log, ref);
   const runtime = stepCycleTimes(timeline).slice(warmup);
   const hops = [...cycleHops(timeline)].map(([hop, times]) => {
@@ -79,17 +80,17 @@ async function measureCycles(model: 'in-process' | 'http', cycles: number, warmu
   const latency = calls.flatMap((event) => (event.type === 'llm_usage' ? [event.latency_ms] : [])).slice(warmup + 1);
   const rows = [
     ['per cycle', 'p50', 'p90', 'n'],
-    ['raw JetStream floor, same messages (3 publishes; 3 groups, 9 deliveries)', ms(percentile(sameMessages, 50)), ms(percentile(sameMessages, 90)), String(sameMessages.length)],
-    ["raw JetStream floor, the cycle's groups only (3 publishes; 2 groups, 6 deliveries)", ms(percentile(floor, 50)), ms(percentile(floor, 90)), String(floor.length)],
+    ['raw JetStream floor, same messages (3 publishes; 3 groups, 9 deliveries)', ms(percentile(sameMessages.times, 50)), ms(percentile(sameMessages.times, 90)), String(sameMessages.times.length)],
+    ["raw JetStream floor, the cycle's groups only (3 publishes; 2 groups, 6 deliveries)", ms(percentile(floor.times, 50)), ms(percentile(floor.times, 90)), String(floor.times.length)],
     ['runtime step cycle', ms(percentile(runtime, 50)), ms(percentile(runtime, 90)), String(runtime.length)],
     ...hops,
     ['  of which model call (llm_usage latency_ms)', ms(percentile(latency, 50)), ms(percentile(latency, 90)), String(latency.length)],
-    ['ratio to the same messages', ratio(percentile(runtime, 50), percentile(sameMessages, 50)), ratio(percentile(runtime, 90), percentile(sameMessages, 90)), ''],
-    ["ratio to the cycle's groups only", ratio(percentile(runtime, 50), percentile(floor, 50)), ratio(percentile(runtime, 90), percentile(floor, 90)), ''],
+    ['ratio to the same messages', ratio(percentile(runtime, 50), percentile(sameMessages.times, 50)), ratio(percentile(runtime, 90), percentile(sameMessages.times, 90)), ''],
+    ["ratio to the cycle's groups only", ratio(percentile(runtime, 50), percentile(floor.times, 50)), ratio(percentile(runtime, 90), percentile(floor.times, 90)), ''],
   ];
   if (model === 'http') {
     // the model call is the SDK's HTTP round trip to the local scripted server, not the runtime's
-    rows.push(['  ratio to the same messages without the model call (p50 cycle - p50 call)', ratio(percentile(runtime, 50) - percentile(latency, 50), percentile(sameMessages, 50)), '', '']);
+    rows.push(['  ratio to the same messages without the model call (p50 cycle - p50 call)', ratio(percentile(runtime, 50) - percentile(latency, 50), percentile(sameMessages.times, 50)), '', '']);
   }
   const perCycle = (after: number, before: number, scale = 1): string => ((scale * (after - before)) / total).toFixed(2);
   const cpuRows = [
@@ -98,7 +99,10 @@ async function measureCycles(model: 'in-process' | 'http', cycles: number, warmu
     ['write system calls', ...callsAfter.map((after, index) => perCycle(after.writes, callsBefore[index]!.writes)), ''],
     ['read system calls', ...callsAfter.map((after, index) => perCycle(after.reads, callsBefore[index]!.reads)), ''],
   ];
-  return [table(rows), '', table(cpuRows)].join('\n');
+  const runtimeCpu = cpuAfter.reduce((sum, after, index) => sum + after - cpuBefore[index]!, 0) * 1_000 / total;
+  const floorCpu = sameMessages.cpuMs / sameMessages.times.length;
+  const cpuLine = `CPU per cycle, every process: runtime ${runtimeCpu.toFixed(2)} ms, same-messages floor ${floorCpu.toFixed(2)} ms (nats-server and the bare client): ${ratio(runtimeCpu, floorCpu)}`;
+  return [table(rows), '', table(cpuRows), cpuLine].join('\n');
 }
 
 /** Waits until the conversation holds `actions` action events (polls its tail: one direct get each). */
@@ -120,7 +124,7 @@ async function waitForActions(system: RunningTestSystem, ref: ConversationRef, a
  * every commit, and acks it. With `projector`, a third group (the projector's) is delivered
  * every commit too, as in the runtime, off the cycle's critical path.
  */
-async function rawFloor(url: string, warmup: number, cycles: number, projector: boolean): Promise<number[]> {
+async function rawFloor(url: string, natsPid: number, warmup: number, cycles: number, projector: boolean): Promise<FloorRun> {
   const worker = await connect({ servers: url });
   const runner = await connect({ servers: url });
   const watcher = projector ? await connect({ servers: url }) : undefined;
@@ -145,7 +149,9 @@ async function rawFloor(url: string, warmup: number, cycles: number, projector: 
       return ack.seq;
     };
     const times: number[] = [];
+    let cpu: { nats: number; client: NodeJS.CpuUsage } | undefined;
     for (let cycle = 0; cycle < warmup + cycles; cycle += 1) {
+      if (cycle === warmup) cpu = { nats: await cpuSeconds(natsPid), client: process.cpuUsage() };
       const start = performance.now();
       await toRunner.until(await publish(jsWorker, action));
       await publish(jsRunner, started);
@@ -153,10 +159,25 @@ async function rawFloor(url: string, warmup: number, cycles: number, projector: 
       if (cycle >= warmup) times.push(performance.now() - start);
     }
     await toProjector?.until(last);
+    const client = process.cpuUsage(cpu!.client);
+    const cpuMs = (await cpuSeconds(natsPid) - cpu!.nats) * 1_000 + (client.user + client.system) / 1_000;
     await Promise.all(inboxes.map((box) => box.close()));
-    return times;
+    return new FloorRun(times, cpuMs);
   } finally {
     await Promise.all([worker.close(), runner.close(), watcher?.close()]);
+  }
+}
+
+/** Cycle times of floor runs, and the CPU (nats-server's and the client's) their measured cycles took. */
+class FloorRun {
+  constructor(
+    readonly times: number[],
+    public cpuMs: number,
+  ) {}
+
+  add(other: FloorRun): void {
+    this.times.push(...other.times);
+    this.cpuMs += other.cpuMs;
   }
 }
 
