@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import { draftEvent, newId, type EventDraft } from '@flotilla/events';
 import { encodeCommit, EventLog, placeEvents, type ConversationRef } from '@flotilla/log';
 import { AckPolicy, DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
@@ -20,7 +19,7 @@ import { ms, percentile, ratio, table } from './stats.js';
  */
 export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string> {
   const inProcess = await measureCycles('in-process', cycles, warmup);
-  const overHttp = await measureCycles('http', cycles, warmup);
+  const overHttp = await measureCycles('server', cycles, warmup);
   return [
     `Step cycle, one conversation, think tool, ${cycles} cycles after ${warmup} of warm-up; 1 step worker, 1 tool runner, 1 projector (goal: p50 ratio <= 2)`,
     '',
@@ -32,14 +31,12 @@ export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string>
   ].join('\n');
 }
 
-const ZERO_LATENCY_STEP_WORKER = fileURLToPath(new URL('./zero-latency-step-worker.ts', import.meta.url));
-
-async function measureCycles(model: 'in-process' | 'http', cycles: number, warmup: number): Promise<string> {
+async function measureCycles(model: 'in-process' | 'server', cycles: number, warmup: number): Promise<string> {
   await using system = await startTestSystem({
     stepWorkers: 1,
     toolRunners: 1,
     projectors: 1,
-    ...(model === 'in-process' ? { stepWorkerEntry: ZERO_LATENCY_STEP_WORKER } : {}),
+    model,
     agent: { condenser: { maxEvents: 100_000 }, limits: { maxIterationsPerRun: warmup + cycles + 10 } },
   });
   // both floors before and after the runtime's run, alternating
@@ -88,13 +85,13 @@ async function measureCycles(model: 'in-process' | 'http', cycles: number, warmu
     ['ratio to the same messages', ratio(percentile(runtime, 50), percentile(sameMessages.times, 50)), ratio(percentile(runtime, 90), percentile(sameMessages.times, 90)), ''],
     ["ratio to the cycle's groups only", ratio(percentile(runtime, 50), percentile(floor.times, 50)), ratio(percentile(runtime, 90), percentile(floor.times, 90)), ''],
   ];
-  if (model === 'http') {
+  if (model === 'server') {
     // the model call is the SDK's HTTP round trip to the local scripted server, not the runtime's
     rows.push(['  ratio to the same messages without the model call (p50 cycle - p50 call)', ratio(percentile(runtime, 50) - percentile(latency, 50), percentile(sameMessages.times, 50)), '', '']);
   }
   const perCycle = (after: number, before: number, scale = 1): string => ((scale * (after - before)) / total).toFixed(2);
   const cpuRows = [
-    [`per cycle (${total} cycles after warm-up)`, ...pids.keys(), model === 'http' ? 'bench (brain)' : 'bench'],
+    [`per cycle (${total} cycles after warm-up)`, ...pids.keys(), model === 'server' ? 'bench (brain)' : 'bench'],
     ['CPU ms', ...cpuAfter.map((after, index) => perCycle(after, cpuBefore[index]!, 1_000)), ((bench.user + bench.system) / 1_000 / total).toFixed(2)],
     ['write system calls', ...callsAfter.map((after, index) => perCycle(after.writes, callsBefore[index]!.writes)), ''],
     ['read system calls', ...callsAfter.map((after, index) => perCycle(after.reads, callsBefore[index]!.reads)), ''],

@@ -4,16 +4,19 @@ import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js'
 import { sumByLabel, cpuSeconds } from './process-stats.js';
 import { ms, percentile, table } from './stats.js';
 
-type Topology = { readonly stepWorkers: number; readonly toolRunners: number; readonly why: string };
+type Topology = { readonly stepWorkers: number; readonly toolRunners: number; readonly model: 'in-process' | 'server'; readonly why: string };
 
 /**
- * The two ways to run the services on this machine's cores: one process of each (what the
- * embedded launcher starts, and what 2 cores call for), and the group scaled out, which shows
- * what horizontal scaling costs when it adds no cores.
+ * The simulated model runs in each step worker's process (the runtime alone, as in production,
+ * where the model runs elsewhere), with one process of each service (what the embedded launcher
+ * starts, and what 2 cores call for) and scaled out, which shows what horizontal scaling costs
+ * when it adds no cores. Then the model as a local server called through the SDK over HTTP: the
+ * SDK's CPU, and the server's on the same two cores.
  */
 const TOPOLOGIES: readonly Topology[] = [
-  { stepWorkers: 1, toolRunners: 1, why: 'one process of each service, as the embedded launcher runs them' },
-  { stepWorkers: 2, toolRunners: 2, why: 'scaled out on the same cores: what horizontal scaling costs when it adds no CPU' },
+  { stepWorkers: 1, toolRunners: 1, model: 'in-process', why: 'one process of each service, as the embedded launcher runs them; the model in the step worker' },
+  { stepWorkers: 2, toolRunners: 2, model: 'in-process', why: 'scaled out on the same cores: what horizontal scaling costs when it adds no CPU; the model in each step worker' },
+  { stepWorkers: 1, toolRunners: 1, model: 'server', why: 'one process of each service; the model a local server called through the SDK over HTTP, on the same cores' },
 ];
 
 export async function benchThroughput(): Promise<string> {
@@ -28,8 +31,8 @@ export async function benchThroughput(): Promise<string> {
  * (model latency + unloaded step-cycle time), the latter measured in the same run.
  */
 async function throughputRun(topology: Topology, conversations = 500, latencyMs = 1_000, warmupMs = 10_000, windowMs = 30_000): Promise<string> {
-  const { stepWorkers, toolRunners } = topology;
-  await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, agent: { condenser: { maxEvents: 100_000 } } });
+  const { stepWorkers, toolRunners, model } = topology;
+  await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, model, agent: { condenser: { maxEvents: 100_000 } } });
 
   // unloaded cycle time with a zero-latency model (what a step costs besides the model)
   const probe = { tenant: 'bench', conversation: 'calibrate' };
@@ -86,11 +89,11 @@ async function throughputRun(topology: Topology, conversations = 500, latencyMs 
     ['steps/s', 'value', 'of ideal'],
     [`LLM-bound ideal = ${conversations} / (${latencyMs} ms + ${cycle.toFixed(1)} ms unloaded cycle)`, ideal.toFixed(1), '100 %'],
     [`achieved: llm_usage(step) events in the ${seconds.toFixed(0)} s window`, (steps / seconds).toFixed(1), percent(steps / seconds)],
-    ['achieved: model calls completed in the window', (brainCalls / seconds).toFixed(1), percent(brainCalls / seconds)],
+    ...(model === 'server' ? [['achieved: model calls completed in the window', (brainCalls / seconds).toFixed(1), percent(brainCalls / seconds)]] : []),
   ];
   const cpu = [...cpuAfter.map((after, index) => after - cpuBefore[index]!), (bench.user + bench.system) / 1e6];
   const cpuRows = [
-    ['CPU in the window', ...pids.keys(), 'bench (brain)', 'all'],
+    ['CPU in the window', ...pids.keys(), model === 'server' ? 'bench (brain)' : 'bench', 'all'],
     ['% of one core', ...cpu.map((used) => `${((100 * used) / seconds).toFixed(0)} %`), `${((100 * cpu.reduce((a, b) => a + b, 0)) / seconds).toFixed(0)} %`],
     ['ms per step', ...cpu.map((used) => ((1_000 * used) / steps).toFixed(2)), ((1_000 * cpu.reduce((a, b) => a + b, 0)) / steps).toFixed(2)],
   ];
@@ -103,7 +106,7 @@ async function throughputRun(topology: Topology, conversations = 500, latencyMs 
   return [
     `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
     table(rows),
-    `unloaded cycle (zero-latency model, one conversation, p50): ${ms(cycle)}`,
+    `unloaded cycle (the same model without its latency, one conversation, p50): ${ms(cycle)}`,
     '',
     table(hopRows),
     '',

@@ -10,14 +10,19 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startBrainServer, taskMessage, type BrainServer, type BrainTask } from './brain-server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const IN_PROCESS_MODEL_STEP_WORKER = fileURLToPath(new URL('./in-process-model-step-worker.ts', import.meta.url));
 
 export type SystemOptions = {
   readonly stepWorkers?: number;
   readonly toolRunners?: number;
   readonly condensers?: number;
   readonly projectors?: number;
-  /** The step workers' entry (a path), instead of the service's own `main.ts`: e.g. one on an in-process model. */
-  readonly stepWorkerEntry?: string;
+  /**
+   * Where the step workers' model runs: `server`, the brain as an OpenAI-compatible server called
+   * through the SDK over HTTP (default); `in-process`, the brain's replies in each step worker's
+   * own process (no HTTP, the task's latency), for benchmarks of the runtime alone.
+   */
+  readonly model?: 'server' | 'in-process';
   readonly env?: NodeJS.ProcessEnv;
   /** Merged into the agent settings every service gets (e.g. condenser limits). */
   readonly agent?: Record<string, unknown>;
@@ -92,7 +97,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     if (service === 'gateway') gatewayUrls.push(`http://127.0.0.1:${healthPort}`);
     const child = new ServiceProcess({
       name: `${service}-${index}`,
-      entry: service === 'step-worker' && options.stepWorkerEntry ? options.stepWorkerEntry : join(ROOT, 'services', service, 'src', 'main.ts'),
+      entry: service === 'step-worker' && options.model === 'in-process' ? IN_PROCESS_MODEL_STEP_WORKER : join(ROOT, 'services', service, 'src', 'main.ts'),
       cwd: ROOT,
       // FLOTILLA_TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every service process
       nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),

@@ -31,6 +31,14 @@ describe('ScriptedLanguageModel', () => {
     expect((await fast.generate({ messages: firstTurn })).content).toEqual([{ type: 'text', text: '0:2' }]);
   });
 
+  it('takes its latency from the request when given a function', async () => {
+    const model = new ScriptedLanguageModel({ replies: () => ({ text: 'ok' }), latencyMs: (request) => request.messages.length * 100 });
+    const started = performance.now();
+    await model.generate({ messages: firstTurn });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+    await expect(model.generate({ messages: firstTurn }, { signal: AbortSignal.timeout(30) })).rejects.toMatchObject({ code: 'cancelled' });
+  });
+
   it('counts calls without keeping requests when told not to record', async () => {
     const model = new ScriptedLanguageModel({ replies: (_request, index) => ({ text: String(index) }), record: false });
     await model.generate({ messages: firstTurn });

@@ -28,8 +28,8 @@ export type ScriptedReply =
 export type ScriptedLanguageModelOptions = {
   /** Replies in order, or a function of the request and its 0-based call index. */
   readonly replies: readonly ScriptedReply[] | ((request: GenerateRequest, index: number) => ScriptedReply | Promise<ScriptedReply>);
-  /** Artificial latency per call, in ms; aborting the signal cancels the wait. */
-  readonly latencyMs?: number;
+  /** Artificial latency per call, in ms (or a function of the request); aborting the signal cancels the wait. */
+  readonly latencyMs?: number | ((request: GenerateRequest) => number);
   readonly info?: Partial<ModelInfo>;
   /** Keep every request in `requests` (default true); a long-running model (a benchmark's) keeps none. */
   readonly record?: boolean;
@@ -55,7 +55,8 @@ export class ScriptedLanguageModel implements LanguageModel {
     if (this.#options.record !== false) this.requests.push(request);
     const started = performance.now();
     const reply = await this.#reply(request, index);
-    if (this.#options.latencyMs) await sleep(this.#options.latencyMs, options.signal);
+    const latencyMs = typeof this.#options.latencyMs === 'function' ? this.#options.latencyMs(request) : this.#options.latencyMs;
+    if (latencyMs) await sleep(latencyMs, options.signal);
     throwIfCancelled(options.signal);
     if (reply instanceof Error) throw reply;
     const responseId = reply.responseId ?? `scripted-${index + 1}`;
