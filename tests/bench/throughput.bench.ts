@@ -32,7 +32,8 @@ export async function benchThroughput(): Promise<string> {
  */
 async function throughputRun(topology: Topology, conversations = 500, latencyMs = 1_000, warmupMs = 10_000, windowMs = 30_000): Promise<string> {
   const { stepWorkers, toolRunners, model } = topology;
-  await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, model, agent: { condenser: { maxEvents: 100_000 } } });
+  // a condenser too, as the launcher runs one: it is delivered every commit (none here asks it to condense)
+  await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, condensers: 1, model, agent: { condenser: { maxEvents: 100_000 } } });
 
   // unloaded cycle time with a zero-latency model (what a step costs besides the model)
   const probe = { tenant: 'bench', conversation: 'calibrate' };
@@ -104,7 +105,7 @@ async function throughputRun(topology: Topology, conversations = 500, latencyMs 
     handledRows.push([name, rates.join(', ')]);
   }
   return [
-    `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
+    `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector, 1 condenser: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
     table(rows),
     `unloaded cycle (the same model without its latency, one conversation, p50): ${ms(cycle)}`,
     '',

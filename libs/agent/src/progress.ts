@@ -72,6 +72,11 @@ export class ConversationProgress {
     return { notStarted, started, startedBy: new Map(this.#startedBy) };
   }
 
+  /** Is a condensation requested and not yet answered by one? */
+  get condensationRequested(): boolean {
+    return this.#condensationRequested;
+  }
+
   /** Runners that started a pending action. */
   startedByRunners(): ReadonlySet<string> {
     return new Set(this.#startedBy.values());

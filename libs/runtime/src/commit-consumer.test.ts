@@ -1,3 +1,4 @@
+import { draftEvent } from '@flotilla/events';
 import { EventLog } from '@flotilla/log';
 import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
@@ -63,6 +64,33 @@ describe('commit consumer', () => {
     expect(seen).toEqual([
       { seq: newer, deliveryCount: 1, laterQueued: false },
       { seq: older, deliveryCount: 2, laterQueued: true },
+    ]);
+  });
+
+  it("reads a commit's event types and seqs from its headers, and none from a foreign message", async () => {
+    const { log, js, options } = await group(30_000, 100);
+    const ref = { tenant: 'acme', conversation: 'spans' };
+    const source = { ...ref, source: 'user' as const };
+    const first = await log.append(ref, [draftEvent(source, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: { streamSeq: 0, lastSeq: 0 } });
+    const message = (text: string) => draftEvent(source, 'message', { role: 'user', content: [{ type: 'text', text }] });
+    await log.append(ref, [message('a'), draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'running', reason: 'run' }), message('b')], {
+      expected: { streamSeq: first.streamSeq, lastSeq: first.lastSeq },
+    });
+    await js.publish(log.subject(ref), 'not a commit');
+    const seen: { types: readonly string[]; span: unknown }[] = [];
+    const done = new Promise<void>((resolve) => {
+      const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
+        seen.push({ types: delivery.eventTypes(), span: delivery.eventSpan() });
+        if (seen.length === 3) resolve();
+        return { ack: true, outcome: 'ok' };
+      };
+      void startCommitConsumer({ ...options, concurrency: 1, handler }).then((consumer) => done.finally(() => consumer.stop()));
+    });
+    await done;
+    expect(seen).toEqual([
+      { types: ['message'], span: { firstSeq: 1, lastSeq: 1 } },
+      { types: ['message', 'state_change'], span: { firstSeq: 2, lastSeq: 4 } },
+      { types: [], span: undefined },
     ]);
   });
 

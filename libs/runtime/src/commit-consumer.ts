@@ -22,6 +22,11 @@ export type Delivery = {
   /** The commit's event types, from its Flotilla-Event-Types header (empty for foreign messages). */
   eventTypes(): readonly string[];
   /**
+   * The event seqs the commit holds, from its Flotilla-First-Seq and Flotilla-Event-Count headers;
+   * undefined when they are missing or malformed (a foreign message).
+   */
+  eventSpan(): EventSpan | undefined;
+  /**
    * True when a later commit of the same conversation is already queued in this process behind
    * this one: this one is not the tail, and the later one will be handled (or redelivered).
    */
@@ -31,6 +36,8 @@ export type Delivery = {
   readonly signal: AbortSignal;
   readonly logger: Logger;
 };
+
+export type EventSpan = { readonly firstSeq: number; readonly lastSeq: number };
 
 export type HandleOutcome =
   /** Done (or nothing to do): acknowledge. */
@@ -123,6 +130,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           message: { subject: message.subject, seq: message.seq, data: message.data },
           likelyTail: isLikelyTail(message),
           eventTypes: () => (message.headers?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean),
+          eventSpan: () => eventSpan(message),
           // a higher sequence, not just any later delivery: a redelivered older commit can queue too
           laterQueued: () => (newest.get(key) ?? 0) > message.seq,
           deliveryCount: message.info.deliveryCount,
@@ -183,6 +191,13 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       await loop.catch(() => undefined);
     },
   };
+}
+
+function eventSpan(message: JsMsg): EventSpan | undefined {
+  const firstSeq = Number(message.headers?.get(CommitHeader.FirstSeq) || Number.NaN);
+  const count = Number(message.headers?.get(CommitHeader.EventCount) || Number.NaN);
+  if (!Number.isSafeInteger(firstSeq) || firstSeq < 1 || !Number.isSafeInteger(count) || count < 1) return undefined;
+  return { firstSeq, lastSeq: firstSeq + count - 1 };
 }
 
 /** Nothing was pending for the group at delivery, the commit is recent, and this is its first delivery. */

@@ -7,7 +7,7 @@ export type { HealthChecks, HealthServer } from './health-server.js';
 export { ensureDurableConsumer } from './durable-consumer.js';
 export type { DurableConsumerSpec } from './durable-consumer.js';
 export { startCommitConsumer } from './commit-consumer.js';
-export type { CommitConsumer, CommitConsumerOptions, CommitHandler, Delivery, HandleOutcome } from './commit-consumer.js';
+export type { CommitConsumer, CommitConsumerOptions, CommitHandler, Delivery, EventSpan, HandleOutcome } from './commit-consumer.js';
 export { ConversationCache } from './conversation-cache.js';
 export type { CachedConversation } from './conversation-cache.js';
 export { TailHints } from './tail-hints.js';

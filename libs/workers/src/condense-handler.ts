@@ -2,9 +2,12 @@ import { condenseOrFail, type AgentConfig } from '@flotilla/agent';
 import { draftEvent, type EventDraft } from '@flotilla/events';
 import { isLlmError, type LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
-import type { CommitHandler, ConversationCache, InterruptRegistry } from '@flotilla/runtime';
+import type { CommitHandler, ConversationCache, HandleOutcome, InterruptRegistry } from '@flotilla/runtime';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import { CondensationWatch } from './condensation-watch.js';
 import { incrementalProgress } from './incremental-fold.js';
+
+const NOTHING_TO_CONDENSE: HandleOutcome = Object.freeze({ ack: true, outcome: 'nothing_to_condense' });
 
 export type CondenseHandlerDependencies = {
   readonly log: EventLog;
@@ -17,11 +20,16 @@ export type CondenseHandlerDependencies = {
 /** The condenser's reaction to a delivered commit: answer an unhandled condensation request at the tail. */
 export function createCondenseHandler(deps: CondenseHandlerDependencies): CommitHandler {
   const progress = incrementalProgress();
+  // most commits need no history here: the cache is left as it is, and catches up when one does
+  const watch = new CondensationWatch();
   return async (delivery) => {
+    if (watch.nothingDue(delivery)) return NOTHING_TO_CONDENSE;
     const loaded = await loadDelivered(delivery, deps.log, deps.cache);
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
-    if (progress.of(conversation.events).nextWork().kind !== 'condense') return { ack: true, outcome: 'nothing_to_condense' };
+    const owed = progress.of(conversation.events);
+    watch.note(ref, tail, owed.condensationRequested);
+    if (owed.nextWork().kind !== 'condense') return NOTHING_TO_CONDENSE;
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
     const tracked = deps.interrupts.track(ref, delivery.signal);
     let drafts: EventDraft[];

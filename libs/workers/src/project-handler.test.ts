@@ -35,6 +35,7 @@ describe('project handler', () => {
           message: { subject: stored.subject, seq, data: stored.data },
           likelyTail: !laterQueued(),
           eventTypes: () => ['message'],
+          eventSpan: () => undefined,
           laterQueued,
           deliveryCount: 1,
           signal: controller.signal,

@@ -1,0 +1,49 @@
+import type { Delivery, EventSpan } from '@flotilla/runtime';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { CondensationWatch } from './condensation-watch.js';
+
+const ref = { tenant: 'acme', conversation: 'watched' };
+
+/** A delivered commit as its headers describe it. */
+function commit(streamSeq: number, span: EventSpan | undefined, types: readonly string[] = ['message']): Delivery {
+  return {
+    ref,
+    logger: pino({ level: 'silent' }),
+    subject: 'flotilla.conv.acme.watched',
+    streamSeq,
+    message: { subject: 'flotilla.conv.acme.watched', seq: streamSeq, data: new Uint8Array() },
+    likelyTail: true,
+    eventTypes: () => types,
+    eventSpan: () => span,
+    laterQueued: () => false,
+    deliveryCount: 1,
+    signal: new AbortController().signal,
+  };
+}
+
+describe('CondensationWatch', () => {
+  it('dismisses commits that follow what it saw from the first one, until a condensation is requested', () => {
+    const watch = new CondensationWatch();
+    expect(watch.nothingDue(commit(1, { firstSeq: 1, lastSeq: 2 }))).toBe(true);
+    expect(watch.nothingDue(commit(5, { firstSeq: 3, lastSeq: 3 }, ['action', 'llm_usage']))).toBe(true);
+    // a request goes the whole way, and so does every commit after it while it is open
+    expect(watch.nothingDue(commit(6, { firstSeq: 4, lastSeq: 4 }, ['condensation_request']))).toBe(false);
+    watch.note(ref, { streamSeq: 6, lastSeq: 4 }, true);
+    expect(watch.nothingDue(commit(7, { firstSeq: 5, lastSeq: 5 }, ['observation']))).toBe(false);
+    // answered: the condensation itself goes the whole way, then commits are dismissed again
+    expect(watch.nothingDue(commit(8, { firstSeq: 6, lastSeq: 6 }, ['condensation']))).toBe(false);
+    watch.note(ref, { streamSeq: 8, lastSeq: 6 }, false);
+    expect(watch.nothingDue(commit(9, { firstSeq: 7, lastSeq: 8 }))).toBe(true);
+  });
+
+  it('does not dismiss what it cannot place: a conversation met midway, a gap, an old commit, a foreign message', () => {
+    const watch = new CondensationWatch();
+    expect(watch.nothingDue(commit(10, { firstSeq: 20, lastSeq: 20 }))).toBe(false);
+    watch.note(ref, { streamSeq: 10, lastSeq: 20 }, false);
+    expect(watch.nothingDue(commit(12, { firstSeq: 22, lastSeq: 22 }))).toBe(false); // seq 21 was not seen here
+    expect(watch.nothingDue(commit(9, { firstSeq: 21, lastSeq: 21 }))).toBe(false); // stored before the one noted
+    expect(watch.nothingDue(commit(11, undefined, []))).toBe(false);
+    expect(watch.nothingDue(commit(11, { firstSeq: 21, lastSeq: 21 }))).toBe(true);
+  });
+});
