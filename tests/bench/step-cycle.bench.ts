@@ -45,7 +45,7 @@ async function measureCycles(model: 'in-process' | 'server', cycles: number, war
   const sameMessages = await rawFloor(system.nats.url, natsPid, warmup, cycles / 2, true);
 
   const ref = { tenant: 'bench', conversation: 'cycle' };
-  const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
+  const pids = new Map<string, number>([['nats-server', natsPid], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
   await system.start(ref, { id: 'cycle', steps: warmup + cycles + 1, tool: 'think' });
   // CPU from the end of warm-up: lazily loaded modules and JIT compilation are not per cycle
   await waitForActions(system, ref, warmup + 1, 120_000);
