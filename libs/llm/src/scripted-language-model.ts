@@ -38,7 +38,7 @@ export type ScriptedLanguageModelOptions = {
 /** A deterministic LanguageModel for tests: scripted replies, recorded requests, optional deltas. */
 export class ScriptedLanguageModel implements LanguageModel {
   readonly info: ModelInfo;
-  /** Every request received, in order. */
+  /** Every request received, in order (none when `record` is false). */
   readonly requests: GenerateRequest[] = [];
   readonly #options: ScriptedLanguageModelOptions;
   #calls = 0;
