@@ -12,6 +12,7 @@ import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
  * Runs the benchmarks named on the command line (default: all) and prints their figures.
  * `--cycles N` sets the step-cycle benchmark's measured cycles (default 200): the model request
  * grows with each cycle, so longer runs show what a long conversation costs per step.
+ * `--model in-process|server` measures the step cycle with one of its two models only.
  */
 const args = process.argv.slice(2).filter((arg) => arg !== '--');
 const cyclesAt = args.indexOf('--cycles');
@@ -20,11 +21,17 @@ if (!Number.isInteger(cycles) || cycles < 10) {
   console.error('--cycles takes a whole number of at least 10');
   process.exit(2);
 }
+const modelAt = args.indexOf('--model');
+const model = modelAt < 0 ? undefined : args.splice(modelAt, 2)[1];
+if (model !== undefined && model !== 'in-process' && model !== 'server') {
+  console.error('--model takes in-process or server');
+  process.exit(2);
+}
 
 const benches: Record<string, () => Promise<string>> = {
   'log-append': () => benchLogAppend(),
   'cold-load': () => benchColdLoad(),
-  'step-cycle': () => benchStepCycle(cycles),
+  'step-cycle': () => benchStepCycle(cycles, model === undefined ? ['in-process', 'server'] : [model]),
   throughput: () => benchThroughput(),
   'step-worker-memory': () => benchStepWorkerMemory(),
   'agent-step': () => benchAgentStep(),

@@ -4,7 +4,7 @@ import { AckPolicy, DeliverPolicy, jetstream, type JetStreamClient } from '@nats
 import { connect } from '@nats-io/transport-node';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
 import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js';
-import { cpuSeconds, syscalls } from './process-stats.js';
+import { cpuSeconds, sumByLabel, syscalls } from './process-stats.js';
 import { ms, percentile, ratio, table } from './stats.js';
 
 /**
@@ -17,21 +17,24 @@ import { ms, percentile, ratio, table } from './stats.js';
  * worker's process), then with the brain as a local OpenAI-compatible server called through the
  * SDK, which adds an HTTP round trip and the server's parse of the whole request to each cycle.
  */
-export async function benchStepCycle(cycles = 200, warmup = 20): Promise<string> {
-  const inProcess = await measureCycles('in-process', cycles, warmup);
-  const overHttp = await measureCycles('server', cycles, warmup);
-  return [
+export async function benchStepCycle(cycles = 200, models: readonly StepModel[] = ['in-process', 'server'], warmup = 20): Promise<string> {
+  const sections = [
     `Step cycle, one conversation, think tool, ${cycles} cycles after ${warmup} of warm-up; 1 step worker, 1 tool runner, 1 projector (goal: p50 ratio <= 2)`,
-    '',
-    'Zero-latency model (in the step worker\'s process):',
-    inProcess,
-    '',
-    'The model as a local server, called through the OpenAI SDK over HTTP:',
-    overHttp,
-  ].join('\n');
+  ];
+  for (const model of models) {
+    sections.push('', MODEL_TITLES[model], await measureCycles(model, cycles, warmup));
+  }
+  return sections.join('\n');
 }
 
-async function measureCycles(model: 'in-process' | 'server', cycles: number, warmup: number): Promise<string> {
+type StepModel = 'in-process' | 'server';
+
+const MODEL_TITLES: Record<StepModel, string> = {
+  'in-process': 'Zero-latency model (in the step worker\'s process):',
+  server: 'The model as a local server, called through the OpenAI SDK over HTTP:',
+};
+
+async function measureCycles(model: StepModel, cycles: number, warmup: number): Promise<string> {
   await using system = await startTestSystem({
     stepWorkers: 1,
     toolRunners: 1,
@@ -51,12 +54,14 @@ async function measureCycles(model: 'in-process' | 'server', cycles: number, war
   await waitForActions(system, ref, warmup + 1, 120_000);
   const cpuBefore = await Promise.all([...pids.values()].map(cpuSeconds));
   const callsBefore = await Promise.all([...pids.values()].map(syscalls));
+  const outcomesBefore = await handledOutcomes(system);
   const benchBefore = process.cpuUsage();
   const warmedUpAt = (await system.log.tail(ref)).lastSeq;
   await waitForActions(system, ref, warmup + cycles + 1, 300_000);
   const cpuAfter = await Promise.all([...pids.values()].map(cpuSeconds));
   const callsAfter = await Promise.all([...pids.values()].map(syscalls));
   const bench = process.cpuUsage(benchBefore);
+  const outcomesAfter = await handledOutcomes(system);
   const warmedUpUntil = (await system.log.tail(ref)).lastSeq;
   // (reading the whole log for the status, as waitForStatus does, is not part of the measurement)
   await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 30_000);
@@ -99,7 +104,20 @@ async function measureCycles(model: 'in-process' | 'server', cycles: number, war
   const runtimeCpu = cpuAfter.reduce((sum, after, index) => sum + after - cpuBefore[index]!, 0) * 1_000 / total;
   const floorCpu = sameMessages.cpuMs / sameMessages.times.length;
   const cpuLine = `CPU per cycle, every process: runtime ${runtimeCpu.toFixed(2)} ms, same-messages floor ${floorCpu.toFixed(2)} ms (nats-server and the bare client): ${ratio(runtimeCpu, floorCpu)}`;
-  return [table(rows), '', table(cpuRows), cpuLine].join('\n');
+  const outcomeLines = [...outcomesAfter].map(([name, after]) => {
+    const before = outcomesBefore.get(name);
+    const counts = [...after].map(([outcome, count]) => `${outcome} ${perCycle(count, before?.get(outcome) ?? 0)}`);
+    return `  ${name}: ${counts.join(', ')}`;
+  });
+  return [table(rows), '', table(cpuRows), cpuLine, 'Delivered commits handled per cycle, by outcome:', ...outcomeLines].join('\n');
+}
+
+/** Each service process's handled commits so far, by outcome (from its /metrics). */
+async function handledOutcomes(system: RunningTestSystem): Promise<Map<string, Map<string, number>>> {
+  const entries = await Promise.all(
+    [...system.healthUrls].map(async ([name, url]) => [name, await sumByLabel(`${url}/metrics`, 'flotilla_commits_handled_total', 'outcome')] as const),
+  );
+  return new Map(entries);
 }
 
 /** Waits until the conversation holds `actions` action events (polls its tail: one direct get each). */

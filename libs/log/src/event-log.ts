@@ -25,6 +25,11 @@ export type EventLogOptions = EventStreamOptions & {
   readonly invalidPolicy?: InvalidMessagePolicy;
   /** Publish acknowledgement timeout. Default 5 s. */
   readonly appendTimeoutMs?: number;
+  /**
+   * Called right before each append is published, in the same turn: a caller holding other
+   * messages for this connection (a consumer's acks) sends them now, in the same socket write.
+   */
+  readonly beforePublish?: () => void;
 };
 
 export type AppendOptions = {
@@ -108,6 +113,7 @@ export class EventLog {
       );
     }
     try {
+      this.options.beforePublish?.();
       const ack = await this.#js.publish(subject, encoded.data, {
         msgID: commitId,
         expect: { lastSubjectSequence: options.expected.streamSeq },

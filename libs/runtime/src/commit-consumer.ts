@@ -2,6 +2,7 @@ import { CommitHeader } from '@flotilla/events';
 import { parseConversationSubject, type ConversationRef, type RawMessage } from '@flotilla/log';
 import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import { AckBatch } from './ack-batch.js';
 import type { HeapRelease } from './heap-release.js';
 import type { ServiceMetrics } from './metrics.js';
 
@@ -62,6 +63,8 @@ export type CommitConsumerOptions = {
   readonly metrics: ServiceMetrics;
   /** Told when commits arrive and settle, to give the heap back once a burst is over. */
   readonly heapRelease?: HeapRelease;
+  /** Where handled commits' acks wait to share a write (default: sent at the end of the turn). */
+  readonly acks?: AckBatch;
 };
 
 export type CommitConsumer = {
@@ -100,7 +103,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     else slots += 1;
   };
 
-  const acks = new AckBatch();
+  const acks = options.acks ?? new AckBatch(0);
 
   const handleOne = async (message: JsMsg): Promise<void> => {
     const ref = parseConversationSubject(options.subjectPrefix, message.subject);
@@ -206,29 +209,4 @@ function isLikelyTail(message: JsMsg): boolean {
   if (info.pending !== 0 || info.deliveryCount !== 1) return false;
   const ageMs = Date.now() - info.timestampNanos / 1_000_000;
   return ageMs < LIKELY_TAIL_WINDOW_MS;
-}
-
-/**
- * Acks sent together at the end of the event loop's turn: handlers finishing in the same turn
- * share one socket write instead of one each (nats.js writes once per microtask checkpoint). An
- * ack is at most a turn late; a process that dies before sending it has the commit redelivered,
- * as it would a moment earlier, and handlers decide from the log, so that is safe.
- */
-class AckBatch {
-  #pending: JsMsg[] = [];
-  #scheduled = false;
-
-  add(message: JsMsg): void {
-    this.#pending.push(message);
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    setImmediate(() => this.flush());
-  }
-
-  flush(): void {
-    this.#scheduled = false;
-    const pending = this.#pending;
-    this.#pending = [];
-    for (const message of pending) message.ack();
-  }
 }

@@ -20,3 +20,4 @@ export type { RunnerRegistryOptions, WorkspaceOwner } from './runner-registry.js
 export { connectWithRetry, openLogWithRetry, runService } from './run-service.js';
 export type { ServiceContext, ServiceDefinition, ServiceParts } from './run-service.js';
 export { adoptAllocator } from './allocator.js';
+export { AckBatch } from './ack-batch.js';

@@ -2,6 +2,7 @@ import { EventLog } from '@flotilla/log';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { AckBatch } from './ack-batch.js';
 import { adoptAllocator } from './allocator.js';
 import { startCommitConsumer, type CommitConsumer, type CommitHandler } from './commit-consumer.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
@@ -54,7 +55,9 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   const logger = createLogger(config);
   const metrics = new ServiceMetrics(definition.service);
   const nc = await connectWithRetry(config, logger);
-  const log = await openLogWithRetry(nc, config, logger);
+  // acks of handled commits ride along with the next append's write
+  const acks = new AckBatch(config.ackHoldMs);
+  const log = await openLogWithRetry(nc, config, logger, () => acks.flush());
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const interrupts = new InterruptRegistry();
@@ -91,6 +94,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       logger,
       metrics,
       heapRelease,
+      acks,
     });
     heapRelease.idle(consumer.inFlight());
   }
@@ -135,10 +139,10 @@ export async function connectWithRetry(config: ServiceConfig, logger: Logger): P
   }
 }
 
-export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig, logger: Logger): Promise<EventLog> {
+export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig, logger: Logger, beforePublish?: () => void): Promise<EventLog> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await EventLog.open(nc, { streamName: config.streamName, subjectPrefix: config.subjectPrefix });
+      return await EventLog.open(nc, { streamName: config.streamName, subjectPrefix: config.subjectPrefix, ...(beforePublish ? { beforePublish } : {}) });
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code === 'server_too_old' || code === 'stream_misconfigured') throw error;

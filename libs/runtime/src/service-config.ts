@@ -17,6 +17,8 @@ export const ServiceConfig = z.object({
   concurrency: z.coerce.number().int().min(1).max(10_000),
   /** How long a delivered commit may go unacknowledged before redelivery. */
   ackWaitMs: z.coerce.number().int().min(1_000),
+  /** How long a handled commit's ack may wait to share a write with the next append (see AckBatch); 0 sends it at the end of the turn. */
+  ackHoldMs: z.coerce.number().int().min(0).max(1_000),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
   /** Commits handled before the next quiet period gives the heap back (see HeapRelease); 0 disables. */
   heapReleaseAfter: z.coerce.number().int().min(0),
@@ -31,6 +33,7 @@ const VARIABLES: Record<string, string> = {
   healthPort: 'FLOTILLA_HEALTH_PORT',
   concurrency: 'FLOTILLA_CONCURRENCY',
   ackWaitMs: 'FLOTILLA_ACK_WAIT_MS',
+  ackHoldMs: 'FLOTILLA_ACK_HOLD_MS',
   logLevel: 'FLOTILLA_LOG_LEVEL',
   instanceId: 'FLOTILLA_INSTANCE_ID',
   heapReleaseAfter: 'FLOTILLA_HEAP_RELEASE_AFTER',
@@ -48,6 +51,7 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     healthPort: environment['FLOTILLA_HEALTH_PORT'] ?? 0,
     concurrency: environment['FLOTILLA_CONCURRENCY'] ?? defaults.concurrency ?? 64,
     ackWaitMs: environment['FLOTILLA_ACK_WAIT_MS'] ?? 30_000,
+    ackHoldMs: environment['FLOTILLA_ACK_HOLD_MS'] ?? 20,
     logLevel: environment['FLOTILLA_LOG_LEVEL'] ?? 'info',
     heapReleaseAfter: environment['FLOTILLA_HEAP_RELEASE_AFTER'] ?? 1_000,
   });

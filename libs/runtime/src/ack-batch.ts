@@ -1,0 +1,44 @@
+import type { JsMsg } from '@nats-io/jetstream';
+
+/**
+ * Acks of handled commits, held briefly and sent together: each write to the socket costs a
+ * system call and a wake-up of nats-server, a fifth of a service's CPU in the step cycle. Acks
+ * go out at the latest `holdMs` after the first was held, or earlier with the process's next
+ * append (`flush` right before it puts both in the same write, since nats.js writes once per
+ * microtask checkpoint). With `holdMs` 0 they go at the end of the event loop's turn.
+ *
+ * A late ack is safe: a process that dies holding acks has those commits redelivered, and
+ * handlers decide from the log, as for any redelivery. `holdMs` must stay far below the
+ * consumer's ack wait.
+ */
+export class AckBatch {
+  #pending: JsMsg[] = [];
+  #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+
+  constructor(readonly holdMs: number) {
+    if (!Number.isInteger(holdMs) || holdMs < 0) throw new RangeError(`holdMs must be a whole number of milliseconds, not ${holdMs}`);
+  }
+
+  get held(): number {
+    return this.#pending.length;
+  }
+
+  add(message: JsMsg): void {
+    this.#pending.push(message);
+    if (this.#timer !== undefined) return;
+    this.#timer = this.holdMs === 0 ? setImmediate(() => this.flush()) : setTimeout(() => this.flush(), this.holdMs);
+  }
+
+  /** Sends every held ack now (in the write of whatever else this turn publishes). */
+  flush(): void {
+    if (this.#timer !== undefined) {
+      if (this.holdMs === 0) clearImmediate(this.#timer as NodeJS.Immediate);
+      else clearTimeout(this.#timer as NodeJS.Timeout);
+      this.#timer = undefined;
+    }
+    if (this.#pending.length === 0) return;
+    const pending = this.#pending;
+    this.#pending = [];
+    for (const message of pending) message.ack();
+  }
+}
