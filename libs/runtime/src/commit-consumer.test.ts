@@ -5,6 +5,7 @@ import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AckBatch } from './ack-batch.js';
 import { startCommitConsumer, type CommitConsumerOptions, type Delivery, type HandleOutcome } from './commit-consumer.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
 import { ServiceMetrics } from './metrics.js';
@@ -124,5 +125,56 @@ describe('commit consumer', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect((await log.jsm.consumers.info(name, 'group')).num_redelivered).toBe(0);
     expect(new Set(handled).size).toBe(commits);
+  });
+
+  it('holds acks until the next append, which carries them, or until the hold ends', async () => {
+    const { log, js, options } = await group(30_000, 100);
+    const acks = new AckBatch(1_000);
+    const writer = await EventLog.open(nc, { streamName: options.stream, subjectPrefix: log.subjectPrefix, beforePublish: () => acks.flush() });
+    const ref = { tenant: 'acme', conversation: 'held' };
+    await js.publish(log.subject(ref), 'first');
+    await js.publish(log.subject(ref), 'second');
+    let handled = 0;
+    const consumer = await startCommitConsumer({
+      ...options,
+      concurrency: 4,
+      acks,
+      handler: async () => {
+        handled += 1;
+        return { ack: true, outcome: 'ok' };
+      },
+    });
+    const pendingAcks = async (): Promise<number> => (await log.jsm.consumers.info(options.stream, 'group')).num_ack_pending;
+    try {
+      while (handled < 2 || consumer.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      // handled, but the acks are held: the server still counts both as pending
+      expect(acks.held).toBe(2);
+      expect(await pendingAcks()).toBe(2);
+      // an append sends them in its write
+      const other = { tenant: 'acme', conversation: 'other' };
+      await writer.append(other, [draftEvent({ ...other, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: { streamSeq: 0, lastSeq: 0 } });
+      // (well before the hold ends)
+      let floor = 0;
+      for (const deadline = Date.now() + 500; floor < 2 && Date.now() < deadline; ) {
+        floor = (await log.jsm.consumers.info(options.stream, 'group')).ack_floor.stream_seq;
+        if (floor < 2) await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(floor).toBe(2);
+      // without an append, the hold's end sends them (the appended commit was delivered and handled too)
+      while (handled < 3 || consumer.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(acks.held).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      expect(acks.held).toBe(0);
+      let pending = await pendingAcks();
+      for (const deadline = Date.now() + 500; pending > 0 && Date.now() < deadline; pending = await pendingAcks()) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(await pendingAcks()).toBe(0);
+    } finally {
+      await consumer.stop();
+    }
+  });
+
+  it('refuses a negative or fractional hold', () => {
+    expect(() => new AckBatch(-1)).toThrow(/holdMs/);
+    expect(() => new AckBatch(0.5)).toThrow(/holdMs/);
   });
 });
