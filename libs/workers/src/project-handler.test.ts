@@ -23,7 +23,7 @@ describe('project handler', () => {
         tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
         return commit.streamSeq;
       };
-      const controller = new AbortController();
+      let controller = new AbortController();
       const deliver = async (seq: number, laterQueued: () => boolean): Promise<Delivery> => {
         const stored = await log.jsm.direct.getMessage(log.streamName, { seq });
         if (!stored) throw new Error(`no message ${seq}`);
@@ -80,6 +80,21 @@ describe('project handler', () => {
       controller.abort();
       await held.catch(() => undefined);
       expect(performance.now() - abortedAt).toBeLessThan(80);
+
+      // commits that keep coming faster than the settle period are still written once per period
+      controller = new AbortController();
+      const steady = createProjectHandler(log, store, { settleMs: 100 });
+      expect(await steady(await deliver(await append('sixth'), () => false))).toEqual({ ack: true, outcome: 'projected' });
+      const outcomes: string[] = [];
+      const streamStarted = Date.now();
+      while (Date.now() - streamStarted < 250) {
+        const seq = await append('more');
+        outcomes.push((await steady(await deliver(seq, () => true))).outcome);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(outcomes.filter((outcome) => outcome === 'projected').length).toBeGreaterThanOrEqual(2);
+      expect(outcomes.filter((outcome) => outcome === 'coalesced').length).toBeGreaterThan(outcomes.length / 2);
+      expect((await store.get(ref))!.snapshot.last_stream_seq).toBeGreaterThan(tail.streamSeq - 30);
     } finally {
       await nc.close();
     }

@@ -9,8 +9,9 @@ export type ProjectHandlerOptions = {
   /**
    * How long a conversation's newest commit waits for the next one before its snapshot is
    * written (default 25 ms): a step's commits (actions, their start, their results) usually land
-   * within a few milliseconds, and are then written once. The snapshot trails the log by at most
-   * this much more; 0 writes every commit at once.
+   * within a few milliseconds, and are then written once. A conversation whose commits keep
+   * coming faster than this is still written once per period, so the snapshot trails the log by
+   * at most about this much more; 0 writes every commit at once.
    */
   readonly settleMs?: number;
 };
@@ -24,14 +25,19 @@ export type ProjectHandlerOptions = {
  *
  * A commit with a later one of its conversation queued behind it in this process is folded in
  * memory and acked: the later one's write covers both, and if this process dies first, that
- * later commit is redelivered and catches up. The newest commit waits `settleMs` for a successor.
+ * later commit is redelivered and catches up. The newest commit waits `settleMs` for a successor,
+ * and nothing stays unwritten for longer than that.
  */
 export function createProjectHandler(log: EventLog, store: SnapshotStore, options: ProjectHandlerOptions = {}): CommitHandler {
   const cacheSize = Math.max(1, options.cacheSize ?? 10_000);
   const settleMs = Math.max(0, options.settleMs ?? 25);
   const held = new Map<string, SnapshotRecord>();
+  /** When each held snapshot first got a commit folded in memory only (not yet written). */
+  const unwrittenSince = new Map<string, number>();
+  const overdue = (key: string): boolean => Date.now() - (unwrittenSince.get(key) ?? Number.POSITIVE_INFINITY) >= settleMs;
   const tails = new TailHints();
   const hold = (key: string, record: SnapshotRecord): void => {
+    unwrittenSince.delete(key);
     if (record.revision === 0) held.delete(key);
     else setRecent(held, key, record, cacheSize);
   };
@@ -45,11 +51,12 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore, option
       if (record.snapshot.last_stream_seq >= delivery.streamSeq) return { ack: true, outcome: 'already_projected' };
       const decoded = decodeCommit(delivery.message, ref);
       if (decoded.ok && decoded.commit.firstSeq === record.snapshot.last_seq + 1) {
-        if (settleMs > 0 && !delivery.laterQueued()) await settle(settleMs, delivery.signal);
-        if (delivery.laterQueued()) {
+        if (settleMs > 0 && !delivery.laterQueued() && !overdue(key)) await settle(settleMs, delivery.signal);
+        if (delivery.laterQueued() && !overdue(key)) {
           // the later commit queued here writes both: fold this one in memory only (the revision
           // held is still the one stored, so that write's compare-and-set stays exact)
           held.set(key, { snapshot: foldCommits(record.snapshot, [decoded.commit]), revision: record.revision });
+          if (!unwrittenSince.has(key)) unwrittenSince.set(key, Date.now());
           return { ack: true, outcome: 'coalesced' };
         }
         const next = await store.advanceKnown(ref, record, [decoded.commit]);
@@ -59,6 +66,7 @@ export function createProjectHandler(log: EventLog, store: SnapshotStore, option
         }
       }
       held.delete(key);
+      unwrittenSince.delete(key);
     }
     if (delivery.laterQueued() || !(await isStillTail(delivery, ref, log, tails))) return NOT_TAIL;
     const result = await store.catchUp(ref, log, { signal: delivery.signal });
