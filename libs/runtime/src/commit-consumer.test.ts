@@ -177,4 +177,28 @@ describe('commit consumer', () => {
     expect(() => new AckBatch(-1)).toThrow(/holdMs/);
     expect(() => new AckBatch(0.5)).toThrow(/holdMs/);
   });
+
+  it("keeps a long handler's commit from being redelivered while it runs", async () => {
+    const { log, js, options } = await group(1_000, 100);
+    await js.publish(log.subject({ tenant: 'acme', conversation: 'slow' }), 'slow');
+    await js.publish(log.subject({ tenant: 'acme', conversation: 'quick' }), 'quick');
+    const deliveries: number[] = [];
+    const consumer = await startCommitConsumer({
+      ...options,
+      concurrency: 4,
+      handler: async (delivery) => {
+        deliveries.push(delivery.streamSeq);
+        if (delivery.streamSeq === 1) await new Promise((resolve) => setTimeout(resolve, 2_600));
+        return { ack: true, outcome: 'ok' };
+      },
+    });
+    try {
+      while (consumer.inFlight() > 0 || deliveries.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+      // well past two ack waits: each commit was delivered once
+      expect(deliveries.sort()).toEqual([1, 2]);
+      expect((await log.jsm.consumers.info(options.stream, 'group')).num_redelivered).toBe(0);
+    } finally {
+      await consumer.stop();
+    }
+  });
 });

@@ -87,6 +87,19 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   /** Per conversation with work queued here: the highest stream sequence delivered to this process. */
   const newest = new Map<string, number>();
   const running = new Set<Promise<void>>();
+  // Commits being handled, and when each was last reported alive: one timer for all of them keeps
+  // long handlers' commits from being redelivered (a timer per delivery cost a share of the CPU).
+  const handling = new Map<JsMsg, number>();
+  const keepAlivePeriod = Math.max(250, Math.floor(options.ackWaitMs / 4));
+  const keepAlive = setInterval(() => {
+    const now = performance.now();
+    for (const [message, since] of handling) {
+      if (now - since < keepAlivePeriod) continue;
+      message.working();
+      handling.set(message, now);
+    }
+  }, keepAlivePeriod);
+  keepAlive.unref();
   let slots = options.concurrency;
   const waiters: (() => void)[] = [];
 
@@ -112,10 +125,10 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     // created on first use: most deliveries log nothing, and a pino child is not free
     const logger = (): Logger =>
       (child ??= options.logger.child(ref ? { conversation: ref.conversation, tenant: ref.tenant, seq: message.seq } : { subject: message.subject }));
-    const keepAlive = setInterval(() => message.working(), Math.max(500, Math.floor(options.ackWaitMs / 3)));
     const previous = tails.get(key) ?? Promise.resolve();
     const started = performance.now();
     options.metrics.inFlight.inc();
+    handling.set(message, started);
     const job = previous.then(async () => {
       if (shutdown.signal.aborted) {
         message.nak();
@@ -153,7 +166,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           message.nak(delay);
         }
       } finally {
-        clearInterval(keepAlive);
+        handling.delete(message);
         options.metrics.inFlight.dec();
         options.metrics.commits.inc({ outcome });
         options.metrics.handleSeconds.observe({ outcome }, (performance.now() - started) / 1_000);
@@ -187,6 +200,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     inFlight: () => running.size,
     async stop() {
       shutdown.abort();
+      clearInterval(keepAlive);
       await messages.close().catch(() => undefined);
       for (const waiter of waiters.splice(0)) waiter();
       await Promise.allSettled([...running]);
