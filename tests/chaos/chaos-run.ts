@@ -25,6 +25,8 @@ export type ChaosResult = {
   readonly actions: number;
   readonly interrupted: number;
   readonly takeovers: number;
+  /** Condensations the condenser appended (long runs ask for them). */
+  readonly condensations: number;
   /** Effects that ran more than once (must be empty). */
   readonly duplicatedEffects: readonly string[];
   /** Completed actions whose effect is missing (must be empty). */
@@ -40,7 +42,8 @@ export type ChaosResult = {
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
   const say = options.log ?? (() => undefined);
-  await using system = await startTestSystem({ stepWorkers: options.stepWorkers ?? 2, toolRunners: options.toolRunners ?? 2 });
+  // a condenser too: long conversations ask for condensations, and it is killed like the others
+  await using system = await startTestSystem({ stepWorkers: options.stepWorkers ?? 2, toolRunners: options.toolRunners ?? 2, condensers: 1 });
   const refs: ConversationRef[] = Array.from({ length: options.conversations }, (_, index) => ({ tenant: `t${index % 4}`, conversation: `chaos-${index}` }));
   await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps: options.steps, sleep: options.actionSeconds })));
   say(`started ${refs.length} conversations of ${options.steps} steps`);
@@ -58,7 +61,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await victim.kill('SIGKILL');
   }
   say('chaos over; waiting for every conversation to finish');
-  await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 180_000);
+  try {
+    await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 180_000);
+  } catch (error) {
+    // say how far the unfinished ones got: slow progress and a stall look alike from the status
+    for (const ref of refs.slice(0, 10)) {
+      const events = await system.events(ref);
+      const steps = events.filter((event) => event.type === 'action').length;
+      const last = events.slice(-3).map((event) => `${event.type}@${event.timestamp}`);
+      say(`${ref.conversation}: ${steps} of ${options.steps} actions; last events ${last.join(', ')}`);
+    }
+    throw error;
+  }
 
   const effects = await effectCounts(system.effects);
   const duplicatedEffects = [...effects].filter(([, count]) => count > 1).map(([line]) => line);
@@ -68,6 +82,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   let actions = 0;
   let interrupted = 0;
   let takeovers = 0;
+  let condensations = 0;
   for (const ref of refs) {
     const events = await system.events(ref);
     if ((await system.status(ref)) === 'finished') finished += 1;
@@ -83,8 +98,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         if (result?.type === 'observation' && line && (effects.get(line) ?? 0) !== 1 && !result.is_error) missingEffects.push(line);
       }
       if (event.type === 'agent_error' && event.error === INTERRUPTED_MESSAGE) interrupted += 1;
+      if (event.type === 'condensation') condensations += 1;
       if (event.type === 'observation' && event.content.some((part) => part.type === 'text' && part.text.includes('workspace moved to another tool runner'))) takeovers += 1;
     }
   }
-  return { conversations: refs.length, finished, kills, actions, interrupted, takeovers, duplicatedEffects, missingEffects, auditFailures, elapsedMs: Date.now() - started };
+  return { conversations: refs.length, finished, kills, actions, interrupted, takeovers, condensations, duplicatedEffects, missingEffects, auditFailures, elapsedMs: Date.now() - started };
 }
