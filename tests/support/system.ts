@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { draftEvent, type ConversationStatus, type Event, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef } from '@flotilla/log';
 import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
-import { formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import { bundleService, formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startBrainServer, taskMessage, type BrainServer, type BrainTask } from './brain-server.js';
 
@@ -97,7 +97,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     if (service === 'gateway') gatewayUrls.push(`http://127.0.0.1:${healthPort}`);
     const child = new ServiceProcess({
       name: `${service}-${index}`,
-      entry: service === 'step-worker' && options.model === 'in-process' ? IN_PROCESS_MODEL_STEP_WORKER : join(ROOT, 'services', service, 'src', 'main.ts'),
+      entry: await serviceEntry(service === 'step-worker' && options.model === 'in-process' ? IN_PROCESS_MODEL_STEP_WORKER : join(ROOT, 'services', service, 'src', 'main.ts')),
       cwd: ROOT,
       // FLOTILLA_TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every service process
       nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),
@@ -193,4 +193,12 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       await rm(home, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Services run from their bundles, as the launcher and the image run them (bundleService);
+ * FLOTILLA_TEST_FROM_SOURCE=1 runs the TypeScript under tsx instead (e.g. for profiles by file).
+ */
+function serviceEntry(source: string): Promise<string> {
+  return process.env['FLOTILLA_TEST_FROM_SOURCE'] === '1' ? Promise.resolve(source) : bundleService(source);
 }

@@ -3,3 +3,4 @@ export type { ServiceProcessOptions } from './service-process.js';
 export { formatLogLine } from './log-format.js';
 export { waitReady } from './wait-ready.js';
 export { forgetPreloadedAllocator } from './allocator.js';
+export { bundleService } from './service-bundle.js';

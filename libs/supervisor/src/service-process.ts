@@ -5,7 +5,7 @@ import { allocatorEnv } from './allocator.js';
 export type ServiceProcessOptions = {
   /** Display name, e.g. `step-worker-1`. */
   readonly name: string;
-  /** The TypeScript entry point (run with tsx). */
+  /** The entry point: a TypeScript file (run with tsx) or a JavaScript bundle (run as it is; see bundleService). */
   readonly entry: string;
   readonly env?: NodeJS.ProcessEnv;
   readonly cwd?: string;
@@ -49,7 +49,8 @@ export class ServiceProcess {
   start(): void {
     this.#stopping = false;
     const env = { ...process.env, ...this.options.env };
-    const child = spawn(process.execPath, [...(this.options.nodeArgs ?? []), '--import', 'tsx', this.options.entry], {
+    const loader = /\.[cm]?ts$/.test(this.options.entry) ? ['--import', 'tsx'] : [];
+    const child = spawn(process.execPath, [...(this.options.nodeArgs ?? []), ...loader, this.options.entry], {
       cwd: this.options.cwd,
       env: { ...env, ...allocatorEnv(env) },
       stdio: ['ignore', 'pipe', 'pipe'],

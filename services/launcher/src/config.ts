@@ -16,6 +16,8 @@ export const LauncherConfig = z.object({
   gatewayPort: Port,
   /** Tenant of the API key the launcher provisions for local use. */
   tenant: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+  /** Run the services' TypeScript under tsx instead of their bundles (see bundleService). */
+  fromSource: z.enum(['0', '1', 'false', 'true']).transform((value) => value === '1' || value === 'true'),
 });
 export type LauncherConfig = z.infer<typeof LauncherConfig>;
 
@@ -27,9 +29,10 @@ export function loadLauncherConfig(environment: NodeJS.ProcessEnv = process.env)
     streamName: environment['FLOTILLA_STREAM'] ?? 'FLOTILLA_EVENTS',
     gatewayPort: environment['FLOTILLA_GATEWAY_PORT'] ?? 8_080,
     tenant: environment['FLOTILLA_TENANT'] ?? 'local',
+    fromSource: environment['FLOTILLA_FROM_SOURCE'] || '0',
   });
   if (!result.success) {
-    const names: Record<string, string> = { home: 'FLOTILLA_HOME', natsUrl: 'FLOTILLA_NATS_URL', natsPort: 'FLOTILLA_NATS_PORT', streamName: 'FLOTILLA_STREAM', gatewayPort: 'FLOTILLA_GATEWAY_PORT', tenant: 'FLOTILLA_TENANT' };
+    const names: Record<string, string> = { home: 'FLOTILLA_HOME', natsUrl: 'FLOTILLA_NATS_URL', natsPort: 'FLOTILLA_NATS_PORT', streamName: 'FLOTILLA_STREAM', gatewayPort: 'FLOTILLA_GATEWAY_PORT', tenant: 'FLOTILLA_TENANT', fromSource: 'FLOTILLA_FROM_SOURCE' };
     const problems = result.error.issues.map((issue) => `${names[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
     throw new Error(`invalid launcher configuration: ${problems.join('; ')}`);
   }
