@@ -8,6 +8,7 @@ import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
 import { formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
+import { serviceEntry } from '../support/system.js';
 import { conversationCommits } from './conversation-fixture.js';
 import { sumByLabel, memoryMiB } from './process-stats.js';
 import { ratio, table } from './stats.js';
@@ -70,7 +71,7 @@ async function measureWorker(log: EventLog, natsUrl: string, home: string, settl
   const health = `http://127.0.0.1:${healthPort}`;
   const worker = new ServiceProcess({
     name: 'step-worker-1',
-    entry: join(ROOT, 'services', 'step-worker', 'src', 'main.ts'),
+    entry: await serviceEntry(join(ROOT, 'services', 'step-worker', 'src', 'main.ts')),
     cwd: ROOT,
     restart: false,
     nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),

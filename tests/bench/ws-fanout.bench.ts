@@ -6,6 +6,7 @@ import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
 import { formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { connect } from '@nats-io/transport-node';
 import WebSocket from 'ws';
+import { serviceEntry } from '../support/system.js';
 import { cpuSeconds } from './process-stats.js';
 import { median, percentile, ratio, table } from './stats.js';
 
@@ -31,7 +32,7 @@ export async function startGateway(natsUrl: string, maxSubscribers: number): Pro
   const port = await freePort();
   const service = new ServiceProcess({
     name: 'gateway',
-    entry: join(ROOT, 'services', 'gateway', 'src', 'main.ts'),
+    entry: await serviceEntry(join(ROOT, 'services', 'gateway', 'src', 'main.ts')),
     cwd: ROOT,
     restart: false,
     env: {
@@ -57,7 +58,7 @@ export async function startBaseline(natsUrl: string, subject: string): Promise<S
   const port = await freePort();
   const service = new ServiceProcess({
     name: 'ws-baseline',
-    entry: fileURLToPath(new URL('./ws-baseline-server.ts', import.meta.url)),
+    entry: await serviceEntry(fileURLToPath(new URL('./ws-baseline-server.ts', import.meta.url))),
     cwd: ROOT,
     restart: false,
     env: { BENCH_NATS_URL: natsUrl, BENCH_SUBJECT: subject, BENCH_PORT: String(port) },

@@ -199,6 +199,6 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
  * Services run from their bundles, as the launcher and the image run them (bundleService);
  * FLOTILLA_TEST_FROM_SOURCE=1 runs the TypeScript under tsx instead (e.g. for profiles by file).
  */
-function serviceEntry(source: string): Promise<string> {
+export function serviceEntry(source: string): Promise<string> {
   return process.env['FLOTILLA_TEST_FROM_SOURCE'] === '1' ? Promise.resolve(source) : bundleService(source);
 }
