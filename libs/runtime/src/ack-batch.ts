@@ -2,7 +2,8 @@ import type { JsMsg } from '@nats-io/jetstream';
 
 /**
  * Acks of handled commits, held briefly and sent together: each write to the socket costs a
- * system call and a wake-up of nats-server, a fifth of a service's CPU in the step cycle. Acks
+ * system call and a wake-up of nats-server (in the step cycle, holding them took the step
+ * worker from ~3 writes per cycle to 1, and 2–4 % off every process's CPU). Acks
  * go out at the latest `holdMs` after the first was held, or earlier with the process's next
  * append (`flush` right before it puts both in the same write, since nats.js writes once per
  * microtask checkpoint). With `holdMs` 0 they go at the end of the event loop's turn.

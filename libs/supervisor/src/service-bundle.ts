@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 
 /** Bumped when the build options change, so bundles made with the old ones are rebuilt. */
-const BUILD_VERSION = 1;
+const BUILD_VERSION = 2;
 
 /**
  * The service's entry point bundled for plain `node`: the entry and the workspace's `@flotilla/*`
@@ -36,8 +36,6 @@ export async function bundleService(entry: string): Promise<string> {
     // a .map beside the bundle: `node --enable-source-maps` shows TypeScript lines in stack traces
     sourcemap: 'linked',
     logLevel: 'silent',
-    // bundled CommonJS code (none of ours today) may still call require
-    banner: { js: "import { createRequire as __flotillaRequire } from 'node:module'; const require = __flotillaRequire(import.meta.url);" },
     plugins: [npmPackagesExternal],
   }).catch((error: unknown) => {
     throw new Error(`bundling ${entry} failed: ${(error as Error).message}`, { cause: error });
