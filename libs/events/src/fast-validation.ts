@@ -15,6 +15,14 @@ export function isValidEvent(value: unknown): value is Event {
   return compiled.event(value);
 }
 
+/**
+ * Compiles the validators now rather than on first use: a service calls it while starting, so the
+ * first commit it handles after a restart does not wait for the compile (~0.1–0.2 s of CPU).
+ */
+export function prepareValidation(): void {
+  compiled ??= compile();
+}
+
 /** The commit envelope (everything but the events' contents), checked the same way. */
 export function isValidCommitEnvelope(value: unknown): boolean {
   compiled ??= compile();

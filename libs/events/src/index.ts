@@ -42,5 +42,5 @@ export { draftEvent } from './draft.js';
 export { JSON_SCHEMA_FILE_NAME, JSON_SCHEMA_ID, buildJsonSchema, renderJsonSchema } from './json-schema.js';
 export type { DraftContext } from './draft.js';
 export type { ParseCommitOptions } from './commit.js';
-export { isValidEvent } from './fast-validation.js';
+export { isValidEvent, prepareValidation } from './fast-validation.js';
 export { readCommit } from './read-commit.js';

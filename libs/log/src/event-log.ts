@@ -4,7 +4,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
 import { conversationSubject, DEFAULT_SUBJECT_PREFIX, type ConversationRef } from './conversation-ref.js';
 import { LogError, LogErrorCode } from './errors.js';
-import { classifyPublishError } from './publish-errors.js';
+import { JetStreamPublisher } from './jetstream-publisher.js';
+import { classifyPublishAnswer } from './publish-errors.js';
 import { EMPTY_TAIL, type StoredCommit, type Tail } from './stored-commit.js';
 import { connectManager, DEFAULT_STREAM_NAME, ensureEventStream, type EventStreamOptions } from './stream-setup.js';
 
@@ -70,6 +71,7 @@ export class EventLog {
   readonly streamName: string;
   readonly subjectPrefix: string;
   readonly #js: JetStreamClient;
+  readonly #publisher: JetStreamPublisher;
   readonly #maxPayload: number;
 
   private constructor(
@@ -79,7 +81,8 @@ export class EventLog {
   ) {
     this.streamName = options.streamName ?? DEFAULT_STREAM_NAME;
     this.subjectPrefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
-    this.#js = jetstream(nc, { timeout: options.appendTimeoutMs ?? 5_000 });
+    this.#js = jetstream(nc);
+    this.#publisher = new JetStreamPublisher(nc, options.appendTimeoutMs ?? 5_000);
     this.#maxPayload = Math.min(nc.info?.max_payload ?? 1024 * 1024, options.maxMessageBytes ?? Number.POSITIVE_INFINITY);
   }
 
@@ -112,25 +115,21 @@ export class EventLog {
         `commit of ${encoded.data.length} bytes exceeds the ${this.#maxPayload}-byte limit; bound tool output or split the commit`,
       );
     }
-    try {
-      this.options.beforePublish?.();
-      const ack = await this.#js.publish(subject, encoded.data, {
-        msgID: commitId,
-        expect: { lastSubjectSequence: options.expected.streamSeq },
-        headers: encoded.headers,
-      });
-      return {
-        streamSeq: ack.seq,
-        id: commitId,
-        tenant: ref.tenant,
-        conversation: ref.conversation,
-        firstSeq: events[0]!.seq,
-        lastSeq: events[events.length - 1]!.seq,
-        events,
-      };
-    } catch (error) {
-      throw classifyPublishError(error, subject);
-    }
+    const headers = encoded.headers;
+    headers.set('Nats-Msg-Id', commitId);
+    headers.set('Nats-Expected-Last-Subject-Sequence', String(options.expected.streamSeq));
+    this.options.beforePublish?.();
+    const answer = await this.#publisher.publish(subject, encoded.data, headers);
+    if (!answer.ok) throw classifyPublishAnswer(answer, subject);
+    return {
+      streamSeq: answer.seq,
+      id: commitId,
+      tenant: ref.tenant,
+      conversation: ref.conversation,
+      firstSeq: events[0]!.seq,
+      lastSeq: events[events.length - 1]!.seq,
+      events,
+    };
   }
 
   /**

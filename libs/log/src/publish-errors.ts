@@ -1,35 +1,24 @@
-import { JetStreamApiError, JetStreamError } from '@nats-io/jetstream';
-import { errors, RequestError } from '@nats-io/transport-node';
 import { ConflictError, LogError, LogErrorCode } from './errors.js';
+import type { PublishAnswer } from './jetstream-publisher.js';
 
 const WRONG_LAST_SEQUENCE = 10071;
 const WRONG_LAST_SEQUENCE_UNKNOWN = 10164;
 
-/** Maps a JetStream publish failure onto conflict / transient / other. */
-export function classifyPublishError(error: unknown, subject: string): LogError {
-  if (error instanceof LogError) return error;
-  if (error instanceof JetStreamApiError) {
-    if (error.code === WRONG_LAST_SEQUENCE || error.code === WRONG_LAST_SEQUENCE_UNKNOWN) {
-      const match = /(\d+)\s*$/.exec(error.message);
-      return new ConflictError(`${subject} moved on since it was read (${error.message})`, match ? Number(match[1]) : undefined, { cause: error });
-    }
-    if (error.status === 503 || error.status === 408) {
-      return new LogError(LogErrorCode.Transient, `JetStream busy on ${subject}: ${error.message}`, { cause: error });
-    }
-    if (/maximum (payload|message size)/i.test(error.message)) {
-      return new LogError(LogErrorCode.TooLarge, `commit on ${subject} is too large: ${error.message}`, { cause: error });
-    }
-    return new LogError(LogErrorCode.Transient, `JetStream refused a commit on ${subject}: ${error.message}`, { cause: error });
+/** Maps a publish that JetStream did not acknowledge onto conflict / too large / transient. */
+export function classifyPublishAnswer(answer: Exclude<PublishAnswer, { ok: true }>, subject: string): LogError {
+  if (answer.kind !== 'refused') {
+    const what = answer.kind === 'no_stream' ? 'no stream took it' : 'it did not complete';
+    return new LogError(LogErrorCode.Transient, `append to ${subject}: ${what} (${answer.description})`);
   }
-  if (
-    error instanceof errors.TimeoutError ||
-    error instanceof errors.ClosedConnectionError ||
-    error instanceof errors.DrainingConnectionError ||
-    error instanceof errors.ConnectionError ||
-    (error instanceof JetStreamError && /not enabled/i.test(error.message)) ||
-    error instanceof RequestError
-  ) {
-    return new LogError(LogErrorCode.Transient, `append to ${subject} did not complete: ${(error as Error).message}`, { cause: error });
+  if (answer.errCode === WRONG_LAST_SEQUENCE || answer.errCode === WRONG_LAST_SEQUENCE_UNKNOWN) {
+    const match = /(\d+)\s*$/.exec(answer.description);
+    return new ConflictError(`${subject} moved on since it was read (${answer.description})`, match ? Number(match[1]) : undefined);
   }
-  return new LogError(LogErrorCode.Transient, `append to ${subject} failed: ${(error as Error).message}`, { cause: error });
+  if (answer.status === 503 || answer.status === 408) {
+    return new LogError(LogErrorCode.Transient, `JetStream busy on ${subject}: ${answer.description}`);
+  }
+  if (/maximum (payload|message size)/i.test(answer.description)) {
+    return new LogError(LogErrorCode.TooLarge, `commit on ${subject} is too large: ${answer.description}`);
+  }
+  return new LogError(LogErrorCode.Transient, `JetStream refused a commit on ${subject}: ${answer.description} (error ${answer.errCode || answer.status})`);
 }

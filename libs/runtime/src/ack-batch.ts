@@ -1,4 +1,4 @@
-import type { JsMsg } from '@nats-io/jetstream';
+import type { ConsumedMessage } from './batched-pull.js';
 
 /**
  * Acks of handled commits, held briefly and sent together: each write to the socket costs a
@@ -13,7 +13,7 @@ import type { JsMsg } from '@nats-io/jetstream';
  * consumer's ack wait.
  */
 export class AckBatch {
-  #pending: JsMsg[] = [];
+  #pending: ConsumedMessage[] = [];
   #timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 
   constructor(readonly holdMs: number) {
@@ -24,7 +24,7 @@ export class AckBatch {
     return this.#pending.length;
   }
 
-  add(message: JsMsg): void {
+  add(message: ConsumedMessage): void {
     this.#pending.push(message);
     if (this.#timer !== undefined) return;
     this.#timer = this.holdMs === 0 ? setImmediate(() => this.flush()) : setTimeout(() => this.flush(), this.holdMs);

@@ -1,8 +1,10 @@
 import { CommitHeader } from '@flotilla/events';
 import { parseConversationSubject, type ConversationRef, type RawMessage } from '@flotilla/log';
-import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { AckBatch } from './ack-batch.js';
+import { BatchedPull, type ConsumedMessage } from './batched-pull.js';
 import type { HeapRelease } from './heap-release.js';
 import type { ServiceMetrics } from './metrics.js';
 
@@ -65,6 +67,12 @@ export type CommitConsumerOptions = {
   readonly heapRelease?: HeapRelease;
   /** Where handled commits' acks wait to share a write (default: sent at the end of the turn). */
   readonly acks?: AckBatch;
+  /**
+   * Pull in batches, at most one pull per `intervalMs` while commits keep coming (BatchedPull), for
+   * a group that need not hear of each commit the moment it lands. Default: a standing pull, each
+   * commit delivered as it lands.
+   */
+  readonly batched?: { readonly nc: NatsConnection; readonly intervalMs: number };
 };
 
 export type CommitConsumer = {
@@ -80,8 +88,17 @@ export type CommitConsumer = {
  * when the handler says so, after the work it caused was appended.
  */
 export async function startCommitConsumer(options: CommitConsumerOptions): Promise<CommitConsumer> {
-  const consumer = await options.js.consumers.get(options.stream, options.consumer);
-  const messages: ConsumerMessages = await consumer.consume({ max_messages: Math.max(1, Math.min(options.concurrency, 1_000)) });
+  let slots = options.concurrency;
+  const messages: AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> } = options.batched
+    ? new BatchedPull({
+        nc: options.batched.nc,
+        stream: options.stream,
+        consumer: options.consumer,
+        intervalMs: options.batched.intervalMs,
+        capacity: () => slots,
+        logger: options.logger,
+      })
+    : await (await options.js.consumers.get(options.stream, options.consumer)).consume({ max_messages: Math.max(1, Math.min(options.concurrency, 1_000)) });
   const shutdown = new AbortController();
   const tails = new Map<string, Promise<void>>();
   /** Per conversation with work queued here: the highest stream sequence delivered to this process. */
@@ -89,7 +106,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   const running = new Set<Promise<void>>();
   // Commits being handled, and when each was last reported alive: one timer for all of them keeps
   // long handlers' commits from being redelivered (a timer per delivery cost a share of the CPU).
-  const handling = new Map<JsMsg, number>();
+  const handling = new Map<ConsumedMessage, number>();
   const keepAlivePeriod = Math.max(250, Math.floor(options.ackWaitMs / 4));
   const keepAlive = setInterval(() => {
     const now = performance.now();
@@ -100,7 +117,6 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     }
   }, keepAlivePeriod);
   keepAlive.unref();
-  let slots = options.concurrency;
   const waiters: (() => void)[] = [];
 
   const acquire = async (): Promise<void> => {
@@ -118,7 +134,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
 
   const acks = options.acks ?? new AckBatch(0);
 
-  const handleOne = async (message: JsMsg): Promise<void> => {
+  const handleOne = async (message: ConsumedMessage): Promise<void> => {
     const ref = parseConversationSubject(options.subjectPrefix, message.subject);
     const key = ref ? `${ref.tenant}.${ref.conversation}` : message.subject;
     let child: Logger | undefined;
@@ -210,7 +226,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   };
 }
 
-function eventSpan(message: JsMsg): EventSpan | undefined {
+function eventSpan(message: ConsumedMessage): EventSpan | undefined {
   const firstSeq = Number(message.headers?.get(CommitHeader.FirstSeq) || Number.NaN);
   const count = Number(message.headers?.get(CommitHeader.EventCount) || Number.NaN);
   if (!Number.isSafeInteger(firstSeq) || firstSeq < 1 || !Number.isSafeInteger(count) || count < 1) return undefined;
@@ -218,7 +234,7 @@ function eventSpan(message: JsMsg): EventSpan | undefined {
 }
 
 /** Nothing was pending for the group at delivery, the commit is recent, and this is its first delivery. */
-function isLikelyTail(message: JsMsg): boolean {
+function isLikelyTail(message: ConsumedMessage): boolean {
   const info = message.info;
   if (info.pending !== 0 || info.deliveryCount !== 1) return false;
   const ageMs = Date.now() - info.timestampNanos / 1_000_000;

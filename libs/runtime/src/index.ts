@@ -1,4 +1,5 @@
 export { loadServiceConfig, ServiceConfig } from './service-config.js';
+export type { ServiceDefaults } from './service-config.js';
 export { createLogger } from './logger.js';
 export type { Logger } from './logger.js';
 export { ServiceMetrics } from './metrics.js';
@@ -21,3 +22,5 @@ export { connectWithRetry, openLogWithRetry, runService } from './run-service.js
 export type { ServiceContext, ServiceDefinition, ServiceParts } from './run-service.js';
 export { adoptAllocator } from './allocator.js';
 export { AckBatch } from './ack-batch.js';
+export { BatchedPull } from './batched-pull.js';
+export type { BatchedPullOptions, ConsumedMessage } from './batched-pull.js';

@@ -1,3 +1,4 @@
+import { prepareValidation } from '@flotilla/events';
 import { EventLog } from '@flotilla/log';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -10,7 +11,7 @@ import { startHealthServer } from './health-server.js';
 import { HeapRelease } from './heap-release.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
-import { loadServiceConfig, type ServiceConfig } from './service-config.js';
+import { loadServiceConfig, type ServiceConfig, type ServiceDefaults } from './service-config.js';
 import { InterruptRegistry } from './signals.js';
 
 export type ServiceContext = {
@@ -37,7 +38,7 @@ export type ServiceDefinition = {
   readonly service: string;
   /** The durable consumer shared by all instances (defaults to the service name). */
   readonly consumer?: string;
-  readonly defaults?: { readonly concurrency?: number };
+  readonly defaults?: ServiceDefaults;
   start(context: ServiceContext): Promise<ServiceParts>;
 };
 
@@ -54,6 +55,8 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   const config = loadServiceConfig(definition.service, process.env, definition.defaults);
   const logger = createLogger(config);
   const metrics = new ServiceMetrics(definition.service);
+  // compiled before the first commit arrives, not while it waits
+  prepareValidation();
   const nc = await connectWithRetry(config, logger);
   // acks of handled commits ride along with the next append's write
   const acks = new AckBatch(config.ackHoldMs);
@@ -95,6 +98,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       metrics,
       heapRelease,
       acks,
+      ...(config.pullIntervalMs > 0 ? { batched: { nc, intervalMs: config.pullIntervalMs } } : {}),
     });
     heapRelease.idle(consumer.inFlight());
   }

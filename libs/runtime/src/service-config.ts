@@ -19,11 +19,20 @@ export const ServiceConfig = z.object({
   ackWaitMs: z.coerce.number().int().min(1_000),
   /** How long a handled commit's ack may wait to share a write with the next append (see AckBatch); 0 sends it at the end of the turn. */
   ackHoldMs: z.coerce.number().int().min(0).max(1_000),
+  /**
+   * 0: a standing pull, each commit delivered the moment it lands (the step worker, the tool
+   * runner). More: the commits that landed meanwhile pulled in one batch at most this often
+   * (BatchedPull), for groups that need not react at once (the projector, the condenser).
+   */
+  pullIntervalMs: z.coerce.number().int().min(0).max(1_000),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
   /** Commits handled before the next quiet period gives the heap back (see HeapRelease); 0 disables. */
   heapReleaseAfter: z.coerce.number().int().min(0),
 });
 export type ServiceConfig = z.infer<typeof ServiceConfig>;
+
+/** A service's own defaults for settings its environment does not give. */
+export type ServiceDefaults = { readonly concurrency?: number; readonly pullIntervalMs?: number };
 
 const VARIABLES: Record<string, string> = {
   natsUrl: 'FLOTILLA_NATS_URL',
@@ -34,13 +43,14 @@ const VARIABLES: Record<string, string> = {
   concurrency: 'FLOTILLA_CONCURRENCY',
   ackWaitMs: 'FLOTILLA_ACK_WAIT_MS',
   ackHoldMs: 'FLOTILLA_ACK_HOLD_MS',
+  pullIntervalMs: 'FLOTILLA_PULL_INTERVAL_MS',
   logLevel: 'FLOTILLA_LOG_LEVEL',
   instanceId: 'FLOTILLA_INSTANCE_ID',
   heapReleaseAfter: 'FLOTILLA_HEAP_RELEASE_AFTER',
 };
 
 /** Reads the service config from the environment and fails fast naming the bad variable. */
-export function loadServiceConfig(service: string, environment: NodeJS.ProcessEnv = process.env, defaults: { concurrency?: number } = {}): ServiceConfig {
+export function loadServiceConfig(service: string, environment: NodeJS.ProcessEnv = process.env, defaults: ServiceDefaults = {}): ServiceConfig {
   const result = ServiceConfig.safeParse({
     service,
     instanceId: environment['FLOTILLA_INSTANCE_ID'] || `${service}-${randomUUID().slice(0, 8)}`,
@@ -52,6 +62,7 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     concurrency: environment['FLOTILLA_CONCURRENCY'] ?? defaults.concurrency ?? 64,
     ackWaitMs: environment['FLOTILLA_ACK_WAIT_MS'] ?? 30_000,
     ackHoldMs: environment['FLOTILLA_ACK_HOLD_MS'] ?? 20,
+    pullIntervalMs: environment['FLOTILLA_PULL_INTERVAL_MS'] ?? defaults.pullIntervalMs ?? 0,
     logLevel: environment['FLOTILLA_LOG_LEVEL'] ?? 'info',
     heapReleaseAfter: environment['FLOTILLA_HEAP_RELEASE_AFTER'] ?? 1_000,
   });

@@ -4,7 +4,8 @@ import { createCondenseHandler, loadAgentSettings } from '@flotilla/workers';
 
 await runService({
   service: 'condenser',
-  defaults: { concurrency: 32 },
+  // a condensation takes a model call: commits pulled in batches cost less and delay it little (BatchedPull)
+  defaults: { concurrency: 32, pullIntervalMs: 10 },
   async start({ log, interrupts, logger }) {
     const agent = loadAgentSettings();
     let llm: LanguageModel | undefined;

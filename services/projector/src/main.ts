@@ -4,8 +4,9 @@ import { createProjectHandler } from '@flotilla/workers';
 
 await runService({
   service: 'projector',
-  // a conversation's newest commit holds its slot while it settles (createProjectHandler)
-  defaults: { concurrency: 256 },
+  // a conversation's newest commit holds its slot while it settles (createProjectHandler); the
+  // snapshot trails the log by its settle period anyway, so commits come in batches (BatchedPull)
+  defaults: { concurrency: 256, pullIntervalMs: 10 },
   async start({ log, nc, logger }) {
     const store = await SnapshotStore.open(nc, {
       onCorrupt: (report) => logger.warn({ report }, 'corrupt snapshot: rebuilding it from the log'),
