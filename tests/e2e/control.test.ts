@@ -55,6 +55,22 @@ describe('control across processes', () => {
     expect(system.processes.every((child) => child.restarts === 0)).toBe(true);
   }, 180_000);
 
+  it('without a condenser, a conversation waiting for a condensation shows in the step worker metrics', async () => {
+    await using system = await startTestSystem({ condensers: 0, agent: { condenser: { maxEvents: 16, keepFirst: 2 } }, env: { FLOTILLA_CONDENSATION_WARN_MS: '1000' } });
+    const ref = { tenant: 'acme', conversation: 'no-condenser' };
+    await system.start(ref, { id: 'no-condenser', steps: 24 });
+    const metric = async (name: string): Promise<number> => {
+      const text = await (await fetch(`${system.healthUrls.get('step-worker-1')}/metrics`)).text();
+      const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}{`) || candidate.startsWith(`${name} `));
+      return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : Number.NaN;
+    };
+    await expect.poll(() => metric('flotilla_condensation_waiting'), { timeout: 60_000, interval: 250 }).toBe(1);
+    await expect.poll(() => metric('flotilla_condensation_oldest_wait_seconds'), { timeout: 10_000, interval: 250 }).toBeGreaterThanOrEqual(1);
+    const events = await system.events(ref);
+    expect(events.at(-1)?.type).toBe('condensation_request');
+    expect(await system.status(ref)).toBe('running');
+  }, 120_000);
+
   it('condenses a long conversation with the condenser service; the step continues after each condensation', async () => {
     await using system = await startTestSystem({ condensers: 1, agent: { condenser: { maxEvents: 16, keepFirst: 2 } } });
     const ref = { tenant: 'acme', conversation: 'long-one' };

@@ -10,6 +10,8 @@ export class ServiceMetrics {
   readonly heapReleases: Counter;
   readonly llmSeconds: Histogram<'outcome'>;
   readonly toolSeconds: Histogram<'tool' | 'outcome'>;
+  readonly condensationWaiting: Gauge;
+  readonly condensationOldestWaitSeconds: Gauge;
 
   constructor(service: string) {
     this.registry.setDefaultLabels({ service });
@@ -31,6 +33,16 @@ export class ServiceMetrics {
       help: 'Tool execution latency',
       labelNames: ['tool', 'outcome'],
       buckets: [0.01, 0.1, 0.5, 1, 5, 30, 120, 600],
+      registers: [this.registry],
+    });
+    this.condensationWaiting = new Gauge({
+      name: 'flotilla_condensation_waiting',
+      help: 'Step worker: conversations waiting for a condensation (only the condenser service writes one)',
+      registers: [this.registry],
+    });
+    this.condensationOldestWaitSeconds = new Gauge({
+      name: 'flotilla_condensation_oldest_wait_seconds',
+      help: 'Step worker: the longest current wait for a condensation (minutes mean no condenser is answering)',
       registers: [this.registry],
     });
   }

@@ -6,3 +6,5 @@ export { ToolRunner, WORKSPACE_MOVED_NOTE, WORKSPACE_REBUILT_NOTE } from './tool
 export type { ToolRunnerDependencies } from './tool-runner.js';
 export { createCondenseHandler } from './condense-handler.js';
 export type { CondenseHandlerDependencies } from './condense-handler.js';
+export { CondensationWaits } from './condensation-waits.js';
+export type { CondensationWaitsOptions, OverdueWait } from './condensation-waits.js';

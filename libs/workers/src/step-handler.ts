@@ -5,6 +5,7 @@ import { DeltaCoalescer, publishDelta, type CommitHandler, type HandleOutcome, t
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import type { CondensationWaits } from './condensation-waits.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
 
 const NO_STEP_DUE: HandleOutcome = Object.freeze({ ack: true, outcome: 'no_step_due' });
@@ -21,6 +22,8 @@ export type StepHandlerDependencies = {
   readonly metrics: ServiceMetrics;
   /** Publish token deltas on core NATS for live viewers (merged over up to 30 ms). Default true. */
   readonly streamDeltas?: boolean;
+  /** Told which conversations wait for a condensation, so a wait nobody answers gets noticed. */
+  readonly condensationWaits?: CondensationWaits;
 };
 
 /**
@@ -42,6 +45,8 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
     const work = progress.of(conversation.events).nextWork();
+    if (work.kind === 'condense') deps.condensationWaits?.waiting(ref, tail.streamSeq);
+    else deps.condensationWaits?.settled(ref);
     if (work.kind !== 'step') {
       // At rest, a conversation is woken next by a user, usually much later: keep the cache for running ones.
       if (work.kind === 'rest') deps.cache.forget(ref);

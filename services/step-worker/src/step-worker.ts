@@ -1,8 +1,10 @@
 import { registryCatalog, type AgentConfig } from '@flotilla/agent';
 import { createLanguageModel, type LanguageModel } from '@flotilla/llm';
-import { ConversationCache, runService } from '@flotilla/runtime';
+import { ConversationCache, runService, type Logger } from '@flotilla/runtime';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
-import { createStepHandler, loadAgentSettings } from '@flotilla/workers';
+import type { EventLog } from '@flotilla/log';
+import { CondensationWaits, createStepHandler, loadAgentSettings, type OverdueWait } from '@flotilla/workers';
+import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 
 export type StepWorkerOptions = {
   /**
@@ -19,8 +21,27 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
     service: 'step-worker',
     // a step mostly waits on the model: in-flight steps, not CPU, bound a worker's throughput
     defaults: { concurrency: 1024 },
-    async start({ log, nc, interrupts, metrics, logger }) {
+    async start({ log, jsm, nc, interrupts, metrics, logger }) {
       const agent = loadAgentSettings();
+      const warnAfterMs = Number(process.env['FLOTILLA_CONDENSATION_WARN_MS'] ?? 60_000);
+      if (!Number.isInteger(warnAfterMs) || warnAfterMs < 1_000) {
+        throw new Error(`invalid step-worker configuration: FLOTILLA_CONDENSATION_WARN_MS must be a whole number of milliseconds ≥ 1000, got ${process.env['FLOTILLA_CONDENSATION_WARN_MS']}`);
+      }
+      const condensationWaits = new CondensationWaits({ warnAfterMs });
+      let sweeping = false;
+      const sweep = setInterval(() => {
+        if (sweeping) return;
+        sweeping = true;
+        void checkCondensationWaits(condensationWaits, log, jsm, logger)
+          .catch((error: unknown) => logger.debug({ err: error }, 'checking condensation waits failed; next sweep retries'))
+          .finally(() => {
+            const report = condensationWaits.report();
+            metrics.condensationWaiting.set(report.waiting);
+            metrics.condensationOldestWaitSeconds.set(report.oldestMs / 1_000);
+            sweeping = false;
+          });
+      }, Math.min(10_000, warnAfterMs / 2));
+      sweep.unref();
       // tools are only described here (schemas for the model); tool runners execute them
       const tools = new ToolRegistry(createBuiltinTools());
       let llm: LanguageModel | undefined;
@@ -35,9 +56,48 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
           interrupts,
           nc,
           metrics,
+          condensationWaits,
         }),
-        stop: () => tools.close(),
+        stop: async () => {
+          clearInterval(sweep);
+          await tools.close();
+        },
       };
     },
   });
+}
+
+/**
+ * Checks the waits past their threshold against the log: one whose conversation moved on was
+ * answered (perhaps to another instance) and is dropped; one still at its request is real, and is
+ * logged once, saying whether a condenser group exists at all.
+ */
+async function checkCondensationWaits(waits: CondensationWaits, log: EventLog, jsm: JetStreamManager, logger: Logger): Promise<void> {
+  const confirmed: OverdueWait[] = [];
+  for (const wait of waits.overdue()) {
+    if ((await log.lastStreamSeq(wait.ref)) > wait.streamSeq) waits.settled(wait.ref);
+    else if (waits.confirm(wait.ref)) confirmed.push(wait);
+  }
+  if (confirmed.length === 0) return;
+  const group = await condenserGroup(jsm, log.streamName);
+  for (const { ref, waitedMs } of confirmed) {
+    logger.warn(
+      { conversation: ref.conversation, tenant: ref.tenant, waitedSeconds: Math.round(waitedMs / 1_000), condenserGroup: group },
+      group === 'missing'
+        ? 'a conversation waits for a condensation, and no condenser group exists on the events stream: start the condenser service'
+        : 'a conversation has waited long for a condensation: is a condenser service running?',
+    );
+  }
+}
+
+const CONSUMER_NOT_FOUND = 10014;
+
+/** Whether the condenser's durable consumer exists on the stream ('unknown' when the server cannot say now). */
+async function condenserGroup(jsm: JetStreamManager, stream: string): Promise<'present' | 'missing' | 'unknown'> {
+  try {
+    await jsm.consumers.info(stream, 'condenser');
+    return 'present';
+  } catch (error) {
+    return error instanceof JetStreamApiError && error.code === CONSUMER_NOT_FOUND ? 'missing' : 'unknown';
+  }
 }
