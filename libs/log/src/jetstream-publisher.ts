@@ -84,7 +84,7 @@ export class JetStreamPublisher {
 }
 
 /** Reads a publish acknowledgement: `{"stream","seq","duplicate"?}`, or `{"error":{code, err_code, description}}`, or a 503 status. */
-export function readAnswer(message: Msg): PublishAnswer {
+function readAnswer(message: Msg): PublishAnswer {
   const status = message.headers?.code ?? 0;
   if (message.data.length === 0) {
     if (status === 503) return { ok: false, kind: 'no_stream', description: 'no stream answered (no responders)' };

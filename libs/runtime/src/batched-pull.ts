@@ -33,7 +33,11 @@ const ACK = new TextEncoder().encode('+ACK');
 const WORKING = new TextEncoder().encode('+WPI');
 const NAK = new TextEncoder().encode('-NAK');
 const MAX_BATCH = 1_000;
-/** How long a no-wait pull may go unanswered (a reply lost in a reconnect) before the next one. */
+/**
+ * How long a no-wait pull may go unanswered before the next one: its end lost in a reconnect, or
+ * held open by the server (nats-server 2.9 leaves a no-wait pull open when the group's max ack
+ * pending stops it mid-batch, and answers the next one with 408 "Requests Pending").
+ */
 const NO_WAIT_GUARD_MS = 2_000;
 const RETRY_AFTER_REFUSAL_MS = 1_000;
 
