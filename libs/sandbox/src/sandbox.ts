@@ -1,0 +1,72 @@
+import type { Readable, Writable } from 'node:stream';
+import type { NetworkMode, SandboxKind, SandboxLimits } from './settings.js';
+
+/** What one conversation's sandbox is made of. */
+export type SandboxSpec = {
+  /** Unique per conversation (e.g. `tenant.conversation`); names containers and logs. */
+  readonly id: string;
+  /** The workspace on the host: an existing directory, seen read-write inside. */
+  readonly workspace: string;
+  /** Variables added to the scratch environment of every process (the conversation's secrets). */
+  readonly env?: Readonly<Record<string, string>>;
+};
+
+export type SpawnOptions = {
+  /** Working directory inside the sandbox (default: the workspace). */
+  readonly cwd?: string;
+  /** Variables added to this process's environment only. */
+  readonly env?: Readonly<Record<string, string>>;
+};
+
+export type ProcessExit = { readonly code: number | null; readonly signal: NodeJS.Signals | null };
+
+/** A process running inside a sandbox, driven through pipes. */
+export interface SandboxProcess {
+  readonly stdin: Writable;
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Resolves once the process has exited (and with it, everything it started). */
+  readonly exited: Promise<ProcessExit>;
+  /** Whether it has exited. */
+  readonly hasExited: boolean;
+  /** Send a signal to the process and every process it started (its process group). */
+  signal(signal: NodeJS.Signals): void;
+}
+
+/** One conversation's sandbox: its workspace seen at a fixed path, and the processes run in it. */
+export interface Sandbox {
+  readonly id: string;
+  /** The workspace directory on the host. */
+  readonly hostWorkspace: string;
+  /** The same directory as processes inside see it (`/workspace`, or the host path for `none`). */
+  readonly workspacePath: string;
+  /** A host path inside the workspace as processes inside see it. */
+  toInside(hostPath: string): string;
+  /** Start a process inside. The process dies with the sandbox, and with the service that started it. */
+  spawn(command: string, args: readonly string[], options?: SpawnOptions): Promise<SandboxProcess>;
+  /** Kill every process it runs and release what it holds (the workspace stays). */
+  close(): Promise<void>;
+}
+
+/** What a provider reports of itself (in logs and `/v1/server-info`). */
+export type SandboxDescription = {
+  readonly kind: SandboxKind;
+  readonly network: NetworkMode;
+  /** False only for `none`: processes run with the service's own privileges. */
+  readonly isolated: boolean;
+  readonly limits: SandboxLimits;
+  /** How limits are enforced here (e.g. `rlimits`, `cgroup v2`, `docker`). */
+  readonly enforcement: string;
+};
+
+/** Makes sandboxes of one kind. */
+export interface SandboxProvider {
+  describe(): SandboxDescription;
+  open(spec: SandboxSpec): Promise<Sandbox>;
+  /**
+   * Checks that this kind runs here and actually isolates: a sandboxed process must not see the
+   * service's environment, files outside its workspace or the host's loopback. Throws a
+   * SandboxError saying what to install or configure.
+   */
+  selfTest(): Promise<void>;
+}
