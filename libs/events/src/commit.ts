@@ -2,14 +2,16 @@ import { z } from 'zod';
 import { ProtocolError, ProtocolErrorCode, type ProtocolIssue } from './errors.js';
 import { assertSupportedVersion, describeIssues, Event, issuesOf, type EventType } from './event.js';
 import { ConversationId, EventId, TenantId } from './ids.js';
-import { CURRENT_PROTOCOL_VERSION } from './version.js';
+import { ProtocolVersionField } from './schemas/envelope.js';
 
 /**
  * A commit: the unit of append. One JetStream message holding one or more events that
- * become visible together. Event `seq`s are contiguous from `first_seq`.
+ * become visible together. Event `seq`s are contiguous from `first_seq`. Its `v` is at least
+ * each of its events' (writers use the newest of them), so a reader that does not support a
+ * commit's version stops at the commit, before it could misread one of its events.
  */
 export const Commit = z.strictObject({
-  v: z.literal(CURRENT_PROTOCOL_VERSION),
+  v: ProtocolVersionField,
   commit: EventId,
   tenant: TenantId,
   conversation: ConversationId,
@@ -79,6 +81,7 @@ export function parseCommit(value: unknown, options: ParseCommitOptions = {}): C
     if (event.conversation !== meta.conversation) {
       issues.push({ path: `${prefix}conversation`, message: `must be the commit's conversation "${meta.conversation}"` });
     }
+    if (event.v > meta.v) issues.push({ path: `${prefix}v`, message: `must not be newer than its commit (v ${meta.v})` });
     if (event.seq !== meta.first_seq + index) {
       issues.push({ path: `${prefix}seq`, message: `must be ${meta.first_seq + index} (first_seq + index)` });
     }

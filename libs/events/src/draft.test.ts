@@ -31,6 +31,11 @@ describe('draftEvent', () => {
     expect(draftEvent(context, 'pause', {}).id).not.toBe(draft.id);
   });
 
+  it('stamps each event with the oldest protocol version that has its type', () => {
+    expect(draftEvent(context, 'message', { role: 'user', content: [] }).v).toBe(1);
+    expect(draftEvent(context, 'secret_changed', { name: 'GITHUB_TOKEN', action: 'set' }).v).toBe(2);
+  });
+
   it('lets the body override id, source and parent', () => {
     const draft = draftEvent({ ...context, parent: 'from-context' }, 'pause', { id: 'ev-1', source: 'user', parent: 'ev-0' });
     expect(draft).toMatchObject({ id: 'ev-1', source: 'user', parent: 'ev-0' });

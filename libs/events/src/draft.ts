@@ -1,7 +1,7 @@
 import { newId } from './ids.js';
 import type { EventDraft, EventType } from './event.js';
 import type { EventSource } from './schemas/envelope.js';
-import { CURRENT_PROTOCOL_VERSION } from './version.js';
+import { protocolVersionOf } from './version.js';
 
 /** Where a new event is going and who writes it. */
 export type DraftContext = {
@@ -20,13 +20,14 @@ type DraftBody<T extends EventType> = Omit<
 
 /**
  * Builds an event draft with the envelope filled in (version, id, tenant, conversation,
- * source, UTC timestamp, parent). The log validates it and assigns `seq` on append.
+ * source, UTC timestamp, parent). The version is the oldest that has the event's type
+ * (`protocolVersionOf`). The log validates the draft and assigns `seq` on append.
  */
 export function draftEvent<T extends EventType>(context: DraftContext, type: T, body: DraftBody<T>): Extract<EventDraft, { type: T }> {
   const { id, source, parent, ...payload } = body;
   const resolvedParent = parent ?? context.parent;
   return {
-    v: CURRENT_PROTOCOL_VERSION,
+    v: protocolVersionOf(type),
     id: id ?? newId(),
     type,
     tenant: context.tenant,

@@ -28,7 +28,7 @@ describe('parseEvent', () => {
   });
 
   it('fails loudly on a future version, saying what to do', () => {
-    expect(() => parseEvent({ ...message, v: 2, some_new_field: true })).toThrowError(/protocol version 2.*Upgrade Flotilla/);
+    expect(() => parseEvent({ ...message, v: 3, some_new_field: true })).toThrowError(/protocol version 3.*Upgrade Flotilla/);
   });
 
   it('rejects values that are not objects as foreign messages', () => {

@@ -20,6 +20,7 @@ import {
   PauseEvent,
   StateChangeEvent,
 } from './schemas/control-events.js';
+import { SecretChangedEvent } from './schemas/secret-events.js';
 import { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
 
 /** Every Flotilla event, discriminated on `type`. */
@@ -40,6 +41,7 @@ export const Event = z.discriminatedUnion('type', [
   InterruptEvent,
   HookExecutionEvent,
   LlmUsageEvent,
+  SecretChangedEvent,
 ]);
 export type Event = z.infer<typeof Event>;
 export type EventType = Event['type'];
@@ -62,6 +64,7 @@ export const EVENT_TYPES = [
   'interrupt',
   'hook_execution',
   'llm_usage',
+  'secret_changed',
 ] as const satisfies readonly EventType[];
 
 /** Compile-time check that EVENT_TYPES lists every member of the union, not just some. */

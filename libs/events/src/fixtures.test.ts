@@ -3,7 +3,7 @@ import { parseCommit } from './commit.js';
 import { ProtocolError } from './errors.js';
 import { EVENT_TYPES, parseEvent } from './event.js';
 import { fixtureVersions, goldenCommits, goldenEvents, negativeFixtures } from './test-support/fixtures.js';
-import { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
+import { CURRENT_PROTOCOL_VERSION, protocolVersionOf, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
 
 /** A value as it travels: the JSON text of what we parsed, read back. */
 function throughJson(value: unknown): unknown {
@@ -26,9 +26,19 @@ describe('golden fixtures', () => {
     expect(fixtureVersions()).toContain(CURRENT_PROTOCOL_VERSION);
   });
 
-  it.each(EVENT_TYPES)('cover event type %s', (type) => {
-    const names = goldenEvents().filter((fixture) => fixture.type === type);
-    expect(names.length, `add libs/events/fixtures/v${CURRENT_PROTOCOL_VERSION}/${type}.json`).toBeGreaterThan(0);
+  it.each(EVENT_TYPES)('cover event type %s in the version that introduced it', (type) => {
+    const introduced = protocolVersionOf(type);
+    const names = goldenEvents(introduced).filter((fixture) => fixture.type === type);
+    expect(names.length, `add libs/events/fixtures/v${introduced}/${type}.json`).toBeGreaterThan(0);
+  });
+
+  it('of each version carry that version, or an older one their type had already', () => {
+    for (const fixture of goldenEvents()) {
+      const v = (fixture.value as { v: number }).v;
+      expect(v, fixture.name).toBeLessThanOrEqual(fixture.version);
+      expect(v, fixture.name).toBeGreaterThanOrEqual(protocolVersionOf(fixture.type));
+    }
+    for (const fixture of goldenCommits()) expect((fixture.value as { v: number }).v, fixture.name).toBe(fixture.version);
   });
 
   describe.each(fixtureVersions())('v%i events', (version) => {

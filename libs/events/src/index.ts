@@ -1,10 +1,11 @@
-export { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
+export { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, commitVersionOf, protocolVersionOf } from './version.js';
 export type { ProtocolVersion } from './version.js';
 export { ProtocolError, ProtocolErrorCode } from './errors.js';
 export type { ProtocolIssue } from './errors.js';
 export { ConversationId, EventId, TenantId, isSubjectToken, newId } from './ids.js';
 export { ContentPart, ImageContent, Reasoning, TextContent, ThinkingBlock } from './schemas/content.js';
-export { EventSource, Timestamp } from './schemas/envelope.js';
+export { EventSource, ProtocolVersionField, Timestamp } from './schemas/envelope.js';
+export { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 export {
   ActionEvent,
   AgentErrorEvent,

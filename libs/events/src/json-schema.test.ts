@@ -7,7 +7,8 @@ import { EVENT_TYPES } from './event.js';
 import { buildJsonSchema, JSON_SCHEMA_FILE_NAME, JSON_SCHEMA_ID, renderJsonSchema } from './json-schema.js';
 import { anyEvent } from './test-support/arbitraries.js';
 import { mutatedEvent } from './test-support/mutations.js';
-import { goldenCommits, goldenEvents, negativeFixtures } from './test-support/fixtures.js';
+import { fixtureVersions, goldenCommits, goldenEvents, negativeFixtures } from './test-support/fixtures.js';
+import { CURRENT_PROTOCOL_VERSION } from './version.js';
 
 const SCHEMA_PATH = join(import.meta.dirname, '..', 'schema', JSON_SCHEMA_FILE_NAME);
 
@@ -26,6 +27,21 @@ function compile() {
   if (root === undefined) throw new Error('schema did not load');
   return { event: validator('Event'), commit: validator('Commit'), root: (value: unknown) => root(value) as boolean };
 }
+
+describe('the JSON Schema of each older protocol version', () => {
+  // published files are frozen: a consumer pinned to one keeps reading that version's events
+  const older = fixtureVersions().filter((version) => version < CURRENT_PROTOCOL_VERSION);
+
+  it.each(older)('v%i is still published and accepts its golden fixtures', (version) => {
+    const path = join(import.meta.dirname, '..', 'schema', `flotilla-events.v${version}.schema.json`);
+    const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true, validateFormats: false });
+    ajv.addSchema(JSON.parse(readFileSync(path, 'utf8')) as object);
+    const event = ajv.getSchema(`urn:flotilla:events:v${version}#/$defs/Event`)!;
+    const commit = ajv.getSchema(`urn:flotilla:events:v${version}#/$defs/Commit`)!;
+    for (const fixture of goldenEvents(version)) expect(event(fixture.value), fixture.name).toBe(true);
+    for (const fixture of goldenCommits(version)) expect(commit(fixture.value), fixture.name).toBe(true);
+  });
+});
 
 describe('published JSON Schema', () => {
   const schema = compile();

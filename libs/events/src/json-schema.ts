@@ -26,7 +26,8 @@ import {
   ToolSpec,
   UserRejectionEvent,
 } from './schemas/conversation-events.js';
-import { EventSource, Timestamp } from './schemas/envelope.js';
+import { EventSource, ProtocolVersionField, Timestamp } from './schemas/envelope.js';
+import { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 import { CURRENT_PROTOCOL_VERSION } from './version.js';
 
 export const JSON_SCHEMA_ID = `urn:flotilla:events:v${CURRENT_PROTOCOL_VERSION}`;
@@ -57,6 +58,7 @@ const NAMED_SCHEMAS = {
   InterruptEvent,
   HookExecutionEvent,
   LlmUsageEvent,
+  SecretChangedEvent,
   ContentPart,
   TextContent,
   ImageContent,
@@ -65,7 +67,9 @@ const NAMED_SCHEMAS = {
   ToolSpec,
   SecurityRisk,
   ConversationStatus,
+  SecretName,
   EventSource,
+  ProtocolVersion: ProtocolVersionField,
   Timestamp,
   EventId,
   TenantId,
@@ -114,7 +118,9 @@ const ROOT_COMMENT =
   'Validate one event against #/$defs/Event and one commit (one JetStream message) against #/$defs/Commit. ' +
   'The cross-field rules of the zod schemas are expressed with oneOf, anyOf and dependentRequired. ' +
   'Rules this schema cannot express, which readers must check themselves: in a commit, events[i].seq equals ' +
-  'first_seq + i, and every event has the tenant and conversation of its commit. The format keyword is an ' +
+  'first_seq + i, every event has the tenant and conversation of its commit, and no event has a v greater than ' +
+  "its commit's. A v1 event type may carry v 1 or v 2; a type introduced in v2 (secret_changed) carries v 2. " +
+  'The format keyword is an ' +
   'annotation only; the pattern of each date-time enforces UTC with a Z suffix. A reader must reject a v it ' +
   'does not support, never fall back to reading it as an older version.';
 

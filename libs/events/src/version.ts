@@ -1,7 +1,30 @@
-/** The protocol version every event and commit carries in its `v` field. */
-export const CURRENT_PROTOCOL_VERSION = 1 as const;
+/**
+ * The newest protocol version this build writes. A writer stamps each event and commit with the
+ * OLDEST version that can express it (`protocolVersionOf`), so a log holds newer versions only
+ * where it must: a build that reads only v1 keeps reading every conversation that never used a
+ * v2 event type, and fails loudly (never misreads) on the others.
+ */
+export const CURRENT_PROTOCOL_VERSION = 2 as const;
 
 /** Versions this build can read. Events of any other version fail loudly. */
-export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1];
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1, 2];
 
-export type ProtocolVersion = typeof CURRENT_PROTOCOL_VERSION;
+export type ProtocolVersion = 1 | 2;
+
+/**
+ * The version that introduced each event type that is not in v1. v2 = v1 + `secret_changed`:
+ * every v1 event is also a valid v2 event (with `v: 1` or `v: 2`); a v2-only type needs `v: 2`.
+ */
+const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = { secret_changed: 2 };
+
+/** The oldest protocol version that has this event type: the `v` a writer gives its events. */
+export function protocolVersionOf(type: string): ProtocolVersion {
+  return INTRODUCED_IN[type] ?? 1;
+}
+
+/** The version of a commit holding these events: the newest of theirs (1 for none). */
+export function commitVersionOf(events: readonly { readonly v: number }[]): ProtocolVersion {
+  let version: ProtocolVersion = 1;
+  for (const event of events) if (event.v > version) version = event.v as ProtocolVersion;
+  return version;
+}

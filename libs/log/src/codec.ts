@@ -1,8 +1,8 @@
 import {
   COMMIT_CONTENT_TYPE,
   CommitHeader,
-  CURRENT_PROTOCOL_VERSION,
   commitEventTypes,
+  commitVersionOf,
   readCommit,
   ProtocolError,
   type Event,
@@ -16,12 +16,16 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 
 export type EncodedCommit = { readonly data: Uint8Array; readonly headers: MsgHdrs };
 
-/** Serialises a validated commit and the headers consumers route on. */
+/**
+ * Serialises a validated commit and the headers consumers route on. The commit's version is the
+ * newest of its events' (1 unless it holds an event type of a later version).
+ */
 export function encodeCommit(id: string, ref: ConversationRef, events: readonly Event[]): EncodedCommit {
   const firstSeq = events[0]?.seq ?? 0;
-  const body = { v: CURRENT_PROTOCOL_VERSION, commit: id, tenant: ref.tenant, conversation: ref.conversation, first_seq: firstSeq, events };
+  const version = commitVersionOf(events);
+  const body = { v: version, commit: id, tenant: ref.tenant, conversation: ref.conversation, first_seq: firstSeq, events };
   const headers = natsHeaders();
-  headers.set(CommitHeader.Protocol, String(CURRENT_PROTOCOL_VERSION));
+  headers.set(CommitHeader.Protocol, String(version));
   headers.set(CommitHeader.EventTypes, commitEventTypes(events).join(','));
   headers.set(CommitHeader.FirstSeq, String(firstSeq));
   headers.set(CommitHeader.EventCount, String(events.length));

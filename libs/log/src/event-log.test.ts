@@ -179,16 +179,37 @@ describe('EventLog with foreign and corrupt messages', () => {
     expect(await log.locate(ref, 2)).toBe((await log.tail(ref)).streamSeq);
   });
 
+  it('writes each commit at the oldest protocol version that holds its events', async () => {
+    await using fixture = await logFixture();
+    const { log } = fixture;
+    const ref = newRef();
+    const first = await log.append(ref, [userMessage(ref, 'v1 only')], { expected: EMPTY_TAIL });
+    const secret = draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name: 'API_TOKEN', action: 'set' });
+    await log.append(ref, [secret], { expected: { streamSeq: first.streamSeq, lastSeq: first.lastSeq } });
+    const stored = async (seq: number) => {
+      const message = await log.jsm.direct.getMessage(log.streamName, { seq, next_by_subj: log.subject(ref) });
+      return { header: message?.header.get(CommitHeader.Protocol), body: message?.json<{ v: number; events: { v: number }[] }>() };
+    };
+    const v1 = await stored(first.streamSeq);
+    expect(v1).toMatchObject({ header: '1', body: { v: 1, events: [{ v: 1 }] } });
+    const v2 = await stored(first.streamSeq + 1);
+    expect(v2).toMatchObject({ header: '2', body: { v: 2, events: [{ v: 2 }] } });
+    expect((await log.readEvents(ref)).events.map((event) => [event.type, event.v])).toEqual([
+      ['message', 1],
+      ['secret_changed', 2],
+    ]);
+  });
+
   it('fails loudly on a commit from a future protocol version', async () => {
     await using fixture = await logFixture();
     const { log, nc } = fixture;
     const ref = newRef();
     await log.append(ref, [userMessage(ref, 'v1')], { expected: EMPTY_TAIL });
     const future = headers();
-    future.set(CommitHeader.Protocol, '2');
+    future.set(CommitHeader.Protocol, '3');
     future.set(CommitHeader.FirstSeq, '2');
     future.set(CommitHeader.EventCount, '1');
-    const body = { v: 2, commit: 'f', tenant: ref.tenant, conversation: ref.conversation, first_seq: 2, events: [{ v: 2 }] };
+    const body = { v: 3, commit: 'f', tenant: ref.tenant, conversation: ref.conversation, first_seq: 2, events: [{ v: 3 }] };
     await jetstream(nc).publish(log.subject(ref), JSON.stringify(body), { headers: future });
     await expect(log.readEvents(ref)).rejects.toMatchObject({ code: 'unsupported_protocol_version' });
   });

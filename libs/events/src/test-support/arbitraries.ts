@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { Event, EventOfType, EventType } from '../event.js';
 import type { ContentPart, ImageContent, Reasoning, TextContent, ThinkingBlock } from '../schemas/content.js';
 import type { ToolSpec } from '../schemas/conversation-events.js';
-import { CURRENT_PROTOCOL_VERSION } from '../version.js';
+import { protocolVersionOf, SUPPORTED_PROTOCOL_VERSIONS } from '../version.js';
 
 /** Random valid events, one arbitrary per type, for property tests. */
 
@@ -182,11 +182,14 @@ const payloads: { [T in EventType]: fc.Arbitrary<Payload<T>> } = {
     },
     { noNullPrototype: true, requiredKeys: ['model', 'purpose', 'prompt_tokens', 'completion_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'latency_ms', 'cost_usd'] },
   ),
+  secret_changed: fc.record({ name: fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,127}$/), action: fc.constantFrom('set', 'removed' as const) }, { noNullPrototype: true }),
 };
+
+/** Every version an event of this type may carry: from the one that introduced it to the newest. */
+const versionsOf = (type: EventType) => fc.constantFrom(...(SUPPORTED_PROTOCOL_VERSIONS.filter((version) => version >= protocolVersionOf(type)) as (1 | 2)[]));
 
 const envelope = fc.record(
   {
-    v: fc.constant(CURRENT_PROTOCOL_VERSION),
     id: eventId,
     seq: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
     tenant: subjectToken,
@@ -195,13 +198,13 @@ const envelope = fc.record(
     timestamp,
     parent: eventId,
   },
-  { noNullPrototype: true, requiredKeys: ['v', 'id', 'seq', 'tenant', 'conversation', 'source', 'timestamp'] },
+  { noNullPrototype: true, requiredKeys: ['id', 'seq', 'tenant', 'conversation', 'source', 'timestamp'] },
 );
 
 /** A random valid event of one type. */
 export function eventOfType<T extends EventType>(type: T): fc.Arbitrary<EventOfType<T>> {
   const payload = payloads[type] as fc.Arbitrary<Payload<T>>;
-  return fc.tuple(envelope, payload).map(([head, body]) => ({ ...head, type, ...body }) as unknown as EventOfType<T>);
+  return fc.tuple(versionsOf(type), envelope, payload).map(([v, head, body]) => ({ v, ...head, type, ...body }) as unknown as EventOfType<T>);
 }
 
 /** A random valid event of any type. */

@@ -1,6 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CURRENT_PROTOCOL_VERSION } from '../version.js';
 
 /** libs/events/fixtures: golden fixtures per protocol version, and negative ones. */
 export const FIXTURES_DIR = join(import.meta.dirname, '..', '..', 'fixtures');
@@ -10,6 +9,8 @@ export type GoldenFixture = {
   readonly name: string;
   /** The event type the file name claims: the part before the first dot. */
   readonly type: string;
+  /** The protocol version of the directory it sits in. */
+  readonly version: number;
   readonly value: unknown;
 };
 
@@ -42,19 +43,23 @@ export function fixtureVersions(): number[] {
     .sort((a, b) => a - b);
 }
 
-export function goldenEvents(version: number = CURRENT_PROTOCOL_VERSION): GoldenFixture[] {
+/** The golden events of one protocol version, or of every version when none is given. */
+export function goldenEvents(version?: number): GoldenFixture[] {
+  if (version === undefined) return fixtureVersions().flatMap((each) => goldenEvents(each));
   const directory = join(FIXTURES_DIR, `v${version}`);
   return jsonFiles(directory).map((file) => {
     const name = file.slice(0, -'.json'.length);
-    return { name, type: name.split('.')[0] ?? name, value: readJson(join(directory, file)) };
+    return { name, type: name.split('.')[0] ?? name, version, value: readJson(join(directory, file)) };
   });
 }
 
-export function goldenCommits(version: number = CURRENT_PROTOCOL_VERSION): GoldenFixture[] {
+/** The golden commits of one protocol version, or of every version when none is given. */
+export function goldenCommits(version?: number): GoldenFixture[] {
+  if (version === undefined) return fixtureVersions().flatMap((each) => goldenCommits(each));
   const directory = join(FIXTURES_DIR, `v${version}`, 'commits');
   return jsonFiles(directory).map((file) => {
     const name = file.slice(0, -'.json'.length);
-    return { name, type: 'commit', value: readJson(join(directory, file)) };
+    return { name, type: 'commit', version, value: readJson(join(directory, file)) };
   });
 }
 
