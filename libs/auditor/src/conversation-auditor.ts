@@ -125,6 +125,9 @@ export class ConversationAuditor {
           if (reopenNeededBy && (event.status === 'idle' || event.status === 'running')) reopenNeededBy = undefined;
           this.#status = event.status;
           break;
+        case 'secret_changed':
+          // bookkeeping of the secrets bucket (names only): no invariant of the log constrains it, and it moves no status
+          break;
         default:
           break;
       }

@@ -53,6 +53,21 @@ describe('applyCommit, per event type', () => {
     expect(snapshot.counters).toMatchObject({ events: 2, condensations: 1 });
   });
 
+  it('counts a secret change as an event and changes nothing else but the position', () => {
+    const events = new EventFactory(ref);
+    const [start, secrets] = commitsOf(ref, [[events.stateChange({ status: 'running', title: 'T' })], [events.secretChanged('GITHUB_TOKEN', 'set'), events.secretChanged('GITHUB_TOKEN', 'removed')]]);
+    const before = applyCommit(initialSnapshot(ref), start!);
+    const after = applyCommit(before, secrets!);
+    expect(after).toEqual({
+      ...before,
+      last_seq: 3,
+      last_stream_seq: secrets!.streamSeq,
+      commits: 2,
+      updated_at: secrets!.events[1]!.timestamp,
+      counters: { ...before.counters, events: 3 },
+    });
+  });
+
   it('sums llm usage and counts calls', () => {
     const events = new EventFactory(ref);
     const snapshot = fold([

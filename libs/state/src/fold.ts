@@ -156,6 +156,7 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event): void {
     case 'pause':
     case 'interrupt':
     case 'hook_execution':
+    case 'secret_changed': // which secrets a conversation has lives in the secrets bucket, not in its snapshot
       return;
     default:
       assertNever(event);

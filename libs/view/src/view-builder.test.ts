@@ -15,6 +15,17 @@ describe('buildView', () => {
     expect(ids(log)).toEqual([system.id, user.id]);
   });
 
+  it('never shows the model a secret change, even between a call and its result', () => {
+    const log = new TestLog();
+    const system = log.system();
+    log.secretChanged('GITHUB_TOKEN');
+    const user = log.user('push the branch');
+    const [action] = log.batch() as [ActionEvent];
+    log.secretChanged('GITHUB_TOKEN', 'removed');
+    const result = log.observe(action);
+    expect(ids(log)).toEqual([system.id, user.id, action.id, result.id]);
+  });
+
   it('uses the latest system prompt, which no condensation can forget', () => {
     const log = new TestLog();
     log.system('old');

@@ -112,6 +112,11 @@ describe('renderEvent', () => {
     ).toEqual(['  ✗ rejected terminal: no']);
   });
 
+  it('shows that a secret was set or removed, by name', () => {
+    expect(renderEvent(testEvent('secret_changed', 13, { name: 'GITHUB_TOKEN', action: 'set' }, 'user'))).toEqual(['· secret GITHUB_TOKEN set']);
+    expect(renderEvent(testEvent('secret_changed', 14, { name: 'GITHUB_TOKEN', action: 'removed' }, 'user'), { seq: true })).toEqual(['#14 · secret GITHUB_TOKEN removed']);
+  });
+
   it('hides bookkeeping events unless verbose', () => {
     const usage = testEvent('llm_usage', 6, {
       model: 'brain',

@@ -87,6 +87,9 @@ function linesOf(event: Event, context: Context): string[] {
       const line = `· ${event.hook} hook: ${event.decision}${event.exit_code === null ? '' : ` (exit ${event.exit_code})`} — ${clip(event.command, 80)}`;
       return [event.decision === 'deny' ? style.yellow(line) : style.dim(line)];
     }
+    case 'secret_changed':
+      // the log never holds a secret's value; neither does anything shown of it
+      return [style.dim(`· secret ${event.name} ${event.action === 'set' ? 'set' : 'removed'}`)];
     case 'llm_usage':
       return verbose
         ? [

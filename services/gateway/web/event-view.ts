@@ -55,6 +55,8 @@ function body(event: Event): Child[] {
       return note(event, 'Condensation requested', event.reason ?? null);
     case 'hook_execution':
       return note(event, `Hook ${event.hook}: ${event.decision}`, `${event.command}${event.exit_code === null ? '' : ` (exit ${event.exit_code})`}`);
+    case 'secret_changed':
+      return note(event, `Secret ${event.name} ${event.action === 'set' ? 'set' : 'removed'}`, null);
     case 'llm_usage':
       return note(
         event,

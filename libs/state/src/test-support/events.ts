@@ -100,6 +100,10 @@ export class EventFactory {
   pause(): EventDraft {
     return draftEvent(this.#context('user'), 'pause', {});
   }
+
+  secretChanged(name = 'API_TOKEN', action: 'set' | 'removed' = 'set'): EventDraft {
+    return draftEvent(this.#context('user'), 'secret_changed', { name, action });
+  }
 }
 
 /**

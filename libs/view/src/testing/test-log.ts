@@ -130,4 +130,11 @@ export class TestLog {
     }
     this.push('pause', 'user', {});
   }
+
+  /** A secret of the conversation set or removed (a protocol v2 event). */
+  secretChanged(name: string, action: 'set' | 'removed' = 'set') {
+    const event = this.push('secret_changed', 'user', { name, action });
+    (event as { v: number }).v = 2;
+    return event;
+  }
 }

@@ -1,11 +1,11 @@
-import { CURRENT_PROTOCOL_VERSION, parseEvent, type Event, type EventDraft, type EventSource } from '@flotilla/events';
+import { parseEvent, protocolVersionOf, type Event, type EventDraft, type EventSource } from '@flotilla/events';
 
 type Body<T extends Event['type']> = Omit<Extract<EventDraft, { type: T }>, 'v' | 'id' | 'tenant' | 'conversation' | 'source' | 'timestamp' | 'type' | 'parent'>;
 
 /** A valid event for tests: the envelope filled in, the body as given (validated by the real schema). */
 export function testEvent<T extends Event['type']>(type: T, seq: number, body: Body<T>, source: EventSource = 'agent'): Extract<Event, { type: T }> {
   return parseEvent({
-    v: CURRENT_PROTOCOL_VERSION,
+    v: protocolVersionOf(type),
     id: `ev-${seq}`,
     seq,
     tenant: 'acme',
