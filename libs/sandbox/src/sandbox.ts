@@ -25,6 +25,8 @@ export interface SandboxProcess {
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: Readable;
+  /** The host pid of the process this service started (bwrap's for the bwrap kind), when there is one. */
+  readonly pid: number | undefined;
   /** Resolves once the process has exited (and with it, everything it started). */
   readonly exited: Promise<ProcessExit>;
   /** Whether it has exited. */

@@ -1,0 +1,69 @@
+import { SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environment.js';
+import type { SandboxLimits } from '../settings.js';
+import { SANDBOX_USER } from './generated-etc.js';
+
+export type BwrapInvocation = {
+  readonly system: readonly string[];
+  /** The child's fd of each generated /etc file, by its path inside. */
+  readonly etcFds: Readonly<Record<string, number>>;
+  /** The workspace on the host. */
+  readonly workspace: string;
+  readonly cwd: string;
+  readonly limits: SandboxLimits;
+  /** The child's fds of `--info-fd` and `--block-fd`: the caller sets up the network before the command starts. */
+  readonly network?: { readonly infoFd: number; readonly blockFd: number };
+};
+
+/**
+ * Limits as rlimits, applied inside the sandbox's own user namespace (by prlimit, which then
+ * becomes the command), so the process count is the sandbox's own and not the host user's.
+ */
+export function rlimitArguments(limits: SandboxLimits): string[] {
+  const pair = (value: number): string => `${value}:${value}`;
+  return [
+    '/usr/bin/prlimit',
+    `--nproc=${pair(limits.processes)}`,
+    `--data=${pair(limits.memoryBytes)}`,
+    `--cpu=${pair(limits.cpuSeconds)}`,
+    `--fsize=${pair(limits.fileBytes)}`,
+    '--core=0:0',
+    '--',
+  ];
+}
+
+/**
+ * One sandboxed process: every namespace of its own (user, pid, net, ipc, uts, cgroup), the
+ * system read-only, a private memory-backed /tmp and HOME, the workspace read-write at
+ * /workspace and nothing else of the host; it dies with the service that started it.
+ */
+export function bwrapArguments(invocation: BwrapInvocation, command: string, args: readonly string[]): string[] {
+  const out = [
+    '--unshare-user',
+    '--unshare-pid',
+    '--unshare-net',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    '--disable-userns',
+    '--die-with-parent',
+    '--uid', String(SANDBOX_USER.uid),
+    '--gid', String(SANDBOX_USER.gid),
+    '--hostname', 'sandbox',
+    ...invocation.system,
+  ];
+  // copied from fds the service opened, so the sandbox user needs no access to the service's directories
+  for (const [inside, fd] of Object.entries(invocation.etcFds)) out.push('--perms', '0644', '--ro-bind-data', String(fd), inside);
+  out.push(
+    '--proc', '/proc',
+    '--dev', '/dev',
+    '--size', String(invocation.limits.tmpBytes), '--perms', '1777', '--tmpfs', '/tmp',
+    '--size', String(invocation.limits.tmpBytes), '--perms', '0700', '--tmpfs', SANDBOX_HOME,
+    '--bind', invocation.workspace, SANDBOX_WORKSPACE,
+    // the root bwrap builds is a tmpfs the sandbox user could write: make it read-only
+    '--remount-ro', '/',
+    '--chdir', invocation.cwd,
+  );
+  if (invocation.network) out.push('--info-fd', String(invocation.network.infoFd), '--block-fd', String(invocation.network.blockFd));
+  out.push('--', ...rlimitArguments(invocation.limits), command, ...args);
+  return out;
+}

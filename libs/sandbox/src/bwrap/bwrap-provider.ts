@@ -1,0 +1,159 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, constants, openSync } from 'node:fs';
+import { chmod, chown, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable, Writable } from 'node:stream';
+import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environment.js';
+import { SandboxError, SandboxErrorCode } from '../errors.js';
+import type { Sandbox, SandboxDescription, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from '../sandbox.js';
+import { childSandboxProcess, spawned } from '../sandbox-process.js';
+import { runSelfTest } from '../self-test.js';
+import { NetworkMode, type SandboxSettings } from '../settings.js';
+import { bwrapArguments } from './bwrap-arguments.js';
+import { writeGeneratedEtc } from './generated-etc.js';
+import { attachEgress, detachEgress, readChildPid, type Credentials } from './slirp-network.js';
+import { systemBindArguments } from './system-binds.js';
+
+export type BwrapProviderOptions = {
+  /** A directory of the service's own for files made for sandboxes (never seen whole inside). */
+  readonly stateDir: string;
+  /**
+   * The service's own directory (its home): when the service runs as root, directories at or
+   * below it on the way to a workspace are made traversable (o+x, not readable) for the sandbox
+   * user, which bwrap needs to reach the workspace. Other directories are never changed.
+   */
+  readonly ownedRoot?: string;
+  /** How long a sandboxed process may take to start (its network included). */
+  readonly startTimeoutMs?: number;
+};
+
+/**
+ * Sandboxes made with bubblewrap: Linux namespaces as an unprivileged user, no daemon, a few
+ * milliseconds per process. Run as root, the service starts them as `settings.uid`, so that no
+ * sandboxed process is root on the host and per-sandbox process limits hold.
+ */
+export function createBwrapProvider(settings: SandboxSettings, options: BwrapProviderOptions): SandboxProvider {
+  const generated = writeGeneratedEtc(path.join(options.stateDir, 'etc'));
+  const etcFiles = { ...generated.files, ...(settings.network === NetworkMode.Egress ? { '/etc/resolv.conf': generated.egressResolvConf } : {}) };
+  const system = systemBindArguments(settings.readOnlyPaths);
+  const credentials: Credentials = process.getuid?.() === 0 ? { uid: settings.uid, gid: settings.gid } : undefined;
+  const startTimeoutMs = options.startTimeoutMs ?? 10_000;
+
+  const provider: SandboxProvider = {
+    describe(): SandboxDescription {
+      return { kind: 'bwrap', network: settings.network, isolated: true, limits: settings.limits, enforcement: 'rlimits' };
+    },
+    async open(spec: SandboxSpec): Promise<Sandbox> {
+      if (credentials) await chown(spec.workspace, credentials.uid, credentials.gid);
+      await assertTraversable(spec.workspace, credentials, options.ownedRoot);
+      return new BwrapSandbox(spec, settings, { system, etc: etcFiles, credentials, startTimeoutMs });
+    },
+    selfTest: () => runSelfTest(provider, options.stateDir),
+  };
+  return provider;
+}
+
+type Prepared = { readonly system: readonly string[]; readonly etc: Record<string, string>; readonly credentials: Credentials; readonly startTimeoutMs: number };
+
+class BwrapSandbox implements Sandbox {
+  readonly workspacePath = SANDBOX_WORKSPACE;
+  readonly #processes = new Set<SandboxProcess>();
+  #closed = false;
+
+  constructor(
+    private readonly spec: SandboxSpec,
+    private readonly settings: SandboxSettings,
+    private readonly prepared: Prepared,
+  ) {}
+
+  get id(): string {
+    return this.spec.id;
+  }
+
+  get hostWorkspace(): string {
+    return this.spec.workspace;
+  }
+
+  toInside(hostPath: string): string {
+    const relative = path.relative(this.spec.workspace, hostPath);
+    if (relative.startsWith('..') || path.isAbsolute(relative)) throw new Error(`${hostPath} is not inside the workspace ${this.spec.workspace}`);
+    return relative === '' ? SANDBOX_WORKSPACE : path.posix.join(SANDBOX_WORKSPACE, ...relative.split(path.sep));
+  }
+
+  async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
+    if (this.#closed) throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
+    const egress = this.settings.network === NetworkMode.Egress;
+    // the child's fds: 0-2 pipes, then one per generated /etc file (read by bwrap), then the network's two
+    const etcEntries = Object.entries(this.prepared.etc).map(([inside, host]) => [inside, openSync(host, constants.O_RDONLY | constants.O_CLOEXEC)] as const);
+    const etcFds = Object.fromEntries(etcEntries.map(([inside], index) => [inside, 3 + index]));
+    const networkFds = { infoFd: 3 + etcEntries.length, blockFd: 4 + etcEntries.length };
+    const argv = bwrapArguments(
+      { system: this.prepared.system, etcFds, workspace: this.spec.workspace, cwd: options.cwd ?? SANDBOX_WORKSPACE, limits: this.settings.limits, ...(egress ? { network: networkFds } : {}) },
+      command,
+      args,
+    );
+    let child: ChildProcess;
+    try {
+      child = spawn('bwrap', argv, {
+        env: sandboxEnvironment(SANDBOX_HOME, this.spec.env, options.env),
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe', ...etcEntries.map(([, fd]) => fd), ...(egress ? ['pipe', 'pipe'] as const : [])],
+        ...(this.prepared.credentials ?? {}),
+      });
+      await spawned(child);
+    } catch (error) {
+      throw new SandboxError(SandboxErrorCode.Unavailable, `bwrap could not start (${(error as Error).message}): install bubblewrap (Debian: apt-get install bubblewrap)`, { cause: error });
+    } finally {
+      for (const [, fd] of etcEntries) closeSync(fd);
+    }
+    let network: ChildProcess | undefined;
+    const sandboxed = childSandboxProcess(child, () => {
+      this.#processes.delete(sandboxed);
+      if (network) detachEgress(network);
+    });
+    this.#processes.add(sandboxed);
+    if (egress) {
+      try {
+        const pid = await readChildPid(child.stdio[networkFds.infoFd] as Readable, this.prepared.startTimeoutMs);
+        network = await attachEgress(pid, this.prepared.credentials, this.prepared.startTimeoutMs);
+        (child.stdio[networkFds.blockFd] as Writable).end('1');
+      } catch (error) {
+        sandboxed.signal('SIGKILL');
+        throw error instanceof SandboxError ? error : new SandboxError(SandboxErrorCode.StartFailed, `the sandbox's network could not be set up: ${(error as Error).message}`, { cause: error });
+      }
+    }
+    return sandboxed;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const running = [...this.#processes];
+    for (const member of running) member.signal('SIGKILL');
+    await Promise.race([Promise.all(running.map((member) => member.exited)), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+  }
+}
+
+/**
+ * bwrap runs as the sandbox user, so that user must be able to traverse every directory on the
+ * way to the workspace (it cannot list them, and inside the sandbox it sees none of them).
+ */
+async function assertTraversable(workspace: string, credentials: Credentials, ownedRoot: string | undefined): Promise<void> {
+  if (!credentials) return; // the sandbox user is the service's own
+  const owned = ownedRoot === undefined ? undefined : path.resolve(ownedRoot);
+  for (let directory = path.dirname(path.resolve(workspace)); ; directory = path.dirname(directory)) {
+    const info = await stat(directory);
+    const traversable = info.uid === credentials.uid ? (info.mode & 0o100) !== 0 : info.gid === credentials.gid ? (info.mode & 0o010) !== 0 : (info.mode & 0o001) !== 0;
+    if (!traversable) {
+      const isOwned = owned !== undefined && (directory === owned || directory.startsWith(`${owned}${path.sep}`));
+      if (!isOwned) {
+        throw new SandboxError(
+          SandboxErrorCode.Unavailable,
+          `the sandbox user (uid ${credentials.uid}) cannot reach the workspaces: ${directory} is not traversable (mode ${(info.mode & 0o777).toString(8)}). ` +
+            'Put FLOTILLA_HOME or FLOTILLA_WORKSPACES under a directory every user may traverse (e.g. /var/lib/flotilla), or set FLOTILLA_SANDBOX_UID to a user that may.',
+        );
+      }
+      await chmod(directory, (info.mode & 0o7777) | 0o001);
+    }
+    if (directory === path.dirname(directory)) return;
+  }
+}

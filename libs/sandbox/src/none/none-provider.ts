@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Writable } from 'node:stream';
+import { sandboxEnvironment } from '../environment.js';
+import { SandboxError, SandboxErrorCode } from '../errors.js';
+import type { Sandbox, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from '../sandbox.js';
+import { childSandboxProcess, spawned } from '../sandbox-process.js';
+import type { SandboxSettings } from '../settings.js';
+
+/**
+ * No isolation: processes run as the service, on the host, in the workspace directory. Only the
+ * environment is built from scratch. For trusted single-user setups, by explicit configuration.
+ */
+export function createNoneProvider(settings: SandboxSettings): SandboxProvider {
+  return {
+    describe: () => ({ kind: 'none', network: settings.network, isolated: false, limits: settings.limits, enforcement: 'none' }),
+    open: (spec) => Promise.resolve(new HostProcesses(spec)),
+    async selfTest() {
+      const child = spawn('bash', ['-c', 'true'], { stdio: 'ignore' });
+      try {
+        await spawned(child);
+      } catch (error) {
+        throw new SandboxError(SandboxErrorCode.Unavailable, `bash is required to run commands: ${(error as Error).message}`);
+      }
+    },
+  };
+}
+
+class HostProcesses implements Sandbox {
+  readonly #processes = new Set<SandboxProcess>();
+  #closed = false;
+
+  constructor(private readonly spec: SandboxSpec) {}
+
+  get id(): string {
+    return this.spec.id;
+  }
+
+  get hostWorkspace(): string {
+    return this.spec.workspace;
+  }
+
+  get workspacePath(): string {
+    return this.spec.workspace;
+  }
+
+  toInside(hostPath: string): string {
+    return hostPath;
+  }
+
+  async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
+    if (this.#closed) throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
+    const child = spawn(command, args, {
+      cwd: options.cwd ?? this.spec.workspace,
+      env: sandboxEnvironment(this.spec.workspace, this.spec.env, options.env),
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    await spawned(child);
+    const lifeline = startLifeline(child);
+    const member = childSandboxProcess(child, () => {
+      this.#processes.delete(member);
+      // ending the lifeline kills whatever the process left running in its group
+      (lifeline.stdin as Writable).destroy();
+    });
+    this.#processes.add(member);
+    return member;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const running = [...this.#processes];
+    for (const member of running) member.signal('SIGKILL');
+    await Promise.race([Promise.all(running.map((member) => member.exited)), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+  }
+}
+
+/**
+ * A watcher whose stdin this process holds: when this process dies (even by SIGKILL) the watcher
+ * reads EOF and kills the child's process group, so nothing runs on after its service is gone
+ * (bwrap gets the same from --die-with-parent and its PID namespace).
+ */
+function startLifeline(child: ChildProcess): ChildProcess {
+  const lifeline = spawn('sh', ['-c', `read _; kill -9 -${child.pid}`], { stdio: ['pipe', 'ignore', 'ignore'] });
+  lifeline.stdin?.on('error', () => undefined);
+  return lifeline;
+}
