@@ -1,0 +1,71 @@
+import { MIN_SECRET_VALUE_CHARS } from './secret-rules.js';
+
+/** Lines of a multi-line value shorter than this are not masked on their own (too common). */
+const MIN_LINE_CHARS = 8;
+
+type Needle = { readonly text: string; readonly name: string };
+type Occurrence = { readonly start: number; readonly end: number; readonly name: string };
+
+/**
+ * Replaces every occurrence of each value in `text` by `<secret:NAME>`. Besides the value as it
+ * is, it masks the forms a value commonly leaks in: its base64 and base64url (of its UTF-8,
+ * padding left out, so `echo -n $X | base64` is caught), its JSON string escaping, its CRLF form
+ * (a terminal turns `\n` into `\r\n`), and each line of 8 or more characters of a multi-line value
+ * (`head -3 key.pem`). Occurrences that overlap are masked together (no fragment of either is
+ * left), a value inside a longer one is masked as the longer one, and a value two names share is
+ * shown under the first name in sorted order. Values shorter than 4 characters (which a store
+ * never holds) are ignored, not masked everywhere.
+ */
+export function maskSecrets(text: string, secrets: Readonly<Record<string, string>>): string {
+  const needles = needlesOf(secrets);
+  if (needles.length === 0 || text.length === 0) return text;
+  const occurrences: Occurrence[] = [];
+  for (const needle of needles) {
+    for (let at = text.indexOf(needle.text); at !== -1; at = text.indexOf(needle.text, at + 1)) {
+      occurrences.push({ start: at, end: at + needle.text.length, name: needle.name });
+    }
+  }
+  if (occurrences.length === 0) return text;
+  // by start, longest first: a run of overlapping occurrences becomes one masked range
+  occurrences.sort((a, b) => a.start - b.start || b.end - a.end);
+  let output = '';
+  let position = 0;
+  for (let index = 0; index < occurrences.length; ) {
+    const first = occurrences[index]!;
+    let end = first.end;
+    const labels = [first.name];
+    let covered = first.end; // the end of the last occurrence that shows a label
+    for (index += 1; index < occurrences.length && occurrences[index]!.start < end; index += 1) {
+      const next = occurrences[index]!;
+      if (next.end <= covered) continue; // inside one already shown: masked as the longer one
+      if (labels[labels.length - 1] !== next.name) labels.push(next.name);
+      covered = next.end;
+      end = Math.max(end, next.end);
+    }
+    output += text.slice(position, first.start) + labels.map((name) => `<secret:${name}>`).join('');
+    position = end;
+  }
+  return output + text.slice(position);
+}
+
+/** Every text to mask and the name it is shown as, longest first, each text once. */
+function needlesOf(secrets: Readonly<Record<string, string>>): Needle[] {
+  const byText = new Map<string, string>();
+  const add = (value: string, name: string, minimum = MIN_SECRET_VALUE_CHARS): void => {
+    if (value.length >= minimum && !byText.has(value)) byText.set(value, name);
+  };
+  for (const name of Object.keys(secrets).sort()) {
+    const value = secrets[name];
+    if (typeof value !== 'string' || value.length < MIN_SECRET_VALUE_CHARS) continue;
+    add(value, name);
+    const bytes = Buffer.from(value, 'utf8');
+    add(bytes.toString('base64').replace(/=+$/, ''), name);
+    add(bytes.toString('base64url'), name);
+    add(JSON.stringify(value).slice(1, -1), name);
+    if (value.includes('\n')) {
+      add(value.replace(/\r?\n/g, '\r\n'), name);
+      for (const line of value.split(/\r?\n/)) add(line.trim(), name, MIN_LINE_CHARS);
+    }
+  }
+  return [...byText].map(([text, name]) => ({ text, name })).sort((a, b) => b.text.length - a.text.length);
+}
