@@ -14,7 +14,7 @@ export { openSandboxProvider } from './open-provider.js';
 export type { OpenSandboxProviderOptions } from './open-provider.js';
 export { createBwrapProvider } from './bwrap/bwrap-provider.js';
 export type { BwrapProviderOptions } from './bwrap/bwrap-provider.js';
-export { createNoneProvider } from './none/none-provider.js';
+export { createNoneProvider, openHostSandbox } from './none/none-provider.js';
 export { probeSandbox, runSelfTest } from './self-test.js';
 export type { ProbeReport } from './self-test.js';
 export { RestartReason, SandboxPool } from './sandbox-pool.js';

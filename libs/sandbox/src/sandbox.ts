@@ -42,6 +42,11 @@ export interface Sandbox {
   readonly hostWorkspace: string;
   /** The same directory as processes inside see it (`/workspace`, or the host path for `none`). */
   readonly workspacePath: string;
+  /**
+   * The host user sandboxed processes run as, when it is not the service's own (the service runs
+   * as root): files the service writes into the workspace are given to it, so the agent can change them.
+   */
+  readonly owner: { readonly uid: number; readonly gid: number } | undefined;
   /** A host path inside the workspace as processes inside see it. */
   toInside(hostPath: string): string;
   /** Start a process inside. The process dies with the sandbox, and with the service that started it. */

@@ -39,7 +39,7 @@ export async function probeSandbox(provider: SandboxProvider, scratchDir: string
       child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
       child.stderr.resume();
       child.stdin.end();
-      const exit = await Promise.race([child.exited, new Promise<undefined>((resolve) => setTimeout(resolve, 15_000))]);
+      const exit = await Promise.race([child.exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000))]);
       if (exit === undefined) throw new SandboxError(SandboxErrorCode.StartFailed, 'the sandbox self-test did not finish within 15 s');
       return Object.fromEntries(output.split('\n').filter((line) => line.includes('=')).map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
     } finally {

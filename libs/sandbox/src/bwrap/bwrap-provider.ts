@@ -70,6 +70,10 @@ class BwrapSandbox implements Sandbox {
     return this.spec.id;
   }
 
+  get owner(): Credentials {
+    return this.prepared.credentials;
+  }
+
   get hostWorkspace(): string {
     return this.spec.workspace;
   }
@@ -84,7 +88,7 @@ class BwrapSandbox implements Sandbox {
     if (this.#closed) throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
     const egress = this.settings.network === NetworkMode.Egress;
     // the child's fds: 0-2 pipes, then one per generated /etc file (read by bwrap), then the network's two
-    const etcEntries = Object.entries(this.prepared.etc).map(([inside, host]) => [inside, openSync(host, constants.O_RDONLY | constants.O_CLOEXEC)] as const);
+    const etcEntries = Object.entries(this.prepared.etc).map(([inside, host]) => [inside, openSync(host, constants.O_RDONLY)] as const);
     const etcFds = Object.fromEntries(etcEntries.map(([inside], index) => [inside, 3 + index]));
     const networkFds = { infoFd: 3 + etcEntries.length, blockFd: 4 + etcEntries.length };
     const argv = bwrapArguments(

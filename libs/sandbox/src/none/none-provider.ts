@@ -13,7 +13,7 @@ import type { SandboxSettings } from '../settings.js';
 export function createNoneProvider(settings: SandboxSettings): SandboxProvider {
   return {
     describe: () => ({ kind: 'none', network: settings.network, isolated: false, limits: settings.limits, enforcement: 'none' }),
-    open: (spec) => Promise.resolve(new HostProcesses(spec)),
+    open: (spec) => Promise.resolve(openHostSandbox(spec)),
     async selfTest() {
       const child = spawn('bash', ['-c', 'true'], { stdio: 'ignore' });
       try {
@@ -25,7 +25,13 @@ export function createNoneProvider(settings: SandboxSettings): SandboxProvider {
   };
 }
 
+/** A `none` sandbox, at once: the conversation's processes on the host, in its workspace. */
+export function openHostSandbox(spec: SandboxSpec): Sandbox {
+  return new HostProcesses(spec);
+}
+
 class HostProcesses implements Sandbox {
+  readonly owner = undefined;
   readonly #processes = new Set<SandboxProcess>();
   #closed = false;
 

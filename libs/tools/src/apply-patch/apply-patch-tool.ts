@@ -26,7 +26,7 @@ function touchedPaths(changes: readonly FileChange[]): string[] {
 }
 
 /** Write the plan; on any failure restore what was already written. */
-async function commit(plan: PatchPlan): Promise<void> {
+async function commit(plan: PatchPlan, adopt: (filePath: string) => Promise<void>): Promise<void> {
   const originals = new Map<string, Buffer | null>();
   try {
     for (const [filePath, content] of plan.writes) {
@@ -36,6 +36,7 @@ async function commit(plan: PatchPlan): Promise<void> {
       } else {
         await mkdir(path.dirname(filePath), { recursive: true });
         await writeFile(filePath, content, 'utf8');
+        await adopt(filePath);
       }
     }
   } catch (error) {
@@ -70,7 +71,7 @@ export function createApplyPatchTool(): ToolDefinition<ApplyPatchParameters> {
       }
       if (!planned.ok) return errorResult(`${planned.message}\nNothing was changed.`, { error_code: ToolErrorCode.PatchFailed });
       try {
-        await commit(planned.plan);
+        await commit(planned.plan, (file) => context.workspace.adopt(file));
       } catch (error) {
         return errorResult(`Writing the patched files failed (${describeError(error)}); the files written so far were restored.`, { error_code: ToolErrorCode.PatchFailed });
       }

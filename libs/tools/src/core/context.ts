@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { openHostSandbox, type Sandbox } from '@flotilla/sandbox';
 import type { ToolLogger } from './logger.js';
 import { silentLogger } from './logger.js';
 import type { Workspace } from './workspace.js';
@@ -6,6 +7,8 @@ import type { Workspace } from './workspace.js';
 /** Everything a tool execution may use besides its parameters. */
 export type ToolContext = {
   readonly workspace: Workspace;
+  /** Where everything the agent runs runs: its terminal, MCP stdio servers, hooks. */
+  readonly sandbox: Sandbox;
   readonly conversationId: string;
   /** Cancels the execution (the run was paused or stopped). */
   readonly signal: AbortSignal;
@@ -13,15 +16,20 @@ export type ToolContext = {
   readonly conversationDir: string;
   /** Where oversized outputs are offloaded so the model can read them later. */
   readonly outputDir: string;
+  /** The workspace's size quota: a command that takes it past this is stopped. */
+  readonly workspaceQuotaBytes?: number;
   readonly logger: ToolLogger;
 };
 
 export type ToolContextOptions = {
   readonly workspace: Workspace;
+  /** Default: no isolation, processes on this host in the workspace (for tests and embedding). */
+  readonly sandbox?: Sandbox;
   readonly conversationId: string;
   readonly signal?: AbortSignal;
   readonly conversationDir?: string;
   readonly outputDir?: string;
+  readonly workspaceQuotaBytes?: number;
   readonly logger?: ToolLogger;
 };
 
@@ -42,10 +50,12 @@ export function createToolContext(options: ToolContextOptions): ToolContext {
     path.join(options.workspace.root, '.flotilla', 'conversations', safeSegment(options.conversationId));
   return {
     workspace: options.workspace,
+    sandbox: options.sandbox ?? openHostSandbox({ id: options.conversationId, workspace: options.workspace.root }),
     conversationId: options.conversationId,
     signal: options.signal ?? new AbortController().signal,
     conversationDir,
     outputDir: options.outputDir ?? path.join(conversationDir, 'observations'),
+    ...(options.workspaceQuotaBytes === undefined ? {} : { workspaceQuotaBytes: options.workspaceQuotaBytes }),
     logger: options.logger ?? silentLogger,
   };
 }

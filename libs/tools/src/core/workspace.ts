@@ -1,18 +1,30 @@
-import { realpath } from 'node:fs/promises';
+import { chown, lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError, ToolErrorCode } from './errors.js';
 
 /** The directory tree a conversation's tools may touch. */
 export type Workspace = {
-  /** Absolute, symlink-free path of the workspace root. */
+  /** Absolute, symlink-free path of the workspace root on this host. */
   readonly root: string;
+  /** The root as the agent sees it (its sandbox's `/workspace`); the host root when unsandboxed. */
+  readonly shownRoot: string;
   /**
-   * Resolve a path given by the model (absolute, or relative to the root) to an
-   * absolute path inside the workspace. Throws a `ToolError` with code
-   * `path_outside_workspace` when the path, or the target of a symlink on it,
-   * leaves the root.
+   * Resolve a path given by the model (absolute, under the root or the shown root, or relative
+   * to the root) to an absolute host path inside the workspace. Throws a `ToolError` with code
+   * `path_outside_workspace` when the path, or the target of a symlink on it, leaves the root.
    */
   resolvePath(requested: string): Promise<string>;
+  /** Text with every host path of the workspace written as the agent sees it. */
+  show(text: string): string;
+  /** Give a file the service wrote (and the folders made for it) to the sandbox's user. */
+  adopt(hostPath: string): Promise<void>;
+};
+
+export type WorkspaceOptions = {
+  /** The root as the agent sees it (default: the host root). */
+  readonly shownRoot?: string;
+  /** The host user that owns what the agent writes, when not this process's. */
+  readonly owner?: { readonly uid: number; readonly gid: number } | undefined;
 };
 
 function isInside(root: string, candidate: string): boolean {
@@ -45,19 +57,49 @@ function outside(requested: string, root: string, reason: string): ToolError {
 }
 
 class LocalWorkspace implements Workspace {
-  constructor(readonly root: string) {}
+  readonly shownRoot: string;
+
+  constructor(
+    readonly root: string,
+    private readonly options: WorkspaceOptions,
+  ) {
+    this.shownRoot = options.shownRoot ?? root;
+  }
+
+  show(text: string): string {
+    return this.shownRoot === this.root ? text : text.replaceAll(this.root, this.shownRoot);
+  }
+
+  async adopt(hostPath: string): Promise<void> {
+    const owner = this.options.owner;
+    if (!owner) return;
+    // the file, then each folder above it up to the root that is not the agent's yet
+    for (let current = hostPath; isInside(this.root, current) && current !== this.root; current = path.dirname(current)) {
+      const info = await lstat(current).catch(() => undefined);
+      if (!info) return;
+      if (info.uid === owner.uid && current !== hostPath) return;
+      if (info.uid !== owner.uid) await chown(current, owner.uid, owner.gid);
+    }
+  }
 
   async resolvePath(requested: string): Promise<string> {
-    if (requested.includes('\0')) throw outside(JSON.stringify(requested), this.root, ' (it contains a NUL byte)');
-    const absolute = path.resolve(this.root, requested);
-    if (!isInside(this.root, absolute)) throw outside(requested, this.root, '');
+    if (requested.includes('\0')) throw outside(JSON.stringify(requested), this.shownRoot, ' (it contains a NUL byte)');
+    const absolute = path.resolve(this.root, this.#toHost(requested));
+    if (!isInside(this.root, absolute)) throw outside(requested, this.shownRoot, '');
     const real = await realpathOfExistingPrefix(absolute);
-    if (!isInside(this.root, real)) throw outside(requested, this.root, ` (a symlink on it points to ${real})`);
+    if (!isInside(this.root, real)) throw outside(requested, this.shownRoot, ` (a symlink on it points to ${this.show(real)})`);
     return absolute;
+  }
+
+  /** A path under the shown root, as a host path; any other path as it is. */
+  #toHost(requested: string): string {
+    if (this.shownRoot === this.root || !path.isAbsolute(requested)) return requested;
+    const relative = path.relative(this.shownRoot, path.resolve(requested));
+    return relative.startsWith('..') || path.isAbsolute(relative) ? requested : path.join(this.root, relative);
   }
 }
 
 /** Open a workspace rooted at an existing directory. */
-export async function openWorkspace(root: string): Promise<Workspace> {
-  return new LocalWorkspace(await realpath(path.resolve(root)));
+export async function openWorkspace(root: string, options: WorkspaceOptions = {}): Promise<Workspace> {
+  return new LocalWorkspace(await realpath(path.resolve(root)), options);
 }

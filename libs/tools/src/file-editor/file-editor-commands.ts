@@ -10,7 +10,13 @@ import { numberLines, occurrenceLines, readTextFile, splitLines } from './text-f
 /** Characters of a file view shown to the model. */
 export const MAX_VIEW_CHARS = 16_000;
 
-export type EditTarget = { readonly filePath: string; readonly conversationId: string; readonly history: EditHistory };
+export type EditTarget = {
+  readonly filePath: string;
+  readonly conversationId: string;
+  readonly history: EditHistory;
+  /** Gives a written file to the sandbox's user (Workspace.adopt). */
+  readonly adopt: (filePath: string) => Promise<void>;
+};
 
 async function kindOf(filePath: string): Promise<'file' | 'directory' | 'other' | 'missing'> {
   try {
@@ -38,6 +44,7 @@ async function editable(target: EditTarget): Promise<{ ok: true; text: string } 
 
 async function save(target: EditTarget, previous: string | null, text: string): Promise<void> {
   await writeFile(target.filePath, text, 'utf8');
+  await target.adopt(target.filePath);
   target.history.push(target.conversationId, target.filePath, previous);
 }
 
@@ -124,5 +131,6 @@ export async function undoEdit(target: EditTarget): Promise<ToolResult> {
     return textResult(`Undid the creation of ${target.filePath}; the file was removed.`);
   }
   await writeFile(target.filePath, previous, 'utf8');
+  await target.adopt(target.filePath);
   return textResult(`Last edit to ${target.filePath} undone. ${snippet(previous, 1, 0, target.filePath).replace('after the edit', 'now')}`);
 }

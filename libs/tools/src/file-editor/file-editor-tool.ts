@@ -49,7 +49,7 @@ export function createFileEditorTool(): ToolDefinition<FileEditorParameters> {
         if (isToolError(error)) return errorResult(error.message, { error_code: error.code });
         throw error;
       }
-      const target = { filePath, conversationId: context.conversationId, history };
+      const target = { filePath, conversationId: context.conversationId, history, adopt: (file: string) => context.workspace.adopt(file) };
       try {
         switch (params.command) {
           case 'view':

@@ -1,23 +1,29 @@
-import { execFile, spawn } from 'node:child_process';
-import type { ChildProcessByStdio, ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { promisify } from 'node:util';
+import type { Sandbox, SandboxProcess } from '@flotilla/sandbox';
 import { OutputBuffer } from './output-buffer.js';
 import { bashAnsiCQuote } from './terminal-text.js';
 
 export type BashSessionOptions = {
+  /** Where the shell runs. */
+  readonly sandbox: Sandbox;
+  /** Working directory as the shell sees it. */
   readonly cwd: string;
-  readonly env: NodeJS.ProcessEnv;
+  /** Variables added to the sandbox's environment. */
+  readonly env?: Readonly<Record<string, string>>;
   /** Characters of output kept per observation before the middle is dropped. */
   readonly bufferCapacity: number;
 };
+
+/** Where sessions keep their stdin FIFOs: inside the workspace, so the sandbox sees them. */
+const FIFO_FOLDER = path.join('.flotilla', 'terminal');
 
 export type SessionState = 'idle' | 'running' | 'exited';
 
@@ -32,10 +38,10 @@ export type Collected = {
 };
 
 /**
- * One persistent `bash` process driven through pipes. Commands are sent on
- * the shell's stdin wrapped in `eval`, read their own stdin from a FIFO (so
- * `is_input` reaches them and a reading process never eats the next command),
- * and are followed by a marker line carrying the exit code and the cwd.
+ * One persistent `bash` process in a conversation's sandbox, driven through pipes. Commands are
+ * sent on the shell's stdin wrapped in `eval`, read their own stdin from a FIFO in the workspace
+ * (so `is_input` reaches them and a reading process never eats the next command), and are
+ * followed by a marker line carrying the exit code and the cwd.
  */
 export class BashSession {
   #state: SessionState = 'idle';
@@ -49,8 +55,9 @@ export class BashSession {
   readonly #listeners = new Set<() => void>();
 
   private constructor(
-    private readonly child: ChildProcessWithoutNullStreams,
-    private readonly lifeline: ChildProcessByStdio<Writable, null, null>,
+    /** The sandbox the shell runs in: a session outlives neither. */
+    readonly sandbox: Sandbox,
+    private readonly child: SandboxProcess,
     private readonly fifo: string,
     private readonly tempDir: string,
     cwd: string,
@@ -63,8 +70,7 @@ export class BashSession {
     child.stdout.on('data', (chunk: Buffer) => this.#onOutput(this.#decoder.write(chunk)));
     child.stderr.on('data', (chunk: Buffer) => this.#onOutput(this.#decoder.write(chunk)));
     child.stdin.on('error', () => undefined);
-    lifeline.stdin.on('error', () => undefined);
-    child.on('exit', (code, signal) => {
+    void child.exited.then(({ code, signal }) => {
       this.#shellExitCode = code ?? (signal === null ? 0 : 128 + (os.constants.signals[signal] ?? 0));
       this.#state = 'exited';
       this.#notify();
@@ -72,32 +78,25 @@ export class BashSession {
   }
 
   static async start(options: BashSessionOptions): Promise<BashSession> {
-    const tempDir = await mkdtemp(path.join(os.tmpdir(), 'flotilla-terminal-'));
+    const { sandbox } = options;
+    const folder = path.join(sandbox.hostWorkspace, FIFO_FOLDER);
+    await mkdir(folder, { recursive: true });
+    const tempDir = await mkdtemp(path.join(folder, 'session-'));
+    await chmod(tempDir, 0o755); // the sandbox's user opens the FIFO for reading
     const fifo = path.join(tempDir, 'stdin');
-    await promisify(execFile)('mkfifo', [fifo]);
-    const child = spawn('bash', ['--noprofile', '--norc'], {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
-      child.once('error', reject);
-    });
-    // The lifeline: a watcher whose stdin this process holds. When this process dies (even by
-    // SIGKILL) the watcher reads EOF and kills the shell's process group, so no command runs on
-    // after its tool runner is gone (an action cut off by a crash is reported as such, never
-    // finished behind the log's back). It is not a job of the shell, so `wait` never waits for it.
-    const lifeline = spawn('sh', ['-c', `read _; kill -9 -${child.pid}`], { stdio: ['pipe', 'ignore', 'ignore'] });
+    await promisify(execFile)('mkfifo', ['-m', '0644', fifo]);
+    // The sandbox kills the shell and everything it started when this process dies (even by
+    // SIGKILL), so no command runs on after its tool runner is gone (an action cut off by a
+    // crash is reported as such, never finished behind the log's back).
+    const child = await sandbox.spawn('bash', ['--noprofile', '--norc'], { cwd: options.cwd, ...(options.env ? { env: options.env } : {}) });
     const marker = `__FLOTILLA_DONE_${randomBytes(6).toString('hex')}__`;
-    const session = new BashSession(child, lifeline, fifo, tempDir, options.cwd, marker, options.bufferCapacity);
+    const session = new BashSession(sandbox, child, fifo, tempDir, options.cwd, marker, options.bufferCapacity);
     // Merge stderr into stdout. The runner is a function, so a syntax error inside `eval` cannot
     // derail the shell's own parser, and the SIGINT trap (C-c) can abandon the rest of the command
     // with status 130 while the shell itself survives.
     child.stdin.write(
       `exec 2>&1\ntrap '[[ -n $__flotilla_busy ]] && return 130' INT\n` +
-        `__flotilla_eval() { eval "$__flotilla_cmd" < '${fifo}'; }\n` +
+        `__flotilla_eval() { eval "$__flotilla_cmd" < '${sandbox.toInside(fifo)}'; }\n` +
         `__flotilla_run() { __flotilla_busy=1; __flotilla_eval; __flotilla_rc=$?; __flotilla_busy=; ` +
         `printf '\\n%s %s %s\\n' '${marker}' "$__flotilla_rc" "$PWD"; }\n`,
     );
@@ -142,12 +141,8 @@ export class BashSession {
   /** Send a signal to every process of the shell's process group (the shell traps SIGINT). */
   signal(signal: NodeJS.Signals): void {
     this.#lastActivity = Date.now();
-    if (this.child.pid === undefined || this.#state === 'exited') return;
-    try {
-      process.kill(-this.child.pid, signal);
-    } catch {
-      // The group is already gone.
-    }
+    if (this.#state === 'exited') return;
+    this.child.signal(signal);
   }
 
   /** Resolve on the next output, completion or exit, or after `ms`. */
@@ -188,14 +183,11 @@ export class BashSession {
   async close(): Promise<void> {
     if (this.#state !== 'exited') {
       this.signal('SIGKILL');
-      const exited = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+      await Promise.race([this.child.exited, new Promise((resolve) => setTimeout(resolve, 2_000))]);
     }
     this.child.stdin.destroy();
     this.child.stdout.destroy();
     this.child.stderr.destroy();
-    // ending the lifeline makes the watcher kill whatever a shell that exited by itself left running
-    this.lifeline.stdin.destroy();
     await this.closeInput().catch(() => undefined);
     await rm(this.tempDir, { recursive: true, force: true });
   }

@@ -1,3 +1,4 @@
+import { formatBytes } from '@flotilla/sandbox';
 import { boundOutput } from '../core/output-bounds.js';
 import type { ToolResult } from '../core/result.js';
 import type { Collected } from './bash-session.js';
@@ -9,6 +10,7 @@ export type ObservationInput = {
   readonly outcome: WaitOutcome;
   readonly softTimeoutSeconds: number;
   readonly hardTimeoutSeconds?: number;
+  readonly quotaBytes?: number;
   readonly killed: boolean;
   readonly notes: readonly string[];
   readonly outputDir: string;
@@ -19,9 +21,14 @@ function statusLines(input: ObservationInput): { lines: string[]; isError: boole
   const { collected, outcome } = input;
   const lines: string[] = [];
   let isError = false;
-  if (outcome === 'hard_timeout' || outcome === 'cancelled') {
+  if (outcome === 'hard_timeout' || outcome === 'cancelled' || outcome === 'over_quota') {
     isError = true;
-    const why = outcome === 'hard_timeout' ? `The command timed out after ${input.hardTimeoutSeconds ?? 0} seconds` : 'The run was cancelled';
+    const why =
+      outcome === 'hard_timeout'
+        ? `The command timed out after ${input.hardTimeoutSeconds ?? 0} seconds`
+        : outcome === 'over_quota'
+          ? `The workspace went over its size quota of ${formatBytes(input.quotaBytes ?? 0)}, so the command was stopped; delete files to make room`
+          : 'The run was cancelled';
     lines.push(input.killed ? `[${why}; it did not stop after C-c, so the shell was killed.]` : `[${why} and was interrupted with C-c.]`);
   }
   if (collected.shellExitCode !== undefined) {

@@ -1,6 +1,8 @@
+import type { Sandbox } from '@flotilla/sandbox';
 import type { BashSession } from './bash-session.js';
 
-export type SessionFactory = (cwd: string) => Promise<BashSession>;
+/** Starts a shell in `sandbox` with the working directory `cwd` (as the sandbox sees it). */
+export type SessionFactory = (sandbox: Sandbox, cwd: string) => Promise<BashSession>;
 
 /** One bash session per conversation, with calls on the same conversation serialized. */
 export class TerminalSessions {
@@ -25,19 +27,24 @@ export class TerminalSessions {
     return this.#sessions.get(conversationId);
   }
 
-  /** The live session, or a new one started in `cwd`. */
-  async acquire(conversationId: string, cwd: string): Promise<{ session: BashSession; restarted: BashSession | undefined }> {
+  /**
+   * The live session, or a new one started in `cwd`. `restarted` is the shell that had exited in
+   * the same sandbox; a shell of a sandbox that was stopped since (idle, new secrets) is replaced
+   * without it: whoever stopped the sandbox tells the agent.
+   */
+  async acquire(conversationId: string, sandbox: Sandbox, cwd: string): Promise<{ session: BashSession; restarted: BashSession | undefined }> {
     const existing = this.#sessions.get(conversationId);
-    if (existing !== undefined && existing.state !== 'exited') return { session: existing, restarted: undefined };
+    if (existing !== undefined && existing.state !== 'exited' && existing.sandbox === sandbox) return { session: existing, restarted: undefined };
     if (existing !== undefined) await existing.close();
-    const session = await this.create(existing?.cwd ?? cwd);
+    const sameSandbox = existing?.sandbox === sandbox;
+    const session = await this.create(sandbox, sameSandbox ? existing.cwd : cwd);
     this.#sessions.set(conversationId, session);
-    return { session, restarted: existing };
+    return { session, restarted: sameSandbox ? existing : undefined };
   }
 
-  async reset(conversationId: string, cwd: string): Promise<BashSession> {
+  async reset(conversationId: string, sandbox: Sandbox, cwd: string): Promise<BashSession> {
     await this.close(conversationId);
-    const session = await this.create(cwd);
+    const session = await this.create(sandbox, cwd);
     this.#sessions.set(conversationId, session);
     return session;
   }

@@ -11,6 +11,7 @@ import { BashSession as Session } from './bash-session.js';
 import { interpretInput, NAMED_KEY_NAMES } from './keys.js';
 import { terminalObservation } from './terminal-observation.js';
 import { TerminalSessions } from './terminal-sessions.js';
+import { isOverQuota } from './workspace-quota.js';
 import type { WaitOutcome } from './wait-for-command.js';
 import { interruptCommand, waitForCommand } from './wait-for-command.js';
 
@@ -23,9 +24,8 @@ export type TerminalToolOptions = {
   readonly maxWaitSeconds?: number;
   /** How long C-c gets before the shell is killed after a hard timeout (default 3 s). */
   readonly interruptGraceSeconds?: number;
-  /** Extra environment variables; the server's environment is inherited unless `inheritEnv` is false. */
+  /** Extra environment variables of every shell (the sandbox builds the rest from scratch). */
   readonly env?: Readonly<Record<string, string>>;
-  readonly inheritEnv?: boolean;
   readonly outputLimit?: number;
   /** Characters of one command's output kept in memory (head and tail) before the middle is dropped. */
   readonly bufferCapacity?: number;
@@ -65,28 +65,25 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
   const maxWaitMs = (options.maxWaitSeconds ?? 600) * 1_000;
   const graceMs = (options.interruptGraceSeconds ?? 3) * 1_000;
   const outputLimit = (options.outputLimit ?? DEFAULT_OUTPUT_LIMIT) - 1_000;
-  const env: NodeJS.ProcessEnv = {
-    ...(options.inheritEnv === false ? { PATH: process.env['PATH'] ?? '/usr/bin:/bin' } : process.env),
-    PAGER: 'cat',
-    GIT_PAGER: 'cat',
-    TERM: 'dumb',
-    ...options.env,
-  };
-  const sessions = new TerminalSessions((cwd) => Session.start({ cwd, env, bufferCapacity: options.bufferCapacity ?? 10_000_000 }));
+  const sessions = new TerminalSessions((sandbox, cwd) =>
+    Session.start({ sandbox, cwd, ...(options.env ? { env: options.env } : {}), bufferCapacity: options.bufferCapacity ?? 10_000_000 }),
+  );
 
   async function observe(session: BashSession, context: ToolContext, hardTimeoutSeconds: number | undefined, notes: string[]): Promise<ToolResult> {
     const hardTimeoutMs = hardTimeoutSeconds === undefined ? undefined : hardTimeoutSeconds * 1_000;
+    const quota = context.workspaceQuotaBytes;
     const outcome: WaitOutcome = await waitForCommand(session, {
       ...(hardTimeoutMs === undefined ? { softTimeoutMs: softTimeoutSeconds * 1_000 } : { hardTimeoutMs }),
       maxWaitMs: Math.max(maxWaitMs, hardTimeoutMs ?? 0),
       signal: context.signal,
+      ...(quota === undefined ? {} : { overQuota: () => isOverQuota(context.workspace.root, quota) }),
     });
     let killed = false;
-    if (outcome === 'hard_timeout' || outcome === 'cancelled') {
+    if (outcome === 'hard_timeout' || outcome === 'cancelled' || outcome === 'over_quota') {
       killed = (await interruptCommand(session, graceMs)).killed;
     }
     const collected = await session.collect();
-    return terminalObservation({ collected, outcome, softTimeoutSeconds, hardTimeoutSeconds, killed, notes, outputDir: context.outputDir, outputLimit });
+    return terminalObservation({ collected, outcome, softTimeoutSeconds, hardTimeoutSeconds, ...(quota === undefined ? {} : { quotaBytes: quota }), killed, notes, outputDir: context.outputDir, outputLimit });
   }
 
   async function sendInput(session: BashSession, input: string, context: ToolContext, notes: string[]): Promise<ToolResult> {
@@ -99,15 +96,15 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
   }
 
   async function run(params: TerminalParameters, context: ToolContext): Promise<ToolResult> {
-    const root = context.workspace.root;
+    const root = context.sandbox.workspacePath;
     const notes: string[] = [];
     let session: BashSession;
     if (params.reset) {
-      session = await sessions.reset(context.conversationId, root);
+      session = await sessions.reset(context.conversationId, context.sandbox, root);
       notes.push(`[The terminal was reset: a fresh shell started in ${root}.]`);
       if (params.command.trim() === '') return { content: [{ type: 'text', text: notes.join('\n') }], isError: false, details: { cwd: root, exit_code: null, still_running: false } };
     } else {
-      const acquired = await sessions.acquire(context.conversationId, root);
+      const acquired = await sessions.acquire(context.conversationId, context.sandbox, root);
       session = acquired.session;
       if (acquired.restarted !== undefined) notes.push(`[The previous shell had exited; a new shell started in ${session.cwd}.]`);
     }

@@ -1,7 +1,7 @@
 import type { BashSession } from './bash-session.js';
 
 /** Why waiting for a command stopped. */
-export type WaitOutcome = 'completed' | 'soft_timeout' | 'max_wait' | 'hard_timeout' | 'cancelled';
+export type WaitOutcome = 'completed' | 'soft_timeout' | 'max_wait' | 'hard_timeout' | 'cancelled' | 'over_quota';
 
 export type WaitLimits = {
   /** Return once nothing new was printed for this long (absent with a hard timeout). */
@@ -11,16 +11,24 @@ export type WaitLimits = {
   /** Never wait longer than this in one call, even while output keeps coming. */
   readonly maxWaitMs: number;
   readonly signal: AbortSignal;
+  /** Whether the workspace went over its size quota (checked about once a second). */
+  readonly overQuota?: () => Promise<boolean>;
 };
 
 const TICK_MS = 200;
+const QUOTA_CHECK_MS = 1_000;
 
 export async function waitForCommand(session: BashSession, limits: WaitLimits): Promise<WaitOutcome> {
   const start = Date.now();
+  let nextQuotaCheck = start + QUOTA_CHECK_MS;
   for (;;) {
     if (session.completed || session.state === 'exited') return 'completed';
     const now = Date.now();
     if (limits.signal.aborted) return 'cancelled';
+    if (limits.overQuota && now >= nextQuotaCheck) {
+      if (await limits.overQuota()) return 'over_quota';
+      nextQuotaCheck = Date.now() + QUOTA_CHECK_MS;
+    }
     if (limits.hardTimeoutMs !== undefined && now - start >= limits.hardTimeoutMs) return 'hard_timeout';
     if (limits.softTimeoutMs !== undefined && now - Math.max(session.lastActivity, start) >= limits.softTimeoutMs) {
       return 'soft_timeout';
