@@ -74,7 +74,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     throw error;
   }
 
-  const effects = await effectCounts(system.effects);
+  const effects = await effectCounts(await system.readEffects());
   const duplicatedEffects = [...effects].filter(([, count]) => count > 1).map(([line]) => line);
   const missingEffects: string[] = [];
   const auditFailures: string[] = [];

@@ -157,7 +157,7 @@ describe('the flotilla CLI against a real gateway', () => {
     expect(rejected.code, rejected.stderr).toBe(0);
     expect(rejected.stdout.trimEnd().split('\n')).toEqual(['  ✗ rejected terminal: not this one', expect.stringMatching(/^● idle/)]);
     // only the approved action ran
-    expect((await readFile(system.effects, 'utf8')).trim().split('\n')).toEqual([`${id} 0 0`]);
+    expect(await system.readEffects()).toEqual([`${id} 0 0`]);
 
     const again = await flotilla(['approve', id], { env });
     expect(again.code).toBe(1);

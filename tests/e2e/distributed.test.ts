@@ -16,7 +16,7 @@ describe('the distributed runtime, one process per service', () => {
     expect(types.filter((type) => type === 'action')).toHaveLength(3);
     expect(types.filter((type) => type === 'observation')).toHaveLength(3);
     expect(types.filter((type) => type === 'execution_started')).toHaveLength(3);
-    const effects = (await readFile(system.effects, 'utf8')).trim().split('\n');
+    const effects = await system.readEffects();
     expect(effects).toEqual(['first 0 0', 'first 1 0', 'first 2 0']);
     expect(events.at(-1)).toMatchObject({ type: 'state_change', status: 'finished' });
     const report = await auditConversation(system.log, ref);
@@ -43,7 +43,7 @@ describe('the distributed runtime, one process per service', () => {
     const answers = events.filter((event) => (event.type === 'observation' || event.type === 'agent_error') && event.tool_call_id === firstAction.tool_call_id);
     expect(answers).toHaveLength(1);
     expect(answers[0]).toMatchObject({ type: 'agent_error', error: INTERRUPTED_MESSAGE });
-    const effects = (await readFile(system.effects, 'utf8').catch(() => '')).trim().split('\n').filter(Boolean);
+    const effects = await system.readEffects();
     expect(effects).not.toContain('cut-off 0 0');
     const report = await auditConversation(system.log, ref);
     expect(report.violations, formatReport(report)).toEqual([]);

@@ -9,7 +9,7 @@ describe('scale-out', () => {
     const refs = Array.from({ length: 50 }, (_, index) => ({ tenant: `t${index % 3}`, conversation: `scale-${index}` }));
     await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps: 3, parallel: 2 })));
     await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 120_000);
-    const effects = await effectCounts(system.effects);
+    const effects = await effectCounts(await system.readEffects());
     for (const ref of refs) {
       expect(await system.status(ref)).toBe('finished');
       const events = await system.events(ref);

@@ -143,7 +143,7 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
     expect(await pending.getByTestId('tool-command').textContent()).toContain('echo "ui 0 0"');
     expect(await page.getByTestId('btn-run').isDisabled()).toBe(true);
     // nothing ran before the approval
-    expect(existsSync(system.effects)).toBe(false);
+    expect(await system.readEffects()).toEqual([]);
 
     await page.getByTestId('btn-approve').click();
     await poll(() => page.getByTestId('conversation-status').getAttribute('data-status'), 30_000).toBe('finished');
@@ -165,7 +165,7 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
 
     // the log agrees: finished, and the command ran exactly once
     expect(await system.status({ tenant: 'acme', conversation: id! })).toBe('finished');
-    expect((await readFile(system.effects, 'utf8')).trim().split('\n')).toEqual(['ui 0 0']);
+    expect(await system.readEffects()).toEqual(['ui 0 0']);
 
     await mkdir(dirname(SCREENSHOT), { recursive: true });
     await page.screenshot({ path: SCREENSHOT });
@@ -195,7 +195,7 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
     expect(await panel.isHidden()).toBe(true);
     const rejection = page.locator('[data-testid="event"][data-type="user_rejection"]');
     expect(await rejection.textContent()).toContain('Do not touch that file.');
-    const effects = existsSync(system.effects) ? await readFile(system.effects, 'utf8') : '';
+    const effects = (await system.readEffects()).join('\n');
     expect(effects).not.toContain('refuse');
     expect(problems).toEqual([]);
     await page.close();

@@ -10,7 +10,7 @@ export type BrainTask = {
   readonly id: string;
   /** Tool calls before the final answer. */
   readonly steps: number;
-  /** File every action appends one line `<id> <step>` to: counts side effects. */
+  /** File every action appends one line `<id> <step>` to (relative: in the conversation's workspace): counts side effects. */
   readonly effects: string;
   /** Seconds each command sleeps before its side effect (to land kills mid-action). */
   readonly sleep?: number;

@@ -26,10 +26,9 @@ export function basicViolations(events: readonly Event[]): string[] {
 }
 
 /** Side-effect lines per key (`<task> <step> <index>`): every action's effect must appear at most once. */
-export async function effectCounts(path: string): Promise<Map<string, number>> {
-  const text = await readFile(path, 'utf8').catch(() => '');
+export function effectCounts(lines: readonly string[]): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const line of text.split('\n')) {
+  for (const line of lines) {
     if (line.trim() === '') continue;
     counts.set(line.trim(), (counts.get(line.trim()) ?? 0) + 1);
   }

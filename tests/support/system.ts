@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,7 +47,10 @@ export type RunningTestSystem = AsyncDisposable & {
   readonly log: EventLog;
   readonly brain: BrainServer;
   readonly home: string;
+  /** The file (in each conversation's workspace) every task's action appends a line to. */
   readonly effects: string;
+  /** Every line of every workspace's effects file. */
+  readEffects(): Promise<string[]>;
   readonly processes: readonly ServiceProcess[];
   /** Health/metrics endpoint of each service process, by process name (e.g. `step-worker-1`). */
   readonly healthUrls: ReadonlyMap<string, string>;
@@ -72,7 +75,8 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
   const home = await mkdtemp(join(tmpdir(), 'flotilla-system-'));
   const nats = await NatsServerProcess.start({ storeDir: join(home, 'nats') });
   const brain = await startBrainServer();
-  const effects = join(home, 'effects.log');
+  // in the workspace: the only place a sandboxed command can leave an effect
+  const effects = 'effects.log';
   const agent = {
     llm: { provider: 'openai-chat', model: 'brain', baseURL: brain.baseURL, apiKey: 'test-key', timeoutMs: 60_000, retry: { maxAttempts: 4, initialDelayMs: 100, maxDelayMs: 1_000 } },
     tools: ['terminal', 'file_editor', 'think', 'finish'],
@@ -148,6 +152,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     brain,
     home,
     effects,
+    readEffects: () => readWorkspaceFiles(join(home, 'workspaces'), effects),
     processes,
     healthUrls,
     gatewayUrl: gatewayUrls[0] ?? '',
@@ -201,4 +206,16 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
  */
 export function serviceEntry(source: string): Promise<string> {
   return process.env['FLOTILLA_TEST_FROM_SOURCE'] === '1' ? Promise.resolve(source) : bundleService(source);
+}
+
+/** The lines of `name` in every workspace under `root` (`<tenant>/<conversation>/<name>`). */
+export async function readWorkspaceFiles(root: string, name: string): Promise<string[]> {
+  const lines: string[] = [];
+  for (const tenant of await readdir(root).catch(() => [])) {
+    for (const conversation of await readdir(join(root, tenant)).catch(() => [])) {
+      const text = await readFile(join(root, tenant, conversation, name), 'utf8').catch(() => '');
+      lines.push(...text.split('\n').filter((line) => line.trim() !== ''));
+    }
+  }
+  return lines;
 }

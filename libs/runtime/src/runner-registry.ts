@@ -1,6 +1,6 @@
 import { Kvm, type KV } from '@nats-io/kv';
 import type { ConversationRef } from '@flotilla/log';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { headers, type NatsConnection } from '@nats-io/transport-node';
 
 export const DEFAULT_RUNNERS_BUCKET = 'flotilla_runners';
 export const DEFAULT_WORKSPACES_BUCKET = 'flotilla_workspaces';
@@ -11,9 +11,32 @@ export type RunnerRegistryOptions = {
   /** A runner whose heartbeat is older than this is dead. Default 10 s. */
   readonly livenessMs?: number;
   readonly replicas?: number;
+  /** What this runner says of itself in each heartbeat (e.g. its sandbox), for the gateway's server info. */
+  readonly sandbox?: Readonly<Record<string, unknown>>;
 };
 
+/** A live runner as its last heartbeat described it. */
+export type RunnerInfo = { readonly runner: string; readonly at: number; readonly sandbox?: Readonly<Record<string, unknown>> };
+
 export type WorkspaceOwner = { readonly runner: string; readonly revision: number };
+
+/** Core NATS subjects tool runners answer on. */
+export const RunnerSubjects = {
+  /** A wake-up forwarded to the runner that owns the workspace. */
+  wake: (runner: string): string => `flotilla.runner.${runner}.wake`,
+  /** Delete a conversation's workspace, sandbox and ownership on the runner that owns it. */
+  delete: (runner: string): string => `flotilla.runner.${runner}.delete`,
+  /** The same, answered by any one runner (the queue group below) when the owner is gone. */
+  deleteAny: 'flotilla.runners.delete',
+  deleteQueue: 'flotilla-runners',
+} as const;
+
+/** Headers naming the conversation of a runner request; the body is what the request carries. */
+export const RunnerHeader = {
+  Tenant: 'Flotilla-Tenant',
+  Conversation: 'Flotilla-Conversation',
+  StreamSeq: 'Flotilla-Stream-Seq',
+} as const;
 
 /**
  * Tool-runner liveness (a heartbeat key per runner in a bucket whose entries expire) and
@@ -24,6 +47,7 @@ export class RunnerRegistry {
     private readonly runners: KV,
     private readonly workspaces: KV,
     readonly livenessMs: number,
+    private readonly sandbox: Readonly<Record<string, unknown>> | undefined,
   ) {}
 
   static async open(nc: NatsConnection, options: RunnerRegistryOptions = {}): Promise<RunnerRegistry> {
@@ -31,11 +55,27 @@ export class RunnerRegistry {
     const livenessMs = options.livenessMs ?? 10_000;
     const runners = await kvm.create(options.runnersBucket ?? DEFAULT_RUNNERS_BUCKET, { history: 1, ttl: livenessMs, replicas: options.replicas ?? 1 });
     const workspaces = await kvm.create(options.workspacesBucket ?? DEFAULT_WORKSPACES_BUCKET, { history: 1, replicas: options.replicas ?? 1 });
-    return new RunnerRegistry(runners, workspaces, livenessMs);
+    return new RunnerRegistry(runners, workspaces, livenessMs, options.sandbox);
   }
 
   async heartbeat(runner: string): Promise<void> {
-    await this.runners.put(runner, JSON.stringify({ at: Date.now() }));
+    await this.runners.put(runner, JSON.stringify({ at: Date.now(), ...(this.sandbox ? { sandbox: this.sandbox } : {}) }));
+  }
+
+  /** Every runner alive now, with what its heartbeat says. */
+  async list(): Promise<RunnerInfo[]> {
+    const live: RunnerInfo[] = [];
+    for await (const runner of await this.runners.keys()) {
+      const entry = await this.runners.get(runner);
+      if (!entry || entry.operation !== 'PUT') continue;
+      try {
+        const beat = entry.json<{ at: number; sandbox?: Record<string, unknown> }>();
+        if (Date.now() - beat.at < this.livenessMs) live.push({ runner, at: beat.at, ...(beat.sandbox ? { sandbox: beat.sandbox } : {}) });
+      } catch {
+        // not a heartbeat of ours
+      }
+    }
+    return live;
   }
 
   /** Is the runner alive? (a heartbeat newer than the liveness window) */
@@ -60,6 +100,11 @@ export class RunnerRegistry {
     return { runner: entry.string(), revision: entry.revision };
   }
 
+  /** Forget who owns the workspace (the conversation was deleted). */
+  async release(ref: ConversationRef): Promise<void> {
+    await this.workspaces.purge(key(ref)).catch(() => undefined);
+  }
+
   /** Take the workspace (CAS against the owner we saw). False when someone else took it first. */
   async claim(ref: ConversationRef, runner: string, seen: WorkspaceOwner | undefined): Promise<boolean> {
     try {
@@ -74,4 +119,23 @@ export class RunnerRegistry {
 
 function key(ref: ConversationRef): string {
   return `${ref.tenant}.${ref.conversation}`;
+}
+
+/**
+ * Asks the tool runner that owns the conversation's workspace (any runner when the owner is dead
+ * or unknown) to remove the workspace, its shell and sandbox, and the ownership entry. Resolves
+ * whether one answered that it did.
+ */
+export async function requestWorkspaceDeletion(nc: NatsConnection, runners: RunnerRegistry, ref: ConversationRef, timeoutMs = 10_000): Promise<boolean> {
+  const owner = await runners.owner(ref);
+  const alive = owner?.runner ? await runners.isAlive(owner.runner) : false;
+  const request = headers();
+  request.set(RunnerHeader.Tenant, ref.tenant);
+  request.set(RunnerHeader.Conversation, ref.conversation);
+  try {
+    const reply = await nc.request(alive ? RunnerSubjects.delete(owner!.runner) : RunnerSubjects.deleteAny, undefined, { headers: request, timeout: timeoutMs });
+    return reply.json<{ ok: boolean }>().ok;
+  } catch {
+    return false;
+  }
 }

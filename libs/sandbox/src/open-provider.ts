@@ -6,6 +6,8 @@ import { SandboxKind, type SandboxSettings } from './settings.js';
 export type OpenSandboxProviderOptions = {
   /** A directory of the service's own for what the sandboxes need (generated /etc files, self-test scratch). */
   readonly stateDir: string;
+  /** The service's home: folders in it on the way to a workspace may be made traversable (see BwrapProviderOptions). */
+  readonly ownedRoot?: string;
   /** Skip the self-test (tests that make many providers); never in a service. */
   readonly skipSelfTest?: boolean;
 };
@@ -23,7 +25,7 @@ export async function openSandboxProvider(settings: SandboxSettings, options: Op
 async function providerOf(settings: SandboxSettings, options: OpenSandboxProviderOptions): Promise<SandboxProvider> {
   switch (settings.kind) {
     case SandboxKind.Bwrap:
-      return createBwrapProvider(settings, { stateDir: options.stateDir });
+      return createBwrapProvider(settings, { stateDir: options.stateDir, ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }) });
     case SandboxKind.None:
       return createNoneProvider(settings);
     case SandboxKind.Docker: {

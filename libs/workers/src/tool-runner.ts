@@ -1,9 +1,10 @@
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { executeActions, interruptedDrafts, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, type Event, type EventDraft } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
-import { setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { formatBytes, RestartReason, workspaceUsage, type SandboxPool } from '@flotilla/sandbox';
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
@@ -21,6 +22,14 @@ export type ToolRunnerDependencies = {
   readonly logger: Logger;
   /** Workspaces live in `<workspaceRoot>/<tenant>/<conversation>`. */
   readonly workspaceRoot: string;
+  /** Each conversation's sandbox: everything the agent runs runs in it. */
+  readonly sandboxes: SandboxPool;
+  /** The values each conversation's sandbox gets (its secrets); absent where secrets are not configured. */
+  readonly secrets?: { reveal(ref: ConversationRef): Promise<Record<string, string>> };
+  /** Replaces the values of `secrets` in text by their masks. */
+  readonly mask?: (text: string, secrets: Readonly<Record<string, string>>) => string;
+  /** The workspace's size quota. */
+  readonly workspaceQuotaBytes?: number;
   /** How long to wait for the owning runner to take forwarded work. */
   readonly forwardTimeoutMs?: number;
 };
@@ -34,6 +43,15 @@ export const WORKSPACE_REBUILT_NOTE =
   "[Note: this conversation's workspace moved to another tool runner because the previous one stopped, and its " +
   'files were not reachable from here: the workspace was rebuilt empty, and the terminal session was restarted. ' +
   'Recreate what you need before continuing.]';
+
+export const SANDBOX_RESTARTED_NOTES: Readonly<Record<RestartReason, string>> = {
+  [RestartReason.Idle]:
+    "[Note: this conversation's sandbox was stopped after a while without commands and started again. Files are intact, but the " +
+    'terminal session was restarted: environment variables, the working directory and background processes from before are gone.]',
+  [RestartReason.Environment]:
+    "[Note: this conversation's secrets changed, so its sandbox was started again with them. Files are intact, but the terminal " +
+    'session was restarted: environment variables, the working directory and background processes from before are gone.]',
+};
 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
@@ -57,14 +75,14 @@ export class ToolRunner {
   /** What each cached conversation owes, extended as the cache grows (no rescans per delivery). */
   readonly #progress = incrementalProgress();
   #heartbeat: NodeJS.Timeout | undefined;
-  #subscription: Subscription | undefined;
+  readonly #subscriptions: Subscription[] = [];
 
   constructor(deps: ToolRunnerDependencies) {
     this.#deps = deps;
   }
 
   get wakeSubject(): string {
-    return `flotilla.runner.${this.#deps.runnerId}.wake`;
+    return RunnerSubjects.wake(this.#deps.runnerId);
   }
 
   async start(heartbeatMs = Math.max(250, Math.floor(this.#deps.runners.livenessMs / 4))): Promise<void> {
@@ -72,24 +90,43 @@ export class ToolRunner {
     this.#heartbeat = setInterval(() => {
       this.#deps.runners.heartbeat(this.#deps.runnerId).catch((error: unknown) => this.#deps.logger.warn({ err: error }, 'heartbeat failed'));
     }, heartbeatMs);
-    this.#subscription = this.#deps.nc.subscribe(this.wakeSubject, {
-      callback: (_error, message) => {
-        const forwarded = parseForward(message);
-        if (typeof forwarded === 'string') {
-          message.respond(JSON.stringify({ ok: false, error: `bad request: ${forwarded}` }));
-          return;
-        }
-        this.#executeForwarded(forwarded).then(
-          () => message.respond(JSON.stringify({ ok: true })),
-          (error: unknown) => message.respond(JSON.stringify({ ok: false, error: (error as Error).message })),
-        );
-      },
-    });
+    const answer = <T>(parse: (message: Msg) => T | string, act: (request: T) => Promise<void>) => (_error: unknown, message: Msg) => {
+      const request = parse(message);
+      if (typeof request === 'string') {
+        message.respond(JSON.stringify({ ok: false, error: `bad request: ${request}` }));
+        return;
+      }
+      act(request).then(
+        () => message.respond(JSON.stringify({ ok: true })),
+        (error: unknown) => message.respond(JSON.stringify({ ok: false, error: (error as Error).message })),
+      );
+    };
+    const { nc, runnerId } = this.#deps;
+    this.#subscriptions.push(
+      nc.subscribe(this.wakeSubject, { callback: answer(parseForward, (forwarded) => this.#executeForwarded(forwarded)) }),
+      nc.subscribe(RunnerSubjects.delete(runnerId), { callback: answer(parseRef, (ref) => this.deleteWorkspace(ref)) }),
+      nc.subscribe(RunnerSubjects.deleteAny, { queue: RunnerSubjects.deleteQueue, callback: answer(parseRef, (ref) => this.deleteWorkspace(ref)) }),
+    );
+  }
+
+  /**
+   * The conversation was deleted: its shell and sandbox stop, its workspace and ownership entry
+   * are removed. A batch running for it finishes first (it cannot be appended to a purged log).
+   */
+  async deleteWorkspace(ref: ConversationRef): Promise<void> {
+    await this.#executing.get(key(ref))?.catch(() => undefined);
+    await this.#deps.tools.closeConversation(key(ref));
+    await this.#deps.sandboxes.remove(key(ref));
+    this.#workspaces.delete(key(ref));
+    this.#owned.delete(key(ref));
+    this.#deps.cache.forget(ref);
+    await rm(join(this.#deps.workspaceRoot, ref.tenant, ref.conversation), { recursive: true, force: true });
+    await this.#deps.runners.release(ref);
   }
 
   async stop(): Promise<void> {
     clearInterval(this.#heartbeat);
-    this.#subscription?.unsubscribe();
+    for (const subscription of this.#subscriptions) subscription.unsubscribe();
     await Promise.allSettled([...this.#executing.values()]);
     await this.#deps.runners.retire(this.#deps.runnerId);
   }
@@ -117,10 +154,10 @@ export class ToolRunner {
         // The owner answers once the batch is appended; if it takes longer, or dies, look again later.
         try {
           const forward = headers();
-          forward.set(WakeHeader.Tenant, ref.tenant);
-          forward.set(WakeHeader.Conversation, ref.conversation);
-          forward.set(WakeHeader.StreamSeq, String(delivery.streamSeq));
-          const reply = await this.#deps.nc.request(`flotilla.runner.${owner.runner}.wake`, delivery.message.data, {
+          forward.set(RunnerHeader.Tenant, ref.tenant);
+          forward.set(RunnerHeader.Conversation, ref.conversation);
+          forward.set(RunnerHeader.StreamSeq, String(delivery.streamSeq));
+          const reply = await this.#deps.nc.request(RunnerSubjects.wake(owner.runner), delivery.message.data, {
             headers: forward,
             timeout: this.#deps.forwardTimeoutMs ?? this.#deps.runners.livenessMs * 2,
           });
@@ -238,37 +275,62 @@ export class ToolRunner {
     }
   }
 
-  /** The conversation's workspace directory, created when missing; `existed` only when asked. */
-  async #workspace(ref: ConversationRef, checkExisted: boolean): Promise<{ workspace: Workspace; existed: boolean }> {
+  /** The conversation's workspace directory on this host, created when missing; `existed` only when asked. */
+  async #workspaceDirectory(ref: ConversationRef, checkExisted: boolean): Promise<{ root: string; existed: boolean }> {
     const root = join(this.#deps.workspaceRoot, ref.tenant, ref.conversation);
-    const cached = this.#workspaces.get(key(ref));
-    if (cached && !checkExisted) {
-      setRecent(this.#workspaces, key(ref), cached, MAX_OPEN_WORKSPACES);
-      return { workspace: cached, existed: true };
-    }
     const existed = checkExisted ? await stat(root).then(() => true, () => false) : true;
-    await mkdir(root, { recursive: true });
-    const workspace = await openWorkspace(root);
-    setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
-    return { workspace, existed };
+    if (checkExisted || !this.#workspaces.has(key(ref))) await mkdir(root, { recursive: true });
+    return { root, existed };
   }
 
-  async #run(ref: ConversationRef, actions: Extract<Event, { type: 'action' }>[] | readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
-    const { workspace, existed } = await this.#workspace(ref, note);
+  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
+    const { root, existed } = await this.#workspaceDirectory(ref, note);
+    const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
     const tracked = this.#deps.interrupts.track(ref);
     const started = performance.now();
     try {
-      const toolContext = createToolContext({ workspace, conversationId: key(ref), signal: tracked.signal });
-      const drafts = await executeActions(actions, this.#deps.tools, toolContext, { ...ref, source: 'environment' });
-      this.#deps.metrics.toolSeconds.observe({ tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' }, (performance.now() - started) / 1_000);
-      if (note && drafts[0]?.type === 'observation') {
+      return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, env: secrets }, async ({ sandbox, restarted }) => {
+        let workspace = this.#workspaces.get(key(ref));
+        if (!workspace) workspace = await openWorkspace(root, { shownRoot: sandbox.workspacePath, owner: sandbox.owner });
+        setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
+        const toolContext = createToolContext({
+          workspace,
+          sandbox,
+          conversationId: key(ref),
+          signal: tracked.signal,
+          ...(this.#deps.workspaceQuotaBytes === undefined ? {} : { workspaceQuotaBytes: this.#deps.workspaceQuotaBytes }),
+        });
+        const drafts = await executeActions(actions, this.#deps.tools, toolContext, { ...ref, source: 'environment' });
+        this.#deps.metrics.toolSeconds.observe({ tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' }, (performance.now() - started) / 1_000);
+        const notes = [...(note ? [existed ? WORKSPACE_MOVED_NOTE : WORKSPACE_REBUILT_NOTE] : []), ...(restarted ? [SANDBOX_RESTARTED_NOTES[restarted]] : [])];
         const first = drafts[0];
-        drafts[0] = { ...first, content: [{ type: 'text', text: existed ? WORKSPACE_MOVED_NOTE : WORKSPACE_REBUILT_NOTE }, ...first.content] };
-      }
-      return drafts;
+        if (notes.length > 0 && first?.type === 'observation') {
+          drafts[0] = { ...first, content: [...notes.map((text) => ({ type: 'text' as const, text })), ...first.content] };
+        }
+        await this.#checkQuota(root, drafts);
+        // what leaves this runner shows host paths as the agent sees them, and no secret's value
+        const present = (text: string): string => {
+          const shown = workspace.show(text);
+          return this.#deps.mask ? this.#deps.mask(shown, secrets) : shown;
+        };
+        return drafts.map((draft) => presentDraft(draft, present));
+      });
     } finally {
       tracked.done();
     }
+  }
+
+  /** A workspace over its quota after a batch: the last observation says so, as an error. */
+  async #checkQuota(root: string, drafts: EventDraft[]): Promise<void> {
+    const quota = this.#deps.workspaceQuotaBytes;
+    if (quota === undefined) return;
+    const usage = await workspaceUsage(root, { stopAboveBytes: quota });
+    if (usage.bytes <= quota) return;
+    const index = drafts.findLastIndex((draft) => draft.type === 'observation');
+    const last = drafts[index];
+    if (last?.type !== 'observation') return;
+    const text = `[The workspace is over its size quota of ${formatBytes(quota)} (at least ${formatBytes(usage.bytes)} used): delete files before writing more; commands that write will be stopped.]`;
+    drafts[index] = { ...last, is_error: true, content: [...last.content, { type: 'text', text }] };
   }
 
   /**
@@ -307,24 +369,40 @@ export class ToolRunner {
   }
 }
 
-/** Headers of a forwarded wake-up; the body is the delivered commit as stored. */
-const WakeHeader = {
-  Tenant: 'Flotilla-Tenant',
-  Conversation: 'Flotilla-Conversation',
-  StreamSeq: 'Flotilla-Stream-Seq',
-} as const;
-
 type Forwarded = { readonly ref: ConversationRef; readonly streamSeq: number; readonly data: Uint8Array };
 
-/** The forwarded wake-up, or why it is not one. The commit in the body is validated when used. */
-function parseForward(message: Msg): Forwarded | string {
-  const ref = { tenant: message.headers?.get(WakeHeader.Tenant) ?? '', conversation: message.headers?.get(WakeHeader.Conversation) ?? '' };
+/** The conversation a runner request names in its headers, or why it names none. */
+function parseRef(message: Msg): ConversationRef | string {
+  const ref = { tenant: message.headers?.get(RunnerHeader.Tenant) ?? '', conversation: message.headers?.get(RunnerHeader.Conversation) ?? '' };
   try {
     assertConversationRef(ref);
   } catch (error) {
     return (error as Error).message;
   }
-  const streamSeq = Number(message.headers?.get(WakeHeader.StreamSeq));
-  if (!Number.isSafeInteger(streamSeq) || streamSeq < 1) return `${WakeHeader.StreamSeq} must be a positive integer`;
+  return ref;
+}
+
+/** The forwarded wake-up (the body is the delivered commit as stored), or why it is not one. The commit is validated when used. */
+function parseForward(message: Msg): Forwarded | string {
+  const ref = parseRef(message);
+  if (typeof ref === 'string') return ref;
+  const streamSeq = Number(message.headers?.get(RunnerHeader.StreamSeq));
+  if (!Number.isSafeInteger(streamSeq) || streamSeq < 1) return `${RunnerHeader.StreamSeq} must be a positive integer`;
   return { ref, streamSeq, data: message.data };
+}
+
+/** The draft with `present` applied to what a tool said: its content, details and error text. */
+function presentDraft(draft: EventDraft, present: (text: string) => string): EventDraft {
+  const said = Object.fromEntries((['content', 'details', 'error'] as const).filter((field) => field in draft).map((field) => [field, mapStrings((draft as Record<string, unknown>)[field], present)]));
+  return { ...draft, ...said } as EventDraft;
+}
+
+/** `value` with `map` applied to every string in it. */
+function mapStrings<T>(value: T, map: (text: string) => string): T {
+  if (typeof value === 'string') return map(value) as T;
+  if (Array.isArray(value)) return value.map((item: unknown) => mapStrings(item, map)) as T;
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([name, item]) => [name, mapStrings(item, map)])) as T;
+  }
+  return value;
 }

@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { ConversationCache, RunnerRegistry, runService } from '@flotilla/runtime';
+import { loadSandboxSettings, openSandboxProvider, SandboxPool } from '@flotilla/sandbox';
+import { loadSecretsKey, maskSecrets, SecretStore } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { ToolRunner } from '@flotilla/workers';
 
@@ -7,7 +9,20 @@ await runService({
   service: 'tool-runner',
   defaults: { concurrency: 32 },
   async start({ config, log, nc, interrupts, metrics, logger }) {
-    const runners = await RunnerRegistry.open(nc, { livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000) });
+    const sandboxSettings = loadSandboxSettings();
+    // refuses to start when the configured kind cannot run here or does not isolate
+    const provider = await openSandboxProvider(sandboxSettings, { stateDir: join(config.home, 'sandbox', config.instanceId), ownedRoot: config.home });
+    const sandbox = provider.describe();
+    if (sandbox.isolated) logger.info({ sandbox }, 'sandbox ready');
+    else logger.warn({ sandbox }, 'FLOTILLA_SANDBOX=none: the agent runs commands UNSANDBOXED, with this service’s privileges; use it only for a trusted single user');
+    const sandboxes = new SandboxPool(provider, {
+      idleStopMs: sandboxSettings.idleStopMs,
+      onError: (error, id) => logger.warn({ err: error, sandbox: id }, 'stopping a sandbox failed'),
+    });
+    const secretsKey = loadSecretsKey();
+    if (!secretsKey) logger.warn('no FLOTILLA_SECRETS_KEY(_FILE): conversations get no secrets');
+    const secrets = secretsKey ? await SecretStore.open(nc, { key: secretsKey }) : undefined;
+    const runners = await RunnerRegistry.open(nc, { livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000), sandbox });
     const tools = new ToolRegistry(createBuiltinTools());
     const runner = new ToolRunner({
       runnerId: config.instanceId,
@@ -20,6 +35,9 @@ await runService({
       metrics,
       logger,
       workspaceRoot: process.env['FLOTILLA_WORKSPACES'] ?? join(config.home, 'workspaces'),
+      sandboxes,
+      ...(secrets ? { secrets, mask: maskSecrets } : {}),
+      workspaceQuotaBytes: sandboxSettings.limits.workspaceBytes,
     });
     await runner.start();
     return {
@@ -27,6 +45,7 @@ await runService({
       async stop() {
         await runner.stop();
         await tools.close();
+        await sandboxes.closeAll();
       },
     };
   },

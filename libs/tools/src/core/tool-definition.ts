@@ -35,6 +35,8 @@ export type ToolDefinition<Params = unknown> = {
   execute(params: Params, context: ToolContext): Promise<ToolResult>;
   /** Release processes and connections held by the tool. */
   close?(): Promise<void>;
+  /** Release what the tool holds for one conversation (it was deleted, or its sandbox stopped). */
+  closeConversation?(conversationId: string): Promise<void>;
 };
 
 /** Any tool, whatever its parameters: it can be listed and described, and executed with validated parameters. */

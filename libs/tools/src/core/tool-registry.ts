@@ -113,6 +113,11 @@ export class ToolRegistry {
   }
 
   /** Close every tool that holds processes or connections. */
+  /** Release what every tool holds for one conversation. */
+  async closeConversation(conversationId: string): Promise<void> {
+    await Promise.allSettled([...this.#tools.values()].map((tool) => tool.closeConversation?.(conversationId)));
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled([...this.#tools.values()].map((tool) => tool.close?.()));
   }

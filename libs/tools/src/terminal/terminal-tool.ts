@@ -127,6 +127,7 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
     return observe(session, context, params.timeout, notes);
   }
 
+  const closeConversation = (conversationId: string): Promise<void> => sessions.close(conversationId);
   const tool = defineTool({
     name: 'terminal',
     description: DESCRIPTION,
@@ -143,6 +144,7 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
       }
     },
     close: () => sessions.closeAll(),
+    closeConversation,
   });
-  return { ...tool, closeConversation: (conversationId: string) => sessions.close(conversationId) };
+  return { ...tool, closeConversation };
 }
