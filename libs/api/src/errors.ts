@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   'not_found',
   'conversation_not_found',
   'event_not_found',
+  'secret_not_found',
   'route_not_found',
   'method_not_allowed',
   'already_running',
@@ -26,6 +27,7 @@ export const ERROR_CODES = [
   'capacity_exhausted',
   'too_many_subscribers',
   'unavailable',
+  'secrets_not_configured',
   'internal',
 ] as const;
 export const ErrorCode = z.enum(ERROR_CODES);

@@ -1,7 +1,7 @@
-import { ConversationId, ConversationStatus, Event } from '@flotilla/events';
+import { ConversationId, ConversationStatus, Event, SecretName } from '@flotilla/events';
 import { z } from 'zod';
 import { ErrorCode } from './errors.js';
-import { MessageText } from './requests.js';
+import { MessageText, SecretValue } from './requests.js';
 
 /**
  * WebSocket frames, server → client. Durable `event` frames carry the event's `seq` and arrive
@@ -55,5 +55,9 @@ export const ClientFrame = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('approve'), id: FrameId }),
   z.strictObject({ type: z.literal('reject'), id: FrameId, reason: z.string().min(1).max(2_000) }),
   z.strictObject({ type: z.literal('ping'), id: FrameId }),
+  /** Set (create or replace) one of this conversation's secrets; acked with the seq of its secret_changed event. */
+  z.strictObject({ type: z.literal('secret_set'), id: FrameId, name: SecretName, value: SecretValue }),
+  /** Remove one of this conversation's secrets (error secret_not_found when there is none). */
+  z.strictObject({ type: z.literal('secret_remove'), id: FrameId, name: SecretName }),
 ]);
 export type ClientFrame = z.infer<typeof ClientFrame>;

@@ -34,6 +34,26 @@ export const ConfirmationBody = z.discriminatedUnion('decision', [
 ]);
 export type ConfirmationBody = z.infer<typeof ConfirmationBody>;
 
+/** Shorter values would mask ordinary text in the agent's output (the secret store refuses them too). */
+export const MIN_SECRET_VALUE_CHARS = 4;
+export const MAX_SECRET_VALUE_CHARS = 64 * 1024;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * A secret's value. Its error messages never quote it (the gateway's validation errors echo
+ * messages, never inputs), so a refused value appears in no response and no log.
+ */
+export const SecretValue = z
+  .string({ error: 'a secret value is a string' })
+  .min(MIN_SECRET_VALUE_CHARS, `a secret value needs at least ${MIN_SECRET_VALUE_CHARS} characters (shorter ones would mask ordinary text in the agent's output)`)
+  .max(MAX_SECRET_VALUE_CHARS, `a secret value has at most ${MAX_SECRET_VALUE_CHARS} characters`)
+  .refine((value) => !value.includes('\u0000'), 'a secret value cannot hold a NUL character (an environment variable cannot)')
+  .refine((value) => !LONE_SURROGATE.test(value), 'a secret value must be well-formed Unicode');
+
+/** `PUT …/secrets/{name}`: create or replace the secret. */
+export const SetSecretBody = z.strictObject({ value: SecretValue });
+export type SetSecretBody = z.infer<typeof SetSecretBody>;
+
 export const CreateApiKeyBody = z.strictObject({ tenant: TenantId, name: z.string().min(1).max(100) });
 export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
 

@@ -98,6 +98,8 @@ export const ServerInfo = z.strictObject({
     confirmation: z.boolean(),
     condensation: z.boolean(),
     event_search: z.boolean(),
+    /** Secrets can be set (the gateway has a secrets key: FLOTILLA_SECRETS_KEY_FILE). */
+    secrets: z.boolean(),
   }),
   limits: z.strictObject({
     max_body_bytes: Count,
@@ -110,6 +112,10 @@ export const ServerInfo = z.strictObject({
   }),
 });
 export type ServerInfo = z.infer<typeof ServerInfo>;
+
+/** The names of a scope's secrets, sorted. Values are never returned. */
+export const SecretNames = z.strictObject({ names: z.array(z.string()) });
+export type SecretNames = z.infer<typeof SecretNames>;
 
 export const CreatedApiKey = z.strictObject({
   tenant: z.string(),
