@@ -14,6 +14,7 @@ import type {
   FinalResponse,
   ListConversationsQuery,
   SearchEventsQuery,
+  SecretNames,
   ServerInfo,
   UpdateConversationBody,
 } from '@flotilla/api';
@@ -132,6 +133,30 @@ export class FlotillaClient {
     if (!WebSocketImpl) throw new Error('no WebSocket implementation: pass one (in Node, from @flotilla/client/node)');
     const url = `${this.#base.replace(/^http/, 'ws')}${API_PREFIX}/conversations/${enc(id)}/events`;
     return new EventSubscription(url, this.options.apiKey, WebSocketImpl, options);
+  }
+
+  // ── secrets (values go in, never out) ───────────────────────────────────────────────────────
+  /** The names of a conversation's own secrets, sorted. */
+  async listConversationSecrets(id: string): Promise<string[]> {
+    return (await this.#json<SecretNames>('GET', `/conversations/${enc(id)}/secrets`)).names;
+  }
+  /** Set one of a conversation's secrets: its sandbox gets it as the environment variable `name`. */
+  async setConversationSecret(id: string, name: string, value: string): Promise<void> {
+    await this.#request('PUT', `/conversations/${enc(id)}/secrets/${enc(name)}`, { body: { value } });
+  }
+  /** Remove one of a conversation's secrets (FlotillaApiError secret_not_found when it has none of that name). */
+  async removeConversationSecret(id: string, name: string): Promise<void> {
+    await this.#request('DELETE', `/conversations/${enc(id)}/secrets/${enc(name)}`);
+  }
+  /** The names of the tenant's default secrets (every conversation gets them unless it sets the same name). */
+  async listTenantSecrets(): Promise<string[]> {
+    return (await this.#json<SecretNames>('GET', '/secrets')).names;
+  }
+  async setTenantSecret(name: string, value: string): Promise<void> {
+    await this.#request('PUT', `/secrets/${enc(name)}`, { body: { value } });
+  }
+  async removeTenantSecret(name: string): Promise<void> {
+    await this.#request('DELETE', `/secrets/${enc(name)}`);
   }
 
   // ── server ───────────────────────────────────────────────────────────────────────────────
