@@ -27,13 +27,13 @@ describe('renderServerInfo', () => {
       instance: 'gw-1',
       tenant: 'acme',
       tools: [{ name: 'terminal', description: 'Run commands.\nMore.' }],
-      capabilities: { websocket: true, token_streaming: false, confirmation: true, condensation: false, event_search: true },
+      capabilities: { websocket: true, token_streaming: false, confirmation: true, condensation: false, event_search: true, secrets: true },
       limits: { max_body_bytes: 1024, max_frame_bytes: 512, max_subscribers_per_conversation: 10, max_running: 0, max_running_per_tenant: 5 },
     };
     expect(renderServerInfo(info)).toEqual([
       'flotilla-gateway 0.1.0 (api v1, protocol 1, instance gw-1)',
       'tenant:       acme',
-      'capabilities: websocket, confirmation, event_search',
+      'capabilities: websocket, confirmation, event_search, secrets',
       'limits:       body 1024 B, frame 512 B, 10 subscribers per conversation, running: no limit (per tenant: 5)',
       'tools:',
       '  terminal  Run commands.',

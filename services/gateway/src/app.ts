@@ -1,6 +1,7 @@
 import { API_KEY_HEADER, CloseCode, SocketQuery, type ServerInfo } from '@flotilla/api';
-import { ConversationId } from '@flotilla/events';
+import { ConversationId, CURRENT_PROTOCOL_VERSION } from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
+import type { SecretStore } from '@flotilla/secrets';
 import type { SnapshotStore } from '@flotilla/state';
 import fastifyWebsocket from '@fastify/websocket';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -18,6 +19,7 @@ import { openApiDocument, openApiHtml } from './openapi.js';
 import { RateLimiter } from './rate-limiter.js';
 import type { Access, RouteSpec } from './route-table.js';
 import { restRoutes } from './routes.js';
+import { SecretService } from './secret-service.js';
 import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
 
@@ -31,6 +33,8 @@ export type GatewayDependencies = {
   readonly instance: string;
   readonly version: string;
   readonly tools: readonly { name: string; description: string }[];
+  /** The secrets bucket; undefined when the gateway has no secrets key (the secrets routes answer 503). */
+  readonly secrets?: SecretStore;
 };
 
 export type Gateway = {
@@ -38,6 +42,8 @@ export type Gateway = {
   readonly hub: SocketHub;
   readonly openapi: Record<string, unknown>;
   readonly routes: readonly RouteSpec[];
+  /** Secrets of conversations and tenants; `removeConversationSecrets` is the hook for deleting a conversation. */
+  readonly secrets: SecretService;
   /** Close every socket (1001: reconnect elsewhere) and the HTTP server. */
   close(): Promise<void>;
 };
@@ -60,6 +66,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     maxRunning: config.maxRunning,
     maxRunningPerTenant: config.maxRunningPerTenant,
   });
+  const secrets = new SecretService(deps.secrets, conversations, logger);
   const hub = new SocketHub(deps.nc, log, logger, config.maxSubscribersPerConversation);
   const limiter = new RateLimiter(config.rateLimitPerSecond);
   const metrics = gatewayMetrics(hub);
@@ -88,12 +95,12 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   const serverInfo = (tenant: string): ServerInfo => ({
     name: 'flotilla-gateway',
     version: deps.version,
-    protocol_version: 1,
+    protocol_version: CURRENT_PROTOCOL_VERSION,
     api_version: 'v1',
     instance: deps.instance,
     tenant,
     tools: [...deps.tools],
-    capabilities: { websocket: true, token_streaming: true, confirmation: true, condensation: true, event_search: true },
+    capabilities: { websocket: true, token_streaming: true, confirmation: true, condensation: true, event_search: true, secrets: secrets.available },
     limits: {
       max_body_bytes: config.maxBodyBytes,
       max_frame_bytes: config.maxFrameBytes,
@@ -102,13 +109,14 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       max_running_per_tenant: config.maxRunningPerTenant,
     },
   });
-  const routes = restRoutes({ conversations, index: deps.index, keys: deps.keys, serverInfo });
+  const routes = restRoutes({ conversations, index: deps.index, keys: deps.keys, secrets, serverInfo });
   const openapi = openApiDocument(routes, { version: deps.version });
 
   // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const api = toApiError(error);
-    if (api.statusCode >= 500) logger.error({ err: error, url: request.url, method: request.method }, 'request failed');
+    // the gateway's own 5xx answers (unavailable, secrets_not_configured) are expected; anything else is logged
+    if (api.statusCode >= 500 && !(error instanceof ApiError)) logger.error({ err: error, url: request.url, method: request.method }, 'request failed');
     if (api.retryAfterSeconds !== undefined) void reply.header('retry-after', String(api.retryAfterSeconds));
     void reply.code(api.statusCode).send(api.body());
   });
@@ -264,7 +272,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
         return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
       }
       if (socket.readyState !== socket.OPEN) return release();
-      session = new SocketSession(socket, slot.feed, { ref, afterSeq: query.data.after_seq, highWaterBytes: config.socketHighWaterBytes, log, conversations, logger });
+      session = new SocketSession(socket, slot.feed, { ref, afterSeq: query.data.after_seq, highWaterBytes: config.socketHighWaterBytes, log, conversations, secrets, logger });
       sessions.add(session);
       slot.feed.add(session);
       session.start(status);
@@ -279,6 +287,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     hub,
     openapi,
     routes,
+    secrets,
     async close() {
       for (const session of sessions) session.close(CloseCode.GoingAway, 'the gateway is shutting down; reconnect with after_seq');
       hub.stop();

@@ -1,5 +1,6 @@
 import { createBuiltinTools } from '@flotilla/tools';
 import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry } from '@flotilla/runtime';
+import { loadSecretsKey, SecretStore } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { loadAgentSettings } from '@flotilla/workers';
 import { ApiKeyStore } from './api-keys.js';
@@ -13,10 +14,14 @@ const allocator = adoptAllocator();
 const service = loadServiceConfig('gateway');
 const config = loadGatewayConfig();
 const logger = createLogger(service);
+// a malformed key or an unreadable key file stops the gateway here, naming the variable
+const secretsKey = loadSecretsKey();
 const nc = await connectWithRetry(service, logger);
 const log = await openLogWithRetry(nc, service, logger);
 const snapshots = await SnapshotStore.open(nc);
 const keys = await ApiKeyStore.open(nc);
+const secrets = secretsKey ? await SecretStore.open(nc, { key: secretsKey, replicas: config.secretsReplicas }) : undefined;
+if (!secrets) logger.warn('secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets');
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
@@ -25,9 +30,9 @@ const offered = loadAgentSettings().tools;
 const builtins = new Map(createBuiltinTools().map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = offered.map((name) => ({ name, description: builtins.get(name) ?? 'MCP tool' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools, ...(secrets ? { secrets } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
-logger.info({ url: address, nats: service.natsUrl, keys: config.bootstrapKeys.length, allocator }, 'gateway ready');
+logger.info({ url: address, nats: service.natsUrl, keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 
 let stopping = false;
 const stop = async (signal: string): Promise<void> => {

@@ -240,6 +240,12 @@ describe('probing every documented operation', () => {
       searchEvents: { method: 'GET', url: `/v1/conversations/${id}/events?order=desc&limit=2` },
       countEvents: { method: 'GET', url: `/v1/conversations/${id}/events/count?source=user` },
       getEvent: { method: 'GET', url: `/v1/conversations/${id}/events/1` },
+      setConversationSecret: { method: 'PUT', url: `/v1/conversations/${id}/secrets/PROBE_TOKEN`, body: { value: 'probe-secret-value' } },
+      listConversationSecrets: { method: 'GET', url: `/v1/conversations/${id}/secrets` },
+      removeConversationSecret: { method: 'DELETE', url: `/v1/conversations/${id}/secrets/PROBE_TOKEN` },
+      setTenantSecret: { method: 'PUT', url: '/v1/secrets/PROBE_TOKEN', body: { value: 'probe-secret-value' } },
+      listTenantSecrets: { method: 'GET', url: '/v1/secrets' },
+      removeTenantSecret: { method: 'DELETE', url: '/v1/secrets/PROBE_TOKEN' },
       deleteConversation: { method: 'DELETE', url: `/v1/conversations/${id}` },
       createApiKey: { method: 'POST', url: '/v1/admin/api-keys', key: ADMIN_KEY, body: { tenant: 'probe', name: 'openapi probe' } },
     };
@@ -313,13 +319,14 @@ describe('probing every documented operation', () => {
 
   it('an unknown id answers a documented 404 on every id route', async () => {
     for (const { method, path, operation } of operations().filter(({ path: candidate }) => candidate.includes('{id}'))) {
-      const url = path.replace('{id}', 'probe-nobody').replace('{event}', '1');
+      const url = path.replace('{id}', 'probe-nobody').replace('{event}', '1').replace('{name}', 'PROBE_TOKEN');
       const bodies: Record<string, unknown> = {
         updateConversation: { title: 't' },
         sendMessage: { text: 'x' },
         respondToConfirmation: { decision: 'approve' },
+        setConversationSecret: { value: 'probe-secret-value' },
       };
-      const body = method === 'POST' || method === 'PATCH' ? (bodies[operation.operationId] ?? {}) : undefined;
+      const body = method === 'POST' || method === 'PATCH' || method === 'PUT' ? (bodies[operation.operationId] ?? {}) : undefined;
       const { status, json } = await call(method, url, { key: ACME_KEY, ...(body !== undefined ? { body } : {}) });
       expect(status, `${method} ${url}`).toBe(404);
       expect(Object.keys(operation.responses)).toContain('404');

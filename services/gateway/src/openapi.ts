@@ -17,7 +17,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'Body too large',
   415: 'Not JSON (unsupported_media_type)',
   429: 'Rate limited or run capacity exhausted (see Retry-After)',
-  503: 'NATS unreachable: retry',
+  503: 'NATS unreachable (unavailable: retry), or secrets not configured on this gateway (secrets_not_configured)',
 };
 
 const schemaOf = (schema: z.ZodType, io: 'input' | 'output'): Json => {

@@ -19,7 +19,7 @@ export type RouteContext<P, Q, B> = {
  * from the same declaration, so the two cannot drift apart.
  */
 export type RouteSpec<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> = {
-  readonly method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** fastify syntax (`/v1/conversations/:id`); OpenAPI gets `{id}`. */
   readonly url: string;
   readonly operationId: string;

@@ -29,11 +29,14 @@ import type { ConversationService } from './conversation-service.js';
 import { listConversations } from './conversation-list.js';
 import { countEvents, getEvent, searchEvents } from './event-search.js';
 import { route, type RouteSpec } from './route-table.js';
+import { secretRoutes } from './secret-routes.js';
+import type { SecretService } from './secret-service.js';
 
 export type RouteDependencies = {
   readonly conversations: ConversationService;
   readonly index: ConversationIndex;
   readonly keys: ApiKeyStore;
+  readonly secrets: SecretService;
   readonly serverInfo: (tenant: string) => ServerInfo;
 };
 
@@ -45,7 +48,7 @@ const p = (path: string): string => `${API_PREFIX}${path}`;
 
 /** Every REST route of the gateway (the WebSocket is registered beside GET …/events). */
 export function restRoutes(deps: RouteDependencies): RouteSpec[] {
-  const { conversations, index } = deps;
+  const { conversations, index, secrets } = deps;
   const ref = (tenant: string, id: string) => ({ tenant, conversation: id });
   return [
     route({
@@ -269,6 +272,7 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       errors: [404],
       handler: async ({ tenant, params }) => getEvent(conversations.log, ref(tenant, params.id), params.event),
     }),
+    ...secretRoutes(secrets),
     route({
       method: 'POST',
       url: p('/admin/api-keys'),
@@ -286,4 +290,5 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
     }),
   ];
 }
+
 

@@ -5,6 +5,7 @@ import type { WebSocket } from 'ws';
 import { ApiError } from './api-error.js';
 import type { FeedListener, ConversationFeed } from './conversation-feed.js';
 import type { ConversationService } from './conversation-service.js';
+import type { SecretService } from './secret-service.js';
 
 export type SessionOptions = {
   readonly ref: ConversationRef;
@@ -12,6 +13,7 @@ export type SessionOptions = {
   readonly highWaterBytes: number;
   readonly log: EventLog;
   readonly conversations: ConversationService;
+  readonly secrets: SecretService;
   readonly logger: Logger;
 };
 
@@ -122,6 +124,12 @@ export class SocketSession implements FeedListener {
           break;
         case 'reject':
           result = await conversations.reject(ref, frame.reason);
+          break;
+        case 'secret_set':
+          result = await this.options.secrets.setForConversation(ref, frame.name, frame.value);
+          break;
+        case 'secret_remove':
+          result = await this.options.secrets.removeForConversation(ref, frame.name);
           break;
       }
       this.#send(JSON.stringify({ type: 'ack', ...(id ? { id } : {}), status: result.status, last_seq: result.last_seq, appended: result.appended }));

@@ -67,11 +67,12 @@ const BODIES: Record<string, unknown> = {
   interruptConversation: { reason: 'globex interrupts' },
   condenseConversation: {},
   respondToConfirmation: { decision: 'reject', reason: 'globex says no' },
+  setConversationSecret: { value: 'globex-secret-value' },
 };
 
 /** The requests to make of a route with an `:id`, generated from the table. */
 function requestsFor(spec: RouteSpec, id: string): { path: string; body?: unknown }[] {
-  const base = spec.url.replace(':id', encodeURIComponent(id));
+  const base = spec.url.replace(':id', encodeURIComponent(id)).replace(':name', 'ISOLATION_TOKEN');
   const body = spec.body ? BODIES[spec.operationId] : undefined;
   if (spec.body) {
     expect(body, `no body for ${spec.operationId} in BODIES`).toBeDefined();
@@ -124,6 +125,7 @@ describe("globex cannot reach acme's conversation", () => {
     // positive control: the same generated requests are well-formed (acme, on a fresh conversation of its own)
     for (const spec of idRoutes()) {
       const { conversation } = await h.acme.createConversation({ title: 'control', message: 'control message' });
+      if (spec.operationId === 'removeConversationSecret') await h.acme.setConversationSecret(conversation.id, 'ISOLATION_TOKEN', 'acme-secret-value');
       for (const { path, body } of requestsFor(spec, conversation.id)) {
         if (path.includes('/events/') && !/\/events\/(1|count)(\?|$)/.test(path)) continue; // event keys of the target, not this one
         const reply = await request(spec.method, path, { key: ACME_KEY, ...(body !== undefined ? { body } : {}) });
@@ -251,7 +253,7 @@ describe('authentication and the admin route', () => {
 
   it('without a key, or with an unknown one, every tenant route answers 401 unauthorized', async () => {
     for (const spec of tenantRoutes()) {
-      const path = spec.url.replace(':id', target).replace(':event', '1');
+      const path = spec.url.replace(':id', target).replace(':event', '1').replace(':name', 'ISOLATION_TOKEN');
       const body = spec.body ? (BODIES[spec.operationId] ?? {}) : undefined;
       const attempts: Record<string, string>[] = [{}, { [API_KEY_HEADER]: 'not-a-key-0123456789' }, { authorization: 'Bearer not-a-key-0123456789' }, { authorization: 'Basic YWNtZTphY21l' }];
       for (const headers of attempts) {

@@ -2,10 +2,12 @@ import { FlotillaClient } from '@flotilla/client';
 import { NodeWebSocket } from '@flotilla/client/node';
 import { draftEvent, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef, type StoredCommit } from '@flotilla/log';
+import { SecretStore } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { startNats, type NatsTestServer } from '@flotilla/testing';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { pino } from 'pino';
+import { randomBytes } from 'node:crypto';
+import { pino, type DestinationStream } from 'pino';
 import { ApiKeyStore } from '../api-keys.js';
 import { buildGateway, type Gateway } from '../app.js';
 import { DEFAULT_GATEWAY_CONFIG, type GatewayConfig } from '../config.js';
@@ -22,6 +24,8 @@ export type GatewayHarness = AsyncDisposable & {
   readonly gateway: Gateway;
   readonly url: string;
   readonly config: GatewayConfig;
+  /** The secrets bucket the gateway writes (undefined when started without a key). */
+  readonly secrets: SecretStore | undefined;
   /** Tenant `acme`'s client, and tenant `globex`'s. */
   readonly acme: FlotillaClient;
   readonly globex: FlotillaClient;
@@ -32,11 +36,18 @@ export type GatewayHarness = AsyncDisposable & {
   produce(ref: ConversationRef, count: number, text?: string): Promise<void>;
 };
 
+export type HarnessOptions = {
+  /** The secrets key; null starts the gateway without one (secrets routes answer 503). Default: a random key. */
+  readonly secretsKey?: Buffer | null;
+  /** Where the gateway's pino logger writes, at level trace (default: silent, or info with FLOTILLA_TEST_LOGS). */
+  readonly logDestination?: DestinationStream;
+};
+
 /**
  * A gateway in this process on a real nats-server (no agent services): REST and sockets work;
  * commands append, but nothing steps. For whole-system tests use tests/support/system.ts.
  */
-export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}): Promise<GatewayHarness> {
+export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}, options: HarnessOptions = {}): Promise<GatewayHarness> {
   const nats = await startNats({ preferExternal: false });
   const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
   const log = await EventLog.open(nc);
@@ -44,11 +55,18 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   const keys = await ApiKeyStore.open(nc, { cacheMs: 1_000 });
   await keys.put(ACME_KEY, 'acme', 'harness');
   await keys.put(GLOBEX_KEY, 'globex', 'harness');
-  const logger = pino({ level: process.env['FLOTILLA_TEST_LOGS'] ? 'info' : 'silent' });
+  const logger = options.logDestination
+    ? pino({ level: 'trace' }, options.logDestination)
+    : pino({ level: process.env['FLOTILLA_TEST_LOGS'] ? 'info' : 'silent' });
+  const secretsKey = options.secretsKey === undefined ? randomBytes(32) : options.secretsKey;
+  const secrets = secretsKey === null ? undefined : await SecretStore.open(nc, { key: secretsKey });
   const index = new ConversationIndex(snapshots.kv, logger);
   await index.start();
   const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
-  const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: 'harness', version: '0.0.0-test', tools: [{ name: 'terminal', description: 'shell' }] }, config);
+  const gateway = await buildGateway(
+    { nc, log, snapshots, index, keys, logger, instance: 'harness', version: '0.0.0-test', tools: [{ name: 'terminal', description: 'shell' }], ...(secrets ? { secrets } : {}) },
+    config,
+  );
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 });
   const client = (apiKey: string): FlotillaClient => new FlotillaClient({ baseUrl: url, apiKey, WebSocket: NodeWebSocket });
   const append = (ref: ConversationRef, drafts: (ref: ConversationRef) => readonly EventDraft[]): Promise<StoredCommit | null> =>
@@ -60,6 +78,7 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
     gateway,
     url,
     config,
+    secrets,
     acme: client(ACME_KEY),
     globex: client(GLOBEX_KEY),
     client,
