@@ -25,11 +25,21 @@ export type BrainTask = {
   readonly slowUntil?: number;
   /** Tool the calls use: `terminal` commands with side effects (default) or no-op `think` calls (benchmarks). */
   readonly tool?: 'terminal' | 'think';
+  /** Terminal commands to run instead, one per step (`steps` must be their number). */
+  readonly commands?: readonly string[];
+  /** Tool calls to make instead, one per step: any tool with its input. */
+  readonly calls?: readonly { readonly tool: string; readonly input: Readonly<Record<string, unknown>> }[];
 };
 
 export type BrainCall = { readonly task: string; readonly stream: boolean; readonly startedAt: number; closedAt?: number; completed: boolean };
 
-export type BrainServer = AsyncDisposable & { readonly baseURL: string; readonly calls: BrainCall[]; close(): Promise<void> };
+export type BrainServer = AsyncDisposable & {
+  readonly baseURL: string;
+  readonly calls: BrainCall[];
+  /** Every request body received, as sent, when recording (to check what reached the model). */
+  readonly requests: string[];
+  close(): Promise<void>;
+};
 
 export function taskMessage(task: BrainTask): string {
   return `TASK ${JSON.stringify(task)}`;
@@ -38,14 +48,16 @@ export function taskMessage(task: BrainTask): string {
 type ChatMessage = { role: string; content?: unknown; tool_calls?: unknown[] };
 
 /** An OpenAI Chat Completions server (JSON and SSE) that plays a scripted agent. */
-export async function startBrainServer(): Promise<BrainServer> {
+export async function startBrainServer(options: { readonly record?: boolean } = {}): Promise<BrainServer> {
   const calls: BrainCall[] = [];
+  const requests: string[] = [];
   const server = createServer((request, response) => void handle(request, response));
   let counter = 0;
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
+    if (options.record) requests.push(Buffer.concat(chunks).toString('utf8'));
     let body: { messages?: ChatMessage[]; stream?: boolean; model?: string; tools?: unknown[] };
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
@@ -133,7 +145,7 @@ export async function startBrainServer(): Promise<BrainServer> {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
-  return { baseURL: `http://127.0.0.1:${port}/v1`, calls, close, [Symbol.asyncDispose]: close };
+  return { baseURL: `http://127.0.0.1:${port}/v1`, calls, requests, close, [Symbol.asyncDispose]: close };
 }
 
 /** What the brain answers at step `step` of `task`: tool calls until the task's steps are done, then a final text. */
@@ -142,7 +154,11 @@ export function brainReply(task: BrainTask, step: number): { toolCalls?: { id: s
   if (step >= task.steps) return { text: `Done: ${task.steps} steps for ${task.id}.`, ...tokens };
   const toolCalls = Array.from({ length: task.parallel ?? 1 }, (_, index) => ({
     id: `call_${task.id}_${step}_${index}`,
-    ...(task.tool === 'think'
+    ...(task.calls?.[step]
+      ? { name: task.calls[step]!.tool, arguments: JSON.stringify({ ...task.calls[step]!.input, security_risk: 'low' }) }
+      : task.commands
+      ? { name: 'terminal', arguments: JSON.stringify({ command: task.commands[step] ?? 'true', security_risk: 'low' }) }
+      : task.tool === 'think'
       ? { name: 'think', arguments: JSON.stringify({ thought: `Step ${step}.${index} of ${task.id}: plan the next move.`, security_risk: 'low' }) }
       : { name: 'terminal', arguments: JSON.stringify({ command: `sleep ${task.sleep ?? 0}; echo "${task.id} ${step} ${index}" >> ${task.effects}`, security_risk: 'low' }) }),
   }));

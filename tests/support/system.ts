@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { draftEvent, type ConversationStatus, type Event, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef } from '@flotilla/log';
 import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
-import { bundleService, formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startBrainServer, taskMessage, type BrainServer, type BrainTask } from './brain-server.js';
 
@@ -34,6 +34,10 @@ export type SystemOptions = {
   readonly gateway?: boolean;
   /** Extra environment of the gateway processes only. */
   readonly gatewayEnv?: NodeJS.ProcessEnv;
+  /** Extra environment of the tool runners only. */
+  readonly toolRunnerEnv?: NodeJS.ProcessEnv;
+  /** Keep every request the model server receives (brain.requests). */
+  readonly recordModelRequests?: boolean;
 };
 
 /** API keys the test gateways are provisioned with. */
@@ -74,7 +78,7 @@ export type RunningTestSystem = AsyncDisposable & {
 export async function startTestSystem(options: SystemOptions = {}): Promise<RunningTestSystem> {
   const home = await mkdtemp(join(tmpdir(), 'flotilla-system-'));
   const nats = await NatsServerProcess.start({ storeDir: join(home, 'nats') });
-  const brain = await startBrainServer();
+  const brain = await startBrainServer({ record: options.recordModelRequests ?? false });
   // in the workspace: the only place a sandboxed command can leave an effect
   const effects = 'effects.log';
   const agent = {
@@ -103,18 +107,21 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       name: `${service}-${index}`,
       entry: await serviceEntry(service === 'step-worker' && options.model === 'in-process' ? IN_PROCESS_MODEL_STEP_WORKER : join(ROOT, 'services', service, 'src', 'main.ts')),
       cwd: ROOT,
+      ...(service === 'tool-runner' ? { omitInherited: isModelSetting } : {}),
       // FLOTILLA_TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every service process
       nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),
       env: {
         FLOTILLA_NATS_URL: nats.url,
         FLOTILLA_HOME: home,
         FLOTILLA_HEALTH_PORT: String(healthPort),
-        FLOTILLA_AGENT: JSON.stringify(agent),
+        // the model's settings (and its key) go to the services that call the model, never to a tool runner
+        ...(service === 'tool-runner' ? {} : { FLOTILLA_AGENT: JSON.stringify(agent) }),
         FLOTILLA_RUNNER_LIVENESS_MS: '3000',
         FLOTILLA_ACK_WAIT_MS: '4000',
         FLOTILLA_LOG_LEVEL: showLogs ? 'info' : 'warn',
         ...options.env,
         ...gatewayEnv,
+        ...(service === 'tool-runner' ? options.toolRunnerEnv : {}),
       },
       onLine: (name, line) => {
         if (showLogs || line.includes('"level":50') || line.includes('"level":60')) process.stderr.write(`${formatLogLine(name, line)}\n`);

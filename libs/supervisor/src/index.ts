@@ -1,4 +1,4 @@
-export { ServiceProcess } from './service-process.js';
+export { isModelSetting, ServiceProcess } from './service-process.js';
 export type { ServiceProcessOptions } from './service-process.js';
 export { formatLogLine } from './log-format.js';
 export { waitReady } from './wait-ready.js';

@@ -8,6 +8,8 @@ export type ServiceProcessOptions = {
   /** The entry point: a TypeScript file (run with tsx) or a JavaScript bundle (run as it is; see bundleService). */
   readonly entry: string;
   readonly env?: NodeJS.ProcessEnv;
+  /** Variables of this process's environment the service must not inherit (e.g. `isModelSetting` for a tool runner). */
+  readonly omitInherited?: (name: string) => boolean;
   readonly cwd?: string;
   /** Extra Node.js flags, e.g. `--cpu-prof` for profiling a service. */
   readonly nodeArgs?: readonly string[];
@@ -48,7 +50,9 @@ export class ServiceProcess {
 
   start(): void {
     this.#stopping = false;
-    const env = { ...process.env, ...this.options.env };
+    const omit = this.options.omitInherited;
+    const inherited = omit ? Object.fromEntries(Object.entries(process.env).filter(([name]) => !omit(name))) : process.env;
+    const env = { ...inherited, ...this.options.env };
     const loader = /\.[cm]?ts$/.test(this.options.entry) ? ['--import', 'tsx'] : [];
     const child = spawn(process.execPath, [...(this.options.nodeArgs ?? []), ...loader, this.options.entry], {
       cwd: this.options.cwd,
@@ -97,4 +101,13 @@ export class ServiceProcess {
     await exited;
     clearTimeout(timer);
   }
+}
+
+/**
+ * Variables that configure or authenticate the model: provider keys (`*_API_KEY`, `OPENAI_*`,
+ * `ANTHROPIC_*`) and the agent's settings (`FLOTILLA_AGENT*`, `FLOTILLA_LLM_*`). Services that do
+ * not call the model (the tool runner) never get them.
+ */
+export function isModelSetting(name: string): boolean {
+  return /_API_KEY$|^(OPENAI|ANTHROPIC|AZURE_OPENAI)_|^FLOTILLA_(AGENT|LLM_)/.test(name);
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
-import { bundleService, formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
 import { portIsFree } from './port-free.js';
@@ -104,6 +104,8 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
           FLOTILLA_HEALTH_PORT: String(healthPort),
           ...(isGateway ? { FLOTILLA_GATEWAY_PORT: String(gatewayPort), FLOTILLA_API_KEYS: `${config.tenant}:${apiKey}`, FLOTILLA_ADMIN_KEY: adminKey } : {}),
         },
+        // the tool runner does not call the model: it never holds the provider's key
+        ...(service === 'tool-runner' ? { omitInherited: isModelSetting } : {}),
         onLine: (name, line) => output.log(formatLogLine(name, line)),
         onExit: (name, code, signal, restarting) => {
           if (restarting || code !== 0) output.warn(`${name} exited (${code ?? signal})${restarting ? '; restarting' : ''}`);

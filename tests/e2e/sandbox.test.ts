@@ -1,0 +1,202 @@
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Event } from '@flotilla/events';
+import type { ConversationRef } from '@flotilla/log';
+import { RunnerRegistry } from '@flotilla/runtime';
+import { describe, expect, it } from 'vitest';
+import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+
+/** Runs `commands` in a conversation's terminal, through the services, and returns each command's observation text. */
+async function runCommands(system: RunningTestSystem, ref: ConversationRef, commands: readonly string[], timeoutMs = 90_000): Promise<string[]> {
+  await system.start(ref, { id: ref.conversation, steps: commands.length, effects: system.effects, commands });
+  await system.waitForStatus([ref], ['finished', 'error', 'stuck'], timeoutMs);
+  expect(await system.status(ref)).toBe('finished');
+  return observationTexts(await system.events(ref));
+}
+
+function observationTexts(events: readonly Event[]): string[] {
+  return events.filter((event) => event.type === 'observation').map((event) => event.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n'));
+}
+
+/** Host pids whose process group is a sandbox's (bwrap's): every process that runs inside a sandbox. */
+async function sandboxedProcesses(): Promise<string[]> {
+  const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
+  const commands = await Promise.all(pids.map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')));
+  return pids.filter((_, index) => commands[index]!.startsWith('bwrap\0'));
+}
+
+const PROBE_PORT_SCRIPT = (ports: readonly number[], host: string): string =>
+  `for port in ${ports.join(' ')}; do if (exec 3<>/dev/tcp/${host}/$port) 2>/dev/null; then echo "OPEN ${host}:$port"; else echo "closed ${host}:$port"; fi; done`;
+
+describe.each(['none', 'egress'])('from inside a conversation’s terminal (network %s)', (network) => {
+  it('sees no service secret, no other workspace, no service data, no host outside the workspace, and no service port', async () => {
+    // as a deployment's environment gives it: every service inherits it, the tool runner must not
+    process.env['OPENAI_API_KEY'] = 'sk-tool-runner-must-not-have-this';
+    await using system = await startTestSystem({ gateway: true, toolRunnerEnv: { FLOTILLA_SANDBOX_NETWORK: network } });
+    delete process.env['OPENAI_API_KEY'];
+    const other = { tenant: 'globex', conversation: 'neighbour' };
+    await runCommands(system, other, ['echo neighbour-private > private.txt']);
+    const otherWorkspace = join(system.home, 'workspaces', 'globex', 'neighbour');
+    expect(await readFile(join(otherWorkspace, 'private.txt'), 'utf8')).toBe('neighbour-private\n');
+
+    const natsPort = Number(new URL(system.nats.url).port);
+    const servicePorts = [...system.healthUrls.values()].map((url) => Number(new URL(url).port));
+    const marker = `outside-${Date.now()}`;
+    const ref = { tenant: 'acme', conversation: `probe-${network}` };
+    const [env, files, writes, loopback, slirpHost] = await runCommands(system, ref, [
+      'env',
+      `pwd; ls -a /; ls -a ..; ls ${system.home} 2>&1; cat ${otherWorkspace}/private.txt 2>&1; find / \\( -path /proc -o -path /sys \\) -prune -o -name private.txt -print 2>/dev/null | head -3; echo files-done`,
+      `echo x > /${marker} 2>&1; echo x > /tmp/${marker} && echo tmp-ok; echo x > ${system.home}/${marker} 2>&1; echo x > /usr/${marker} 2>&1; echo x > /etc/${marker} 2>&1; echo inside > in-workspace.txt; echo writes-done`,
+      PROBE_PORT_SCRIPT([natsPort, ...servicePorts], '127.0.0.1'),
+      PROBE_PORT_SCRIPT([natsPort, ...servicePorts], '10.0.2.2'),
+    ]);
+
+    // the environment is built from scratch
+    const names = env!.split('\n').filter((line) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(line)).map((line) => line.slice(0, line.indexOf('=')));
+    expect(names).toContain('PATH');
+    expect(names.filter((name) => name.startsWith('FLOTILLA_') || name.startsWith('NATS') || name.endsWith('_API_KEY'))).toEqual([]);
+    expect(env).not.toContain(system.nats.url);
+    expect(env).not.toContain(`:${natsPort}`);
+    expect(env).not.toContain('sk-tool-runner-must-not-have-this');
+    expect(env).not.toContain('test-key');
+    // the tool runner itself was not given the model's key either
+    const runner = system.processes.find((process) => process.name.startsWith('tool-runner'))!;
+    const runnerEnvironment = await readFile(`/proc/${runner.pid}/environ`, 'utf8');
+    expect(runnerEnvironment).not.toContain('sk-tool-runner-must-not-have-this');
+    expect(runnerEnvironment).not.toContain('FLOTILLA_AGENT=');
+
+    // its own workspace at /workspace, nothing else of the host
+    expect(files).toContain('/workspace\n');
+    expect(files).not.toContain('neighbour-private');
+    expect(files).not.toContain('private.txt');
+    expect(files).not.toContain('api-key');
+    expect(files).toContain('files-done');
+
+    // writes outside the workspace never reach the host
+    expect(writes).toContain('writes-done');
+    expect(writes).toContain('tmp-ok'); // a private /tmp
+    for (const path of [`/${marker}`, `/tmp/${marker}`, join(system.home, marker), `/usr/${marker}`, `/etc/${marker}`]) expect(existsSync(path), path).toBe(false);
+    expect(await readFile(join(system.home, 'workspaces', 'acme', ref.conversation, 'in-workspace.txt'), 'utf8')).toBe('inside\n');
+
+    // no service port on the host's loopback, whichever way it is tried
+    for (const probe of [loopback!, slirpHost!]) {
+      expect(probe).not.toContain('OPEN');
+      expect(probe.match(/closed /g)?.length).toBe(servicePorts.length + 1);
+    }
+  }, 180_000);
+});
+
+describe('a conversation’s limits', () => {
+  it('contain a fork bomb, a memory hog and a disk filler; the runner, its heartbeats and the other conversations go on', async () => {
+    await using system = await startTestSystem({
+      toolRunnerEnv: {
+        FLOTILLA_SANDBOX_MAX_PROCESSES: '64',
+        FLOTILLA_SANDBOX_MEMORY_MB: '256',
+        FLOTILLA_SANDBOX_FILE_MB: '16',
+        FLOTILLA_SANDBOX_DISK_MB: '64',
+      },
+    });
+    const runners = await RunnerRegistry.open(system.nc, { livenessMs: 3_000 });
+    const runnerId = async (): Promise<string | undefined> => (await runners.list())[0]?.runner;
+    const hostile = { tenant: 'acme', conversation: 'hostile' };
+    const calm = { tenant: 'acme', conversation: 'calm' };
+    await system.start(hostile, {
+      id: 'hostile',
+      steps: 4,
+      effects: system.effects,
+      commands: [
+        'bomb() { bomb | bomb & }; bomb 2>/dev/null; sleep 3; ps -e --no-headers | wc -l; kill -9 -1 2>/dev/null; echo bomb-contained',
+        `awk 'BEGIN { s = "x"; while (1) s = s s }' 2>&1 | tail -1; echo "hog exit \${PIPESTATUS[0]}"`,
+        'for i in $(seq 1 40); do head -c 8000000 /dev/zero > fill-$i 2>/dev/null || break; sleep 0.1; done; echo filler-finished',
+        'rm -f fill-*; du -sm . | cut -f1; echo cleaned',
+      ],
+    });
+    await system.start(calm, { id: 'calm', steps: 6, effects: system.effects, sleep: 1 });
+    const alive: boolean[] = [];
+    const watch = setInterval(() => void runnerId().then((id) => alive.push(id !== undefined)), 500);
+    try {
+      await system.waitForStatus([hostile, calm], ['finished', 'error', 'stuck'], 120_000);
+    } finally {
+      clearInterval(watch);
+    }
+    expect(await system.status(hostile)).toBe('finished');
+    expect(await system.status(calm)).toBe('finished');
+    expect((await system.readEffects()).filter((line) => line.startsWith('calm '))).toHaveLength(6);
+    // the runner never missed its liveness window, and never restarted
+    expect(alive.length).toBeGreaterThan(4);
+    expect(alive.every(Boolean)).toBe(true);
+    expect(system.processes.find((process) => process.name.startsWith('tool-runner'))!.restarts).toBe(0);
+
+    const [bomb, hog, filler, cleaned] = observationTexts(await system.events(hostile));
+    expect(bomb).toContain('bomb-contained');
+    const counted = Number(/^\s*(\d+)\s*$/m.exec(bomb!)?.[1]);
+    expect(counted).toBeLessThanOrEqual(64);
+    expect(hog).toMatch(/hog exit [1-9]/);
+    expect(filler).toContain('over its size quota of 64 MiB');
+    expect(filler).not.toContain('filler-finished');
+    expect(cleaned).toContain('cleaned');
+    expect(Number(/^(\d+)$/m.exec(cleaned!)?.[1])).toBeLessThan(64);
+  }, 180_000);
+
+  it('a grep pattern that backtracks without end returns an error within its bound while the runner’s other actions complete', async () => {
+    await using system = await startTestSystem({ agent: { tools: ['terminal', 'file_editor', 'grep', 'think', 'finish'] } });
+    const hostile = { tenant: 'acme', conversation: 'backtrack' };
+    const calm = { tenant: 'acme', conversation: 'calm-grep' };
+    await system.start(hostile, {
+      id: 'backtrack',
+      steps: 2,
+      effects: system.effects,
+      calls: [
+        { tool: 'terminal', input: { command: `for i in $(seq 200); do printf '${'a'.repeat(40)}b\\n'; done > hostile.txt; echo written` } },
+        { tool: 'grep', input: { pattern: '(a+)+$' } },
+      ],
+    });
+    await system.start(calm, { id: 'calm-grep', steps: 8, effects: system.effects, sleep: 1 });
+    await system.waitForStatus([hostile, calm], ['finished', 'error', 'stuck'], 120_000);
+    expect(await system.status(hostile)).toBe('finished');
+    expect(await system.status(calm)).toBe('finished');
+    const events = await system.events(hostile);
+    const grep = events.find((event) => event.type === 'observation' && event.tool_name === 'grep');
+    expect(grep).toMatchObject({ is_error: true });
+    expect(JSON.stringify(grep)).toContain('took longer than');
+    const grepStarted = events.filter((event) => event.type === 'execution_started').at(-1)!;
+    const window = [Date.parse(grepStarted.timestamp), Date.parse(grep!.timestamp)] as const;
+    expect(window[1] - window[0]).toBeLessThan(20_000);
+    // the calm conversation's actions went on, on the same runner, while grep ran
+    const calmResults = (await system.events(calm)).filter((event) => event.type === 'observation').map((event) => Date.parse(event.timestamp));
+    expect(calmResults.filter((at) => at > window[0] && at < window[1]).length).toBeGreaterThan(0);
+  }, 150_000);
+});
+
+describe('a sandbox’s life', () => {
+  it('an idle sandbox is stopped and comes back on the next action, and the agent is told', async () => {
+    await using system = await startTestSystem({ toolRunnerEnv: { FLOTILLA_SANDBOX_IDLE_SECONDS: '1' } });
+    const ref = { tenant: 'acme', conversation: 'sleepy' };
+    await system.start(ref, { id: 'sleepy', steps: 2, effects: system.effects, latencyMs: 2_500, commands: ['export REMEMBERED=yes; sleep 300 & echo started', 'echo "remembered=${REMEMBERED:-no}"; pgrep -c sleep || true'] });
+    await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 90_000);
+    const [, second] = observationTexts(await system.events(ref));
+    expect(second).toContain('sandbox was stopped after a while without commands');
+    expect(second).toContain('remembered=no');
+  }, 120_000);
+
+  it('deleting a conversation removes its workspace, shell, sandbox and ownership entry', async () => {
+    await using system = await startTestSystem({ gateway: true });
+    const ref = { tenant: 'acme', conversation: 'doomed' };
+    await runCommands(system, ref, ['sleep 600 & echo kept > kept.txt']);
+    const workspace = join(system.home, 'workspaces', 'acme', 'doomed');
+    expect(existsSync(join(workspace, 'kept.txt'))).toBe(true);
+    const before = await sandboxedProcesses();
+    expect(before.length).toBeGreaterThan(0);
+    const runners = await RunnerRegistry.open(system.nc, { livenessMs: 3_000 });
+    expect((await runners.owner(ref))?.runner).toBeTruthy();
+
+    const response = await fetch(`${system.gatewayUrl}/v1/conversations/doomed`, { method: 'DELETE', headers: { authorization: `Bearer ${system.apiKey}` } });
+    expect(response.status).toBe(204);
+    expect(existsSync(workspace)).toBe(false);
+    expect(await runners.owner(ref)).toBeUndefined();
+    const deadline = Date.now() + 5_000;
+    while ((await sandboxedProcesses()).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await sandboxedProcesses()).toEqual([]);
+  }, 120_000);
+});
