@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConversationStatus, EVENT_TYPES, isSubjectToken, type EventType } from '@flotilla/events';
 import { usageError } from './errors.js';
+import { secretCommandOf, type SecretCommand } from './secret-args.js';
 
 /** `--url` / `--api-key` as given on the command line (the environment and config file come later). */
 export type ConnectionFlags = { readonly url?: string; readonly apiKey?: string };
@@ -37,7 +38,8 @@ export type Command =
       readonly json: boolean;
     }
   | { readonly name: 'info'; readonly json: boolean }
-  | { readonly name: 'keys-create'; readonly tenant: string; readonly keyName: string; readonly json: boolean };
+  | { readonly name: 'keys-create'; readonly tenant: string; readonly keyName: string; readonly json: boolean }
+  | SecretCommand;
 
 export type CommandName = Command['name'];
 
@@ -64,10 +66,16 @@ const OPTIONS = {
   text: { type: 'string' },
   tenant: { type: 'string' },
   name: { type: 'string' },
+  value: { type: 'string' },
+  'value-file': { type: 'string' },
 } as const;
+/** `secret … --tenant` is a flag (the defaults of the key's own tenant), where `keys create --tenant T` takes a value. */
+const SECRET_OPTIONS = { ...OPTIONS, tenant: { type: 'boolean' } } as const;
 
 type OptionName = keyof typeof OPTIONS;
-type Values = { [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean };
+type Values = Omit<{ [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean }, 'tenant'> & {
+  tenant?: string | boolean;
+};
 
 const GLOBAL: readonly OptionName[] = ['url', 'api-key', 'help'];
 const WATCHING: readonly OptionName[] = ['watch', 'follow', 'verbose'];
@@ -88,6 +96,7 @@ const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
   events: ['type', 'text', 'after-seq', 'limit', 'json'],
   info: ['json'],
   keys: ['tenant', 'name', 'json'],
+  secret: ['tenant', 'value', 'value-file', 'json'],
 };
 
 const MAX_LIST = 1_000;
@@ -98,7 +107,8 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
   let values: Values;
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: [...argv], options: OPTIONS, strict: true, allowPositionals: true }) as {
+    const options = commandWord(argv) === 'secret' ? SECRET_OPTIONS : OPTIONS;
+    ({ values, positionals } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true }) as {
       values: Values;
       positionals: string[];
     });
@@ -118,6 +128,17 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
     if (!GLOBAL.includes(option) && !allowed.includes(option)) throw usageError(`${name} does not take --${option}`);
   }
   return { command: commandOf(name, rest, values), connection };
+}
+
+/** The command word: the first argument that is neither an option nor the value of a global one. */
+function commandWord(argv: readonly string[]): string | undefined {
+  for (let index = 0; index < argv.length; index += 1) {
+    const argument = argv[index]!;
+    if (argument === '--') return argv[index + 1];
+    if (argument === '--url' || argument === '--api-key') index += 1;
+    else if (!argument.startsWith('-')) return argument;
+  }
+  return undefined;
 }
 
 function commandOf(name: string, rest: readonly string[], values: Values): Command {
@@ -190,10 +211,17 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
       return { name, json: values.json ?? false };
     case 'keys': {
       if (rest[0] !== 'create' || rest.length !== 1) throw usageError('the keys command is: flotilla keys create --tenant T --name N');
-      if (values.tenant === undefined || !isSubjectToken(values.tenant)) throw usageError('keys create needs --tenant: 1-64 characters of A-Z a-z 0-9 _ -');
+      if (typeof values.tenant !== 'string' || !isSubjectToken(values.tenant)) throw usageError('keys create needs --tenant: 1-64 characters of A-Z a-z 0-9 _ -');
       if (values.name === undefined || values.name.trim() === '') throw usageError('keys create needs --name, e.g. --name ci');
       return { name: 'keys-create', tenant: values.tenant, keyName: values.name, json: values.json ?? false };
     }
+    case 'secret':
+      return secretCommandOf(rest, {
+        ...(values.tenant === true ? { tenant: true } : {}),
+        ...optional('value', values.value),
+        ...optional('valueFile', values['value-file']),
+        ...(values.json ? { json: true } : {}),
+      });
     default:
       throw usageError(`unknown command "${name}"`);
   }

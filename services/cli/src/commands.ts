@@ -4,6 +4,7 @@ import type { Command, FollowOptions } from './args.js';
 import type { CliClient } from './cli-client.js';
 import { renderConversation, renderConversationTable, renderServerInfo } from './format-resources.js';
 import { renderEvent } from './render-event.js';
+import { executeSecretCommand, type SecretInput } from './secret-commands.js';
 import { tailConversation } from './tail.js';
 import type { Terminal } from './terminal.js';
 import { watchConversation } from './watch.js';
@@ -21,6 +22,8 @@ export type CommandContext = {
   readonly interactive: boolean;
   readonly signal?: AbortSignal;
   readonly now: () => Date;
+  /** Where `secret set` reads a value from (stdin, a file). */
+  readonly input?: SecretInput;
 };
 
 type Runnable = Exclude<Command, { name: 'help' }>;
@@ -98,6 +101,11 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
       }
       return ExitCode.Ok;
     }
+    case 'secret-set':
+    case 'secret-rm':
+    case 'secret-ls':
+      await executeSecretCommand(command, client, context);
+      return ExitCode.Ok;
   }
 }
 

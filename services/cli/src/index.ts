@@ -10,6 +10,9 @@ export { relativeTime, renderConversation, renderConversationTable, renderServer
 export { contentText, renderEvent, renderPendingActions, speakerPrefix, summariseArguments } from './render-event.js';
 export type { RenderOptions } from './render-event.js';
 export { describeError, runCli } from './run-cli.js';
+export type { SecretCommand, SecretTarget, SecretValueSource } from './secret-args.js';
+export type { SecretInput } from './secret-commands.js';
+export { readStdinValue } from './stdin-value.js';
 export type { CliIo } from './run-cli.js';
 export { createStyle, wantsColor } from './style.js';
 export type { Style } from './style.js';

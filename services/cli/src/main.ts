@@ -1,9 +1,11 @@
 // The `flotilla` command (bin/flotilla runs this under tsx). All logic is in run-cli.ts.
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { FlotillaClient } from '@flotilla/client';
 import { NodeWebSocket } from '@flotilla/client/node';
 import { configFile } from './connection.js';
 import { runCli } from './run-cli.js';
+import { readStdinValue } from './stdin-value.js';
 
 const interrupted = new AbortController();
 process.once('SIGINT', () => {
@@ -30,6 +32,10 @@ const code = await runCli(process.argv.slice(2), {
   },
   createClient: ({ url, apiKey }) => new FlotillaClient({ baseUrl: url, apiKey, WebSocket: NodeWebSocket }),
   signal: interrupted.signal,
+  input: {
+    readStdin: (prompt) => readStdinValue(prompt, process.stdin, process.stderr),
+    readFile: (path) => readFile(path, 'utf8'),
+  },
 });
 // exit once stdout is flushed, without waiting for sockets to finish closing
 process.stdout.write('', () => process.exit(code));

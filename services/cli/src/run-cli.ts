@@ -4,6 +4,7 @@ import type { CliClient } from './cli-client.js';
 import { ExitCode, executeCommand } from './commands.js';
 import { CONFIG_FILE, resolveConnection, type Connection } from './connection.js';
 import { CliError, CliErrorCode } from './errors.js';
+import type { SecretInput } from './secret-commands.js';
 import { wantsColor } from './style.js';
 import { Terminal, type Output } from './terminal.js';
 import { USAGE } from './usage.js';
@@ -18,6 +19,8 @@ export type CliIo = {
   /** Aborted on Ctrl-C: a watch stops cleanly. */
   readonly signal?: AbortSignal;
   readonly now?: () => Date;
+  /** stdin and files, for `secret set` (absent: only --value works). */
+  readonly input?: SecretInput;
 };
 
 const SHORT_USAGE = 'Usage: flotilla <command> [options]    (flotilla --help lists the commands)';
@@ -50,6 +53,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       interactive: io.stdout.isTTY === true,
       ...(io.signal ? { signal: io.signal } : {}),
       now: io.now ?? (() => new Date()),
+      ...(io.input ? { input: io.input } : {}),
     });
   } catch (error) {
     out.endLine();

@@ -23,6 +23,17 @@ Following:
                                    every event as one JSON line; stops at the end of the log
                                    unless --follow
 
+Secrets (the sandbox gets each as the environment variable NAME; values are never shown):
+  secret set ID NAME [--value-file F]
+                                   set a secret of a conversation; the value is read from
+                                   stdin (typed without echo on a terminal; one final newline
+                                   dropped) or, exactly, from file F. --value V works too, but
+                                   leaves V in your shell history
+  secret rm ID NAME                remove it
+  secret ls ID [--json]            the names of a conversation's secrets
+  secret set|rm|ls --tenant [NAME] the same for your tenant's defaults, which every
+                                   conversation gets unless it sets the same NAME
+
 Server:
   info [--json]                    what the gateway offers
   keys create --tenant T --name N [--json]
