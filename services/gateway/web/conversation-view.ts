@@ -5,6 +5,7 @@ import type { ConversationStatus, Event } from '@flotilla/events';
 import { byId, h, show } from './dom.js';
 import { actionCard, renderEvent } from './event-view.js';
 import { count, statusBadge, usd } from './format.js';
+import { SecretsPanel } from './secrets-panel.js';
 import { TypingArea } from './typing-area.js';
 
 /** What the list shows of the open conversation, ahead of its next refresh. */
@@ -51,6 +52,7 @@ export class ConversationView {
     reject: byId<HTMLButtonElement>('btn-reject'),
   };
   readonly #typing = new TypingArea(byId('typing'), byId('typing-body'));
+  readonly #secrets: SecretsPanel;
 
   #id: string | undefined;
   #subscription: EventSubscription | undefined;
@@ -67,6 +69,7 @@ export class ConversationView {
     readonly client: () => FlotillaClient,
     readonly hooks: ConversationViewHooks,
   ) {
+    this.#secrets = new SecretsPanel(client, { onError: (error) => hooks.onError(error) });
     this.#buttons.run.addEventListener('click', () => this.#command((id) => this.client().run(id)));
     this.#buttons.pause.addEventListener('click', () => this.#command((id) => this.client().pause(id)));
     this.#buttons.interrupt.addEventListener('click', () => this.#command((id) => this.client().interrupt(id)));
@@ -110,6 +113,7 @@ export class ConversationView {
     this.#pane.dataset['id'] = id;
     show(this.#empty, false);
     show(this.#pane, true);
+    this.#secrets.open(id);
     this.#setConnection('connecting', 'connecting…');
     this.#render();
     void this.client().getConversation(id).then(
@@ -157,6 +161,7 @@ export class ConversationView {
     this.#subscription = undefined;
     this.#id = undefined;
     subscription?.close();
+    this.#secrets.close();
     show(this.#pane, false);
     show(this.#empty, true);
   }
@@ -171,6 +176,8 @@ export class ConversationView {
       if (event.status) this.#setStatus(event.status);
       if (event.title) this.#title.textContent = event.title;
     }
+    // a change made elsewhere (the CLI, another tab); replay sends each old one too, so only live ones refresh
+    if (event.type === 'secret_changed' && this.#connection.dataset['state'] === 'live') void this.#secrets.refresh();
     if (clearsTyping(event)) this.#typing.clear();
     this.#lastSeq = event.seq;
     this.#updatedAt = event.timestamp;
