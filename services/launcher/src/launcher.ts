@@ -8,6 +8,7 @@ import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
 import { portIsFree } from './port-free.js';
+import { isSecretsKeySetting, secretsEnvironmentFor, secretsKeySettings } from './secrets-key-file.js';
 
 export type LauncherOutput = { info(line: string): void; warn(line: string): void; log(line: string): void };
 
@@ -78,6 +79,9 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
     await mkdir(config.home, { recursive: true });
     apiKey = await keyFile(join(config.home, 'api-key'));
     const adminKey = await keyFile(join(config.home, 'admin-key'));
+    const secretsKey = await secretsKeySettings(config.home, process.env);
+    if (secretsKey.created) output.info(`secrets key created in ${secretsKey.file} (keep it: secrets set with it cannot be read without it)`);
+    if (secretsKey.warning) output.warn(secretsKey.warning);
     let gatewayPort = config.gatewayPort;
     if (!(await portIsFree(gatewayPort))) {
       const fallback = await freePort();
@@ -103,9 +107,11 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
           FLOTILLA_STREAM: config.streamName,
           FLOTILLA_HEALTH_PORT: String(healthPort),
           ...(isGateway ? { FLOTILLA_GATEWAY_PORT: String(gatewayPort), FLOTILLA_API_KEYS: `${config.tenant}:${apiKey}`, FLOTILLA_ADMIN_KEY: adminKey } : {}),
+          // the secrets key only where secrets are set (gateway) and given to the sandbox (tool runner)
+          ...secretsEnvironmentFor(service, secretsKey),
         },
-        // the tool runner does not call the model: it never holds the provider's key
-        ...(service === 'tool-runner' ? { omitInherited: isModelSetting } : {}),
+        // the tool runner does not call the model: it never holds the provider's key; nobody inherits the secrets key
+        omitInherited: service === 'tool-runner' ? (name) => isModelSetting(name) || isSecretsKeySetting(name) : isSecretsKeySetting,
         onLine: (name, line) => output.log(formatLogLine(name, line)),
         onExit: (name, code, signal, restarting) => {
           if (restarting || code !== 0) output.warn(`${name} exited (${code ?? signal})${restarting ? '; restarting' : ''}`);
