@@ -101,6 +101,17 @@ export const ServerInfo = z.strictObject({
     /** Secrets can be set (the gateway has a secrets key: FLOTILLA_SECRETS_KEY_FILE). */
     secrets: z.boolean(),
   }),
+  /** How the live tool runners sandbox what the agent runs (from their heartbeats). */
+  sandbox: z.strictObject({
+    runners: Count,
+    /** `bwrap`, `docker`, `none`. */
+    kinds: z.array(z.string()),
+    /** `none`, `egress`. */
+    networks: z.array(z.string()),
+    /** Runners whose agent runs with the service's own privileges (kind `none`). */
+    unsandboxed_runners: Count,
+    warning: z.string().optional(),
+  }),
   limits: z.strictObject({
     max_body_bytes: Count,
     max_frame_bytes: Count,

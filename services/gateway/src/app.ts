@@ -1,6 +1,7 @@
 import { API_KEY_HEADER, CloseCode, SocketQuery, type ServerInfo } from '@flotilla/api';
 import { ConversationId, CURRENT_PROTOCOL_VERSION } from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
+import { requestWorkspaceDeletion, type RunnerRegistry } from '@flotilla/runtime';
 import type { SecretStore } from '@flotilla/secrets';
 import type { SnapshotStore } from '@flotilla/state';
 import fastifyWebsocket from '@fastify/websocket';
@@ -19,6 +20,7 @@ import { openApiDocument, openApiHtml } from './openapi.js';
 import { RateLimiter } from './rate-limiter.js';
 import type { Access, RouteSpec } from './route-table.js';
 import { restRoutes } from './routes.js';
+import { SandboxSummary } from './sandbox-summary.js';
 import { SecretService } from './secret-service.js';
 import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
@@ -35,6 +37,8 @@ export type GatewayDependencies = {
   readonly tools: readonly { name: string; description: string }[];
   /** The secrets bucket; undefined when the gateway has no secrets key (the secrets routes answer 503). */
   readonly secrets?: SecretStore;
+  /** The tool runners: deleting a conversation removes its workspace through them; server info describes their sandboxes. */
+  readonly runners?: RunnerRegistry;
 };
 
 export type Gateway = {
@@ -67,6 +71,15 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     maxRunningPerTenant: config.maxRunningPerTenant,
   });
   const secrets = new SecretService(deps.secrets, conversations, logger);
+  const runners = deps.runners;
+  if (runners) {
+    conversations.onDelete(async (ref) => {
+      if (!(await requestWorkspaceDeletion(deps.nc, runners, ref))) logger.warn({ conversation: ref.conversation, tenant: ref.tenant }, 'no tool runner confirmed removing the workspace of a deleted conversation');
+    });
+  }
+  conversations.onDelete((ref) => secrets.removeConversationSecrets(ref));
+  const sandboxes = new SandboxSummary(runners, logger);
+  await sandboxes.refresh();
   const hub = new SocketHub(deps.nc, log, logger, config.maxSubscribersPerConversation);
   const limiter = new RateLimiter(config.rateLimitPerSecond);
   const metrics = gatewayMetrics(hub);
@@ -101,6 +114,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     tenant,
     tools: [...deps.tools],
     capabilities: { websocket: true, token_streaming: true, confirmation: true, condensation: true, event_search: true, secrets: secrets.available },
+    sandbox: sandboxes.current,
     limits: {
       max_body_bytes: config.maxBodyBytes,
       max_frame_bytes: config.maxFrameBytes,
@@ -291,6 +305,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     async close() {
       for (const session of sessions) session.close(CloseCode.GoingAway, 'the gateway is shutting down; reconnect with after_seq');
       hub.stop();
+      sandboxes.stop();
       await app.close();
     },
   };

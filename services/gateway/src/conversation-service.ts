@@ -23,6 +23,9 @@ type Decide = (events: readonly Event[]) => EventDraft[];
 
 /** Conversations as the gateway drives them: every change an appended event, every read from the log. */
 export class ConversationService {
+  /** What else a conversation's deletion removes (its workspace, its secrets), before its log goes. */
+  readonly #onDelete: ((ref: ConversationRef) => Promise<void>)[] = [];
+
   constructor(
     readonly nc: NatsConnection,
     readonly log: EventLog,
@@ -86,10 +89,16 @@ export class ConversationService {
     return this.get(ref);
   }
 
-  /** Remove the conversation's log and snapshot. A running conversation must be paused first. */
+  /** Also remove, when a conversation is deleted, what `hook` holds of it (called before the log is purged). */
+  onDelete(hook: (ref: ConversationRef) => Promise<void>): void {
+    this.#onDelete.push(hook);
+  }
+
+  /** Remove the conversation's log, snapshot and what the delete hooks hold. A running conversation must be paused first. */
   async delete(ref: ConversationRef): Promise<void> {
     const snapshot = await this.snapshot(ref);
     if (snapshot.status === 'running') throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
+    for (const hook of this.#onDelete) await hook(ref);
     await this.log.jsm.streams.purge(this.log.streamName, { filter: this.log.subject(ref) });
     await this.snapshots.delete(ref);
     this.index.forget(ref.tenant, ref.conversation);

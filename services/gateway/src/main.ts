@@ -1,5 +1,5 @@
 import { createBuiltinTools } from '@flotilla/tools';
-import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry } from '@flotilla/runtime';
+import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry, RunnerRegistry } from '@flotilla/runtime';
 import { loadSecretsKey, SecretStore } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { loadAgentSettings } from '@flotilla/workers';
@@ -23,6 +23,7 @@ const keys = await ApiKeyStore.open(nc);
 const secrets = secretsKey ? await SecretStore.open(nc, { key: secretsKey, replicas: config.secretsReplicas }) : undefined;
 if (!secrets) logger.warn('secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets');
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
+const runners = await RunnerRegistry.open(nc, { livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000) });
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
 // the tools the agent is configured with (the same settings the step workers read); MCP tools by name
@@ -30,7 +31,7 @@ const offered = loadAgentSettings().tools;
 const builtins = new Map(createBuiltinTools().map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = offered.map((name) => ({ name, description: builtins.get(name) ?? 'MCP tool' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools, ...(secrets ? { secrets } : {}) }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools, runners, ...(secrets ? { secrets } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
 logger.info({ url: address, nats: service.natsUrl, keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 
