@@ -1,10 +1,16 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { FlotillaClient } from '@flotilla/client';
+import { NodeWebSocket } from '@flotilla/client/node';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { RunnerRegistry } from '@flotilla/runtime';
+import { generateSecretsKey } from '@flotilla/secrets';
 import { describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { taskMessage } from '../support/brain-server.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
 
 /** Runs `commands` in a conversation's terminal, through the services, and returns each command's observation text. */
@@ -216,3 +222,69 @@ describe('a sandbox’s life', () => {
     expect(await sandboxedProcesses()).toEqual([]);
   }, 120_000);
 });
+
+describe('a secret set over the API', () => {
+  it('reaches the command that uses it, and its value appears nowhere: not the store, the logs, the socket or the model’s requests', async () => {
+    const key = generateSecretsKey();
+    await using system = await startTestSystem({
+      gateway: true,
+      recordModelRequests: true,
+      captureLogs: true,
+      env: { FLOTILLA_LOG_LEVEL: 'debug' },
+      gatewayEnv: { FLOTILLA_SECRETS_KEY: key },
+      toolRunnerEnv: { FLOTILLA_SECRETS_KEY: key },
+    });
+    const value = `tok-${randomBytes(12).toString('hex')}`;
+    const frames: string[] = [];
+    class RecordingSocket extends WebSocket {
+      constructor(url: string) {
+        super(url);
+        this.on('message', (data: Buffer) => frames.push(data.toString('utf8')));
+      }
+    }
+    const client = new FlotillaClient({ baseUrl: system.gatewayUrl, apiKey: system.apiKey, WebSocket: RecordingSocket as unknown as typeof NodeWebSocket });
+    await client.createConversation({ id: 'secretive' });
+    await client.setConversationSecret('secretive', 'MY_TOKEN', value);
+    expect(await client.listConversationSecrets('secretive')).toEqual(['MY_TOKEN']);
+    const events: Event[] = [];
+    const subscription = client.subscribe('secretive', { onEvent: (event) => events.push(event) });
+    await subscription.ready();
+    const commands = [
+      'echo "$MY_TOKEN"',
+      'env | grep MY_TOKEN',
+      `printf '#!/bin/sh\\necho "the token is $MY_TOKEN"\\n' > show.sh; sh show.sh`,
+      'printf %s "$MY_TOKEN" | base64',
+    ];
+    await client.sendMessage('secretive', taskMessage({ id: 'secretive', steps: commands.length, effects: system.effects, commands }), { run: true });
+    const ref = { tenant: 'acme', conversation: 'secretive' };
+    await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 90_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    subscription.close();
+    expect(await system.status(ref)).toBe('finished');
+
+    const outputs = observationTexts(await system.events(ref));
+    expect(outputs[0]).toContain('<secret:MY_TOKEN>');
+    expect(outputs[1]).toContain('MY_TOKEN=<secret:MY_TOKEN>');
+    expect(outputs[2]).toContain('the token is <secret:MY_TOKEN>');
+    expect(outputs[3]).toContain('<secret:MY_TOKEN>');
+    expect((await system.events(ref)).some((event) => event.type === 'secret_changed' && event.name === 'MY_TOKEN')).toBe(true);
+    expect(events.some((event) => event.type === 'observation')).toBe(true);
+
+    const forms = [value, Buffer.from(value).toString('base64')];
+    const leaks = (where: string, text: string): string[] => forms.filter((form) => text.includes(form)).map((form) => `${where} holds ${form === value ? 'the value' : 'its base64'}`);
+    const found: string[] = [];
+    for (const file of await listFiles(join(system.home, 'nats'))) found.push(...leaks(file, (await readFile(file)).toString('latin1')));
+    found.push(...leaks('a service log line', system.logLines.join('\n')));
+    found.push(...leaks('a WebSocket frame', frames.join('\n')));
+    found.push(...leaks('a model request', system.brain.requests.join('\n')));
+    expect(found).toEqual([]);
+    expect(system.logLines.length).toBeGreaterThan(0);
+    expect(frames.length).toBeGreaterThan(0);
+    expect(system.brain.requests.join('\n')).toContain('<secret:MY_TOKEN>');
+  }, 120_000);
+});
+
+async function listFiles(root: string): Promise<string[]> {
+  const entries = await readdir(root, { withFileTypes: true, recursive: true });
+  return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
+}

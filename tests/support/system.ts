@@ -38,6 +38,8 @@ export type SystemOptions = {
   readonly toolRunnerEnv?: NodeJS.ProcessEnv;
   /** Keep every request the model server receives (brain.requests). */
   readonly recordModelRequests?: boolean;
+  /** Keep every line the services print (logLines). */
+  readonly captureLogs?: boolean;
 };
 
 /** API keys the test gateways are provisioned with. */
@@ -56,6 +58,8 @@ export type RunningTestSystem = AsyncDisposable & {
   /** Every line of every workspace's effects file. */
   readEffects(): Promise<string[]>;
   readonly processes: readonly ServiceProcess[];
+  /** Every line the services printed, when captureLogs was set. */
+  readonly logLines: readonly string[];
   /** Health/metrics endpoint of each service process, by process name (e.g. `step-worker-1`). */
   readonly healthUrls: ReadonlyMap<string, string>;
   /** Base URL of the first gateway (empty without gateways), and of each. */
@@ -89,6 +93,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
   };
   const showLogs = options.logs ?? process.env['FLOTILLA_TEST_LOGS'] !== undefined;
   const processes: ServiceProcess[] = [];
+  const logLines: string[] = [];
   const healthUrls = new Map<string, string>();
   const gatewayUrls: string[] = [];
   const spawnService = async (service: string, index: number): Promise<void> => {
@@ -124,6 +129,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
         ...(service === 'tool-runner' ? options.toolRunnerEnv : {}),
       },
       onLine: (name, line) => {
+        if (options.captureLogs) logLines.push(line);
         if (showLogs || line.includes('"level":50') || line.includes('"level":60')) process.stderr.write(`${formatLogLine(name, line)}\n`);
       },
     });
@@ -161,6 +167,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     effects,
     readEffects: () => readWorkspaceFiles(join(home, 'workspaces'), effects),
     processes,
+    logLines,
     healthUrls,
     gatewayUrl: gatewayUrls[0] ?? '',
     gatewayUrls,
