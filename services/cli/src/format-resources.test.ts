@@ -28,6 +28,7 @@ describe('renderServerInfo', () => {
       tenant: 'acme',
       tools: [{ name: 'terminal', description: 'Run commands.\nMore.' }],
       capabilities: { websocket: true, token_streaming: false, confirmation: true, condensation: false, event_search: true, secrets: true },
+      sandbox: { runners: 1, kinds: ['bwrap'], networks: ['none'], unsandboxed_runners: 0 },
       limits: { max_body_bytes: 1024, max_frame_bytes: 512, max_subscribers_per_conversation: 10, max_running: 0, max_running_per_tenant: 5 },
     };
     expect(renderServerInfo(info)).toEqual([
