@@ -1,5 +1,7 @@
 /** Where the workspace is seen inside an isolating sandbox. */
 export const SANDBOX_WORKSPACE = '/workspace';
+/** Where the service's own files for the conversation (terminal FIFOs, saved outputs) are seen, read-only. */
+export const SANDBOX_PRIVATE = '/run/flotilla';
 /** HOME inside an isolating sandbox (memory-backed, private to the sandbox). */
 export const SANDBOX_HOME = '/home/agent';
 export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

@@ -9,7 +9,7 @@ export {
   SandboxSettings,
 } from './settings.js';
 export type { ProcessExit, Sandbox, SandboxDescription, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from './sandbox.js';
-export { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_WORKSPACE, sandboxEnvironment } from './environment.js';
+export { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_PRIVATE, SANDBOX_WORKSPACE, sandboxEnvironment } from './environment.js';
 export { openSandboxProvider } from './open-provider.js';
 export type { OpenSandboxProviderOptions } from './open-provider.js';
 export { createBwrapProvider } from './bwrap/bwrap-provider.js';

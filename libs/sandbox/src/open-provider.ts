@@ -30,7 +30,7 @@ async function providerOf(settings: SandboxSettings, options: OpenSandboxProvide
       return createNoneProvider(settings);
     case SandboxKind.Docker: {
       const { createDockerProvider } = await import('./docker/docker-provider.js');
-      return createDockerProvider(settings);
+      return createDockerProvider(settings, { stateDir: options.stateDir });
     }
   }
 }

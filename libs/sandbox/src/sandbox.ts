@@ -9,6 +9,12 @@ export type SandboxSpec = {
   readonly workspace: string;
   /** Variables added to the scratch environment of every process (the conversation's secrets). */
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * The service's own directory for the conversation (terminal FIFOs, saved outputs, the task
+   * list): outside the workspace, so the agent can neither change it nor plant links in it, and
+   * seen read-only inside at `/run/flotilla`. Default: one under the provider's state directory.
+   */
+  readonly privateDir?: string;
 };
 
 export type SpawnOptions = {
@@ -47,7 +53,9 @@ export interface Sandbox {
    * as root): files the service writes into the workspace are given to it, so the agent can change them.
    */
   readonly owner: { readonly uid: number; readonly gid: number } | undefined;
-  /** A host path inside the workspace as processes inside see it. */
+  /** The service's own directory for the conversation on the host (see SandboxSpec.privateDir); may not exist yet. */
+  readonly privateDir: string;
+  /** A host path inside the workspace or the private directory as processes inside see it. */
   toInside(hostPath: string): string;
   /** Start a process inside. The process dies with the sandbox, and with the service that started it. */
   spawn(command: string, args: readonly string[], options?: SpawnOptions): Promise<SandboxProcess>;

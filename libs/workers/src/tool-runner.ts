@@ -22,6 +22,8 @@ export type ToolRunnerDependencies = {
   readonly logger: Logger;
   /** Workspaces live in `<workspaceRoot>/<tenant>/<conversation>`. */
   readonly workspaceRoot: string;
+  /** The service's own files of each conversation (terminal FIFOs, saved outputs, task list) live in `<privateRoot>/<tenant>/<conversation>`. */
+  readonly privateRoot: string;
   /** Each conversation's sandbox: everything the agent runs runs in it. */
   readonly sandboxes: SandboxPool;
   /** The values each conversation's sandbox gets (its secrets); absent where secrets are not configured. */
@@ -121,6 +123,7 @@ export class ToolRunner {
     this.#owned.delete(key(ref));
     this.#deps.cache.forget(ref);
     await rm(join(this.#deps.workspaceRoot, ref.tenant, ref.conversation), { recursive: true, force: true });
+    await rm(join(this.#deps.privateRoot, ref.tenant, ref.conversation), { recursive: true, force: true });
     await this.#deps.runners.release(ref);
   }
 
@@ -289,9 +292,13 @@ export class ToolRunner {
     const tracked = this.#deps.interrupts.track(ref);
     const started = performance.now();
     try {
-      return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, env: secrets }, async ({ sandbox, restarted }) => {
+      const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
+      return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets }, async ({ sandbox, restarted }) => {
         let workspace = this.#workspaces.get(key(ref));
-        if (!workspace) workspace = await openWorkspace(root, { shownRoot: sandbox.workspacePath, owner: sandbox.owner });
+        if (!workspace) {
+          const readOnly = { root: sandbox.privateDir, shownRoot: sandbox.toInside(sandbox.privateDir) };
+          workspace = await openWorkspace(root, { shownRoot: sandbox.workspacePath, owner: sandbox.owner, readOnly });
+        }
         setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
         const toolContext = createToolContext({
           workspace,

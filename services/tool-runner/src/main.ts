@@ -35,6 +35,7 @@ await runService({
       metrics,
       logger,
       workspaceRoot: process.env['FLOTILLA_WORKSPACES'] ?? join(config.home, 'workspaces'),
+      privateRoot: join(config.home, 'conversations'),
       sandboxes,
       ...(secrets ? { secrets, mask: maskSecrets } : {}),
       workspaceQuotaBytes: sandboxSettings.limits.workspaceBytes,

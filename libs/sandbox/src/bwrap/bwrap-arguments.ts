@@ -1,4 +1,4 @@
-import { SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environment.js';
+import { SANDBOX_HOME, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from '../environment.js';
 import type { SandboxLimits } from '../settings.js';
 import { SANDBOX_USER } from './generated-etc.js';
 
@@ -8,6 +8,8 @@ export type BwrapInvocation = {
   readonly etcFds: Readonly<Record<string, number>>;
   /** The workspace on the host. */
   readonly workspace: string;
+  /** The service's directory for the conversation, seen read-only. */
+  readonly privateDir: string;
   readonly cwd: string;
   readonly limits: SandboxLimits;
   /** The child's fds of `--info-fd` and `--block-fd`: the caller sets up the network before the command starts. */
@@ -59,6 +61,7 @@ export function bwrapArguments(invocation: BwrapInvocation, command: string, arg
     '--size', String(invocation.limits.tmpBytes), '--perms', '1777', '--tmpfs', '/tmp',
     '--size', String(invocation.limits.tmpBytes), '--perms', '0700', '--tmpfs', SANDBOX_HOME,
     '--bind', invocation.workspace, SANDBOX_WORKSPACE,
+    '--ro-bind', invocation.privateDir, SANDBOX_PRIVATE,
     // the root bwrap builds is a tmpfs the sandbox user could write: make it read-only
     '--remount-ro', '/',
     '--chdir', invocation.cwd,

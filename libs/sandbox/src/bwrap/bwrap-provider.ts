@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
-import { chmod, chown, stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chmod, chown, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environment.js';
+import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from '../environment.js';
+import { insidePath } from '../inside-path.js';
 import { SandboxError, SandboxErrorCode } from '../errors.js';
 import type { Sandbox, SandboxDescription, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from '../sandbox.js';
 import { childSandboxProcess, spawned } from '../sandbox-process.js';
@@ -45,8 +47,10 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
     },
     async open(spec: SandboxSpec): Promise<Sandbox> {
       if (credentials) await chown(spec.workspace, credentials.uid, credentials.gid);
-      await assertTraversable(spec.workspace, credentials, options.ownedRoot);
-      return new BwrapSandbox(spec, settings, { system, etc: etcFiles, credentials, startTimeoutMs });
+      const privateDir = spec.privateDir ?? path.join(options.stateDir, 'conversations', createHash('sha256').update(spec.id).digest('hex').slice(0, 32));
+      await mkdir(privateDir, { recursive: true, mode: 0o755 });
+      for (const directory of [spec.workspace, privateDir]) await assertTraversable(directory, credentials, options.ownedRoot);
+      return new BwrapSandbox({ ...spec, privateDir }, settings, { system, etc: etcFiles, credentials, startTimeoutMs });
     },
     selfTest: () => runSelfTest(provider, options.stateDir),
   };
@@ -78,10 +82,15 @@ class BwrapSandbox implements Sandbox {
     return this.spec.workspace;
   }
 
+  get privateDir(): string {
+    return this.spec.privateDir!;
+  }
+
   toInside(hostPath: string): string {
-    const relative = path.relative(this.spec.workspace, hostPath);
-    if (relative.startsWith('..') || path.isAbsolute(relative)) throw new Error(`${hostPath} is not inside the workspace ${this.spec.workspace}`);
-    return relative === '' ? SANDBOX_WORKSPACE : path.posix.join(SANDBOX_WORKSPACE, ...relative.split(path.sep));
+    return insidePath(hostPath, [
+      [this.spec.workspace, SANDBOX_WORKSPACE],
+      [this.privateDir, SANDBOX_PRIVATE],
+    ]);
   }
 
   async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
@@ -92,7 +101,7 @@ class BwrapSandbox implements Sandbox {
     const etcFds = Object.fromEntries(etcEntries.map(([inside], index) => [inside, 3 + index]));
     const networkFds = { infoFd: 3 + etcEntries.length, blockFd: 4 + etcEntries.length };
     const argv = bwrapArguments(
-      { system: this.prepared.system, etcFds, workspace: this.spec.workspace, cwd: options.cwd ?? SANDBOX_WORKSPACE, limits: this.settings.limits, ...(egress ? { network: networkFds } : {}) },
+      { system: this.prepared.system, etcFds, workspace: this.spec.workspace, privateDir: this.privateDir, cwd: options.cwd ?? SANDBOX_WORKSPACE, limits: this.settings.limits, ...(egress ? { network: networkFds } : {}) },
       command,
       args,
     );

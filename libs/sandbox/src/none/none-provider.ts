@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { sandboxEnvironment } from '../environment.js';
 import { SandboxError, SandboxErrorCode } from '../errors.js';
@@ -47,6 +50,10 @@ class HostProcesses implements Sandbox {
 
   get workspacePath(): string {
     return this.spec.workspace;
+  }
+
+  get privateDir(): string {
+    return this.spec.privateDir ?? path.join(os.tmpdir(), 'flotilla-private', createHash('sha256').update(`${this.spec.workspace}\0${this.spec.id}`).digest('hex').slice(0, 32));
   }
 
   toInside(hostPath: string): string {

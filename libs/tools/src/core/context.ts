@@ -12,7 +12,7 @@ export type ToolContext = {
   readonly conversationId: string;
   /** Cancels the execution (the run was paused or stopped). */
   readonly signal: AbortSignal;
-  /** The conversation's private area (task list, history). */
+  /** The conversation's private area (task list, saved outputs): the service's, seen read-only by the sandbox. */
   readonly conversationDir: string;
   /** Where oversized outputs are offloaded so the model can read them later. */
   readonly outputDir: string;
@@ -40,17 +40,17 @@ export function safeSegment(value: string): string {
 }
 
 /**
- * Build a context with defaults: the conversation area is
- * `<workspace>/.flotilla/conversations/<id>` and offloaded outputs go to its
- * `observations/` folder, inside the workspace so `file_editor` can read them.
+ * Build a context with defaults: the sandbox runs processes on this host unsandboxed, the
+ * conversation area is the sandbox's private directory (outside the workspace: the agent can
+ * read it but neither change it nor plant links in it), offloaded outputs go to its
+ * `observations/` folder.
  */
 export function createToolContext(options: ToolContextOptions): ToolContext {
-  const conversationDir =
-    options.conversationDir ??
-    path.join(options.workspace.root, '.flotilla', 'conversations', safeSegment(options.conversationId));
+  const sandbox = options.sandbox ?? openHostSandbox({ id: options.conversationId, workspace: options.workspace.root });
+  const conversationDir = options.conversationDir ?? sandbox.privateDir;
   return {
     workspace: options.workspace,
-    sandbox: options.sandbox ?? openHostSandbox({ id: options.conversationId, workspace: options.workspace.root }),
+    sandbox,
     conversationId: options.conversationId,
     signal: options.signal ?? new AbortController().signal,
     conversationDir,

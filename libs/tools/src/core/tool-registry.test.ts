@@ -108,7 +108,8 @@ describe('ToolRegistry', () => {
     const text = resultText(result);
     expect(text.length).toBeLessThanOrEqual(2_000);
     const saved = /saved to (\S+);/.exec(text)?.[1] ?? '';
-    expect(saved.startsWith(path.join(context.workspace.root, '.flotilla', 'conversations', 'conv_1', 'observations', 'echo_output_'))).toBe(true);
+    expect(saved.startsWith(path.join(context.outputDir, 'echo_output_'))).toBe(true);
+    expect(saved.startsWith(context.workspace.root)).toBe(false); // the service's area, not the agent's workspace
     expect(await readFile(saved, 'utf8')).toBe('line\n'.repeat(1_000));
   });
 

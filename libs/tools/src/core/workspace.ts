@@ -14,6 +14,8 @@ export type Workspace = {
    * `path_outside_workspace` when the path, or the target of a symlink on it, leaves the root.
    */
   resolvePath(requested: string): Promise<string>;
+  /** As resolvePath, and also paths in the read-only area (the service's saved outputs), for reading only. */
+  resolveForReading(requested: string): Promise<string>;
   /** Text with every host path of the workspace written as the agent sees it. */
   show(text: string): string;
   /** Give a file the service wrote (and the folders made for it) to the sandbox's user. */
@@ -25,6 +27,8 @@ export type WorkspaceOptions = {
   readonly shownRoot?: string;
   /** The host user that owns what the agent writes, when not this process's. */
   readonly owner?: { readonly uid: number; readonly gid: number } | undefined;
+  /** A directory the agent may read but not change (the sandbox's private directory), on the host and as shown. */
+  readonly readOnly?: { readonly root: string; readonly shownRoot: string };
 };
 
 function isInside(root: string, candidate: string): boolean {
@@ -67,7 +71,23 @@ class LocalWorkspace implements Workspace {
   }
 
   show(text: string): string {
-    return this.shownRoot === this.root ? text : text.replaceAll(this.root, this.shownRoot);
+    let shown = this.shownRoot === this.root ? text : text.replaceAll(this.root, this.shownRoot);
+    const readOnly = this.options.readOnly;
+    if (readOnly && readOnly.root !== readOnly.shownRoot) shown = shown.replaceAll(readOnly.root, readOnly.shownRoot);
+    return shown;
+  }
+
+  async resolveForReading(requested: string): Promise<string> {
+    const readOnly = this.options.readOnly;
+    if (!readOnly || !path.isAbsolute(requested)) return this.resolvePath(requested);
+    const absolute = path.resolve(requested);
+    const base = isInside(readOnly.shownRoot, absolute) ? readOnly.shownRoot : isInside(readOnly.root, absolute) ? readOnly.root : undefined;
+    if (base === undefined) return this.resolvePath(requested);
+    const host = path.join(readOnly.root, path.relative(base, absolute));
+    const real = await realpathOfExistingPrefix(host);
+    const realRoot = await realpathOfExistingPrefix(readOnly.root);
+    if (!isInside(realRoot, real)) throw outside(requested, this.shownRoot, ` (a symlink on it points to ${this.show(real)})`);
+    return host;
   }
 
   async adopt(hostPath: string): Promise<void> {

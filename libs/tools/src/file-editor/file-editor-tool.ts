@@ -44,7 +44,8 @@ export function createFileEditorTool(): ToolDefinition<FileEditorParameters> {
     async execute(params, context) {
       let filePath: string;
       try {
-        filePath = await context.workspace.resolvePath(params.path);
+        // saved outputs (the service's read-only area) can be viewed, never changed
+        filePath = params.command === 'view' ? await context.workspace.resolveForReading(params.path) : await context.workspace.resolvePath(params.path);
       } catch (error) {
         if (isToolError(error)) return errorResult(error.message, { error_code: error.code });
         throw error;

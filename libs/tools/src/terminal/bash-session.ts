@@ -22,8 +22,8 @@ export type BashSessionOptions = {
   readonly bufferCapacity: number;
 };
 
-/** Where sessions keep their stdin FIFOs: inside the workspace, so the sandbox sees them. */
-const FIFO_FOLDER = path.join('.flotilla', 'terminal');
+/** Where sessions keep their stdin FIFOs: in the sandbox's private directory, which it sees read-only. */
+const FIFO_FOLDER = 'terminal';
 
 export type SessionState = 'idle' | 'running' | 'exited';
 
@@ -39,7 +39,8 @@ export type Collected = {
 
 /**
  * One persistent `bash` process in a conversation's sandbox, driven through pipes. Commands are
- * sent on the shell's stdin wrapped in `eval`, read their own stdin from a FIFO in the workspace
+ * sent on the shell's stdin wrapped in `eval`, read their own stdin from a FIFO in the service's
+ * private directory, which the agent cannot replace
  * (so `is_input` reaches them and a reading process never eats the next command), and are
  * followed by a marker line carrying the exit code and the cwd.
  */
@@ -79,16 +80,23 @@ export class BashSession {
 
   static async start(options: BashSessionOptions): Promise<BashSession> {
     const { sandbox } = options;
-    const folder = path.join(sandbox.hostWorkspace, FIFO_FOLDER);
-    await mkdir(folder, { recursive: true });
-    const tempDir = await mkdtemp(path.join(folder, 'session-'));
-    await chmod(tempDir, 0o755); // the sandbox's user opens the FIFO for reading
-    const fifo = path.join(tempDir, 'stdin');
-    await promisify(execFile)('mkfifo', ['-m', '0644', fifo]);
+    const makeFifo = async (): Promise<{ tempDir: string; fifo: string }> => {
+      const folder = path.join(sandbox.privateDir, FIFO_FOLDER);
+      await mkdir(folder, { recursive: true });
+      const tempDir = await mkdtemp(path.join(folder, 'session-'));
+      await chmod(tempDir, 0o755); // the sandbox's user opens the FIFO for reading
+      const fifo = path.join(tempDir, 'stdin');
+      await promisify(execFile)('mkfifo', ['-m', '0644', fifo]);
+      return { tempDir, fifo };
+    };
     // The sandbox kills the shell and everything it started when this process dies (even by
     // SIGKILL), so no command runs on after its tool runner is gone (an action cut off by a
-    // crash is reported as such, never finished behind the log's back).
-    const child = await sandbox.spawn('bash', ['--noprofile', '--norc'], { cwd: options.cwd, ...(options.env ? { env: options.env } : {}) });
+    // crash is reported as such, never finished behind the log's back). The FIFO is made while
+    // the sandbox starts: the shell opens it only for the first command.
+    const [{ tempDir, fifo }, child] = await Promise.all([
+      makeFifo(),
+      sandbox.spawn('bash', ['--noprofile', '--norc'], { cwd: options.cwd, ...(options.env ? { env: options.env } : {}) }),
+    ]);
     const marker = `__FLOTILLA_DONE_${randomBytes(6).toString('hex')}__`;
     const session = new BashSession(sandbox, child, fifo, tempDir, options.cwd, marker, options.bufferCapacity);
     // Merge stderr into stdout. The runner is a function, so a syntax error inside `eval` cannot
