@@ -2,6 +2,7 @@ import { benchAgentStep } from './agent-step.bench.js';
 import { benchColdLoad } from './cold-load.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
 import { benchModelRequest } from './model-request.bench.js';
+import { benchSandbox } from './sandbox.bench.js';
 import { benchStepCycle } from './step-cycle.bench.js';
 import { benchStepWorkerMemory } from './step-worker-memory.bench.js';
 import { benchThroughput } from './throughput.bench.js';
@@ -38,6 +39,7 @@ const benches: Record<string, () => Promise<string>> = {
   'model-request': () => benchModelRequest(),
   'ws-fanout': () => benchWsFanout(),
   'ws-idle-memory': () => benchWsIdleMemory(),
+  sandbox: () => benchSandbox(),
 };
 
 const names = args.length > 0 ? args : Object.keys(benches);

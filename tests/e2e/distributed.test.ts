@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { auditConversation, formatReport } from '@flotilla/auditor';
 import { INTERRUPTED_MESSAGE } from '@flotilla/agent';
 import { describe, expect, it } from 'vitest';

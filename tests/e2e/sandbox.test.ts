@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FlotillaClient } from '@flotilla/client';
-import { NodeWebSocket } from '@flotilla/client/node';
+import type { NodeWebSocket } from '@flotilla/client/node';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { RunnerRegistry } from '@flotilla/runtime';

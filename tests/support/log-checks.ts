@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import type { Event } from '@flotilla/events';
 
 /** Basic invariants of one conversation's events (the full auditor checks more). */

@@ -21,6 +21,13 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
     secretKeyRef: { name: {{ .Values.llmApiKey.secretName }}, key: {{ .Values.llmApiKey.key }}, optional: true }
 {{- end -}}
 
+{{- /* The secrets key: for the gateway and the tool runners only. */ -}}
+{{- define "flotilla.secretsKeyEnv" -}}
+- name: FLOTILLA_SECRETS_KEY
+  valueFrom:
+    secretKeyRef: { name: {{ .Values.secretsKey.secretName }}, key: {{ .Values.secretsKey.key }}, optional: true }
+{{- end -}}
+
 {{- /* The tool runner's sandbox settings (libs/sandbox/src/settings.ts reads them). */ -}}
 {{- define "flotilla.sandboxEnv" -}}
 {{- $sandbox := .Values.services.toolRunner.sandbox -}}
