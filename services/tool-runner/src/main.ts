@@ -21,7 +21,10 @@ await runService({
     });
     const secretsKey = loadSecretsKey();
     if (!secretsKey) logger.warn('no FLOTILLA_SECRETS_KEY(_FILE): conversations get no secrets');
-    const secrets = secretsKey ? await SecretStore.open(nc, { key: secretsKey }) : undefined;
+    // whichever service creates the bucket gives it its replicas: the same setting as the gateway's
+    const secretsReplicas = Number(process.env['FLOTILLA_SECRETS_REPLICAS'] ?? 1);
+    if (!Number.isInteger(secretsReplicas) || secretsReplicas < 1 || secretsReplicas > 5) throw new Error(`FLOTILLA_SECRETS_REPLICAS must be a whole number from 1 to 5, got ${process.env['FLOTILLA_SECRETS_REPLICAS']}`);
+    const secrets = secretsKey ? await SecretStore.open(nc, { key: secretsKey, replicas: secretsReplicas }) : undefined;
     const runners = await RunnerRegistry.open(nc, { livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000), sandbox });
     const tools = new ToolRegistry(createBuiltinTools());
     const runner = new ToolRunner({
