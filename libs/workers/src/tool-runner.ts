@@ -287,6 +287,25 @@ export class ToolRunner {
   }
 
   async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
+    try {
+      return await this.#runInSandbox(ref, actions, note);
+    } catch (error) {
+      // the actions were recorded as started: they get an answer, never a silent retry
+      this.#deps.logger.error({ err: error, conversation: ref.conversation, tenant: ref.tenant }, 'the conversation’s sandbox could not run its actions');
+      const reason = `The conversation's sandbox could not run this action: ${(error as Error).message}. It may not have run at all; check before trying again, and tell the user if it keeps failing.`;
+      return actions.map((action) =>
+        draftEvent({ ...ref, source: 'environment', parent: action.id }, 'observation', {
+          action_id: action.id,
+          tool_call_id: action.tool_call_id,
+          tool_name: action.tool_name,
+          content: [{ type: 'text', text: reason }],
+          is_error: true,
+        }),
+      );
+    }
+  }
+
+  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
     const { root, existed } = await this.#workspaceDirectory(ref, note);
     const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
     const tracked = this.#deps.interrupts.track(ref);
