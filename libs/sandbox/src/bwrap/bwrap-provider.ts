@@ -126,12 +126,15 @@ class BwrapSandbox implements Sandbox {
     });
     this.#processes.add(sandboxed);
     if (egress) {
+      let pid: number | undefined;
       try {
-        const pid = await readChildPid(child.stdio[networkFds.infoFd] as Readable, this.prepared.startTimeoutMs);
+        pid = await readChildPid(child.stdio[networkFds.infoFd] as Readable, this.prepared.startTimeoutMs);
         network = await attachEgress(pid, this.prepared.credentials, this.prepared.startTimeoutMs);
         (child.stdio[networkFds.blockFd] as Writable).end('1');
       } catch (error) {
         sandboxed.signal('SIGKILL');
+        // bwrap's pid 1, still waiting for its network, may not have its parent-death signal yet
+        if (pid !== undefined) killQuietly(pid);
         throw error instanceof SandboxError ? error : new SandboxError(SandboxErrorCode.StartFailed, `the sandbox's network could not be set up: ${(error as Error).message}`, { cause: error });
       }
     }
@@ -168,5 +171,13 @@ async function assertTraversable(workspace: string, credentials: Credentials, ow
       await chmod(directory, (info.mode & 0o7777) | 0o001);
     }
     if (directory === path.dirname(directory)) return;
+  }
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
   }
 }
