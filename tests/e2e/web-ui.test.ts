@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateSecretsKey } from '@flotilla/secrets';
 import { taskMessage } from '../support/brain-server.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
 
@@ -50,7 +51,7 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
   beforeAll(async () => {
     const [started, launched] = await Promise.allSettled([
       // every action needs the user's approval, so the run stops until the UI approves it
-      startTestSystem({ gateway: true, agent: { confirmation: { mode: 'always' } } }),
+      startTestSystem({ gateway: true, agent: { confirmation: { mode: 'always' } }, gatewayEnv: { FLOTILLA_SECRETS_KEY: generateSecretsKey() } }),
       chromium.launch({ executablePath, args: ['--no-sandbox'] }),
     ]);
     // keep whichever started, so afterAll stops it even when the other failed
@@ -220,6 +221,29 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
     await page.getByTestId('btn-run').click();
     await poll(() => page.getByTestId('conversation-status').getAttribute('data-status'), 30_000).toBe('finished');
     expect(await page.getByTestId('agent-message').last().textContent()).toContain('Done: 0 steps for halt.');
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+  it('sets and removes a conversation’s secret by name, and never shows its value', async () => {
+    const id = 'ui-secrets';
+    await (await fetch(`${system.gatewayUrl}/v1/conversations`, { method: 'POST', headers: { authorization: `Bearer ${system.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ id, title: 'Secrets' }) })).arrayBuffer();
+    const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+    await page.locator(`[data-testid="conversation-item"][data-id="${id}"]`).click();
+    await poll(() => page.getByTestId('conversation-view').getAttribute('data-id')).toBe(id);
+    await page.getByTestId('secrets-panel').locator('summary').click();
+    const value = 'ghp_ui-secret-value-1234';
+    await page.getByTestId('secret-name').fill('GITHUB_TOKEN');
+    await page.getByTestId('secret-value').fill(value);
+    await page.getByTestId('secret-set').click();
+    const listed = page.locator('[data-testid="secret"][data-name="GITHUB_TOKEN"]');
+    await poll(async () => (await listed.count()) || (await bannerText(page))).toBe(1);
+    expect(await page.getByTestId('secret-value').inputValue()).toBe('');
+    expect(await page.content()).not.toContain(value);
+    const names = await (await fetch(`${system.gatewayUrl}/v1/conversations/${id}/secrets`, { headers: { authorization: `Bearer ${system.apiKey}` } })).json();
+    expect(names).toEqual({ names: ['GITHUB_TOKEN'] });
+    await listed.getByTestId('secret-remove').click();
+    await poll(() => listed.count()).toBe(0);
     expect(problems).toEqual([]);
     await page.close();
   }, 60_000);

@@ -24,6 +24,8 @@ export class SecretsPanel {
   readonly #submit = this.#form.querySelector<HTMLButtonElement>('button[type="submit"]')!;
 
   #id: string | undefined;
+  /** Whether each client's gateway has secrets at all (its server info), asked once per client. */
+  readonly #available = new WeakMap<FlotillaClient, Promise<boolean>>();
   /** Answers for a conversation that is no longer open are dropped. */
   #generation = 0;
   #busy = false;
@@ -54,11 +56,28 @@ export class SecretsPanel {
     this.#value.value = '';
   }
 
+  #notConfigured(): void {
+    this.#render([], []);
+    this.#showNote('Secrets are not configured on this gateway: its operator sets FLOTILLA_SECRETS_KEY_FILE.');
+    this.#enable(false);
+  }
+
   /** Reload the names (after a secret_changed event, or a change made here). */
   async refresh(): Promise<void> {
     const id = this.#id;
     if (!id) return;
     const generation = this.#generation;
+    const client = this.client();
+    let available = this.#available.get(client);
+    if (!available) {
+      available = client.serverInfo().then((info) => info.capabilities.secrets, () => true);
+      this.#available.set(client, available);
+    }
+    if (!(await available)) {
+      if (generation !== this.#generation) return;
+      this.#notConfigured();
+      return;
+    }
     let own: string[];
     let inherited: string[];
     try {
@@ -66,9 +85,7 @@ export class SecretsPanel {
     } catch (error) {
       if (generation !== this.#generation) return;
       if (error instanceof FlotillaApiError && error.code === 'secrets_not_configured') {
-        this.#render([], []);
-        this.#showNote('Secrets are not configured on this gateway: its operator sets FLOTILLA_SECRETS_KEY_FILE.');
-        this.#enable(false);
+        this.#notConfigured();
         return;
       }
       this.hooks.onError(error);
