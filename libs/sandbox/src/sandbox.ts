@@ -57,6 +57,8 @@ export interface Sandbox {
   readonly privateDir: string;
   /** A host path inside the workspace or the private directory as processes inside see it. */
   toInside(hostPath: string): string;
+  /** Make a FIFO (mode 0644) at `hostPath`, in the private directory: the terminal's stdin. */
+  makeFifo(hostPath: string): Promise<void>;
   /** Start a process inside. The process dies with the sandbox, and with the service that started it. */
   spawn(command: string, args: readonly string[], options?: SpawnOptions): Promise<SandboxProcess>;
   /** Kill every process it runs and release what it holds (the workspace stays). */

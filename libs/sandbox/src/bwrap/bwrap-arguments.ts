@@ -4,8 +4,6 @@ import { SANDBOX_USER } from './generated-etc.js';
 
 export type BwrapInvocation = {
   readonly system: readonly string[];
-  /** The child's fd of each generated /etc file, by its path inside. */
-  readonly etcFds: Readonly<Record<string, number>>;
   /** The workspace on the host. */
   readonly workspace: string;
   /** The service's directory for the conversation, seen read-only. */
@@ -53,8 +51,6 @@ export function bwrapArguments(invocation: BwrapInvocation, command: string, arg
     '--hostname', 'sandbox',
     ...invocation.system,
   ];
-  // copied from fds the service opened, so the sandbox user needs no access to the service's directories
-  for (const [inside, fd] of Object.entries(invocation.etcFds)) out.push('--perms', '0644', '--ro-bind-data', String(fd), inside);
   out.push(
     '--proc', '/proc',
     '--dev', '/dev',

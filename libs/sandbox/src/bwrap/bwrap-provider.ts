@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, constants, openSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from '../environment.js';
+import { FifoFactory } from '../fifo-factory.js';
 import { insidePath } from '../inside-path.js';
 import { SandboxError, SandboxErrorCode } from '../errors.js';
 import type { Sandbox, SandboxDescription, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from '../sandbox.js';
@@ -12,7 +12,7 @@ import { childSandboxProcess, spawned } from '../sandbox-process.js';
 import { runSelfTest } from '../self-test.js';
 import { NetworkMode, type SandboxSettings } from '../settings.js';
 import { bwrapArguments } from './bwrap-arguments.js';
-import { writeGeneratedEtc } from './generated-etc.js';
+import { prepareEtc } from './generated-etc.js';
 import { attachEgress, detachEgress, readChildPid, type Credentials } from './slirp-network.js';
 import { systemBindArguments } from './system-binds.js';
 
@@ -35,11 +35,12 @@ export type BwrapProviderOptions = {
  * sandboxed process is root on the host and per-sandbox process limits hold.
  */
 export function createBwrapProvider(settings: SandboxSettings, options: BwrapProviderOptions): SandboxProvider {
-  const generated = writeGeneratedEtc(path.join(options.stateDir, 'etc'));
-  const etcFiles = { ...generated.files, ...(settings.network === NetworkMode.Egress ? { '/etc/resolv.conf': generated.egressResolvConf } : {}) };
-  const system = systemBindArguments(settings.readOnlyPaths);
+  const etc = path.join(options.stateDir, 'etc');
+  prepareEtc(etc, settings.network === NetworkMode.Egress);
+  const system = systemBindArguments(etc, settings.readOnlyPaths);
   const credentials: Credentials = process.getuid?.() === 0 ? { uid: settings.uid, gid: settings.gid } : undefined;
   const startTimeoutMs = options.startTimeoutMs ?? 10_000;
+  const fifos = new FifoFactory(path.join(options.stateDir, 'fifos'));
 
   const provider: SandboxProvider = {
     describe(): SandboxDescription {
@@ -49,15 +50,20 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
       if (credentials) await chown(spec.workspace, credentials.uid, credentials.gid);
       const privateDir = spec.privateDir ?? path.join(options.stateDir, 'conversations', createHash('sha256').update(spec.id).digest('hex').slice(0, 32));
       await mkdir(privateDir, { recursive: true, mode: 0o755 });
-      for (const directory of [spec.workspace, privateDir]) await assertTraversable(directory, credentials, options.ownedRoot);
-      return new BwrapSandbox({ ...spec, privateDir }, settings, { system, etc: etcFiles, credentials, startTimeoutMs });
+      for (const directory of [spec.workspace, privateDir, etc]) await assertTraversable(directory, credentials, options.ownedRoot);
+      return new BwrapSandbox({ ...spec, privateDir }, settings, { system, credentials, startTimeoutMs, fifos });
     },
     selfTest: () => runSelfTest(provider, options.stateDir),
   };
   return provider;
 }
 
-type Prepared = { readonly system: readonly string[]; readonly etc: Record<string, string>; readonly credentials: Credentials; readonly startTimeoutMs: number };
+type Prepared = {
+  readonly system: readonly string[];
+  readonly credentials: Credentials;
+  readonly startTimeoutMs: number;
+  readonly fifos: FifoFactory;
+};
 
 class BwrapSandbox implements Sandbox {
   readonly workspacePath = SANDBOX_WORKSPACE;
@@ -86,6 +92,10 @@ class BwrapSandbox implements Sandbox {
     return this.spec.privateDir!;
   }
 
+  makeFifo(hostPath: string): Promise<void> {
+    return this.prepared.fifos.make(hostPath);
+  }
+
   toInside(hostPath: string): string {
     return insidePath(hostPath, [
       [this.spec.workspace, SANDBOX_WORKSPACE],
@@ -96,12 +106,10 @@ class BwrapSandbox implements Sandbox {
   async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.#closed) throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
     const egress = this.settings.network === NetworkMode.Egress;
-    // the child's fds: 0-2 pipes, then one per generated /etc file (read by bwrap), then the network's two
-    const etcEntries = Object.entries(this.prepared.etc).map(([inside, host]) => [inside, openSync(host, constants.O_RDONLY)] as const);
-    const etcFds = Object.fromEntries(etcEntries.map(([inside], index) => [inside, 3 + index]));
-    const networkFds = { infoFd: 3 + etcEntries.length, blockFd: 4 + etcEntries.length };
+    // the child's fds: 0-2 pipes, then the network's two
+    const networkFds = { infoFd: 3, blockFd: 4 };
     const argv = bwrapArguments(
-      { system: this.prepared.system, etcFds, workspace: this.spec.workspace, privateDir: this.privateDir, cwd: options.cwd ?? SANDBOX_WORKSPACE, limits: this.settings.limits, ...(egress ? { network: networkFds } : {}) },
+      { system: this.prepared.system, workspace: this.spec.workspace, privateDir: this.privateDir, cwd: options.cwd ?? SANDBOX_WORKSPACE, limits: this.settings.limits, ...(egress ? { network: networkFds } : {}) },
       command,
       args,
     );
@@ -110,14 +118,12 @@ class BwrapSandbox implements Sandbox {
       child = spawn('bwrap', argv, {
         env: sandboxEnvironment(SANDBOX_HOME, this.spec.env, options.env),
         detached: true,
-        stdio: ['pipe', 'pipe', 'pipe', ...etcEntries.map(([, fd]) => fd), ...(egress ? ['pipe', 'pipe'] as const : [])],
+        stdio: egress ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
         ...(this.prepared.credentials ?? {}),
       });
       await spawned(child);
     } catch (error) {
       throw new SandboxError(SandboxErrorCode.Unavailable, `bwrap could not start (${(error as Error).message}): install bubblewrap (Debian: apt-get install bubblewrap)`, { cause: error });
-    } finally {
-      for (const [, fd] of etcEntries) closeSync(fd);
     }
     let network: ChildProcess | undefined;
     const sandboxed = childSandboxProcess(child, () => {

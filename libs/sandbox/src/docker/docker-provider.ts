@@ -10,6 +10,7 @@ import { runSelfTest } from '../self-test.js';
 import { NetworkMode, type SandboxSettings } from '../settings.js';
 import { containerName, containerOptions, DEFAULT_EGRESS_NETWORK, SANDBOX_ID_LABEL, SANDBOX_LABEL, SANDBOX_OWNER_LABEL } from './container-plan.js';
 import { ensureEgressNetwork, ensureImage, messageOf, pingEngine, removeContainer, removeLeftovers, silentDockerLogger, statusOf, type DockerSandboxLogger } from './docker-engine.js';
+import { FifoFactory } from '../fifo-factory.js';
 import { DockerSandbox } from './docker-sandbox.js';
 import { probeReachable, reachabilityTargets } from './reachability.js';
 
@@ -59,6 +60,7 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
   const egressNetwork = options.egressNetwork ?? DEFAULT_EGRESS_NETWORK;
   const hostPath = options.hostPath ?? ((servicePath: string) => servicePath);
   const stateDir = options.stateDir ?? path.join(process.env['FLOTILLA_WORKSPACES'] || tmpdir(), '.flotilla-self-test');
+  const fifos = new FifoFactory(path.join(stateDir, 'fifos'));
   if (!(cpus > 0)) throw new SandboxError(SandboxErrorCode.InvalidSettings, `the docker sandbox's cpus must be above 0 (got ${cpus})`);
 
   // made once, on first need; a failure is not kept, so that the next call tries again
@@ -136,6 +138,7 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
         owner: user.isServiceUser ? undefined : { uid: user.uid, gid: user.gid },
         foreignVariables: [...foreignVariables, 'HOSTNAME'],
         logger,
+        fifos,
       });
     },
 

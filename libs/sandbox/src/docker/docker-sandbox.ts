@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from '../environment.js';
+import type { FifoFactory } from '../fifo-factory.js';
 import { insidePath } from '../inside-path.js';
 import { SandboxError, SandboxErrorCode } from '../errors.js';
 import type { Sandbox, SandboxProcess, SandboxSpec, SpawnOptions } from '../sandbox.js';
@@ -21,6 +22,8 @@ export type DockerSandboxParts = {
   /** Variables the image or the engine add, unset in every process unless set on purpose. */
   readonly foreignVariables: readonly string[];
   readonly logger: DockerSandboxLogger;
+  /** Makes the terminal's FIFOs in the private directory (on the host: the engine shares its kernel). */
+  readonly fifos: FifoFactory;
 };
 
 /** One conversation's container; its processes are execs in it. */
@@ -60,6 +63,10 @@ export class DockerSandbox implements Sandbox {
 
   get privateDir(): string {
     return this.spec.privateDir!;
+  }
+
+  makeFifo(hostPath: string): Promise<void> {
+    return this.parts.fifos.make(hostPath);
   }
 
   toInside(hostPath: string): string {

@@ -8,6 +8,7 @@ import { SandboxError, SandboxErrorCode } from '../errors.js';
 import type { Sandbox, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from '../sandbox.js';
 import { childSandboxProcess, spawned } from '../sandbox-process.js';
 import type { SandboxSettings } from '../settings.js';
+import { FifoFactory } from '../fifo-factory.js';
 
 /**
  * No isolation: processes run as the service, on the host, in the workspace directory. Only the
@@ -27,6 +28,9 @@ export function createNoneProvider(settings: SandboxSettings): SandboxProvider {
     },
   };
 }
+
+/** Unsandboxed processes are for tests and trusted setups: FIFOs made when asked for, no spares. */
+const HOST_FIFOS = new FifoFactory(undefined);
 
 /** A `none` sandbox, at once: the conversation's processes on the host, in its workspace. */
 export function openHostSandbox(spec: SandboxSpec): Sandbox {
@@ -58,6 +62,10 @@ class HostProcesses implements Sandbox {
 
   toInside(hostPath: string): string {
     return hostPath;
+  }
+
+  makeFifo(hostPath: string): Promise<void> {
+    return HOST_FIFOS.make(hostPath);
   }
 
   async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {

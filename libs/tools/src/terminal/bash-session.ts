@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
@@ -6,7 +5,6 @@ import { chmod, mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { promisify } from 'node:util';
 import type { Sandbox, SandboxProcess } from '@flotilla/sandbox';
 import { OutputBuffer } from './output-buffer.js';
 import { bashAnsiCQuote } from './terminal-text.js';
@@ -86,7 +84,7 @@ export class BashSession {
       const tempDir = await mkdtemp(path.join(folder, 'session-'));
       await chmod(tempDir, 0o755); // the sandbox's user opens the FIFO for reading
       const fifo = path.join(tempDir, 'stdin');
-      await promisify(execFile)('mkfifo', ['-m', '0644', fifo]);
+      await sandbox.makeFifo(fifo);
       return { tempDir, fifo };
     };
     // The sandbox kills the shell and everything it started when this process dies (even by
