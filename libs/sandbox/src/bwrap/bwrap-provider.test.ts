@@ -66,7 +66,9 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   });
 
   it('sees its workspace at /workspace and nothing else of the host', async () => {
-    const { output } = await run(sandbox, `pwd; ls /; ls ..; cat ${root}/api-key 2>&1; ls ${root} 2>&1; cat /proc/1/cmdline | tr '\\0' ' '; echo; id -un`);
+    const { output } = await run(sandbox, `pwd; ls /; ls ..; cat ${root}/api-key 2>&1; ls ${root} 2>&1; cat /proc/1/cmdline | tr '\\0' ' '; echo; id -un; ls /etc/ssl; test -e /etc/shadow && echo HOST"-"SHADOW; ls /etc | wc -l`);
+    expect(output).not.toContain('private');
+    expect(output).not.toContain('HOST-SHADOW');
     expect(output).toContain('/workspace\n');
     expect(output).not.toContain('service secret');
     expect(output).not.toContain('private.txt');

@@ -1,4 +1,4 @@
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SANDBOX_HOME } from '../environment.js';
 
@@ -54,7 +54,8 @@ export function prepareEtc(directory: string, egress: boolean): void {
     const source = join('/etc', entry);
     if (!existsSync(source)) continue;
     try {
-      cpSync(source, join(directory, entry), { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
+      // only what every user of the host may read (never /etc/ssl/private, say)
+      cpSync(source, join(directory, entry), { recursive: true, verbatimSymlinks: true, preserveTimestamps: true, filter: worldReadable });
     } catch {
       // an entry the service may not read (or a dangling link) is left out
     }
@@ -67,4 +68,15 @@ export function prepareEtc(directory: string, egress: boolean): void {
     'resolv.conf': egress ? `nameserver ${SLIRP_DNS}\noptions edns0\n` : '# no network in this sandbox\n',
   };
   for (const [name, text] of Object.entries(made)) writeFileSync(join(directory, name), text, { mode: 0o644 });
+}
+
+/** Symlinks, and files and folders any user may read (folders: and enter). */
+function worldReadable(source: string): boolean {
+  try {
+    const info = lstatSync(source);
+    if (info.isSymbolicLink()) return true;
+    return (info.mode & 0o004) !== 0 && (!info.isDirectory() || (info.mode & 0o001) !== 0);
+  } catch {
+    return false;
+  }
 }
