@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import type { Workspace } from '../core/workspace.js';
 import path from 'node:path';
 import { z } from 'zod';
 import { describeError, isToolError, ToolErrorCode } from '../core/errors.js';
@@ -26,22 +26,17 @@ function touchedPaths(changes: readonly FileChange[]): string[] {
 }
 
 /** Write the plan; on any failure restore what was already written. */
-async function commit(plan: PatchPlan, adopt: (filePath: string) => Promise<void>): Promise<void> {
+async function commit(plan: PatchPlan, files: Pick<Workspace, 'readFile' | 'writeFile' | 'removeFile'>): Promise<void> {
   const originals = new Map<string, Buffer | null>();
   try {
     for (const [filePath, content] of plan.writes) {
-      originals.set(filePath, await readFile(filePath).catch(() => null));
-      if (content === null) {
-        await rm(filePath, { force: true });
-      } else {
-        await mkdir(path.dirname(filePath), { recursive: true });
-        await writeFile(filePath, content, 'utf8');
-        await adopt(filePath);
-      }
+      originals.set(filePath, await files.readFile(filePath).catch(() => null));
+      if (content === null) await files.removeFile(filePath);
+      else await files.writeFile(filePath, content);
     }
   } catch (error) {
     for (const [filePath, original] of originals) {
-      await (original === null ? rm(filePath, { force: true }) : writeFile(filePath, original)).catch(() => undefined);
+      await (original === null ? files.removeFile(filePath) : files.writeFile(filePath, original)).catch(() => undefined);
     }
     throw error;
   }
@@ -71,7 +66,7 @@ export function createApplyPatchTool(): ToolDefinition<ApplyPatchParameters> {
       }
       if (!planned.ok) return errorResult(`${planned.message}\nNothing was changed.`, { error_code: ToolErrorCode.PatchFailed });
       try {
-        await commit(planned.plan, (file) => context.workspace.adopt(file));
+        await commit(planned.plan, context.workspace);
       } catch (error) {
         return errorResult(`Writing the patched files failed (${describeError(error)}); the files written so far were restored.`, { error_code: ToolErrorCode.PatchFailed });
       }

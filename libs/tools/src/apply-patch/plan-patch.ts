@@ -1,4 +1,4 @@
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import type { Workspace } from '../core/workspace.js';
 import { decodeText } from '../file-editor/text-file.js';
 import { applyHunks } from './apply-hunks.js';
@@ -11,9 +11,7 @@ async function exists(filePath: string): Promise<boolean> {
   return stat(filePath).then(() => true, () => false);
 }
 
-async function readText(filePath: string): Promise<string | undefined> {
-  return decodeText(await readFile(filePath));
-}
+
 
 /** Resolve paths and apply every hunk in memory; the first failure aborts the whole patch. */
 export async function planPatch(changes: readonly FileChange[], workspace: Workspace): Promise<{ ok: true; plan: PatchPlan } | { ok: false; message: string }> {
@@ -21,7 +19,7 @@ export async function planPatch(changes: readonly FileChange[], workspace: Works
   const summary: string[] = [];
   const current = async (filePath: string): Promise<string | null | undefined> => {
     if (writes.has(filePath)) return writes.get(filePath);
-    return (await exists(filePath)) ? readText(filePath) : null;
+    return (await exists(filePath)) ? decodeText(await workspace.readFile(filePath)) : null;
   };
   for (const change of changes) {
     const filePath = await workspace.resolvePath(change.path);

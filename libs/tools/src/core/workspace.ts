@@ -1,5 +1,6 @@
-import { chown, lstat, realpath } from 'node:fs/promises';
+import { readFile, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { readBeneath, removeBeneath, writeBeneath } from './beneath.js';
 import { ToolError, ToolErrorCode } from './errors.js';
 
 /** The directory tree a conversation's tools may touch. */
@@ -18,8 +19,16 @@ export type Workspace = {
   resolveForReading(requested: string): Promise<string>;
   /** Text with every host path of the workspace written as the agent sees it. */
   show(text: string): string;
-  /** Give a file the service wrote (and the folders made for it) to the sandbox's user. */
-  adopt(hostPath: string): Promise<void>;
+  /**
+   * Read a file (a host path from resolvePath or resolveForReading). In the workspace, no symlink
+   * is followed on the way to it, so a path swapped since it was resolved fails instead of
+   * leading outside; a symlink inside the workspace is read through to its target.
+   */
+  readFile(hostPath: string): Promise<Buffer>;
+  /** Write a file the same way, making missing folders; what it makes belongs to the sandbox's user. */
+  writeFile(hostPath: string, data: string | Uint8Array): Promise<void>;
+  /** Remove a file the same way (nothing when it is missing). */
+  removeFile(hostPath: string): Promise<void>;
 };
 
 export type WorkspaceOptions = {
@@ -90,16 +99,31 @@ class LocalWorkspace implements Workspace {
     return host;
   }
 
-  async adopt(hostPath: string): Promise<void> {
+  async readFile(hostPath: string): Promise<Buffer> {
+    const readOnly = this.options.readOnly;
+    // the service's own area: nothing of the agent's can be in it
+    if (readOnly && isInside(readOnly.root, hostPath)) return readFile(hostPath);
+    return readBeneath(this.root, await this.#realTarget(hostPath));
+  }
+
+  async writeFile(hostPath: string, data: string | Uint8Array): Promise<void> {
     const owner = this.options.owner;
-    if (!owner) return;
-    // the file, then each folder above it up to the root that is not the agent's yet
-    for (let current = hostPath; isInside(this.root, current) && current !== this.root; current = path.dirname(current)) {
-      const info = await lstat(current).catch(() => undefined);
-      if (!info) return;
-      if (info.uid === owner.uid && current !== hostPath) return;
-      if (info.uid !== owner.uid) await chown(current, owner.uid, owner.gid);
-    }
+    const adopt = owner ? (handle: FileHandle) => handle.chown(owner.uid, owner.gid) : undefined;
+    await writeBeneath(this.root, await this.#realTarget(hostPath), data, adopt ? { adopt } : {});
+  }
+
+  async removeFile(hostPath: string): Promise<void> {
+    // the link itself when the path is one: never what it points to
+    const parent = await realpathOfExistingPrefix(path.dirname(hostPath));
+    if (!isInside(this.root, parent)) throw outside(this.show(hostPath), this.shownRoot, '');
+    await removeBeneath(this.root, path.join(parent, path.basename(hostPath)));
+  }
+
+  /** Where the path leads now (symlinks inside the workspace resolved), refused when that is outside. */
+  async #realTarget(hostPath: string): Promise<string> {
+    const real = await realpathOfExistingPrefix(hostPath);
+    if (!isInside(this.root, real) || real === this.root) throw outside(this.show(hostPath), this.shownRoot, real === this.root ? ' (it is the workspace itself)' : ` (a symlink on it points to ${this.show(real)})`);
+    return real;
   }
 
   async resolvePath(requested: string): Promise<string> {

@@ -1,5 +1,5 @@
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { stat } from 'node:fs/promises';
+import type { Workspace } from '../core/workspace.js';
 import { capText } from '../core/output-bounds.js';
 import type { ToolResult } from '../core/result.js';
 import { errorResult, textResult } from '../core/result.js';
@@ -14,8 +14,8 @@ export type EditTarget = {
   readonly filePath: string;
   readonly conversationId: string;
   readonly history: EditHistory;
-  /** Gives a written file to the sandbox's user (Workspace.adopt). */
-  readonly adopt: (filePath: string) => Promise<void>;
+  /** How the file is read, written and removed: the workspace's own operations, which follow no swapped symlink. */
+  readonly files: Pick<Workspace, 'readFile' | 'writeFile' | 'removeFile'>;
 };
 
 async function kindOf(filePath: string): Promise<'file' | 'directory' | 'other' | 'missing'> {
@@ -38,17 +38,16 @@ async function editable(target: EditTarget): Promise<{ ok: true; text: string } 
   const kind = await kindOf(target.filePath);
   if (kind === 'missing') return { ok: false, result: errorResult(`The file ${target.filePath} does not exist. Create it with command "create".`) };
   if (kind !== 'file') return { ok: false, result: errorResult(`${target.filePath} is not a regular file (it is a ${kind}).`) };
-  const read = await readTextFile(target.filePath);
+  const read = await readTextFile(target.filePath, (file) => target.files.readFile(file));
   return read.ok ? read : { ok: false, result: errorResult(read.message) };
 }
 
 async function save(target: EditTarget, previous: string | null, text: string): Promise<void> {
-  await writeFile(target.filePath, text, 'utf8');
-  await target.adopt(target.filePath);
+  await target.files.writeFile(target.filePath, text);
   target.history.push(target.conversationId, target.filePath, previous);
 }
 
-export async function viewPath(filePath: string, viewRange: readonly number[] | undefined): Promise<ToolResult> {
+export async function viewPath(filePath: string, viewRange: readonly number[] | undefined, files: Pick<Workspace, 'readFile'>): Promise<ToolResult> {
   const kind = await kindOf(filePath);
   if (kind === 'missing') return errorResult(`The path ${filePath} does not exist.`);
   if (kind === 'directory') {
@@ -56,7 +55,7 @@ export async function viewPath(filePath: string, viewRange: readonly number[] | 
     return textResult(capText(await listDirectory(filePath), MAX_VIEW_CHARS, 'View a subdirectory to see more.'));
   }
   if (kind !== 'file') return errorResult(`${filePath} is not a regular file or directory.`);
-  const read = await readTextFile(filePath);
+  const read = await readTextFile(filePath, (file) => files.readFile(file));
   if (!read.ok) return errorResult(read.message);
   const lines = splitLines(read.text);
   let start = 1;
@@ -81,7 +80,6 @@ export async function createFile(target: EditTarget, fileText: string): Promise<
   if ((await kindOf(target.filePath)) !== 'missing') {
     return errorResult(`The file ${target.filePath} already exists; "create" never overwrites. Use str_replace or insert to change it.`);
   }
-  await mkdir(path.dirname(target.filePath), { recursive: true });
   await save(target, null, fileText);
   return textResult(`File created successfully at ${target.filePath} (${splitLines(fileText).length} lines).`);
 }
@@ -127,10 +125,9 @@ export async function undoEdit(target: EditTarget): Promise<ToolResult> {
   const previous = target.history.pop(target.conversationId, target.filePath);
   if (previous === undefined) return errorResult(`There is no edit of ${target.filePath} to undo.`);
   if (previous === null) {
-    await rm(target.filePath, { force: true });
+    await target.files.removeFile(target.filePath);
     return textResult(`Undid the creation of ${target.filePath}; the file was removed.`);
   }
-  await writeFile(target.filePath, previous, 'utf8');
-  await target.adopt(target.filePath);
+  await target.files.writeFile(target.filePath, previous);
   return textResult(`Last edit to ${target.filePath} undone. ${snippet(previous, 1, 0, target.filePath).replace('after the edit', 'now')}`);
 }

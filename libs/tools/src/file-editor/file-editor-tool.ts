@@ -50,11 +50,11 @@ export function createFileEditorTool(): ToolDefinition<FileEditorParameters> {
         if (isToolError(error)) return errorResult(error.message, { error_code: error.code });
         throw error;
       }
-      const target = { filePath, conversationId: context.conversationId, history, adopt: (file: string) => context.workspace.adopt(file) };
+      const target = { filePath, conversationId: context.conversationId, history, files: context.workspace };
       try {
         switch (params.command) {
           case 'view':
-            return await viewPath(filePath, params.view_range);
+            return await viewPath(filePath, params.view_range, context.workspace);
           case 'create':
             return params.file_text === undefined ? missing('file_text', 'create') : await createFile(target, params.file_text);
           case 'str_replace':

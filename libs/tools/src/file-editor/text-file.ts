@@ -17,9 +17,9 @@ export function decodeText(bytes: Uint8Array): string | undefined {
   }
 }
 
-/** Read a UTF-8 text file, or explain why it cannot be edited as text. */
-export async function readTextFile(filePath: string): Promise<TextFileRead> {
-  const bytes = await readFile(filePath);
+/** Read a UTF-8 text file (with `read`, e.g. Workspace.readFile), or explain why it cannot be edited as text. */
+export async function readTextFile(filePath: string, read: (filePath: string) => Promise<Buffer> = readFile): Promise<TextFileRead> {
+  const bytes = await read(filePath);
   if (bytes.length > MAX_EDITABLE_BYTES) {
     return { ok: false, message: `The file ${filePath} is ${bytes.length} bytes, too large for the editor. Use the terminal (e.g. \`sed -n '1,100p'\`, \`grep -n\`).` };
   }
