@@ -3,6 +3,7 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Sandbox } from '@flotilla/sandbox';
 import { describeError, ToolError, ToolErrorCode } from '../core/errors.js';
 import type { ToolLogger } from '../core/logger.js';
 import { silentLogger } from '../core/logger.js';
@@ -11,6 +12,7 @@ import type { McpServerConfig, McpServerConfigInput } from './mcp-config.js';
 import { McpServerConfig as McpServerConfigSchema, mcpToolName } from './mcp-config.js';
 import type { McpToolParameters } from './mcp-tool.js';
 import { createMcpTool } from './mcp-tool.js';
+import { SandboxStdioTransport } from './sandbox-stdio-transport.js';
 
 export type ConnectMcpOptions = {
   readonly logger?: ToolLogger;
@@ -19,6 +21,11 @@ export type ConnectMcpOptions = {
   /** Per-call timeout (default 300 s). */
   readonly callTimeoutMs?: number;
   readonly clientName?: string;
+  /**
+   * Where stdio servers run: the conversation's sandbox (what an agent's spec starts is as
+   * untrusted as the agent). Without one they run on this host, as this process: trusted setups only.
+   */
+  readonly sandbox?: Sandbox;
 };
 
 export type McpServerFailure = { readonly server: string; readonly error: ToolError };
@@ -31,9 +38,22 @@ export type McpConnection = {
   [Symbol.asyncDispose](): Promise<void>;
 };
 
-function createTransport(config: McpServerConfig, stderrTail: string[]): Transport {
+function createTransport(config: McpServerConfig, stderrTail: string[], sandbox: Sandbox | undefined): Transport {
   if (config.transport === 'http') {
     return new StreamableHTTPClientTransport(new URL(config.url), config.headers ? { requestInit: { headers: config.headers } } : undefined);
+  }
+  const keepTail = (text: string): void => {
+    stderrTail.push(text);
+    while (stderrTail.join('').length > 2_000 && stderrTail.length > 1) stderrTail.shift();
+  };
+  if (sandbox) {
+    return new SandboxStdioTransport(sandbox, {
+      command: config.command,
+      args: config.args,
+      ...(config.env === undefined ? {} : { env: config.env }),
+      ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
+      onStderr: keepTail,
+    });
   }
   const transport = new StdioClientTransport({
     command: config.command,
@@ -42,10 +62,7 @@ function createTransport(config: McpServerConfig, stderrTail: string[]): Transpo
     ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
     stderr: 'pipe',
   });
-  transport.stderr?.on('data', (chunk: Buffer) => {
-    stderrTail.push(chunk.toString('utf8'));
-    while (stderrTail.join('').length > 2_000 && stderrTail.length > 1) stderrTail.shift();
-  });
+  transport.stderr?.on('data', (chunk: Buffer) => keepTail(chunk.toString('utf8')));
   return transport;
 }
 
@@ -98,7 +115,7 @@ export async function connectMcpServers(configs: readonly McpServerConfigInput[]
     try {
       await withTimeout(
         (async () => {
-          await client.connect(createTransport(config, stderrTail), { timeout });
+          await client.connect(createTransport(config, stderrTail, options.sandbox), { timeout });
         })(),
         timeout,
         `Connecting to MCP server "${config.name}"`,
