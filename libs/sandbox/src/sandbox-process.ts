@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
+import { forgetGroup, reapOnDeath } from './group-reaper.js';
 import type { ProcessExit, SandboxProcess } from './sandbox.js';
 
 /**
@@ -8,9 +9,20 @@ import type { ProcessExit, SandboxProcess } from './sandbox.js';
  */
 export function childSandboxProcess(child: ChildProcess, onExit?: (exit: ProcessExit) => void): SandboxProcess {
   let exited = false;
+  // its group dies with this service, whenever that happens (see reapOnDeath)
+  if (child.pid !== undefined) reapOnDeath(child.pid);
   const exit = new Promise<ProcessExit>((resolve) => {
     child.once('exit', (code, signal) => {
       exited = true;
+      if (child.pid !== undefined) {
+        // what the process left running in its group goes with it; then the id is free for reuse
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // nothing left
+        }
+        forgetGroup(child.pid);
+      }
       onExit?.({ code, signal });
       resolve({ code, signal });
     });

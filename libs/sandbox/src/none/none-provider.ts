@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import type { Writable } from 'node:stream';
 import { sandboxEnvironment } from '../environment.js';
 import { SandboxError, SandboxErrorCode } from '../errors.js';
 import type { Sandbox, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from '../sandbox.js';
@@ -77,12 +76,7 @@ class HostProcesses implements Sandbox {
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     await spawned(child);
-    const lifeline = startLifeline(child);
-    const member = childSandboxProcess(child, () => {
-      this.#processes.delete(member);
-      // ending the lifeline kills whatever the process left running in its group
-      (lifeline.stdin as Writable).destroy();
-    });
+    const member = childSandboxProcess(child, () => this.#processes.delete(member));
     this.#processes.add(member);
     return member;
   }
@@ -93,15 +87,4 @@ class HostProcesses implements Sandbox {
     for (const member of running) member.signal('SIGKILL');
     await Promise.race([Promise.all(running.map((member) => member.exited)), new Promise((resolve) => setTimeout(resolve, 2_000))]);
   }
-}
-
-/**
- * A watcher whose stdin this process holds: when this process dies (even by SIGKILL) the watcher
- * reads EOF and kills the child's process group, so nothing runs on after its service is gone
- * (bwrap gets the same from --die-with-parent and its PID namespace).
- */
-function startLifeline(child: ChildProcess): ChildProcess {
-  const lifeline = spawn('sh', ['-c', `read _; kill -9 -${child.pid}`], { stdio: ['pipe', 'ignore', 'ignore'] });
-  lifeline.stdin?.on('error', () => undefined);
-  return lifeline;
 }
