@@ -100,6 +100,11 @@ describe.each(['none', 'egress'])('from inside a conversation’s terminal (netw
       expect(probe).not.toContain('OPEN');
       expect(probe.match(/closed /g)?.length).toBe(servicePorts.length + 1);
     }
+
+    // the gateway tells clients how the agent is sandboxed
+    const sandboxInfo = async (): Promise<unknown> =>
+      ((await (await fetch(`${system.gatewayUrl}/v1/server-info`, { headers: { authorization: `Bearer ${system.apiKey}` } })).json()) as { sandbox: unknown }).sandbox;
+    await expect.poll(sandboxInfo, { timeout: 15_000, interval: 500 }).toEqual({ runners: 1, kinds: ['bwrap'], networks: [network], unsandboxed_runners: 0 });
   }, 180_000);
 });
 

@@ -27,7 +27,8 @@ export function childSandboxProcess(child: ChildProcess, onExit?: (exit: Process
       resolve({ code, signal });
     });
   });
-  child.stdin?.on('error', () => undefined);
+  // a pipe whose other end went away (ECONNRESET, EPIPE) ends like a closed one, never as an uncaught error
+  for (const stream of child.stdio) stream?.on('error', () => undefined);
   return {
     stdin: child.stdin as Writable,
     stdout: child.stdout as Readable,

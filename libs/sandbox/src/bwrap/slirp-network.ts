@@ -46,6 +46,7 @@ export async function attachEgress(pid: number, credentials: Credentials, timeou
   const child = spawn('slirp4netns', ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', '--exit-fd=4', ...join, '--netns-type=path', `/proc/${pid}/ns/net`, 'tap0'], {
     stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
   });
+  for (const stream of child.stdio) stream?.on('error', () => undefined);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-2_000)));
   try {
