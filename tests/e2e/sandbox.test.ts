@@ -259,6 +259,8 @@ describe('a secret set over the API', () => {
       'env | grep MY_TOKEN',
       `printf '#!/bin/sh\\necho "the token is $MY_TOKEN"\\n' > show.sh; sh show.sh`,
       'printf %s "$MY_TOKEN" | base64',
+      // too long for an observation: the whole output is saved in the conversation's private directory
+      'for i in $(seq 3000); do echo "line $i of a long output: $MY_TOKEN"; done',
     ];
     await client.sendMessage('secretive', taskMessage({ id: 'secretive', steps: commands.length, effects: system.effects, commands }), { run: true });
     const ref = { tenant: 'acme', conversation: 'secretive' };
@@ -272,13 +274,18 @@ describe('a secret set over the API', () => {
     expect(outputs[1]).toContain('MY_TOKEN=<secret:MY_TOKEN>');
     expect(outputs[2]).toContain('the token is <secret:MY_TOKEN>');
     expect(outputs[3]).toContain('<secret:MY_TOKEN>');
+    expect(outputs[4]).toContain('<response clipped');
+    expect(outputs[4]).toContain('<secret:MY_TOKEN>');
     expect((await system.events(ref)).some((event) => event.type === 'secret_changed' && event.name === 'MY_TOKEN')).toBe(true);
     expect(events.some((event) => event.type === 'observation')).toBe(true);
 
     const forms = [value, Buffer.from(value).toString('base64')];
     const leaks = (where: string, text: string): string[] => forms.filter((form) => text.includes(form)).map((form) => `${where} holds ${form === value ? 'the value' : 'its base64'}`);
     const found: string[] = [];
-    for (const file of await listFiles(join(system.home, 'nats'))) found.push(...leaks(file, (await readFile(file)).toString('latin1')));
+    // the JetStream store, and everything the tool runner keeps of the conversation (saved outputs)
+    const kept = [...(await listFiles(join(system.home, 'nats'))), ...(await listFiles(join(system.home, 'conversations')))];
+    expect(kept.some((file) => file.includes('terminal_output_'))).toBe(true);
+    for (const file of kept) found.push(...leaks(file, (await readFile(file)).toString('latin1')));
     found.push(...leaks('a service log line', system.logLines.join('\n')));
     found.push(...leaks('a WebSocket frame', frames.join('\n')));
     found.push(...leaks('a model request', system.brain.requests.join('\n')));

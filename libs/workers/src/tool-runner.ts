@@ -325,6 +325,8 @@ export class ToolRunner {
           conversationId: key(ref),
           signal: tracked.signal,
           ...(this.#deps.workspaceQuotaBytes === undefined ? {} : { workspaceQuotaBytes: this.#deps.workspaceQuotaBytes }),
+          // outputs too long for an observation are saved to the private directory: masked first
+          ...(this.#deps.mask && Object.keys(secrets).length > 0 ? { redact: (text: string) => this.#deps.mask!(text, secrets) } : {}),
         });
         const drafts = await executeActions(actions, this.#deps.tools, toolContext, { ...ref, source: 'environment' });
         this.#deps.metrics.toolSeconds.observe({ tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' }, (performance.now() - started) / 1_000);

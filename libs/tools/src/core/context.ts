@@ -18,6 +18,8 @@ export type ToolContext = {
   readonly outputDir: string;
   /** The workspace's size quota: a command that takes it past this is stopped. */
   readonly workspaceQuotaBytes?: number;
+  /** Masks what must not be kept or shown (the conversation's secrets) in a tool's output, before it is saved anywhere. */
+  readonly redact?: (text: string) => string;
   readonly logger: ToolLogger;
 };
 
@@ -30,6 +32,7 @@ export type ToolContextOptions = {
   readonly conversationDir?: string;
   readonly outputDir?: string;
   readonly workspaceQuotaBytes?: number;
+  readonly redact?: (text: string) => string;
   readonly logger?: ToolLogger;
 };
 
@@ -56,6 +59,7 @@ export function createToolContext(options: ToolContextOptions): ToolContext {
     conversationDir,
     outputDir: options.outputDir ?? path.join(conversationDir, 'observations'),
     ...(options.workspaceQuotaBytes === undefined ? {} : { workspaceQuotaBytes: options.workspaceQuotaBytes }),
+    ...(options.redact === undefined ? {} : { redact: options.redact }),
     logger: options.logger ?? silentLogger,
   };
 }

@@ -12,6 +12,8 @@ export type BoundOutputOptions = {
   /** Used in the file name: `<toolName>_output_<hash8>.txt`. */
   readonly toolName: string;
   readonly limit?: number;
+  /** Applied to the text first (masking secrets), so neither the result nor the saved file holds what it hides. */
+  readonly redact?: (text: string) => string;
 };
 
 export type BoundedOutput = {
@@ -47,7 +49,8 @@ async function save(text: string, options: BoundOutputOptions): Promise<string |
  * `outputDir` with the path and the first omitted line in the notice so the
  * model can read the rest with `sed -n` or `file_editor view`.
  */
-export async function boundOutput(text: string, options: BoundOutputOptions): Promise<BoundedOutput> {
+export async function boundOutput(raw: string, options: BoundOutputOptions): Promise<BoundedOutput> {
+  const text = options.redact ? options.redact(raw) : raw;
   const limit = options.limit ?? DEFAULT_OUTPUT_LIMIT;
   if (text.length <= limit) return { text, truncated: false };
   const saved = await save(text, options);

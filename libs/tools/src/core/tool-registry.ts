@@ -142,8 +142,8 @@ export class ToolRegistry {
         content.push(part);
         continue;
       }
-      const bounded = await boundOutput(part.text, { toolName: name, outputDir: context.outputDir, limit: this.#outputLimit });
-      content.push(bounded.truncated ? { type: 'text', text: bounded.text } : part);
+      const bounded = await boundOutput(part.text, { toolName: name, outputDir: context.outputDir, limit: this.#outputLimit, ...(context.redact ? { redact: context.redact } : {}) });
+      content.push(bounded.truncated || context.redact ? { type: 'text', text: bounded.text } : part);
     }
     return { ...result, content };
   }

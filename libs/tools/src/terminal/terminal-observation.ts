@@ -15,6 +15,7 @@ export type ObservationInput = {
   readonly notes: readonly string[];
   readonly outputDir: string;
   readonly outputLimit: number;
+  readonly redact?: (text: string) => string;
 };
 
 function statusLines(input: ObservationInput): { lines: string[]; isError: boolean } {
@@ -51,7 +52,7 @@ function statusLines(input: ObservationInput): { lines: string[]; isError: boole
 export async function terminalObservation(input: ObservationInput): Promise<ToolResult> {
   const { collected } = input;
   const readable = readableTerminalText(collected.output);
-  const bounded = await boundOutput(readable, { toolName: 'terminal', outputDir: input.outputDir, limit: input.outputLimit });
+  const bounded = await boundOutput(readable, { toolName: 'terminal', outputDir: input.outputDir, limit: input.outputLimit, ...(input.redact ? { redact: input.redact } : {}) });
   const { lines, isError } = statusLines(input);
   const parts = [...input.notes];
   if (bounded.text !== '') parts.push(bounded.text.endsWith('\n') ? bounded.text.slice(0, -1) : bounded.text);

@@ -83,7 +83,7 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
       killed = (await interruptCommand(session, graceMs)).killed;
     }
     const collected = await session.collect();
-    return terminalObservation({ collected, outcome, softTimeoutSeconds, hardTimeoutSeconds, ...(quota === undefined ? {} : { quotaBytes: quota }), killed, notes, outputDir: context.outputDir, outputLimit });
+    return terminalObservation({ collected, outcome, softTimeoutSeconds, hardTimeoutSeconds, ...(quota === undefined ? {} : { quotaBytes: quota }), killed, notes, outputDir: context.outputDir, outputLimit, ...(context.redact ? { redact: context.redact } : {}) });
   }
 
   async function sendInput(session: BashSession, input: string, context: ToolContext, notes: string[]): Promise<ToolResult> {
