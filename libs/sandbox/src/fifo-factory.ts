@@ -14,6 +14,7 @@ export class FifoFactory {
   readonly #spares: string[] = [];
   #counter = 0;
   #refilling: Promise<void> | undefined;
+  #prepared = false;
   #ready: Promise<void>;
 
   /** `spareDir` undefined: no spares, each FIFO made when asked for. */
@@ -21,7 +22,8 @@ export class FifoFactory {
     private readonly spareDir: string | undefined,
     private readonly batch = 32,
   ) {
-    this.#ready = spareDir === undefined ? Promise.resolve() : this.#prepare(spareDir);
+    // spares are an optimisation: when their folder cannot be made, FIFOs are made when asked for
+    this.#ready = spareDir === undefined ? Promise.resolve() : this.#prepare(spareDir).catch(() => undefined);
   }
 
   /** A FIFO (mode 0644) at `target`, whose folder exists. */
@@ -43,12 +45,13 @@ export class FifoFactory {
   async #prepare(spareDir: string): Promise<void> {
     await rm(spareDir, { recursive: true, force: true });
     await mkdir(spareDir, { recursive: true, mode: 0o700 });
+    this.#prepared = true;
     this.#refill();
   }
 
   #refill(): void {
     const spareDir = this.spareDir;
-    if (spareDir === undefined || this.#refilling || this.#spares.length > this.batch / 4) return;
+    if (spareDir === undefined || !this.#prepared || this.#refilling || this.#spares.length > this.batch / 4) return;
     this.#refilling = (async () => {
       try {
         const made = Array.from({ length: this.batch }, () => path.join(spareDir, `fifo-${(this.#counter += 1)}`));
@@ -60,16 +63,5 @@ export class FifoFactory {
         this.#refilling = undefined;
       }
     })();
-  }
-
-  /** How many spares are ready (for tests). */
-  get spares(): number {
-    return this.#spares.length;
-  }
-
-  /** Waits for the refill in progress, if any (for tests and benchmarks). */
-  async settled(): Promise<void> {
-    await this.#ready;
-    await this.#refilling;
   }
 }

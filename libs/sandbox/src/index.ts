@@ -20,4 +20,5 @@ export type { ProbeReport } from './self-test.js';
 export { RestartReason, SandboxPool } from './sandbox-pool.js';
 export type { Acquired, SandboxPoolOptions } from './sandbox-pool.js';
 export { formatBytes, workspaceUsage } from './workspace-usage.js';
+export { sandboxStateDir } from './state-dir.js';
 export type { UsageBudget, WorkspaceUsage } from './workspace-usage.js';

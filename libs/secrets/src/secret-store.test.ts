@@ -179,3 +179,24 @@ describe('SecretStore', () => {
     }
   });
 });
+
+describe('a followed store (the tool runner’s)', () => {
+  it('reveals from memory what a writer set, replaced and removed, with the same overlay', async () => {
+    const acme = tenant();
+    await store.set({ tenant: acme }, 'SHARED', 'default-shared');
+    await store.set({ tenant: acme, conversation: 'c1' }, 'OWN', 'c1-own-value');
+    const reader = await SecretStore.open(nc, { key, bucket });
+    await reader.follow();
+    try {
+      const ref = { tenant: acme, conversation: 'c1' };
+      expect(await reader.reveal(ref)).toEqual({ OWN: 'c1-own-value', SHARED: 'default-shared' });
+      await store.set({ tenant: acme, conversation: 'c1' }, 'SHARED', 'c1-shared-value');
+      await store.remove({ tenant: acme, conversation: 'c1' }, 'OWN');
+      await expect.poll(() => reader.reveal(ref), { timeout: 5_000 }).toEqual({ SHARED: 'c1-shared-value' });
+      // another conversation's secrets are not the tenant's defaults
+      expect(await reader.reveal({ tenant: acme, conversation: 'c2' })).toEqual({ SHARED: 'default-shared' });
+    } finally {
+      reader.close();
+    }
+  });
+});

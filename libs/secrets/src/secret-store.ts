@@ -23,6 +23,10 @@ export type SecretStoreOptions = {
  */
 export class SecretStore {
   readonly #cipher: SecretCipher;
+  /** The bucket's ciphertexts by key, kept by a watch once `follow` loaded them (the tool runner's reads stay in memory). */
+  #followed: Map<string, Uint8Array> | undefined;
+  #watch: { stop(): void } | undefined;
+  #stopped = false;
 
   private constructor(
     readonly kv: KV,
@@ -63,9 +67,67 @@ export class SecretStore {
 
   /** The values a conversation's sandbox gets: the tenant's defaults overlaid with the conversation's own. */
   async reveal(ref: { tenant: string; conversation: string }): Promise<Record<string, string>> {
-    const [defaults, own] = await Promise.all([this.#values({ tenant: ref.tenant }), this.#values(ref)]);
+    const followed = this.#followed;
+    const values = (scope: SecretScope): Promise<[string, string][]> => (followed ? Promise.resolve(this.#followedValues(followed, scope)) : this.#values(scope));
+    const [defaults, own] = await Promise.all([values({ tenant: ref.tenant }), values(ref)]);
     const merged = new Map([...defaults, ...own]);
     return Object.fromEntries([...merged].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  }
+
+  /**
+   * Keep the bucket in memory from a watch (values stay encrypted until `reveal`), so that each
+   * reveal costs no request: for the service that reveals at every batch of actions. Resolves once
+   * the current contents are loaded (or after 10 s, reading the bucket meanwhile); while the
+   * watch restarts after a failure, reveal reads the bucket.
+   */
+  async follow(): Promise<void> {
+    let markLoaded!: () => void;
+    const loaded = new Promise<void>((resolve) => (markLoaded = resolve));
+    const run = async (): Promise<void> => {
+      while (!this.#stopped) {
+        const entries = new Map<string, Uint8Array>();
+        try {
+          const expected = (await this.kv.status()).values;
+          const iterator = await this.kv.watch();
+          this.#watch = iterator;
+          let received = 0;
+          const ready = (): void => {
+            this.#followed = entries;
+            markLoaded();
+          };
+          if (expected === 0) ready();
+          for await (const entry of iterator) {
+            received += 1;
+            if (entry.operation === 'PUT') entries.set(entry.key, entry.value);
+            else entries.delete(entry.key);
+            if (entry.isUpdate || received >= expected) ready();
+          }
+        } catch {
+          // fall through: read the bucket until the watch is back
+        }
+        this.#followed = undefined;
+        if (!this.#stopped) await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    };
+    void run();
+    await Promise.race([loaded, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  }
+
+  /** Stop following the bucket. */
+  close(): void {
+    this.#stopped = true;
+    this.#followed = undefined;
+    this.#watch?.stop();
+  }
+
+  #followedValues(followed: ReadonlyMap<string, Uint8Array>, scope: SecretScope): [string, string][] {
+    const prefix = `${scopePrefix(scope)}.`;
+    const pairs: [string, string][] = [];
+    for (const [key, value] of followed) {
+      // the name is the last token: a conversation's keys are not under the tenant's defaults
+      if (key.startsWith(prefix) && !key.slice(prefix.length).includes('.')) pairs.push([nameOfKey(key), this.#cipher.decrypt(key, value)]);
+    }
+    return pairs;
   }
 
   /** Removes every secret of one scope: a conversation's own (on delete), or the tenant's defaults. */

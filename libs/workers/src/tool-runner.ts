@@ -335,7 +335,8 @@ export class ToolRunner {
         if (notes.length > 0 && first?.type === 'observation') {
           drafts[0] = { ...first, content: [...notes.map((text) => ({ type: 'text' as const, text })), ...first.content] };
         }
-        await this.#checkQuota(root, drafts);
+        // read-only tools cannot fill the workspace: no walk of it after a batch of only those
+        if (actions.some((action) => this.#deps.tools.get(action.tool_name)?.annotations.readOnly !== true)) await this.#checkQuota(root, drafts);
         // what leaves this runner shows host paths as the agent sees them, and no secret's value
         const present = (text: string): string => {
           const shown = workspace.show(text);

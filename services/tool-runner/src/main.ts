@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { ConversationCache, RunnerRegistry, runService } from '@flotilla/runtime';
-import { loadSandboxSettings, openSandboxProvider, SandboxPool } from '@flotilla/sandbox';
+import { loadSandboxSettings, openSandboxProvider, SandboxPool, sandboxStateDir } from '@flotilla/sandbox';
 import { loadSecretsKey, maskSecrets, SecretStore } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { ToolRunner } from '@flotilla/workers';
@@ -11,7 +11,7 @@ await runService({
   async start({ config, log, nc, interrupts, metrics, logger }) {
     const sandboxSettings = loadSandboxSettings();
     // refuses to start when the configured kind cannot run here or does not isolate
-    const provider = await openSandboxProvider(sandboxSettings, { stateDir: join(config.home, 'sandbox', config.instanceId), ownedRoot: config.home });
+    const provider = await openSandboxProvider(sandboxSettings, { stateDir: await sandboxStateDir(join(config.home, 'sandbox')), ownedRoot: config.home });
     const sandbox = provider.describe();
     if (sandbox.isolated) logger.info({ sandbox }, 'sandbox ready');
     else logger.warn({ sandbox }, 'FLOTILLA_SANDBOX=none: the agent runs commands UNSANDBOXED, with this service’s privileges; use it only for a trusted single user');
@@ -25,6 +25,8 @@ await runService({
     const secretsReplicas = Number(process.env['FLOTILLA_SECRETS_REPLICAS'] ?? 1);
     if (!Number.isInteger(secretsReplicas) || secretsReplicas < 1 || secretsReplicas > 5) throw new Error(`FLOTILLA_SECRETS_REPLICAS must be a whole number from 1 to 5, got ${process.env['FLOTILLA_SECRETS_REPLICAS']}`);
     const secrets = secretsKey ? await SecretStore.open(nc, { key: secretsKey, replicas: secretsReplicas }) : undefined;
+    // revealed at every batch of actions: from memory, kept by a watch, not a bucket listing each time
+    await secrets?.follow();
     const runners = await RunnerRegistry.open(nc, { livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000), sandbox });
     const tools = new ToolRegistry(createBuiltinTools());
     const runner = new ToolRunner({
@@ -50,6 +52,7 @@ await runService({
         await runner.stop();
         await tools.close();
         await sandboxes.closeAll();
+        secrets?.close();
       },
     };
   },

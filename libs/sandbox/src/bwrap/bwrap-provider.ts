@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { chmod, chown, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from '../environment.js';
+import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environment.js';
 import { FifoFactory } from '../fifo-factory.js';
-import { insidePath } from '../inside-path.js';
+import { defaultPrivateDir, isolatedInsidePath } from '../inside-path.js';
 import { SandboxError, SandboxErrorCode } from '../errors.js';
 import type { Sandbox, SandboxDescription, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from '../sandbox.js';
 import { childSandboxProcess, spawned } from '../sandbox-process.js';
@@ -48,7 +47,7 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
     },
     async open(spec: SandboxSpec): Promise<Sandbox> {
       if (credentials) await chown(spec.workspace, credentials.uid, credentials.gid);
-      const privateDir = spec.privateDir ?? path.join(options.stateDir, 'conversations', createHash('sha256').update(spec.id).digest('hex').slice(0, 32));
+      const privateDir = spec.privateDir ?? defaultPrivateDir(options.stateDir, spec.id);
       await mkdir(privateDir, { recursive: true, mode: 0o755 });
       for (const directory of [spec.workspace, privateDir, etc]) await assertTraversable(directory, credentials, options.ownedRoot);
       return new BwrapSandbox({ ...spec, privateDir }, settings, { system, credentials, startTimeoutMs, fifos });
@@ -97,10 +96,7 @@ class BwrapSandbox implements Sandbox {
   }
 
   toInside(hostPath: string): string {
-    return insidePath(hostPath, [
-      [this.spec.workspace, SANDBOX_WORKSPACE],
-      [this.privateDir, SANDBOX_PRIVATE],
-    ]);
+    return isolatedInsidePath(hostPath, this.spec.workspace, this.privateDir);
   }
 
   async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {

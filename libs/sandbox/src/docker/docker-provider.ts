@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,6 +10,7 @@ import { NetworkMode, type SandboxSettings } from '../settings.js';
 import { containerName, containerOptions, DEFAULT_EGRESS_NETWORK, SANDBOX_ID_LABEL, SANDBOX_LABEL, SANDBOX_OWNER_LABEL } from './container-plan.js';
 import { ensureEgressNetwork, ensureImage, messageOf, pingEngine, removeContainer, removeLeftovers, silentDockerLogger, statusOf, type DockerSandboxLogger } from './docker-engine.js';
 import { FifoFactory } from '../fifo-factory.js';
+import { defaultPrivateDir } from '../inside-path.js';
 import { DockerSandbox } from './docker-sandbox.js';
 import { probeReachable, reachabilityTargets } from './reachability.js';
 
@@ -93,7 +93,7 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
       const [foreignVariables, mode, user] = await Promise.all([imageVariables(), networkMode(), sandboxUser(spec.workspace, settings)]);
       const name = containerName(spec.id, owner);
       const hostWorkspace = hostPath(path.resolve(spec.workspace));
-      const privateDir = spec.privateDir ?? path.join(stateDir, 'conversations', createHash('sha256').update(spec.id).digest('hex').slice(0, 32));
+      const privateDir = spec.privateDir ?? defaultPrivateDir(stateDir, spec.id);
       await mkdir(privateDir, { recursive: true, mode: 0o755 });
       const create = containerOptions({
         name,

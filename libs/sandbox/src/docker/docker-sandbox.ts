@@ -1,8 +1,8 @@
 import type { Duplex } from 'node:stream';
 import type Dockerode from 'dockerode';
-import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from '../environment.js';
+import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environment.js';
 import type { FifoFactory } from '../fifo-factory.js';
-import { insidePath } from '../inside-path.js';
+import { isolatedInsidePath } from '../inside-path.js';
 import { SandboxError, SandboxErrorCode } from '../errors.js';
 import type { Sandbox, SandboxProcess, SandboxSpec, SpawnOptions } from '../sandbox.js';
 import { environmentList } from './container-plan.js';
@@ -70,10 +70,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   toInside(hostPath: string): string {
-    return insidePath(hostPath, [
-      [this.spec.workspace, SANDBOX_WORKSPACE],
-      [this.privateDir, SANDBOX_PRIVATE],
-    ]);
+    return isolatedInsidePath(hostPath, this.spec.workspace, this.privateDir);
   }
 
   async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {

@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { sandboxEnvironment } from '../environment.js';
@@ -8,6 +7,7 @@ import type { Sandbox, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOption
 import { childSandboxProcess, spawned } from '../sandbox-process.js';
 import type { SandboxSettings } from '../settings.js';
 import { FifoFactory } from '../fifo-factory.js';
+import { defaultPrivateDir } from '../inside-path.js';
 
 /**
  * No isolation: processes run as the service, on the host, in the workspace directory. Only the
@@ -56,7 +56,7 @@ class HostProcesses implements Sandbox {
   }
 
   get privateDir(): string {
-    return this.spec.privateDir ?? path.join(os.tmpdir(), 'flotilla-private', createHash('sha256').update(`${this.spec.workspace}\0${this.spec.id}`).digest('hex').slice(0, 32));
+    return this.spec.privateDir ?? defaultPrivateDir(path.join(os.tmpdir(), 'flotilla-private'), `${this.spec.workspace}\0${this.spec.id}`);
   }
 
   toInside(hostPath: string): string {
