@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { freePort } from './free-port.js';
 import { findNatsServerBinary } from './nats-binary.js';
+import { NatsEmbeddedError, NatsEmbeddedErrorCode } from './nats-embedded-error.js';
+import { forEachLine } from './stderr-lines.js';
 
 export type NatsServerProcessOptions = {
   /** Path of the nats-server binary; defaults to the one on PATH. */
@@ -15,37 +17,78 @@ export type NatsServerProcessOptions = {
   /** Enable JetStream (default true). */
   readonly jetstream?: boolean;
   readonly startTimeoutMs?: number;
+  /**
+   * Text of a nats-server configuration file (an `authorization {}` block, `tls {}`, `cluster {}`, …).
+   * It is written owner-only (0600) to `<storeDir>.conf`, beside the store directory, and passed with
+   * `-c`; the command-line flags (-a, -p, -sd, -js) still override what it says about those.
+   */
+  readonly config?: string;
+  /**
+   * Called with each line nats-server prints on stderr (its log), from start-up on and across restarts.
+   * Without it the log is read and dropped.
+   */
+  readonly onLog?: (line: string) => void;
+};
+
+type Settings = {
+  readonly binary: string;
+  readonly port: number;
+  readonly storeDir: string;
+  readonly ownsStore: boolean;
+  readonly configFile: string | undefined;
+  readonly args: readonly string[];
+  readonly startTimeoutMs: number;
+  readonly onLog: ((line: string) => void) | undefined;
 };
 
 /**
  * A nats-server child process with JetStream on a free loopback port and its own store
- * dir. It can be killed (SIGKILL, like a crash) and restarted on the same port and store,
- * and is disposed with `await using`.
+ * dir. It can be killed (SIGKILL, like a crash) and restarted on the same port, store and
+ * configuration file, and is disposed with `await using`.
  */
 export class NatsServerProcess implements AsyncDisposable {
+  readonly binary: string;
+  readonly port: number;
+  readonly storeDir: string;
   readonly url: string;
+  /** The configuration file passed with `-c`, when the `config` option was given. */
+  readonly configFile: string | undefined;
+  readonly #settings: Settings;
   #child: ChildProcess | undefined;
-  #ownsStore: boolean;
 
-  private constructor(
-    readonly binary: string,
-    readonly port: number,
-    readonly storeDir: string,
-    ownsStore: boolean,
-    private readonly extraArgs: readonly string[],
-    private readonly startTimeoutMs: number,
-  ) {
-    this.url = `nats://127.0.0.1:${port}`;
-    this.#ownsStore = ownsStore;
+  private constructor(settings: Settings) {
+    this.#settings = settings;
+    this.binary = settings.binary;
+    this.port = settings.port;
+    this.storeDir = settings.storeDir;
+    this.configFile = settings.configFile;
+    this.url = `nats://127.0.0.1:${settings.port}`;
   }
 
   static async start(options: NatsServerProcessOptions = {}): Promise<NatsServerProcess> {
     const binary = options.binary ?? findNatsServerBinary();
-    if (!binary) throw new Error('nats-server not found on PATH: install it (e.g. apt-get install -y nats-server) or set NATS_URL');
+    if (!binary) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.binaryNotFound, 'nats-server not found on PATH: install it (e.g. apt-get install -y nats-server) or set NATS_URL');
     const port = options.port ?? (await freePort());
+    const ownsStore = options.storeDir === undefined;
     const storeDir = options.storeDir ?? (await mkdtemp(join(tmpdir(), 'flotilla-nats-')));
-    const server = new NatsServerProcess(binary, port, storeDir, options.storeDir === undefined, [...(options.jetstream === false ? [] : ['-js']), ...(options.extraArgs ?? [])], options.startTimeoutMs ?? 15_000);
-    await server.#spawn();
+    const configFile = options.config === undefined ? undefined : `${resolve(storeDir)}.conf`;
+    const server = new NatsServerProcess({
+      binary,
+      port,
+      storeDir,
+      ownsStore,
+      configFile,
+      args: [...(configFile === undefined ? [] : ['-c', configFile]), ...(options.jetstream === false ? [] : ['-js']), ...(options.extraArgs ?? [])],
+      startTimeoutMs: options.startTimeoutMs ?? 15_000,
+      onLog: options.onLog,
+    });
+    try {
+      if (configFile !== undefined && options.config !== undefined) await writeOwnerOnly(configFile, options.config);
+      await server.#spawn();
+    } catch (error) {
+      await server[Symbol.asyncDispose]();
+      throw error;
+    }
     return server;
   }
 
@@ -66,7 +109,7 @@ export class NatsServerProcess implements AsyncDisposable {
     await exited;
   }
 
-  /** Starts the server again on the same port and store directory. */
+  /** Starts the server again on the same port, store directory and configuration file. */
   async restart(): Promise<void> {
     await this.kill('SIGKILL');
     await this.#spawn();
@@ -76,39 +119,59 @@ export class NatsServerProcess implements AsyncDisposable {
     await this.kill('SIGTERM');
   }
 
+  /** Kills the server; removes the store directory and the configuration file when the store is its own. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.kill('SIGKILL');
-    if (this.#ownsStore) await rm(this.storeDir, { recursive: true, force: true });
+    if (!this.#settings.ownsStore) return;
+    await rm(this.storeDir, { recursive: true, force: true });
+    if (this.configFile !== undefined) await rm(this.configFile, { force: true });
   }
 
   async #spawn(): Promise<void> {
-    const args = ['-a', '127.0.0.1', '-p', String(this.port), '-sd', this.storeDir, ...this.extraArgs];
-    const child = spawn(this.binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const { binary, port, storeDir, args, startTimeoutMs, onLog } = this.#settings;
+    const child = spawn(binary, ['-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
     this.#child = child;
     // A nats-server must not outlive the process that started it (a crashed test worker, a killed launcher).
     const reap = (): void => void child.kill('SIGKILL');
     process.once('exit', reap);
     child.once('exit', () => process.removeListener('exit', reap));
     await new Promise<void>((resolve, reject) => {
+      let starting = true;
       let output = '';
-      const timer = setTimeout(() => fail(new Error(`nats-server did not become ready in ${this.startTimeoutMs} ms:\n${output}`)), this.startTimeoutMs);
+      const timer = setTimeout(() => fail(new NatsEmbeddedError(NatsEmbeddedErrorCode.startFailed, `nats-server did not become ready in ${startTimeoutMs} ms:\n${output}`)), startTimeoutMs);
       const fail = (error: Error): void => {
+        if (!starting) return;
+        starting = false;
         clearTimeout(timer);
-        child.stderr?.removeAllListeners('data');
         reject(error);
       };
       child.once('error', fail);
-      child.once('exit', (code, signal) => fail(new Error(`nats-server exited (${code ?? signal}) before ready:\n${output}`)));
-      child.stderr?.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes('Server is ready')) {
+      // 'close' comes after stderr is drained, so the error holds the server's last words (a config parse error, a port in use).
+      child.once('close', (code, signal) => fail(new NatsEmbeddedError(NatsEmbeddedErrorCode.startFailed, `nats-server exited (${code ?? signal}) before ready:\n${output}`)));
+      // The log is read for the child's whole life, so a full pipe never blocks the server.
+      forEachLine(child.stderr, (line) => {
+        onLog?.(line);
+        if (!starting) return;
+        output += `${line}\n`;
+        if (line.includes('Server is ready')) {
+          starting = false;
           clearTimeout(timer);
-          child.removeAllListeners('exit');
-          child.stderr?.removeAllListeners('data');
-          child.stderr?.resume();
+          output = '';
           resolve();
         }
       });
     });
+  }
+}
+
+/** Writes `text` to `path` readable by the owner only, also when the file already exists with wider permissions. */
+async function writeOwnerOnly(path: string, text: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const handle = await open(path, 'w', 0o600);
+  try {
+    await handle.chmod(0o600);
+    await handle.writeFile(text);
+  } finally {
+    await handle.close();
   }
 }
