@@ -3,7 +3,10 @@ import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { SecretsError, SecretsErrorCode } from './errors.js';
 
+/** The values, encrypted: written by the gateway, read only by the tool runners. */
 export const DEFAULT_SECRETS_BUCKET = 'flotilla_secrets';
+/** The names alone (same keys, no value): what the gateway lists and checks, since it may not read the values' bucket. */
+export const DEFAULT_SECRET_NAMES_BUCKET = 'flotilla_secret_names';
 
 const STREAM_NAME_IN_USE = 10058;
 const TIMEOUT_MS = 5_000;
@@ -12,12 +15,28 @@ const TIMEOUT_MS = 5_000;
  * Creates the secrets bucket (history 1: a replaced or removed value leaves no older ciphertext
  * behind) or opens the existing one. Safe to call from every service at start-up, concurrently.
  */
-export async function openSecretsBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
+export function openSecretsBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
+  return openBucket(nc, bucket, { history: 1, replicas, description: 'Flotilla secrets (AES-256-GCM ciphertexts; names in the keys)' });
+}
+
+/**
+ * Creates the names bucket or opens the existing one. Its reads are not direct gets (which a
+ * replica may answer from behind the leader): the writer decides from them whether a name is
+ * there, and the order of its writes relies on seeing the latest.
+ */
+export function openSecretNamesBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
+  return openBucket(nc, bucket, { history: 1, replicas, allow_direct: false, description: 'Flotilla secret names (the keys of the secrets bucket; no values)' });
+}
+
+type BucketSettings = { readonly history: number; readonly replicas: number; readonly description: string; readonly allow_direct?: boolean };
+
+/** Opening needs only the stream's info (and its creation when missing): no read of its contents. */
+async function openBucket(nc: NatsConnection, bucket: string, settings: BucketSettings): Promise<KV> {
   const server = nc.getServer();
   if (nc.info && nc.info.jetstream !== true) {
     throw new SecretsError(
       SecretsErrorCode.BucketUnavailable,
-      `nats-server ${nc.info.version} at ${server} does not have JetStream enabled, which the secrets bucket ${bucket} needs: start it with -js.`,
+      `nats-server ${nc.info.version} at ${server} does not have JetStream enabled, which the bucket ${bucket} needs: start it with -js.`,
     );
   }
   try {
@@ -28,10 +47,10 @@ export async function openSecretsBucket(nc: NatsConnection, bucket: string, repl
   const kvm = new Kvm(jetstream(nc, { timeout: TIMEOUT_MS }));
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await kvm.create(bucket, { history: 1, replicas, description: 'Flotilla secrets (AES-256-GCM ciphertexts; names in the keys)' });
+      return await kvm.create(bucket, settings);
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE && attempt < 3) continue; // lost a creation race
-      throw new SecretsError(SecretsErrorCode.BucketUnavailable, `could not create or open the secrets bucket ${bucket} at ${server}: ${(error as Error).message}`, {
+      throw new SecretsError(SecretsErrorCode.BucketUnavailable, `could not create or open the bucket ${bucket} at ${server}: ${(error as Error).message}`, {
         cause: error,
       });
     }

@@ -2,7 +2,7 @@ import { API_KEY_HEADER, CloseCode, SocketQuery, type ServerInfo } from '@flotil
 import { ConversationId, CURRENT_PROTOCOL_VERSION } from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
 import { requestWorkspaceDeletion, type RunnerRegistry } from '@flotilla/runtime';
-import type { SecretStore } from '@flotilla/secrets';
+import type { SecretWriter } from '@flotilla/secrets';
 import type { SnapshotStore } from '@flotilla/state';
 import fastifyWebsocket from '@fastify/websocket';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -35,8 +35,8 @@ export type GatewayDependencies = {
   readonly instance: string;
   readonly version: string;
   readonly tools: readonly { name: string; description: string }[];
-  /** The secrets bucket; undefined when the gateway has no secrets key (the secrets routes answer 503). */
-  readonly secrets?: SecretStore;
+  /** The secrets' writing side (it never reads a value back); undefined when the gateway has no secrets key (the secrets routes answer 503). */
+  readonly secrets?: SecretWriter;
   /** The tool runners: deleting a conversation removes its workspace through them; server info describes their sandboxes. */
   readonly runners?: RunnerRegistry;
 };

@@ -1,6 +1,6 @@
 import { createBuiltinTools } from '@flotilla/tools';
 import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry, RunnerRegistry } from '@flotilla/runtime';
-import { loadSecretsKey, SecretStore } from '@flotilla/secrets';
+import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { loadAgentSettings } from '@flotilla/workers';
 import { ApiKeyStore } from './api-keys.js';
@@ -20,7 +20,7 @@ const nc = await connectWithRetry(service, logger);
 const log = await openLogWithRetry(nc, service, logger);
 const snapshots = await SnapshotStore.open(nc);
 const keys = await ApiKeyStore.open(nc);
-const secrets = secretsKey ? await SecretStore.open(nc, { key: secretsKey, replicas: config.secretsReplicas }) : undefined;
+const secrets = secretsKey ? await SecretWriter.open(nc, { key: secretsKey, replicas: config.secretsReplicas }) : undefined;
 if (!secrets) logger.warn('secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets');
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
 const runners = await RunnerRegistry.open(nc, { livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000) });

@@ -1,7 +1,7 @@
 import type { CommandResult } from '@flotilla/api';
 import { draftEvent } from '@flotilla/events';
 import { appendWithRetry, type ConversationRef, type EventLog } from '@flotilla/log';
-import { SecretsError, type SecretStore } from '@flotilla/secrets';
+import { SecretsError, type SecretWriter } from '@flotilla/secrets';
 import type { Logger } from 'pino';
 import { ApiError } from './api-error.js';
 import type { ConversationService } from './conversation-service.js';
@@ -9,12 +9,13 @@ import type { ConversationService } from './conversation-service.js';
 /**
  * Secrets as the gateway serves them: a conversation's own (each change appended to its log as
  * a `secret_changed` event, name and action only) and the tenant's defaults (no log: they belong
- * to no conversation). Values go into the store and never come back out of the gateway.
+ * to no conversation). Values go into the store and never come back out of the gateway: its
+ * SecretWriter cannot read the values' bucket (its NATS credential need not allow it).
  * Without a store (no FLOTILLA_SECRETS_KEY_FILE) every call answers 503 secrets_not_configured.
  */
 export class SecretService {
   constructor(
-    readonly store: SecretStore | undefined,
+    readonly store: SecretWriter | undefined,
     readonly conversations: ConversationService,
     readonly logger: Logger,
   ) {}
@@ -100,7 +101,7 @@ export class SecretService {
     await this.#guard(undefined, () => store.removeAll(ref));
   }
 
-  #require(): SecretStore {
+  #require(): SecretWriter {
     if (this.store) return this.store;
     throw new ApiError(
       503,

@@ -58,7 +58,7 @@ describe('conversation secrets over REST', () => {
     expect(listed.status).toBe(200);
     expect(listed.json).toEqual({ names: ['GITHUB_TOKEN'] });
     expect(await h.acme.listConversationSecrets(conversation)).toEqual(['GITHUB_TOKEN']);
-    expect(await h.secrets!.reveal({ tenant: 'acme', conversation })).toEqual({ GITHUB_TOKEN: VALUE });
+    expect(await h.secretReader!.reveal({ tenant: 'acme', conversation })).toEqual({ GITHUB_TOKEN: VALUE });
   });
 
   it('appends secret_changed (set, then removed) to the log, without the value', async () => {
@@ -133,7 +133,7 @@ describe('tenant defaults', () => {
     expect((await get('/v1/secrets')).json).toEqual({ names: ['GITHUB_TOKEN', 'NPM_TOKEN'] });
     expect(await h.acme.listTenantSecrets()).toEqual(['GITHUB_TOKEN', 'NPM_TOKEN']);
     // the conversation's own GITHUB_TOKEN wins over the default
-    expect(await h.secrets!.reveal({ tenant: 'acme', conversation })).toEqual({ GITHUB_TOKEN: VALUE, NPM_TOKEN: DEFAULT_VALUE });
+    expect(await h.secretReader!.reveal({ tenant: 'acme', conversation })).toEqual({ GITHUB_TOKEN: VALUE, NPM_TOKEN: DEFAULT_VALUE });
     expect(await h.acme.listConversationSecrets(conversation)).toEqual(['GITHUB_TOKEN']);
     await h.acme.removeTenantSecret('GITHUB_TOKEN');
     expectError(await del('/v1/secrets/GITHUB_TOKEN'), 404, 'secret_not_found');
@@ -153,12 +153,12 @@ describe('tenant isolation', () => {
       expectError(reply, 404, 'conversation_not_found');
       expect(reply.text).not.toContain('GITHUB_TOKEN');
     }
-    expect(await h.secrets!.reveal({ tenant: 'acme', conversation })).toMatchObject({ GITHUB_TOKEN: VALUE });
+    expect(await h.secretReader!.reveal({ tenant: 'acme', conversation })).toMatchObject({ GITHUB_TOKEN: VALUE });
     expect(await h.globex.listTenantSecrets()).toEqual([]);
     await h.globex.setTenantSecret('NPM_TOKEN', 'globex-own-default');
     expect(await h.globex.listTenantSecrets()).toEqual(['NPM_TOKEN']);
-    expect(await h.secrets!.reveal({ tenant: 'acme', conversation })).toMatchObject({ NPM_TOKEN: DEFAULT_VALUE });
-    expect(await h.secrets!.reveal({ tenant: 'globex', conversation })).toEqual({ NPM_TOKEN: 'globex-own-default' });
+    expect(await h.secretReader!.reveal({ tenant: 'acme', conversation })).toMatchObject({ NPM_TOKEN: DEFAULT_VALUE });
+    expect(await h.secretReader!.reveal({ tenant: 'globex', conversation })).toEqual({ NPM_TOKEN: 'globex-own-default' });
   });
 
   it("the same conversation id in another tenant has its own secrets", async () => {
@@ -180,7 +180,7 @@ describe('secrets over the WebSocket', () => {
     expect(ack).toMatchObject({ type: 'ack', id: 'set-1', appended: true, status: 'idle' });
     const seq = (ack as { last_seq: number }).last_seq;
     expect(await h.acme.listConversationSecrets(id)).toEqual(['SOCKET_TOKEN']);
-    expect(await h.secrets!.reveal({ tenant: 'acme', conversation: id })).toMatchObject({ SOCKET_TOKEN: VALUE });
+    expect(await h.secretReader!.reveal({ tenant: 'acme', conversation: id })).toMatchObject({ SOCKET_TOKEN: VALUE });
 
     s.socket.send(JSON.stringify({ type: 'secret_set', id: 'short', name: 'SOCKET_TOKEN', value: 'abc' }));
     const { frame: refused, index: next } = await nextReply(s, index + 1);
@@ -232,6 +232,9 @@ describe('what the gateway keeps and says', () => {
     const bucket = await streamText(`KV_${h.secrets!.bucket}`);
     expect(bucket).toContain('acme.conversation.');
     expectNoValue(bucket, 'the secrets bucket');
+    const names = await streamText(`KV_${h.secrets!.namesBucket}`);
+    expect(names).toContain(`acme.conversation.${id}.LEAK_TOKEN`);
+    expectNoValue(names, 'the secret names bucket');
     const logs = logLines.join('');
     expect(logs).toContain('tenant secret set');
     expectNoValue(logs, 'the gateway log');

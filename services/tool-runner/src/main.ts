@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { ConversationCache, RunnerRegistry, runService } from '@flotilla/runtime';
 import { loadSandboxSettings, openSandboxProvider, SandboxPool, sandboxStateDir } from '@flotilla/sandbox';
-import { loadSecretsKey, maskSecrets, SecretStore } from '@flotilla/secrets';
+import { loadSecretsKey, maskSecrets, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { ToolRunner } from '@flotilla/workers';
 
@@ -24,10 +24,10 @@ await runService({
     // whichever service creates the bucket gives it its replicas: the same setting as the gateway's
     const secretsReplicas = Number(process.env['FLOTILLA_SECRETS_REPLICAS'] ?? 1);
     if (!Number.isInteger(secretsReplicas) || secretsReplicas < 1 || secretsReplicas > 5) throw new Error(`FLOTILLA_SECRETS_REPLICAS must be a whole number from 1 to 5, got ${process.env['FLOTILLA_SECRETS_REPLICAS']}`);
-    const secrets = secretsKey ? await SecretStore.open(nc, { key: secretsKey, replicas: secretsReplicas }) : undefined;
+    const secrets = secretsKey ? await SecretReader.open(nc, { key: secretsKey, replicas: secretsReplicas }) : undefined;
     // revealed at every batch of actions: from memory, kept by a watch, not a bucket listing each time
     await secrets?.follow();
-    const runners = await RunnerRegistry.open(nc, { livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000), sandbox });
+    const runners = await RunnerRegistry.open(nc, { replicas: config.storage.replicas, livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000), sandbox });
     const tools = new ToolRegistry(createBuiltinTools());
     const runner = new ToolRunner({
       runnerId: config.instanceId,

@@ -2,7 +2,7 @@ import { FlotillaClient } from '@flotilla/client';
 import { NodeWebSocket } from '@flotilla/client/node';
 import { draftEvent, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef, type StoredCommit } from '@flotilla/log';
-import { SecretStore } from '@flotilla/secrets';
+import { SecretReader, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { startNats, type NatsTestServer } from '@flotilla/testing';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -24,8 +24,10 @@ export type GatewayHarness = AsyncDisposable & {
   readonly gateway: Gateway;
   readonly url: string;
   readonly config: GatewayConfig;
-  /** The secrets bucket the gateway writes (undefined when started without a key). */
-  readonly secrets: SecretStore | undefined;
+  /** The gateway's side of the secrets (undefined when started without a key). */
+  readonly secrets: SecretWriter | undefined;
+  /** The tool runner's side, to see what a sandbox would get (undefined when started without a key). */
+  readonly secretReader: SecretReader | undefined;
   /** Tenant `acme`'s client, and tenant `globex`'s. */
   readonly acme: FlotillaClient;
   readonly globex: FlotillaClient;
@@ -59,7 +61,8 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
     ? pino({ level: 'trace' }, options.logDestination)
     : pino({ level: process.env['FLOTILLA_TEST_LOGS'] ? 'info' : 'silent' });
   const secretsKey = options.secretsKey === undefined ? randomBytes(32) : options.secretsKey;
-  const secrets = secretsKey === null ? undefined : await SecretStore.open(nc, { key: secretsKey });
+  const secrets = secretsKey === null ? undefined : await SecretWriter.open(nc, { key: secretsKey });
+  const secretReader = secretsKey === null ? undefined : await SecretReader.open(nc, { key: secretsKey });
   const index = new ConversationIndex(snapshots.kv, logger);
   await index.start();
   const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
@@ -79,6 +82,7 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
     url,
     config,
     secrets,
+    secretReader,
     acme: client(ACME_KEY),
     globex: client(GLOBEX_KEY),
     client,

@@ -1,74 +1,51 @@
-import { JetStreamApiError } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { callBucket } from './bucket-call.js';
 import { DEFAULT_SECRETS_BUCKET, openSecretsBucket } from './bucket-setup.js';
-import { SecretsError, SecretsErrorCode } from './errors.js';
 import { SecretCipher } from './secret-cipher.js';
-import { assertSecretName, assertSecretValue } from './secret-rules.js';
-import { nameOfKey, scopePrefix, secretKey, type SecretScope } from './secret-scope.js';
+import { nameOfKey, scopePrefix, type SecretScope } from './secret-scope.js';
 
-export type SecretStoreOptions = {
+export type SecretReaderOptions = {
   /** The AES-256 key (32 bytes), e.g. from loadSecretsKey. */
   readonly key: Buffer;
-  /** KV bucket name; default flotilla_secrets. */
+  /** The values' KV bucket; default flotilla_secrets. */
   readonly bucket?: string;
   /** 1 locally, 3 in a cluster. Only used when the bucket is created. */
   readonly replicas?: number;
 };
 
 /**
- * Secrets by name, per tenant (defaults) and per conversation, in their own KV bucket: each value
- * encrypted (AES-256-GCM, a fresh nonce each time, its KV key as additional data), names in
- * clear in the KV keys. Values leave the store only through `reveal`, for the sandbox.
+ * The side that decrypts secrets for a conversation's sandbox (the tool runner). It cannot set
+ * or remove one: values leave the secrets bucket only through `reveal`.
  */
-export class SecretStore {
+export class SecretReader {
   readonly #cipher: SecretCipher;
-  /** The bucket's ciphertexts by key, kept by a watch once `follow` loaded them (the tool runner's reads stay in memory). */
+  readonly #kv: KV;
+  /** The bucket's ciphertexts by key, kept by a watch once `follow` loaded them (reads stay in memory). */
   #followed: Map<string, Uint8Array> | undefined;
   #watch: { stop(): void } | undefined;
   #stopped = false;
 
   private constructor(
-    readonly kv: KV,
+    kv: KV,
     readonly bucket: string,
     cipher: SecretCipher,
   ) {
+    this.#kv = kv;
     this.#cipher = cipher;
   }
 
-  static async open(nc: NatsConnection, options: SecretStoreOptions): Promise<SecretStore> {
+  /** Opens the secrets bucket, creating it when missing. */
+  static async open(nc: NatsConnection, options: SecretReaderOptions): Promise<SecretReader> {
     const cipher = new SecretCipher(options.key); // checks the key before touching NATS
     const bucket = options.bucket ?? DEFAULT_SECRETS_BUCKET;
-    return new SecretStore(await openSecretsBucket(nc, bucket, options.replicas ?? 1), bucket, cipher);
-  }
-
-  /** Creates or replaces one secret. */
-  async set(scope: SecretScope, name: string, value: string): Promise<void> {
-    assertSecretName(name);
-    assertSecretValue(value);
-    const key = secretKey(scope, name);
-    await this.#call(`setting ${key}`, () => this.kv.put(key, this.#cipher.encrypt(key, value)));
-  }
-
-  /** Removes one secret; false when there was none. */
-  async remove(scope: SecretScope, name: string): Promise<boolean> {
-    assertSecretName(name);
-    const key = secretKey(scope, name);
-    const entry = await this.#call(`reading ${key}`, () => this.kv.get(key));
-    if (!entry || entry.operation !== 'PUT') return false;
-    await this.#call(`removing ${key}`, () => this.kv.purge(key));
-    return true;
-  }
-
-  /** The names of a scope's secrets, sorted. Never a value (nothing is decrypted). */
-  async names(scope: SecretScope): Promise<string[]> {
-    return (await this.#keys(scope)).map(nameOfKey).sort();
+    return new SecretReader(await openSecretsBucket(nc, bucket, options.replicas ?? 1), bucket, cipher);
   }
 
   /** The values a conversation's sandbox gets: the tenant's defaults overlaid with the conversation's own. */
   async reveal(ref: { tenant: string; conversation: string }): Promise<Record<string, string>> {
     const followed = this.#followed;
-    const values = (scope: SecretScope): Promise<[string, string][]> => (followed ? Promise.resolve(this.#followedValues(followed, scope)) : this.#values(scope));
+    const values = (scope: SecretScope): Promise<[string, string][]> => (followed ? Promise.resolve(this.#followedValues(followed, scope)) : this.#read(scope));
     const [defaults, own] = await Promise.all([values({ tenant: ref.tenant }), values(ref)]);
     const merged = new Map([...defaults, ...own]);
     return Object.fromEntries([...merged].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
@@ -87,8 +64,8 @@ export class SecretStore {
       while (!this.#stopped) {
         const entries = new Map<string, Uint8Array>();
         try {
-          const expected = (await this.kv.status()).values;
-          const iterator = await this.kv.watch();
+          const expected = (await this.#kv.status()).values;
+          const iterator = await this.#kv.watch();
           this.#watch = iterator;
           let received = 0;
           const ready = (): void => {
@@ -130,38 +107,20 @@ export class SecretStore {
     return pairs;
   }
 
-  /** Removes every secret of one scope: a conversation's own (on delete), or the tenant's defaults. */
-  async removeAll(scope: SecretScope): Promise<void> {
-    for (const key of await this.#keys(scope)) await this.#call(`removing ${key}`, () => this.kv.purge(key));
-  }
-
-  async #keys(scope: SecretScope): Promise<string[]> {
+  /** A scope's values read from the bucket (a listing, then one get per key). */
+  async #read(scope: SecretScope): Promise<[string, string][]> {
     const filter = `${scopePrefix(scope)}.*`;
-    return this.#call(`listing ${filter}`, async () => {
-      const keys: string[] = [];
-      for await (const key of await this.kv.keys(filter)) keys.push(key);
-      return keys;
+    const keys = await callBucket(this.bucket, `listing ${filter}`, async () => {
+      const listed: string[] = [];
+      for await (const key of await this.#kv.keys(filter)) listed.push(key);
+      return listed;
     });
-  }
-
-  async #values(scope: SecretScope): Promise<[string, string][]> {
-    const keys = await this.#keys(scope);
     return Promise.all(
       keys.map(async (key): Promise<[string, string] | undefined> => {
-        const entry = await this.#call(`reading ${key}`, () => this.kv.get(key));
+        const entry = await callBucket(this.bucket, `reading ${key}`, () => this.#kv.get(key));
         if (!entry || entry.operation !== 'PUT') return undefined; // removed since it was listed
         return [nameOfKey(key), this.#cipher.decrypt(key, entry.value)];
       }),
     ).then((pairs) => pairs.filter((pair) => pair !== undefined));
-  }
-
-  async #call<T>(what: string, operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (error) {
-      if (error instanceof SecretsError) throw error;
-      const message = `${what} in the secrets bucket ${this.bucket} failed: ${(error as Error).message}`;
-      throw new SecretsError(error instanceof JetStreamApiError ? SecretsErrorCode.BucketUnavailable : SecretsErrorCode.Unavailable, message, { cause: error });
-    }
   }
 }
