@@ -2,11 +2,12 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { authorizationConfig, connectionOptions, ensureUsers, loadBusSettings, SERVICES, userEnvironment, type GeneratedUser, type Identity } from '@flotilla/bus';
 import { draftEvent, type ConversationStatus, type Event, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef } from '@flotilla/log';
-import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
+import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady } from '@flotilla/supervisor';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import { startBrainServer, taskMessage, type BrainServer, type BrainTask } from './brain-server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -40,6 +41,13 @@ export type SystemOptions = {
   readonly recordModelRequests?: boolean;
   /** Keep every line the services print (logLines). */
   readonly captureLogs?: boolean;
+  /**
+   * The test provokes permission violations on purpose. Otherwise any violation nats-server
+   * reports (a service doing what its credential does not allow) fails the test at dispose.
+   */
+  readonly expectPermissionViolations?: boolean;
+  /** nats-servers to run: 1 (default), or a JetStream cluster of this many on loopback, the stream and buckets R3. */
+  readonly natsNodes?: number;
 };
 
 /** API keys the test gateways are provisioned with. */
@@ -48,7 +56,18 @@ export const TEST_OTHER_API_KEY = 'test-key-globex-0123456789abcdef';
 export const TEST_ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
 export type RunningTestSystem = AsyncDisposable & {
+  /** The nats-server (the cluster's first node with natsNodes > 1). */
   readonly nats: NatsServerProcess;
+  /** The cluster, with natsNodes > 1. */
+  readonly cluster: NatsCluster | undefined;
+  /** What a client's `servers` option takes (every node of a cluster). */
+  readonly natsUrl: string;
+  /** Options to connect as one of the generated users (each service's, `admin`, `tap`); the test's own `nc` is the admin's. */
+  natsOptions(identity: Identity): ConnectionOptions;
+  /** The generated users, by name (each with its password and password file). */
+  readonly users: ReadonlyMap<string, GeneratedUser>;
+  /** The permission violations nats-server reported so far (its log lines). */
+  readonly violations: readonly string[];
   readonly nc: NatsConnection;
   readonly log: EventLog;
   readonly brain: BrainServer;
@@ -81,7 +100,22 @@ export type RunningTestSystem = AsyncDisposable & {
 /** nats-server, the brain (a scripted OpenAI-compatible model) and each service as its own process. */
 export async function startTestSystem(options: SystemOptions = {}): Promise<RunningTestSystem> {
   const home = await mkdtemp(join(tmpdir(), 'flotilla-system-'));
-  const nats = await NatsServerProcess.start({ storeDir: join(home, 'nats') });
+  // locked down as the launcher's embedded server: one user per service with its permissions
+  const users = new Map((await ensureUsers(join(home, 'nats-users'), [...SERVICES, 'admin', 'tap', { tenantTap: 'acme' }])).map((user) => [user.user, user]));
+  const violations: string[] = [];
+  const authorization = authorizationConfig([...users.values()]);
+  const watchViolations = (line: string): void => {
+    if (line.includes('Violation')) violations.push(line);
+  };
+  const natsNodes = options.natsNodes ?? 1;
+  const cluster = natsNodes > 1 ? await NatsCluster.start({ size: natsNodes, config: authorization, onLog: (_node, line) => watchViolations(line) }) : undefined;
+  const nats = cluster?.nodes[0] ?? (await NatsServerProcess.start({ storeDir: join(home, 'nats'), config: authorization, onLog: watchViolations }));
+  const natsUrl = cluster?.url ?? nats.url;
+  const natsOptions = (identity: Identity): ConnectionOptions => {
+    const user = users.get(typeof identity === 'string' ? identity : `tap-${identity.tenantTap}`);
+    if (!user) throw new Error(`no test user for ${JSON.stringify(identity)}`);
+    return connectionOptions(loadBusSettings({ FLOTILLA_NATS_URL: natsUrl, ...userEnvironment(user) }), { name: `test-${user.user}`, identity: user.user });
+  };
   const brain = await startBrainServer({ record: options.recordModelRequests ?? false });
   // in the workspace: the only place a sandboxed command can leave an effect
   const effects = 'effects.log';
@@ -116,7 +150,9 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       // FLOTILLA_TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every service process
       nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),
       env: {
-        FLOTILLA_NATS_URL: nats.url,
+        FLOTILLA_NATS_URL: natsUrl,
+        ...userEnvironment(users.get(service)!),
+        ...(cluster ? { FLOTILLA_REPLICAS: '3' } : {}),
         FLOTILLA_HOME: home,
         FLOTILLA_HEALTH_PORT: String(healthPort),
         // the model's settings (and its key) go to the services that call the model, never to a tool runner
@@ -146,8 +182,8 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     ['gateway', options.gateways ?? (options.gateway ? 1 : 0)],
   ];
   await Promise.all(counts.flatMap(([service, count]) => Array.from({ length: count }, (_, index) => spawnService(service, index + 1))));
-  const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
-  const log = await EventLog.open(nc);
+  const nc = await connect({ ...natsOptions('admin'), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+  const log = await EventLog.open(nc, cluster ? { replicas: 3 } : {});
 
   const events = async (ref: ConversationRef): Promise<Event[]> => (await log.readEvents(ref)).events;
   const status = async (ref: ConversationRef): Promise<ConversationStatus> => {
@@ -160,6 +196,11 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
   };
   return {
     nats,
+    cluster,
+    natsUrl,
+    natsOptions,
+    users,
+    violations,
     nc,
     log,
     brain,
@@ -208,8 +249,11 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       await Promise.allSettled(processes.map((child) => child.stop()));
       await nc.close().catch(() => undefined);
       await brain.close();
-      await nats[Symbol.asyncDispose]();
+      await (cluster ?? nats)[Symbol.asyncDispose]();
       await rm(home, { recursive: true, force: true });
+      if (violations.length > 0 && !options.expectPermissionViolations) {
+        throw new Error(`nats-server refused ${violations.length} operations a service's credential does not allow (docs/operations.md, "Permissions"):\n${violations.slice(0, 10).join('\n')}`);
+      }
     },
   };
 }

@@ -1,3 +1,4 @@
+import { connectionOptions, loadBusSettings } from '@flotilla/bus';
 import { jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { auditAll, auditConversation } from './audit-conversation.js';
@@ -34,7 +35,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
   }
   let nc: NatsConnection | undefined;
   try {
-    nc = await connect({ servers: [...args.servers], timeout: 5_000, maxReconnectAttempts: 0, name: 'flotilla-audit' });
+    // a read-only credential is enough (a tap's); FLOTILLA_NATS_USER and the rest as for a service
+    const bus = loadBusSettings({ ...io.env, FLOTILLA_NATS_URL: args.servers.join(',') });
+    const identity = bus.auth.kind === 'user' ? bus.auth.user : 'tap';
+    nc = await connect({ ...connectionOptions(bus, { name: 'flotilla-audit', identity }), timeout: 5_000, maxReconnectAttempts: 0 });
     const jsm = await jetstreamManager(nc, { checkAPI: true });
     await jsm.streams.info(args.streamName).catch((error: unknown) => {
       if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) {

@@ -4,7 +4,7 @@ import { LogError, LogErrorCode } from './errors.js';
 /** Names one conversation: its tenant and its id. */
 export type ConversationRef = { readonly tenant: string; readonly conversation: string };
 
-export const DEFAULT_SUBJECT_PREFIX = 'flotilla.ev';
+export { DEFAULT_SUBJECT_PREFIX } from '@flotilla/bus';
 
 export function assertConversationRef(ref: ConversationRef): void {
   for (const [field, value] of [

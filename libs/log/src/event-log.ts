@@ -73,6 +73,14 @@ export class EventLog {
   readonly #js: JetStreamClient;
   readonly #publisher: JetStreamPublisher;
   readonly #maxPayload: number;
+  /** Set when the existing stream's settings differ from the configured ones (see ensureEventStream): log it. */
+  storageWarning: string | undefined;
+  /**
+   * Reads that decide go to the stream's leader (message gets), not to any replica (direct gets):
+   * a replica can be behind (one catching up after a restart answers with an old tail), and a
+   * decision made on a stale tail could miss that an action started. Set for a replicated stream.
+   */
+  #fromLeader = false;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -90,7 +98,9 @@ export class EventLog {
   static async open(nc: NatsConnection, options: EventLogOptions = {}): Promise<EventLog> {
     const jsm = await connectManager(nc);
     const log = new EventLog(nc, jsm, options);
-    await ensureEventStream(jsm, log.streamName, log.subjectPrefix, options);
+    const stream = await ensureEventStream(jsm, log.streamName, log.subjectPrefix, options);
+    log.storageWarning = stream.warning;
+    log.#fromLeader = stream.replicas > 1;
     return log;
   }
 
@@ -309,10 +319,10 @@ export class EventLog {
 
   async #direct(query: { last_by_subj: string } | { seq: number; next_by_subj: string }): Promise<RawMessage | null> {
     try {
-      const message = await this.jsm.direct.getMessage(this.streamName, query);
+      const message = this.#fromLeader ? await this.jsm.streams.getMessage(this.streamName, query) : await this.jsm.direct.getMessage(this.streamName, query);
       return message && { subject: message.subject, seq: message.seq, data: message.data, headers: message.header };
     } catch (error) {
-      throw new LogError(LogErrorCode.Transient, `direct get on ${this.streamName} failed: ${(error as Error).message}`, { cause: error });
+      throw new LogError(LogErrorCode.Transient, `${this.#fromLeader ? 'message' : 'direct'} get on ${this.streamName} failed: ${(error as Error).message}`, { cause: error });
     }
   }
 

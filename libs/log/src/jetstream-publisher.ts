@@ -1,3 +1,4 @@
+import { connectionInboxPrefix } from '@flotilla/bus';
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 
 /** What JetStream said to one publish. */
@@ -32,7 +33,7 @@ export class JetStreamPublisher {
     if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new RangeError(`timeoutMs must be a whole number of milliseconds ≥ 1, not ${timeoutMs}`);
     this.#nc = nc;
     this.#timeoutMs = timeoutMs;
-    this.#prefix = `${createInbox()}.`;
+    this.#prefix = `${createInbox(connectionInboxPrefix(nc))}.`;
     this.#subscription = nc.subscribe(`${this.#prefix}*`, { callback: (error, message) => (error ? this.#failAll('closed', error.message) : this.#answer(message)) });
     void this.#subscription.closed.then(() => this.#failAll('closed', 'the connection closed'));
   }

@@ -1,5 +1,6 @@
 import { jetstreamManager, JetStreamApiError, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import { describeDrift, streamDrift } from '@flotilla/bus';
 import { LogError, LogErrorCode } from './errors.js';
 import { assertServerSupported } from './server-check.js';
 
@@ -16,9 +17,14 @@ export type EventStreamOptions = {
   readonly maxMessageBytes?: number;
   /** Drop commits older than this (limits retention); default: keep forever. */
   readonly maxAgeMs?: number;
+  /** Keep at most this many bytes, dropping the oldest commits; default -1: no limit. */
+  readonly maxBytes?: number;
 };
 
-export const DEFAULT_STREAM_NAME = 'FLOTILLA_EVENTS';
+export { DEFAULT_STREAM_NAME } from '@flotilla/bus';
+
+/** The stream as found: its replicas, and a warning when its settings differ from the configured ones. */
+export type EventStreamState = { readonly replicas: number; readonly warning: string | undefined };
 
 const STREAM_NOT_FOUND = 10059;
 const STREAM_NAME_IN_USE = 10058;
@@ -37,10 +43,13 @@ export async function connectManager(nc: NatsConnection): Promise<JetStreamManag
 }
 
 /**
- * Creates the events stream, or checks and updates an existing one. Safe to call from
- * every service at start-up, concurrently.
+ * Creates the events stream, or checks an existing one: one that cannot work (other subjects,
+ * another retention, no direct gets) is refused; settings that differ from the configured ones
+ * (replicas, retention, duplicate window) are returned as a warning naming the command that
+ * applies them. Nothing is changed on an existing stream: that takes the admin credential.
+ * Safe to call from every service at start-up, concurrently.
  */
-export async function ensureEventStream(jsm: JetStreamManager, streamName: string, prefix: string, options: EventStreamOptions): Promise<void> {
+export async function ensureEventStream(jsm: JetStreamManager, streamName: string, prefix: string, options: EventStreamOptions): Promise<EventStreamState> {
   const wanted: Partial<StreamConfig> & { name: string } = {
     name: streamName,
     subjects: [`${prefix}.*.*`],
@@ -50,6 +59,7 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
     allow_direct: true,
     duplicate_window: nanos(options.duplicateWindowMs ?? 120_000),
     max_age: nanos(options.maxAgeMs ?? 0),
+    max_bytes: options.maxBytes ?? -1,
     ...(options.maxMessageBytes === undefined ? {} : { max_msg_size: options.maxMessageBytes }),
     discard: 'old' as StreamConfig['discard'],
   };
@@ -60,8 +70,8 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
     });
     if (!existing) {
       try {
-        await jsm.streams.add(wanted);
-        return;
+        const created = await jsm.streams.add(wanted);
+        return { replicas: created.config.num_replicas ?? 1, warning: undefined };
       } catch (error) {
         if (error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE) continue; // lost a creation race
         throw error;
@@ -77,11 +87,15 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
     if (config.retention !== 'limits') {
       throw new LogError(LogErrorCode.StreamMisconfigured, `stream ${streamName} must use limits retention, not ${config.retention}`);
     }
-    const needsUpdate = config.allow_direct !== true || config.duplicate_window !== wanted.duplicate_window;
-    if (needsUpdate) {
-      await jsm.streams.update(streamName, { ...config, allow_direct: true, duplicate_window: wanted.duplicate_window ?? config.duplicate_window });
+    if (config.allow_direct !== true) {
+      throw new LogError(LogErrorCode.StreamMisconfigured, `stream ${streamName} does not allow direct gets, which every reader of the log uses: run with the admin credential: nats stream edit ${streamName} --allow-direct`);
     }
-    return;
+    const drifts = streamDrift(config, { num_replicas: wanted.num_replicas ?? 1, max_age: wanted.max_age ?? 0, max_bytes: wanted.max_bytes ?? -1 });
+    if (config.duplicate_window !== wanted.duplicate_window) {
+      const ms = (nanoseconds: number): string => `${Math.round(nanoseconds / 1e6)}ms`;
+      drifts.push({ setting: 'duplicate window', actual: ms(config.duplicate_window), configured: ms(wanted.duplicate_window ?? 0), flag: `--dupe-window ${ms(wanted.duplicate_window ?? 0)}` });
+    }
+    return { replicas: config.num_replicas ?? 1, warning: drifts.length > 0 ? describeDrift(streamName, drifts) : undefined };
   }
   throw new LogError(LogErrorCode.StreamMisconfigured, `could not create or read stream ${streamName}`);
 }

@@ -20,6 +20,8 @@ export type NatsClusterOptions = {
   readonly onLog?: (node: number, line: string) => void;
   /** Cluster name (default "flotilla"). */
   readonly name?: string;
+  /** Where the nodes keep their stores and configuration files, kept after dispose; default a temp dir removed on dispose. */
+  readonly dir?: string;
   /** How long `start` and `restart` wait for the nodes to join the JetStream meta group (default 30 s). */
   readonly startTimeoutMs?: number;
 };
@@ -48,6 +50,7 @@ const STREAM_QUERY = 'streams=true&config=true';
  */
 export class NatsCluster implements AsyncDisposable {
   readonly #startTimeoutMs: number;
+  #ownsDir = true;
 
   private constructor(
     readonly name: string,
@@ -70,7 +73,8 @@ export class NatsCluster implements AsyncDisposable {
     if (!binary) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.binaryNotFound, 'nats-server not found on PATH: install it (e.g. apt-get install -y nats-server) or set NATS_SERVER_BIN');
     const name = options.name ?? 'flotilla';
     const startTimeoutMs = options.startTimeoutMs ?? 30_000;
-    const dir = await mkdtemp(join(tmpdir(), 'flotilla-nats-cluster-'));
+    const ownsDir = options.dir === undefined;
+    const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'flotilla-nats-cluster-')));
     try {
       const ports = await freePorts(size * 3);
       const clientPorts = ports.slice(0, size);
@@ -97,6 +101,7 @@ export class NatsCluster implements AsyncDisposable {
         throw failure.reason;
       }
       const cluster = new NatsCluster(name, dir, nodes, monitorPorts.map((port) => `http://127.0.0.1:${port}`), startTimeoutMs);
+      cluster.#ownsDir = ownsDir;
       try {
         await cluster.#waitJoined(nodes.map((_, index) => index), startTimeoutMs, `the ${size} nodes of cluster ${name} to agree on a JetStream meta leader`);
       } catch (error) {
@@ -105,9 +110,14 @@ export class NatsCluster implements AsyncDisposable {
       }
       return cluster;
     } catch (error) {
-      await rm(dir, { recursive: true, force: true });
+      if (ownsDir) await rm(dir, { recursive: true, force: true });
       throw error;
     }
+  }
+
+  /** Stops every node gracefully (SIGTERM), keeping their stores. */
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.stop()));
   }
 
   /** Client URLs, for a client's `servers` option (a fresh array each time). */
@@ -156,10 +166,10 @@ export class NatsCluster implements AsyncDisposable {
     return { messages: state.messages ?? 0, bytes: state.bytes ?? 0, firstSeq: state.first_seq ?? 0, lastSeq: state.last_seq ?? 0 };
   }
 
-  /** Kills every node and removes the temp dir with their stores and configuration files. */
+  /** Kills every node and removes the temp dir with their stores and configuration files (not a `dir` that was given). */
   async [Symbol.asyncDispose](): Promise<void> {
     await Promise.all(this.nodes.map((node) => node.kill()));
-    await rm(this.dir, { recursive: true, force: true });
+    if (this.#ownsDir) await rm(this.dir, { recursive: true, force: true });
   }
 
   #node(index: number): NatsServerProcess {

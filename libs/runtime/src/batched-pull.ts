@@ -1,3 +1,4 @@
+import { connectionInboxPrefix } from '@flotilla/bus';
 import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 
@@ -72,7 +73,7 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
   constructor(options: BatchedPullOptions) {
     if (!Number.isInteger(options.intervalMs) || options.intervalMs < 1) throw new RangeError(`intervalMs must be a whole number of milliseconds ≥ 1, not ${options.intervalMs}`);
     this.#options = options;
-    this.#inbox = createInbox();
+    this.#inbox = createInbox(connectionInboxPrefix(options.nc));
     this.#subscription = options.nc.subscribe(`${this.#inbox}.*`, { callback: (error, message) => (error ? undefined : this.#receive(message)) });
     this.#loop = this.#run();
     void this.#watchReconnects();

@@ -1,3 +1,4 @@
+import { checkBucketStorage, connectionOptions, describeBus } from '@flotilla/bus';
 import { prepareValidation } from '@flotilla/events';
 import { EventLog } from '@flotilla/log';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -62,9 +63,10 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   const acks = new AckBatch(config.ackHoldMs);
   const log = await openLogWithRetry(nc, config, logger, () => acks.flush());
   const jsm = await jetstreamManager(nc);
+  await reportStorage(jsm, config, logger, nc);
   const js = jetstream(nc);
   const interrupts = new InterruptRegistry();
-  interrupts.listen(nc);
+  interrupts.listen(nc, undefined, (error) => logger.error({ err: error }, 'interrupts cannot be followed: in-flight work will not be cancelled by an interrupt'));
   const context: ServiceContext = { config, logger, metrics, nc, js, jsm, log, interrupts };
   const parts = await definition.start(context);
 
@@ -110,7 +112,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     metrics,
     process.env['FLOTILLA_HEALTH_HOST'] ?? '127.0.0.1',
   );
-  logger.info({ health: health.url, nats: config.natsUrl, stream: log.streamName, allocator }, `${definition.service} ready`);
+  logger.info({ health: health.url, nats: describeBus(config.bus), stream: log.streamName, allocator }, `${definition.service} ready`);
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
@@ -130,23 +132,53 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
 }
 
+/**
+ * Connects as the service's own NATS user (its inbox prefix named after the service), retrying
+ * while the server is unreachable. A refused credential is not retried: it will not get better.
+ */
 export async function connectWithRetry(config: ServiceConfig, logger: Logger): Promise<NatsConnection> {
+  for (const warning of config.bus.warnings) logger.warn(warning);
+  const bus = describeBus(config.bus);
+  const options = connectionOptions(config.bus, { name: config.instanceId, identity: config.service });
   for (let attempt = 1; ; attempt += 1) {
     try {
       // noAsyncTraces: no Error (with a captured stack) per request just in case it times out; that
       // eager capture was a large share of every service's CPU under load (see tests/bench/throughput).
-      return await connect({ servers: config.natsUrl, name: config.instanceId, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000, noAsyncTraces: true });
+      return await connect({ ...options, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000, noAsyncTraces: true });
     } catch (error) {
-      logger.warn({ err: error, attempt }, `NATS at ${config.natsUrl} is not reachable yet; retrying`);
+      if (isAuthenticationFailure(error)) {
+        throw new Error(`NATS at ${bus.servers.join(', ')} refused ${bus.auth}: check FLOTILLA_NATS_USER and its password, or the nkey or .creds file (${(error as Error).message})`, { cause: error });
+      }
+      logger.warn({ err: error, attempt, nats: bus }, 'NATS is not reachable yet; retrying');
       await delay(Math.min(5_000, 200 * attempt));
     }
   }
 }
 
+function isAuthenticationFailure(error: unknown): boolean {
+  const text = `${(error as Error).name} ${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}`.toLowerCase();
+  return text.includes('authorization violation') || text.includes('authentication') || text.includes('user authentication expired');
+}
+
+/** Warns, once at start, of storage that differs from the configuration (it is not changed: that takes the admin credential). */
+async function reportStorage(jsm: JetStreamManager, config: ServiceConfig, logger: Logger, nc: NatsConnection): Promise<void> {
+  const warnings = await checkBucketStorage(jsm, config.service, config.storage, nc.info).catch((error: unknown) => [`could not compare the buckets' settings: ${(error as Error).message}`]);
+  for (const warning of warnings) logger.warn(warning);
+}
+
 export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig, logger: Logger, beforePublish?: () => void): Promise<EventLog> {
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await EventLog.open(nc, { streamName: config.streamName, subjectPrefix: config.subjectPrefix, ...(beforePublish ? { beforePublish } : {}) });
+      const log = await EventLog.open(nc, {
+        streamName: config.streamName,
+        subjectPrefix: config.subjectPrefix,
+        replicas: config.storage.replicas,
+        maxAgeMs: config.storage.streamMaxAgeMs,
+        maxBytes: config.storage.streamMaxBytes,
+        ...(beforePublish ? { beforePublish } : {}),
+      });
+      if (log.storageWarning) logger.warn(log.storageWarning);
+      return log;
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code === 'server_too_old' || code === 'stream_misconfigured') throw error;

@@ -1,9 +1,10 @@
+import { Buckets, RunnerSubjects } from '@flotilla/bus';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { ConversationRef } from '@flotilla/log';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 
-export const DEFAULT_RUNNERS_BUCKET = 'flotilla_runners';
-export const DEFAULT_WORKSPACES_BUCKET = 'flotilla_workspaces';
+export const DEFAULT_RUNNERS_BUCKET = Buckets.runners;
+export const DEFAULT_WORKSPACES_BUCKET = Buckets.workspaces;
 
 export type RunnerRegistryOptions = {
   readonly runnersBucket?: string;
@@ -20,16 +21,6 @@ export type RunnerInfo = { readonly runner: string; readonly at: number; readonl
 
 export type WorkspaceOwner = { readonly runner: string; readonly revision: number };
 
-/** Core NATS subjects tool runners answer on. */
-export const RunnerSubjects = {
-  /** A wake-up forwarded to the runner that owns the workspace. */
-  wake: (runner: string): string => `flotilla.runner.${runner}.wake`,
-  /** Delete a conversation's workspace, sandbox and ownership on the runner that owns it. */
-  delete: (runner: string): string => `flotilla.runner.${runner}.delete`,
-  /** The same, answered by any one runner (the queue group below) when the owner is gone. */
-  deleteAny: 'flotilla.runners.delete',
-  deleteQueue: 'flotilla-runners',
-} as const;
 
 /** Headers naming the conversation of a runner request; the body is what the request carries. */
 export const RunnerHeader = {

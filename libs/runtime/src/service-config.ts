@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
+import { loadBusSettings, loadStorageSettings, type BusSettings, type StorageSettings } from '@flotilla/bus';
 import { z } from 'zod';
 
 /** Settings every service reads from its environment. */
@@ -7,7 +8,6 @@ export const ServiceConfig = z.object({
   service: z.string().min(1),
   /** Unique per process: a restarted process is a new instance (its predecessor is dead). */
   instanceId: z.string().min(1),
-  natsUrl: z.string().min(1),
   streamName: z.string().regex(/^[A-Za-z0-9_-]+$/),
   subjectPrefix: z.string().regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/),
   home: z.string().min(1),
@@ -29,13 +29,17 @@ export const ServiceConfig = z.object({
   /** Commits handled before the next quiet period gives the heap back (see HeapRelease); 0 disables. */
   heapReleaseAfter: z.coerce.number().int().min(0),
 });
-export type ServiceConfig = z.infer<typeof ServiceConfig>;
+export type ServiceConfig = z.infer<typeof ServiceConfig> & {
+  /** How to reach NATS and as whom (FLOTILLA_NATS_*). */
+  readonly bus: BusSettings;
+  /** Replicas and retention of the stream and buckets (FLOTILLA_REPLICAS, FLOTILLA_STREAM_MAX_*). */
+  readonly storage: StorageSettings;
+};
 
 /** A service's own defaults for settings its environment does not give. */
 export type ServiceDefaults = { readonly concurrency?: number; readonly pullIntervalMs?: number };
 
 const VARIABLES: Record<string, string> = {
-  natsUrl: 'FLOTILLA_NATS_URL',
   streamName: 'FLOTILLA_STREAM',
   subjectPrefix: 'FLOTILLA_SUBJECT_PREFIX',
   home: 'FLOTILLA_HOME',
@@ -54,7 +58,6 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
   const result = ServiceConfig.safeParse({
     service,
     instanceId: environment['FLOTILLA_INSTANCE_ID'] || `${service}-${randomUUID().slice(0, 8)}`,
-    natsUrl: environment['FLOTILLA_NATS_URL'] ?? 'nats://127.0.0.1:4222',
     streamName: environment['FLOTILLA_STREAM'] ?? 'FLOTILLA_EVENTS',
     subjectPrefix: environment['FLOTILLA_SUBJECT_PREFIX'] ?? 'flotilla.ev',
     home: resolve(environment['FLOTILLA_HOME'] ?? '.flotilla'),
@@ -70,5 +73,6 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     const problems = result.error.issues.map((issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
     throw new Error(`invalid ${service} configuration: ${problems.join('; ')}`);
   }
-  return result.data;
+  // each throws naming its variable
+  return { ...result.data, bus: loadBusSettings(environment), storage: loadStorageSettings(environment) };
 }

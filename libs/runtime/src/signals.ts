@@ -8,7 +8,9 @@ import { whenAborted } from './when-aborted.js';
  * and token deltas (for live viewers). `<root>.interrupt.<tenant>.<conversation>`,
  * `<root>.delta.<tenant>.<conversation>`.
  */
-export const DEFAULT_SIGNAL_ROOT = 'flotilla.signal';
+import { DEFAULT_SIGNAL_ROOT } from '@flotilla/bus';
+
+export { DEFAULT_SIGNAL_ROOT };
 
 export function interruptSubject(root: string, ref: ConversationRef): string {
   return `${root}.interrupt.${ref.tenant}.${ref.conversation}`;
@@ -36,9 +38,14 @@ export class InterruptRegistry {
   readonly #controllers = new Map<string, Set<AbortController>>();
   #subscription: Subscription | undefined;
 
-  listen(nc: NatsConnection, root = DEFAULT_SIGNAL_ROOT): void {
+  /** Follows interrupts from every process; `onError` hears of a subscription the server refused (the credential lacks it). */
+  listen(nc: NatsConnection, root = DEFAULT_SIGNAL_ROOT, onError?: (error: Error) => void): void {
     this.#subscription = nc.subscribe(`${root}.interrupt.*.*`, {
-      callback: (_error, message) => {
+      callback: (error, message) => {
+        if (error) {
+          onError?.(error);
+          return;
+        }
         const tokens = message.subject.split('.');
         const tenant = tokens.at(-2);
         const conversation = tokens.at(-1);

@@ -1,12 +1,13 @@
+import { Buckets } from '@flotilla/bus';
 import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { SecretsError, SecretsErrorCode } from './errors.js';
 
 /** The values, encrypted: written by the gateway, read only by the tool runners. */
-export const DEFAULT_SECRETS_BUCKET = 'flotilla_secrets';
+export const DEFAULT_SECRETS_BUCKET = Buckets.secrets;
 /** The names alone (same keys, no value): what the gateway lists and checks, since it may not read the values' bucket. */
-export const DEFAULT_SECRET_NAMES_BUCKET = 'flotilla_secret_names';
+export const DEFAULT_SECRET_NAMES_BUCKET = Buckets.secretNames;
 
 const STREAM_NAME_IN_USE = 10058;
 const TIMEOUT_MS = 5_000;

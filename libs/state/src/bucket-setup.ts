@@ -1,9 +1,10 @@
+import { Buckets } from '@flotilla/bus';
 import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { StateError, StateErrorCode } from './errors.js';
 
-export const DEFAULT_SNAPSHOT_BUCKET = 'flotilla_conversations';
+export const DEFAULT_SNAPSHOT_BUCKET = Buckets.snapshots;
 
 export type SnapshotBucketOptions = {
   /** KV bucket name; default flotilla_conversations. */

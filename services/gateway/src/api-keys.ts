@@ -1,3 +1,4 @@
+import { Buckets } from '@flotilla/bus';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { TenantId } from '@flotilla/events';
 import { jetstream } from '@nats-io/jetstream';
@@ -5,7 +6,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 
-export const DEFAULT_API_KEYS_BUCKET = 'flotilla_api_keys';
+export const DEFAULT_API_KEYS_BUCKET = Buckets.apiKeys;
 
 const KeyRecord = z.strictObject({ tenant: TenantId, name: z.string(), created_at: z.string() });
 export type KeyRecord = z.infer<typeof KeyRecord>;

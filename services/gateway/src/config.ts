@@ -29,8 +29,6 @@ export const GatewayConfig = z.object({
   bootstrapKeys: z.array(z.strictObject({ tenant: TenantId, key: z.string().min(16) })),
   /** Serve the web UI at `/`. */
   webUi: z.boolean(),
-  /** Replicas of the secrets bucket when this gateway creates it: 1 on one server, 3 in a cluster. */
-  secretsReplicas: Int(1, 5),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig>;
 
@@ -48,7 +46,6 @@ const VARIABLES: Record<string, string> = {
   adminKey: 'FLOTILLA_ADMIN_KEY',
   bootstrapKeys: 'FLOTILLA_API_KEYS',
   webUi: 'FLOTILLA_GATEWAY_WEB_UI',
-  secretsReplicas: 'FLOTILLA_SECRETS_REPLICAS',
 };
 
 export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
@@ -64,7 +61,6 @@ export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
   authTimeoutMs: 5_000,
   bootstrapKeys: [],
   webUi: true,
-  secretsReplicas: 1,
 };
 
 /** Reads the gateway config from the environment, failing fast and naming the bad variable. */

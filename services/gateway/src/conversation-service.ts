@@ -11,7 +11,7 @@ import {
 import type { CommandResult, Conversation, CreateConversationBody, FinalResponse, UpdateConversationBody } from '@flotilla/api';
 import { draftEvent, newId, type ConversationStatus, type Event, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog, type StoredCommit } from '@flotilla/log';
-import { publishInterrupt } from '@flotilla/runtime';
+import { publishInterrupt, requestPurge } from '@flotilla/runtime';
 import { isStateError, type ConversationSnapshot, type SnapshotStore } from '@flotilla/state';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ApiError } from './api-error.js';
@@ -99,7 +99,9 @@ export class ConversationService {
     const snapshot = await this.snapshot(ref);
     if (snapshot.status === 'running') throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
     for (const hook of this.#onDelete) await hook(ref);
-    await this.log.jsm.streams.purge(this.log.streamName, { filter: this.log.subject(ref) });
+    await requestPurge(this.nc, ref).catch((error: unknown) => {
+      throw new ApiError(503, 'unavailable', `The conversation's log could not be removed now (${(error as Error).message}); try again.`);
+    });
     await this.snapshots.delete(ref);
     this.index.forget(ref.tenant, ref.conversation);
   }

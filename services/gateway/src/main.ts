@@ -1,3 +1,4 @@
+import { describeBus } from '@flotilla/bus';
 import { createBuiltinTools } from '@flotilla/tools';
 import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry, RunnerRegistry } from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
@@ -18,12 +19,13 @@ const logger = createLogger(service);
 const secretsKey = loadSecretsKey();
 const nc = await connectWithRetry(service, logger);
 const log = await openLogWithRetry(nc, service, logger);
-const snapshots = await SnapshotStore.open(nc);
-const keys = await ApiKeyStore.open(nc);
-const secrets = secretsKey ? await SecretWriter.open(nc, { key: secretsKey, replicas: config.secretsReplicas }) : undefined;
+const { replicas } = service.storage;
+const snapshots = await SnapshotStore.open(nc, { replicas });
+const keys = await ApiKeyStore.open(nc, { replicas });
+const secrets = secretsKey ? await SecretWriter.open(nc, { key: secretsKey, replicas }) : undefined;
 if (!secrets) logger.warn('secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets');
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
-const runners = await RunnerRegistry.open(nc, { livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000) });
+const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000) });
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
 // the tools the agent is configured with (the same settings the step workers read); MCP tools by name
@@ -33,7 +35,7 @@ const tools = offered.map((name) => ({ name, description: builtins.get(name) ?? 
 
 const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools, runners, ...(secrets ? { secrets } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
-logger.info({ url: address, nats: service.natsUrl, keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
+logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 
 let stopping = false;
 const stop = async (signal: string): Promise<void> => {

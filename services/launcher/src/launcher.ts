@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { authorizationConfig, connectionOptions, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, SERVICES, userEnvironment, type GeneratedUser } from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
-import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
+import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady } from '@flotilla/supervisor';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
 import { portIsFree } from './port-free.js';
 import { isSecretsKeySetting, secretsEnvironmentFor, secretsKeySettings } from './secrets-key-file.js';
@@ -46,21 +47,42 @@ async function keyFile(path: string): Promise<string> {
  * events stream, and one supervised process of each service (restarted if it crashes).
  */
 export async function launch(config: LauncherConfig, output: LauncherOutput): Promise<RunningSystem> {
-  let server: NatsServerProcess | undefined;
+  let server: NatsServerProcess | NatsCluster | undefined;
   let natsUrl = config.natsUrl;
+  // the embedded server refuses anonymous clients: one user per service, with its permissions
+  let users: Map<string, GeneratedUser> | undefined;
+  // a cluster keeps three copies unless told otherwise
+  const replicasSetting = process.env['FLOTILLA_REPLICAS'] || (!natsUrl && config.natsNodes > 1 ? '3' : '1');
+  const storage = loadStorageSettings({ ...process.env, FLOTILLA_REPLICAS: replicasSetting });
   if (!natsUrl) {
-    const storeDir = join(config.home, 'nats');
-    await mkdir(storeDir, { recursive: true });
-    let port = config.natsPort;
-    if (!(await portIsFree(port))) {
-      const fallback = await freePort();
-      output.warn(`port ${port} is busy; the embedded nats-server uses ${fallback} instead (set FLOTILLA_NATS_PORT to choose)`);
-      port = fallback;
+    const usersDir = join(config.home, 'nats-users');
+    users = new Map((await ensureUsers(usersDir, [...SERVICES, 'admin', 'tap'])).map((user) => [user.user, user]));
+    const authorization = authorizationConfig([...users.values()], { stream: config.streamName, subjectPrefix: DEFAULT_SUBJECT_PREFIX });
+    const credentials = `no anonymous clients: each service's password is in ${usersDir}, the admin's in admin.password, a read-only tap's in tap.password`;
+    if (config.natsNodes > 1) {
+      const dir = join(config.home, 'nats-cluster');
+      await mkdir(dir, { recursive: true });
+      server = await NatsCluster.start({ size: config.natsNodes, config: authorization, dir });
+      natsUrl = server.url;
+      output.info(`a ${config.natsNodes}-node JetStream cluster on loopback: ${natsUrl} (stores in ${dir}; ${credentials}); stream and buckets R${storage.replicas}`);
+    } else {
+      const storeDir = join(config.home, 'nats');
+      await mkdir(storeDir, { recursive: true });
+      let port = config.natsPort;
+      if (!(await portIsFree(port))) {
+        const fallback = await freePort();
+        output.warn(`port ${port} is busy; the embedded nats-server uses ${fallback} instead (set FLOTILLA_NATS_PORT to choose)`);
+        port = fallback;
+      }
+      server = await NatsServerProcess.start({ port, storeDir, config: authorization });
+      natsUrl = server.url;
+      output.info(`nats-server ${natsUrl} (JetStream store ${storeDir}; ${credentials})`);
     }
-    server = await NatsServerProcess.start({ port, storeDir });
-    natsUrl = server.url;
-    output.info(`nats-server ${natsUrl} (JetStream store ${storeDir})`);
   }
+  // the launcher is the embedded system's admin; with a server of your own it connects as FLOTILLA_NATS_* say
+  const bus = loadBusSettings(users ? { FLOTILLA_NATS_URL: natsUrl, ...userEnvironment(users.get('admin')!) } : process.env);
+  for (const warning of bus.warnings) output.warn(warning);
+  const adminOptions: ConnectionOptions = connectionOptions(bus, { name: 'flotilla-launcher', identity: 'admin' });
   let nc: NatsConnection | undefined;
   const processes: ServiceProcess[] = [];
   const services: { name: string; health: string }[] = [];
@@ -72,8 +94,9 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
     await server?.stop();
   };
   try {
-    nc = await connect({ servers: natsUrl, name: 'flotilla-launcher', maxReconnectAttempts: -1 });
-    const log = await EventLog.open(nc, { streamName: config.streamName });
+    nc = await connect({ ...adminOptions, maxReconnectAttempts: -1 });
+    const log = await EventLog.open(nc, { streamName: config.streamName, replicas: storage.replicas, maxAgeMs: storage.streamMaxAgeMs, maxBytes: storage.streamMaxBytes });
+    if (log.storageWarning) output.warn(log.storageWarning);
     const info = await log.jsm.streams.info(log.streamName);
     output.info(`events stream ${log.streamName} on ${log.subjectPrefix}.<tenant>.<conversation> (${info.state.messages} commits stored)`);
     await mkdir(config.home, { recursive: true });
@@ -103,15 +126,18 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
         entry: entries[index]!,
         env: {
           FLOTILLA_NATS_URL: natsUrl,
+          // its own credential on the embedded server; a server of your own: what the environment gives
+          ...(users ? userEnvironment(users.get(service)!) : {}),
           FLOTILLA_HOME: config.home,
           FLOTILLA_STREAM: config.streamName,
           FLOTILLA_HEALTH_PORT: String(healthPort),
+          FLOTILLA_REPLICAS: String(storage.replicas),
           ...(isGateway ? { FLOTILLA_GATEWAY_PORT: String(gatewayPort), FLOTILLA_API_KEYS: `${config.tenant}:${apiKey}`, FLOTILLA_ADMIN_KEY: adminKey } : {}),
           // the secrets key only where secrets are set (gateway) and given to the sandbox (tool runner)
           ...secretsEnvironmentFor(service, secretsKey),
         },
         // the tool runner does not call the model: it never holds the provider's key; nobody inherits the secrets key
-        omitInherited: service === 'tool-runner' ? (name) => isModelSetting(name) || isSecretsKeySetting(name) : isSecretsKeySetting,
+        omitInherited: (name) => (service === 'tool-runner' && isModelSetting(name)) || isSecretsKeySetting(name) || (users !== undefined && isBusCredentialSetting(name)),
         onLine: (name, line) => output.log(formatLogLine(name, line)),
         onExit: (name, code, signal, restarting) => {
           if (restarting || code !== 0) output.warn(`${name} exited (${code ?? signal})${restarting ? '; restarting' : ''}`);

@@ -1,4 +1,4 @@
-import { runService } from '@flotilla/runtime';
+import { runService, servePurges } from '@flotilla/runtime';
 import { SnapshotStore } from '@flotilla/state';
 import { createProjectHandler } from '@flotilla/workers';
 
@@ -7,12 +7,15 @@ await runService({
   // a conversation's newest commit holds its slot while it settles (createProjectHandler); the
   // snapshot trails the log by its settle period anyway, so commits come in batches (BatchedPull)
   defaults: { concurrency: 256, pullIntervalMs: 10 },
-  async start({ log, nc, logger }) {
+  async start({ config, log, nc, logger }) {
     const store = await SnapshotStore.open(nc, {
+      replicas: config.storage.replicas,
       onCorrupt: (report) => logger.warn({ report }, 'corrupt snapshot: rebuilding it from the log'),
     });
     const settleMs = Number(process.env['FLOTILLA_PROJECTOR_SETTLE_MS'] ?? 25);
     if (!Number.isInteger(settleMs) || settleMs < 0 || settleMs > 10_000) throw new Error(`invalid projector configuration: FLOTILLA_PROJECTOR_SETTLE_MS must be an integer from 0 to 10000, got ${process.env['FLOTILLA_PROJECTOR_SETTLE_MS']}`);
-    return { handler: createProjectHandler(log, store, { settleMs }) };
+    // the gateway's deletes: this service's credential is the only one that may purge
+    const purges = servePurges(nc, log, logger);
+    return { handler: createProjectHandler(log, store, { settleMs }), stop: async () => purges.unsubscribe() };
   },
 });

@@ -21,10 +21,7 @@ await runService({
     });
     const secretsKey = loadSecretsKey();
     if (!secretsKey) logger.warn('no FLOTILLA_SECRETS_KEY(_FILE): conversations get no secrets');
-    // whichever service creates the bucket gives it its replicas: the same setting as the gateway's
-    const secretsReplicas = Number(process.env['FLOTILLA_SECRETS_REPLICAS'] ?? 1);
-    if (!Number.isInteger(secretsReplicas) || secretsReplicas < 1 || secretsReplicas > 5) throw new Error(`FLOTILLA_SECRETS_REPLICAS must be a whole number from 1 to 5, got ${process.env['FLOTILLA_SECRETS_REPLICAS']}`);
-    const secrets = secretsKey ? await SecretReader.open(nc, { key: secretsKey, replicas: secretsReplicas }) : undefined;
+    const secrets = secretsKey ? await SecretReader.open(nc, { key: secretsKey, replicas: config.storage.replicas }) : undefined;
     // revealed at every batch of actions: from memory, kept by a watch, not a bucket listing each time
     await secrets?.follow();
     const runners = await RunnerRegistry.open(nc, { replicas: config.storage.replicas, livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000), sandbox });

@@ -3,6 +3,7 @@ import { NodeWebSocket } from '@flotilla/client/node';
 import { draftEvent, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef, type StoredCommit } from '@flotilla/log';
 import { SecretReader, SecretWriter } from '@flotilla/secrets';
+import { servePurges } from '@flotilla/runtime';
 import { SnapshotStore } from '@flotilla/state';
 import { startNats, type NatsTestServer } from '@flotilla/testing';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -65,6 +66,8 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   const secretReader = secretsKey === null ? undefined : await SecretReader.open(nc, { key: secretsKey });
   const index = new ConversationIndex(snapshots.kv, logger);
   await index.start();
+  // the projector's part of a delete (removing the conversation's log)
+  servePurges(nc, log, logger);
   const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
   const gateway = await buildGateway(
     { nc, log, snapshots, index, keys, logger, instance: 'harness', version: '0.0.0-test', tools: [{ name: 'terminal', description: 'shell' }], ...(secrets ? { secrets } : {}) },

@@ -1,0 +1,14 @@
+export { BusVariables, DEFAULT_NATS_URL, describeBus, isBusCredentialSetting, loadBusSettings } from './bus-settings.js';
+export type { BusAuth, BusSettings, BusTls, SecretSource } from './bus-settings.js';
+export { connectionInboxPrefix, connectionOptions, inboxPrefix } from './connection-options.js';
+export type { BusConnectionOptions } from './connection-options.js';
+export { BusConfigError } from './errors.js';
+export { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAME, DEFAULT_STREAM_NAMES, DEFAULT_SUBJECT_PREFIX, PURGE_SUBJECT, RunnerSubjects } from './layout.js';
+export type { BucketRole, StreamNames } from './layout.js';
+export { CONSUMER_GROUPS, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';
+export type { BucketAccess, Identity, Permissions, ServiceName } from './permissions.js';
+export { authorizationConfig, ensureUsers, userEnvironment } from './server-authorization.js';
+export type { GeneratedUser } from './server-authorization.js';
+export { describeDrift, loadStorageSettings, replicasWarning, StorageVariables, streamDrift } from './storage-settings.js';
+export type { SettingDrift, StorageSettings, WantedStream } from './storage-settings.js';
+export { checkBucketStorage } from './storage-check.js';

@@ -1,0 +1,50 @@
+/**
+ * Every name Flotilla uses on NATS, in one place: the events stream and its subjects, the KV
+ * buckets, and the core subjects of traffic that is never stored. The libs that use a name take
+ * it from here, and the permissions of each service (permissions.ts) are derived from it.
+ */
+export const DEFAULT_STREAM_NAME = 'FLOTILLA_EVENTS';
+export const DEFAULT_SUBJECT_PREFIX = 'flotilla.ev';
+
+export const Buckets = {
+  /** Conversation snapshots (read model, rebuilt from the log). */
+  snapshots: 'flotilla_conversations',
+  /** Encrypted secret values: only the tool runner reads them. */
+  secrets: 'flotilla_secrets',
+  /** Secret names (no values): the gateway lists them. */
+  secretNames: 'flotilla_secret_names',
+  /** SHA-256 of each API key → tenant. */
+  apiKeys: 'flotilla_api_keys',
+  /** Tool-runner heartbeats (entries expire). */
+  runners: 'flotilla_runners',
+  /** Which tool runner owns which workspace. */
+  workspaces: 'flotilla_workspaces',
+} as const;
+export type BucketRole = keyof typeof Buckets;
+
+/** The stream behind a KV bucket. */
+export function bucketStream(bucket: string): string {
+  return `KV_${bucket}`;
+}
+
+/** Core subjects of interrupts and token deltas: `<root>.interrupt|delta.<tenant>.<conversation>`. */
+export const DEFAULT_SIGNAL_ROOT = 'flotilla.signal';
+
+/** Core subjects tool runners answer on. */
+export const RunnerSubjects = {
+  /** A wake-up forwarded to the runner that owns the workspace. */
+  wake: (runner: string): string => `flotilla.runner.${runner}.wake`,
+  /** Delete a conversation's workspace, sandbox and ownership on the runner that owns it. */
+  delete: (runner: string): string => `flotilla.runner.${runner}.delete`,
+  /** The same, answered by any one runner (the queue group below) when the owner is gone. */
+  deleteAny: 'flotilla.runners.delete',
+  deleteQueue: 'flotilla-runners',
+} as const;
+
+/** The core subject on which the projector removes one conversation's log (the only purge a service may ask for). */
+export const PURGE_SUBJECT = 'flotilla.projector.purge';
+
+/** The events stream's names a deployment chose (FLOTILLA_STREAM, FLOTILLA_SUBJECT_PREFIX). */
+export type StreamNames = { readonly stream: string; readonly subjectPrefix: string };
+
+export const DEFAULT_STREAM_NAMES: StreamNames = { stream: DEFAULT_STREAM_NAME, subjectPrefix: DEFAULT_SUBJECT_PREFIX };

@@ -1,0 +1,55 @@
+import { Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects } from './layout.js';
+import { CONSUMER_GROUPS, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
+
+const ACCESS_WORDS = { read: 'reads', write: 'writes', 'read-write': 'reads, writes', 'write-only': 'writes, never reads' } as const;
+
+/** What each service may do besides reading the log and creating the stream if missing, in words. */
+const EXTRA: Readonly<Record<ServiceName, string>> = {
+  gateway: `publishes interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`), deletion requests (\`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${PURGE_SUBJECT}\`); receives token deltas`,
+  'step-worker': 'publishes token deltas',
+  'tool-runner': `receives wake-ups and deletions (\`${RunnerSubjects.wake('*')}\`, \`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`), forwards wake-ups, answers requests`,
+  condenser: '—',
+  projector: `purges one conversation's subject on the gateway's request (\`${PURGE_SUBJECT}\`): the only purge right a service holds`,
+};
+
+/**
+ * The permission matrix as Markdown, derived from `permissionsFor`: docs/operations.md carries
+ * it between markers, and a test checks that it is the current one.
+ */
+export function permissionsMarkdown(): string {
+  const { stream, subjectPrefix } = DEFAULT_STREAM_NAMES;
+  const rows = SERVICES.map((service) => {
+    const buckets = SERVICE_BUCKETS[service].map(([role, access]) => `\`${Buckets[role]}\` (${ACCESS_WORDS[access]})`).join(', ') || '—';
+    const appends = service === 'projector' ? 'no' : 'yes';
+    const group = CONSUMER_GROUPS.includes(service) ? `\`${service}\`` : '—';
+    return `| ${service} | ${appends} | ${group} | ${buckets} | ${EXTRA[service]} |`;
+  });
+  const raw = (identity: Identity, title: string): string => {
+    const permissions = permissionsFor(identity);
+    return [
+      `<details><summary>${title}</summary>`,
+      '',
+      '```json',
+      JSON.stringify(permissions, null, 2),
+      '```',
+      '',
+      '</details>',
+    ].join('\n');
+  };
+  return [
+    `Every identity may read the events stream \`${stream}\` (subjects \`${subjectPrefix}.<tenant>.<conversation>\`) and receive replies under its own inbox prefix \`_INBOX.<user>.>\`; every service receives interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`); a service may also create the stream and its buckets when they are missing (a create never changes an existing stream). Updating, purging or deleting the stream, and deleting a group's consumer, take the admin credential.`,
+    '',
+    '| user | appends to the log | consumer group (pull, ack) | buckets | core subjects, other rights |',
+    '|---|---|---|---|---|',
+    ...rows,
+    `| tap | no | — (consumers of its own only) | \`${Buckets.snapshots}\` (reads) | read-only over every tenant: no publish to the log or a bucket, no purge, no group's consumer |`,
+    `| tap-<tenant> | no | — (consumers of its own, filtered to \`${subjectPrefix}.<tenant>.*\`) | — | direct gets of its tenant's subjects only; no stream info (it would list other tenants' subjects) |`,
+    '| admin | yes | any | all | everything (the launcher, operators, `nats stream edit`) |',
+    '',
+    'The exact subjects, as the embedded server and the chart configure them:',
+    '',
+    ...SERVICES.map((service) => raw(service, service)),
+    raw('tap', 'tap'),
+    raw({ tenantTap: '<tenant>' }, 'tap-&lt;tenant&gt;'),
+  ].join('\n');
+}

@@ -1,0 +1,158 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NatsServerProcess } from '@flotilla/nats-embedded';
+import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadBusSettings } from './bus-settings.js';
+import { connectionOptions } from './connection-options.js';
+import { bucketStream, Buckets, DEFAULT_STREAM_NAME, PURGE_SUBJECT } from './layout.js';
+import { SERVICES, type Identity } from './permissions.js';
+import { authorizationConfig, ensureUsers, userEnvironment, type GeneratedUser } from './server-authorization.js';
+
+// The permission matrix against a real nats-server configured from it: what each credential's
+// work needs is allowed, and the operations it must not do are refused by the server itself.
+
+let dir: string;
+let server: NatsServerProcess;
+let users: Map<string, GeneratedUser>;
+const violations: string[] = [];
+const open: NatsConnection[] = [];
+
+async function as(identity: Identity): Promise<NatsConnection> {
+  const user = users.get(typeof identity === 'string' ? identity : `tap-${identity.tenantTap}`)!;
+  const nc = await connect({ ...connectionOptions(loadBusSettings({ FLOTILLA_NATS_URL: server.url, ...userEnvironment(user) }), { name: user.user, identity: user.user }), maxReconnectAttempts: 0 });
+  open.push(nc);
+  return nc;
+}
+
+/** Resolves to 'refused' when the server denies it (the error names the permission), else 'allowed'. */
+async function attempt(operation: () => Promise<unknown>): Promise<'allowed' | 'refused'> {
+  try {
+    await operation();
+    return 'allowed';
+  } catch (error) {
+    const text = `${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}`;
+    if (/permission/i.test(text)) return 'refused';
+    throw error;
+  }
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'flotilla-permissions-'));
+  users = new Map((await ensureUsers(join(dir, 'users'), [...SERVICES, 'admin', 'tap', { tenantTap: 'acme' }])).map((user) => [user.user, user]));
+  server = await NatsServerProcess.start({ storeDir: join(dir, 'store'), config: authorizationConfig([...users.values()]), onLog: (line) => (line.includes('Violation') ? violations.push(line) : undefined) });
+  // the admin sets up what the services would create at start
+  const admin = await as('admin');
+  const jsm = await jetstreamManager(admin);
+  await jsm.streams.add({ name: DEFAULT_STREAM_NAME, subjects: ['flotilla.ev.*.*'], allow_direct: true });
+  const kvm = new Kvm(admin);
+  for (const name of Object.values(Buckets)) await kvm.create(name, { history: 1 });
+  const js = jetstream(admin);
+  await js.publish('flotilla.ev.acme.c1', 'acme commit');
+  await js.publish('flotilla.ev.globex.c1', 'globex commit');
+  await (await kvm.open(Buckets.secrets)).put('acme.defaults.TOKEN', 'ciphertext');
+}, 30_000);
+
+afterAll(async () => {
+  await Promise.all(open.map((nc) => nc.close().catch(() => undefined)));
+  await server?.[Symbol.asyncDispose]();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('the server configured from the matrix', () => {
+  it('refuses anonymous clients and wrong passwords', async () => {
+    await expect(connect({ servers: server.url, maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
+    await expect(connect({ servers: server.url, user: 'gateway', pass: 'not-the-password', maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
+  });
+
+  it('lets each service open the events stream and its own group consumer', async () => {
+    for (const service of ['step-worker', 'tool-runner', 'condenser', 'projector'] as const) {
+      const jsm = await jetstreamManager(await as(service));
+      expect((await jsm.streams.info(DEFAULT_STREAM_NAME)).config.name).toBe(DEFAULT_STREAM_NAME);
+      await jsm.consumers.add(DEFAULT_STREAM_NAME, { durable_name: service, ack_policy: AckPolicy.Explicit, filter_subject: 'flotilla.ev.>' });
+    }
+  });
+
+  it('lets the gateway write secrets but never read them back', async () => {
+    const nc = await as('gateway');
+    const kv = await new Kvm(nc).open(Buckets.secrets);
+    expect(await attempt(() => kv.put('acme.defaults.NEW', 'ciphertext'))).toBe('allowed');
+    expect(await attempt(() => kv.get('acme.defaults.TOKEN'))).toBe('refused');
+    expect(await attempt(() => jetstreamManager(nc).then((jsm) => jsm.streams.getMessage(bucketStream(Buckets.secrets), { last_by_subj: `$KV.${Buckets.secrets}.acme.defaults.TOKEN` })))).toBe('refused');
+    expect(await attempt(async () => { for await (const key of await kv.keys()) return key; return undefined; })).toBe('refused');
+    // its own buckets it reads and writes
+    const names = await new Kvm(nc).open(Buckets.secretNames);
+    expect(await attempt(() => names.put('acme.defaults.NEW', '{}').then(() => names.get('acme.defaults.NEW')))).toBe('allowed');
+  });
+
+  it('lets only the tool runner read secrets', async () => {
+    const reader = await new Kvm(await as('tool-runner')).open(Buckets.secrets);
+    expect((await reader.get('acme.defaults.TOKEN'))?.string()).toBe('ciphertext');
+    for (const service of ['step-worker', 'condenser', 'projector'] as const) {
+      const kv = await new Kvm(await as(service)).open(Buckets.secrets);
+      expect(await attempt(() => kv.get('acme.defaults.TOKEN')), service).toBe('refused');
+    }
+  });
+
+  it('refuses a step worker that purges or deletes the stream, or pulls another group’s commits', async () => {
+    const nc = await as('step-worker');
+    const jsm = await jetstreamManager(nc);
+    expect(await attempt(() => jsm.streams.purge(DEFAULT_STREAM_NAME))).toBe('refused');
+    expect(await attempt(() => jsm.streams.delete(DEFAULT_STREAM_NAME))).toBe('refused');
+    expect(await attempt(() => jsm.streams.update(DEFAULT_STREAM_NAME, { max_msgs: 1 }))).toBe('refused');
+    expect(await attempt(() => jsm.consumers.delete(DEFAULT_STREAM_NAME, 'tool-runner'))).toBe('refused');
+    expect(await attempt(() => nc.request(`$JS.API.CONSUMER.MSG.NEXT.${DEFAULT_STREAM_NAME}.tool-runner`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2_000 }))).toBe('refused');
+    expect(await attempt(() => jsm.streams.delete(bucketStream(Buckets.apiKeys)))).toBe('refused');
+    // its own work is allowed: appending
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c2', 'a step'))).toBe('allowed');
+  });
+
+  it('lets the projector purge (a conversation’s log, on the gateway’s request) but not append', async () => {
+    const nc = await as('projector');
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c3', 'forged'))).toBe('refused');
+    expect(await attempt(() => jetstreamManager(nc).then((jsm) => jsm.streams.purge(DEFAULT_STREAM_NAME, { filter: 'flotilla.ev.acme.nothing' })))).toBe('allowed');
+    // the gateway may ask for it, nobody else
+    const gateway = await as('gateway');
+    expect(await attempt(() => gateway.flush().then(() => gateway.publish(PURGE_SUBJECT, '')))).toBe('allowed');
+  });
+
+  it('refuses API-key and ownership writes to services that do not own them', async () => {
+    const keys = await new Kvm(await as('tool-runner')).open(Buckets.apiKeys);
+    expect(await attempt(() => keys.put('0123', '{"tenant":"evil"}'))).toBe('refused');
+    const workspaces = await new Kvm(await as('gateway')).open(Buckets.workspaces);
+    expect(await attempt(() => workspaces.put('acme.c1', 'runner-x'))).toBe('refused');
+  });
+
+  it('lets a tap read every tenant but write nothing', async () => {
+    const nc = await as('tap');
+    const jsm = await jetstreamManager(nc);
+    expect((await jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.globex.c1' }))?.string()).toBe('globex commit');
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c1', 'forged'))).toBe('refused');
+    expect(await attempt(() => jsm.streams.purge(DEFAULT_STREAM_NAME))).toBe('refused');
+    expect(await attempt(() => new Kvm(nc).open(Buckets.secrets).then((kv) => kv.get('acme.defaults.TOKEN')))).toBe('refused');
+  });
+
+  it('confines a tenant tap to its tenant’s subjects', async () => {
+    const nc = await as({ tenantTap: 'acme' });
+    const js = jetstream(nc);
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    // a consumer of its own on its tenant's subjects (not nats.js' ordered consumer: that reads the stream's info, which lists every subject)
+    await jsm.consumers.add(DEFAULT_STREAM_NAME, { name: 'acme-audit', filter_subject: 'flotilla.ev.acme.*', ack_policy: AckPolicy.Explicit });
+    const first = await (await js.consumers.get(DEFAULT_STREAM_NAME, 'acme-audit')).next({ expires: 2_000 });
+    expect(first?.subject).toBe('flotilla.ev.acme.c1');
+    first?.ack();
+    expect(await attempt(() => jsm.consumers.add(DEFAULT_STREAM_NAME, { name: 'peek', filter_subject: 'flotilla.ev.globex.*', ack_policy: AckPolicy.None }))).toBe('refused');
+    expect(await attempt(() => jsm.consumers.add(DEFAULT_STREAM_NAME, { name: 'all', ack_policy: AckPolicy.None }))).toBe('refused');
+    expect(await attempt(() => jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.globex.c1' }))).toBe('refused');
+    expect(await attempt(() => jsm.streams.info(DEFAULT_STREAM_NAME, { subjects_filter: '>' }))).toBe('refused');
+    expect(await attempt(() => js.publish('flotilla.ev.acme.c1', 'forged'))).toBe('refused');
+  });
+
+  it('reports every refusal in the server log (what the system tests watch for)', () => {
+    expect(violations.length).toBeGreaterThan(0);
+    expect(violations.some((line) => line.includes('"step-worker"'))).toBe(true);
+  });
+});

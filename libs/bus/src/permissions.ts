@@ -1,0 +1,194 @@
+import { inboxPrefix } from './connection-options.js';
+import { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, type BucketRole, type StreamNames } from './layout.js';
+
+/** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
+export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+/** Services whose instances share one durable consumer (named after the service). */
+export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-runner', 'condenser', 'projector'];
+
+/**
+ * Who may connect: a service; `admin` (creates, edits, purges: the launcher and operators);
+ * `tap` (reads every tenant's log, writes nothing); or a tenant's tap (reads that tenant's
+ * subjects only). Each is one NATS user.
+ */
+export type Identity = ServiceName | 'admin' | 'tap' | { readonly tenantTap: string };
+
+/** nats-server's permissions block of one user. */
+export type Permissions = {
+  readonly publish: { readonly allow: readonly string[]; readonly deny?: readonly string[] };
+  readonly subscribe: { readonly allow: readonly string[]; readonly deny?: readonly string[] };
+  /** May answer requests it receives (publish to their reply subjects, once each). */
+  readonly allow_responses?: boolean;
+};
+
+/** The user name of an identity (also its inbox prefix's last token). */
+export function identityName(identity: Identity): string {
+  return typeof identity === 'string' ? identity : `tap-${identity.tenantTap}`;
+}
+
+const API = '$JS.API';
+
+/** Read a stream: info, direct and message gets, and consumers of its own (ephemeral or ordered). */
+function readStream(stream: string): string[] {
+  return [
+    `${API}.STREAM.INFO.${stream}`,
+    `${API}.DIRECT.GET.${stream}`,
+    `${API}.DIRECT.GET.${stream}.>`,
+    `${API}.STREAM.MSG.GET.${stream}`,
+    `${API}.CONSUMER.CREATE.${stream}`,
+    `${API}.CONSUMER.CREATE.${stream}.>`,
+    `${API}.CONSUMER.MSG.NEXT.${stream}.>`,
+    `${API}.CONSUMER.INFO.${stream}.>`,
+    `${API}.CONSUMER.DELETE.${stream}.>`,
+  ];
+}
+
+/** Create a stream when it does not exist yet (an existing stream is never changed by a create). */
+function createStream(stream: string): string[] {
+  return [`${API}.STREAM.INFO.${stream}`, `${API}.STREAM.CREATE.${stream}`];
+}
+
+/** Everything one consumer group's durable consumer takes: only its members, never deleted by them. */
+function groupSubjects(stream: string, group: string): string[] {
+  return [
+    `${API}.CONSUMER.DURABLE.CREATE.${stream}.${group}`,
+    `${API}.CONSUMER.CREATE.${stream}.${group}`,
+    `${API}.CONSUMER.CREATE.${stream}.${group}.>`,
+    `${API}.CONSUMER.INFO.${stream}.${group}`,
+    `${API}.CONSUMER.MSG.NEXT.${stream}.${group}`,
+    `$JS.ACK.${stream}.${group}.>`,
+  ];
+}
+
+/** The groups' consumers as seen by someone outside them: no create, pull, ack or delete. */
+function otherGroups(stream: string, except?: string): string[] {
+  return CONSUMER_GROUPS.filter((group) => group !== except).flatMap((group) => [...groupSubjects(stream, group), `${API}.CONSUMER.DELETE.${stream}.${group}`]);
+}
+
+export type BucketAccess = 'read' | 'write' | 'read-write' | 'write-only';
+
+/** The buckets each service uses, and how. */
+export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [BucketRole, BucketAccess])[]>> = {
+  gateway: [
+    ['snapshots', 'read-write'],
+    ['apiKeys', 'read-write'],
+    ['secrets', 'write-only'],
+    ['secretNames', 'read-write'],
+    ['runners', 'read'],
+    ['workspaces', 'read'],
+  ],
+  'step-worker': [],
+  'tool-runner': [
+    ['runners', 'read-write'],
+    ['workspaces', 'read-write'],
+    ['secrets', 'read'],
+  ],
+  condenser: [],
+  projector: [['snapshots', 'read-write']],
+};
+
+/** A bucket: `read` gets and watches; `write` puts and deletes; `write-only` writes and reads the stream's info, never a value. */
+function bucket(role: BucketRole, access: BucketAccess): { publish: string[]; deny: string[] } {
+  const name = Buckets[role];
+  const stream = bucketStream(name);
+  const publish = [...createStream(stream)];
+  const deny: string[] = [];
+  if (access === 'read' || access === 'read-write') publish.push(...readStream(stream));
+  if (access === 'write' || access === 'read-write' || access === 'write-only') publish.push(`$KV.${name}.>`);
+  if (access === 'write-only') deny.push(...readStream(stream).filter((subject) => !subject.startsWith(`${API}.STREAM.INFO.`)), `${API}.CONSUMER.DURABLE.CREATE.${stream}.>`);
+  return { publish, deny };
+}
+
+/**
+ * What each identity may publish and subscribe to. Derived from the layout: a service may read
+ * and append to the events stream, create it when missing (never change, purge or delete it),
+ * pull from and ack its own group's consumer (never another group's), use the buckets its work
+ * needs, and the transient subjects it sends or receives; replies reach it under its own inbox
+ * prefix only.
+ */
+export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_STREAM_NAMES): Permissions {
+  const { stream, subjectPrefix } = names;
+  const inbox = `${inboxPrefix(identityName(identity))}.>`;
+  const events = `${subjectPrefix}.*.*`;
+  const interrupts = `${DEFAULT_SIGNAL_ROOT}.interrupt.*.*`;
+  const deltas = `${DEFAULT_SIGNAL_ROOT}.delta.*.*`;
+  if (identity === 'admin') return { publish: { allow: ['>'] }, subscribe: { allow: ['>'] } };
+  if (typeof identity === 'object') return tenantTap(identity.tenantTap, names, inbox);
+  if (identity === 'tap') {
+    return {
+      publish: { allow: [`${API}.INFO`, ...readStream(stream), `$JS.ACK.${stream}.>`, ...bucket('snapshots', 'read').publish.filter((subject) => !subject.includes('.STREAM.CREATE.'))], deny: otherGroups(stream) },
+      subscribe: { allow: [inbox] },
+    };
+  }
+  const service: ServiceName = identity;
+  const publish = [`${API}.INFO`, ...createStream(stream), ...readStream(stream)];
+  // every service process follows interrupts (runService), even those with nothing to cancel
+  const subscribe = [inbox, interrupts];
+  let allowResponses = false;
+  if (CONSUMER_GROUPS.includes(service)) publish.push(...groupSubjects(stream, service));
+  if (service !== 'projector') publish.push(events);
+  switch (service) {
+    case 'gateway':
+      publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, PURGE_SUBJECT);
+      subscribe.push(deltas);
+      break;
+    case 'step-worker':
+      publish.push(deltas);
+      break;
+    case 'tool-runner':
+      publish.push(RunnerSubjects.wake('*'));
+      subscribe.push(RunnerSubjects.wake('*'), RunnerSubjects.delete('*'), RunnerSubjects.deleteAny);
+      allowResponses = true;
+      break;
+    case 'condenser':
+      break;
+    case 'projector':
+      // the one purge a service may do: a conversation's subject, when the gateway deletes it
+      // (nats-server cannot confine a purge to a subject; this right sits with the least exposed service)
+      publish.push(`${API}.STREAM.PURGE.${stream}`);
+      subscribe.push(PURGE_SUBJECT);
+      allowResponses = true;
+      break;
+  }
+  const deny = otherGroups(stream, service);
+  for (const [role, access] of SERVICE_BUCKETS[service]) {
+    const grant = bucket(role, access);
+    publish.push(...grant.publish);
+    deny.push(...grant.deny);
+  }
+  return {
+    publish: { allow: unique(publish), deny: unique(deny) },
+    subscribe: { allow: unique(subscribe) },
+    ...(allowResponses ? { allow_responses: true } : {}),
+  };
+}
+
+/**
+ * A tenant's tap: consumers filtered to the tenant's subjects (nats-server checks the filter
+ * named in the create subject against the request, from 2.9), direct gets of the tenant's
+ * subjects only, no stream info (it would list other tenants' subjects), no consumer listing.
+ */
+function tenantTap(tenant: string, names: StreamNames, inbox: string): Permissions {
+  const { stream, subjectPrefix } = names;
+  const own = `${subjectPrefix}.${tenant}.*`;
+  return {
+    publish: {
+      allow: [
+        `${API}.INFO`,
+        `${API}.CONSUMER.CREATE.${stream}.*.${own}`,
+        `${API}.CONSUMER.MSG.NEXT.${stream}.*`,
+        `${API}.CONSUMER.INFO.${stream}.*`,
+        `${API}.CONSUMER.DELETE.${stream}.*`,
+        `$JS.ACK.${stream}.>`,
+        `${API}.DIRECT.GET.${stream}.${own}`,
+      ],
+      deny: otherGroups(stream),
+    },
+    subscribe: { allow: [inbox] },
+  };
+}
+
+function unique(subjects: readonly string[]): string[] {
+  return [...new Set(subjects)];
+}

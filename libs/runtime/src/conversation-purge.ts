@@ -1,0 +1,45 @@
+import { PURGE_SUBJECT } from '@flotilla/bus';
+import { assertConversationRef, type ConversationRef, type EventLog } from '@flotilla/log';
+import { headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import type { Logger } from 'pino';
+import { RunnerHeader } from './runner-registry.js';
+
+const PURGE_QUEUE = 'flotilla-purge';
+
+/**
+ * Answers requests to remove one conversation's log (the gateway's delete): the purge of exactly
+ * that conversation's subject, and nothing else whatever the request says. The service that runs
+ * this is the only one whose credential may purge (see docs/operations.md, "Permissions").
+ */
+export function servePurges(nc: NatsConnection, log: EventLog, logger: Logger): Subscription {
+  return nc.subscribe(PURGE_SUBJECT, {
+    queue: PURGE_QUEUE,
+    callback: (error, message) => {
+      if (error) return;
+      const ref = { tenant: message.headers?.get(RunnerHeader.Tenant) ?? '', conversation: message.headers?.get(RunnerHeader.Conversation) ?? '' };
+      try {
+        assertConversationRef(ref);
+      } catch (invalid) {
+        message.respond(JSON.stringify({ ok: false, error: (invalid as Error).message }));
+        return;
+      }
+      log.jsm.streams.purge(log.streamName, { filter: log.subject(ref) }).then(
+        (result) => {
+          logger.info({ ...ref, purged: result.purged }, 'conversation log removed');
+          message.respond(JSON.stringify({ ok: true, purged: result.purged }));
+        },
+        (failure: unknown) => message.respond(JSON.stringify({ ok: false, error: (failure as Error).message })),
+      );
+    },
+  });
+}
+
+/** Asks the purging service to remove a conversation's log; throws when none answers or it failed. */
+export async function requestPurge(nc: NatsConnection, ref: ConversationRef, timeoutMs = 10_000): Promise<void> {
+  const request = headers();
+  request.set(RunnerHeader.Tenant, ref.tenant);
+  request.set(RunnerHeader.Conversation, ref.conversation);
+  const reply = await nc.request(PURGE_SUBJECT, undefined, { headers: request, timeout: timeoutMs });
+  const answer = reply.json<{ ok: boolean; error?: string }>();
+  if (!answer.ok) throw new Error(`removing the conversation's log failed: ${answer.error ?? 'unknown error'}`);
+}
