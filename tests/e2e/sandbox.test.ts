@@ -62,7 +62,7 @@ describe.each(['none', 'egress'])('from inside a conversation’s terminal (netw
     const ref = { tenant: 'acme', conversation: `probe-${network}` };
     const [env, files, writes, loopback, slirpHost] = await runCommands(system, ref, [
       'env',
-      `pwd; ls -a /; ls -a ..; ls ${system.home} 2>&1; cat ${otherWorkspace}/private.txt 2>&1; find / \\( -path /proc -o -path /sys \\) -prune -o -name private.txt -print 2>/dev/null | sed 's/^/FOUND /' | head -3; echo files-done`,
+      `pwd; ls -a /; ls -a ..; ls ${system.home} 2>&1; cat ${system.home}/nats-users/tool-runner.password 2>&1; cat ${otherWorkspace}/private.txt 2>&1; find / \\( -path /proc -o -path /sys \\) -prune -o -name private.txt -print 2>/dev/null | sed 's/^/FOUND /' | head -3; echo files-done`,
       `echo x > /${marker} 2>&1; echo x > /tmp/${marker} && echo tmp-ok; echo x > ${system.home}/${marker} 2>&1; echo x > /usr/${marker} 2>&1; echo x > /etc/${marker} 2>&1; echo inside > in-workspace.txt; echo writes-done`,
       PROBE_PORT_SCRIPT([natsPort, ...servicePorts], '127.0.0.1'),
       PROBE_PORT_SCRIPT([natsPort, ...servicePorts], '10.0.2.2'),
@@ -76,6 +76,11 @@ describe.each(['none', 'egress'])('from inside a conversation’s terminal (netw
     expect(env).not.toContain(`:${natsPort}`);
     expect(env).not.toContain('sk-tool-runner-must-not-have-this');
     expect(env).not.toContain('test-key');
+    // nor any NATS credential: the runner's own, or another's (the password files are outside the sandbox)
+    for (const user of system.users.values()) {
+      expect(env).not.toContain(user.password);
+      expect(files).not.toContain(user.password);
+    }
     // the tool runner itself was not given the model's key either
     const runner = system.processes.find((process) => process.name.startsWith('tool-runner'))!;
     const runnerEnvironment = await readFile(`/proc/${runner.pid}/environ`, 'utf8');

@@ -7,10 +7,32 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- define "flotilla.baseEnv" -}}
 - name: FLOTILLA_NATS_URL
   value: {{ .Values.nats.url | quote }}
+- name: FLOTILLA_REPLICAS
+  value: {{ .Values.nats.replicas | int64 | quote }}
+- name: FLOTILLA_STREAM_MAX_AGE_MS
+  value: {{ .Values.nats.retention.maxAgeMs | int64 | quote }}
+- name: FLOTILLA_STREAM_MAX_BYTES
+  value: {{ .Values.nats.retention.maxBytes | int64 | quote }}
 - name: FLOTILLA_AGENT_FILE
   value: /etc/flotilla/agent.json
 - name: FLOTILLA_INSTANCE_ID
   valueFrom: { fieldRef: { fieldPath: metadata.name } }
+{{- end -}}
+
+{{- /* A service's own NATS user and password (only its own key of the Secret): dict "root" . "user" "<service>". */ -}}
+{{- define "flotilla.natsUserEnv" -}}
+- name: FLOTILLA_NATS_USER
+  value: {{ .user | quote }}
+- name: FLOTILLA_NATS_PASSWORD
+  valueFrom:
+    secretKeyRef: { name: {{ .root.Values.nats.auth.secretName }}, key: {{ .user | quote }} }
+{{- end -}}
+
+{{- /* The users of the NATS server, from the official chart's values this chart ships (one list). */ -}}
+{{- define "flotilla.natsUsers" -}}
+{{- range (.Files.Get "files/nats-values.json" | fromJson).config.merge.authorization.users }}
+- {{ .user }}
+{{- end }}
 {{- end -}}
 
 {{- /* The base, and the model provider's API key: for the services that call the model. */ -}}

@@ -53,3 +53,42 @@ export function permissionsMarkdown(): string {
     raw({ tenantTap: '<tenant>' }, 'tap-&lt;tenant&gt;'),
   ].join('\n');
 }
+
+const START = '<!-- permissions:start -->';
+const END = '<!-- permissions:end -->';
+
+/** The document with the current matrix between its markers (the markers must be there). */
+export function replacePermissionsBlock(document: string): string {
+  const start = document.indexOf(START);
+  const end = document.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`the document has no ${START} … ${END} block`);
+  return `${document.slice(0, start + START.length)}\n${permissionsMarkdown()}\n${document.slice(end)}`;
+}
+
+/** The variable the official NATS chart's container reads a user's password from (`<< $VAR >>` in its config). */
+export function passwordVariable(user: string): string {
+  return `FLOTILLA_NATS_${user.toUpperCase().replace(/-/g, '_')}_PASSWORD`;
+}
+
+/**
+ * Values for the official `nats` Helm chart (JetStream, a 3-node cluster, and the permission
+ * matrix as its authorization block, each password from the Secret the Flotilla chart makes):
+ * helm/flotilla/files/nats-values.json, kept current by `npm run generate:nats` (tested).
+ */
+export function chartNatsValues(secretName = 'flotilla-nats-users'): Record<string, unknown> {
+  const users = [...SERVICES, 'admin', 'tap'] as const;
+  return {
+    config: {
+      jetstream: { enabled: true },
+      cluster: { enabled: true, replicas: 3 },
+      merge: {
+        authorization: {
+          users: users.map((user) => ({ user, password: `<< $${passwordVariable(user)} >>`, permissions: permissionsFor(user) })),
+        },
+      },
+    },
+    container: {
+      env: Object.fromEntries(users.map((user) => [passwordVariable(user), { valueFrom: { secretKeyRef: { name: secretName, key: user } } }])),
+    },
+  };
+}

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BusVariables } from './bus-settings.js';
+import { BusConfigError } from './errors.js';
 import { identityName, permissionsFor, type Identity } from './permissions.js';
 import { DEFAULT_STREAM_NAMES, type StreamNames } from './layout.js';
 
@@ -13,6 +14,9 @@ export type GeneratedUser = { readonly identity: Identity; readonly user: string
  * random bytes the first time, reused afterwards so a restarted server and its clients agree).
  */
 export async function ensureUsers(dir: string, identities: readonly Identity[]): Promise<GeneratedUser[]> {
+  for (const identity of identities) {
+    if (typeof identity === 'object' && !/^[A-Za-z0-9_-]{1,64}$/.test(identity.tenantTap)) throw new BusConfigError(`a tenant tap's tenant must be 1-64 characters of A-Z a-z 0-9 _ -, not ${JSON.stringify(identity.tenantTap)}`);
+  }
   await mkdir(dir, { recursive: true, mode: 0o700 });
   return Promise.all(
     identities.map(async (identity) => {

@@ -1,0 +1,35 @@
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@flotilla/nats-embedded';
+import { connect } from '@nats-io/transport-node';
+import { launch } from '@flotilla/launcher';
+import { describe, expect, it } from 'vitest';
+
+describe('./dev up (the launcher on its embedded nats-server)', () => {
+  it('refuses anonymous clients; every service runs with its own generated credential, kept owner-only in the home', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'flotilla-launcher-'));
+    const lines: string[] = [];
+    const output = { info: (line: string) => lines.push(line), warn: (line: string) => lines.push(`warning: ${line}`), log: () => undefined };
+    try {
+      await using system = await launch({ home, natsUrl: undefined, natsPort: await freePort(), natsNodes: 1, streamName: 'FLOTILLA_EVENTS', gatewayPort: await freePort(), tenant: 'local', fromSource: false }, output);
+      await expect(connect({ servers: system.natsUrl, maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
+      const users = join(home, 'nats-users');
+      expect((await stat(users)).mode & 0o777).toBe(0o700);
+      for (const user of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'admin', 'tap']) {
+        expect((await stat(join(users, `${user}.password`))).mode & 0o777, user).toBe(0o600);
+      }
+      // the services are ready (launch waits for /ready of each): they connected as themselves
+      const response = await fetch(`${system.gatewayUrl}/v1/server-info`, { headers: { authorization: `Bearer ${system.apiKey}` } });
+      expect(response.status).toBe(200);
+      // the tap's credential reads, and the admin's too; a wrong password does not
+      const tap = await connect({ servers: system.natsUrl, user: 'tap', pass: (await readFile(join(users, 'tap.password'), 'utf8')).trim(), inboxPrefix: '_INBOX.tap', maxReconnectAttempts: 0 });
+      await tap.close();
+      await expect(connect({ servers: system.natsUrl, user: 'admin', pass: 'guess', maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
+      expect(lines.join('\n')).toContain('no anonymous clients');
+      expect(lines.join('\n')).not.toMatch(/password[^s]*:[^\n]*[A-Za-z0-9_-]{40}/);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
