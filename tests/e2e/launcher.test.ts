@@ -12,11 +12,11 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
     const lines: string[] = [];
     const output = { info: (line: string) => lines.push(line), warn: (line: string) => lines.push(`warning: ${line}`), log: () => undefined };
     try {
-      await using system = await launch({ home, natsUrl: undefined, natsPort: await freePort(), natsNodes: 1, streamName: 'FLOTILLA_EVENTS', gatewayPort: await freePort(), tenant: 'local', fromSource: false }, output);
+      await using system = await launch({ home, natsUrl: undefined, natsPort: await freePort(), natsNodes: 1, streamName: 'FLOTILLA_EVENTS', gatewayPort: await freePort(), tenant: 'local', tenantTaps: ['acme'], fromSource: false }, output);
       await expect(connect({ servers: system.natsUrl, maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
       const users = join(home, 'nats-users');
       expect((await stat(users)).mode & 0o777).toBe(0o700);
-      for (const user of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'admin', 'tap']) {
+      for (const user of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'admin', 'tap', 'tap-acme']) {
         expect((await stat(join(users, `${user}.password`))).mode & 0o777, user).toBe(0o600);
       }
       // the services are ready (launch waits for /ready of each): they connected as themselves

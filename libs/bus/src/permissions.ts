@@ -61,9 +61,12 @@ function groupSubjects(stream: string, group: string): string[] {
   ];
 }
 
-/** The groups' consumers as seen by someone outside them: no create, pull, ack or delete. */
+/** The groups' consumers as seen by someone outside them: no create, pull, ack or delete (their info may be read: the step worker checks that a condenser group exists). */
 function otherGroups(stream: string, except?: string): string[] {
-  return CONSUMER_GROUPS.filter((group) => group !== except).flatMap((group) => [...groupSubjects(stream, group), `${API}.CONSUMER.DELETE.${stream}.${group}`]);
+  return CONSUMER_GROUPS.filter((group) => group !== except).flatMap((group) => [
+    ...groupSubjects(stream, group).filter((subject) => !subject.startsWith(`${API}.CONSUMER.INFO.`)),
+    `${API}.CONSUMER.DELETE.${stream}.${group}`,
+  ]);
 }
 
 export type BucketAccess = 'read' | 'write' | 'read-write' | 'write-only';
@@ -122,7 +125,9 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
     };
   }
   const service: ServiceName = identity;
-  const publish = [`${API}.INFO`, ...createStream(stream), ...readStream(stream)];
+  // its own inbox too: an answer to a request of another instance of the same service (a
+  // forwarded wake-up) must still go out after a server restart forgot who asked
+  const publish = [`${API}.INFO`, ...createStream(stream), ...readStream(stream), inbox];
   // every service process follows interrupts (runService), even those with nothing to cancel
   const subscribe = [inbox, interrupts];
   let allowResponses = false;

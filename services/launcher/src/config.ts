@@ -16,6 +16,8 @@ export const LauncherConfig = z.object({
   streamName: z.string().regex(/^[A-Za-z0-9_-]+$/),
   /** Port of the gateway (REST, WebSocket, web UI); a free one is chosen when it is busy. */
   gatewayPort: Port,
+  /** Tenants that get a tap of their own on the embedded server (user `tap-<tenant>`, confined to the tenant's subjects). */
+  tenantTaps: z.array(z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'tenants are 1-64 characters of A-Z a-z 0-9 _ -')),
   /** Tenant of the API key the launcher provisions for local use. */
   tenant: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
   /** Run the services' TypeScript under tsx instead of their bundles (see bundleService). */
@@ -32,10 +34,14 @@ export function loadLauncherConfig(environment: NodeJS.ProcessEnv = process.env)
     streamName: environment['FLOTILLA_STREAM'] ?? 'FLOTILLA_EVENTS',
     gatewayPort: environment['FLOTILLA_GATEWAY_PORT'] ?? 8_080,
     tenant: environment['FLOTILLA_TENANT'] ?? 'local',
+    tenantTaps: (environment['FLOTILLA_TENANT_TAPS'] ?? '')
+      .split(',')
+      .map((tenant) => tenant.trim())
+      .filter(Boolean),
     fromSource: environment['FLOTILLA_FROM_SOURCE'] || '0',
   });
   if (!result.success) {
-    const names: Record<string, string> = { home: 'FLOTILLA_HOME', natsUrl: 'FLOTILLA_NATS_URL', natsPort: 'FLOTILLA_NATS_PORT', natsNodes: 'FLOTILLA_NATS_NODES', streamName: 'FLOTILLA_STREAM', gatewayPort: 'FLOTILLA_GATEWAY_PORT', tenant: 'FLOTILLA_TENANT', fromSource: 'FLOTILLA_FROM_SOURCE' };
+    const names: Record<string, string> = { home: 'FLOTILLA_HOME', natsUrl: 'FLOTILLA_NATS_URL', natsPort: 'FLOTILLA_NATS_PORT', natsNodes: 'FLOTILLA_NATS_NODES', streamName: 'FLOTILLA_STREAM', gatewayPort: 'FLOTILLA_GATEWAY_PORT', tenant: 'FLOTILLA_TENANT', tenantTaps: 'FLOTILLA_TENANT_TAPS', fromSource: 'FLOTILLA_FROM_SOURCE' };
     const problems = result.error.issues.map((issue) => `${names[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
     throw new Error(`invalid launcher configuration: ${problems.join('; ')}`);
   }

@@ -2,12 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { authorizationConfig, connectionOptions, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, SERVICES, userEnvironment, type GeneratedUser } from '@flotilla/bus';
+import { authorizationConfig, connectionOptions, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, userEnvironment, type GeneratedUser } from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
+import { deploymentIdentities } from './nats-config.js';
 import { portIsFree } from './port-free.js';
 import { isSecretsKeySetting, secretsEnvironmentFor, secretsKeySettings } from './secrets-key-file.js';
 
@@ -56,9 +57,10 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
   const storage = loadStorageSettings({ ...process.env, FLOTILLA_REPLICAS: replicasSetting });
   if (!natsUrl) {
     const usersDir = join(config.home, 'nats-users');
-    users = new Map((await ensureUsers(usersDir, [...SERVICES, 'admin', 'tap'])).map((user) => [user.user, user]));
+    users = new Map((await ensureUsers(usersDir, deploymentIdentities(config.tenantTaps))).map((user) => [user.user, user]));
     const authorization = authorizationConfig([...users.values()], { stream: config.streamName, subjectPrefix: DEFAULT_SUBJECT_PREFIX });
-    const credentials = `no anonymous clients: each service's password is in ${usersDir}, the admin's in admin.password, a read-only tap's in tap.password`;
+    const taps = config.tenantTaps.map((tenant) => `tap-${tenant}.password`).join(', ');
+    const credentials = `no anonymous clients: each service's password is in ${usersDir}, the admin's in admin.password, a read-only tap's in tap.password${taps ? `, tenant taps' in ${taps}` : ''}`;
     if (config.natsNodes > 1) {
       const dir = join(config.home, 'nats-cluster');
       await mkdir(dir, { recursive: true });
