@@ -1,10 +1,34 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '@flotilla/nats-embedded';
 import { connect } from '@nats-io/transport-node';
 import { launch } from '@flotilla/launcher';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+
+const LAUNCHER = fileURLToPath(new URL('../../services/launcher/src/main.ts', import.meta.url));
+
+/** Runs `npm start`'s command with this environment until it exits. */
+function runLauncher(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', LAUNCHER], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the launcher did not exit in ${timeoutMs} ms\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, ms: Date.now() - started });
+    });
+  });
+}
 
 describe('./dev up (the launcher on its embedded nats-server)', () => {
   it('refuses anonymous clients; every service runs with its own generated credential, kept owner-only in the home', async () => {
@@ -28,6 +52,31 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
       await expect(connect({ servers: system.natsUrl, user: 'admin', pass: 'guess', maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
       expect(lines.join('\n')).toContain('no anonymous clients');
       expect(lines.join('\n')).not.toMatch(/password[^s]*:[^\n]*[A-Za-z0-9_-]{40}/);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('stops at once, with one message naming the variable, when a setting is wrong', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'flotilla-launcher-'));
+    try {
+      const run = await runLauncher({ FLOTILLA_HOME: home, FLOTILLA_LLM_PROVIDER: 'opanai', FLOTILLA_NATS_PORT: String(await freePort()), FLOTILLA_GATEWAY_PORT: String(await freePort()) }, 30_000);
+      expect(run.code).toBe(1);
+      const lines = run.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^\[flotilla\] could not start: invalid agent settings: FLOTILLA_LLM_PROVIDER: .*\(got "opanai"\)$/);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('stops, naming the service and its reason, when a service fails at start (no restart loop)', async () => {
+    const home = await mkdtemp(join(tmpdir(), 'flotilla-launcher-'));
+    try {
+      const run = await runLauncher({ FLOTILLA_HOME: home, FLOTILLA_GATEWAY_RATE_LIMIT: 'fast', FLOTILLA_NATS_PORT: String(await freePort()), FLOTILLA_GATEWAY_PORT: String(await freePort()) }, 90_000);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/could not start: gateway could not start: .*FLOTILLA_GATEWAY_RATE_LIMIT/);
+      expect(run.stdout.match(/restarting/g) ?? []).toEqual([]);
     } finally {
       await rm(home, { recursive: true, force: true });
     }

@@ -110,7 +110,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       ready: async () => !nc.isClosed() && nc.info !== undefined && (await log.jsm.streams.info(log.streamName).then(() => true, () => false)) && ((await parts.ready?.()) ?? true),
     },
     metrics,
-    process.env['FLOTILLA_HEALTH_HOST'] ?? '127.0.0.1',
+    config.healthHost,
   );
   logger.info({ health: health.url, nats: describeBus(config.bus), stream: log.streamName, allocator }, `${definition.service} ready`);
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { loadBusSettings, loadStorageSettings, type BusSettings, type StorageSettings } from '@flotilla/bus';
 import { z } from 'zod';
 
@@ -28,6 +28,18 @@ export const ServiceConfig = z.object({
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
   /** Commits handled before the next quiet period gives the heap back (see HeapRelease); 0 disables. */
   heapReleaseAfter: z.coerce.number().int().min(0),
+  /** Where the health endpoint listens (0.0.0.0 in Kubernetes). */
+  healthHost: z.string().min(1),
+  /** A tool runner whose heartbeat is older than this is dead (its workspaces are taken over). */
+  runnerLivenessMs: z.coerce.number().int().min(1_000).max(600_000),
+  /** Tool runner: the workspaces' root. */
+  workspaces: z.string().min(1),
+  /** Step worker: running conversations kept in memory between steps. */
+  cacheConversations: z.coerce.number().int().min(1).max(1_000_000),
+  /** Step worker: a conversation waiting longer than this for a condensation is logged once. */
+  condensationWarnMs: z.coerce.number().int().min(1_000),
+  /** Projector: how long a conversation's newest commit waits for the next before its snapshot is written. */
+  projectorSettleMs: z.coerce.number().int().min(0).max(10_000),
 });
 export type ServiceConfig = z.infer<typeof ServiceConfig> & {
   /** How to reach NATS and as whom (FLOTILLA_NATS_*). */
@@ -51,16 +63,23 @@ const VARIABLES: Record<string, string> = {
   logLevel: 'FLOTILLA_LOG_LEVEL',
   instanceId: 'FLOTILLA_INSTANCE_ID',
   heapReleaseAfter: 'FLOTILLA_HEAP_RELEASE_AFTER',
+  healthHost: 'FLOTILLA_HEALTH_HOST',
+  runnerLivenessMs: 'FLOTILLA_RUNNER_LIVENESS_MS',
+  workspaces: 'FLOTILLA_WORKSPACES',
+  cacheConversations: 'FLOTILLA_CACHE_CONVERSATIONS',
+  condensationWarnMs: 'FLOTILLA_CONDENSATION_WARN_MS',
+  projectorSettleMs: 'FLOTILLA_PROJECTOR_SETTLE_MS',
 };
 
 /** Reads the service config from the environment and fails fast naming the bad variable. */
 export function loadServiceConfig(service: string, environment: NodeJS.ProcessEnv = process.env, defaults: ServiceDefaults = {}): ServiceConfig {
+  const home = resolve(environment['FLOTILLA_HOME'] ?? '.flotilla');
   const result = ServiceConfig.safeParse({
     service,
     instanceId: environment['FLOTILLA_INSTANCE_ID'] || `${service}-${randomUUID().slice(0, 8)}`,
     streamName: environment['FLOTILLA_STREAM'] ?? 'FLOTILLA_EVENTS',
     subjectPrefix: environment['FLOTILLA_SUBJECT_PREFIX'] ?? 'flotilla.ev',
-    home: resolve(environment['FLOTILLA_HOME'] ?? '.flotilla'),
+    home,
     healthPort: environment['FLOTILLA_HEALTH_PORT'] ?? 0,
     concurrency: environment['FLOTILLA_CONCURRENCY'] ?? defaults.concurrency ?? 64,
     ackWaitMs: environment['FLOTILLA_ACK_WAIT_MS'] ?? 30_000,
@@ -68,6 +87,12 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     pullIntervalMs: environment['FLOTILLA_PULL_INTERVAL_MS'] ?? defaults.pullIntervalMs ?? 0,
     logLevel: environment['FLOTILLA_LOG_LEVEL'] ?? 'info',
     heapReleaseAfter: environment['FLOTILLA_HEAP_RELEASE_AFTER'] ?? 1_000,
+    healthHost: environment['FLOTILLA_HEALTH_HOST'] || '127.0.0.1',
+    runnerLivenessMs: environment['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000,
+    workspaces: resolve(environment['FLOTILLA_WORKSPACES'] || join(home, 'workspaces')),
+    cacheConversations: environment['FLOTILLA_CACHE_CONVERSATIONS'] ?? 1_000,
+    condensationWarnMs: environment['FLOTILLA_CONDENSATION_WARN_MS'] ?? 60_000,
+    projectorSettleMs: environment['FLOTILLA_PROJECTOR_SETTLE_MS'] ?? 25,
   });
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);

@@ -21,13 +21,27 @@ export type ServiceProcessOptions = {
   readonly onExit?: (name: string, code: number | null, signal: NodeJS.Signals | null, restarting: boolean) => void;
   /** How long a graceful stop may take before SIGKILL. Default 10 s. */
   readonly stopTimeoutMs?: number;
+  /**
+   * Restarts in a row of a process that fails by itself within `quickExitMs` of its start (a
+   * crash at start: bad settings, a missing dependency) before the supervisor gives up. Default 5.
+   */
+  readonly maxQuickRestarts?: number;
+  /** Default 15 s. */
+  readonly quickExitMs?: number;
+  /** Told when the supervisor gives up on a process that keeps crashing at start, with its last output lines. */
+  readonly onGiveUp?: (name: string, lastLines: readonly string[]) => void;
 };
+
+const KEPT_LINES = 20;
 
 /** One supervised service process. */
 export class ServiceProcess {
   #child: ChildProcess | undefined;
   #stopping = false;
   #restarts = 0;
+  #quickExits = 0;
+  #gaveUp = false;
+  #lastLines: string[] = [];
   #exited: Promise<void> = Promise.resolve();
 
   constructor(readonly options: ServiceProcessOptions) {}
@@ -48,6 +62,16 @@ export class ServiceProcess {
     return this.#restarts;
   }
 
+  /** The supervisor stopped restarting it: it kept crashing at start. */
+  get gaveUp(): boolean {
+    return this.#gaveUp;
+  }
+
+  /** Its last output lines (at most 20), e.g. to say why it exited. */
+  get lastLines(): readonly string[] {
+    return this.#lastLines;
+  }
+
   start(): void {
     this.#stopping = false;
     const omit = this.options.omitInherited;
@@ -60,20 +84,32 @@ export class ServiceProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.#child = child;
+    const startedAt = Date.now();
     const reap = (): void => void child.kill('SIGKILL');
     process.once('exit', reap);
     for (const stream of ['stdout', 'stderr'] as const) {
       const lines = createInterface({ input: child[stream]! });
-      lines.on('line', (line) => this.options.onLine?.(this.name, line, stream));
+      lines.on('line', (line) => {
+        this.#lastLines.push(line);
+        if (this.#lastLines.length > KEPT_LINES) this.#lastLines.shift();
+        this.options.onLine?.(this.name, line, stream);
+      });
     }
     this.#exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         process.removeListener('exit', reap);
-        const restarting = !this.#stopping && this.options.restart !== false;
+        // it failed by itself soon after its start (a kill by a signal, like a chaos test's, is not that)
+        const crashedAtStart = code !== null && code !== 0 && Date.now() - startedAt < (this.options.quickExitMs ?? 15_000);
+        this.#quickExits = crashedAtStart ? this.#quickExits + 1 : 0;
+        const unexpected = !this.#stopping && this.options.restart !== false;
+        this.#gaveUp = unexpected && this.#quickExits > (this.options.maxQuickRestarts ?? 5);
+        const restarting = unexpected && !this.#gaveUp;
         this.options.onExit?.(this.name, code, signal, restarting);
+        if (this.#gaveUp) this.options.onGiveUp?.(this.name, [...this.#lastLines]);
         if (restarting) {
           this.#restarts += 1;
-          const backoff = Math.min(5_000, 250 * 2 ** Math.min(this.#restarts, 5));
+          // growing delays while it keeps crashing at start; at once again after a long run
+          const backoff = Math.min(5_000, 250 * 2 ** Math.min(this.#quickExits, 5));
           setTimeout(() => {
             if (!this.#stopping) this.start();
           }, backoff).unref();

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseAgentConfig, type AgentConfig } from '@flotilla/agent';
+import { AgentConfig } from '@flotilla/agent';
 
 /**
  * The agent configuration a service runs with: FLOTILLA_AGENT_FILE (a JSON file),
@@ -16,6 +16,7 @@ export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env):
   } catch (error) {
     throw new Error(`${file ? `FLOTILLA_AGENT_FILE (${file})` : 'FLOTILLA_AGENT'} is not valid JSON: ${(error as Error).message}`);
   }
+  const source = file ? `FLOTILLA_AGENT_FILE (${file})` : inline ? 'FLOTILLA_AGENT' : undefined;
   if (raw === undefined) {
     const baseURL = environment['FLOTILLA_LLM_BASE_URL'];
     raw = {
@@ -27,5 +28,22 @@ export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env):
       },
     };
   }
-  return parseAgentConfig(raw);
+  const parsed = AgentConfig.safeParse(raw);
+  if (parsed.success) return Object.freeze(parsed.data);
+  // one line per problem, naming the variable to fix (or the JSON path inside the one that was given)
+  const problems = parsed.error.issues.map((issue) => {
+    const path = issue.path.join('.');
+    const where = source ? `${source} at ${path || '(root)'}` : (SETTING_VARIABLES[path] ?? path);
+    const given = source ? '' : ` (got ${JSON.stringify(environment[SETTING_VARIABLES[path] ?? ''] ?? null)})`;
+    return `${where}: ${issue.message}${given}`;
+  });
+  throw new Error(`invalid agent settings: ${problems.join('; ')}`);
 }
+
+/** The variables the settings are built from when no JSON is given, by the setting they fill. */
+const SETTING_VARIABLES: Readonly<Record<string, string>> = {
+  'llm.provider': 'FLOTILLA_LLM_PROVIDER',
+  'llm.model': 'FLOTILLA_LLM_MODEL',
+  'llm.baseURL': 'FLOTILLA_LLM_BASE_URL',
+  'llm.apiKeyEnv': 'FLOTILLA_LLM_API_KEY_ENV',
+};

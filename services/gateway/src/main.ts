@@ -25,7 +25,7 @@ const keys = await ApiKeyStore.open(nc, { replicas });
 const secrets = secretsKey ? await SecretWriter.open(nc, { key: secretsKey, replicas }) : undefined;
 if (!secrets) logger.warn('secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets');
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
-const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000) });
+const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: service.runnerLivenessMs });
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
 // the tools the agent is configured with (the same settings the step workers read); MCP tools by name

@@ -5,7 +5,10 @@ import { fileURLToPath } from 'node:url';
 import { authorizationConfig, connectionOptions, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, userEnvironment, type GeneratedUser } from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
+import { loadServiceConfig } from '@flotilla/runtime';
+import { loadSandboxSettings } from '@flotilla/sandbox';
 import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import { loadAgentSettings } from '@flotilla/workers';
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
 import { deploymentIdentities } from './nats-config.js';
@@ -24,7 +27,32 @@ export type RunningSystem = AsyncDisposable & {
   /** The local tenant's API key (kept in `<home>/api-key`). */
   readonly apiKey: string;
   readonly tenant: string;
+  /** Resolves with a message when a service keeps crashing and the supervisor gave up on it. */
+  readonly failed: Promise<string>;
 };
+
+/** The line of a service's last output that says why it stopped (its error), or the last line. */
+function reasonOf(lines: readonly string[]): string {
+  const error = [...lines].reverse().find((line) => /^\s*(\w*Error|\[cause\])\b|"level":(50|60)/.test(line) && !line.trim().startsWith('at '));
+  const chosen = error ?? lines.at(-1) ?? 'no output';
+  try {
+    const record = JSON.parse(chosen) as { msg?: string; err?: { message?: string } };
+    return [record.msg, record.err?.message].filter(Boolean).join(': ');
+  } catch {
+    return chosen.trim();
+  }
+}
+
+/**
+ * Reads the settings every service reads (the agent's, the sandbox's, the service config) here,
+ * before anything starts, so a typo stops the launch with one message naming the variable.
+ */
+function checkServiceSettings(environment: NodeJS.ProcessEnv): void {
+  const withoutBus = Object.fromEntries(Object.entries(environment).filter(([name]) => !isBusCredentialSetting(name) && name !== 'FLOTILLA_NATS_URL'));
+  loadServiceConfig('tool-runner', withoutBus);
+  loadAgentSettings(environment);
+  loadSandboxSettings(environment);
+}
 
 const SERVICES_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -48,6 +76,7 @@ async function keyFile(path: string): Promise<string> {
  * events stream, and one supervised process of each service (restarted if it crashes).
  */
 export async function launch(config: LauncherConfig, output: LauncherOutput): Promise<RunningSystem> {
+  checkServiceSettings(process.env);
   let server: NatsServerProcess | NatsCluster | undefined;
   let natsUrl = config.natsUrl;
   // the embedded server refuses anonymous clients: one user per service, with its permissions
@@ -90,6 +119,13 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
   const services: { name: string; health: string }[] = [];
   let apiKey = '';
   let gatewayUrl = '';
+  let reportFailure: (message: string) => void = () => undefined;
+  const failed = new Promise<string>((resolve) => (reportFailure = resolve));
+  // a service that exits before it is ready stops the launch, with its reason
+  let startupFailure: ((error: Error) => void) | undefined;
+  const startedUp = new Promise<void>((_resolve, reject) => (startupFailure = reject));
+  startedUp.catch(() => undefined);
+  const ready = new Set<string>();
   const stopAll = async (): Promise<void> => {
     await Promise.allSettled(processes.map((child) => child.stop()));
     await nc?.drain().catch(() => undefined);
@@ -142,17 +178,25 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
         omitInherited: (name) => (service === 'tool-runner' && isModelSetting(name)) || isSecretsKeySetting(name) || (users !== undefined && isBusCredentialSetting(name)),
         onLine: (name, line) => output.log(formatLogLine(name, line)),
         onExit: (name, code, signal, restarting) => {
+          if (!ready.has(name)) {
+            startupFailure?.(new Error(`${name} could not start: ${reasonOf(child.lastLines)}`));
+            return;
+          }
           if (restarting || code !== 0) output.warn(`${name} exited (${code ?? signal})${restarting ? '; restarting' : ''}`);
         },
+        onGiveUp: (name, lines) => reportFailure(`${name} keeps crashing at start (${reasonOf(lines)}); gave up on it`),
       });
       child.start();
       processes.push(child);
       services.push({ name: service, health: `http://127.0.0.1:${healthPort}` });
     }
-    await Promise.all(services.map((service) => waitReady(service.health, 60_000)));
+    await Promise.race([Promise.all(services.map(async (service) => {
+      await waitReady(service.health, 60_000);
+      ready.add(service.name);
+    })), startedUp]);
   } catch (error) {
     await stopAll();
     throw error;
   }
-  return { natsUrl, embedded: server !== undefined, services, gatewayUrl, apiKey, tenant: config.tenant, [Symbol.asyncDispose]: stopAll };
+  return { natsUrl, embedded: server !== undefined, services, gatewayUrl, apiKey, tenant: config.tenant, failed, [Symbol.asyncDispose]: stopAll };
 }

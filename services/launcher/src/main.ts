@@ -27,6 +27,11 @@ try {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  void system.failed.then(async (message) => {
+    console.error(`[flotilla] ${message}: stopping`);
+    await system[Symbol.asyncDispose]();
+    process.exit(1);
+  });
 } catch (error) {
   console.error(`[flotilla] could not start: ${(error as Error).message}`);
   process.exit(1);

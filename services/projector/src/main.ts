@@ -12,10 +12,8 @@ await runService({
       replicas: config.storage.replicas,
       onCorrupt: (report) => logger.warn({ report }, 'corrupt snapshot: rebuilding it from the log'),
     });
-    const settleMs = Number(process.env['FLOTILLA_PROJECTOR_SETTLE_MS'] ?? 25);
-    if (!Number.isInteger(settleMs) || settleMs < 0 || settleMs > 10_000) throw new Error(`invalid projector configuration: FLOTILLA_PROJECTOR_SETTLE_MS must be an integer from 0 to 10000, got ${process.env['FLOTILLA_PROJECTOR_SETTLE_MS']}`);
     // the gateway's deletes: this service's credential is the only one that may purge
     const purges = servePurges(nc, log, logger);
-    return { handler: createProjectHandler(log, store, { settleMs }), stop: async () => purges.unsubscribe() };
+    return { handler: createProjectHandler(log, store, { settleMs: config.projectorSettleMs }), stop: async () => purges.unsubscribe() };
   },
 });

@@ -21,12 +21,9 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
     service: 'step-worker',
     // a step mostly waits on the model: in-flight steps, not CPU, bound a worker's throughput
     defaults: { concurrency: 1024 },
-    async start({ log, jsm, nc, interrupts, metrics, logger }) {
+    async start({ config, log, jsm, nc, interrupts, metrics, logger }) {
       const agent = loadAgentSettings();
-      const warnAfterMs = Number(process.env['FLOTILLA_CONDENSATION_WARN_MS'] ?? 60_000);
-      if (!Number.isInteger(warnAfterMs) || warnAfterMs < 1_000) {
-        throw new Error(`invalid step-worker configuration: FLOTILLA_CONDENSATION_WARN_MS must be a whole number of milliseconds ≥ 1000, got ${process.env['FLOTILLA_CONDENSATION_WARN_MS']}`);
-      }
+      const warnAfterMs = config.condensationWarnMs;
       const condensationWaits = new CondensationWaits({ warnAfterMs });
       let sweeping = false;
       const sweep = setInterval(() => {
@@ -49,7 +46,7 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
       return {
         handler: createStepHandler({
           log,
-          cache: new ConversationCache(log, Number(process.env['FLOTILLA_CACHE_CONVERSATIONS'] ?? 1_000)),
+          cache: new ConversationCache(log, config.cacheConversations),
           agent,
           llm: () => (llm ??= model(agent)),
           tools: registryCatalog(tools, agent.tools),

@@ -24,7 +24,7 @@ await runService({
     const secrets = secretsKey ? await SecretReader.open(nc, { key: secretsKey, replicas: config.storage.replicas }) : undefined;
     // revealed at every batch of actions: from memory, kept by a watch, not a bucket listing each time
     await secrets?.follow();
-    const runners = await RunnerRegistry.open(nc, { replicas: config.storage.replicas, livenessMs: Number(process.env['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000), sandbox });
+    const runners = await RunnerRegistry.open(nc, { replicas: config.storage.replicas, livenessMs: config.runnerLivenessMs, sandbox });
     const tools = new ToolRegistry(createBuiltinTools());
     const runner = new ToolRunner({
       runnerId: config.instanceId,
@@ -36,7 +36,7 @@ await runService({
       nc,
       metrics,
       logger,
-      workspaceRoot: process.env['FLOTILLA_WORKSPACES'] ?? join(config.home, 'workspaces'),
+      workspaceRoot: config.workspaces,
       privateRoot: join(config.home, 'conversations'),
       sandboxes,
       ...(secrets ? { secrets, mask: maskSecrets } : {}),

@@ -1,0 +1,49 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ServiceProcess } from './service-process.js';
+
+describe('ServiceProcess', () => {
+  it('restarts a process that keeps failing at start with growing delays, then gives up with its last lines', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'flotilla-supervisor-'));
+    try {
+      const entry = join(dir, 'crash.mjs');
+      await writeFile(entry, "console.error('Error: invalid settings: FLOTILLA_X: bad'); process.exit(1);\n");
+      const exits: number[] = [];
+      const gaveUp = new Promise<readonly string[]>((resolve) => {
+        const child = new ServiceProcess({ name: 'crasher', entry, maxQuickRestarts: 3, onExit: () => exits.push(Date.now()), onGiveUp: (_name, lines) => resolve(lines) });
+        child.start();
+      });
+      const lines = await gaveUp;
+      expect(lines).toContain('Error: invalid settings: FLOTILLA_X: bad');
+      expect(exits).toHaveLength(4); // the first start and 3 restarts
+      const gaps = exits.slice(1).map((at, index) => at - exits[index]!);
+      expect(gaps[2]!).toBeGreaterThan(gaps[0]!); // the delays grow
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      expect(exits).toHaveLength(4); // and no more restarts
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('keeps restarting a process that is killed by a signal (a crash, not bad settings)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'flotilla-supervisor-'));
+    try {
+      const entry = join(dir, 'long.mjs');
+      await writeFile(entry, 'setInterval(() => {}, 1000);\n');
+      const child = new ServiceProcess({ name: 'long', entry, maxQuickRestarts: 1 });
+      child.start();
+      for (let kill = 0; kill < 3; kill += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await child.kill('SIGKILL');
+      }
+      await new Promise((resolve) => setTimeout(resolve, 700));
+      expect(child.gaveUp).toBe(false);
+      expect(child.running).toBe(true);
+      await child.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+});
