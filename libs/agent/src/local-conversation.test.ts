@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Event } from '@flotilla/events';
+import { draftEvent, type Event } from '@flotilla/events';
+import { appendWithRetry } from '@flotilla/log';
 import { LlmError, ScriptedLanguageModel } from '@flotilla/llm';
 import { describe, expect, it } from 'vitest';
 import { call, conversationFixture } from './test-support/conversation-fixture.js';
@@ -138,5 +139,35 @@ describe('LocalConversation with real tools', () => {
     const events = await conversation.events();
     expect(events.some((event) => event.type === 'approval')).toBe(true);
     expect(await readFile(join(fixture.workspace.root, 'out.txt'), 'utf8')).toBe('approved\n');
+  });
+});
+
+describe('LocalConversation with a concurrent writer', () => {
+  it('holds every event exactly once when another writer appends while it reads', async () => {
+    await using fixture = await conversationFixture();
+    const conversation = fixture.conversation(new ScriptedLanguageModel({ replies: [] }));
+    const ref = conversation.ref;
+    const other = async (index: number): Promise<void> => {
+      await appendWithRetry(fixture.log, ref, () => [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: `from the other writer ${index}` }] })]);
+    };
+    await other(0);
+    // the other writer appends right after this conversation fetched the tail, before it reads the events
+    const tail = fixture.log.tail.bind(fixture.log);
+    let injected = 0;
+    fixture.log.tail = async (target) => {
+      const seen = await tail(target);
+      if (injected < 20) await other((injected += 1));
+      return seen;
+    };
+    const reads = await Promise.all(Array.from({ length: 10 }, () => conversation.events()));
+    for (let round = 0; round < 10; round += 1) await conversation.events();
+    fixture.log.tail = tail;
+    const events = await conversation.events();
+    const logged = (await fixture.log.readEvents(ref)).events;
+    expect(events.map((event) => event.id)).toEqual(logged.map((event) => event.id));
+    expect(new Set(events.map((event) => event.id)).size).toBe(events.length);
+    expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));
+    expect(injected).toBe(20);
+    expect(reads.every((read) => read.length > 0)).toBe(true);
   });
 });

@@ -171,19 +171,35 @@ export class LocalConversation {
   async #appendAt(tail: Tail, drafts: readonly EventDraft[]): Promise<readonly Event[]> {
     if (drafts.length === 0) return [];
     const commit = await this.#options.log.append(this.#options.ref, drafts, { expected: tail });
-    if (tail.streamSeq === this.#tail.streamSeq) {
-      this.#events.push(...commit.events);
-      this.#tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
-    }
+    // the commit directly follows `tail`: it extends the cache only if the cache is still there
+    if (tail.streamSeq === this.#tail.streamSeq) this.#merge(commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
     return commit.events;
   }
 
+  /**
+   * Catches the cache up to the log's tail: reads exactly the commits between the cached tail and
+   * the one just fetched (never past it, so a commit another writer appends meanwhile is read by
+   * the next sync, once), and merges only what the cache does not hold yet (a concurrent sync or
+   * append may have added some while this one read).
+   */
   async #sync(): Promise<void> {
+    const from = this.#tail;
     const latest = await this.#options.log.tail(this.#options.ref);
-    if (latest.streamSeq === this.#tail.streamSeq) return;
-    const { events } = await this.#options.log.readEvents(this.#options.ref, { afterSeq: this.#tail.lastSeq });
-    this.#events.push(...events);
-    this.#tail = latest;
+    if (latest.streamSeq <= from.streamSeq) return;
+    const { events } = await this.#options.log.readEvents(this.#options.ref, {
+      afterSeq: from.lastSeq,
+      ...(from.streamSeq > 0 ? { afterStreamSeq: from.streamSeq } : {}),
+      until: latest,
+    });
+    this.#merge(events, latest);
+  }
+
+  /** Adds the events after the cached tail, up to `tail` (contiguous from an earlier cached tail). */
+  #merge(events: readonly Event[], tail: Tail): void {
+    if (tail.streamSeq <= this.#tail.streamSeq) return;
+    const last = this.#tail.lastSeq;
+    for (const event of events) if (event.seq > last) this.#events.push(event);
+    this.#tail = tail;
   }
 
   #context(source: DraftContext['source']): DraftContext {
