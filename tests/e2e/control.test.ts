@@ -89,4 +89,32 @@ describe('control across processes', () => {
     const report = await auditConversation(system.log, ref);
     expect(report.violations, formatReport(report)).toEqual([]);
   }, 150_000);
+
+  it('comes to rest when the summarizer answers without text, then with errors, then past its context: a placeholder condensation, visible attempts, the run finishes', async () => {
+    // one summary request answered by a tool call, then server errors for every retry, then overflows for every shortening
+    const summaries = ['tool_call', ...Array<'error'>(4).fill('error'), ...Array<'overflow'>(8).fill('overflow')] as const;
+    await using system = await startTestSystem({ condensers: 1, summaries, agent: { condenser: { maxEvents: 16, keepFirst: 2 } } });
+    const ref = { tenant: 'acme', conversation: 'hostile-summarizer' };
+    const started = Date.now();
+    await system.start(ref, { id: 'hostile-summarizer', steps: 20 });
+    await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 120_000).catch(async (error: unknown) => {
+      console.log('DEBUG', JSON.stringify((await system.events(ref)).map((event) => [event.seq, event.type, 'code' in event ? event.code : '', 'detail' in event ? event.detail : ''])), JSON.stringify(system.brain.calls.map((call) => call.task)));
+      throw error;
+    });
+    expect(await system.status(ref)).toBe('finished');
+    const events = await system.events(ref);
+    const attempts = events.filter((event) => event.type === 'conversation_error' && event.code === 'condensation_attempt_failed');
+    expect(attempts.map((event) => (event.type === 'conversation_error' ? event.detail : ''))).toEqual([
+      expect.stringMatching(/^Summary attempt 1 of 3 failed \(.*no text \(it called a tool instead\)\); next: a stricter prompt\.$/),
+      expect.stringMatching(/^Summary attempt 2 of 3 failed \(.*\); next: the stricter prompt over about half the range\.$/),
+      expect.stringMatching(/^Summary attempt 3 of 3 failed \(.*overflowed.*\); next: a placeholder instead of a model summary\.$/),
+    ]);
+    const condensations = events.filter((event) => event.type === 'condensation');
+    expect(condensations[0]!.type === 'condensation' ? (condensations[0]!.summary ?? '') : '').toContain('No summary: the summarizer failed on every attempt');
+    // later condensations (the summarizer answers again) are real summaries
+    expect(condensations.slice(1).some((event) => event.type === 'condensation' && (event.summary ?? '').includes('PROGRESS='))).toBe(true);
+    expect(Date.now() - started).toBeLessThan(120_000);
+    const report = await auditConversation(system.log, ref);
+    expect(report.violations, formatReport(report)).toEqual([]);
+  }, 150_000);
 });

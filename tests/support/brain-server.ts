@@ -31,6 +31,13 @@ export type BrainTask = {
   readonly calls?: readonly { readonly tool: string; readonly input: Readonly<Record<string, unknown>> }[];
 };
 
+/**
+ * How the brain answers one summary request: with the summary (`ok`), a tool call and no text
+ * (`tool_call`), a server error (`error`, 500), or a context overflow (`overflow`, 400
+ * context_length_exceeded).
+ */
+export type SummaryBehaviour = 'ok' | 'tool_call' | 'error' | 'overflow';
+
 export type BrainCall = { readonly task: string; readonly stream: boolean; readonly startedAt: number; closedAt?: number; completed: boolean };
 
 export type BrainServer = AsyncDisposable & {
@@ -48,7 +55,9 @@ export function taskMessage(task: BrainTask): string {
 type ChatMessage = { role: string; content?: unknown; tool_calls?: unknown[] };
 
 /** An OpenAI Chat Completions server (JSON and SSE) that plays a scripted agent. */
-export async function startBrainServer(options: { readonly record?: boolean } = {}): Promise<BrainServer> {
+export async function startBrainServer(options: { readonly record?: boolean; readonly summaries?: readonly SummaryBehaviour[] } = {}): Promise<BrainServer> {
+  // the summary requests, in arrival order, follow this script; `ok` after it
+  const summaries = [...(options.summaries ?? [])];
   const calls: BrainCall[] = [];
   const requests: string[] = [];
   const server = createServer((request, response) => void handle(request, response));
@@ -69,7 +78,22 @@ export async function startBrainServer(options: { readonly record?: boolean } = 
     if ((body.tools ?? []).length === 0) {
       // a summary request from the condenser: record how far the forgotten part got
       const summary = `Summary of the work so far. PROGRESS=${progressIn(JSON.stringify(messages), '[A-Za-z0-9-]+')}`;
-      calls.push({ task: 'summary', stream: body.stream === true, startedAt: Date.now(), completed: true });
+      const behaviour = summaries.shift() ?? 'ok';
+      calls.push({ task: `summary:${behaviour}`, stream: body.stream === true, startedAt: Date.now(), completed: true });
+      if (behaviour === 'error') {
+        response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'the summarizer is down', type: 'server_error' } }));
+        return;
+      }
+      if (behaviour === 'overflow') {
+        response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: "This model's maximum context length is 1000 tokens.", type: 'invalid_request_error', code: 'context_length_exceeded' } }));
+        return;
+      }
+      if (behaviour === 'tool_call') {
+        const message = { role: 'assistant', content: null, tool_calls: [{ id: 'call_summary', type: 'function', function: { name: 'think', arguments: '{"thought":"no"}' } }] };
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ id: 'chatcmpl-summary', object: 'chat.completion', created: 0, model: 'brain', choices: [{ index: 0, message, finish_reason: 'tool_calls', logprobs: null }], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } }));
+        return;
+      }
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ id: 'chatcmpl-summary', object: 'chat.completion', created: 0, model: 'brain', choices: [{ index: 0, message: { role: 'assistant', content: summary }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } }));
       return;

@@ -1,25 +1,56 @@
-import { condense, isCondenserError } from '@flotilla/condenser';
+import { CONDENSATION_ATTEMPTS, condense, isCondenserError } from '@flotilla/condenser';
 import { draftEvent, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
-import type { LanguageModel } from '@flotilla/llm';
+import { isLlmError, type LanguageModel } from '@flotilla/llm';
 import type { AgentConfig } from './agent-config.js';
 import { estimateTokens } from './token-estimate.js';
 
+/** The code of the event that records one failed rung of the condensation ladder. */
+export const CONDENSATION_ATTEMPT_FAILED = 'condensation_attempt_failed';
+
+const NEXT_RUNG = ['a stricter prompt', 'the stricter prompt over about half the range', 'a placeholder instead of a model summary'] as const;
+
 /**
- * Answers a condensation request: the condensation (and the summary call's usage), or — when the
- * view cannot be condensed at all — a conversation error that ends the run. LLM failures of the
- * summary call are thrown, for the caller to retry.
+ * The failed attempts at answering the pending condensation request, read from the log: each is
+ * a `conversation_error` appended after the request, so the ladder is decided from the log and
+ * survives any process dying between attempts.
+ */
+export function failedCondensationAttempts(events: readonly Event[]): number {
+  let failed = 0;
+  for (let index = events.length - 1; index >= 0; index -= 1) {
+    const event = events[index]!;
+    if (event.type === 'condensation_request' || event.type === 'condensation') break;
+    if (event.type === 'conversation_error' && event.code === CONDENSATION_ATTEMPT_FAILED) failed += 1;
+  }
+  return failed;
+}
+
+/**
+ * Answers a condensation request, whatever the summarizer does: the condensation (and the summary
+ * call's usage); or, when a summary attempt fails (no text, an error after the model client's own
+ * retries, an overflow after every shortening), a visible `conversation_error` naming the failure
+ * and the next rung, which wakes the condenser again for it: a stricter prompt, then about half the
+ * range, then a placeholder that needs no model. Only a view that cannot be condensed at all (the
+ * system prompt alone is over budget) ends the run in `error`. A cancelled call is thrown.
  */
 export async function condenseOrFail(events: readonly Event[], agent: AgentConfig, llm: LanguageModel, context: DraftContext, signal?: AbortSignal): Promise<EventDraft[]> {
   const system: DraftContext = { ...context, source: 'system' };
+  const attempt = failedCondensationAttempts(events);
   try {
-    const result = await condense(events, { config: agent.condenser, llm, context, countTokens: estimateTokens, ...(signal ? { signal } : {}) });
+    const result = await condense(events, { config: agent.condenser, llm, context, countTokens: estimateTokens, attempt, ...(signal ? { signal } : {}) });
     if (result) return [...result.drafts];
     return [
       draftEvent(system, 'conversation_error', { code: 'condensation_failed', detail: 'A condensation was requested but the condenser found nothing to do.' }),
       draftEvent(system, 'state_change', { status: 'error', reason: 'condensation failed' }),
     ];
   } catch (error) {
-    if (!isCondenserError(error) || error.isRetryable) throw error;
+    signal?.throwIfAborted();
+    if (isLlmError(error) && error.code === 'cancelled') throw error;
+    const summaryFailed = isLlmError(error) || (isCondenserError(error) && (error.code === 'empty_summary' || error.code === 'summary_overflow'));
+    if (summaryFailed && attempt < CONDENSATION_ATTEMPTS) {
+      const detail = `Summary attempt ${attempt + 1} of ${CONDENSATION_ATTEMPTS} failed (${(error as Error).message.replace(/\.$/, '')}); next: ${NEXT_RUNG[attempt]}.`;
+      return [draftEvent(system, 'conversation_error', { code: CONDENSATION_ATTEMPT_FAILED, detail })];
+    }
+    if (!isCondenserError(error)) throw error;
     return [
       draftEvent(system, 'conversation_error', { code: `condenser_${error.code}`, detail: error.message }),
       draftEvent(system, 'state_change', { status: 'error', reason: 'condensation failed' }),

@@ -21,5 +21,5 @@ export type { StepInput, StepResult } from './step.js';
 export { executeActions, interruptedDrafts, INTERRUPTED_MESSAGE } from './execute-actions.js';
 export { LocalConversation } from './local-conversation.js';
 export type { Condenser, LocalConversationOptions, RunOptions } from './local-conversation.js';
-export { condenseOrFail } from './condense-or-fail.js';
+export { CONDENSATION_ATTEMPT_FAILED, condenseOrFail, failedCondensationAttempts } from './condense-or-fail.js';
 export { approveCommand, CommandRefused, interruptCommand, messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';

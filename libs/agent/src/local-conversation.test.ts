@@ -113,6 +113,27 @@ describe('LocalConversation with real tools', () => {
     expect(events.find((event) => event.type === 'conversation_error')).toMatchObject({ code: 'max_iterations' });
   });
 
+  it('runs a call whose id the model repeats from an earlier turn (under a fresh id), instead of hanging on it', async () => {
+    await using fixture = await conversationFixture();
+    const reused = { id: 'call_same', name: 'terminal' };
+    const llm = new ScriptedLanguageModel({
+      replies: [
+        { toolCalls: [{ ...reused, arguments: JSON.stringify({ command: 'echo first' }) }] },
+        { toolCalls: [{ ...reused, arguments: JSON.stringify({ command: 'echo second' }) }] },
+        { text: 'both ran' },
+      ],
+    });
+    const conversation = fixture.conversation(llm, { tools: ['terminal'] });
+    await conversation.sendMessage('echo twice', { run: true });
+    expect(await conversation.run()).toBe('finished');
+    const events = await conversation.events();
+    const actions = events.filter((event) => event.type === 'action');
+    expect(actions.map((action) => action.tool_call_id)).toEqual(['call_same', expect.stringMatching(/^call_.+_0$/)]);
+    const observations = events.filter((event) => event.type === 'observation');
+    expect(observations.map((observation) => observation.tool_call_id)).toEqual(actions.map((action) => action.tool_call_id));
+    expect(text(observations[1]!)).toContain('second');
+  });
+
   it('stops a run that repeats the same failing call as stuck', async () => {
     await using fixture = await conversationFixture();
     const llm = new ScriptedLanguageModel({ replies: () => ({ toolCalls: [call('terminal', { command: 'cat missing-file' })] }) });

@@ -10,6 +10,8 @@ export type RunState = {
   /** Spend in the current run, from llm_usage events. */
   readonly spentUsd: number;
   readonly hasSystemPrompt: boolean;
+  /** Every tool call id the conversation's actions used (a model that repeats one gets a fresh one: ids must stay unique). */
+  readonly toolCallIds: ReadonlySet<string>;
 };
 
 export function runState(events: readonly Event[]): RunState {
@@ -29,6 +31,7 @@ export class RunStateFold {
   #iterations = 0;
   #spentUsd = 0;
   #events = 0;
+  readonly #toolCallIds = new Set<string>();
 
   append(events: readonly Event[]): void {
     for (const event of events) {
@@ -41,6 +44,8 @@ export class RunStateFold {
           this.#spentUsd = 0;
         }
         this.#status = event.status;
+      } else if (event.type === 'action') {
+        this.#toolCallIds.add(event.tool_call_id);
       } else if (event.type === 'system_prompt') {
         this.#hasSystemPrompt = true;
       } else if (event.type === 'llm_usage') {
@@ -51,7 +56,7 @@ export class RunStateFold {
   }
 
   state(): RunState {
-    return { status: this.#status, runStart: this.#runStart, iterations: this.#iterations, spentUsd: this.#spentUsd, hasSystemPrompt: this.#hasSystemPrompt };
+    return { status: this.#status, runStart: this.#runStart, iterations: this.#iterations, spentUsd: this.#spentUsd, hasSystemPrompt: this.#hasSystemPrompt, toolCallIds: this.#toolCallIds };
   }
 }
 

@@ -118,7 +118,7 @@ export async function step(input: StepInput): Promise<StepResult> {
   } catch (error) {
     return { drafts: [...drafts, ...llmFailure(error, context, system)], outcome: failureOutcome(error) };
   }
-  const reply = replyEvents(result, input.tools, agent, context, system);
+  const reply = replyEvents(result, input.tools, agent, context, system, state.toolCallIds);
   return { drafts: [...drafts, llmUsageDraft(result, system, 'step'), ...reply.drafts], outcome: reply.outcome };
 }
 
@@ -137,9 +137,9 @@ function offeredTools(tools: ToolCatalog): OfferedTools {
   return prepared;
 }
 
-function replyEvents(result: GenerateResult, tools: ToolCatalog, agent: AgentConfig, context: DraftContext, system: DraftContext): StepResult {
+function replyEvents(result: GenerateResult, tools: ToolCatalog, agent: AgentConfig, context: DraftContext, system: DraftContext, usedIds: ReadonlySet<string>): StepResult {
   if (result.toolCalls.length > 0) {
-    const actions = toolCallEvents(result, tools, context);
+    const actions = toolCallEvents(result, tools, context, usedIds);
     if (!needsConfirmation(actions, agent.confirmation, tools)) return { drafts: actions, outcome: StepOutcome.Actions };
     actions.push(draftEvent(system, 'state_change', { status: 'waiting_for_confirmation', reason: 'actions need confirmation' }));
     return { drafts: actions, outcome: StepOutcome.WaitingForConfirmation };

@@ -11,13 +11,16 @@ const RISKS: ReadonlySet<string> = new Set(['low', 'medium', 'high']);
  * input null, answered at once by an agent_error the model reads: the transcript stays
  * well-formed and the model can correct itself.
  */
-export function toolCallEvents(result: GenerateResult, tools: ToolCatalog, context: DraftContext): EventDraft[] {
+export function toolCallEvents(result: GenerateResult, tools: ToolCatalog, context: DraftContext, usedIds: ReadonlySet<string> = new Set()): EventDraft[] {
   const drafts: EventDraft[] = [];
+  // an id the model repeats (within this reply, or from earlier in the conversation, where it is
+  // answered already) is replaced: an action whose id is answered would never be run or answered
   const seenIds = new Set<string>();
+  const taken = (id: string): boolean => seenIds.has(id) || usedIds.has(id);
   const thought: ContentPart[] = result.content.map((part) => ({ type: 'text', text: part.text }));
   result.toolCalls.forEach((call, index) => {
-    let callId = call.id && !seenIds.has(call.id) ? call.id : `call_${result.responseId}_${index}`;
-    while (seenIds.has(callId)) callId = `${callId}_`;
+    let callId = call.id && !taken(call.id) ? call.id : `call_${result.responseId}_${index}`;
+    while (taken(callId)) callId = `${callId}_`;
     seenIds.add(callId);
     const parsed = parseArguments(call.arguments);
     let input: Record<string, unknown> | null = null;

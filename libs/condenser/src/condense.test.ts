@@ -3,7 +3,7 @@ import { LlmError, ScriptedLanguageModel } from '@flotilla/llm';
 import { buildView } from '@flotilla/view';
 import { condense, type CondenseOptions } from './condense.js';
 import { parseCondenserConfig, type CondenserConfigInput } from './condenser-config.js';
-import { SUMMARY_PREAMBLE, SUMMARY_SYSTEM_PROMPT } from './summary-prompt.js';
+import { STRICT_SUMMARY_INSTRUCTION, SUMMARY_PREAMBLE, SUMMARY_SYSTEM_PROMPT } from './summary-prompt.js';
 import { applyCondensation, ids } from './test-support/apply.js';
 import { realisticLog } from './test-support/realistic-log.js';
 import { SUMMARY_TEXT, summarizer, userPromptOf } from './test-support/summarizer.js';
@@ -187,5 +187,48 @@ describe('condense', () => {
     const controller = new AbortController();
     controller.abort();
     await expect(condense(log.events, { ...options(), signal: controller.signal })).rejects.toThrow();
+  });
+
+  describe('the fallback ladder, rung by rung', () => {
+    it('1: asks again with a stricter prompt', async () => {
+      const log = realisticLog(8);
+      const run = options();
+      await condense(log.events, { ...run, attempt: 1 });
+      expect(userPromptOf(run.llm.requests[0]!)).toContain(STRICT_SUMMARY_INSTRUCTION);
+      const plain = options();
+      await condense(log.events, plain);
+      expect(userPromptOf(plain.llm.requests[0]!)).not.toContain(STRICT_SUMMARY_INSTRUCTION);
+    });
+
+    it('2: summarises about half the range, ending at a safe cut', async () => {
+      const log = realisticLog(8);
+      const full = await condense(log.events, options());
+      const half = await condense(log.events, { ...options(), attempt: 2 });
+      const forgotten = (result: typeof full): number => (result!.drafts[0] as { forgotten_event_ids: string[] }).forgotten_event_ids.length;
+      expect(forgotten(half)).toBeLessThan(forgotten(full));
+      expect(forgotten(half)).toBeGreaterThan(0);
+      // the cut is a safe one: no tool call is kept without its result, or forgotten without it
+      const forgottenIds = new Set((half!.drafts[0] as { forgotten_event_ids: string[] }).forgotten_event_ids);
+      const before = buildView(log.events).items;
+      const callOf = (item: (typeof before)[number]): string | undefined => (item.type === 'action' || item.type === 'observation' || item.type === 'agent_error' ? item.tool_call_id : undefined);
+      for (const item of before.filter((candidate) => forgottenIds.has(candidate.id))) {
+        const call = callOf(item);
+        if (call === undefined) continue;
+        const partners = before.filter((other) => callOf(other) === call);
+        expect(partners.every((partner) => forgottenIds.has(partner.id)), call).toBe(true);
+      }
+    });
+
+    it('3: forgets the range with a placeholder naming what was forgotten, without calling the model', async () => {
+      const log = realisticLog(8);
+      const run = options();
+      const result = await condense(log.events, { ...run, attempt: 3 });
+      expect(run.llm.requests).toHaveLength(0);
+      expect(result!.outcome.kind).toBe('placeholder');
+      expect(result!.drafts).toHaveLength(1);
+      const summary = (result!.drafts[0] as { summary: string }).summary;
+      expect(summary).toMatch(/^Summary of the earlier part.*\n\n\(No summary: the summarizer failed on every attempt\. \d+ earlier items were removed/s);
+      expect(summary).toContain('The last tool calls among them:');
+    });
   });
 });

@@ -3,7 +3,7 @@ export type { CondenserConfigInput } from './condenser-config.js';
 export { CondenserError, CondenserErrorCode, isCondenserError } from './errors.js';
 export { CondensationReason, condensationReasons, effectiveTokenLimit, isHardReason } from './condensation-reasons.js';
 export type { ReasonOptions } from './condensation-reasons.js';
-export { CondensationKind, condense } from './condense.js';
+export { CONDENSATION_ATTEMPTS, CondensationKind, condense } from './condense.js';
 export type { CondensationOutcome, CondenseOptions, CondenseResult } from './condense.js';
 export { planForgottenRange } from './forgotten-range.js';
 export type { ForgottenRange, RangeInput } from './forgotten-range.js';

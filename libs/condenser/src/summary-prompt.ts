@@ -51,7 +51,13 @@ export type SummaryRequestInput = {
   /** 1 for the first attempt, 0.8 after one overflow, 0.64 after two, … */
   readonly scale: number;
   readonly maxOutputTokens: number;
+  /** After a reply without text: say plainly that only text is wanted. */
+  readonly strict?: boolean;
 };
+
+/** Added when the summarizer answered without text (a tool call, or nothing): text is the only answer wanted. */
+export const STRICT_SUMMARY_INSTRUCTION =
+  'Your previous answer had no text. Answer with the summary as plain text only, starting with "USER_CONTEXT:". You have no tools: do not call any, and do not answer with an empty message.';
 
 function withoutPreamble(summary: string): string {
   return summary.startsWith(SUMMARY_PREAMBLE) ? summary.slice(SUMMARY_PREAMBLE.length).trimStart() : summary;
@@ -74,6 +80,7 @@ export function summaryUserPrompt(input: SummaryRequestInput): string {
     '</FORGOTTEN_EVENTS>',
     '',
     'Write the new summary now, under the nine headings.',
+    ...(input.strict ? ['', STRICT_SUMMARY_INSTRUCTION] : []),
   ].join('\n');
 }
 

@@ -1,6 +1,6 @@
 import { condenseOrFail, type AgentConfig } from '@flotilla/agent';
-import { draftEvent, type EventDraft } from '@flotilla/events';
-import { isLlmError, type LanguageModel } from '@flotilla/llm';
+import type { EventDraft } from '@flotilla/events';
+import type { LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import type { CommitHandler, ConversationCache, HandleOutcome, InterruptRegistry } from '@flotilla/runtime';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
@@ -36,15 +36,11 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     try {
       drafts = await condenseOrFail(conversation.events, deps.agent, deps.llm(), { ...ref, source: 'agent' }, tracked.signal);
     } catch (error) {
+      // what the summarizer does is answered in the log (condenseOrFail's ladder); what is left is
+      // a shutdown, an interrupt, or a failure of this process (the commit is redelivered)
       if (delivery.signal.aborted) throw error;
       if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-      if (!isLlmError(error) || error.isRetryable) throw error; // redelivered, retried
-      // the summary model refuses for good (auth, bad request…): end the run with a clear error
-      const system = { ...ref, source: 'system' as const };
-      drafts = [
-        draftEvent(system, 'conversation_error', { code: `condenser_llm_${error.code}`, detail: error.message }),
-        draftEvent(system, 'state_change', { status: 'error', reason: 'the summary model call failed' }),
-      ];
+      throw error;
     } finally {
       tracked.done();
     }
