@@ -117,4 +117,19 @@ describe('control across processes', () => {
     const report = await auditConversation(system.log, ref);
     expect(report.violations, formatReport(report)).toEqual([]);
   }, 150_000);
+
+  it('ends a run whose model reply is too large to store with a visible reason, while another conversation keeps its pace', async () => {
+    await using system = await startTestSystem();
+    const huge = { tenant: 'acme', conversation: 'huge-reply' };
+    const calm = { tenant: 'acme', conversation: 'calm-neighbour' };
+    await system.start(huge, { id: 'huge-reply', steps: 1, finalAnswerChars: 3_000_000 });
+    await system.start(calm, { id: 'calm-neighbour', steps: 3 });
+    await system.waitForStatus([huge, calm], ['finished', 'error', 'stuck'], 60_000);
+    expect(await system.status(calm)).toBe('finished');
+    expect(await system.status(huge)).toBe('error');
+    const error = (await system.events(huge)).find((event) => event.type === 'conversation_error');
+    expect(error).toMatchObject({ code: 'reply_too_large' });
+    const report = await auditConversation(system.log, huge);
+    expect(report.violations, formatReport(report)).toEqual([]);
+  }, 90_000);
 });

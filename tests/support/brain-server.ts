@@ -27,6 +27,8 @@ export type BrainTask = {
   readonly tool?: 'terminal' | 'think';
   /** Terminal commands to run instead, one per step (`steps` must be their number). */
   readonly commands?: readonly string[];
+  /** The final answer is this many characters long (past what a commit can hold, for the hostile-reply test). */
+  readonly finalAnswerChars?: number;
   /** Tool calls to make instead, one per step: any tool with its input. */
   readonly calls?: readonly { readonly tool: string; readonly input: Readonly<Record<string, unknown>> }[];
 };
@@ -175,7 +177,7 @@ export async function startBrainServer(options: { readonly record?: boolean; rea
 /** What the brain answers at step `step` of `task`: tool calls until the task's steps are done, then a final text. */
 export function brainReply(task: BrainTask, step: number): { toolCalls?: { id: string; name: string; arguments: string }[]; text?: string; promptTokens: number; completionTokens: number } {
   const tokens = { promptTokens: 100 + step * 20, completionTokens: 20 };
-  if (step >= task.steps) return { text: `Done: ${task.steps} steps for ${task.id}.`, ...tokens };
+  if (step >= task.steps) return { text: task.finalAnswerChars ? 'x'.repeat(task.finalAnswerChars) : `Done: ${task.steps} steps for ${task.id}.`, ...tokens };
   const toolCalls = Array.from({ length: task.parallel ?? 1 }, (_, index) => ({
     id: `call_${task.id}_${step}_${index}`,
     ...(task.calls?.[step]

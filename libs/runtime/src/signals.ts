@@ -25,9 +25,17 @@ export function publishInterrupt(nc: NatsConnection, ref: ConversationRef, root 
   nc.publish(interruptSubject(root, ref), JSON.stringify({ tenant: ref.tenant, conversation: ref.conversation }));
 }
 
-/** Token deltas of an in-flight LLM call, for live viewers. Best effort: never stored. */
+/**
+ * Token deltas of an in-flight LLM call, for live viewers. Best effort: never stored, and never
+ * an error for the step (a delta past the server's payload limit, or a closed connection, is
+ * dropped: the reply's events carry the whole text anyway).
+ */
 export function publishDelta(nc: NatsConnection, ref: ConversationRef, delta: StreamDelta, root = DEFAULT_SIGNAL_ROOT): void {
-  nc.publish(deltaSubject(root, ref), JSON.stringify(delta));
+  try {
+    nc.publish(deltaSubject(root, ref), JSON.stringify(delta));
+  } catch {
+    // dropped, as the docstring says
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
 import { messageCharacters, RunStateFold, step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
-import { isConflict, type EventLog } from '@flotilla/log';
+import { draftEvent } from '@flotilla/events';
+import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -81,18 +82,29 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
       deps.metrics.llmSeconds.observe({ outcome: 'step' }, (performance.now() - started) / 1_000);
     }
     if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-    try {
-      const commit = await deps.log.append(ref, result.drafts, { expected: tail });
-      deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
-      deps.metrics.appends.inc({ result: 'ok' });
-      delivery.logger.debug({ outcome: result.outcome, seq: commit.lastSeq }, 'step appended');
-      return { ack: true, outcome: result.outcome };
-    } catch (error) {
-      if (isConflict(error)) {
-        deps.metrics.appends.inc({ result: 'conflict' });
-        return { ack: true, outcome: 'conflict' };
+    let drafts = result.drafts;
+    let outcome: string = result.outcome;
+    for (;;) {
+      try {
+        const commit = await deps.log.append(ref, drafts, { expected: tail });
+        deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+        deps.metrics.appends.inc({ result: 'ok' });
+        delivery.logger.debug({ outcome, seq: commit.lastSeq }, 'step appended');
+        return { ack: true, outcome };
+      } catch (error) {
+        if (isConflict(error)) {
+          deps.metrics.appends.inc({ result: 'conflict' });
+          return { ack: true, outcome: 'conflict' };
+        }
+        // a reply too large to store would be retried forever: the run ends, saying why
+        if (!(error instanceof LogError) || error.code !== LogErrorCode.TooLarge || outcome === 'too_large') throw error;
+        const system = { ...ref, source: 'system' as const };
+        drafts = [
+          draftEvent(system, 'conversation_error', { code: 'reply_too_large', detail: `The model's reply could not be stored: ${error.message}.` }),
+          draftEvent(system, 'state_change', { status: 'error', reason: "the model's reply was too large to store" }),
+        ];
+        outcome = 'too_large';
       }
-      throw error;
     }
   };
 }
