@@ -73,6 +73,32 @@ describe('EventLog append and read', () => {
     expect(await log.locate(ref, tail.lastSeq)).toBe(tail.streamSeq);
   });
 
+  it('hands a read to a visitor as read yields it, stops where the visitor says, and knows where the log starts', async () => {
+    await using fixture = await logFixture();
+    const { log } = fixture;
+    const ref = newRef();
+    expect(await log.firstCommitSeq(ref)).toBeUndefined();
+    let tail = EMPTY_TAIL;
+    for (let index = 0; index < 30; index += 1) {
+      const commit = await log.append(ref, [userMessage(ref, `${index}`)], { expected: tail });
+      tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+    }
+    const yielded: number[] = [];
+    for await (const commit of log.read(ref, { afterSeq: 3 })) yielded.push(commit.streamSeq);
+    for (const expectedMessages of [undefined, 2, 100]) {
+      const visited: number[] = [];
+      await log.forEachCommit(ref, { afterSeq: 3, ...(expectedMessages === undefined ? {} : { expectedMessages }) }, (commit) => void visited.push(commit.streamSeq));
+      expect(visited).toEqual(yielded);
+    }
+    const firstFive: number[] = [];
+    await log.forEachCommit(ref, {}, (commit) => {
+      firstFive.push(commit.lastSeq);
+      return firstFive.length < 5;
+    });
+    expect(firstFive).toEqual([1, 2, 3, 4, 5]);
+    expect(await log.firstCommitSeq(ref)).toBe(yielded[0]! - 3);
+  });
+
   it('refuses an invalid event before writing anything, naming the field', async () => {
     await using fixture = await logFixture();
     const { log } = fixture;

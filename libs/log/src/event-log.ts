@@ -55,13 +55,32 @@ export type ReadOptions = {
    * fetching the tail; with `afterStreamSeq`, a catch-up reads only what lies between.
    */
   readonly untilStreamSeq?: number;
+  /**
+   * About how many of the subject's messages the read covers, when the caller can tell better than
+   * the log: a few are read with direct gets, more with an ordered consumer.
+   */
+  readonly expectedMessages?: number;
   readonly signal?: AbortSignal;
   readonly invalidPolicy?: InvalidMessagePolicy;
+};
+
+/** A bounded or live read, resolved: where it starts and stops, and whether it uses direct gets. */
+type ScanPlan = {
+  readonly start: number;
+  readonly until: number | undefined;
+  readonly afterSeq: number;
+  readonly policy: InvalidMessagePolicy | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly small: boolean;
 };
 
 const READ_BATCH = 1024;
 /** Reads of at most this many events use direct gets (no consumer to create); longer ones an ordered consumer. */
 const DIRECT_READ_LIMIT = 16;
+
+function isSmall(expected: number | undefined): boolean {
+  return expected !== undefined && expected <= DIRECT_READ_LIMIT;
+}
 
 /**
  * A conversation's event log on JetStream: one subject per conversation, one message per
@@ -161,8 +180,17 @@ export class EventLog {
     // The last message is foreign or corrupt: appends go after it, events continue the last valid commit.
     this.#report(subject, last.seq, decoded.reason, decoded.error?.issues ?? [], 'skip', decoded.error?.code);
     let lastSeq = 0;
-    for await (const commit of this.#scan(ref, 1, last.seq, 0, 'skip')) lastSeq = commit.lastSeq;
+    for await (const commit of this.#scan(ref, { start: 1, until: last.seq, afterSeq: 0, policy: 'skip', signal: undefined, small: false })) lastSeq = commit.lastSeq;
     return { streamSeq: last.seq, lastSeq };
+  }
+
+  /**
+   * The stream sequence of the conversation's first commit (undefined when it has none), from
+   * one direct get of its headers: a log whose first commit moved lost its beginning (a purge, or
+   * the stream's retention limits).
+   */
+  async firstCommitSeq(ref: ConversationRef): Promise<number | undefined> {
+    return (await this.#nextPlaced(this.subject(ref), 1, Number.MAX_SAFE_INTEGER))?.seq;
   }
 
   /**
@@ -188,20 +216,25 @@ export class EventLog {
 
   /** Reads the commits holding events after `afterSeq`, up to the tail as of the call. */
   async *read(ref: ConversationRef, options: ReadOptions = {}): AsyncGenerator<StoredCommit> {
-    const afterSeq = options.afterSeq ?? 0;
-    if (options.untilStreamSeq !== undefined && options.afterStreamSeq !== undefined) {
-      if (options.untilStreamSeq <= options.afterStreamSeq) return;
-      // a catch-up from a known position: usually a commit or two, read with direct gets
-      const short = options.afterStreamSeq > 0 ? 1 : undefined; // from the start: an ordered consumer
-      yield* this.#scan(ref, options.afterStreamSeq + 1, options.untilStreamSeq, afterSeq, options.invalidPolicy, options.signal, short);
-      return;
+    const plan = await this.#plan(ref, options);
+    if (plan) yield* this.#scan(ref, plan);
+  }
+
+  /**
+   * What `read` yields, handed to `visit` one commit at a time: the same commits, checked the same
+   * way, without an async generator between the consumer and the caller (each level costs a few
+   * promise turns per commit, a tenth of a long read's time). A visitor returning `false` stops
+   * the read.
+   */
+  async forEachCommit(ref: ConversationRef, options: ReadOptions, visit: (commit: StoredCommit) => void | boolean): Promise<void> {
+    const plan = await this.#plan(ref, options);
+    if (!plan || plan.signal?.aborted) return;
+    const accept = this.#acceptor(ref, plan);
+    for await (const message of this.#messages(this.subject(ref), plan.start, plan.until, plan.small, plan.signal)) {
+      const commit = accept(message);
+      // `false` from the visitor ends the read there
+      if (commit && visit(commit) === false) return;
     }
-    const tail = options.until ?? (await this.tail(ref));
-    if (tail.streamSeq === 0 || tail.lastSeq <= afterSeq) return;
-    const start =
-      options.afterStreamSeq !== undefined ? options.afterStreamSeq + 1 : afterSeq === 0 ? 1 : await this.locate(ref, afterSeq + 1, tail);
-    if (start === undefined) return;
-    yield* this.#scan(ref, start, tail.streamSeq, afterSeq, options.invalidPolicy, options.signal, tail.lastSeq - afterSeq);
   }
 
   /** All events after `afterSeq`, up to the tail as of the call. */
@@ -209,11 +242,29 @@ export class EventLog {
     const afterSeq = options.afterSeq ?? 0;
     const events: Event[] = [];
     let tail: Tail = { streamSeq: 0, lastSeq: afterSeq };
-    for await (const commit of this.read(ref, options)) {
+    await this.forEachCommit(ref, options, (commit) => {
       for (const event of commit.events) if (event.seq > afterSeq) events.push(event);
       tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
-    }
+    });
     return { events, tail };
+  }
+
+  /** Where a bounded read starts and stops, and how it reads (undefined: nothing to read). */
+  async #plan(ref: ConversationRef, options: ReadOptions): Promise<ScanPlan | undefined> {
+    const afterSeq = options.afterSeq ?? 0;
+    const common = { afterSeq, policy: options.invalidPolicy, signal: options.signal };
+    if (options.untilStreamSeq !== undefined && options.afterStreamSeq !== undefined) {
+      if (options.untilStreamSeq <= options.afterStreamSeq) return undefined;
+      // a catch-up from a known position: usually a commit or two, read with direct gets
+      const expected = options.expectedMessages ?? (options.afterStreamSeq > 0 ? 1 : undefined); // from the start: an ordered consumer
+      return { ...common, start: options.afterStreamSeq + 1, until: options.untilStreamSeq, small: isSmall(expected) };
+    }
+    const tail = options.until ?? (await this.tail(ref));
+    if (tail.streamSeq === 0 || tail.lastSeq <= afterSeq) return undefined;
+    const start =
+      options.afterStreamSeq !== undefined ? options.afterStreamSeq + 1 : afterSeq === 0 ? 1 : await this.locate(ref, afterSeq + 1, tail);
+    if (start === undefined) return undefined;
+    return { ...common, start, until: tail.streamSeq, small: isSmall(options.expectedMessages ?? tail.lastSeq - afterSeq) };
   }
 
   /**
@@ -229,36 +280,43 @@ export class EventLog {
       const located = await this.locate(ref, afterSeq + 1, tail);
       start = located ?? tail.streamSeq + 1;
     }
-    yield* this.#scan(ref, start, undefined, afterSeq, options.invalidPolicy, options.signal);
+    yield* this.#scan(ref, { start, until: undefined, afterSeq, policy: options.invalidPolicy, signal: options.signal, small: false });
   }
 
-  async *#scan(
-    ref: ConversationRef,
-    startStreamSeq: number,
-    untilStreamSeq: number | undefined,
-    afterSeq: number,
-    policy: InvalidMessagePolicy | undefined,
-    signal?: AbortSignal,
-    expectedEvents?: number,
-  ): AsyncGenerator<StoredCommit> {
-    if (signal?.aborted) return;
+  async *#scan(ref: ConversationRef, plan: ScanPlan): AsyncGenerator<StoredCommit> {
+    if (plan.signal?.aborted) return;
+    const accept = this.#acceptor(ref, plan);
+    for await (const message of this.#messages(this.subject(ref), plan.start, plan.until, plan.small, plan.signal)) {
+      const commit = accept(message);
+      if (commit) yield commit;
+    }
+  }
+
+  /**
+   * Decodes a read's messages in order: the commits after `afterSeq` that continue one another.
+   * Foreign and corrupt messages, and commits that leave a gap, are reported (and skipped or
+   * thrown, by policy).
+   */
+  #acceptor(ref: ConversationRef, plan: ScanPlan): (message: RawMessage) => StoredCommit | undefined {
     const subject = this.subject(ref);
+    const { afterSeq, policy } = plan;
     let expectedFirst: number | undefined;
-    const small = expectedEvents !== undefined && expectedEvents <= DIRECT_READ_LIMIT;
-    for await (const message of this.#messages(subject, startStreamSeq, untilStreamSeq, small, signal)) {
+    return (message) => {
       const decoded = decodeCommit(message, ref);
       if (!decoded.ok) {
         this.#report(subject, message.seq, decoded.reason, decoded.error?.issues ?? [], policy, decoded.error?.code);
-      } else if (decoded.commit.lastSeq <= afterSeq) {
-        // before the requested position
-      } else if (expectedFirst === undefined ? decoded.commit.firstSeq > afterSeq + 1 && afterSeq > 0 : decoded.commit.firstSeq !== expectedFirst) {
-        const wanted = expectedFirst ?? afterSeq + 1;
-        this.#report(subject, message.seq, `commit starts at seq ${decoded.commit.firstSeq}, expected ${wanted}`, [], policy);
-      } else {
-        expectedFirst = decoded.commit.lastSeq + 1;
-        yield decoded.commit;
+        return undefined;
       }
-    }
+      const commit = decoded.commit;
+      if (commit.lastSeq <= afterSeq) return undefined; // before the requested position
+      if (expectedFirst === undefined ? commit.firstSeq > afterSeq + 1 && afterSeq > 0 : commit.firstSeq !== expectedFirst) {
+        const wanted = expectedFirst ?? afterSeq + 1;
+        this.#report(subject, message.seq, `commit starts at seq ${commit.firstSeq}, expected ${wanted}`, [], policy);
+        return undefined;
+      }
+      expectedFirst = commit.lastSeq + 1;
+      return commit;
+    };
   }
 
   /**
