@@ -1,4 +1,6 @@
 export { buildView, unmatchedActions, ViewBuilder } from './view-builder.js';
+export type { ViewCheckpoint } from './view-builder.js';
+export type { IndexState } from './log-index.js';
 export { firstCuttableIndex, manipulationIndices, viewBlocks } from './manipulation-indices.js';
 export type { ViewBlock } from './manipulation-indices.js';
 export { ChatRenderer, toChatMessages, type RenderedChat } from './chat-messages.js';

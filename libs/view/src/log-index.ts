@@ -1,5 +1,5 @@
-import type { ActionEvent, Event } from '@flotilla/events';
-import { hasThinking, isResultEvent, type ResultEvent } from './types.js';
+import type { ActionEvent, Event, SystemPromptEvent } from '@flotilla/events';
+import { hasThinking, isResultEvent, type ResultEvent, type ViewItem } from './types.js';
 
 /**
  * An atomic tool loop: the batches of one run (tool calls with no user turn, agent message or
@@ -16,6 +16,31 @@ export type Batch = {
   readonly actionIds: string[];
   readonly run: number;
   loop: ToolLoop | undefined;
+};
+
+/**
+ * What a LogIndex still needs of the events before a point, given the view's condensed list at
+ * that point (`ViewCheckpoint`): the index entries of the actions that list holds or that still
+ * owe a result, of their batches and tool loops, and the counters. Everything else it indexed
+ * belongs to forgotten events that nothing later can bring back into a view.
+ */
+export type IndexState = {
+  readonly system_prompt?: SystemPromptEvent;
+  readonly unhandled_condensation_request: boolean;
+  /** Batches with an action in the list or owed a result, and every batch of their tool loops: action ids in call order, forgotten ones too. */
+  readonly batches: readonly { readonly key: string; readonly action_ids: readonly string[]; readonly run: number; readonly loop?: number }[];
+  /** Those batches' tool loops, by id, with their batch keys in order. */
+  readonly loops: readonly { readonly id: number; readonly batch_keys: readonly string[] }[];
+  /** Per action of the list that has been answered: the ids of its results still in the list, in log order (empty when all were forgotten). */
+  readonly results: Readonly<Record<string, readonly string[]>>;
+  /** Actions with understood input and no result, in log order: an id of the list, or the whole action when it was forgotten. */
+  readonly unmatched: readonly (string | ActionEvent)[];
+  /** The latest action of each tool call id that an action above carries (the latest may be a forgotten one). */
+  readonly latest_by_tool_call: Readonly<Record<string, string>>;
+  readonly run: number;
+  readonly loop_count: number;
+  /** The tool loop the current run is in. */
+  readonly run_loop?: number;
 };
 
 /**
@@ -78,6 +103,94 @@ export class LogIndex {
   /** Actions with understood input and no result yet, in log order: what a tool runner still owes. */
   unmatchedActions(): ActionEvent[] {
     return [...this.unmatched.values()];
+  }
+
+  /**
+   * The state `restore` needs to go on indexing after this point, for a view whose condensed list
+   * is `items` (the ids no condensation forgot, system prompt excluded).
+   */
+  state(items: readonly ViewItem[]): IndexState {
+    const listed = new Set(items.map((item) => item.id));
+    const batchKeys = new Set<string>();
+    const loops = new Map<number, ToolLoop>();
+    const toolCalls = new Set<string>();
+    const results: Record<string, string[]> = {};
+    const keep = (action: ActionEvent): void => {
+      batchKeys.add(action.response_id);
+      toolCalls.add(action.tool_call_id);
+      const loop = this.batches.get(action.response_id)?.loop;
+      if (loop !== undefined) loops.set(loop.id, loop);
+    };
+    for (const item of items) {
+      if (item.type !== 'action') continue;
+      keep(item);
+      const answers = this.resultsByAction.get(item.id);
+      if (answers !== undefined) results[item.id] = answers.filter((result) => listed.has(result.id)).map((result) => result.id);
+    }
+    for (const action of this.unmatched.values()) keep(action);
+    if (this.runLoop !== undefined) loops.set(this.runLoop.id, this.runLoop);
+    for (const loop of loops.values()) for (const key of loop.batchKeys) batchKeys.add(key);
+    const latest: Record<string, string> = {};
+    for (const toolCall of toolCalls) latest[toolCall] = this.latestActionByToolCall.get(toolCall) as string;
+    return {
+      ...(this.systemPrompt === undefined ? {} : { system_prompt: this.systemPrompt }),
+      unhandled_condensation_request: this.unhandledCondensationRequest,
+      batches: [...batchKeys].map((key) => {
+        const batch = this.batches.get(key) as Batch;
+        return { key, action_ids: [...batch.actionIds], run: batch.run, ...(batch.loop === undefined ? {} : { loop: batch.loop.id }) };
+      }),
+      loops: [...loops.values()].map((loop) => ({ id: loop.id, batch_keys: [...loop.batchKeys] })),
+      results,
+      unmatched: [...this.unmatched.values()].map((action) => (listed.has(action.id) ? action.id : action)),
+      latest_by_tool_call: latest,
+      run: this.run,
+      loop_count: this.loopCount,
+      ...(this.runLoop === undefined ? {} : { run_loop: this.runLoop.id }),
+    };
+  }
+
+  /** An index that goes on from `state`, whose view's condensed list is `items`. Throws when they do not fit together. */
+  static restore(state: IndexState, items: readonly ViewItem[]): LogIndex {
+    const index = new LogIndex();
+    const byId = new Map<string, ViewItem>();
+    for (const item of items) {
+      byId.set(item.id, item);
+      index.seen.add(item.id);
+      if (item.type === 'action') index.actions.set(item.id, item);
+    }
+    if (state.system_prompt !== undefined) {
+      index.systemPrompt = state.system_prompt;
+      index.seen.add(state.system_prompt.id);
+    }
+    index.unhandledCondensationRequest = state.unhandled_condensation_request;
+    const loops = new Map(state.loops.map((loop) => [loop.id, { id: loop.id, batchKeys: [...loop.batch_keys] } satisfies ToolLoop]));
+    for (const batch of state.batches) {
+      const loop = batch.loop === undefined ? undefined : loops.get(batch.loop);
+      if (batch.loop !== undefined && loop === undefined) throw new Error(`view checkpoint: batch ${batch.key} names an unknown tool loop ${batch.loop}`);
+      index.batches.set(batch.key, { key: batch.key, actionIds: [...batch.action_ids], run: batch.run, loop });
+      for (const id of batch.action_ids) index.seen.add(id);
+    }
+    for (const [actionId, resultIds] of Object.entries(state.results)) {
+      const answers = resultIds.map((id) => {
+        const result = byId.get(id);
+        if (result === undefined || !isResultEvent(result)) throw new Error(`view checkpoint: result ${id} of action ${actionId} is not in the view's list`);
+        index.actionOfResult.set(id, actionId);
+        return result;
+      });
+      index.resultsByAction.set(actionId, answers);
+    }
+    for (const entry of state.unmatched) {
+      const action = typeof entry === 'string' ? index.actions.get(entry) : entry;
+      if (action === undefined) throw new Error(`view checkpoint: unmatched action ${String(entry)} is not in the view's list`);
+      index.actions.set(action.id, action);
+      index.seen.add(action.id);
+      index.unmatched.set(action.id, action);
+    }
+    for (const [toolCall, actionId] of Object.entries(state.latest_by_tool_call)) index.latestActionByToolCall.set(toolCall, actionId);
+    index.run = state.run;
+    index.loopCount = state.loop_count;
+    index.runLoop = state.run_loop === undefined ? undefined : loops.get(state.run_loop);
+    return index;
   }
 
   /** The action a result answers, if it answers one that came before it in the log. */

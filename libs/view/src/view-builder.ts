@@ -1,6 +1,6 @@
 import type { ActionEvent, CondensationEvent, Event } from '@flotilla/events';
 import { LogIndex } from './log-index.js';
-import type { ToolLoop } from './log-index.js';
+import type { IndexState, ToolLoop } from './log-index.js';
 import { viewBlocks, type ViewBlock } from './manipulation-indices.js';
 import { Projection, projectSegment } from './projection.js';
 import { isLlmEvent, type CondensationSummary, type View, type ViewItem } from './types.js';
@@ -12,8 +12,8 @@ import { isLlmEvent, type CondensationSummary, type View, type ViewItem } from '
  * re-projects the whole condensed list once.
  */
 export class ViewBuilder {
-  private readonly index = new LogIndex();
-  private readonly projection = new Projection(this.index);
+  private index = new LogIndex();
+  private projection = new Projection(this.index);
   /** View items (system prompt excluded) produced by raw[0..frontier), which can no longer change. */
   private settled: ViewItem[] = [];
   private settledOrigins: number[] = [];
@@ -42,6 +42,27 @@ export class ViewBuilder {
   /** Actions with understood input and no result yet (see `unmatchedActions`). */
   unmatchedActions(): ActionEvent[] {
     return this.index.unmatchedActions();
+  }
+
+  /**
+   * The builder's state as plain JSON data: `ViewBuilder.resume` of it, given the events that
+   * follow, builds the same views as this builder given them (see README.md, "Checkpoints").
+   */
+  checkpoint(): ViewCheckpoint {
+    const items = [...this.projection.raw];
+    return { ...this.index.state(items), items };
+  }
+
+  /** A builder that goes on from a checkpoint. Throws when the checkpoint does not hold together. */
+  static resume(checkpoint: ViewCheckpoint): ViewBuilder {
+    const builder = new ViewBuilder();
+    builder.index = LogIndex.restore(checkpoint, checkpoint.items);
+    builder.projection = new Projection(builder.index);
+    for (const item of checkpoint.items) {
+      builder.projection.raw.push(item);
+      builder.projection.present.add(item.id);
+    }
+    return builder;
   }
 
   private appendOne(event: Event): void {
@@ -137,6 +158,13 @@ export class ViewBuilder {
     return segment.items.slice(count);
   }
 }
+
+/**
+ * A ViewBuilder's state after a prefix of a log: the view's condensed list (every LLM event and
+ * summary no condensation forgot, in order, system prompt apart) and what the index still needs
+ * of the events before (IndexState). Plain JSON; it grows with the view, not with the history.
+ */
+export type ViewCheckpoint = IndexState & { readonly items: readonly ViewItem[] };
 
 /** Builds the view of a whole log (see README.md for the rules). */
 export function buildView(events: readonly Event[]): View {
