@@ -19,6 +19,8 @@ export const Buckets = {
   runners: 'flotilla_runners',
   /** Which tool runner owns which workspace. */
   workspaces: 'flotilla_workspaces',
+  /** Each conversation's view (and what a step decides from) at its last condensation: derived, rebuilt from the log. */
+  viewCheckpoints: 'flotilla_view_checkpoints',
 } as const;
 export type BucketRole = keyof typeof Buckets;
 

@@ -81,14 +81,17 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['runners', 'read'],
     ['workspaces', 'read'],
   ],
-  'step-worker': [],
+  'step-worker': [['viewCheckpoints', 'read']],
   'tool-runner': [
     ['runners', 'read-write'],
     ['workspaces', 'read-write'],
     ['secrets', 'read'],
   ],
   condenser: [],
-  projector: [['snapshots', 'read-write']],
+  projector: [
+    ['snapshots', 'read-write'],
+    ['viewCheckpoints', 'read-write'],
+  ],
 };
 
 /** A bucket: `read` gets and watches; `write` puts and deletes; `write-only` writes and reads the stream's info, never a value. */

@@ -1,17 +1,31 @@
 import type { Event } from '@flotilla/events';
 import { decodeCommit, type ConversationRef, type EventLog, type RawMessage, type Tail } from '@flotilla/log';
+import { loadConversation, type CheckpointReading, type ConversationStart } from './conversation-load.js';
 import { TailHints } from './tail-hints.js';
 
-export type CachedConversation = { readonly events: readonly Event[]; readonly tail: Tail };
+/**
+ * A conversation as cached: its events up to `tail`, from the start of the log, or (`start`) from
+ * a little before a checkpoint whose state stands for everything earlier.
+ */
+export type CachedConversation<S = never> = { readonly events: readonly Event[]; readonly tail: Tail; readonly start?: ConversationStart<S> };
 
-type Entry = { events: Event[]; tail: Tail };
+type Entry<S> = { events: Event[]; tail: Tail; start?: ConversationStart<S> };
+
+export type ConversationCacheOptions<S> = {
+  /**
+   * Load a conversation that is not cached from its checkpoint when one fits (see
+   * `loadConversation`): its events then begin a little before the checkpoint, and `start` holds
+   * its state. A caller that folds the events must resume its folds from `start`.
+   */
+  readonly checkpoints?: CheckpointReading<S>;
+};
 
 /**
  * Recently used conversations' events, bounded by count and by total events. A load catches
  * up from the cached position, so a step on a long conversation reads only the new commits.
  */
-export class ConversationCache {
-  readonly #entries = new Map<string, Entry>();
+export class ConversationCache<S = never> {
+  readonly #entries = new Map<string, Entry<S>>();
   #events = 0;
 
   /** The last stream sequence seen per conversation, kept longer than the events (see TailHints). */
@@ -29,6 +43,7 @@ export class ConversationCache {
      * commits together; reading them all at once would hold every one in memory at the same time.
      */
     private readonly maxColdLoads = 8,
+    private readonly options: ConversationCacheOptions<S> = {},
   ) {}
 
   get size(): number {
@@ -36,7 +51,7 @@ export class ConversationCache {
   }
 
   /** The cached conversation as it stands (no read); undefined when not cached. */
-  peek(ref: ConversationRef): CachedConversation | undefined {
+  peek(ref: ConversationRef): CachedConversation<S> | undefined {
     return this.#entries.get(`${ref.tenant}.${ref.conversation}`);
   }
 
@@ -47,7 +62,7 @@ export class ConversationCache {
    * `delivered`, the message at `targetStreamSeq` as a consumer delivered it, saves the read
    * when it is the commit that directly follows the cached events.
    */
-  async load(ref: ConversationRef, targetStreamSeq?: number, delivered?: RawMessage): Promise<CachedConversation> {
+  async load(ref: ConversationRef, targetStreamSeq?: number, delivered?: RawMessage): Promise<CachedConversation<S>> {
     const key = `${ref.tenant}.${ref.conversation}`;
     const target = targetStreamSeq ?? (await this.log.lastStreamSeq(ref));
     this.tails.note(ref, target);
@@ -61,7 +76,9 @@ export class ConversationCache {
     if (entry.tail.streamSeq === 0 && target > 0) {
       await this.#coldTurn();
       try {
-        await this.#catchUp(ref, entry, target);
+        const loaded = await loadConversation(this.log, ref, target, this.options.checkpoints);
+        entry = loaded.start ? { events: loaded.events, tail: loaded.tail, start: loaded.start } : { events: loaded.events, tail: loaded.tail };
+        this.#events += loaded.events.length;
       } finally {
         this.#coldDone();
       }
@@ -87,13 +104,13 @@ export class ConversationCache {
     else this.#coldLoads -= 1;
   }
 
-  async #catchUp(ref: ConversationRef, entry: Entry, target: number): Promise<void> {
+  async #catchUp(ref: ConversationRef, entry: Entry<S>, target: number): Promise<void> {
     const from = { afterStreamSeq: entry.tail.streamSeq };
-    for await (const commit of this.log.read(ref, { afterSeq: entry.tail.lastSeq, untilStreamSeq: target, ...from })) {
+    await this.log.forEachCommit(ref, { afterSeq: entry.tail.lastSeq, untilStreamSeq: target, ...from }, (commit) => {
       for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
       this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
       entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
-    }
+    });
     // foreign messages after the last commit still move the subject's tail
     entry.tail = { streamSeq: target, lastSeq: entry.tail.lastSeq };
   }
@@ -108,7 +125,7 @@ export class ConversationCache {
     return entry !== undefined && this.#extend(ref, entry, delivered);
   }
 
-  #extend(ref: ConversationRef, entry: Entry, delivered: RawMessage): boolean {
+  #extend(ref: ConversationRef, entry: Entry<S>, delivered: RawMessage): boolean {
     if (entry.tail.streamSeq === delivered.seq) return true;
     if (entry.tail.streamSeq === 0 || entry.tail.streamSeq > delivered.seq) return false;
     // the next commit, as delivered: validated like a read, appended without one

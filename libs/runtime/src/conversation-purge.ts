@@ -11,7 +11,15 @@ const PURGE_QUEUE = 'flotilla-purge';
  * that conversation's subject, and nothing else whatever the request says. The service that runs
  * this is the only one whose credential may purge (see docs/operations.md, "Permissions").
  */
-export function servePurges(nc: NatsConnection, log: EventLog, logger: Logger): Subscription {
+export type PurgeOptions = {
+  /**
+   * Removes what else this service keeps of the conversation (its view checkpoint), after the log:
+   * a deleted conversation keeps nothing. A failure fails the request, which the gateway retries.
+   */
+  readonly alsoRemove?: (ref: ConversationRef) => Promise<void>;
+};
+
+export function servePurges(nc: NatsConnection, log: EventLog, logger: Logger, options: PurgeOptions = {}): Subscription {
   return nc.subscribe(PURGE_SUBJECT, {
     queue: PURGE_QUEUE,
     callback: (error, message) => {
@@ -23,7 +31,12 @@ export function servePurges(nc: NatsConnection, log: EventLog, logger: Logger): 
         message.respond(JSON.stringify({ ok: false, error: (invalid as Error).message }));
         return;
       }
-      log.jsm.streams.purge(log.streamName, { filter: log.subject(ref) }).then(
+      const purge = async (): Promise<{ purged: number }> => {
+        const result = await log.jsm.streams.purge(log.streamName, { filter: log.subject(ref) });
+        await options.alsoRemove?.(ref);
+        return result;
+      };
+      purge().then(
         (result) => {
           logger.info({ ...ref, purged: result.purged }, 'conversation log removed');
           message.respond(JSON.stringify({ ok: true, purged: result.purged }));
