@@ -40,6 +40,7 @@ export {
 export type { EventDraft, EventOfType, EventType, ParseResult } from './event.js';
 export { COMMIT_CONTENT_TYPE, Commit, CommitHeader, commitEventTypes, parseCommit } from './commit.js';
 export { draftEvent } from './draft.js';
+export { MAX_POSITION, positionalId, positionalIdIssues, positionOfEventId, withPositionalIds } from './positional-ids.js';
 export { JSON_SCHEMA_FILE_NAME, JSON_SCHEMA_ID, buildJsonSchema, renderJsonSchema } from './json-schema.js';
 export type { DraftContext } from './draft.js';
 export type { ParseCommitOptions } from './commit.js';

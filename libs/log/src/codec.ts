@@ -3,12 +3,15 @@ import {
   CommitHeader,
   commitEventTypes,
   commitVersionOf,
+  describeIssues,
+  positionalIdIssues,
   readCommit,
   ProtocolError,
   type Event,
 } from '@flotilla/events';
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/transport-node';
 import type { ConversationRef } from './conversation-ref.js';
+import { LogError, LogErrorCode } from './errors.js';
 import type { StoredCommit } from './stored-commit.js';
 
 const encoder = new TextEncoder();
@@ -18,10 +21,13 @@ export type EncodedCommit = { readonly data: Uint8Array; readonly headers: MsgHd
 
 /**
  * Serialises a validated commit and the headers consumers route on. The commit's version is the
- * newest of its events' (1 unless it holds an event type of a later version).
+ * newest of its events' (1 unless it holds an event type of a later version). Refuses positional
+ * event ids that name another commit (a lookup by id trusts the position an id says).
  */
 export function encodeCommit(id: string, ref: ConversationRef, events: readonly Event[]): EncodedCommit {
   const firstSeq = events[0]?.seq ?? 0;
+  const issues = positionalIdIssues(events, firstSeq);
+  if (issues.length > 0) throw new LogError(LogErrorCode.InvalidEvent, `refused to append invalid events: ${describeIssues(issues)}`, { issues });
   const version = commitVersionOf(events);
   const body = { v: version, commit: id, tenant: ref.tenant, conversation: ref.conversation, first_seq: firstSeq, events };
   const headers = natsHeaders();
