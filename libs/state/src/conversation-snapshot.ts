@@ -1,10 +1,18 @@
-import { ConversationId, ConversationStatus, TenantId, Timestamp } from '@flotilla/events';
+import { ConversationId, EVENT_TYPES, EventSource, TenantId, Timestamp } from '@flotilla/events';
 import { z } from 'zod';
+import { ConversationStateFields } from './conversation-state.js';
 
-/** The snapshot format version this build writes. */
-export const CURRENT_SNAPSHOT_VERSION = 1 as const;
-/** Snapshot versions this build can read; anything newer fails loudly. */
-export const SUPPORTED_SNAPSHOT_VERSIONS: readonly number[] = [1];
+/**
+ * The snapshot format version this build writes. Version 2 added what commands decide from
+ * (pending actions, early answers, the open condensation request), the final response's position
+ * and the event counts by type and source.
+ */
+export const CURRENT_SNAPSHOT_VERSION = 2 as const;
+/**
+ * Snapshot versions this build can read; anything newer fails loudly. An older one is outdated:
+ * it is rebuilt from the log (the snapshot is derived, so nothing is lost).
+ */
+export const SUPPORTED_SNAPSHOT_VERSIONS: readonly number[] = [2];
 
 const Count = z.number().int().nonnegative();
 
@@ -39,6 +47,17 @@ export const SnapshotUsage = z.strictObject({
 });
 export type SnapshotUsage = z.infer<typeof SnapshotUsage>;
 
+/** Events by type, then by source: only the pairs the conversation has (a filtered count adds these up). */
+export const SnapshotEventCounts = z.partialRecord(z.enum(EVENT_TYPES), z.partialRecord(EventSource, Count));
+export type SnapshotEventCounts = z.infer<typeof SnapshotEventCounts>;
+
+/** Where the agent's answer to the latest user message is: its seq and its commit's stream sequence. */
+export const SnapshotFinalResponse = z.strictObject({
+  seq: z.number().int().positive(),
+  stream_seq: z.number().int().positive(),
+});
+export type SnapshotFinalResponse = z.infer<typeof SnapshotFinalResponse>;
+
 /** The last conversation_error, until a state change sets the status to running again. */
 export const SnapshotError = z.strictObject({
   code: z.string().min(1),
@@ -51,7 +70,8 @@ export type SnapshotError = z.infer<typeof SnapshotError>;
 /**
  * A conversation's small, mutable read model, kept in KV and derived only from its log:
  * folding the same commits always yields the same snapshot (timestamps come from events,
- * never from the clock). It holds no event lists.
+ * never from the clock). It holds no event lists: what grows with the history is counted, and
+ * the pending actions are one step's batch at most.
  */
 export const ConversationSnapshot = z
   .strictObject({
@@ -59,7 +79,13 @@ export const ConversationSnapshot = z
     tenant: TenantId,
     conversation: ConversationId,
     /** The last status set by a state_change event; idle before any. */
-    status: ConversationStatus,
+    status: ConversationStateFields.status,
+    /** Actions without a result yet, in log order (ConversationState). */
+    pending_actions: ConversationStateFields.pending_actions,
+    /** Tool call ids answered before their action was logged (ConversationState). */
+    early_answers: ConversationStateFields.early_answers,
+    /** A condensation_request not yet answered by a condensation. */
+    condensation_requested: ConversationStateFields.condensation_requested,
     /** seq of the last event folded in (0 before any). */
     last_seq: Count,
     /** Stream sequence of the last commit folded in (0 before any). */
@@ -75,8 +101,14 @@ export const ConversationSnapshot = z
     /** Reference to the agent settings in force. */
     settings_ref: z.string().nullable(),
     counters: SnapshotCounters,
+    event_counts: SnapshotEventCounts,
     usage: SnapshotUsage,
     last_error: SnapshotError.nullable(),
+    /**
+     * The agent's last message, or its finish action's message, since the last user message
+     * (null when there is none): what GET …/final-response reads, with one direct get.
+     */
+    final_response: SnapshotFinalResponse.nullable(),
   })
   .superRefine((snapshot, context) => {
     const empty = snapshot.last_seq === 0;
@@ -88,6 +120,14 @@ export const ConversationSnapshot = z
     }
     if (empty !== (snapshot.created_at === null) || empty !== (snapshot.updated_at === null)) {
       context.addIssue({ code: 'custom', path: ['created_at'], message: 'created_at and updated_at are null exactly when there are no events' });
+    }
+    let counted = 0;
+    for (const bySource of Object.values(snapshot.event_counts)) for (const count of Object.values(bySource ?? {})) counted += count ?? 0;
+    if (counted !== snapshot.counters.events) {
+      context.addIssue({ code: 'custom', path: ['event_counts'], message: 'must add up to counters.events' });
+    }
+    if (snapshot.final_response && (snapshot.final_response.seq > snapshot.last_seq || snapshot.final_response.stream_seq > snapshot.last_stream_seq)) {
+      context.addIssue({ code: 'custom', path: ['final_response'], message: 'cannot be past the last event' });
     }
     if (snapshot.commits > snapshot.last_seq) {
       context.addIssue({ code: 'custom', path: ['commits'], message: 'cannot exceed last_seq (every commit holds an event)' });

@@ -1,7 +1,8 @@
 import type { EventDraft } from '@flotilla/events';
 import type { StoredCommit } from '@flotilla/log';
 import { describe, expect, it } from 'vitest';
-import { ConversationSnapshot } from './conversation-snapshot.js';
+import { ConversationSnapshot, CURRENT_SNAPSHOT_VERSION } from './conversation-snapshot.js';
+import { conversationState, MAX_EARLY_ANSWERS, notStartedActions } from './conversation-state.js';
 import { CommitOrderError, StateError } from './errors.js';
 import { applyCommit, foldCommits, initialSnapshot } from './fold.js';
 import { commitsOf, EventFactory } from './test-support/events.js';
@@ -16,7 +17,8 @@ describe('initialSnapshot', () => {
   it('is a valid, idle, empty snapshot', () => {
     const snapshot = initialSnapshot(ref);
     expect(ConversationSnapshot.parse(snapshot)).toEqual(snapshot);
-    expect(snapshot).toMatchObject({ v: 1, status: 'idle', last_seq: 0, last_stream_seq: 0, commits: 0, created_at: null, title: null, tags: [] });
+    expect(snapshot).toMatchObject({ v: CURRENT_SNAPSHOT_VERSION, status: 'idle', last_seq: 0, last_stream_seq: 0, commits: 0, created_at: null, title: null, tags: [] });
+    expect(snapshot).toMatchObject({ pending_actions: [], early_answers: [], condensation_requested: false, event_counts: {}, final_response: null });
     expect(Object.values(snapshot.counters).every((value) => value === 0)).toBe(true);
   });
 
@@ -65,6 +67,7 @@ describe('applyCommit, per event type', () => {
       commits: 2,
       updated_at: secrets!.events[1]!.timestamp,
       counters: { ...before.counters, events: 3 },
+      event_counts: { ...before.event_counts, secret_changed: { user: 2 } },
     });
   });
 
@@ -144,6 +147,75 @@ describe('applyCommit, per event type', () => {
     const copy = structuredClone(before);
     applyCommit(before, second!);
     expect(before).toEqual(copy);
+  });
+});
+
+describe('applyCommit, what commands decide from', () => {
+  it('counts events by type and source, adding up to every event', () => {
+    const events = new EventFactory(ref);
+    const a = events.action('call_a');
+    const snapshot = fold([[events.userMessage(), events.environmentMessage(), events.stateChange({ status: 'running' })], [a, events.llmUsage()], [events.observation(a), events.agentMessage()]]);
+    expect(snapshot.event_counts).toEqual({
+      message: { user: 1, environment: 1, agent: 1 },
+      state_change: { system: 1 },
+      action: { agent: 1 },
+      llm_usage: { system: 1 },
+      observation: { environment: 1 },
+    });
+  });
+
+  it('keeps the actions waiting for a result, who started them, and drops them when answered', () => {
+    const events = new EventFactory(ref);
+    const [a, b, c, bad] = [events.action('call_a'), events.action('call_b'), events.action('call_c'), events.action('call_bad', 'terminal', null)];
+    const waiting = fold([[a, b, c, bad, events.toolError(bad)], [events.executionStarted('runner-1', a)]]);
+    expect(waiting.pending_actions.map((action) => [action.tool_call_id, action.executable, action.started_by])).toEqual([
+      ['call_a', true, 'runner-1'],
+      ['call_b', true, null],
+      ['call_c', true, null],
+    ]);
+    expect(notStartedActions(waiting).map((action) => action.tool_call_id)).toEqual(['call_b', 'call_c']);
+    expect(waiting.early_answers).toEqual([]); // the unparseable call's error answered it, nothing early
+    const answered = applyCommit(waiting, commitAfter(waiting, [events.observation(a), events.rejection(c)]));
+    expect(answered.pending_actions.map((action) => action.tool_call_id)).toEqual(['call_b']);
+  });
+
+  it('holds an answer logged before its action, which then never waits; at most MAX_EARLY_ANSWERS are held', () => {
+    const events = new EventFactory(ref);
+    const late = events.action('call_late');
+    const snapshot = fold([[events.observation(late)], [late]]);
+    expect(snapshot.pending_actions).toEqual([]);
+    expect(snapshot.early_answers).toEqual([]);
+    const many = Array.from({ length: MAX_EARLY_ANSWERS + 5 }, (_, index) => events.observation(events.action(`call_${index}`)));
+    const held = fold([many]);
+    expect(held.early_answers).toHaveLength(MAX_EARLY_ANSWERS);
+    expect(held.early_answers[0]).toBe('call_5');
+    expect(ConversationSnapshot.parse(held)).toEqual(held);
+  });
+
+  it('notes an open condensation request until a condensation answers it', () => {
+    const events = new EventFactory(ref);
+    const requested = fold([[events.condensationRequest()]]);
+    expect(requested.condensation_requested).toBe(true);
+    expect(applyCommit(requested, commitAfter(requested, [events.condensation()])).condensation_requested).toBe(false);
+  });
+
+  it('points at the final response: the last agent message or finish message since the last user message', () => {
+    const events = new EventFactory(ref);
+    const commits = commitsOf(ref, [[events.userMessage()], [events.agentMessage('first')], [events.action('call_f', 'finish', { message: 'done' }), events.llmUsage()]], 10, 5);
+    const answered = foldCommits(initialSnapshot(ref), commits);
+    expect(answered.final_response).toEqual({ seq: 3, stream_seq: 20 });
+    expect(foldCommits(initialSnapshot(ref), commits.slice(0, 2)).final_response).toEqual({ seq: 2, stream_seq: 15 });
+    expect(applyCommit(answered, commitAfter(answered, [events.userMessage('more'), events.environmentMessage()])).final_response).toBeNull();
+    expect(applyCommit(answered, commitAfter(answered, [events.action('call_t', 'terminal')])).final_response).toEqual(answered.final_response);
+  });
+
+  it('folds the same state as conversationState over the events', () => {
+    const events = new EventFactory(ref);
+    const a = events.action('call_a');
+    const commits = commitsOf(ref, [[events.stateChange({ status: 'running' }), a, events.condensationRequest()], [events.executionStarted('r', a)], [events.observation(events.action('call_x'))]]);
+    const snapshot = foldCommits(initialSnapshot(ref), commits);
+    const { status, pending_actions, early_answers, condensation_requested } = snapshot;
+    expect(conversationState(commits.flatMap((commit) => commit.events))).toEqual({ status, pending_actions, early_answers, condensation_requested });
   });
 });
 

@@ -1,6 +1,7 @@
 import type { Event } from '@flotilla/events';
 import type { ConversationRef, StoredCommit } from '@flotilla/log';
 import { CURRENT_SNAPSHOT_VERSION, type ConversationSnapshot } from './conversation-snapshot.js';
+import { copyState, foldState, initialState } from './conversation-state.js';
 import { CommitOrderError, StateError, StateErrorCode } from './errors.js';
 import { assertValidRef } from './snapshot-key.js';
 
@@ -11,7 +12,7 @@ export function initialSnapshot(ref: ConversationRef): ConversationSnapshot {
     v: CURRENT_SNAPSHOT_VERSION,
     tenant: ref.tenant,
     conversation: ref.conversation,
-    status: 'idle',
+    ...initialState(),
     last_seq: 0,
     last_stream_seq: 0,
     commits: 0,
@@ -31,6 +32,7 @@ export function initialSnapshot(ref: ConversationRef): ConversationSnapshot {
       condensations: 0,
       llm_calls: 0,
     },
+    event_counts: {},
     usage: {
       prompt_tokens: 0,
       completion_tokens: 0,
@@ -40,6 +42,7 @@ export function initialSnapshot(ref: ConversationRef): ConversationSnapshot {
       cost_usd: 0,
     },
     last_error: null,
+    final_response: null,
   };
 }
 
@@ -67,16 +70,18 @@ export function applyCommit(snapshot: ConversationSnapshot, commit: StoredCommit
   }
   assertContiguous(commit, where);
   const next: ConversationSnapshot = {
-    ...snapshot,
+    ...copyState(snapshot),
     last_seq: commit.lastSeq,
     last_stream_seq: commit.streamSeq,
     commits: snapshot.commits + 1,
     tags: [...snapshot.tags],
     counters: { ...snapshot.counters },
+    event_counts: copyCounts(snapshot.event_counts),
     usage: { ...snapshot.usage },
     last_error: snapshot.last_error && { ...snapshot.last_error },
+    final_response: snapshot.final_response && { ...snapshot.final_response },
   };
-  for (const event of commit.events) applyEvent(next, event);
+  for (const event of commit.events) applyEvent(next, event, commit.streamSeq);
   return next;
 }
 
@@ -86,6 +91,9 @@ export function foldCommits(start: ConversationSnapshot, commits: Iterable<Store
   for (const commit of commits) snapshot = applyCommit(snapshot, commit);
   return snapshot;
 }
+
+/** The tool whose message is the agent's final response (as libs/agent names it). */
+const FINISH_TOOL = 'finish';
 
 function assertContiguous(commit: StoredCommit, where: string): void {
   const count = commit.events.length;
@@ -102,19 +110,34 @@ function assertContiguous(commit: StoredCommit, where: string): void {
   }
 }
 
-/** Mutates `snapshot` (a fresh copy owned by applyCommit) with one event. */
-function applyEvent(snapshot: ConversationSnapshot, event: Event): void {
+function copyCounts(counts: ConversationSnapshot['event_counts']): ConversationSnapshot['event_counts'] {
+  const copy: ConversationSnapshot['event_counts'] = {};
+  for (const [type, bySource] of Object.entries(counts) as [keyof typeof counts, (typeof counts)[keyof typeof counts]][]) copy[type] = { ...bySource };
+  return copy;
+}
+
+/** Mutates `snapshot` (a fresh copy owned by applyCommit) with one event of the commit at `streamSeq`. */
+function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: number): void {
   const { counters, usage } = snapshot;
   counters.events += 1;
+  const bySource = (snapshot.event_counts[event.type] ??= {});
+  bySource[event.source] = (bySource[event.source] ?? 0) + 1;
   snapshot.created_at ??= event.timestamp;
   snapshot.updated_at = event.timestamp;
+  foldState(snapshot, event);
   switch (event.type) {
     case 'message':
-      if (event.role === 'assistant') counters.agent_messages += 1;
-      else if (event.source === 'user') counters.user_messages += 1;
+      if (event.role === 'assistant') {
+        counters.agent_messages += 1;
+        snapshot.final_response = { seq: event.seq, stream_seq: streamSeq };
+      } else if (event.source === 'user') {
+        counters.user_messages += 1;
+        snapshot.final_response = null;
+      }
       return;
     case 'action':
       counters.actions += 1;
+      if (event.tool_name === FINISH_TOOL && typeof event.input?.['message'] === 'string') snapshot.final_response = { seq: event.seq, stream_seq: streamSeq };
       return;
     case 'observation':
       counters.observations += 1;
@@ -138,10 +161,8 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event): void {
       usage.cost_usd += event.cost_usd;
       return;
     case 'state_change':
-      if (event.status !== undefined) {
-        snapshot.status = event.status;
-        if (event.status === 'running') snapshot.last_error = null;
-      }
+      // the status itself is folded by foldState
+      if (event.status === 'running') snapshot.last_error = null;
       if (event.title !== undefined) snapshot.title = event.title;
       if (event.tags !== undefined) snapshot.tags = [...event.tags];
       if (event.settings_ref !== undefined) snapshot.settings_ref = event.settings_ref;

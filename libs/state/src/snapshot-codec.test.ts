@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CURRENT_SNAPSHOT_VERSION } from './conversation-snapshot.js';
 import { StateError } from './errors.js';
 import { foldCommits, initialSnapshot } from './fold.js';
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js';
@@ -29,7 +30,11 @@ describe('snapshot codec', () => {
     expect(decodeSnapshot(encode({ ...snapshot, status: 'sleeping' }), ref)).toMatchObject({ ok: false, issues: [{ path: 'status' }] });
     expect(decodeSnapshot(encode({ ...snapshot, colour: 'red' }), ref)).toMatchObject({ ok: false, issues: [{ path: 'colour', message: 'unknown field' }] });
     const drifted = { ...snapshot, counters: { ...snapshot.counters, events: snapshot.counters.events + 1 } };
-    expect(decodeSnapshot(encode(drifted), ref)).toMatchObject({ ok: false, issues: [{ path: 'counters.events' }] });
+    expect(decodeSnapshot(encode(drifted), ref)).toMatchObject({ ok: false, issues: [{ path: 'counters.events' }, { path: 'event_counts' }] });
+    const miscounted = { ...snapshot, event_counts: { ...snapshot.event_counts, pause: { user: 1 } } };
+    expect(decodeSnapshot(encode(miscounted), ref)).toMatchObject({ ok: false, issues: [{ path: 'event_counts' }] });
+    const ahead = { ...snapshot, final_response: { seq: snapshot.last_seq + 1, stream_seq: snapshot.last_stream_seq } };
+    expect(decodeSnapshot(encode(ahead), ref)).toMatchObject({ ok: false, issues: [{ path: 'final_response' }] });
     expect(decodeSnapshot(encode({ ...snapshot, v: undefined }), ref)).toMatchObject({ ok: false });
   });
 
@@ -38,8 +43,14 @@ describe('snapshot codec', () => {
   });
 
   it('fails loudly on a snapshot of a newer version', () => {
-    expect(() => decodeSnapshot(encode({ ...snapshot, v: 2 }), ref)).toThrow(StateError);
-    expect(() => decodeSnapshot(encode({ ...snapshot, v: 2 }), ref)).toThrow(/version 2/);
+    const newer = CURRENT_SNAPSHOT_VERSION + 1;
+    expect(() => decodeSnapshot(encode({ ...snapshot, v: newer }), ref)).toThrow(StateError);
+    expect(() => decodeSnapshot(encode({ ...snapshot, v: newer }), ref)).toThrow(new RegExp(`version ${newer}`));
+  });
+
+  it('reports a snapshot of an older version as outdated (to be rebuilt), whatever its fields', () => {
+    const { pending_actions: _pending, event_counts: _counts, final_response: _final, ...version1 } = snapshot;
+    expect(decodeSnapshot(encode({ ...version1, v: 1 }), ref)).toMatchObject({ ok: false, reason: expect.stringContaining('outdated'), issues: [{ path: 'v' }] });
   });
 
   it('refuses to encode an invalid snapshot', () => {

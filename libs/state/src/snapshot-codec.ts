@@ -23,9 +23,10 @@ export function encodeSnapshot(snapshot: ConversationSnapshot): Uint8Array {
 }
 
 /**
- * Reads a stored snapshot. Corrupt bytes, bad JSON, a schema violation or a snapshot of
- * another conversation come back as `{ ok: false }` (to be reported and rebuilt); a snapshot
- * of a newer version throws, because rebuilding it with this older build would downgrade it.
+ * Reads a stored snapshot. Corrupt bytes, bad JSON, a schema violation, a snapshot of another
+ * conversation or of an older version come back as `{ ok: false }` (to be reported and rebuilt);
+ * a snapshot of a newer version throws, because rebuilding it with this older build would
+ * downgrade it.
  */
 export function decodeSnapshot(data: Uint8Array, ref: ConversationRef): DecodeSnapshotResult {
   let value: unknown;
@@ -41,6 +42,14 @@ export function decodeSnapshot(data: Uint8Array, ref: ConversationRef): DecodeSn
       `the snapshot of ${ref.tenant}/${ref.conversation} has version ${version}; this build reads ` +
         `${SUPPORTED_SNAPSHOT_VERSIONS.join(', ')}. Upgrade Flotilla to read it.`,
     );
+  }
+  if (typeof version === 'number' && Number.isInteger(version) && version >= 1 && !SUPPORTED_SNAPSHOT_VERSIONS.includes(version)) {
+    // derived data of an older format: rebuilt from the log, never migrated field by field
+    return {
+      ok: false,
+      reason: `outdated snapshot: version ${version}, this build writes ${CURRENT_SNAPSHOT_VERSION}; it is rebuilt from the log`,
+      issues: [{ path: 'v', message: 'outdated version' }],
+    };
   }
   const result = ConversationSnapshot.safeParse(value);
   if (!result.success) {

@@ -3,6 +3,7 @@ import { startNats, uniqueName } from '@flotilla/testing';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventDraft } from '@flotilla/events';
+import { CURRENT_SNAPSHOT_VERSION } from './conversation-snapshot.js';
 import { CommitOrderError, StateError } from './errors.js';
 import { foldCommits, initialSnapshot } from './fold.js';
 import { encodeSnapshot } from './snapshot-codec.js';
@@ -240,8 +241,27 @@ describe('SnapshotStore catchUp, rebuild and delete', () => {
 
   it('fails loudly on a snapshot written by a newer version', async () => {
     const ref = newRef();
-    await fixture.store.kv.put(snapshotKey(ref), JSON.stringify({ ...initialSnapshot(ref), v: 2 }));
+    await fixture.store.kv.put(snapshotKey(ref), JSON.stringify({ ...initialSnapshot(ref), v: CURRENT_SNAPSHOT_VERSION + 1 }));
     await expect(fixture.store.get(ref)).rejects.toMatchObject({ code: 'unsupported_snapshot_version' });
+  });
+
+  it('rebuilds a snapshot of an older version from the log when it catches up (a version change rebuilds)', async () => {
+    const ref = newRef();
+    const commits = await appendAll(fixture.log, ref, someConversation(ref, 5));
+    const expected = foldCommits(initialSnapshot(ref), commits);
+    const { pending_actions: _pending, early_answers: _early, condensation_requested: _requested, event_counts: _counts, final_response: _final, ...fields } = foldCommits(
+      initialSnapshot(ref),
+      commits.slice(0, 3),
+    );
+    await fixture.store.kv.put(snapshotKey(ref), JSON.stringify({ ...fields, v: 1 }));
+    const before = fixture.corrupt.length;
+    expect(await fixture.store.get(ref)).toBeUndefined();
+    const caught = await fixture.store.catchUp(ref, fixture.log);
+    const reports = fixture.corrupt.slice(before).map((report) => report.reason);
+    expect(reports.length).toBeGreaterThan(0);
+    expect(reports.every((reason) => reason.startsWith('outdated snapshot: version 1'))).toBe(true);
+    expect(caught).toMatchObject({ snapshot: expected, applied: commits.length });
+    expect((await fixture.store.get(ref))?.snapshot).toEqual(expected);
   });
 
   it('rebuilds a wrong but valid snapshot from the log, overwriting it', async () => {
@@ -275,5 +295,48 @@ describe('SnapshotStore catchUp, rebuild and delete', () => {
       fixture.store.rebuild(ref, fixture.log),
     ]);
     expect((await fixture.store.get(ref))?.snapshot).toEqual(foldCommits(initialSnapshot(ref), commits));
+  });
+});
+
+describe('SnapshotStore current (the state at the tail, for commands)', () => {
+  it('folds the stored snapshot and only the commits after it, writing nothing', async () => {
+    const ref = newRef();
+    const commits = await appendAll(fixture.log, ref, someConversation(ref, 7));
+    const stored = await fixture.store.advance(ref, commits.slice(0, 5));
+    const current = await fixture.store.current(ref, fixture.log);
+    expect(current.snapshot).toEqual(foldCommits(initialSnapshot(ref), commits));
+    expect(current.tail).toEqual(tailOf(commits.at(-1)!));
+    expect(current.commits.map((commit) => commit.streamSeq)).toEqual(commits.slice(5).map((commit) => commit.streamSeq));
+    expect(current.stored).toEqual({ snapshot: stored.snapshot, revision: stored.revision });
+    expect((await fixture.store.get(ref))?.revision).toBe(stored.revision);
+    const written = await fixture.store.advanceKnown(ref, current.stored, current.commits);
+    expect(written?.snapshot).toEqual(current.snapshot);
+  });
+
+  it('reads nothing after a snapshot at the tail, and folds the whole log when none is stored', async () => {
+    const ref = newRef();
+    const commits = await appendAll(fixture.log, ref, someConversation(ref, 4));
+    const whole = await fixture.store.current(ref, fixture.log);
+    expect(whole).toMatchObject({ snapshot: foldCommits(initialSnapshot(ref), commits), stored: { revision: 0 } });
+    expect(whole.commits).toHaveLength(4);
+    await fixture.store.advance(ref, commits);
+    expect((await fixture.store.current(ref, fixture.log)).commits).toEqual([]);
+  });
+
+  it('answers the initial snapshot and an empty tail for an empty log', async () => {
+    const ref = newRef();
+    expect(await fixture.store.current(ref, fixture.log)).toMatchObject({ snapshot: initialSnapshot(ref), tail: { streamSeq: 0, lastSeq: 0 }, commits: [] });
+  });
+
+  it('folds the log whole when the stored snapshot belongs to another log (purged and written again)', async () => {
+    const ref = newRef();
+    const old = await appendAll(fixture.log, ref, someConversation(ref, 6));
+    await fixture.store.advance(ref, old);
+    await fixture.log.jsm.streams.purge(fixture.log.streamName, { filter: fixture.log.subject(ref) });
+    const shorter = await appendAll(fixture.log, ref, someConversation(ref, 3));
+    const current = await fixture.store.current(ref, fixture.log);
+    expect(current.snapshot).toEqual(foldCommits(initialSnapshot(ref), shorter));
+    const longer = [...shorter, ...(await appendAll(fixture.log, ref, someConversation(ref, 5)))];
+    expect((await fixture.store.current(ref, fixture.log)).snapshot).toEqual(foldCommits(initialSnapshot(ref), longer));
   });
 });

@@ -1,9 +1,9 @@
-import type { ConversationRef, EventLog, StoredCommit } from '@flotilla/log';
+import { EMPTY_TAIL, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
 import type { KV, KvEntry } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { DEFAULT_SNAPSHOT_BUCKET, openSnapshotBucket, type SnapshotBucketOptions } from './bucket-setup.js';
 import type { ConversationSnapshot } from './conversation-snapshot.js';
-import { StateError, StateErrorCode } from './errors.js';
+import { isStateError, StateError, StateErrorCode } from './errors.js';
 import { applyCommit, foldCommits, initialSnapshot } from './fold.js';
 import { decodeSnapshot, encodeSnapshot, type SnapshotIssue } from './snapshot-codec.js';
 import { snapshotKey } from './snapshot-key.js';
@@ -39,6 +39,25 @@ export type AdvanceResult = SnapshotRecord & {
 };
 
 export type CatchUpOptions = { readonly signal?: AbortSignal };
+
+export type CurrentOptions = CatchUpOptions & {
+  /** The log's tail as the caller just read it (else it is read beside the snapshot). */
+  readonly tail?: Tail;
+};
+
+/** A conversation as its log says at the tail: the stored snapshot and the commits after it, folded. */
+export type CurrentSnapshot = {
+  /** The snapshot at `tail` (the initial one when the log is empty). */
+  readonly snapshot: ConversationSnapshot;
+  /** The log's tail as read: an append decided from `snapshot` expects it. */
+  readonly tail: Tail;
+  /**
+   * What the store holds (revision 0: nothing), and the commits read after it; together they
+   * make `snapshot`. `advanceKnown(ref, stored, [...commits, ...appended])` writes it on.
+   */
+  readonly stored: SnapshotRecord;
+  readonly commits: readonly StoredCommit[];
+};
 
 type Loaded = { readonly snapshot: ConversationSnapshot | undefined; readonly revision: number };
 
@@ -107,6 +126,47 @@ export class SnapshotStore {
     if (next === record.snapshot) return record;
     const revision = await this.#write(snapshotKey(ref), next, record.revision);
     return revision === undefined ? undefined : { snapshot: next, revision };
+  }
+
+  /**
+   * The conversation at its log's tail, without writing: the stored snapshot, the tail, and only
+   * the commits after the snapshot's position (usually none, one or two, read with direct gets),
+   * folded. The cost is what the projector has not folded yet, not the history. A snapshot that
+   * is missing, outdated, corrupt, ahead of the log or not continued by it is replaced by a fold
+   * of the whole log (once: the next write stores it).
+   */
+  async current(ref: ConversationRef, log: EventLog, options: CurrentOptions = {}): Promise<CurrentSnapshot> {
+    const key = snapshotKey(ref);
+    let [loaded, tail] = await Promise.all([this.#load(ref, key), options.tail ?? log.tail(ref)]);
+    if (tail.streamSeq === 0) return { snapshot: initialSnapshot(ref), tail: EMPTY_TAIL, stored: { snapshot: initialSnapshot(ref), revision: loaded.revision }, commits: [] };
+    if (loaded.snapshot && loaded.snapshot.last_stream_seq > tail.streamSeq) {
+      // a projector wrote a snapshot past the tail read meanwhile: the snapshot's position is a newer
+      // tail (a decision from it that is no longer the tail conflicts, as one from any tail would)
+      if (options.tail) {
+        const at = { streamSeq: loaded.snapshot.last_stream_seq, lastSeq: loaded.snapshot.last_seq };
+        return { snapshot: loaded.snapshot, tail: at, stored: { snapshot: loaded.snapshot, revision: loaded.revision }, commits: [] };
+      }
+      tail = await log.tail(ref);
+    }
+    let base = loaded.snapshot && loaded.snapshot.last_stream_seq <= tail.streamSeq ? loaded.snapshot : initialSnapshot(ref);
+    for (;;) {
+      const commits: StoredCommit[] = [];
+      const from = { afterSeq: base.last_seq, afterStreamSeq: base.last_stream_seq, untilStreamSeq: tail.streamSeq };
+      for await (const commit of log.read(ref, { ...from, ...(options.signal ? { signal: options.signal } : {}) })) commits.push(commit);
+      let snapshot: ConversationSnapshot | undefined;
+      try {
+        snapshot = foldCommits(base, commits);
+      } catch (error) {
+        if (!isStateError(error) || base.last_seq === 0) throw error;
+      }
+      // a snapshot the log does not continue up to its tail belongs to another log (a purged and
+      // recreated conversation): fold the log whole
+      if (snapshot && (snapshot.last_seq === tail.lastSeq || base.last_seq === 0)) {
+        return { snapshot, tail, stored: { snapshot: base, revision: loaded.revision }, commits };
+      }
+      base = initialSnapshot(ref);
+      loaded = { snapshot: undefined, revision: loaded.revision };
+    }
   }
 
   /** Folds in whatever the log holds after the stored snapshot's last_seq (from the start when none is stored). */

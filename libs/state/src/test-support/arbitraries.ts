@@ -7,7 +7,12 @@ export type Happening =
   | { readonly kind: 'user_message'; readonly text: string }
   | { readonly kind: 'environment_message' }
   | { readonly kind: 'agent_message'; readonly text: string }
-  | { readonly kind: 'tool_call'; readonly outcome: 'observation' | 'failed_observation' | 'agent_error' | 'rejection' | 'pending' }
+  | { readonly kind: 'tool_call'; readonly outcome: 'observation' | 'failed_observation' | 'agent_error' | 'rejection' | 'pending' | 'unparseable' }
+  /** A runner starts the actions still waiting. */
+  | { readonly kind: 'execution_started' }
+  /** An answer for the tool call id the next happening would use (a tool call: logged before it; else never matched). */
+  | { readonly kind: 'early_answer' }
+  | { readonly kind: 'finish'; readonly message: string }
   | { readonly kind: 'free_agent_error' }
   | {
       readonly kind: 'state_change';
@@ -52,7 +57,13 @@ export const happening: fc.Arbitrary<Happening> = fc.oneof(
   fc.record({ kind: fc.constant('user_message' as const), text: fc.string({ maxLength: 20 }) }),
   fc.constant<Happening>({ kind: 'environment_message' }),
   fc.record({ kind: fc.constant('agent_message' as const), text: fc.string({ maxLength: 20 }) }),
-  { arbitrary: fc.record({ kind: fc.constant('tool_call' as const), outcome: fc.constantFrom('observation', 'failed_observation', 'agent_error', 'rejection', 'pending') }), weight: 3 },
+  {
+    arbitrary: fc.record({ kind: fc.constant('tool_call' as const), outcome: fc.constantFrom('observation', 'failed_observation', 'agent_error', 'rejection', 'pending', 'unparseable') }),
+    weight: 3,
+  },
+  fc.constant<Happening>({ kind: 'execution_started' }),
+  fc.constant<Happening>({ kind: 'early_answer' }),
+  fc.record({ kind: fc.constant('finish' as const), message: fc.string({ maxLength: 20 }) }),
   fc.constant<Happening>({ kind: 'free_agent_error' }),
   { arbitrary: stateChange, weight: 2 },
   fc.record({ kind: fc.constant('conversation_error' as const), code: fc.constantFrom('max_iterations', 'budget', 'llm_failed'), detail: fc.string({ maxLength: 20 }) }),
@@ -86,6 +97,7 @@ export type ConversationScript = { readonly happenings: readonly TimedHappening[
 /** Turns happenings into event drafts for `ref` (a tool call becomes an action and its outcome). */
 export function draftsFor(ref: ConversationRef, happenings: readonly TimedHappening[]): EventDraft[] {
   const drafts: EventDraft[] = [];
+  const waiting: string[] = [];
   happenings.forEach(({ happening: item, at: when }, index) => {
     const context = (source: 'user' | 'agent' | 'environment' | 'system') => ({ ...ref, source, now: () => when });
     switch (item.kind) {
@@ -103,7 +115,7 @@ export function draftsFor(ref: ConversationRef, happenings: readonly TimedHappen
         const action = draftEvent(context('agent'), 'action', {
           ...call,
           arguments: '{}',
-          input: {},
+          input: item.outcome === 'unparseable' ? null : {},
           thought: [],
           response_id: `resp_${index}`,
           security_risk: 'low',
@@ -118,13 +130,34 @@ export function draftsFor(ref: ConversationRef, happenings: readonly TimedHappen
               is_error: item.outcome === 'failed_observation',
             }),
           );
-        } else if (item.outcome === 'agent_error') {
+        } else if (item.outcome === 'agent_error' || item.outcome === 'unparseable') {
           drafts.push(draftEvent(context('environment'), 'agent_error', { ...call, action_id: action.id, error: 'failed' }));
         } else if (item.outcome === 'rejection') {
           drafts.push(draftEvent(context('user'), 'user_rejection', { ...call, action_id: action.id, reason: 'no', rejection_source: 'user' }));
+        } else {
+          waiting.push(action.id);
         }
         return;
       }
+      case 'execution_started':
+        if (waiting.length > 0) drafts.push(draftEvent(context('system'), 'execution_started', { action_ids: waiting.splice(0), runner: `runner-${index % 3}` }));
+        return;
+      case 'early_answer':
+        drafts.push(draftEvent(context('environment'), 'observation', { tool_call_id: `call_${index + 1}`, tool_name: 'terminal', action_id: 'not-logged-yet', content: [], is_error: false }));
+        return;
+      case 'finish':
+        drafts.push(
+          draftEvent(context('agent'), 'action', {
+            tool_call_id: `call_${index}`,
+            tool_name: 'finish',
+            arguments: JSON.stringify({ message: item.message }),
+            input: { message: item.message },
+            thought: [],
+            response_id: `resp_${index}`,
+            security_risk: 'low',
+          }),
+        );
+        return;
       case 'free_agent_error':
         drafts.push(draftEvent(context('agent'), 'agent_error', { error: 'could not parse the response' }));
         return;

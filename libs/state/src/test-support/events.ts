@@ -26,16 +26,20 @@ export class EventFactory {
     return draftEvent(this.#context('agent'), 'message', { role: 'assistant', content: [{ type: 'text', text }] });
   }
 
-  action(toolCallId = 'call_1', toolName = 'terminal'): EventDraft & { type: 'action' } {
+  action(toolCallId = 'call_1', toolName = 'terminal', input: Record<string, unknown> | null = { command: 'ls' }): EventDraft & { type: 'action' } {
     return draftEvent(this.#context('agent'), 'action', {
       tool_call_id: toolCallId,
       tool_name: toolName,
-      arguments: '{"command":"ls"}',
-      input: { command: 'ls' },
+      arguments: JSON.stringify(input ?? {}),
+      input,
       thought: [],
       response_id: 'resp_1',
       security_risk: 'low',
     });
+  }
+
+  executionStarted(runner: string, ...actions: readonly (EventDraft & { type: 'action' })[]): EventDraft {
+    return draftEvent(this.#context('system'), 'execution_started', { action_ids: actions.map((action) => action.id), runner });
   }
 
   observation(action: EventDraft & { type: 'action' }, isError = false): EventDraft {
