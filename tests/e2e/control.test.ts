@@ -1,5 +1,6 @@
 import { auditConversation, formatReport } from '@flotilla/auditor';
 import { interruptCommand, runCommand } from '@flotilla/agent';
+import { conversationState } from '@flotilla/state';
 import { publishInterrupt } from '@flotilla/runtime';
 import { describe, expect, it } from 'vitest';
 import { basicViolations } from '../support/log-checks.js';
@@ -16,7 +17,7 @@ describe('control across processes', () => {
     await expect.poll(() => system.brain.calls.some((call) => call.task === 'interrupt-me' && call.closedAt === undefined), { timeout: 20_000 }).toBe(true);
     await sleep(500); // well into the stream
     const interruptedAt = Date.now();
-    await system.command(ref, (events) => interruptCommand(events, ref, 'stop now'));
+    await system.command(ref, (events) => interruptCommand(conversationState(events), ref, 'stop now'));
     publishInterrupt(system.nc, ref);
     await expect.poll(() => system.brain.calls.find((call) => call.task === 'interrupt-me')?.closedAt, { timeout: 5_000 }).toBeDefined();
     const call = system.brain.calls.find((candidate) => candidate.task === 'interrupt-me')!;
@@ -30,7 +31,7 @@ describe('control across processes', () => {
     expect((await system.events(ref)).some((event) => event.type === 'action')).toBe(false);
 
     await sleep(Math.max(0, slowUntil - Date.now()));
-    await system.command(ref, (events) => runCommand(events, ref));
+    await system.command(ref, (events) => runCommand(conversationState(events), ref));
     await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 30_000);
     expect(await system.status(ref)).toBe('finished');
     const report = await auditConversation(system.log, ref);

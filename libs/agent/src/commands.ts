@@ -1,10 +1,18 @@
-import { draftEvent, type ConversationStatus, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
-import { pendingActions } from './pending-actions.js';
-import { currentStatus } from './run-state.js';
+import { draftEvent, type ConversationStatus, type DraftContext, type EventDraft } from '@flotilla/events';
+import { notStartedActions, type ConversationState } from '@flotilla/state';
 
 /**
- * The status machine, as the drafts a command appends (decided from the log, appended with
- * optimistic concurrency by whoever issues the command: gateway, CLI, in-process conversation).
+ * What a command decides from: the conversation's status and the actions waiting for a result,
+ * as the snapshot holds them and as `conversationState(events)` folds them (libs/state), so a
+ * command costs the same whatever the history. The gateway reads it from the KV snapshot plus the
+ * commits after it; an in-process conversation folds the events it holds.
+ */
+export type CommandState = Pick<ConversationState, 'status' | 'pending_actions'>;
+
+/**
+ * The status machine, as the drafts a command appends (decided from the state at the log's tail,
+ * appended with optimistic concurrency by whoever issues the command: gateway, CLI, in-process
+ * conversation).
  *
  *   idle ──run──▶ running ──▶ finished | error | stuck | waiting_for_confirmation
  *   running ──pause/interrupt──▶ paused ──run──▶ running
@@ -28,8 +36,8 @@ const statusChange = (context: Context, status: ConversationStatus, reason: stri
   draftEvent({ ...context, source: 'system' }, 'state_change', { status, reason });
 
 /** A user message; finished/stuck go back to idle, and `run` starts (or keeps) the run. */
-export function messageCommand(events: readonly Event[], context: Context, text: string, options: { run?: boolean } = {}): EventDraft[] {
-  const status = currentStatus(events);
+export function messageCommand(state: CommandState, context: Context, text: string, options: { run?: boolean } = {}): EventDraft[] {
+  const status = state.status;
   const drafts: EventDraft[] = [draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })];
   if (options.run && status !== 'running' && status !== 'waiting_for_confirmation') drafts.push(statusChange(context, 'running', 'message with run'));
   else if (status === 'finished' || status === 'stuck') drafts.push(statusChange(context, 'idle', 'new user message'));
@@ -41,19 +49,19 @@ export function messageCommand(events: readonly Event[], context: Context, text:
  * Refused with `already_running` on a running conversation unless `resume` (an in-process
  * loop picking up where a crashed one stopped).
  */
-export function runCommand(events: readonly Event[], context: Context, options: { resume?: boolean } = {}): EventDraft[] {
-  const status = currentStatus(events);
+export function runCommand(state: CommandState, context: Context, options: { resume?: boolean } = {}): EventDraft[] {
+  const status = state.status;
   if (status === 'running') {
     if (options.resume) return [];
     throw new CommandRefused('already_running', 'The conversation is already running.', status);
   }
-  if (status === 'waiting_for_confirmation') return approveCommand(events, context);
+  if (status === 'waiting_for_confirmation') return approveCommand(state, context);
   return [statusChange(context, 'running', 'run requested')];
 }
 
 /** Pause after the current step. Idempotent; never overrides waiting_for_confirmation. */
-export function pauseCommand(events: readonly Event[], context: Context, reason?: string): EventDraft[] {
-  if (currentStatus(events) !== 'running') return [];
+export function pauseCommand(state: CommandState, context: Context, reason?: string): EventDraft[] {
+  if (state.status !== 'running') return [];
   return [draftEvent({ ...context, source: 'user' }, 'pause', reason === undefined ? {} : { reason }), statusChange(context, 'paused', 'paused by the user')];
 }
 
@@ -62,16 +70,16 @@ export function pauseCommand(events: readonly Event[], context: Context, reason?
  * (core NATS) so whichever process holds the work aborts it; a result that races is discarded
  * by optimistic concurrency (the tail moved).
  */
-export function interruptCommand(events: readonly Event[], context: Context, reason?: string): EventDraft[] {
-  if (currentStatus(events) !== 'running') return [];
+export function interruptCommand(state: CommandState, context: Context, reason?: string): EventDraft[] {
+  if (state.status !== 'running') return [];
   return [draftEvent({ ...context, source: 'user' }, 'interrupt', reason === undefined ? {} : { reason }), statusChange(context, 'paused', 'interrupted by the user')];
 }
 
 /** Approve the actions awaiting confirmation, and run. */
-export function approveCommand(events: readonly Event[], context: Context): EventDraft[] {
-  const status = currentStatus(events);
+export function approveCommand(state: CommandState, context: Context): EventDraft[] {
+  const status = state.status;
   if (status !== 'waiting_for_confirmation') throw new CommandRefused('not_waiting', `Nothing awaits confirmation (status ${status}).`, status);
-  const pending = pendingActions(events).notStarted.map((action) => action.id);
+  const pending = notStartedActions(state).map((action) => action.id);
   const drafts: EventDraft[] = [];
   if (pending.length > 0) drafts.push(draftEvent({ ...context, source: 'user' }, 'approval', { action_ids: pending }));
   drafts.push(statusChange(context, 'running', 'actions approved'));
@@ -79,10 +87,10 @@ export function approveCommand(events: readonly Event[], context: Context): Even
 }
 
 /** Reject the actions awaiting confirmation: each gets a user_rejection the model reads; the conversation goes idle. */
-export function rejectCommand(events: readonly Event[], context: Context, reason: string): EventDraft[] {
-  const status = currentStatus(events);
+export function rejectCommand(state: CommandState, context: Context, reason: string): EventDraft[] {
+  const status = state.status;
   if (status !== 'waiting_for_confirmation') throw new CommandRefused('not_waiting', `Nothing awaits confirmation (status ${status}).`, status);
-  const pending = pendingActions(events).notStarted;
+  const pending = notStartedActions(state);
   if (pending.length === 0) throw new CommandRefused('nothing_pending', 'No action awaits confirmation.', status);
   return [
     ...pending.map((action) =>

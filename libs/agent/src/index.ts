@@ -23,3 +23,4 @@ export { LocalConversation } from './local-conversation.js';
 export type { Condenser, LocalConversationOptions, RunOptions } from './local-conversation.js';
 export { CONDENSATION_ATTEMPT_FAILED, condenseOrFail, failedCondensationAttempts } from './condense-or-fail.js';
 export { approveCommand, CommandRefused, interruptCommand, messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
+export type { CommandState } from './commands.js';

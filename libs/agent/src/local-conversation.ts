@@ -1,4 +1,4 @@
-import { draftEvent, type ConversationStatus, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
+import { draftEvent, withPositionalIds, type ConversationStatus, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
 import type { LanguageModel, StreamDelta } from '@flotilla/llm';
 import { isConflict, type ConversationRef, type EventLog, type Tail, EMPTY_TAIL } from '@flotilla/log';
 import { createToolContext, type ToolRegistry, type Workspace } from '@flotilla/tools';
@@ -6,9 +6,7 @@ import type { AgentConfig } from './agent-config.js';
 import { messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
 import { condenseOrFail } from './condense-or-fail.js';
 import { executeActions, interruptedDrafts } from './execute-actions.js';
-import { nextWork } from './next-work.js';
-import { pendingActions } from './pending-actions.js';
-import { currentStatus } from './run-state.js';
+import { ConversationProgress } from './progress.js';
 import { step } from './step.js';
 import { registryCatalog, type ToolCatalog } from './tool-catalog.js';
 
@@ -40,6 +38,8 @@ export class LocalConversation {
   readonly #options: LocalConversationOptions;
   readonly #catalog: ToolCatalog;
   #events: Event[] = [];
+  /** The same fold the snapshot keeps (status, pending actions), over `#events`: commands and `nextWork` decide from it. */
+  #progress = new ConversationProgress();
   #tail: Tail = EMPTY_TAIL;
 
   constructor(options: LocalConversationOptions) {
@@ -58,22 +58,22 @@ export class LocalConversation {
 
   async status(): Promise<ConversationStatus> {
     await this.#sync();
-    return currentStatus(this.#events);
+    return this.#progress.state.status;
   }
 
   /** Appends a user message; a finished or stuck conversation goes back to idle, and `run` starts it. */
   async sendMessage(text: string, options: { readonly run?: boolean } = {}): Promise<void> {
-    await this.#commit((events) => messageCommand(events, this.#command(), text, options));
+    await this.#commit((_events, progress) => messageCommand(progress.state, this.#command(), text, options));
   }
 
   /** Pauses after the current step. Idempotent; never overrides waiting_for_confirmation. */
   async pause(reason?: string): Promise<void> {
-    await this.#commit((events) => pauseCommand(events, this.#command(), reason));
+    await this.#commit((_events, progress) => pauseCommand(progress.state, this.#command(), reason));
   }
 
   /** Rejects the actions awaiting confirmation; the conversation goes idle. */
   async reject(reason: string): Promise<void> {
-    await this.#commit((events) => rejectCommand(events, this.#command(), reason));
+    await this.#commit((_events, progress) => rejectCommand(progress.state, this.#command(), reason));
   }
 
   /**
@@ -81,14 +81,14 @@ export class LocalConversation {
    * waiting_for_confirmation this approves the pending actions; on running it resumes.
    */
   async run(options: RunOptions = {}): Promise<ConversationStatus> {
-    await this.#commit((events) => runCommand(events, this.#command(), { resume: true }));
+    await this.#commit((_events, progress) => runCommand(progress.state, this.#command(), { resume: true }));
     for (;;) {
       options.signal?.throwIfAborted();
       await this.#sync();
-      const work = nextWork(this.#events);
+      const work = this.#progress.nextWork();
       switch (work.kind) {
         case 'rest':
-          return currentStatus(this.#events);
+          return this.#progress.state.status;
         case 'execute':
         case 'in_progress':
           await this.#execute();
@@ -122,8 +122,8 @@ export class LocalConversation {
   async #execute(): Promise<void> {
     const runner = this.#options.runner ?? `local-${process.pid}`;
     // Record the start first: if this process dies mid-action, the action is reported as interrupted, never re-run.
-    const started = await this.#commit((events) => {
-      const work = nextWork(events);
+    const started = await this.#commit((_events, progress) => {
+      const work = progress.nextWork();
       if (work.kind !== 'execute') return null;
       const drafts = interruptedDrafts(work.interrupted, this.#context('environment'));
       if (work.actions.length > 0) {
@@ -133,7 +133,7 @@ export class LocalConversation {
     });
     if (!started) return;
     const startedIds = new Set(started.flatMap((event) => (event.type === 'execution_started' ? event.action_ids : [])));
-    const actions = pendingActions(this.#events).started.filter((action) => startedIds.has(action.id));
+    const actions = this.#progress.pending().started.filter((action) => startedIds.has(action.id));
     if (actions.length === 0) return;
     const toolContext = createToolContext({ workspace: this.#options.workspace, conversationId: this.#options.ref.conversation });
     const observations = await executeActions(actions, this.#options.tools, toolContext, this.#context('environment'));
@@ -141,25 +141,29 @@ export class LocalConversation {
   }
 
   async #condense(): Promise<void> {
-    await this.#commit(async (events) => {
-      if (nextWork(events).kind !== 'condense') return null;
+    await this.#commit(async (events, progress) => {
+      if (progress.nextWork().kind !== 'condense') return null;
       const custom = this.#options.condenser;
       if (custom) return await custom(events, this.#context('agent'));
       return await condenseOrFail(events, this.#options.agent, this.#options.llm, this.#context('agent'));
     });
   }
 
-  /** Append drafts decided from the current cache; on a conflict, re-sync and re-decide. */
+  /**
+   * Append drafts decided from the current cache, expecting the tail they were decided at; on a
+   * conflict, re-sync and re-decide.
+   */
   async #commit(
-    decide: (events: readonly Event[]) => Promise<readonly EventDraft[] | null> | readonly EventDraft[] | null,
+    decide: (events: readonly Event[], progress: ConversationProgress) => Promise<readonly EventDraft[] | null> | readonly EventDraft[] | null,
     options: { readonly retryWithSameDrafts?: boolean } = {},
   ): Promise<readonly Event[] | null> {
     for (let attempt = 0; attempt < 100; attempt += 1) {
       await this.#sync();
-      const drafts = await decide(this.#events);
+      const tail = this.#tail;
+      const drafts = await decide(this.#events, this.#progress);
       if (!drafts || drafts.length === 0) return null;
       try {
-        return await this.#appendAt(this.#tail, drafts);
+        return await this.#appendAt(tail, drafts);
       } catch (error) {
         if (!isConflict(error)) throw error;
         if (!options.retryWithSameDrafts) continue;
@@ -168,9 +172,10 @@ export class LocalConversation {
     throw new Error(`could not append to ${this.#options.ref.conversation}: too many conflicting writers`);
   }
 
+  /** Appends `drafts` (with positional ids for that tail) expecting `tail`. */
   async #appendAt(tail: Tail, drafts: readonly EventDraft[]): Promise<readonly Event[]> {
     if (drafts.length === 0) return [];
-    const commit = await this.#options.log.append(this.#options.ref, drafts, { expected: tail });
+    const commit = await this.#options.log.append(this.#options.ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
     // the commit directly follows `tail`: it extends the cache only if the cache is still there
     if (tail.streamSeq === this.#tail.streamSeq) this.#merge(commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
     return commit.events;
@@ -198,7 +203,9 @@ export class LocalConversation {
   #merge(events: readonly Event[], tail: Tail): void {
     if (tail.streamSeq <= this.#tail.streamSeq) return;
     const last = this.#tail.lastSeq;
-    for (const event of events) if (event.seq > last) this.#events.push(event);
+    const added = events.filter((event) => event.seq > last);
+    for (const event of added) this.#events.push(event);
+    this.#progress.append(added);
     this.#tail = tail;
   }
 

@@ -1,6 +1,23 @@
-import type { ActionEvent, ConversationStatus, Event } from '@flotilla/events';
+import type { ActionEvent, Event } from '@flotilla/events';
+import { foldState, initialState, type ConversationState, type PendingAction } from '@flotilla/state';
 import type { NextWork, NextWorkOptions } from './next-work.js';
 import type { PendingActions } from './pending-actions.js';
+
+/**
+ * A `ConversationProgress` as data (for a checkpoint): the folded state, with the pending actions
+ * whole. `answered` holds the answers logged before their action (the state's early answers).
+ */
+export type ProgressCheckpoint = {
+  readonly status: ConversationState['status'];
+  /** The actions waiting for a result, in log order (unparseable ones included: their answer is still due). */
+  readonly pending: readonly ActionEvent[];
+  readonly answered: readonly string[];
+  /** The runner that started each started pending action. */
+  readonly started_by: Readonly<Record<string, string>>;
+  readonly condensation_requested: boolean;
+  /** Events folded. */
+  readonly events: number;
+};
 
 /**
  * What a conversation owes, folded from its events as they are appended: its status, the
@@ -8,18 +25,17 @@ import type { PendingActions } from './pending-actions.js';
  * is open. `nextWork` from it costs what is pending, not the length of the history, so a service
  * that keeps one per cached conversation decides each delivered commit in constant time.
  *
+ * The fold is the snapshot's (`foldState`, libs/state): the gateway's commands, decided from the
+ * KV snapshot, and the services, deciding from the events they hold, see the same pending
+ * actions. This keeps the actions themselves beside that state, for the tool runner to run them.
+ *
  * Folding the whole log at once and folding it commit by commit give the same answers at every
  * boundary: nothing here depends on where the appends were cut.
  */
 export class ConversationProgress {
-  #status: ConversationStatus = 'idle';
-  /** Executable actions not answered, by event id, in log order. */
-  readonly #pending = new Map<string, ActionEvent>();
-  /** Tool call ids answered so far (an answer logged before its action still answers it). */
-  readonly #answered = new Set<string>();
-  /** Runner that recorded the start of each pending action. */
-  readonly #startedBy = new Map<string, string>();
-  #condensationRequested = false;
+  readonly #state: ConversationState = initialState();
+  /** The pending actions, by event id. */
+  readonly #actions = new Map<string, ActionEvent>();
   #events = 0;
 
   static of(events: readonly Event[]): ConversationProgress {
@@ -28,39 +44,57 @@ export class ConversationProgress {
     return progress;
   }
 
+  /** Goes on from a checkpoint, as if the events it was taken after had been appended. */
+  static resume(checkpoint: ProgressCheckpoint): ConversationProgress {
+    const progress = new ConversationProgress();
+    const state = progress.#state;
+    state.status = checkpoint.status;
+    state.condensation_requested = checkpoint.condensation_requested;
+    state.early_answers = [...checkpoint.answered];
+    for (const action of checkpoint.pending) {
+      state.pending_actions.push({
+        id: action.id,
+        tool_call_id: action.tool_call_id,
+        tool_name: action.tool_name,
+        executable: action.input !== null,
+        started_by: action.input !== null ? (checkpoint.started_by[action.id] ?? null) : null,
+      });
+      progress.#actions.set(action.id, action);
+    }
+    progress.#events = checkpoint.events;
+    return progress;
+  }
+
+  checkpoint(): ProgressCheckpoint {
+    const started: Record<string, string> = {};
+    for (const action of this.#state.pending_actions) if (action.started_by !== null) started[action.id] = action.started_by;
+    return {
+      status: this.#state.status,
+      pending: this.#state.pending_actions.flatMap((action) => this.#actions.get(action.id) ?? []),
+      answered: [...this.#state.early_answers],
+      started_by: started,
+      condensation_requested: this.#state.condensation_requested,
+      events: this.#events,
+    };
+  }
+
   /** Events folded so far. */
   get length(): number {
     return this.#events;
   }
 
+  /** The folded state (status, pending actions, open condensation request), as the snapshot holds it. */
+  get state(): Readonly<ConversationState> {
+    return this.#state;
+  }
+
   append(events: readonly Event[]): void {
     for (const event of events) {
-      switch (event.type) {
-        case 'state_change':
-          if (event.status !== undefined) this.#status = event.status;
-          break;
-        case 'action':
-          if (event.input !== null && !this.#answered.has(event.tool_call_id)) this.#pending.set(event.id, event);
-          break;
-        case 'execution_started':
-          for (const id of event.action_ids) if (this.#pending.has(id)) this.#startedBy.set(id, event.runner);
-          break;
-        case 'observation':
-        case 'user_rejection':
-          this.#answer(event.tool_call_id);
-          break;
-        case 'agent_error':
-          if (event.tool_call_id !== undefined) this.#answer(event.tool_call_id);
-          break;
-        case 'condensation':
-          this.#condensationRequested = false;
-          break;
-        case 'condensation_request':
-          this.#condensationRequested = true;
-          break;
-        default:
-          break;
-      }
+      const waiting = this.#state.pending_actions.length;
+      foldState(this.#state, event);
+      const pending = this.#state.pending_actions;
+      if (event.type === 'action' && pending.length > waiting) this.#actions.set(event.id, event);
+      else if (pending.length < waiting) this.#forgetAnswered();
     }
     this.#events += events.length;
   }
@@ -68,48 +102,60 @@ export class ConversationProgress {
   pending(): PendingActions {
     const notStarted: ActionEvent[] = [];
     const started: ActionEvent[] = [];
-    for (const action of this.#pending.values()) (this.#startedBy.has(action.id) ? started : notStarted).push(action);
-    return { notStarted, started, startedBy: new Map(this.#startedBy) };
+    const startedBy = new Map<string, string>();
+    for (const entry of this.#waiting()) {
+      if (entry.pending.started_by === null) notStarted.push(entry.action);
+      else {
+        started.push(entry.action);
+        startedBy.set(entry.action.id, entry.pending.started_by);
+      }
+    }
+    return { notStarted, started, startedBy };
   }
 
   /** Is a condensation requested and not yet answered by one? */
   get condensationRequested(): boolean {
-    return this.#condensationRequested;
+    return this.#state.condensation_requested;
   }
 
   /** Runners that started a pending action. */
   startedByRunners(): ReadonlySet<string> {
-    return new Set(this.#startedBy.values());
+    const runners = new Set<string>();
+    for (const { pending } of this.#waiting()) if (pending.started_by !== null) runners.add(pending.started_by);
+    return runners;
   }
 
-  /** Has the tool call an observation, a rejection or an error in the log? */
+  /** Is no executable action with this tool call id still waiting for its result (it was answered, or never asked)? */
   answered(toolCallId: string): boolean {
-    return this.#answered.has(toolCallId);
+    return !this.#state.pending_actions.some((action) => action.executable && action.tool_call_id === toolCallId);
   }
 
   nextWork(options: NextWorkOptions = {}): NextWork {
-    if (this.#status !== 'running') return { kind: 'rest' };
+    if (this.#state.status !== 'running') return { kind: 'rest' };
     const alive = options.runnerAlive ?? (() => false);
     const notStarted: ActionEvent[] = [];
     const interrupted: ActionEvent[] = [];
     const inProgress: ActionEvent[] = [];
-    for (const action of this.#pending.values()) {
-      const runner = this.#startedBy.get(action.id);
-      if (runner === undefined) notStarted.push(action);
-      else (alive(runner) ? inProgress : interrupted).push(action);
+    for (const { action, pending } of this.#waiting()) {
+      if (pending.started_by === null) notStarted.push(action);
+      else (alive(pending.started_by) ? inProgress : interrupted).push(action);
     }
     if (notStarted.length > 0 || interrupted.length > 0) return { kind: 'execute', actions: notStarted, interrupted };
     if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
-    if (this.#condensationRequested) return { kind: 'condense' };
+    if (this.#state.condensation_requested) return { kind: 'condense' };
     return { kind: 'step' };
   }
 
-  #answer(toolCallId: string): void {
-    this.#answered.add(toolCallId);
-    for (const [id, action] of this.#pending) {
-      if (action.tool_call_id !== toolCallId) continue;
-      this.#pending.delete(id);
-      this.#startedBy.delete(id);
+  /** The executable pending actions in log order, each with its state. */
+  *#waiting(): Generator<{ readonly action: ActionEvent; readonly pending: PendingAction }> {
+    for (const pending of this.#state.pending_actions) {
+      const action = pending.executable ? this.#actions.get(pending.id) : undefined;
+      if (action) yield { action, pending };
     }
+  }
+
+  #forgetAnswered(): void {
+    const waiting = new Set(this.#state.pending_actions.map((action) => action.id));
+    for (const id of this.#actions.keys()) if (!waiting.has(id)) this.#actions.delete(id);
   }
 }

@@ -1,27 +1,33 @@
 import {
   approveCommand,
   CommandRefused,
-  currentStatus,
   interruptCommand,
   messageCommand,
   pauseCommand,
   rejectCommand,
   runCommand,
+  type CommandState,
 } from '@flotilla/agent';
 import type { CommandResult, Conversation, CreateConversationBody, FinalResponse, UpdateConversationBody } from '@flotilla/api';
-import { draftEvent, newId, type ConversationStatus, type Event, type EventDraft } from '@flotilla/events';
-import { appendWithRetry, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog, type StoredCommit } from '@flotilla/log';
+import { draftEvent, newId, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
+import { appendWithRetry, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
 import { publishInterrupt, requestPurge } from '@flotilla/runtime';
-import { isStateError, type ConversationSnapshot, type SnapshotStore } from '@flotilla/state';
+import { foldCommits, initialState, isStateError, type ConversationSnapshot, type CurrentSnapshot, type SnapshotStore } from '@flotilla/state';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ApiError } from './api-error.js';
 import type { ConversationIndex } from './conversation-index.js';
+import { countableFromSnapshot, countEvents, countFromSnapshot, type EventFilter } from './event-search.js';
 
 export type Admission = { readonly maxRunning: number; readonly maxRunningPerTenant: number };
 
-type Decide = (events: readonly Event[]) => EventDraft[];
+type Decide = (state: CommandState) => EventDraft[];
 
-/** Conversations as the gateway drives them: every change an appended event, every read from the log. */
+/**
+ * Conversations as the gateway drives them: every change an appended event, every read from the
+ * log. A command decides from the conversation's state at the log's tail, read as the KV snapshot
+ * plus the commits after its position (`SnapshotStore.current`): its cost does not grow with the
+ * conversation's history.
+ */
 export class ConversationService {
   /** What else a conversation's deletion removes (its workspace, its secrets), before its log goes. */
   readonly #onDelete: ((ref: ConversationRef) => Promise<void>)[] = [];
@@ -66,11 +72,11 @@ export class ConversationService {
         ...(body.tags !== undefined ? { tags: body.tags } : {}),
       }),
     ];
-    if (body.message) drafts.push(...messageCommand([], ref, body.message, { run: body.run ?? false }));
+    if (body.message) drafts.push(...messageCommand(initialState(), ref, body.message, { run: body.run ?? false }));
     try {
       // expecting an empty log: of two creates of one id, exactly one wins (a fixed commit id would
       // let the stream's duplicate window swallow the second and report it created)
-      await this.log.append(ref, drafts, { expected: EMPTY_TAIL });
+      await this.log.append(ref, withPositionalIds(drafts, 1), { expected: EMPTY_TAIL });
     } catch (error) {
       if (!isConflict(error)) throw error;
       return { conversation: await this.get(ref), created: false };
@@ -107,16 +113,16 @@ export class ConversationService {
   }
 
   sendMessage(ref: ConversationRef, text: string, run: boolean): Promise<CommandResult> {
-    return this.#command(ref, (events) => messageCommand(events, ref, text, { run }), { admit: run });
+    return this.#command(ref, (state) => messageCommand(state, ref, text, { run }), { admit: run });
   }
   run(ref: ConversationRef): Promise<CommandResult> {
-    return this.#command(ref, (events) => runCommand(events, ref), { admit: true });
+    return this.#command(ref, (state) => runCommand(state, ref), { admit: true });
   }
   pause(ref: ConversationRef, reason?: string): Promise<CommandResult> {
-    return this.#command(ref, (events) => pauseCommand(events, ref, reason));
+    return this.#command(ref, (state) => pauseCommand(state, ref, reason));
   }
   async interrupt(ref: ConversationRef, reason?: string): Promise<CommandResult> {
-    const result = await this.#command(ref, (events) => interruptCommand(events, ref, reason));
+    const result = await this.#command(ref, (state) => interruptCommand(state, ref, reason));
     if (result.appended) publishInterrupt(this.nc, ref);
     return result;
   }
@@ -124,55 +130,56 @@ export class ConversationService {
     return this.#command(ref, () => [draftEvent({ ...ref, source: 'user' }, 'condensation_request', { reason: 'requested by the user' })]);
   }
   approve(ref: ConversationRef): Promise<CommandResult> {
-    return this.#command(ref, (events) => approveCommand(events, ref));
+    return this.#command(ref, (state) => approveCommand(state, ref));
   }
   reject(ref: ConversationRef, reason: string): Promise<CommandResult> {
-    return this.#command(ref, (events) => rejectCommand(events, ref, reason));
+    return this.#command(ref, (state) => rejectCommand(state, ref, reason));
   }
 
-  /** The agent's last message (or finish message) since the last user message. */
+  /**
+   * The agent's last message (or finish message) since the last user message: the snapshot says
+   * where it is, and one direct get reads its commit.
+   */
   async finalResponse(ref: ConversationRef): Promise<FinalResponse> {
-    const { events } = await this.#events(ref);
-    let text: string | null = null;
-    let seq: number | null = null;
-    for (let index = events.length - 1; index >= 0; index -= 1) {
-      const event = events[index]!;
-      if (event.type === 'message' && event.role === 'user' && event.source === 'user') break;
-      if (event.type === 'message' && event.role === 'assistant') {
-        text = event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
-        seq = event.seq;
-        break;
-      }
-      if (event.type === 'action' && event.tool_name === 'finish' && event.input && typeof event.input['message'] === 'string') {
-        text = event.input['message'];
-        seq = event.seq;
-        break;
-      }
-    }
-    return { text, seq, status: currentStatus(events) };
+    const { snapshot } = await this.current(ref);
+    const position = snapshot.final_response;
+    if (!position) return { text: null, seq: null, status: snapshot.status };
+    const from = { afterSeq: position.seq - 1, afterStreamSeq: position.stream_seq - 1, untilStreamSeq: position.stream_seq };
+    let event: Event | undefined;
+    for await (const commit of this.log.read(ref, from)) event ??= commit.events.find((candidate) => candidate.seq === position.seq);
+    return { text: event ? responseText(event) : null, seq: event ? event.seq : null, status: snapshot.status };
   }
 
-  async #events(ref: ConversationRef): Promise<{ events: Event[] }> {
-    const { events } = await this.log.readEvents(ref);
-    if (events.length === 0) throw ApiError.notFound(ref.conversation);
-    return { events };
+  /** Events matching the filter: from the snapshot's counts by type and source, or (time ranges, text) by reading the log. */
+  async countEvents(ref: ConversationRef, filter: EventFilter): Promise<number> {
+    const unfiltered = filter.type === undefined && filter.source === undefined && countableFromSnapshot(filter);
+    if (unfiltered || !countableFromSnapshot(filter)) return countEvents(this.log, ref, filter); // the tail's seq, or a read of the log
+    return countFromSnapshot((await this.current(ref)).snapshot, filter);
   }
 
-  /** Decide from the log at its tail and append with optimistic concurrency (re-deciding on conflicts). */
+  /** The conversation at its log's tail (404 when the log is empty), reading only what its snapshot lacks. */
+  async current(ref: ConversationRef, tail?: Tail): Promise<CurrentSnapshot> {
+    const current = await this.snapshots.current(ref, this.log, tail ? { tail } : {});
+    if (current.tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
+    return current;
+  }
+
+  /**
+   * Decide from the state at the log's tail (the snapshot and the commits after it) and append
+   * with optimistic concurrency, expecting that tail (re-reading and re-deciding on conflicts).
+   */
   async #command(ref: ConversationRef, decide: Decide, options: { admit?: boolean } = {}): Promise<CommandResult> {
-    let status: ConversationStatus = 'idle';
-    let lastSeq = 0;
+    let decided: CurrentSnapshot | undefined;
     let commit: StoredCommit | null;
     try {
       commit = await appendWithRetry(this.log, ref, async (tail) => {
         if (tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
-        const { events } = await this.log.readEvents(ref, { until: tail });
-        status = currentStatus(events);
-        lastSeq = tail.lastSeq;
-        const drafts = decide(events);
+        decided = await this.current(ref, tail);
+        const drafts = decide(decided.snapshot);
         const starts = drafts.some((draft) => draft.type === 'state_change' && draft.status === 'running');
-        if (options.admit && starts && status !== 'running') this.#admit(ref.tenant);
-        return drafts;
+        if (options.admit && starts && decided.snapshot.status !== 'running') this.#admit(ref.tenant);
+        // (a snapshot newer than the tail read decides for a later tail: the append conflicts and is decided again)
+        return withPositionalIds(drafts, tail.lastSeq + 1);
       });
     } catch (error) {
       if (error instanceof CommandRefused) {
@@ -180,11 +187,14 @@ export class ConversationService {
       }
       throw error;
     }
-    if (!commit) return { conversation: ref.conversation, status, last_seq: lastSeq, appended: false };
-    const events = commit.events;
-    const after = currentStatusAfter(events, status);
-    await this.snapshot(ref).catch(() => undefined); // this gateway's index (lists, admission) sees its own writes
-    return { conversation: ref.conversation, status: after, last_seq: commit.lastSeq, appended: true };
+    const state = decided!;
+    if (!commit) return { conversation: ref.conversation, status: state.snapshot.status, last_seq: state.tail.lastSeq, appended: false };
+    const after = foldCommits(state.snapshot, [commit]);
+    // this gateway's index (lists, admission) sees its own writes; the snapshot is written on with
+    // the commits this command read and appended (one KV write; a projector that got there first wins)
+    this.index.upsert(after);
+    await this.snapshots.advanceKnown(ref, state.stored, [...state.commits, commit]).catch(() => undefined);
+    return { conversation: ref.conversation, status: after.status, last_seq: commit.lastSeq, appended: true };
   }
 
   /** 429 when starting one more run would pass the configured capacity. */
@@ -198,9 +208,11 @@ export class ConversationService {
   }
 }
 
-/** The status after appending `events` to a log whose status was `before`. */
-function currentStatusAfter(events: readonly Event[], before: ConversationStatus): ConversationStatus {
-  return events.some((event) => event.type === 'state_change' && event.status !== undefined) ? currentStatus(events) : before;
+/** The text of a final response: a message's text parts, or a finish action's message. */
+function responseText(event: Event): string | null {
+  if (event.type === 'message') return event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
+  if (event.type === 'action' && typeof event.input?.['message'] === 'string') return event.input['message'];
+  return null;
 }
 
 export function toResource(snapshot: ConversationSnapshot): Conversation {

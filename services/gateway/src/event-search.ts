@@ -1,6 +1,7 @@
 import type { EventPage } from '@flotilla/api';
-import type { Event, EventSource, EventType } from '@flotilla/events';
+import { positionOfEventId, type Event, type EventSource, type EventType } from '@flotilla/events';
 import type { ConversationRef, EventLog, Tail } from '@flotilla/log';
+import type { ConversationSnapshot } from '@flotilla/state';
 import { ApiError } from './api-error.js';
 
 export type EventFilter = {
@@ -104,7 +105,22 @@ async function backward(log: EventLog, ref: ConversationRef, tail: Tail, before:
   return items;
 }
 
-/** Events matching the filter (the whole log is read when a filter is given; the tail's seq otherwise). */
+/** Can the snapshot's counts (by type and source) answer this filter? Time ranges and text need the events. */
+export function countableFromSnapshot(filter: EventFilter): boolean {
+  return filter.since === undefined && filter.until === undefined && filter.text === undefined;
+}
+
+/** Events of the snapshot matching a type and source filter (`countableFromSnapshot`): a sum over at most every type and source. */
+export function countFromSnapshot(snapshot: ConversationSnapshot, filter: EventFilter): number {
+  let count = 0;
+  for (const [type, bySource] of Object.entries(snapshot.event_counts)) {
+    if (filter.type && !filter.type.includes(type as EventType)) continue;
+    for (const [source, n] of Object.entries(bySource ?? {})) if (!filter.source || filter.source.includes(source as EventSource)) count += n ?? 0;
+  }
+  return count;
+}
+
+/** Events matching the filter, by reading the whole log (the tail's seq without a filter). */
 export async function countEvents(log: EventLog, ref: ConversationRef, filter: EventFilter): Promise<number> {
   const tail = await log.tail(ref);
   if (tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
@@ -114,21 +130,32 @@ export async function countEvents(log: EventLog, ref: ConversationRef, filter: E
   return count;
 }
 
-/** One event by seq, or by id (a scan). */
+/**
+ * One event by seq, or by id. A positional id (`positionOfEventId`) names the seq its commit starts
+ * at: the commit is located by binary search and read alone, and the id is either in it or nowhere
+ * (the log writes a positional id only in the commit it names). Other ids (events written before
+ * ids were positional) are looked for by reading the log.
+ */
 export async function getEvent(log: EventLog, ref: ConversationRef, key: string): Promise<Event> {
   const tail = await log.tail(ref);
   if (tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
   const notFound = new ApiError(404, 'event_not_found', `No event "${key}" in conversation "${ref.conversation}".`);
-  if (/^\d{1,15}$/.test(key)) {
-    const seq = Number(key);
-    if (seq < 1 || seq > tail.lastSeq) throw notFound;
-    for await (const commit of log.read(ref, { afterSeq: seq - 1, until: tail })) {
-      const event = commit.events.find((candidate) => candidate.seq === seq);
+  /** The commit holding `seq`: located by binary search over direct gets, then read with one. */
+  const inCommitAt = async (seq: number, found: (event: Event) => boolean): Promise<Event> => {
+    const streamSeq = seq < 1 || seq > tail.lastSeq ? undefined : await log.locate(ref, seq, tail);
+    if (streamSeq === undefined) throw notFound;
+    for await (const commit of log.read(ref, { afterSeq: seq - 1, afterStreamSeq: streamSeq - 1, untilStreamSeq: streamSeq })) {
+      const event = commit.events.find(found);
       if (event) return event;
-      break;
     }
     throw notFound;
+  };
+  if (/^\d{1,15}$/.test(key)) {
+    const seq = Number(key);
+    return inCommitAt(seq, (candidate) => candidate.seq === seq);
   }
+  const position = positionOfEventId(key);
+  if (position !== undefined) return inCommitAt(position, (candidate) => candidate.id === key);
   for await (const commit of log.read(ref, { until: tail })) {
     const event = commit.events.find((candidate) => candidate.id === key);
     if (event) return event;

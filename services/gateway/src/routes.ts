@@ -27,7 +27,7 @@ import type { ApiKeyStore } from './api-keys.js';
 import type { ConversationIndex } from './conversation-index.js';
 import type { ConversationService } from './conversation-service.js';
 import { listConversations } from './conversation-list.js';
-import { countEvents, getEvent, searchEvents } from './event-search.js';
+import { getEvent, searchEvents } from './event-search.js';
 import { route, type RouteSpec } from './route-table.js';
 import { secretRoutes } from './secret-routes.js';
 import type { SecretService } from './secret-service.js';
@@ -258,7 +258,7 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       query: CountEventsQuery,
       responses: { 200: CountResult },
       errors: [404],
-      handler: async ({ tenant, params, query }) => ({ count: await countEvents(conversations.log, ref(tenant, params.id), query) }),
+      handler: async ({ tenant, params, query }) => ({ count: await conversations.countEvents(ref(tenant, params.id), query) }),
     }),
     route({
       method: 'GET',

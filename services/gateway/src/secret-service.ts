@@ -1,5 +1,5 @@
 import type { CommandResult } from '@flotilla/api';
-import { draftEvent } from '@flotilla/events';
+import { draftEvent, withPositionalIds } from '@flotilla/events';
 import { appendWithRetry, type ConversationRef, type EventLog } from '@flotilla/log';
 import { SecretsError, type SecretWriter } from '@flotilla/secrets';
 import type { Logger } from 'pino';
@@ -45,7 +45,7 @@ export class SecretService {
         }
         await store.set(ref, name, value);
         written = true;
-        return [draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'set' })];
+        return withPositionalIds([draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'set' })], tail.lastSeq + 1);
       }),
     );
     return this.#result(ref, commit!.lastSeq);
@@ -59,7 +59,7 @@ export class SecretService {
       appendWithRetry(this.#log, ref, async (tail) => {
         if (tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
         if (await store.remove(ref, name)) removed = true;
-        return removed ? [draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'removed' })] : null;
+        return removed ? withPositionalIds([draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'removed' })], tail.lastSeq + 1) : null;
       }),
     );
     if (!commit) throw secretNotFound(name, 'this conversation');
