@@ -1,6 +1,6 @@
 import { messageCharacters, RunStateFold, step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
-import { draftEvent } from '@flotilla/events';
+import { draftEvent, withPositionalIds } from '@flotilla/events';
 import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
@@ -86,7 +86,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     let outcome: string = result.outcome;
     for (;;) {
       try {
-        const commit = await deps.log.append(ref, drafts, { expected: tail });
+        const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
         deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
         deps.metrics.appends.inc({ result: 'ok' });
         delivery.logger.debug({ outcome, seq: commit.lastSeq }, 'step appended');

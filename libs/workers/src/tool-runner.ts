@@ -1,7 +1,7 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { executeActions, interruptedDrafts, type NextWork } from '@flotilla/agent';
-import { draftEvent, newId, type Event, type EventDraft } from '@flotilla/events';
+import { draftEvent, newId, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { formatBytes, RestartReason, workspaceUsage, type SandboxPool } from '@flotilla/sandbox';
@@ -263,7 +263,7 @@ export class ToolRunner {
       }
       let started;
       try {
-        started = await this.#deps.log.append(ref, drafts, { expected: conversation.tail });
+        started = await this.#deps.log.append(ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
       } catch (error) {
         if (isConflict(error)) continue;
         throw error;
@@ -383,7 +383,7 @@ export class ToolRunner {
         commitId = newId();
       }
       try {
-        const commit = await this.#deps.log.append(ref, remaining, { expected: conversation.tail, commitId });
+        const commit = await this.#deps.log.append(ref, withPositionalIds(remaining, conversation.tail.lastSeq + 1), { expected: conversation.tail, commitId });
         this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
         this.#deps.metrics.appends.inc({ result: 'ok' });
         const known = this.#deps.cache.peek(ref);
