@@ -8,12 +8,22 @@ export const FINISH_TOOL = 'finish';
  * finishing is answered, not dropped).
  */
 export function finishedByTool(events: readonly Event[]): boolean {
+  const index = finishLookback(events);
+  const event = events[index];
+  return event?.type === 'observation' && event.tool_name === FINISH_TOOL && !event.is_error;
+}
+
+/**
+ * The index of the event `finishedByTool` decides on (0 when none does): from any later end of
+ * the log it reads no further back.
+ */
+export function finishLookback(events: readonly Event[]): number {
   for (let index = events.length - 1; index >= 0; index -= 1) {
     const event = events[index]!;
-    if (event.type === 'message' && event.source === 'user') return false;
-    if (event.type === 'action') return false;
-    if (event.type === 'state_change' && event.status === 'running') return false;
-    if (event.type === 'observation' && event.tool_name === FINISH_TOOL) return !event.is_error;
+    if (event.type === 'message' && event.source === 'user') return index;
+    if (event.type === 'action') return index;
+    if (event.type === 'state_change' && event.status === 'running') return index;
+    if (event.type === 'observation' && event.tool_name === FINISH_TOOL) return index;
   }
-  return false;
+  return 0;
 }

@@ -1,12 +1,13 @@
 export { AgentConfig, ConfirmationPolicy, parseAgentConfig } from './agent-config.js';
 export type { AgentConfigInput } from './agent-config.js';
 export { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
-export { DEFAULT_STUCK_THRESHOLDS, StuckReason, detectStuck } from './stuck-detector.js';
+export { DEFAULT_STUCK_THRESHOLDS, StuckReason, detectStuck, stuckStepsNeeded } from './stuck-detector.js';
 export type { StuckThresholds } from './stuck-detector.js';
 export { currentStatus, runState, RunStateFold } from './run-state.js';
-export type { RunState } from './run-state.js';
+export type { RunState, RunStateCheckpoint } from './run-state.js';
 export { pendingActions } from './pending-actions.js';
 export { ConversationProgress } from './progress.js';
+export type { ProgressCheckpoint } from './progress.js';
 export type { PendingActions } from './pending-actions.js';
 export { nextWork, stepNeverDueAfter } from './next-work.js';
 export type { NextWork, NextWorkOptions } from './next-work.js';
@@ -24,3 +25,5 @@ export type { Condenser, LocalConversationOptions, RunOptions } from './local-co
 export { CONDENSATION_ATTEMPT_FAILED, condenseOrFail, failedCondensationAttempts } from './condense-or-fail.js';
 export { approveCommand, CommandRefused, interruptCommand, messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
 export type { CommandState } from './commands.js';
+export { CHECKPOINT_STUCK_STEPS, checkpointFolds, parseConversationCheckpoint, resumeFolds, stepLookback } from './conversation-checkpoint.js';
+export type { CheckpointParse, ConversationCheckpoint, StepFolds } from './conversation-checkpoint.js';

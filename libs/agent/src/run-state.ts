@@ -20,6 +20,18 @@ export function runState(events: readonly Event[]): RunState {
   return fold.state();
 }
 
+/** A RunStateFold as plain JSON data, to go on from later (see `RunStateFold.resume`). */
+export type RunStateCheckpoint = {
+  readonly status: ConversationStatus;
+  /** Events folded since the current run started (all of them before the first run). */
+  readonly since_run_start: number;
+  readonly iterations: number;
+  readonly spent_usd: number;
+  readonly has_system_prompt: boolean;
+  /** Every tool call id the conversation's actions used, in the order first used. */
+  readonly tool_call_ids: readonly string[];
+};
+
 /**
  * `runState` kept up to date as events are appended, for a service that holds a conversation
  * across steps: each step then costs the events since the last one, not the whole history.
@@ -32,6 +44,34 @@ export class RunStateFold {
   #spentUsd = 0;
   #events = 0;
   readonly #toolCallIds = new Set<string>();
+
+  /**
+   * Goes on from a checkpoint, for a caller whose events array holds `before` events ahead of those
+   * it will append (the last events before the checkpoint): `runStart` indexes that array, and is 0
+   * when the run started before it.
+   */
+  static resume(checkpoint: RunStateCheckpoint, before = 0): RunStateFold {
+    const fold = new RunStateFold();
+    fold.#status = checkpoint.status;
+    fold.#events = before;
+    fold.#runStart = before - checkpoint.since_run_start;
+    fold.#iterations = checkpoint.iterations;
+    fold.#spentUsd = checkpoint.spent_usd;
+    fold.#hasSystemPrompt = checkpoint.has_system_prompt;
+    for (const id of checkpoint.tool_call_ids) fold.#toolCallIds.add(id);
+    return fold;
+  }
+
+  checkpoint(): RunStateCheckpoint {
+    return {
+      status: this.#status,
+      since_run_start: this.#events - this.#runStart,
+      iterations: this.#iterations,
+      spent_usd: this.#spentUsd,
+      has_system_prompt: this.#hasSystemPrompt,
+      tool_call_ids: [...this.#toolCallIds],
+    };
+  }
 
   append(events: readonly Event[]): void {
     for (const event of events) {
@@ -56,7 +96,7 @@ export class RunStateFold {
   }
 
   state(): RunState {
-    return { status: this.#status, runStart: this.#runStart, iterations: this.#iterations, spentUsd: this.#spentUsd, hasSystemPrompt: this.#hasSystemPrompt, toolCallIds: this.#toolCallIds };
+    return { status: this.#status, runStart: Math.max(0, this.#runStart), iterations: this.#iterations, spentUsd: this.#spentUsd, hasSystemPrompt: this.#hasSystemPrompt, toolCallIds: this.#toolCallIds };
   }
 }
 

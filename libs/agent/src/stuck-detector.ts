@@ -35,7 +35,7 @@ export function detectStuck(
   /** Index of the first event to consider (the start of the current run). */
   from = 0,
 ): StuckReason | undefined {
-  const steps = stepsSinceUserMessage(events, Math.max(thresholds.actionObservation, thresholds.actionError, thresholds.monologue, thresholds.alternating), from);
+  const { steps } = stepsSinceUserMessage(events, stuckStepsNeeded(thresholds), from);
   const tail = (count: number): Step[] | undefined => (steps.length >= count ? steps.slice(-count) : undefined);
 
   const repeated = tail(thresholds.actionObservation);
@@ -47,6 +47,19 @@ export function detectStuck(
   const alternating = tail(thresholds.alternating);
   if (alternating && isAlternating(alternating)) return StuckReason.AlternatingPattern;
   return undefined;
+}
+
+/** How many of the last steps `detectStuck` looks at with these thresholds. */
+export function stuckStepsNeeded(thresholds: StuckThresholds): number {
+  return Math.max(thresholds.actionObservation, thresholds.actionError, thresholds.monologue, thresholds.alternating);
+}
+
+/**
+ * The lowest index of `events` that `detectStuck` reads for thresholds of up to `steps` steps:
+ * from any later end of the log it reads no further back (later events only bring it steps sooner).
+ */
+export function stuckLookback(events: readonly Event[], steps: number, from = 0): number {
+  return stepsSinceUserMessage(events, steps, from).reached;
 }
 
 function allSameTool(steps: readonly Step[], failed: boolean): boolean {
@@ -70,10 +83,12 @@ function isAlternating(steps: readonly Step[]): boolean {
  * the end (results come after their actions), so the cost is bounded by the thresholds, not by
  * the length of the run.
  */
-function stepsSinceUserMessage(events: readonly Event[], needed: number, from: number): Step[] {
+function stepsSinceUserMessage(events: readonly Event[], needed: number, from: number): { steps: Step[]; reached: number } {
   const results = new Map<string, { text: string; failed: boolean }>();
   const steps: Step[] = [];
+  let reached = events.length;
   for (let index = events.length - 1; index >= from && steps.length < needed; index -= 1) {
+    reached = index;
     const event = events[index]!;
     if (event.type === 'message' && event.source === 'user') break;
     if (event.type === 'observation') results.set(event.tool_call_id, { text: contentKey(event.content), failed: event.is_error });
@@ -85,7 +100,7 @@ function stepsSinceUserMessage(events: readonly Event[], needed: number, from: n
       steps.push({ kind: 'message' });
     }
   }
-  return steps.reverse();
+  return { steps: steps.reverse(), reached };
 }
 
 function normalizeArguments(event: Extract<Event, { type: 'action' }>): string {

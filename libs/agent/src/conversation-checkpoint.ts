@@ -1,0 +1,113 @@
+import { ConversationStatus, EventId, isValidEvent, type ActionEvent, type Event, type SystemPromptEvent } from '@flotilla/events';
+import { isLlmEvent, ViewBuilder, type LlmEvent, type ViewCheckpoint } from '@flotilla/view';
+import { z } from 'zod';
+import { finishLookback } from './finish.js';
+import { ConversationProgress, type ProgressCheckpoint } from './progress.js';
+import { RunStateFold, type RunStateCheckpoint } from './run-state.js';
+import { stuckLookback } from './stuck-detector.js';
+
+/**
+ * What a step reads of a conversation's history, folded up to a point: its view, what it owes
+ * (ConversationProgress), its run (RunStateFold). Derived from the log and rebuildable from it:
+ * a reader that has one reads only the log after it (and the few events before it that a step's
+ * backward looks need, see `CHECKPOINT_STUCK_STEPS`), and decides exactly as from the whole log.
+ */
+export type ConversationCheckpoint = {
+  readonly view: ViewCheckpoint;
+  readonly progress: ProgressCheckpoint;
+  readonly run: RunStateCheckpoint;
+  /** Stuck detection with thresholds of up to this many steps reads nothing before the events read with the checkpoint. */
+  readonly stuck_steps: number;
+};
+
+/**
+ * Steps of history that stuck detection may look back over, which a checkpoint's reader reads
+ * from the log with it (the default thresholds need 6). A step worker configured for more does
+ * not use checkpoints.
+ */
+export const CHECKPOINT_STUCK_STEPS = 12;
+
+/** The folds a step keeps of a conversation, resumed from a checkpoint or started empty. */
+export type StepFolds = { readonly view: ViewBuilder; readonly progress: ConversationProgress; readonly run: RunStateFold };
+
+/**
+ * Folds that go on from `checkpoint` (empty ones without), for a caller whose events array holds
+ * `before` events ahead of those it appends (the events before the checkpoint that a step's
+ * backward looks read).
+ */
+export function resumeFolds(checkpoint: ConversationCheckpoint | undefined, before = 0): StepFolds {
+  if (checkpoint === undefined) return { view: new ViewBuilder(), progress: new ConversationProgress(), run: new RunStateFold() };
+  return { view: ViewBuilder.resume(checkpoint.view), progress: ConversationProgress.resume(checkpoint.progress), run: RunStateFold.resume(checkpoint.run, before) };
+}
+
+export function checkpointFolds(folds: StepFolds): ConversationCheckpoint {
+  return { view: folds.view.checkpoint(), progress: folds.progress.checkpoint(), run: folds.run.checkpoint(), stuck_steps: CHECKPOINT_STUCK_STEPS };
+}
+
+/**
+ * The lowest index of `events` (a suffix of the log) that a step may still read from any later end
+ * of the log: `finishedByTool`, and `detectStuck` with up to `CHECKPOINT_STUCK_STEPS` steps from
+ * the run's start (`runStart`, an index of `events`). A reader of a checkpoint taken at the end of
+ * `events` reads the log from there.
+ */
+export function stepLookback(events: readonly Event[], runStart: number): number {
+  return Math.min(finishLookback(events), stuckLookback(events, CHECKPOINT_STUCK_STEPS, runStart));
+}
+
+const LlmEventValue = z.custom<LlmEvent>((value) => isValidEvent(value) && isLlmEvent(value), 'not a valid event the LLM reads');
+const ActionValue = z.custom<ActionEvent>((value) => isValidEvent(value) && value.type === 'action', 'not a valid action');
+const SystemPromptValue = z.custom<SystemPromptEvent>((value) => isValidEvent(value) && value.type === 'system_prompt', 'not a valid system prompt');
+const Count = z.number().int().nonnegative();
+const Ids = z.array(z.string());
+
+const ViewCheckpointSchema = z.strictObject({
+  system_prompt: SystemPromptValue.optional(),
+  unhandled_condensation_request: z.boolean(),
+  batches: z.array(z.strictObject({ key: z.string(), action_ids: Ids, run: Count, loop: Count.optional() })),
+  loops: z.array(z.strictObject({ id: Count, batch_keys: Ids })),
+  results: z.record(z.string(), Ids),
+  unmatched: z.array(z.union([z.string(), ActionValue])),
+  latest_by_tool_call: z.record(z.string(), z.string()),
+  run: Count,
+  loop_count: Count,
+  run_loop: Count.optional(),
+  items: z.array(z.union([z.strictObject({ type: z.literal('condensation_summary'), id: EventId, summary: z.string() }), LlmEventValue])),
+}) satisfies z.ZodType<ViewCheckpoint>;
+
+const ProgressCheckpointSchema = z.strictObject({
+  status: ConversationStatus,
+  pending: z.array(ActionValue),
+  answered: Ids,
+  started_by: z.record(z.string(), z.string()),
+  condensation_requested: z.boolean(),
+  events: Count,
+}) satisfies z.ZodType<ProgressCheckpoint>;
+
+const RunStateCheckpointSchema = z.strictObject({
+  status: ConversationStatus,
+  since_run_start: Count,
+  iterations: Count,
+  spent_usd: z.number().nonnegative(),
+  has_system_prompt: z.boolean(),
+  tool_call_ids: Ids,
+}) satisfies z.ZodType<RunStateCheckpoint>;
+
+const ConversationCheckpointSchema = z.strictObject({
+  view: ViewCheckpointSchema,
+  progress: ProgressCheckpointSchema,
+  run: RunStateCheckpointSchema,
+  stuck_steps: Count,
+});
+
+export type CheckpointParse = { readonly ok: true; readonly checkpoint: ConversationCheckpoint } | { readonly ok: false; readonly reason: string };
+
+/**
+ * A stored checkpoint, checked: its shape, and every event in it against the event schemas (as a
+ * read of the log checks them). A value that is not one is refused with the reason; its reader
+ * reads the log instead.
+ */
+export function parseConversationCheckpoint(value: unknown): CheckpointParse {
+  const parsed = ConversationCheckpointSchema.safeParse(value);
+  if (parsed.success) return { ok: true, checkpoint: parsed.data };
+  return { ok: false, reason: parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ') };
+}
