@@ -29,6 +29,9 @@ export type CheckpointPosition = {
 /** A stored checkpoint: its position, its state (parsed by the store's `parse`) and its KV revision. */
 export type StoredCheckpoint<S> = CheckpointPosition & { readonly state: S; readonly revision: number };
 
+/** What a write left: the new revision, or why nothing was written. */
+export type CheckpointPut = { readonly ok: true; readonly revision: number } | { readonly ok: false; readonly reason: 'conflict' | 'too_large'; readonly bytes: number };
+
 export type CheckpointParseResult<S> = { readonly ok: true; readonly checkpoint: S } | { readonly ok: false; readonly reason: string };
 
 export type CheckpointStoreOptions<S> = {
@@ -116,11 +119,11 @@ export class CheckpointStore<S> {
   }
 
   /**
-   * Stores a checkpoint with compare-and-set on `revision` (0: none stored). Returns the new
-   * revision; undefined when another writer stored one meanwhile, or when the record is larger
-   * than the server takes (then nothing is stored: readers read the log).
+   * Stores a checkpoint with compare-and-set on `revision` (0: none stored). Nothing is written
+   * when another writer stored one meanwhile (`conflict`), or when the record is larger than the
+   * server takes (`too_large`: readers then read the log).
    */
-  async put(ref: ConversationRef, position: CheckpointPosition, state: S, revision: number): Promise<number | undefined> {
+  async put(ref: ConversationRef, position: CheckpointPosition, state: S, revision: number): Promise<CheckpointPut> {
     const key = checkpointKey(ref);
     const record = {
       v: CHECKPOINT_FORMAT_VERSION,
@@ -135,11 +138,11 @@ export class CheckpointStore<S> {
     };
     const bytes = encoder.encode(JSON.stringify(record));
     // the KV message carries its subject and headers too
-    if (bytes.length > this.maxBytes - 1024) return undefined;
+    if (bytes.length > this.maxBytes - 1024) return { ok: false, reason: 'too_large', bytes: bytes.length };
     try {
-      return revision === 0 ? await this.kv.create(key, bytes) : await this.kv.update(key, bytes, revision);
+      return { ok: true, revision: revision === 0 ? await this.kv.create(key, bytes) : await this.kv.update(key, bytes, revision) };
     } catch (error) {
-      if (isRevisionConflict(error)) return undefined;
+      if (isRevisionConflict(error)) return { ok: false, reason: 'conflict', bytes: bytes.length };
       throw error;
     }
   }

@@ -4,7 +4,7 @@ import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CheckpointStore, type CheckpointParseResult, type CheckpointPosition } from './checkpoint-store.js';
+import { CheckpointStore, type CheckpointParseResult, type CheckpointPosition, type CheckpointPut } from './checkpoint-store.js';
 import { ConversationCache } from './conversation-cache.js';
 import { loadConversation } from './conversation-load.js';
 import { requestPurge, servePurges } from './conversation-purge.js';
@@ -48,6 +48,11 @@ async function conversation(count: number): Promise<{ ref: ConversationRef; comm
   return { ref, commits, tail };
 }
 
+function revisionOf(put: CheckpointPut): number {
+  if (!put.ok) throw new Error(`not stored: ${put.reason}`);
+  return put.revision;
+}
+
 /** A checkpoint after commit `at`, whose reader reads from the second event of commit `from` on. */
 function position(commits: readonly StoredCommit[], at: number, from: number): CheckpointPosition {
   const commit = commits[at]!;
@@ -62,7 +67,7 @@ describe('loading a conversation from its checkpoint', () => {
     expect(whole.events.map((event) => event.seq)).toEqual(Array.from({ length: 60 }, (_, index) => index + 1));
     expect(whole.tail).toEqual(tail);
 
-    expect(await store.put(ref, position(commits, 24, 20), { events: 50 }, 0)).toBeGreaterThan(0);
+    expect(await store.put(ref, position(commits, 24, 20), { events: 50 }, 0)).toMatchObject({ ok: true });
     const loaded = await loadConversation(log, ref, tail.streamSeq, { store });
     expect(loaded.start?.state).toEqual({ events: 50 });
     // from the second event of commit 20 (seq 42) to the end; 9 of them (42–50) are before the checkpoint
@@ -87,14 +92,14 @@ describe('loading a conversation from its checkpoint', () => {
     ];
     let revision = 0;
     for (const [name, wrong] of cases) {
-      revision = (await store.put(ref, wrong, { events: 10 }, revision)) ?? Number.NaN;
+      revision = revisionOf(await store.put(ref, wrong, { events: 10 }, revision));
       const loaded = await loadConversation(log, ref, tail.streamSeq, reading);
       expect(loaded.start, name).toBeUndefined();
       expect(loaded.events, name).toHaveLength(12);
     }
     expect(reasons).toHaveLength(3);
     // a reader that does not accept it, and a load that ends before it
-    revision = (await store.put(ref, position(commits, 4, 2), { events: 10 }, revision)) ?? Number.NaN;
+    revision = revisionOf(await store.put(ref, position(commits, 4, 2), { events: 10 }, revision));
     expect((await loadConversation(log, ref, tail.streamSeq, { store, accept: () => false })).start).toBeUndefined();
     expect((await loadConversation(log, ref, commits[3]!.streamSeq, { store })).events).toHaveLength(8);
     expect((await loadConversation(log, ref, tail.streamSeq, { store })).start?.state).toEqual({ events: 10 });
@@ -108,11 +113,10 @@ describe('loading a conversation from its checkpoint', () => {
     expect(await store.get(ref)).toBeUndefined();
     expect(corrupt.length).toBeGreaterThanOrEqual(2);
     await store.delete(ref);
-    expect(await store.put(ref, position(commits, 2, 1), { events: 6, padding: 'x'.repeat(store.maxBytes) } as Counted, 0)).toBeUndefined();
-    const first = await store.put(ref, position(commits, 1, 0), { events: 4 }, 0);
-    expect(first).toBeGreaterThan(0);
-    expect(await store.put(ref, position(commits, 2, 1), { events: 6 }, 0)).toBeUndefined();
-    expect(await store.put(ref, position(commits, 2, 1), { events: 6 }, first!)).toBeGreaterThan(first!);
+    expect(await store.put(ref, position(commits, 2, 1), { events: 6, padding: 'x'.repeat(store.maxBytes) } as Counted, 0)).toMatchObject({ ok: false, reason: 'too_large' });
+    const first = revisionOf(await store.put(ref, position(commits, 1, 0), { events: 4 }, 0));
+    expect(await store.put(ref, position(commits, 2, 1), { events: 6 }, 0)).toMatchObject({ ok: false, reason: 'conflict' });
+    expect(revisionOf(await store.put(ref, position(commits, 2, 1), { events: 6 }, first))).toBeGreaterThan(first);
     expect((await store.get(ref))?.state).toEqual({ events: 6 });
   });
 

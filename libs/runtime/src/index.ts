@@ -12,7 +12,7 @@ export type { CommitConsumer, CommitConsumerOptions, CommitHandler, Delivery, Ev
 export { ConversationCache } from './conversation-cache.js';
 export type { CachedConversation, ConversationCacheOptions } from './conversation-cache.js';
 export { CHECKPOINT_FORMAT_VERSION, checkpointKey, CheckpointStore, DEFAULT_CHECKPOINT_BUCKET } from './checkpoint-store.js';
-export type { CheckpointParseResult, CheckpointPosition, CheckpointStoreOptions, StoredCheckpoint } from './checkpoint-store.js';
+export type { CheckpointParseResult, CheckpointPosition, CheckpointPut, CheckpointStoreOptions, StoredCheckpoint } from './checkpoint-store.js';
 export { loadConversation } from './conversation-load.js';
 export type { CheckpointReading, CommitPlace, ConversationStart, LoadedConversation } from './conversation-load.js';
 export { TailHints } from './tail-hints.js';

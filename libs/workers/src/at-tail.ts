@@ -1,7 +1,7 @@
 import type { ConversationRef, EventLog, Tail } from '@flotilla/log';
 import type { CachedConversation, ConversationCache, Delivery, HandleOutcome, TailHints } from '@flotilla/runtime';
 
-export type Delivered = { readonly ref: ConversationRef; readonly tail: Tail; readonly conversation: CachedConversation };
+export type Delivered<S = never> = { readonly ref: ConversationRef; readonly tail: Tail; readonly conversation: CachedConversation<S> };
 
 export const NOT_TAIL: HandleOutcome = Object.freeze({ ack: true, outcome: 'not_tail' });
 
@@ -19,13 +19,13 @@ export const NOT_TAIL: HandleOutcome = Object.freeze({ ack: true, outcome: 'not_
  * handler asks `isStillTail`. An append always expects the tail it loaded, so a commit that
  * landed meanwhile makes it conflict rather than fork the log.
  */
-export async function loadDelivered(
+export async function loadDelivered<S = never>(
   delivery: Delivery,
   log: EventLog,
-  cache: ConversationCache,
+  cache: ConversationCache<S>,
   /** Says when the delivered commit alone (its header) shows there is nothing to do, whatever came before it. */
   dismiss?: (delivery: Delivery) => HandleOutcome | undefined,
-): Promise<Delivered | HandleOutcome> {
+): Promise<Delivered<S> | HandleOutcome> {
   const ref = delivery.ref;
   if (!ref) return { ack: true, outcome: 'foreign_subject' };
   const cached = cache.peek(ref);
@@ -62,6 +62,6 @@ export async function isStillTail(delivery: Delivery, ref: ConversationRef, log:
   return last <= delivery.streamSeq;
 }
 
-export function isOutcome(value: Delivered | HandleOutcome): value is HandleOutcome {
+export function isOutcome<S>(value: Delivered<S> | HandleOutcome): value is HandleOutcome {
   return 'ack' in value;
 }

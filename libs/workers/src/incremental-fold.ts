@@ -1,24 +1,28 @@
 import { ConversationProgress } from '@flotilla/agent';
 import type { Event } from '@flotilla/events';
+import type { ConversationStart } from '@flotilla/runtime';
 
 /**
  * A fold kept beside each conversation the cache holds (a view, what the conversation owes),
  * extended with the events the cache appended since it was last asked for, instead of rebuilt
  * from the whole history. Keyed weakly by the cache's events array itself, which only grows: a
  * reloaded conversation (a new array) starts over, and one the cache drops takes its fold along.
+ *
+ * A conversation the cache loaded from a checkpoint (`start`) is folded from the checkpoint's
+ * state: `create` resumes from it, and the events before the checkpoint are not folded again.
  */
-export class IncrementalFold<T> {
+export class IncrementalFold<T, S = never> {
   readonly #entries = new WeakMap<readonly Event[], { readonly fold: T; count: number }>();
 
   constructor(
-    private readonly create: () => T,
+    private readonly create: (start?: ConversationStart<S>) => T,
     private readonly extend: (fold: T, events: readonly Event[]) => void,
   ) {}
 
-  of(events: readonly Event[]): T {
+  of(events: readonly Event[], start?: ConversationStart<S>): T {
     let entry = this.#entries.get(events);
     if (!entry || entry.count > events.length) {
-      entry = { fold: this.create(), count: 0 };
+      entry = { fold: this.create(start), count: start?.folded ?? 0 };
       this.#entries.set(events, entry);
     }
     if (entry.count < events.length) {

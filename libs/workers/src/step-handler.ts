@@ -1,19 +1,20 @@
-import { messageCharacters, RunStateFold, step, stepNeverDueAfter, type AgentConfig, type ToolCatalog } from '@flotilla/agent';
+import { ConversationProgress, messageCharacters, RunStateFold, step, stepNeverDueAfter, type AgentConfig, type ConversationCheckpoint, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
 import { draftEvent, withPositionalIds } from '@flotilla/events';
 import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
-import { DeltaCoalescer, publishDelta, type CommitHandler, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
 import type { CondensationWaits } from './condensation-waits.js';
-import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
+import { IncrementalFold } from './incremental-fold.js';
 
 const NO_STEP_DUE: HandleOutcome = Object.freeze({ ack: true, outcome: 'no_step_due' });
 
 export type StepHandlerDependencies = {
   readonly log: EventLog;
-  readonly cache: ConversationCache;
+  /** With view checkpoints (ConversationCacheOptions.checkpoints), a cold load reads only the log after a conversation's last one. */
+  readonly cache: ConversationCache<ConversationCheckpoint>;
   readonly agent: AgentConfig;
   /** The model, or a function creating it lazily (so a missing API key fails a step, not the service). */
   readonly llm: () => LanguageModel;
@@ -32,10 +33,15 @@ export type StepHandlerDependencies = {
  * it is still the conversation's tail, take ONE step and append its events expecting that tail.
  */
 export function createStepHandler(deps: StepHandlerDependencies): CommitHandler {
-  // kept beside the cached events, so neither a decision nor a step's view rescans the history
-  const progress = incrementalProgress();
-  const views = new IncrementalFold(() => new ViewBuilder(), (builder, events) => builder.append(events));
-  const runStates = new IncrementalFold(() => new RunStateFold(), (fold, events) => fold.append(events));
+  // kept beside the cached events, so neither a decision nor a step's view rescans the history;
+  // a conversation loaded from its checkpoint resumes them from it
+  type Start = ConversationStart<ConversationCheckpoint> | undefined;
+  const progress = new IncrementalFold(
+    (start: Start) => (start ? ConversationProgress.resume(start.state.progress) : new ConversationProgress()),
+    (fold, events) => fold.append(events),
+  );
+  const views = new IncrementalFold((start: Start) => (start ? ViewBuilder.resume(start.state.view) : new ViewBuilder()), (builder, events) => builder.append(events));
+  const runStates = new IncrementalFold((start: Start) => (start ? RunStateFold.resume(start.state.run, start.folded) : new RunStateFold()), (fold, events) => fold.append(events));
   // renders what each step's view added; it follows the views itself, so events need not reach it
   const renderers = new IncrementalFold(() => new ChatRenderer(messageCharacters), () => undefined);
   return async (delivery) => {
@@ -45,7 +51,8 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     );
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
-    const work = progress.of(conversation.events).nextWork();
+    const { events, start } = conversation;
+    const work = progress.of(events, start).nextWork();
     if (work.kind === 'condense') deps.condensationWaits?.waiting(ref, tail.streamSeq);
     else deps.condensationWaits?.settled(ref);
     if (work.kind !== 'step') {
@@ -64,10 +71,11 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
         agent: deps.agent,
         llm: deps.llm(),
         tools: deps.tools,
-        events: conversation.events,
-        view: () => views.of(conversation.events).view(),
-        runState: () => runStates.of(conversation.events).state(),
-        chat: renderers.of(conversation.events),
+        // from a checkpoint, the events begin a little before it: what the step's backward looks read
+        events,
+        view: () => views.of(events, start).view(),
+        runState: () => runStates.of(events, start).state(),
+        chat: renderers.of(events),
         conversation: ref,
         signal: tracked.signal,
         ...(deltas ? { onDelta: (delta) => deltas.push(delta) } : {}),
