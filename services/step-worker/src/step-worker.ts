@@ -1,6 +1,6 @@
-import { registryCatalog, type AgentConfig } from '@flotilla/agent';
+import { parseConversationCheckpoint, registryCatalog, stuckStepsNeeded, type AgentConfig, type ConversationCheckpoint } from '@flotilla/agent';
 import { createLanguageModel, type LanguageModel } from '@flotilla/llm';
-import { ConversationCache, runService, type Logger } from '@flotilla/runtime';
+import { CheckpointStore, ConversationCache, runService, type Logger } from '@flotilla/runtime';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import type { EventLog } from '@flotilla/log';
 import { CondensationWaits, createStepHandler, loadAgentSettings, type OverdueWait } from '@flotilla/workers';
@@ -39,6 +39,21 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
           });
       }, Math.min(10_000, warnAfterMs / 2));
       sweep.unref();
+      // a conversation that is not cached is loaded from its view checkpoint (the projector writes them)
+      const checkpoints = await CheckpointStore.open(nc, {
+        parse: parseConversationCheckpoint,
+        replicas: config.storage.replicas,
+        onCorrupt: (report) => logger.warn({ report }, 'unreadable view checkpoint: loading the conversation from its whole log'),
+      });
+      const stuckSteps = stuckStepsNeeded(agent.stuckDetection);
+      const cache = new ConversationCache<ConversationCheckpoint>(log, config.cacheConversations, undefined, undefined, {
+        checkpoints: {
+          store: checkpoints,
+          // stuck detection past what a checkpoint's reader reads before it needs the whole log
+          accept: (checkpoint) => !agent.stuckDetection.enabled || checkpoint.state.stuck_steps >= stuckSteps,
+          onUnused: (reason) => logger.debug({ reason }, 'view checkpoint not used'),
+        },
+      });
       // tools are only described here (schemas for the model); tool runners execute them
       const tools = new ToolRegistry(createBuiltinTools());
       let llm: LanguageModel | undefined;
@@ -46,7 +61,7 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
       return {
         handler: createStepHandler({
           log,
-          cache: new ConversationCache(log, config.cacheConversations),
+          cache,
           agent,
           llm: () => (llm ??= model(agent)),
           tools: registryCatalog(tools, agent.tools),
