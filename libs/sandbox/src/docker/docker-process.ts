@@ -64,7 +64,8 @@ export async function startExec(container: Dockerode.Container, plan: ExecPlan, 
     });
     const exit = await exitOf(exec, sent);
     // what it started goes with it, as it would with a pid namespace of its own
-    const pid = await Promise.race([stderr.pid, sleep(100).then(() => undefined)]);
+    // the pid came with its first line, which is in by now; a loaded machine may parse it late
+    const pid = await Promise.race([stderr.pid, sleep(2_000).then(() => undefined)]);
     if (pid !== undefined) await Promise.race([signalGroup('KILL', pid, true, true).catch(() => undefined), sleep(2_000)]);
     hasExited = true;
     hooks.onExit?.(exit);
