@@ -126,6 +126,18 @@ describe('the server configured from the matrix', () => {
     expect(await attempt(() => workspaces.put('acme.c1', 'runner-x'))).toBe('refused');
   });
 
+  it('lets the projector write view checkpoints and the step worker only read them', async () => {
+    const writer = await new Kvm(await as('projector')).open(Buckets.viewCheckpoints);
+    expect(await attempt(() => writer.put('acme.c1', '{"v":1}'))).toBe('allowed');
+    const reader = await new Kvm(await as('step-worker')).open(Buckets.viewCheckpoints);
+    expect((await reader.get('acme.c1'))?.string()).toBe('{"v":1}');
+    expect(await attempt(() => reader.put('acme.c1', 'forged'))).toBe('refused');
+    for (const service of ['gateway', 'tool-runner', 'condenser'] as const) {
+      const kv = await new Kvm(await as(service)).open(Buckets.viewCheckpoints);
+      expect(await attempt(() => kv.get('acme.c1')), service).toBe('refused');
+    }
+  });
+
   it('lets a tap read every tenant but write nothing', async () => {
     const nc = await as('tap');
     const jsm = await jetstreamManager(nc);
