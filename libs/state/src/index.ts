@@ -18,4 +18,4 @@ export { snapshotKey } from './snapshot-key.js';
 export { DEFAULT_SNAPSHOT_BUCKET, openSnapshotBucket } from './bucket-setup.js';
 export type { SnapshotBucketOptions } from './bucket-setup.js';
 export { SnapshotStore } from './snapshot-store.js';
-export type { AdvanceResult, CatchUpOptions, CorruptSnapshotReport, CurrentOptions, CurrentSnapshot, SnapshotRecord, SnapshotStoreOptions } from './snapshot-store.js';
+export type { AdvanceResult, CatchUpOptions, CorruptSnapshotReport, CurrentSnapshot, SnapshotRecord, SnapshotStoreOptions } from './snapshot-store.js';

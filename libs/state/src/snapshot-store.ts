@@ -40,11 +40,6 @@ export type AdvanceResult = SnapshotRecord & {
 
 export type CatchUpOptions = { readonly signal?: AbortSignal };
 
-export type CurrentOptions = CatchUpOptions & {
-  /** The log's tail as the caller just read it (else it is read beside the snapshot). */
-  readonly tail?: Tail;
-};
-
 /** A conversation as its log says at the tail: the stored snapshot and the commits after it, folded. */
 export type CurrentSnapshot = {
   /** The snapshot at `tail` (the initial one when the log is empty). */
@@ -135,19 +130,13 @@ export class SnapshotStore {
    * is missing, outdated, corrupt, ahead of the log or not continued by it is replaced by a fold
    * of the whole log (once: the next write stores it).
    */
-  async current(ref: ConversationRef, log: EventLog, options: CurrentOptions = {}): Promise<CurrentSnapshot> {
+  async current(ref: ConversationRef, log: EventLog, options: CatchUpOptions = {}): Promise<CurrentSnapshot> {
     const key = snapshotKey(ref);
-    let [loaded, tail] = await Promise.all([this.#load(ref, key), options.tail ?? log.tail(ref)]);
+    // read side by side: a snapshot newer than the tail (a projector wrote between the two) is
+    // noticed below, and the tail read again
+    let [loaded, tail] = await Promise.all([this.#load(ref, key), log.tail(ref)]);
     if (tail.streamSeq === 0) return { snapshot: initialSnapshot(ref), tail: EMPTY_TAIL, stored: { snapshot: initialSnapshot(ref), revision: loaded.revision }, commits: [] };
-    if (loaded.snapshot && loaded.snapshot.last_stream_seq > tail.streamSeq) {
-      // a projector wrote a snapshot past the tail read meanwhile: the snapshot's position is a newer
-      // tail (a decision from it that is no longer the tail conflicts, as one from any tail would)
-      if (options.tail) {
-        const at = { streamSeq: loaded.snapshot.last_stream_seq, lastSeq: loaded.snapshot.last_seq };
-        return { snapshot: loaded.snapshot, tail: at, stored: { snapshot: loaded.snapshot, revision: loaded.revision }, commits: [] };
-      }
-      tail = await log.tail(ref);
-    }
+    if (loaded.snapshot && loaded.snapshot.last_stream_seq > tail.streamSeq) tail = await log.tail(ref);
     let base = loaded.snapshot && loaded.snapshot.last_stream_seq <= tail.streamSeq ? loaded.snapshot : initialSnapshot(ref);
     for (;;) {
       const commits: StoredCommit[] = [];

@@ -8,7 +8,7 @@ export type Happening =
   | { readonly kind: 'environment_message' }
   | { readonly kind: 'agent_message'; readonly text: string }
   | { readonly kind: 'tool_call'; readonly outcome: 'observation' | 'failed_observation' | 'agent_error' | 'rejection' | 'pending' | 'unparseable' }
-  /** A runner starts the actions still waiting. */
+  /** A runner starts the actions still waiting (or one the log does not have). */
   | { readonly kind: 'execution_started' }
   /** An answer for the tool call id the next happening would use (a tool call: logged before it; else never matched). */
   | { readonly kind: 'early_answer' }
@@ -139,9 +139,12 @@ export function draftsFor(ref: ConversationRef, happenings: readonly TimedHappen
         }
         return;
       }
-      case 'execution_started':
-        if (waiting.length > 0) drafts.push(draftEvent(context('system'), 'execution_started', { action_ids: waiting.splice(0), runner: `runner-${index % 3}` }));
+      case 'execution_started': {
+        // with nothing waiting, a start naming an action that is not in the log (the fold ignores it)
+        const started = waiting.length > 0 ? waiting.splice(0) : ['not-in-the-log'];
+        drafts.push(draftEvent(context('system'), 'execution_started', { action_ids: started, runner: `runner-${index % 3}` }));
         return;
+      }
       case 'early_answer':
         drafts.push(draftEvent(context('environment'), 'observation', { tool_call_id: `call_${index + 1}`, tool_name: 'terminal', action_id: 'not-logged-yet', content: [], is_error: false }));
         return;
