@@ -10,7 +10,7 @@ import {
 } from '@flotilla/agent';
 import type { CommandResult, Conversation, CreateConversationBody, FinalResponse, UpdateConversationBody } from '@flotilla/api';
 import { draftEvent, newId, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
-import { appendWithRetry, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
+import { EMPTY_TAIL, isConflict, LogError, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
 import { publishInterrupt, requestPurge } from '@flotilla/runtime';
 import { foldCommits, initialState, isStateError, type ConversationSnapshot, type CurrentSnapshot, type SnapshotStore } from '@flotilla/state';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -21,6 +21,11 @@ import { countableFromSnapshot, countEvents, countFromSnapshot, type EventFilter
 export type Admission = { readonly maxRunning: number; readonly maxRunningPerTenant: number };
 
 type Decide = (state: CommandState) => EventDraft[];
+
+/** Re-decisions after conflicts before a command gives up, and how long it retries transient failures (as appendWithRetry). */
+const MAX_CONFLICTS = 50;
+const TRANSIENT_BUDGET_MS = 30_000;
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Conversations as the gateway drives them: every change an appended event, every read from the
@@ -158,43 +163,60 @@ export class ConversationService {
   }
 
   /** The conversation at its log's tail (404 when the log is empty), reading only what its snapshot lacks. */
-  async current(ref: ConversationRef, tail?: Tail): Promise<CurrentSnapshot> {
-    const current = await this.snapshots.current(ref, this.log, tail ? { tail } : {});
+  async current(ref: ConversationRef): Promise<CurrentSnapshot> {
+    const current = await this.snapshots.current(ref, this.log);
     if (current.tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
     return current;
   }
 
   /**
-   * Decide from the state at the log's tail (the snapshot and the commits after it) and append
-   * with optimistic concurrency, expecting that tail (re-reading and re-deciding on conflicts).
+   * Decide from the state at the log's tail (the snapshot and the commits after it, read beside
+   * the tail) and append expecting that tail; on a conflict, read and decide again. A transient
+   * failure retries the same commit (same id, same expected tail), as `appendWithRetry` does.
    */
   async #command(ref: ConversationRef, decide: Decide, options: { admit?: boolean } = {}): Promise<CommandResult> {
-    let decided: CurrentSnapshot | undefined;
-    let commit: StoredCommit | null;
-    try {
-      commit = await appendWithRetry(this.log, ref, async (tail) => {
-        if (tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
-        decided = await this.current(ref, tail);
-        const drafts = decide(decided.snapshot);
-        const starts = drafts.some((draft) => draft.type === 'state_change' && draft.status === 'running');
-        if (options.admit && starts && decided.snapshot.status !== 'running') this.#admit(ref.tenant);
-        // (a snapshot newer than the tail read decides for a later tail: the append conflicts and is decided again)
-        return withPositionalIds(drafts, tail.lastSeq + 1);
-      });
-    } catch (error) {
-      if (error instanceof CommandRefused) {
-        throw new ApiError(409, error.code, error.message);
+    const deadline = Date.now() + TRANSIENT_BUDGET_MS;
+    for (let conflicts = 0; ; ) {
+      const current = await this.current(ref);
+      let drafts: EventDraft[];
+      try {
+        drafts = decide(current.snapshot);
+      } catch (error) {
+        if (error instanceof CommandRefused) throw new ApiError(409, error.code, error.message);
+        throw error;
       }
-      throw error;
+      if (drafts.length === 0) return { conversation: ref.conversation, status: current.snapshot.status, last_seq: current.tail.lastSeq, appended: false };
+      const starts = drafts.some((draft) => draft.type === 'state_change' && draft.status === 'running');
+      if (options.admit && starts && current.snapshot.status !== 'running') this.#admit(ref.tenant);
+      const commit = await this.#append(ref, withPositionalIds(drafts, current.tail.lastSeq + 1), current.tail, deadline);
+      if (!commit) {
+        conflicts += 1;
+        if (conflicts > MAX_CONFLICTS) throw new ApiError(503, 'unavailable', 'Too many concurrent changes to this conversation; retry.', undefined, 1);
+        await pause(Math.random() * Math.min(5 * conflicts, 50));
+        continue;
+      }
+      const after = foldCommits(current.snapshot, [commit]);
+      // this gateway's index (lists, admission) sees its own write at once; the snapshot is written
+      // on with the commits this command read and appended (one KV write, not waited for: a
+      // projector that got there first wins, and any later read folds what the snapshot lacks)
+      this.index.upsert(after);
+      void this.snapshots.advanceKnown(ref, current.stored, [...current.commits, commit]).catch(() => undefined);
+      return { conversation: ref.conversation, status: after.status, last_seq: commit.lastSeq, appended: true };
     }
-    const state = decided!;
-    if (!commit) return { conversation: ref.conversation, status: state.snapshot.status, last_seq: state.tail.lastSeq, appended: false };
-    const after = foldCommits(state.snapshot, [commit]);
-    // this gateway's index (lists, admission) sees its own writes; the snapshot is written on with
-    // the commits this command read and appended (one KV write; a projector that got there first wins)
-    this.index.upsert(after);
-    await this.snapshots.advanceKnown(ref, state.stored, [...state.commits, commit]).catch(() => undefined);
-    return { conversation: ref.conversation, status: after.status, last_seq: commit.lastSeq, appended: true };
+  }
+
+  /** Appends expecting `tail`; null when another writer moved the tail (a conflict). */
+  async #append(ref: ConversationRef, drafts: readonly EventDraft[], tail: Tail, deadline: number): Promise<StoredCommit | null> {
+    const commitId = newId();
+    for (let backoff = 20; ; backoff = Math.min(backoff * 2, 1_000)) {
+      try {
+        return await this.log.append(ref, drafts, { expected: tail, commitId });
+      } catch (error) {
+        if (isConflict(error)) return null;
+        if (!(error instanceof LogError) || !error.isRetryable || Date.now() >= deadline) throw error;
+        await pause(backoff + Math.random() * backoff);
+      }
+    }
   }
 
   /** 429 when starting one more run would pass the configured capacity. */
