@@ -197,10 +197,10 @@ export class ConversationService {
       }
       const after = foldCommits(current.snapshot, [commit]);
       // this gateway's index (lists, admission) sees its own write at once; the snapshot is written
-      // on with the commits this command read and appended (one KV write, not waited for: a
-      // projector that got there first wins, and any later read folds what the snapshot lacks)
+      // on with the commits this command read and appended (one KV write, no read: a projector that
+      // got there first wins), so the next command finds it current
       this.index.upsert(after);
-      void this.snapshots.advanceKnown(ref, current.stored, [...current.commits, commit]).catch(() => undefined);
+      await this.snapshots.advanceKnown(ref, current.stored, [...current.commits, commit]).catch(() => undefined);
       return { conversation: ref.conversation, status: after.status, last_seq: commit.lastSeq, appended: true };
     }
   }
