@@ -1,5 +1,6 @@
 import { benchAgentStep } from './agent-step.bench.js';
 import { benchColdLoad } from './cold-load.bench.js';
+import { benchCommandLatency } from './command-latency.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
 import { benchModelRequest } from './model-request.bench.js';
 import { benchSandbox } from './sandbox.bench.js';
@@ -32,6 +33,7 @@ if (model !== undefined && model !== 'in-process' && model !== 'server') {
 const benches: Record<string, () => Promise<string>> = {
   'log-append': () => benchLogAppend(),
   'cold-load': () => benchColdLoad(),
+  'command-latency': () => benchCommandLatency(),
   'step-cycle': () => benchStepCycle(cycles, model === undefined ? ['in-process', 'server'] : [model]),
   throughput: () => benchThroughput(),
   'step-worker-memory': () => benchStepWorkerMemory(),
