@@ -40,6 +40,8 @@ export type CheckpointStoreOptions<S> = {
   readonly bucket?: string;
   /** 1 locally, 3 in a cluster. Only used when the bucket is created. */
   readonly replicas?: number;
+  /** The largest record to store (default and at most: the server's max_payload, less room for the message's subject and headers). */
+  readonly maxBytes?: number;
   /** Told of every stored value that is not a readable checkpoint (it is then ignored). */
   readonly onCorrupt?: (report: { readonly key: string; readonly reason: string }) => void;
 };
@@ -70,7 +72,7 @@ export class CheckpointStore<S> {
   private constructor(
     readonly kv: KV,
     readonly bucket: string,
-    /** The largest record the server takes (its max_payload). */
+    /** The largest record stored. */
     readonly maxBytes: number,
     private readonly options: CheckpointStoreOptions<S>,
   ) {}
@@ -82,7 +84,8 @@ export class CheckpointStore<S> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         const kv = await kvm.create(bucket, { history: 1, replicas: options.replicas ?? 1, description: 'Flotilla view checkpoints (derived from the log)' });
-        return new CheckpointStore(kv, bucket, nc.info?.max_payload ?? 1024 * 1024, options);
+        const serverLimit = (nc.info?.max_payload ?? 1024 * 1024) - 1024;
+        return new CheckpointStore(kv, bucket, Math.min(serverLimit, options.maxBytes ?? serverLimit), options);
       } catch (error) {
         if (error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE && attempt < 3) continue; // lost a creation race
         throw error;
@@ -137,8 +140,7 @@ export class CheckpointStore<S> {
       state,
     };
     const bytes = encoder.encode(JSON.stringify(record));
-    // the KV message carries its subject and headers too
-    if (bytes.length > this.maxBytes - 1024) return { ok: false, reason: 'too_large', bytes: bytes.length };
+    if (bytes.length > this.maxBytes) return { ok: false, reason: 'too_large', bytes: bytes.length };
     try {
       return { ok: true, revision: revision === 0 ? await this.kv.create(key, bytes) : await this.kv.update(key, bytes, revision) };
     } catch (error) {

@@ -30,7 +30,8 @@ afterAll(async () => {
   await server[Symbol.asyncDispose]();
 });
 
-type Written = { readonly ref: ConversationRef; readonly tail: Tail; readonly outcomes: CheckpointOutcome[] };
+/** The conversation written, and for each of its commits what the writer did and the commit's event types. */
+type Written = { readonly ref: ConversationRef; readonly tail: Tail; readonly outcomes: CheckpointOutcome[]; readonly types: string[][] };
 
 /**
  * A running conversation as the services write it: steps of a think call and its result, and
@@ -42,12 +43,14 @@ async function conversation(writer: CheckpointWriter, steps: number, maxItems = 
   const context = (source: Event['source']) => ({ ...ref, source });
   const view = new ViewBuilder();
   const outcomes: CheckpointOutcome[] = [];
+  const types: string[][] = [];
   let tail: Tail = EMPTY_TAIL;
   const commit = async (drafts: EventDraft[]): Promise<void> => {
     const stored = await log.append(ref, drafts, { expected: tail });
     tail = { streamSeq: stored.streamSeq, lastSeq: stored.lastSeq };
     view.append(stored.events);
-    outcomes.push(await writer.noteCommit(ref, { streamSeq: stored.streamSeq, lastSeq: stored.lastSeq, eventTypes: [...new Set(drafts.map((draft) => draft.type))] }));
+    types.push([...new Set(drafts.map((draft) => draft.type))]);
+    outcomes.push(await writer.noteCommit(ref, { streamSeq: stored.streamSeq, lastSeq: stored.lastSeq, eventTypes: types.at(-1) ?? [] }));
   };
   await commit([draftEvent(context('user'), 'message', { role: 'user', content: [{ type: 'text', text: 'Think it through.' }] }), draftEvent(context('system'), 'state_change', { status: 'running' })]);
   await commit([draftEvent(context('agent'), 'system_prompt', { static_prompt: 'You think.', tools: [] })]);
@@ -70,7 +73,7 @@ async function conversation(writer: CheckpointWriter, steps: number, maxItems = 
       draftEvent(context('system'), 'llm_usage', { ...usage, purpose: 'condensation' }),
     ]);
   }
-  return { ref, tail, outcomes };
+  return { ref, tail, outcomes, types };
 }
 
 describe('view checkpoint writer', () => {
@@ -102,6 +105,23 @@ describe('view checkpoint writer', () => {
     const fresh = { tenant: 'acme', conversation: uniqueName('c') };
     const first = await log.append(fresh, [draftEvent({ ...fresh, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: EMPTY_TAIL });
     expect(await early.noteCommit(fresh, { streamSeq: first.streamSeq, lastSeq: 1, eventTypes: ['message'] })).toBe('no_system_prompt');
+  });
+
+  it('removes the checkpoint of a view that outgrew what a KV value holds, and tries again only after a condensation', async () => {
+    const small = await CheckpointStore.open(nc, { parse: parseConversationCheckpoint, bucket: uniqueName('small'), maxBytes: 12_000 });
+    const writer = new CheckpointWriter(log, small, { everyEvents: 20 });
+    const { outcomes, types } = await conversation(writer, 40, 30);
+    const decided = outcomes.flatMap((outcome, index) => (outcome === 'not_due' ? [] : [{ outcome, condensed: types[index]?.includes('condensation') }]));
+    // the first ones fit; once one does not, nothing is tried until a condensation, which fits again
+    expect(decided[0]?.outcome).toBe('written');
+    expect(decided.filter((entry) => entry.outcome === 'not_stored').length).toBeGreaterThan(2);
+    decided.forEach((entry, index) => {
+      if (entry.outcome === 'not_stored') expect(decided[index + 1] ?? { outcome: 'written', condensed: true }).toEqual({ outcome: 'written', condensed: true });
+    });
+    // and without a condensation to come, the stale one is gone
+    const { ref, outcomes: plain } = await conversation(new CheckpointWriter(log, small, { everyEvents: 20 }), 20, 1_000);
+    expect(plain).toContain('not_stored');
+    expect(await small.get(ref)).toBeUndefined();
   });
 
   it('a step worker loading from the checkpoint asks the model exactly what it asks after reading the whole log', async () => {

@@ -28,8 +28,11 @@ export type CommitNote = { readonly streamSeq: number; readonly lastSeq: number;
 export class CheckpointWriter {
   readonly #everyEvents: number;
   readonly #cacheSize: number;
-  /** The last event seq of each conversation's stored checkpoint, as this writer last saw it. */
-  readonly #known = new Map<string, number>();
+  /**
+   * Per conversation, as this writer last saw it: the last event seq of its stored checkpoint, and
+   * whether its view was too large to store (then only a condensation makes the next one due).
+   */
+  readonly #known = new Map<string, { readonly lastSeq: number; readonly tooLarge: boolean }>();
 
   constructor(
     private readonly log: EventLog,
@@ -53,7 +56,7 @@ export class CheckpointWriter {
     const condensed = commit.eventTypes.includes('condensation');
     const known = this.#known.get(key);
     // most commits: a short conversation, or one checkpointed lately, needs no read at all
-    if (!condensed && commit.lastSeq - (known ?? 0) < this.#everyEvents) return 'not_due';
+    if (!condensed && (known?.tooLarge === true || commit.lastSeq - (known?.lastSeq ?? 0) < this.#everyEvents)) return 'not_due';
     const stored = await this.store.get(ref);
     if (stored && stored.streamSeq >= commit.streamSeq) {
       this.#remember(key, stored.lastSeq);
@@ -89,14 +92,17 @@ export class CheckpointWriter {
     };
     const put = await this.store.put(ref, position, checkpointFolds(folds), stored?.revision ?? 0);
     if (put.ok) return 'written';
-    // a view that outgrew a KV value: an ever older checkpoint would cost more than it saves
-    // (its reader would parse it and still read everything since); none until a condensation
-    if (put.reason === 'too_large' && stored) await this.store.delete(ref);
+    if (put.reason === 'too_large') {
+      // a view that outgrew a KV value: an ever older checkpoint would cost more than it saves
+      // (its reader would parse it and still read everything since); none until a condensation
+      this.#remember(key, loaded.tail.lastSeq, true);
+      if (stored) await this.store.delete(ref);
+    }
     return 'not_stored';
   }
 
-  #remember(key: string, lastSeq: number): void {
-    setRecent(this.#known, key, lastSeq, this.#cacheSize);
+  #remember(key: string, lastSeq: number, tooLarge = false): void {
+    setRecent(this.#known, key, { lastSeq, tooLarge }, this.#cacheSize);
   }
 }
 
