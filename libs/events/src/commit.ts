@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ProtocolError, ProtocolErrorCode, type ProtocolIssue } from './errors.js';
 import { assertSupportedVersion, describeIssues, Event, issuesOf, type EventType } from './event.js';
+import { SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
 import { ConversationId, EventId, TenantId } from './ids.js';
 import { ProtocolVersionField } from './schemas/envelope.js';
 
@@ -60,35 +61,48 @@ export function parseCommit(value: unknown, options: ParseCommitOptions = {}): C
     if (!parsed.success) throw invalid(issuesOf(parsed.error));
     head = parsed.data;
   }
-  const { events: rawEvents, ...meta } = head;
+  const meta = { v: head.v, commit: head.commit, tenant: head.tenant, conversation: head.conversation, first_seq: head.first_seq };
+  const rawEvents = head.events;
   const issues: ProtocolIssue[] = [];
   const events: Event[] = [];
-  rawEvents.forEach((raw, index) => {
-    const prefix = `events.${index}.`;
-    assertSupportedVersion(raw, `event ${index} of the commit`, `${prefix}v`);
+  // every commit a reader meets takes this loop: no strings are built unless something is wrong
+  for (let index = 0; index < rawEvents.length; index += 1) {
+    const raw = rawEvents[index];
+    if (!isSupportedVersion(raw)) assertSupportedVersion(raw, `event ${index} of the commit`, `events.${index}.v`);
     let event: Event;
     if (options.isValidEvent?.(raw)) {
       event = raw;
     } else {
       const parsed = Event.safeParse(raw);
       if (!parsed.success) {
-        issues.push(...issuesOf(parsed.error, prefix));
-        return;
+        issues.push(...issuesOf(parsed.error, `events.${index}.`));
+        continue;
       }
       event = parsed.data;
     }
-    if (event.tenant !== meta.tenant) issues.push({ path: `${prefix}tenant`, message: `must be the commit's tenant "${meta.tenant}"` });
-    if (event.conversation !== meta.conversation) {
-      issues.push({ path: `${prefix}conversation`, message: `must be the commit's conversation "${meta.conversation}"` });
-    }
-    if (event.v > meta.v) issues.push({ path: `${prefix}v`, message: `must not be newer than its commit (v ${meta.v})` });
-    if (event.seq !== meta.first_seq + index) {
-      issues.push({ path: `${prefix}seq`, message: `must be ${meta.first_seq + index} (first_seq + index)` });
+    if (event.tenant !== meta.tenant || event.conversation !== meta.conversation || event.v > meta.v || event.seq !== meta.first_seq + index) {
+      issues.push(...placementIssues(event, index, meta));
     }
     events.push(event);
-  });
+  }
   if (issues.length > 0) throw invalid(issues);
   return { ...meta, events };
+}
+
+function isSupportedVersion(value: unknown): boolean {
+  const version = typeof value === 'object' && value !== null ? (value as { v?: unknown }).v : undefined;
+  return typeof version === 'number' && SUPPORTED_PROTOCOL_VERSIONS.includes(version);
+}
+
+/** What places event `index` wrongly in its commit: another tenant or conversation, a newer version, the wrong seq. */
+function placementIssues(event: Event, index: number, meta: Omit<Commit, 'events'>): ProtocolIssue[] {
+  const prefix = `events.${index}.`;
+  const issues: ProtocolIssue[] = [];
+  if (event.tenant !== meta.tenant) issues.push({ path: `${prefix}tenant`, message: `must be the commit's tenant "${meta.tenant}"` });
+  if (event.conversation !== meta.conversation) issues.push({ path: `${prefix}conversation`, message: `must be the commit's conversation "${meta.conversation}"` });
+  if (event.v > meta.v) issues.push({ path: `${prefix}v`, message: `must not be newer than its commit (v ${meta.v})` });
+  if (event.seq !== meta.first_seq + index) issues.push({ path: `${prefix}seq`, message: `must be ${meta.first_seq + index} (first_seq + index)` });
+  return issues;
 }
 
 function invalid(issues: readonly ProtocolIssue[]): ProtocolError {
