@@ -1,5 +1,5 @@
 import type { Event } from '@flotilla/events';
-import { decodeCommit, type ConversationRef, type EventLog, type RawMessage, type Tail } from '@flotilla/log';
+import { decodeCommit, placementOf, type ConversationRef, type EventLog, type RawMessage, type Tail } from '@flotilla/log';
 import { loadConversation, type CheckpointReading, type ConversationStart } from './conversation-load.js';
 import { TailHints } from './tail-hints.js';
 
@@ -18,6 +18,12 @@ export type ConversationCacheOptions<S> = {
    * its state. A caller that folds the events must resume its folds from `start`.
    */
   readonly checkpoints?: CheckpointReading<S>;
+  /**
+   * Look for a checkpoint only when the delivered commit (its headers) says the conversation has at
+   * least this many events (default 200): a shorter one is read whole faster than a checkpoint is
+   * looked up and checked.
+   */
+  readonly checkpointsFrom?: number;
 };
 
 /**
@@ -76,7 +82,7 @@ export class ConversationCache<S = never> {
     if (entry.tail.streamSeq === 0 && target > 0) {
       await this.#coldTurn();
       try {
-        const loaded = await loadConversation(this.log, ref, target, this.options.checkpoints);
+        const loaded = await loadConversation(this.log, ref, target, this.#worthACheckpoint(delivered, target) ? this.options.checkpoints : undefined);
         entry = loaded.start ? { events: loaded.events, tail: loaded.tail, start: loaded.start } : { events: loaded.events, tail: loaded.tail };
         this.#events += loaded.events.length;
       } finally {
@@ -88,6 +94,12 @@ export class ConversationCache<S = never> {
     this.#entries.set(key, entry);
     this.#evict();
     return entry;
+  }
+
+  #worthACheckpoint(delivered: RawMessage | undefined, target: number): boolean {
+    if (this.options.checkpoints === undefined) return false;
+    const placement = delivered?.seq === target ? placementOf(delivered) : undefined;
+    return placement === undefined || placement.firstSeq + placement.count - 1 >= (this.options.checkpointsFrom ?? 200);
   }
 
   async #coldTurn(): Promise<void> {

@@ -134,6 +134,13 @@ describe('loading a conversation from its checkpoint', () => {
     expect(warm.start).toBe(cold.start);
     // a cache without checkpoints reads the whole log
     expect((await new ConversationCache(log).load(ref)).events).toHaveLength(21);
+    // and so does one delivered a commit whose headers say the conversation is short
+    const stored = (await log.jsm.direct.getMessage(log.streamName, { seq: next.streamSeq }))!;
+    const delivered = { subject: stored.subject, seq: stored.seq, data: stored.data, headers: stored.header };
+    const short = new ConversationCache<Counted>(log, 10, 1_000, 8, { checkpoints: { store }, checkpointsFrom: 22 });
+    expect((await short.load(ref, next.streamSeq, delivered)).start).toBeUndefined();
+    const long = new ConversationCache<Counted>(log, 10, 1_000, 8, { checkpoints: { store }, checkpointsFrom: 21 });
+    expect((await long.load(ref, next.streamSeq, delivered)).start).toBeDefined();
   });
 
   it('a deleted conversation keeps no checkpoint', async () => {
