@@ -348,11 +348,21 @@ export class EventLog {
     try {
       for await (const message of messages) {
         yield message;
+        cursor = message.seq + 1;
         if (until !== undefined && (message.seq >= until || message.info.pending === 0)) break;
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
       await messages.close().catch(() => undefined);
+    }
+    // An ordered consumer of a replicated stream may be placed on a replica that is behind (one
+    // catching up after a restart): it then runs out before `until`. The rest comes from gets,
+    // which a replicated stream's log sends to the leader, so a bounded read is always whole.
+    while (until !== undefined && cursor <= until && !signal?.aborted) {
+      const message = await this.#direct({ seq: cursor, next_by_subj: subject });
+      if (!message || message.seq > until) return;
+      yield message;
+      cursor = message.seq + 1;
     }
   }
 
