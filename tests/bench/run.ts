@@ -15,6 +15,8 @@ import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
  * `--cycles N` sets the step-cycle benchmark's measured cycles (default 200): the model request
  * grows with each cycle, so longer runs show what a long conversation costs per step.
  * `--model in-process|server` measures the step cycle with one of its two models only.
+ * `log-append-r3` and `step-cycle-r3` are the same two on a 3-node JetStream cluster (R3), each
+ * against its floor on the same cluster; `--cycles` and `--model` apply to `step-cycle-r3` too.
  */
 const args = process.argv.slice(2).filter((arg) => arg !== '--');
 const cyclesAt = args.indexOf('--cycles');
@@ -35,6 +37,8 @@ const benches: Record<string, () => Promise<string>> = {
   'cold-load': () => benchColdLoad(),
   'command-latency': () => benchCommandLatency(),
   'step-cycle': () => benchStepCycle(cycles, model === undefined ? ['in-process', 'server'] : [model]),
+  'log-append-r3': () => benchLogAppend(20, 100, 3),
+  'step-cycle-r3': () => benchStepCycle(cycles, model === undefined ? ['in-process', 'server'] : [model], 20, 3),
   throughput: () => benchThroughput(),
   'step-worker-memory': () => benchStepWorkerMemory(),
   'agent-step': () => benchAgentStep(),

@@ -1,8 +1,9 @@
 import { draftEvent, newId, type EventDraft } from '@flotilla/events';
 import { encodeCommit, EventLog, placeEvents, type ConversationRef } from '@flotilla/log';
 import { AckPolicy, DeliverPolicy, jetstream, type JetStreamClient } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { describePlacement } from './cluster-placement.js';
 import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js';
 import { cpuSeconds, sumByLabel, syscalls } from './process-stats.js';
 import { ms, percentile, ratio, table } from './stats.js';
@@ -16,13 +17,18 @@ import { ms, percentile, ratio, table } from './stats.js';
  * Measured twice: with the zero-latency model the goal names (the brain's replies in the step
  * worker's process), then with the brain as a local OpenAI-compatible server called through the
  * SDK, which adds an HTTP round trip and the server's parse of the whole request to each cycle.
+ *
+ * With `natsNodes` 3 the system runs on a 3-node JetStream cluster (events stream, buckets and
+ * the groups' consumers R3, as FLOTILLA_REPLICAS=3 makes them) and the floor on the same cluster,
+ * on an R3 stream of its own.
  */
-export async function benchStepCycle(cycles = 200, models: readonly StepModel[] = ['in-process', 'server'], warmup = 20): Promise<string> {
+export async function benchStepCycle(cycles = 200, models: readonly StepModel[] = ['in-process', 'server'], warmup = 20, natsNodes = 1): Promise<string> {
+  const where = natsNodes > 1 ? `; on a ${natsNodes}-node JetStream cluster, stream, buckets and consumers R${natsNodes}` : '';
   const sections = [
-    `Step cycle, one conversation, think tool, ${cycles} cycles after ${warmup} of warm-up; 1 step worker, 1 tool runner, 1 projector (goal: p50 ratio <= 2)`,
+    `Step cycle, one conversation, think tool, ${cycles} cycles after ${warmup} of warm-up; 1 step worker, 1 tool runner, 1 projector${where} (goal: p50 ratio <= 2)`,
   ];
   for (const model of models) {
-    sections.push('', MODEL_TITLES[model], await measureCycles(model, cycles, warmup));
+    sections.push('', MODEL_TITLES[model], await measureCycles(model, cycles, warmup, natsNodes));
   }
   return sections.join('\n');
 }
@@ -34,21 +40,23 @@ const MODEL_TITLES: Record<StepModel, string> = {
   server: 'The model as a local server, called through the OpenAI SDK over HTTP:',
 };
 
-async function measureCycles(model: StepModel, cycles: number, warmup: number): Promise<string> {
+async function measureCycles(model: StepModel, cycles: number, warmup: number, natsNodes: number): Promise<string> {
   await using system = await startTestSystem({
     stepWorkers: 1,
     toolRunners: 1,
     projectors: 1,
     model,
+    natsNodes,
     agent: { condenser: { maxEvents: 100_000 }, limits: { maxIterationsPerRun: warmup + cycles + 10 } },
   });
+  // every nats-server: one, or each node of the cluster
+  const servers = new Map<string, number>(system.cluster ? system.cluster.nodes.map((node, index): [string, number] => [`nats n${index + 1}`, node.pid!]) : [['nats-server', system.nats.pid!]]);
   // both floors before and after the runtime's run, alternating
-  const natsPid = system.nats.pid!;
-  const floor = await rawFloor(system.nats.url, natsPid, warmup, cycles / 2, false);
-  const sameMessages = await rawFloor(system.nats.url, natsPid, warmup, cycles / 2, true);
+  const floor = await rawFloor(system, [...servers.values()], warmup, cycles / 2, false);
+  const sameMessages = await rawFloor(system, [...servers.values()], warmup, cycles / 2, true);
 
   const ref = { tenant: 'bench', conversation: 'cycle' };
-  const pids = new Map<string, number>([['nats-server', natsPid], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
+  const pids = new Map<string, number>([...servers, ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
   await system.start(ref, { id: 'cycle', steps: warmup + cycles + 1, tool: 'think' });
   // CPU from the end of warm-up: lazily loaded modules and JIT compilation are not per cycle
   await waitForActions(system, ref, warmup + 1, 120_000);
@@ -71,8 +79,9 @@ async function measureCycles(model: StepModel, cycles: number, warmup: number): 
   const calls = events.filter((event) => event.type === 'llm_usage');
   const total = calls.filter((event) => event.seq > warmedUpAt && event.seq <= warmedUpUntil).length;
 
-  sameMessages.add(await rawFloor(system.nats.url, natsPid, warmup, cycles / 2, true));
-  floor.add(await rawFloor(system.nats.url, natsPid, warmup, cycles / 2, false));
+  sameMessages.add(await rawFloor(system, [...servers.values()], warmup, cycles / 2, true));
+  floor.add(await rawFloor(system, [...servers.values()], warmup, cycles / 2, false));
+  const placement = system.cluster ? [await describePlacement(system.cluster, system.log.jsm, system.log.streamName, ['step-worker', 'tool-runner', 'projector'])] : [];
   const timeline = await commitTimeline(system.log, ref);
   const runtime = stepCycleTimes(timeline).slice(warmup);
   const hops = [...cycleHops(timeline)].map(([hop, times]) => {
@@ -103,13 +112,14 @@ async function measureCycles(model: StepModel, cycles: number, warmup: number): 
   ];
   const runtimeCpu = cpuAfter.reduce((sum, after, index) => sum + after - cpuBefore[index]!, 0) * 1_000 / total;
   const floorCpu = sameMessages.cpuMs / sameMessages.times.length;
-  const cpuLine = `CPU per cycle, every process: runtime ${runtimeCpu.toFixed(2)} ms, same-messages floor ${floorCpu.toFixed(2)} ms (nats-server and the bare client): ${ratio(runtimeCpu, floorCpu)}`;
+  const cpuLine = `CPU per cycle, every process: runtime ${runtimeCpu.toFixed(2)} ms, same-messages floor ${floorCpu.toFixed(2)} ms (${servers.size > 1 ? 'the nats-servers' : 'nats-server'} and the bare client): ${ratio(runtimeCpu, floorCpu)}`;
   const outcomeLines = [...outcomesAfter].map(([name, after]) => {
     const before = outcomesBefore.get(name);
     const counts = [...after].map(([outcome, count]) => `${outcome} ${perCycle(count, before?.get(outcome) ?? 0)}`);
     return `  ${name}: ${counts.join(', ')}`;
   });
-  return [table(rows), '', table(cpuRows), cpuLine, 'Delivered commits handled per cycle, by outcome:', ...outcomeLines].join('\n');
+  const floorPlacement = system.cluster ? [`floor runs (same messages, then groups only; before, after): ${[...sameMessages.placements, ...floor.placements].join('; ')}`] : [];
+  return [table(rows), '', table(cpuRows), cpuLine, 'Delivered commits handled per cycle, by outcome:', ...outcomeLines, ...placement, ...floorPlacement].join('\n');
 }
 
 /** Each service process's handled commits so far, by outcome (from its /metrics). */
@@ -120,7 +130,7 @@ async function handledOutcomes(system: RunningTestSystem): Promise<Map<string, M
   return new Map(entries);
 }
 
-/** Waits until the conversation holds `actions` action events (polls its tail: one direct get each). */
+/** Waits until the conversation holds `actions` action events (polls its tail: one direct get each, a leader message get on R3). */
 async function waitForActions(system: RunningTestSystem, ref: ConversationRef, actions: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   // a think cycle is four events (llm_usage, action, execution_started, observation) after the first few
@@ -138,13 +148,23 @@ async function waitForActions(system: RunningTestSystem, ref: ConversationRef, a
  * commit bytes and headers, msg ids and expected last subject sequences; each group is delivered
  * every commit, and acks it. With `projector`, a third group (the projector's) is delivered
  * every commit too, as in the runtime, off the cycle's critical path.
+ *
+ * On a cluster the floor's stream and its consumers are R3 like the runtime's (a publish is
+ * acknowledged once a quorum stored it, an ack is replicated in the consumer's group), and its
+ * connections pick their node at random as the services' do. Like the single-server floor it
+ * reads nothing back: the runtime's cycle decides from the deliveries (which carry the
+ * commit), so neither does a direct or a leader message get per cycle in the steady state.
+ * The bare clients connect as the test system's admin (the server refuses anonymous clients);
+ * the consumers are deleted after the run, so no idle R3 group stays behind during the next.
  */
-async function rawFloor(url: string, natsPid: number, warmup: number, cycles: number, projector: boolean): Promise<FloorRun> {
-  const worker = await connect({ servers: url });
-  const runner = await connect({ servers: url });
-  const watcher = projector ? await connect({ servers: url }) : undefined;
+async function rawFloor(system: RunningTestSystem, natsPids: readonly number[], warmup: number, cycles: number, projector: boolean): Promise<FloorRun> {
+  const connectAs = (name: string) => connect({ ...system.natsOptions('admin'), name: `bench-floor-${name}` });
+  const worker = await connectAs('step-worker');
+  const runner = await connectAs('tool-runner');
+  const watcher = projector ? await connectAs('projector') : undefined;
+  const natsCpu = async (): Promise<number> => (await Promise.all(natsPids.map(cpuSeconds))).reduce((sum, seconds) => sum + seconds, 0);
   try {
-    const log = await EventLog.open(worker, { streamName: 'BENCH_FLOOR', subjectPrefix: 'bench.floor' });
+    const log = await EventLog.open(worker, { streamName: 'BENCH_FLOOR', subjectPrefix: 'bench.floor', replicas: system.cluster ? 3 : 1 });
     const ref = { tenant: 'bench', conversation: `floor-${newId()}` };
     const subject = log.subject(ref);
     const groups = [[`tr-${ref.conversation}`, runner], [`sw-${ref.conversation}`, worker], ...(watcher ? [[`pj-${ref.conversation}`, watcher] as const] : [])] as const;
@@ -166,7 +186,7 @@ async function rawFloor(url: string, natsPid: number, warmup: number, cycles: nu
     const times: number[] = [];
     let cpu: { nats: number; client: NodeJS.CpuUsage } | undefined;
     for (let cycle = 0; cycle < warmup + cycles; cycle += 1) {
-      if (cycle === warmup) cpu = { nats: await cpuSeconds(natsPid), client: process.cpuUsage() };
+      if (cycle === warmup) cpu = { nats: await natsCpu(), client: process.cpuUsage() };
       const start = performance.now();
       await toRunner.until(await publish(jsWorker, action));
       await publish(jsRunner, started);
@@ -175,9 +195,11 @@ async function rawFloor(url: string, natsPid: number, warmup: number, cycles: nu
     }
     await toProjector?.until(last);
     const client = process.cpuUsage(cpu!.client);
-    const cpuMs = (await cpuSeconds(natsPid) - cpu!.nats) * 1_000 + (client.user + client.system) / 1_000;
+    const cpuMs = ((await natsCpu()) - cpu!.nats) * 1_000 + (client.user + client.system) / 1_000;
+    const placement = system.cluster ? await floorPlacement(log, groups) : undefined;
     await Promise.all(inboxes.map((box) => box.close()));
-    return new FloorRun(times, cpuMs);
+    for (const [name] of groups) await log.jsm.consumers.delete(log.streamName, name);
+    return new FloorRun(times, cpuMs, placement === undefined ? [] : [placement]);
   } finally {
     await Promise.all([worker.close(), runner.close(), watcher?.close()]);
   }
@@ -188,12 +210,22 @@ class FloorRun {
   constructor(
     readonly times: number[],
     public cpuMs: number,
+    /** On a cluster, where each run's stream, consumers and connections were. */
+    readonly placements: string[],
   ) {}
 
   add(other: FloorRun): void {
     this.times.push(...other.times);
     this.cpuMs += other.cpuMs;
+    this.placements.push(...other.placements);
   }
+}
+
+/** One floor run on a cluster, compactly: `stream n2, groups n1/n3[/n2] on clients n3/n1[/n2]` (tool runner, step worker[, projector]). */
+async function floorPlacement(log: EventLog, groups: readonly (readonly [string, NatsConnection])[]): Promise<string> {
+  const stream = (await log.jsm.streams.info(log.streamName)).cluster?.leader ?? '?';
+  const leaders = await Promise.all(groups.map(async ([name]) => (await log.jsm.consumers.info(log.streamName, name)).cluster?.leader ?? '?'));
+  return `stream ${stream}, groups ${leaders.join('/')} on clients ${groups.map(([, nc]) => nc.info?.server_name ?? '?').join('/')}`;
 }
 
 type Encoded = ReturnType<typeof encodeCommit>;

@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { BusVariables, connectionOptions, loadBusSettings } from '@flotilla/bus';
 import { connect } from '@nats-io/transport-node';
 import { WebSocketServer } from 'ws';
 
@@ -8,14 +9,17 @@ import { WebSocketServer } from 'ws';
  * is, to every connected client. No auth, no log, no JetStream consumer: each client gets a
  * `{"type":"live"}` frame on connect and then the raw payloads.
  *
- * Environment: BENCH_NATS_URL, BENCH_SUBJECT (may hold wildcards), BENCH_PORT.
+ * Environment: BENCH_NATS_URL, BENCH_SUBJECT (may hold wildcards), BENCH_PORT; against a server
+ * that refuses anonymous clients, the admin's credential as a service takes one
+ * (FLOTILLA_NATS_USER and FLOTILLA_NATS_PASSWORD_FILE, or an nkey or .creds file).
  * `GET /ready` answers 200 once the subscription is in place.
  */
 const natsUrl = required('BENCH_NATS_URL');
 const subject = required('BENCH_SUBJECT');
 const port = Number(required('BENCH_PORT'));
 
-const nc = await connect({ servers: natsUrl });
+const bus = loadBusSettings({ ...process.env, [BusVariables.url]: natsUrl });
+const nc = await connect(connectionOptions(bus, { name: 'ws-baseline', identity: 'admin' }));
 const http = createServer((request, response) => {
   response.writeHead(request.url === '/ready' ? 200 : 404).end();
 });

@@ -53,15 +53,19 @@ export async function startGateway(natsUrl: string, maxSubscribers: number): Pro
   });
 }
 
-/** Starts the bare `ws` + core NATS baseline (ws-baseline-server.ts) relaying `subject` to all its clients. */
-export async function startBaseline(natsUrl: string, subject: string): Promise<SocketServer> {
+/**
+ * Starts the bare `ws` + core NATS baseline (ws-baseline-server.ts) relaying `subject` to all its
+ * clients. `credentials`: the environment of the admin's credential (`userEnvironment`), for a
+ * server that refuses anonymous clients.
+ */
+export async function startBaseline(natsUrl: string, subject: string, credentials: Record<string, string> = {}): Promise<SocketServer> {
   const port = await freePort();
   const service = new ServiceProcess({
     name: 'ws-baseline',
     entry: await serviceEntry(fileURLToPath(new URL('./ws-baseline-server.ts', import.meta.url))),
     cwd: ROOT,
     restart: false,
-    env: { BENCH_NATS_URL: natsUrl, BENCH_SUBJECT: subject, BENCH_PORT: String(port) },
+    env: { BENCH_NATS_URL: natsUrl, BENCH_SUBJECT: subject, BENCH_PORT: String(port), ...credentials },
     onLine: (name, line) => process.stderr.write(`${name}: ${line}\n`),
   });
   return startProcess(service, port, { authFrame: undefined, authHeaders: {}, socketUrl: () => `ws://127.0.0.1:${port}/` });
