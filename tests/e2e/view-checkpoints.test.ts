@@ -21,20 +21,22 @@ describe('view checkpoints through the services', () => {
     await using system = await startTestSystem({ condensers: 1, agent: { condenser: { maxEvents: 16, keepFirst: 2 } } });
     const ref = { tenant: 'acme', conversation: 'checkpointed' };
     const checkpoints = await CheckpointStore.open(system.nc, { parse: parseConversationCheckpoint });
-    await system.start(ref, { id: 'checkpointed', steps: 30 });
+    await system.start(ref, { id: 'checkpointed', steps: 70 });
+    // long enough for a restarted step worker to look for a checkpoint (200 events)
     await waitFor(
-      'a checkpoint after two condensations',
+      'a checkpoint past 220 events',
       async () => {
-        const condensations = (await system.events(ref)).filter((event) => event.type === 'condensation').length;
         const stored = await checkpoints.get(ref);
-        return { ...(condensations >= 2 && stored ? { value: stored } : {}), seen: `${condensations} condensations, checkpoint ${stored ? `at seq ${stored.lastSeq}` : 'none'}` };
+        return { ...(stored && stored.lastSeq > 220 ? { value: stored } : {}), seen: `checkpoint ${stored ? `at seq ${stored.lastSeq}` : 'none'}` };
       },
-      60_000,
+      90_000,
     );
-    const stepWorker = system.processes.find((process) => process.name.startsWith('step-worker'));
+    const stepWorker = system.processes.find((process) => process.name === 'step-worker-1');
     await stepWorker?.kill('SIGKILL', { restart: true });
-    await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 120_000);
+    await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 150_000);
     expect(await system.status(ref)).toBe('finished');
+    const metrics = await (await fetch(`${system.healthUrls.get('step-worker-1')}/metrics`)).text();
+    expect(metrics).toMatch(/flotilla_cold_loads_total\{[^}]*source="checkpoint"[^}]*\} [1-9]/);
 
     const events = await system.events(ref);
     const lastCondensation = events.findLast((event) => event.type === 'condensation');
@@ -47,8 +49,8 @@ describe('view checkpoints through the services', () => {
     const folds = resumeFolds(loaded.start?.state, loaded.start?.folded);
     folds.view.append(loaded.events.slice(loaded.start?.folded));
     expect(folds.view.view()).toEqual(buildView(events));
-    expect(events.filter((event) => event.type === 'action')).toHaveLength(30);
+    expect(events.filter((event) => event.type === 'action')).toHaveLength(70);
     const report = await auditConversation(system.log, ref);
     expect(report.violations, formatReport(report)).toEqual([]);
-  }, 180_000);
+  }, 300_000);
 });

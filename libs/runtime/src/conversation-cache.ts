@@ -24,6 +24,8 @@ export type ConversationCacheOptions<S> = {
    * looked up and checked.
    */
   readonly checkpointsFrom?: number;
+  /** Told of every load of a conversation that was not cached: from its checkpoint, or from the whole log. */
+  readonly onColdLoad?: (source: 'checkpoint' | 'log', events: number) => void;
 };
 
 /**
@@ -85,6 +87,7 @@ export class ConversationCache<S = never> {
         const loaded = await loadConversation(this.log, ref, target, this.#worthACheckpoint(delivered, target) ? this.options.checkpoints : undefined);
         entry = loaded.start ? { events: loaded.events, tail: loaded.tail, start: loaded.start } : { events: loaded.events, tail: loaded.tail };
         this.#events += loaded.events.length;
+        this.options.onColdLoad?.(loaded.start ? 'checkpoint' : 'log', loaded.events.length);
       } finally {
         this.#coldDone();
       }

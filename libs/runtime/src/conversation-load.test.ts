@@ -123,8 +123,10 @@ describe('loading a conversation from its checkpoint', () => {
   it('a cache cold-loads from the checkpoint and catches up from there as usual', async () => {
     const { ref, commits, tail } = await conversation(10);
     await store.put(ref, position(commits, 7, 6), { events: 16 }, 0);
-    const cache = new ConversationCache<Counted>(log, 10, 1_000, 8, { checkpoints: { store } });
+    const loads: string[] = [];
+    const cache = new ConversationCache<Counted>(log, 10, 1_000, 8, { checkpoints: { store }, onColdLoad: (source, events) => loads.push(`${source} ${events}`) });
     const cold = await cache.load(ref);
+    expect(loads).toEqual(['checkpoint 7']);
     expect(cold.start?.state).toEqual({ events: 16 });
     expect(cold.events[0]?.seq).toBe(14);
     expect(cold.tail).toEqual(tail);

@@ -12,6 +12,7 @@ export class ServiceMetrics {
   readonly toolSeconds: Histogram<'tool' | 'outcome'>;
   readonly condensationWaiting: Gauge;
   readonly condensationOldestWaitSeconds: Gauge;
+  readonly coldLoads: Counter<'source'>;
 
   constructor(service: string) {
     this.registry.setDefaultLabels({ service });
@@ -43,6 +44,12 @@ export class ServiceMetrics {
     this.condensationOldestWaitSeconds = new Gauge({
       name: 'flotilla_condensation_oldest_wait_seconds',
       help: 'Step worker: the longest current wait for a condensation (minutes mean no condenser is answering)',
+      registers: [this.registry],
+    });
+    this.coldLoads = new Counter({
+      name: 'flotilla_cold_loads_total',
+      help: 'Conversations loaded that were not cached, by source: their view checkpoint and the log after it, or the whole log',
+      labelNames: ['source'],
       registers: [this.registry],
     });
   }

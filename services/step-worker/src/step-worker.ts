@@ -53,6 +53,7 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
           accept: (checkpoint) => !agent.stuckDetection.enabled || checkpoint.state.stuck_steps >= stuckSteps,
           onUnused: (reason) => logger.debug({ reason }, 'view checkpoint not used'),
         },
+        onColdLoad: (source) => metrics.coldLoads.inc({ source }),
       });
       // tools are only described here (schemas for the model); tool runners execute them
       const tools = new ToolRegistry(createBuiltinTools());
