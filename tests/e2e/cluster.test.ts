@@ -58,7 +58,10 @@ describe('on a 3-node JetStream cluster (R3)', () => {
     const total = (await system.log.jsm.streams.info(DEFAULT_STREAM_NAME)).state.messages;
     expect(states.map((state) => state?.messages)).toEqual([total, total, total]);
     // every service process is still the one that started (they reconnected; none crashed)
-    const restarted = system.processes.filter((child) => !child.running || child.restarts > 0);
-    expect(restarted.map((child) => `${child.name}: ${child.lastLines.slice(-8).join('\n')}`)).toEqual([]);
+    const exits = system.processes.flatMap((child) =>
+      child.unexpectedExits.map((exit) => `${child.name} exited (code ${exit.code}, signal ${exit.signal}) after ${exit.ranMs} ms; its last lines:\n${exit.lastLines.join('\n')}`),
+    );
+    expect(exits).toEqual([]);
+    expect(system.processes.filter((child) => !child.running).map((child) => child.name)).toEqual([]);
   }, 300_000);
 });

@@ -1,8 +1,8 @@
-import { Buckets } from '@flotilla/bus';
+import { Buckets, openBucket } from '@flotilla/bus';
 import { isSubjectToken } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
-import { JetStreamApiCodes, JetStreamApiError, jetstream } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 
@@ -58,7 +58,6 @@ const Position = z.strictObject({
   state: z.unknown(),
 });
 
-const STREAM_NAME_IN_USE = 10058;
 const encoder = new TextEncoder();
 
 /**
@@ -80,17 +79,9 @@ export class CheckpointStore<S> {
   /** Creates the bucket (history 1) or opens the existing one; safe to call from every instance at once. */
   static async open<S>(nc: NatsConnection, options: CheckpointStoreOptions<S>): Promise<CheckpointStore<S>> {
     const bucket = options.bucket ?? DEFAULT_CHECKPOINT_BUCKET;
-    const kvm = new Kvm(jetstream(nc));
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        const kv = await kvm.create(bucket, { history: 1, replicas: options.replicas ?? 1, description: 'Flotilla view checkpoints (derived from the log)' });
-        const serverLimit = (nc.info?.max_payload ?? 1024 * 1024) - 1024;
-        return new CheckpointStore(kv, bucket, Math.min(serverLimit, options.maxBytes ?? serverLimit), options);
-      } catch (error) {
-        if (error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE && attempt < 3) continue; // lost a creation race
-        throw error;
-      }
-    }
+    const kv = await openBucket(nc, bucket, { history: 1, replicas: options.replicas ?? 1, description: 'Flotilla view checkpoints (derived from the log)' });
+    const serverLimit = (nc.info?.max_payload ?? 1024 * 1024) - 1024;
+    return new CheckpointStore(kv, bucket, Math.min(serverLimit, options.maxBytes ?? serverLimit), options);
   }
 
   /** The conversation's checkpoint, or undefined when none is stored or it cannot be read. */

@@ -1,4 +1,4 @@
-import { checkBucketStorage, connectionOptions, describeBus } from '@flotilla/bus';
+import { checkBucketStorage, connectionOptions, describeBus, whileUnavailable } from '@flotilla/bus';
 import { prepareValidation } from '@flotilla/events';
 import { EventLog } from '@flotilla/log';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -62,7 +62,10 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   // acks of handled commits ride along with the next append's write
   const acks = new AckBatch(config.ackHoldMs);
   const log = await openLogWithRetry(nc, config, logger, () => acks.flush());
-  const jsm = await jetstreamManager(nc);
+  // start-up outlives a leader election or a node's restart in a cluster (transient failures are waited out, then it fails)
+  const untilAvailable = <T>(what: string, call: () => Promise<T>): Promise<T> =>
+    whileUnavailable(call, { onRetry: (error, attempt, waitMs) => logger.warn({ err: error, attempt, waitMs }, `${what}: NATS is not available yet; retrying`) });
+  const jsm = await untilAvailable('JetStream', () => jetstreamManager(nc));
   await reportStorage(jsm, config, logger, nc);
   const js = jetstream(nc);
   const interrupts = new InterruptRegistry();
@@ -72,7 +75,8 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
 
   let consumer: CommitConsumer | undefined;
   let heapRelease: HeapRelease | undefined;
-  if (parts.handler) {
+  const handler = parts.handler;
+  if (handler) {
     heapRelease = new HeapRelease({
       after: config.heapReleaseAfter,
       onRelease: ({ ms, heapBefore, heapAfter }) => {
@@ -81,27 +85,27 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       },
     });
     const name = definition.consumer ?? definition.service;
-    await ensureDurableConsumer(jsm, {
+    await untilAvailable(`the ${name} consumer`, () => ensureDurableConsumer(jsm, {
       stream: log.streamName,
       name,
       filterSubject: `${log.subjectPrefix}.>`,
       ackWaitMs: config.ackWaitMs,
       maxAckPending: Math.max(config.concurrency * 4, 256),
-    });
-    consumer = await startCommitConsumer({
+    }));
+    consumer = await untilAvailable(`the ${name} consumer`, () => startCommitConsumer({
       js,
       stream: log.streamName,
       consumer: name,
       subjectPrefix: log.subjectPrefix,
       concurrency: config.concurrency,
       ackWaitMs: config.ackWaitMs,
-      handler: parts.handler,
+      handler,
       logger,
       metrics,
       heapRelease,
       acks,
       ...(config.pullIntervalMs > 0 ? { batched: { nc, intervalMs: config.pullIntervalMs } } : {}),
-    });
+    }));
     heapRelease.idle(consumer.inFlight());
   }
   const health = await startHealthServer(

@@ -1,5 +1,5 @@
-import { Buckets, RunnerSubjects } from '@flotilla/bus';
-import { Kvm, type KV } from '@nats-io/kv';
+import { Buckets, openBucket, RunnerSubjects } from '@flotilla/bus';
+import type { KV } from '@nats-io/kv';
 import type { ConversationRef } from '@flotilla/log';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
 
@@ -42,10 +42,9 @@ export class RunnerRegistry {
   ) {}
 
   static async open(nc: NatsConnection, options: RunnerRegistryOptions = {}): Promise<RunnerRegistry> {
-    const kvm = new Kvm(nc);
     const livenessMs = options.livenessMs ?? 10_000;
-    const runners = await kvm.create(options.runnersBucket ?? DEFAULT_RUNNERS_BUCKET, { history: 1, ttl: livenessMs, replicas: options.replicas ?? 1 });
-    const workspaces = await kvm.create(options.workspacesBucket ?? DEFAULT_WORKSPACES_BUCKET, { history: 1, replicas: options.replicas ?? 1 });
+    const runners = await openBucket(nc, options.runnersBucket ?? DEFAULT_RUNNERS_BUCKET, { history: 1, ttl: livenessMs, replicas: options.replicas ?? 1 });
+    const workspaces = await openBucket(nc, options.workspacesBucket ?? DEFAULT_WORKSPACES_BUCKET, { history: 1, replicas: options.replicas ?? 1 });
     return new RunnerRegistry(runners, workspaces, livenessMs, options.sandbox);
   }
 

@@ -1,6 +1,5 @@
-import { Buckets } from '@flotilla/bus';
-import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+import { Buckets, openBucket } from '@flotilla/bus';
+import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { SecretsError, SecretsErrorCode } from './errors.js';
 
@@ -9,15 +8,12 @@ export const DEFAULT_SECRETS_BUCKET = Buckets.secrets;
 /** The names alone (same keys, no value): what the gateway lists and checks, since it may not read the values' bucket. */
 export const DEFAULT_SECRET_NAMES_BUCKET = Buckets.secretNames;
 
-const STREAM_NAME_IN_USE = 10058;
-const TIMEOUT_MS = 5_000;
-
 /**
  * Creates the secrets bucket (history 1: a replaced or removed value leaves no older ciphertext
  * behind) or opens the existing one. Safe to call from every service at start-up, concurrently.
  */
 export function openSecretsBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
-  return openBucket(nc, bucket, { history: 1, replicas, description: 'Flotilla secrets (AES-256-GCM ciphertexts; names in the keys)' });
+  return openSecretBucket(nc, bucket, { history: 1, replicas, description: 'Flotilla secrets (AES-256-GCM ciphertexts; names in the keys)' });
 }
 
 /**
@@ -26,34 +22,16 @@ export function openSecretsBucket(nc: NatsConnection, bucket: string, replicas: 
  * there, and the order of its writes relies on seeing the latest.
  */
 export function openSecretNamesBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
-  return openBucket(nc, bucket, { history: 1, replicas, allow_direct: false, description: 'Flotilla secret names (the keys of the secrets bucket; no values)' });
+  return openSecretBucket(nc, bucket, { history: 1, replicas, allow_direct: false, description: 'Flotilla secret names (the keys of the secrets bucket; no values)' });
 }
 
 type BucketSettings = { readonly history: number; readonly replicas: number; readonly description: string; readonly allow_direct?: boolean };
 
 /** Opening needs only the stream's info (and its creation when missing): no read of its contents. */
-async function openBucket(nc: NatsConnection, bucket: string, settings: BucketSettings): Promise<KV> {
-  const server = nc.getServer();
-  if (nc.info && nc.info.jetstream !== true) {
-    throw new SecretsError(
-      SecretsErrorCode.BucketUnavailable,
-      `nats-server ${nc.info.version} at ${server} does not have JetStream enabled, which the bucket ${bucket} needs: start it with -js.`,
-    );
-  }
+async function openSecretBucket(nc: NatsConnection, bucket: string, settings: BucketSettings): Promise<KV> {
   try {
-    await jetstreamManager(nc, { checkAPI: true, timeout: TIMEOUT_MS });
+    return await openBucket(nc, bucket, settings);
   } catch (error) {
-    throw new SecretsError(SecretsErrorCode.BucketUnavailable, `JetStream is not available at ${server}: ${(error as Error).message}`, { cause: error });
-  }
-  const kvm = new Kvm(jetstream(nc, { timeout: TIMEOUT_MS }));
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await kvm.create(bucket, settings);
-    } catch (error) {
-      if (error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE && attempt < 3) continue; // lost a creation race
-      throw new SecretsError(SecretsErrorCode.BucketUnavailable, `could not create or open the bucket ${bucket} at ${server}: ${(error as Error).message}`, {
-        cause: error,
-      });
-    }
+    throw new SecretsError(SecretsErrorCode.BucketUnavailable, (error as Error).message, { cause: error });
   }
 }

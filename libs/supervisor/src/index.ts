@@ -1,5 +1,5 @@
 export { isModelSetting, ServiceProcess } from './service-process.js';
-export type { ServiceProcessOptions } from './service-process.js';
+export type { ServiceProcessOptions, UnexpectedExit } from './service-process.js';
 export { formatLogLine } from './log-format.js';
 export { waitReady } from './wait-ready.js';
 export { forgetPreloadedAllocator } from './allocator.js';

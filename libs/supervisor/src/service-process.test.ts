@@ -11,12 +11,13 @@ describe('ServiceProcess', () => {
       const entry = join(dir, 'crash.mjs');
       await writeFile(entry, "console.error('Error: invalid settings: FLOTILLA_X: bad'); process.exit(1);\n");
       const exits: number[] = [];
-      const gaveUp = new Promise<readonly string[]>((resolve) => {
-        const child = new ServiceProcess({ name: 'crasher', entry, maxQuickRestarts: 3, onExit: () => exits.push(Date.now()), onGiveUp: (_name, lines) => resolve(lines) });
-        child.start();
-      });
-      const lines = await gaveUp;
+      let gaveUp!: (lines: readonly string[]) => void;
+      const givenUp = new Promise<readonly string[]>((resolve) => (gaveUp = resolve));
+      const child = new ServiceProcess({ name: 'crasher', entry, maxQuickRestarts: 3, onExit: () => exits.push(Date.now()), onGiveUp: (_name, lines) => gaveUp(lines) });
+      child.start();
+      const lines = await givenUp;
       expect(lines).toContain('Error: invalid settings: FLOTILLA_X: bad');
+      expect(child.unexpectedExits.map((exit) => exit.code)).toEqual([1, 1, 1, 1]);
       expect(exits).toHaveLength(4); // the first start and 3 restarts
       const gaps = exits.slice(1).map((at, index) => at - exits[index]!);
       expect(gaps[2]!).toBeGreaterThan(gaps[0]!); // the delays grow
@@ -41,7 +42,9 @@ describe('ServiceProcess', () => {
       await new Promise((resolve) => setTimeout(resolve, 700));
       expect(child.gaveUp).toBe(false);
       expect(child.running).toBe(true);
+      expect(child.unexpectedExits.map((exit) => exit.signal)).toEqual(['SIGKILL', 'SIGKILL', 'SIGKILL']);
       await child.stop();
+      expect(child.unexpectedExits).toHaveLength(3); // a stop asked for is not one of them
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -34,6 +34,15 @@ export type ServiceProcessOptions = {
 
 const KEPT_LINES = 20;
 
+/** One exit of a supervised process that was not asked to stop: how it ended and what it printed last. */
+export type UnexpectedExit = {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** How long it had run, in ms. */
+  readonly ranMs: number;
+  readonly lastLines: readonly string[];
+};
+
 /** One supervised service process. */
 export class ServiceProcess {
   #child: ChildProcess | undefined;
@@ -42,6 +51,7 @@ export class ServiceProcess {
   #quickExits = 0;
   #gaveUp = false;
   #lastLines: string[] = [];
+  readonly #unexpectedExits: UnexpectedExit[] = [];
   #exited: Promise<void> = Promise.resolve();
 
   constructor(readonly options: ServiceProcessOptions) {}
@@ -70,6 +80,11 @@ export class ServiceProcess {
   /** Its last output lines (at most 20), e.g. to say why it exited. */
   get lastLines(): readonly string[] {
     return this.#lastLines;
+  }
+
+  /** Its exits that nobody asked for (crashes, kills by others), oldest first, with the lines each printed last. */
+  get unexpectedExits(): readonly UnexpectedExit[] {
+    return this.#unexpectedExits;
   }
 
   start(): void {
@@ -102,6 +117,7 @@ export class ServiceProcess {
         const crashedAtStart = code !== null && code !== 0 && Date.now() - startedAt < (this.options.quickExitMs ?? 15_000);
         this.#quickExits = crashedAtStart ? this.#quickExits + 1 : 0;
         const unexpected = !this.#stopping && this.options.restart !== false;
+        if (!this.#stopping) this.#unexpectedExits.push({ code, signal, ranMs: Date.now() - startedAt, lastLines: [...this.#lastLines] });
         this.#gaveUp = unexpected && this.#quickExits > (this.options.maxQuickRestarts ?? 5);
         const restarting = unexpected && !this.#gaveUp;
         this.options.onExit?.(this.name, code, signal, restarting);

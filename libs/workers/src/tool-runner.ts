@@ -1,5 +1,6 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { whileUnavailable } from '@flotilla/bus';
 import { executeActions, interruptedDrafts, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
@@ -88,7 +89,10 @@ export class ToolRunner {
   }
 
   async start(heartbeatMs = Math.max(250, Math.floor(this.#deps.runners.livenessMs / 4))): Promise<void> {
-    await this.#deps.runners.heartbeat(this.#deps.runnerId);
+    // the first heartbeat may meet a bucket whose leader is still being elected (a cluster starting)
+    await whileUnavailable(() => this.#deps.runners.heartbeat(this.#deps.runnerId), {
+      onRetry: (error, attempt) => this.#deps.logger.warn({ err: error, attempt }, 'first heartbeat failed; retrying'),
+    });
     this.#heartbeat = setInterval(() => {
       this.#deps.runners.heartbeat(this.#deps.runnerId).catch((error: unknown) => this.#deps.logger.warn({ err: error }, 'heartbeat failed'));
     }, heartbeatMs);

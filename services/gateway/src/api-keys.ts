@@ -1,8 +1,7 @@
-import { Buckets } from '@flotilla/bus';
+import { Buckets, openBucket } from '@flotilla/bus';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { TenantId } from '@flotilla/events';
-import { jetstream } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 
@@ -41,8 +40,7 @@ export class ApiKeyStore {
   ) {}
 
   static async open(nc: NatsConnection, options: { bucket?: string; replicas?: number; cacheMs?: number } = {}): Promise<ApiKeyStore> {
-    const kvm = new Kvm(jetstream(nc, { timeout: 5_000 }));
-    const kv = await kvm.create(options.bucket ?? DEFAULT_API_KEYS_BUCKET, {
+    const kv = await openBucket(nc, options.bucket ?? DEFAULT_API_KEYS_BUCKET, {
       history: 1,
       replicas: options.replicas ?? 1,
       description: 'Flotilla API keys (SHA-256 of each key → tenant)',
