@@ -20,6 +20,18 @@ describe('the distributed runtime, one process per service', () => {
     expect(events.at(-1)).toMatchObject({ type: 'state_change', status: 'finished' });
     const report = await auditConversation(system.log, ref);
     expect(report.violations, formatReport(report)).toEqual([]);
+
+    // a run the agent ends with its finish tool: the step worker ends it without asking the model again
+    const finishing = { tenant: 'acme', conversation: 'finishing' };
+    await system.start(finishing, { id: 'finishing', steps: 2, calls: [{ tool: 'think', input: { thought: 'one' } }, { tool: 'finish', input: { message: 'all done' } }] });
+    await system.waitForStatus([finishing], ['finished', 'error', 'stuck'], 60_000);
+    const finished = await system.events(finishing);
+    expect(finished.slice(-2)).toMatchObject([
+      { type: 'observation', tool_name: 'finish', is_error: false },
+      { type: 'state_change', status: 'finished', reason: 'the agent called finish' },
+    ]);
+    expect(system.brain.calls.filter((call) => call.task === 'finishing')).toHaveLength(2);
+    expect((await auditConversation(system.log, finishing)).violations).toEqual([]);
   }, 120_000);
 
   it('a tool runner SIGKILLed mid-action: the cut-off action gets an error saying so, never runs again, and the run finishes', async () => {

@@ -1,7 +1,6 @@
 import { ConversationStatus, EventId, isValidEvent, type ActionEvent, type Event, type SystemPromptEvent } from '@flotilla/events';
 import { isLlmEvent, ViewBuilder, type LlmEvent, type ViewCheckpoint } from '@flotilla/view';
 import { z } from 'zod';
-import { finishLookback } from './finish.js';
 import { ConversationProgress, type ProgressCheckpoint } from './progress.js';
 import { RunStateFold, type RunStateCheckpoint } from './run-state.js';
 import { stuckLookback } from './stuck-detector.js';
@@ -46,12 +45,12 @@ export function checkpointFolds(folds: StepFolds): ConversationCheckpoint {
 
 /**
  * The lowest index of `events` (a suffix of the log) that a step may still read from any later end
- * of the log: `finishedByTool`, and `detectStuck` with up to `CHECKPOINT_STUCK_STEPS` steps from
- * the run's start (`runStart`, an index of `events`). A reader of a checkpoint taken at the end of
- * `events` reads the log from there.
+ * of the log: `detectStuck` with up to `CHECKPOINT_STUCK_STEPS` steps from the run's start
+ * (`runStart`, an index of `events`). A reader of a checkpoint taken at the end of `events` reads
+ * the log from there.
  */
 export function stepLookback(events: readonly Event[], runStart: number): number {
-  return Math.min(finishLookback(events), stuckLookback(events, CHECKPOINT_STUCK_STEPS, runStart));
+  return stuckLookback(events, CHECKPOINT_STUCK_STEPS, runStart);
 }
 
 const LlmEventValue = z.custom<LlmEvent>((value) => isValidEvent(value) && isLlmEvent(value), 'not a valid event the LLM reads');
@@ -80,6 +79,7 @@ const ProgressCheckpointSchema = z.strictObject({
   answered: Ids,
   started_by: z.record(z.string(), z.string()),
   condensation_requested: z.boolean(),
+  finish_called: z.boolean(),
   events: Count,
 }) satisfies z.ZodType<ProgressCheckpoint>;
 

@@ -1,29 +1,28 @@
-import type { Event } from '@flotilla/events';
+import { draftEvent, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
 
 export const FINISH_TOOL = 'finish';
 
 /**
- * Did the agent's last tool batch end the run? True when a `finish` action got a successful
- * observation and no user message arrived after it (a message sent while the agent was
- * finishing is answered, not dropped).
+ * Whether the agent's last tool batch ended the run, after `event` (folded in log order from
+ * `false`): a `finish` action that got a successful observation, with no user message, action or
+ * new run after it (a message sent while the agent was finishing is answered, not dropped).
  */
-export function finishedByTool(events: readonly Event[]): boolean {
-  const index = finishLookback(events);
-  const event = events[index];
-  return event?.type === 'observation' && event.tool_name === FINISH_TOOL && !event.is_error;
+export function finishCalledAfter(called: boolean, event: Event): boolean {
+  switch (event.type) {
+    case 'observation':
+      return event.tool_name === FINISH_TOOL ? !event.is_error : called;
+    case 'action':
+      return false;
+    case 'message':
+      return event.source === 'user' ? false : called;
+    case 'state_change':
+      return event.status === 'running' ? false : called;
+    default:
+      return called;
+  }
 }
 
-/**
- * The index of the event `finishedByTool` decides on (0 when none does): from any later end of
- * the log it reads no further back.
- */
-export function finishLookback(events: readonly Event[]): number {
-  for (let index = events.length - 1; index >= 0; index -= 1) {
-    const event = events[index]!;
-    if (event.type === 'message' && event.source === 'user') return index;
-    if (event.type === 'action') return index;
-    if (event.type === 'state_change' && event.status === 'running') return index;
-    if (event.type === 'observation' && event.tool_name === FINISH_TOOL) return index;
-  }
-  return 0;
+/** The commit that ends a run the agent finished (`nextWork` said `finish`). */
+export function finishDrafts(conversation: Omit<DraftContext, 'source'>): EventDraft[] {
+  return [draftEvent({ ...conversation, source: 'system' }, 'state_change', { status: 'finished', reason: 'the agent called finish' })];
 }

@@ -15,7 +15,7 @@ export { registryCatalog } from './tool-catalog.js';
 export type { CheckedInput, ToolCatalog } from './tool-catalog.js';
 export { toolCallEvents, toReasoning } from './tool-call-events.js';
 export { needsConfirmation } from './confirmation.js';
-export { FINISH_TOOL, finishedByTool } from './finish.js';
+export { FINISH_TOOL, finishDrafts } from './finish.js';
 export { estimateTokens, messageCharacters, tokensOf } from './token-estimate.js';
 export { step, StepOutcome } from './step.js';
 export type { StepInput, StepResult } from './step.js';

@@ -6,6 +6,7 @@ import type { AgentConfig } from './agent-config.js';
 import { messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
 import { condenseOrFail } from './condense-or-fail.js';
 import { executeActions, interruptedDrafts } from './execute-actions.js';
+import { finishDrafts } from './finish.js';
 import { ConversationProgress } from './progress.js';
 import { step } from './step.js';
 import { registryCatalog, type ToolCatalog } from './tool-catalog.js';
@@ -95,6 +96,9 @@ export class LocalConversation {
           break;
         case 'condense':
           await this.#condense();
+          break;
+        case 'finish':
+          await this.#appendAt(this.#tail, finishDrafts(this.#options.ref));
           break;
         case 'step':
           await this.#step(options);

@@ -3,14 +3,17 @@ import { ConversationProgress } from './progress.js';
 
 /**
  * What a conversation needs next, decided from its whole log (never from one delivered commit);
- * `ConversationProgress` decides the same incrementally.
- * Each service acts on its kind: tool runners on `execute`, step workers on `step`,
- * the condenser on `condense`. `rest` means nobody owes anything.
+ * `ConversationProgress` decides the same incrementally. This is the one place that decides it:
+ * every service and `LocalConversation` act on its answer, each on its kind: tool runners on
+ * `execute` (and wait on `in_progress`), step workers on `step` (a model call) and `finish` (the
+ * agent's finish call came back: the run ends, no model call), the condenser on `condense`.
+ * `rest` means nobody owes anything (the conversation is not running).
  */
 export type NextWork =
   | { readonly kind: 'rest' }
   | { readonly kind: 'execute'; readonly actions: readonly ActionEvent[]; readonly interrupted: readonly ActionEvent[] }
   | { readonly kind: 'in_progress'; readonly actions: readonly ActionEvent[] }
+  | { readonly kind: 'finish' }
   | { readonly kind: 'condense' }
   | { readonly kind: 'step' };
 

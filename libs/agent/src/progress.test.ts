@@ -22,6 +22,15 @@ function scannedNextWork(events: readonly Event[], alive: (runner: string) => bo
   const inProgress = pending.filter((action) => startedBy.has(action.id) && alive(startedBy.get(action.id)!));
   if (notStarted.length > 0 || interrupted.length > 0) return { kind: 'execute', actions: notStarted, interrupted };
   if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
+  // the run ends when the last of these is a successful finish observation
+  const decisive = events.findLast(
+    (event) =>
+      (event.type === 'message' && event.source === 'user') ||
+      event.type === 'action' ||
+      (event.type === 'state_change' && event.status === 'running') ||
+      (event.type === 'observation' && event.tool_name === 'finish'),
+  );
+  if (decisive?.type === 'observation' && !decisive.is_error) return { kind: 'finish' };
   const lastCondensation = events.findLast((event) => event.type === 'condensation' || event.type === 'condensation_request');
   return lastCondensation?.type === 'condensation_request' ? { kind: 'condense' } : { kind: 'step' };
 }
@@ -74,5 +83,24 @@ describe('ConversationProgress', () => {
     const condensation = event(draftEvent({ ...context, source: 'system' }, 'condensation', { forgotten_event_ids: [] }));
     const again = event(draftEvent({ ...context, source: 'system' }, 'condensation_request', { reason: 'large again' } as never));
     expectSameAtEveryBoundary([[running], [a, b, c, d], [started('runner-a', a), started('runner-b', b)], [early, e], [observation('a')], [rejection('c')], [observation('b')], [request], [condensation], [again, condensation]]);
+  });
+
+  it('owes the end of the run after a successful finish call, and a step again after a failed one, a user message or a new run', () => {
+    const context = { tenant: 't', conversation: 'c', source: 'agent' as const, now: () => new Date(0) };
+    let seq = 0;
+    const event = (draft: EventDraft): Event => ({ ...draft, seq: (seq += 1) }) as Event;
+    const running = (): Event => event(draftEvent({ ...context, source: 'user' }, 'state_change', { status: 'running' }));
+    const finish = (callId: string): Event =>
+      event(draftEvent(context, 'action', { tool_name: 'finish', tool_call_id: callId, input: { message: 'done' }, summary: 'finish', llm_response_id: 'r', security_risk: 'low' } as never));
+    const finished = (callId: string, isError = false): Event =>
+      event(draftEvent({ ...context, source: 'environment' }, 'observation', { tool_name: 'finish', tool_call_id: callId, content: [{ type: 'text', text: 'done' }], is_error: isError } as never));
+    const message = (): Event => event(draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'one more thing' }] } as never));
+    const commits = [[running()], [finish('f1')], [finished('f1', true)], [finish('f2')], [finished('f2')], [message()], [finish('f3')], [finished('f3')], [running()], [finish('f4')], [finished('f4')]];
+    expectSameAtEveryBoundary(commits);
+    const kinds = commits.map((_, index) => ConversationProgress.of(commits.slice(0, index + 1).flat()).nextWork().kind);
+    expect(kinds).toEqual(['step', 'execute', 'step', 'execute', 'finish', 'step', 'execute', 'finish', 'step', 'execute', 'finish']);
+    // a checkpoint carries it
+    const progress = ConversationProgress.of(commits.flat());
+    expect(ConversationProgress.resume(progress.checkpoint()).nextWork()).toEqual({ kind: 'finish' });
   });
 });

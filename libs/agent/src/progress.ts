@@ -1,5 +1,6 @@
 import type { ActionEvent, Event } from '@flotilla/events';
 import { foldState, initialState, type ConversationState, type PendingAction } from '@flotilla/state';
+import { finishCalledAfter } from './finish.js';
 import type { NextWork, NextWorkOptions } from './next-work.js';
 import type { PendingActions } from './pending-actions.js';
 
@@ -15,14 +16,16 @@ export type ProgressCheckpoint = {
   /** The runner that started each started pending action. */
   readonly started_by: Readonly<Record<string, string>>;
   readonly condensation_requested: boolean;
+  /** The agent's finish call ended its last batch (finishCalledAfter). */
+  readonly finish_called: boolean;
   /** Events folded. */
   readonly events: number;
 };
 
 /**
  * What a conversation owes, folded from its events as they are appended: its status, the
- * executable actions without a result (and who started them), and whether a condensation request
- * is open. `nextWork` from it costs what is pending, not the length of the history, so a service
+ * executable actions without a result (and who started them), whether a condensation request
+ * is open, and whether the agent called finish. `nextWork` from it costs what is pending, not the length of the history, so a service
  * that keeps one per cached conversation decides each delivered commit in constant time.
  *
  * The fold is the snapshot's (`foldState`, libs/state): the gateway's commands, decided from the
@@ -36,6 +39,7 @@ export class ConversationProgress {
   readonly #state: ConversationState = initialState();
   /** The pending actions, by event id. */
   readonly #actions = new Map<string, ActionEvent>();
+  #finishCalled = false;
   #events = 0;
 
   static of(events: readonly Event[]): ConversationProgress {
@@ -61,6 +65,7 @@ export class ConversationProgress {
       });
       progress.#actions.set(action.id, action);
     }
+    progress.#finishCalled = checkpoint.finish_called;
     progress.#events = checkpoint.events;
     return progress;
   }
@@ -74,6 +79,7 @@ export class ConversationProgress {
       answered: [...this.#state.early_answers],
       started_by: started,
       condensation_requested: this.#state.condensation_requested,
+      finish_called: this.#finishCalled,
       events: this.#events,
     };
   }
@@ -92,6 +98,7 @@ export class ConversationProgress {
     for (const event of events) {
       const waiting = this.#state.pending_actions.length;
       foldState(this.#state, event);
+      this.#finishCalled = finishCalledAfter(this.#finishCalled, event);
       const pending = this.#state.pending_actions;
       if (event.type === 'action' && pending.length > waiting) this.#actions.set(event.id, event);
       else if (pending.length < waiting) this.#forgetAnswered();
@@ -142,6 +149,7 @@ export class ConversationProgress {
     }
     if (notStarted.length > 0 || interrupted.length > 0) return { kind: 'execute', actions: notStarted, interrupted };
     if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
+    if (this.#finishCalled) return { kind: 'finish' };
     if (this.#state.condensation_requested) return { kind: 'condense' };
     return { kind: 'step' };
   }

@@ -4,7 +4,6 @@ import { llmUsageDraft, shouldCondense } from '@flotilla/condenser';
 import { buildView, toChatMessages, type ChatRenderer, type View } from '@flotilla/view';
 import type { AgentConfig } from './agent-config.js';
 import { needsConfirmation } from './confirmation.js';
-import { finishedByTool } from './finish.js';
 import { runState, type RunState } from './run-state.js';
 import { detectStuck } from './stuck-detector.js';
 import { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
@@ -71,9 +70,6 @@ export async function step(input: StepInput): Promise<StepResult> {
   const system: DraftContext = { ...context, source: 'system' };
   const state = input.runState?.() ?? runState(events);
 
-  if (finishedByTool(events)) {
-    return { drafts: [draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent called finish' })], outcome: StepOutcome.Finished };
-  }
   if (state.iterations >= agent.limits.maxIterationsPerRun) {
     return stop(system, 'max_iterations', `The run reached its limit of ${agent.limits.maxIterationsPerRun} steps.`, 'error');
   }

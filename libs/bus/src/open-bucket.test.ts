@@ -27,7 +27,7 @@ describe('whileUnavailable', () => {
   it('waits out "no responders" until a responder appears, then returns its answer', async () => {
     const nc = await client(await serve(false));
     const retries: number[] = [];
-    setTimeout(() => nc.subscribe('late.service', { callback: (_error, message) => message.respond('here') }), 700);
+    setTimeout(() => nc.subscribe('late.service', { callback: (_error, message) => void message.respond('here') }), 700);
     const answer = await whileUnavailable(async () => (await nc.request('late.service', '', { timeout: 500 })).string(), { onRetry: (_error, attempt) => retries.push(attempt) });
     expect(answer).toBe('here');
     expect(retries.length).toBeGreaterThan(1);

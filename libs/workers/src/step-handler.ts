@@ -1,11 +1,11 @@
-import { ConversationProgress, messageCharacters, RunStateFold, step, stepNeverDueAfter, type AgentConfig, type ConversationCheckpoint, type ToolCatalog } from '@flotilla/agent';
+import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, step, StepOutcome, stepNeverDueAfter, type AgentConfig, type ConversationCheckpoint, type ToolCatalog } from '@flotilla/agent';
 import type { LanguageModel } from '@flotilla/llm';
-import { draftEvent, withPositionalIds } from '@flotilla/events';
+import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
 import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
-import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import { isOutcome, isStillTail, loadDelivered, NOT_TAIL, type Delivered } from './at-tail.js';
 import type { CondensationWaits } from './condensation-waits.js';
 import { IncrementalFold } from './incremental-fold.js';
 
@@ -55,12 +55,13 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     const work = progress.of(events, start).nextWork();
     if (work.kind === 'condense') deps.condensationWaits?.waiting(ref, tail.streamSeq);
     else deps.condensationWaits?.settled(ref);
-    if (work.kind !== 'step') {
+    if (work.kind !== 'step' && work.kind !== 'finish') {
       // At rest, a conversation is woken next by a user, usually much later: keep the cache for running ones.
       if (work.kind === 'rest') deps.cache.forget(ref);
       return NO_STEP_DUE;
     }
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
+    if (work.kind === 'finish') return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
 
     const tracked = deps.interrupts.track(ref, delivery.signal);
     const deltas = deps.streamDeltas === false ? undefined : new DeltaCoalescer((delta) => publishDelta(deps.nc, ref, delta));
@@ -90,29 +91,37 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
       deps.metrics.llmSeconds.observe({ outcome: 'step' }, (performance.now() - started) / 1_000);
     }
     if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-    let drafts = result.drafts;
-    let outcome: string = result.outcome;
-    for (;;) {
-      try {
-        const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
-        deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
-        deps.metrics.appends.inc({ result: 'ok' });
-        delivery.logger.debug({ outcome, seq: commit.lastSeq }, 'step appended');
-        return { ack: true, outcome };
-      } catch (error) {
-        if (isConflict(error)) {
-          deps.metrics.appends.inc({ result: 'conflict' });
-          return { ack: true, outcome: 'conflict' };
-        }
-        // a reply too large to store would be retried forever: the run ends, saying why
-        if (!(error instanceof LogError) || error.code !== LogErrorCode.TooLarge || outcome === 'too_large') throw error;
-        const system = { ...ref, source: 'system' as const };
-        drafts = [
-          draftEvent(system, 'conversation_error', { code: 'reply_too_large', detail: `The model's reply could not be stored: ${error.message}.` }),
-          draftEvent(system, 'state_change', { status: 'error', reason: "the model's reply was too large to store" }),
-        ];
-        outcome = 'too_large';
-      }
-    }
+    return await appendStep(deps, delivery, loaded, result.drafts, result.outcome);
   };
+}
+
+/**
+ * Appends a step's commit at the tail it was decided on. A conflict means another writer got there
+ * first (its commit wakes the group again); a reply too large to store ends the run instead, saying why.
+ */
+async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { ref, tail }: Delivered<ConversationCheckpoint>, decided: readonly EventDraft[], decidedOutcome: string): Promise<HandleOutcome> {
+  let drafts = decided;
+  let outcome = decidedOutcome;
+  for (;;) {
+    try {
+      const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
+      deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+      deps.metrics.appends.inc({ result: 'ok' });
+      delivery.logger.debug({ outcome, seq: commit.lastSeq }, 'step appended');
+      return { ack: true, outcome };
+    } catch (error) {
+      if (isConflict(error)) {
+        deps.metrics.appends.inc({ result: 'conflict' });
+        return { ack: true, outcome: 'conflict' };
+      }
+      // a reply too large to store would be retried forever: the run ends, saying why
+      if (!(error instanceof LogError) || error.code !== LogErrorCode.TooLarge || outcome === 'too_large') throw error;
+      const system = { ...ref, source: 'system' as const };
+      drafts = [
+        draftEvent(system, 'conversation_error', { code: 'reply_too_large', detail: `The model's reply could not be stored: ${error.message}.` }),
+        draftEvent(system, 'state_change', { status: 'error', reason: "the model's reply was too large to store" }),
+      ];
+      outcome = 'too_large';
+    }
+  }
 }
