@@ -8,8 +8,12 @@ import { z } from 'zod';
 
 export const DEFAULT_CHECKPOINT_BUCKET = Buckets.viewCheckpoints;
 
-/** The record format this build writes; a record of another version is not read (it is rebuilt). */
-export const CHECKPOINT_FORMAT_VERSION = 1;
+/**
+ * The record format this build writes, its state's shape included; a record of another version
+ * is not read (it is rebuilt). 2: what a conversation owes carries whether the agent's finish call
+ * came back.
+ */
+export const CHECKPOINT_FORMAT_VERSION = 2;
 
 /**
  * Where a checkpoint stands in its conversation's log. A reader checks all of it against the log
