@@ -70,7 +70,8 @@ const ViewCheckpointSchema = z.strictObject({
   run: Count,
   loop_count: Count,
   run_loop: Count.optional(),
-  items: z.array(z.union([z.strictObject({ type: z.literal('condensation_summary'), id: EventId, summary: z.string() }), LlmEventValue])),
+  // the events first: nearly every item is one, and a union that tries a failing branch first pays for its issues
+  items: z.array(z.union([LlmEventValue, z.strictObject({ type: z.literal('condensation_summary'), id: EventId, summary: z.string() })])),
 }) satisfies z.ZodType<ViewCheckpoint>;
 
 const ProgressCheckpointSchema = z.strictObject({

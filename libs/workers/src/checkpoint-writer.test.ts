@@ -108,7 +108,8 @@ describe('view checkpoint writer', () => {
   });
 
   it('removes the checkpoint of a view that outgrew what a KV value holds, and tries again only after a condensation', async () => {
-    const small = await CheckpointStore.open(nc, { parse: parseConversationCheckpoint, bucket: uniqueName('small'), maxBytes: 12_000 });
+    // records are gzipped (a tenth or less of their JSON): this holds only the first views of this conversation
+    const small = await CheckpointStore.open(nc, { parse: parseConversationCheckpoint, bucket: uniqueName('small'), maxBytes: 2_000 });
     const writer = new CheckpointWriter(log, small, { everyEvents: 20 });
     const { outcomes, types } = await conversation(writer, 40, 30);
     const decided = outcomes.flatMap((outcome, index) => (outcome === 'not_due' ? [] : [{ outcome, condensed: types[index]?.includes('condensation') }]));
