@@ -1,36 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
-import type { KV } from '@nats-io/kv';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { uniqueName } from '@flotilla/testing';
+import { connect } from '@nats-io/transport-node';
+import { afterAll, describe, expect, it } from 'vitest';
 import { SecretReader } from './secret-reader.js';
-import { SecretWriter } from './secret-writer.js';
-import { rawBucket, rejection } from './test-support/secrets-fixture.js';
+import { openSecretsPair, rejection } from './test-support/secrets-fixture.js';
 
-let server: NatsTestServer;
-let nc: NatsConnection;
-let writer: SecretWriter;
-let reader: SecretReader;
-let values: KV;
-let names: KV;
-const key = randomBytes(32);
-
-beforeAll(async () => {
-  server = await startNats();
-  nc = await connect({ servers: server.url });
-  const bucket = uniqueName('secrets');
-  // the reader alone creates the values' bucket (the tool runner may start before any gateway)
-  reader = await SecretReader.open(nc, { key, bucket });
-  writer = await SecretWriter.open(nc, { key, bucket, namesBucket: uniqueName('secret_names') });
-  values = await rawBucket(nc, bucket);
-  names = await rawBucket(nc, writer.namesBucket);
-});
-afterAll(async () => {
-  await values?.destroy().catch(() => undefined);
-  await names?.destroy().catch(() => undefined);
-  await nc?.close();
-  await server?.[Symbol.asyncDispose]();
-});
+const pair = await openSecretsPair('reader');
+afterAll(() => pair[Symbol.asyncDispose]());
+const { server, nc, key, writer, reader, values } = pair;
 
 const tenant = (): string => uniqueName('t');
 const VALUE = 'ghp_RoundTrip0123456789abcdef';

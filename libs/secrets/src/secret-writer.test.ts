@@ -1,36 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
-import type { KV } from '@nats-io/kv';
-import { connect, Empty, headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretReader } from './secret-reader.js';
+import { uniqueName } from '@flotilla/testing';
+import { connect, Empty, headers, type MsgHdrs } from '@nats-io/transport-node';
+import { afterAll, describe, expect, it } from 'vitest';
 import { SecretWriter } from './secret-writer.js';
-import { keysOf, rawBucket, rejection, storedBytes } from './test-support/secrets-fixture.js';
+import { keysOf, openSecretsPair, rejection, storedBytes } from './test-support/secrets-fixture.js';
 
-let server: NatsTestServer;
-let nc: NatsConnection;
-let writer: SecretWriter;
-let reader: SecretReader;
-let values: KV;
-let names: KV;
-const key = randomBytes(32);
-
-beforeAll(async () => {
-  server = await startNats();
-  nc = await connect({ servers: server.url });
-  const bucket = uniqueName('secrets');
-  const namesBucket = uniqueName('secret_names');
-  writer = await SecretWriter.open(nc, { key, bucket, namesBucket });
-  reader = await SecretReader.open(nc, { key, bucket });
-  values = await rawBucket(nc, bucket);
-  names = await rawBucket(nc, namesBucket);
-});
-afterAll(async () => {
-  await values?.destroy().catch(() => undefined);
-  await names?.destroy().catch(() => undefined);
-  await nc?.close();
-  await server?.[Symbol.asyncDispose]();
-});
+const pair = await openSecretsPair('writer');
+afterAll(() => pair[Symbol.asyncDispose]());
+const { server, nc, key, writer, reader, values, names } = pair;
 
 const tenant = (): string => uniqueName('t');
 const VALUE = 'ghp_RoundTrip0123456789abcdef';

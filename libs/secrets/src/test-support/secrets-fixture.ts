@@ -1,8 +1,12 @@
+import { randomBytes } from 'node:crypto';
+import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { expect } from 'vitest';
 import { SecretsError } from '../errors.js';
+import { SecretReader } from '../secret-reader.js';
+import { SecretWriter } from '../secret-writer.js';
 
 /** The SecretsError a call rejects with (fails the test when it resolves or throws anything else). */
 export async function rejection(promise: Promise<unknown>): Promise<SecretsError> {
@@ -37,4 +41,41 @@ export async function keysOf(kv: KV, filter = '>'): Promise<string[]> {
   const keys: string[] = [];
   for await (const key of await kv.keys(filter)) keys.push(key);
   return keys.sort();
+}
+
+/** A nats-server with a secrets writer and reader on one key, and both buckets as a full-access client sees them. */
+export type SecretsPair = AsyncDisposable & {
+  readonly server: NatsTestServer;
+  readonly nc: NatsConnection;
+  readonly key: Buffer;
+  readonly writer: SecretWriter;
+  readonly reader: SecretReader;
+  readonly values: KV;
+  readonly names: KV;
+};
+
+/**
+ * Opens the pair on fresh buckets, in this order: the reader may create the values' bucket first
+ * (a tool runner may start before any gateway), or the writer may create both.
+ */
+export async function openSecretsPair(first: 'reader' | 'writer'): Promise<SecretsPair> {
+  const server = await startNats();
+  const nc = await connect({ servers: server.url });
+  const key = randomBytes(32);
+  const bucket = uniqueName('secrets');
+  const namesBucket = uniqueName('secret_names');
+  const openReader = (): Promise<SecretReader> => SecretReader.open(nc, { key, bucket });
+  const openWriter = (): Promise<SecretWriter> => SecretWriter.open(nc, { key, bucket, namesBucket });
+  const reader = first === 'reader' ? await openReader() : undefined;
+  const writer = await openWriter();
+  const pair = { server, nc, key, writer, reader: reader ?? (await openReader()), values: await rawBucket(nc, bucket), names: await rawBucket(nc, namesBucket) };
+  return {
+    ...pair,
+    async [Symbol.asyncDispose]() {
+      await pair.values.destroy().catch(() => undefined);
+      await pair.names.destroy().catch(() => undefined);
+      await nc.close();
+      await server[Symbol.asyncDispose]();
+    },
+  };
 }
