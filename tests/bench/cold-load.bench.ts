@@ -1,4 +1,4 @@
-import { parseConversationCheckpoint, resumeFolds, type ConversationCheckpoint } from '@flotilla/agent';
+import { foldLoaded, parseConversationCheckpoint, type ConversationCheckpoint } from '@flotilla/agent';
 import type { EventDraft } from '@flotilla/events';
 import { EMPTY_TAIL, EventLog, type ConversationRef, type Tail } from '@flotilla/log';
 import { NatsServerProcess } from '@flotilla/nats-embedded';
@@ -125,12 +125,7 @@ async function replay(js: JetStreamClient, log: EventLog, ref: ConversationRef, 
 /** What a step worker's cold load does: the conversation read, its folds, the chat messages. */
 async function coldLoad(log: EventLog, ref: ConversationRef, tail: Tail, checkpoints?: CheckpointReading<ConversationCheckpoint>): Promise<{ messages: unknown; next: unknown; read: number }> {
   const loaded = await loadConversation(log, ref, tail.streamSeq, checkpoints);
-  const folded = loaded.start?.folded ?? 0;
-  const folds = resumeFolds(loaded.start?.state, folded);
-  const events = folded === 0 ? loaded.events : loaded.events.slice(folded);
-  folds.view.append(events);
-  folds.progress.append(events);
-  folds.run.append(events);
+  const folds = foldLoaded(loaded);
   const messages = toChatMessages(folds.view.view());
   if (loaded.tail.lastSeq !== tail.lastSeq || messages.length === 0) throw new Error('the load returned the wrong conversation');
   return { messages, next: folds.progress.nextWork(), read: loaded.events.length };

@@ -39,6 +39,20 @@ export function resumeFolds(checkpoint: ConversationCheckpoint | undefined, befo
   return { view: ViewBuilder.resume(checkpoint.view), progress: ConversationProgress.resume(checkpoint.progress), run: RunStateFold.resume(checkpoint.run, before) };
 }
 
+/**
+ * The folds of a loaded conversation: resumed from its checkpoint, if it was loaded from one (its
+ * events then begin `folded` events before the checkpoint), and extended by the events after it.
+ */
+export function foldLoaded(loaded: { readonly start?: { readonly state: ConversationCheckpoint; readonly folded: number } | undefined; readonly events: readonly Event[] }): StepFolds {
+  const folded = loaded.start?.folded ?? 0;
+  const folds = resumeFolds(loaded.start?.state, folded);
+  const events = folded === 0 ? loaded.events : loaded.events.slice(folded);
+  folds.view.append(events);
+  folds.progress.append(events);
+  folds.run.append(events);
+  return folds;
+}
+
 export function checkpointFolds(folds: StepFolds): ConversationCheckpoint {
   return { view: folds.view.checkpoint(), progress: folds.progress.checkpoint(), run: folds.run.checkpoint(), stuck_steps: CHECKPOINT_STUCK_STEPS };
 }

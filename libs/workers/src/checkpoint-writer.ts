@@ -1,4 +1,4 @@
-import { checkpointFolds, resumeFolds, stepLookback, type ConversationCheckpoint } from '@flotilla/agent';
+import { checkpointFolds, foldLoaded, stepLookback, type ConversationCheckpoint } from '@flotilla/agent';
 import type { ConversationRef, EventLog } from '@flotilla/log';
 import { loadConversation, setRecent, type CheckpointStore, type CommitHandler, type CommitPlace, type Delivery } from '@flotilla/runtime';
 
@@ -71,12 +71,7 @@ export class CheckpointWriter {
     const loaded = await loadConversation(this.log, ref, commit.streamSeq, { store: this.store }, stored ?? null);
     const last = loaded.commits.at(-1);
     if (origin === undefined || last === undefined) return 'not_stored';
-    const folded = loaded.start?.folded ?? 0;
-    const folds = resumeFolds(loaded.start?.state, folded);
-    const events = folded === 0 ? loaded.events : loaded.events.slice(folded);
-    folds.view.append(events);
-    folds.progress.append(events);
-    folds.run.append(events);
+    const folds = foldLoaded(loaded);
     this.#remember(key, loaded.tail.lastSeq);
     const run = folds.run.state();
     // a step before the first adds the system prompt to a view it builds itself: nothing to keep yet
