@@ -31,6 +31,16 @@ export type BrainTask = {
   readonly finalAnswerChars?: number;
   /** Tool calls to make instead, one per step: any tool with its input. */
   readonly calls?: readonly { readonly tool: string; readonly input: Readonly<Record<string, unknown>> }[];
+  /**
+   * A hostile model: `invalid_tool_calls` answers every turn with a call that cannot run (an
+   * unknown tool, arguments that are not JSON, arguments failing the schema, in turn);
+   * `text_tool_calls` writes its calls as text (`<function=…>` markup, a JSON object, a
+   * `<tool_call>` block, in turn) and makes no native call; `endless_stream` streams content that
+   * never ends (until the client closes the connection).
+   */
+  readonly hostile?: 'invalid_tool_calls' | 'text_tool_calls' | 'endless_stream';
+  /** Turns the hostile model misbehaves before it answers as an ordinary task (default: every turn). */
+  readonly hostileTurns?: number;
 };
 
 /**
@@ -113,9 +123,15 @@ export async function startBrainServer(options: { readonly record?: boolean; rea
     if (task.latencyMs) await new Promise((resolve) => setTimeout(resolve, task.latencyMs));
     counter += 1;
     const id = `chatcmpl-brain${counter}`;
+    const hostileTurn = messages.filter((message) => message.role === 'assistant').length;
+    const hostile = task.hostile !== undefined && hostileTurn < (task.hostileTurns ?? Number.POSITIVE_INFINITY) ? task.hostile : undefined;
+    if (hostile === 'endless_stream') {
+      await streamForever(response, id, body.stream === true);
+      return;
+    }
     // progress survives condensation: summaries carry PROGRESS=<steps done>
     const step = progressOf(messages, task.id);
-    const decided = brainReply(task, step);
+    const decided = hostile ? hostileReply(task, hostile, hostileTurn) : brainReply(task, step);
     const reply = decided.toolCalls
       ? { content: null, tool_calls: decided.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) }
       : { content: decided.text, tool_calls: undefined };
@@ -189,6 +205,48 @@ export function brainReply(task: BrainTask, step: number): { toolCalls?: { id: s
       : { name: 'terminal', arguments: JSON.stringify({ command: `sleep ${task.sleep ?? 0}; echo "${task.id} ${step} ${index}" >> ${task.effects}`, security_risk: 'low' }) }),
   }));
   return { toolCalls, ...tokens };
+}
+
+/** What a hostile model answers at its `turn`-th turn (its ids never count as progress). */
+function hostileReply(task: BrainTask, hostile: 'invalid_tool_calls' | 'text_tool_calls', turn: number): ReturnType<typeof brainReply> {
+  const tokens = { promptTokens: 100 + turn * 20, completionTokens: 20 };
+  const command = `echo "${task.id} ${turn}" >> ${task.effects}`;
+  if (hostile === 'invalid_tool_calls') {
+    const calls = [
+      { name: 'no_such_tool', arguments: JSON.stringify({ command }) },
+      { name: 'terminal', arguments: '{"command": "ls -la' },
+      { name: 'terminal', arguments: JSON.stringify({ command: 42 }) },
+    ];
+    return { toolCalls: [{ id: `bad_${task.id}_${turn}`, ...calls[turn % calls.length]! }], ...tokens };
+  }
+  const texts = [
+    `<function=terminal>\n<parameter=command>\n${command}\n</parameter>\n</function>`,
+    JSON.stringify({ tool: 'terminal', arguments: { command } }),
+    `I will run it.\n<tool_call>\n${JSON.stringify({ name: 'terminal', arguments: { command } })}\n</tool_call>`,
+  ];
+  return { text: texts[turn % texts.length]!, ...tokens };
+}
+
+/** A reply that never ends: content chunks (SSE) or an unterminated JSON body, as fast as the client reads, until it closes the connection. */
+async function streamForever(response: ServerResponse, id: string, stream: boolean): Promise<void> {
+  response.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json' });
+  response.flushHeaders();
+  const piece = 'all work and no play makes jack a dull boy. '.repeat(100);
+  const chunk = stream
+    ? `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: 'brain', choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`
+    : piece;
+  response.write(stream ? `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: 'brain', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })}\n\n` : `{"id":"${id}","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`);
+  while (!response.destroyed) {
+    if (!response.write(chunk)) {
+      await new Promise<void>((resolve) => {
+        const done = (): void => {
+          response.off('drain', done).off('close', done);
+          resolve();
+        };
+        response.on('drain', done).on('close', done);
+      });
+    }
+  }
 }
 
 /** Steps done: one past the highest step whose results came back, or what a summary recorded. */

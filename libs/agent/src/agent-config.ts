@@ -1,7 +1,15 @@
 import { CondenserConfig } from '@flotilla/condenser';
 import { LlmConfig } from '@flotilla/llm';
 import { z } from 'zod';
+import { CHECKPOINT_STUCK_STEPS } from './conversation-checkpoint.js';
 import { DEFAULT_STUCK_THRESHOLDS } from './stuck-detector.js';
+
+/**
+ * Three: the same loops would otherwise end later and less clearly by the stuck detector's rules
+ * (an identical failing call three times, three agent messages in a row), or not before the
+ * iteration limit when each invalid reply differs.
+ */
+const DEFAULT_MAX_INVALID_REPLIES_IN_ROW = 3;
 
 export const ConfirmationPolicy = z.discriminatedUnion('mode', [
   z.strictObject({ mode: z.literal('never') }),
@@ -35,8 +43,15 @@ export const AgentConfig = z.strictObject({
       maxIterationsPerRun: z.number().int().positive().default(500),
       /** Spend per run (USD, from configured prices) before the run ends with an error. */
       maxBudgetPerRunUsd: z.number().positive().optional(),
+      /**
+       * Model replies in a row the step could not act on and answered with a correction (every
+       * tool call invalid, tool calls written as text, an empty or filtered reply) before the run
+       * ends with an error (`invalid_replies`) instead of asking again. At most
+       * `CHECKPOINT_STUCK_STEPS`, the history a view checkpoint's reader keeps.
+       */
+      maxInvalidRepliesInRow: z.number().int().min(1).max(CHECKPOINT_STUCK_STEPS).default(DEFAULT_MAX_INVALID_REPLIES_IN_ROW),
     })
-    .default({ maxIterationsPerRun: 500 }),
+    .default({ maxIterationsPerRun: 500, maxInvalidRepliesInRow: DEFAULT_MAX_INVALID_REPLIES_IN_ROW }),
   stuckDetection: z
     .strictObject({
       enabled: z.boolean().default(true),

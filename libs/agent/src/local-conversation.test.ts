@@ -72,7 +72,8 @@ describe('LocalConversation with real tools', () => {
         { text: 'Done: recovered from three mistakes.' },
       ],
     });
-    const conversation = fixture.conversation(llm, { tools: ['terminal', 'finish'] });
+    // three invalid replies in a row end a run by default (limits.maxInvalidRepliesInRow): this one may recover after them
+    const conversation = fixture.conversation(llm, { tools: ['terminal', 'finish'], limits: { maxInvalidRepliesInRow: 4 } });
     await conversation.sendMessage('Say something in the terminal.', { run: true });
     expect(await conversation.run()).toBe('finished');
     const events = await conversation.events();

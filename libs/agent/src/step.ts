@@ -1,9 +1,10 @@
 import { draftEvent, type DraftContext, type Event, type EventDraft, type ToolSpec } from '@flotilla/events';
-import { isLlmError, type GenerateResult, type LanguageModel, type StreamDelta, type ToolSchema } from '@flotilla/llm';
+import { findTextToolCall, isLlmError, type GenerateResult, type LanguageModel, type StreamDelta, type ToolSchema } from '@flotilla/llm';
 import { llmUsageDraft, shouldCondense } from '@flotilla/condenser';
 import { buildView, toChatMessages, type ChatRenderer, type View } from '@flotilla/view';
 import type { AgentConfig } from './agent-config.js';
 import { needsConfirmation } from './confirmation.js';
+import { invalidRepliesInRow } from './invalid-replies.js';
 import { runState, type RunState } from './run-state.js';
 import { detectStuck } from './stuck-detector.js';
 import { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
@@ -108,13 +109,15 @@ export async function step(input: StepInput): Promise<StepResult> {
     return { drafts, outcome: StepOutcome.CondensationRequested };
   }
 
+  const turn: Turn = { agent, tools: input.tools, context, system, usedIds: state.toolCallIds, events, runStart: state.runStart, nativeToolCalling: input.llm.info.nativeToolCalling };
   let result: GenerateResult;
   try {
     result = await input.llm.generate({ messages, tools: toolSchemas }, { ...(input.signal ? { signal: input.signal } : {}), ...(input.onDelta ? { onDelta: input.onDelta } : {}) });
   } catch (error) {
-    return { drafts: [...drafts, ...llmFailure(error, context, system)], outcome: failureOutcome(error) };
+    const failure = llmFailure(error, turn);
+    return { drafts: [...drafts, ...failure.drafts], outcome: failure.outcome };
   }
-  const reply = replyEvents(result, input.tools, agent, context, system, state.toolCallIds);
+  const reply = replyEvents(result, turn);
   return { drafts: [...drafts, llmUsageDraft(result, system, 'step'), ...reply.drafts], outcome: reply.outcome };
 }
 
@@ -133,52 +136,103 @@ function offeredTools(tools: ToolCatalog): OfferedTools {
   return prepared;
 }
 
-function replyEvents(result: GenerateResult, tools: ToolCatalog, agent: AgentConfig, context: DraftContext, system: DraftContext, usedIds: ReadonlySet<string>): StepResult {
+/** What the reply handling reads besides the reply: the agent, its tools, and the log it was decided on. */
+type Turn = {
+  readonly agent: AgentConfig;
+  readonly tools: ToolCatalog;
+  readonly context: DraftContext;
+  readonly system: DraftContext;
+  readonly usedIds: ReadonlySet<string>;
+  readonly events: readonly Event[];
+  readonly runStart: number;
+  /** The model makes tool calls through its provider's interface (not as text it writes). */
+  readonly nativeToolCalling: boolean;
+};
+
+/**
+ * The events of one model reply. Tool calls become actions (an invalid one is answered by an
+ * agent_error at once); a reply the step cannot act on (every call invalid, calls written as
+ * text, empty) is answered with a correction the model reads, and ends the run once too many come
+ * in a row (`correction`); any other text is the final answer.
+ */
+function replyEvents(result: GenerateResult, turn: Turn): StepResult {
+  const { agent, tools, context, system } = turn;
   if (result.toolCalls.length > 0) {
-    const actions = toolCallEvents(result, tools, context, usedIds);
+    const actions = toolCallEvents(result, tools, context, turn.usedIds);
+    if (!actions.some((draft) => draft.type === 'action' && draft.input !== null)) {
+      const error = actions.find((draft) => draft.type === 'agent_error');
+      return correction(turn, actions, StepOutcome.Actions, `every tool call was invalid: ${error?.type === 'agent_error' ? error.error : 'no usable call'}`);
+    }
     if (!needsConfirmation(actions, agent.confirmation, tools)) return { drafts: actions, outcome: StepOutcome.Actions };
     actions.push(draftEvent(system, 'state_change', { status: 'waiting_for_confirmation', reason: 'actions need confirmation' }));
     return { drafts: actions, outcome: StepOutcome.WaitingForConfirmation };
   }
   const text = result.content.map((part) => part.text).join('');
   if (text.trim() === '') {
-    const nudge = draftEvent({ ...context, source: 'environment' }, 'message', { role: 'user', content: [{ type: 'text', text: EMPTY_REPLY_NUDGE }] });
-    return { drafts: [nudge], outcome: StepOutcome.Continue };
+    return correction(turn, [environmentMessage(context, EMPTY_REPLY_NUDGE)], StepOutcome.Continue, 'the reply was empty');
   }
-  const drafts = [
-    draftEvent(context, 'message', {
-      role: 'assistant',
-      content: result.content.map((part) => ({ type: 'text', text: part.text })),
-      response_id: result.responseId,
-      ...(result.reasoning ? { reasoning: toReasoning(result.reasoning) } : {}),
-    }),
-    draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent replied without calling a tool' }),
-  ];
-  return { drafts, outcome: StepOutcome.Finished };
+  const message = draftEvent(context, 'message', {
+    role: 'assistant',
+    content: result.content.map((part) => ({ type: 'text', text: part.text })),
+    response_id: result.responseId,
+    ...(result.reasoning ? { reasoning: toReasoning(result.reasoning) } : {}),
+  });
+  // a native-tools model that writes a call as text: never run it (it may be prose or an example), never take it for the answer
+  // (a prompt-tools model's calls are text by design: the model layer has parsed them into toolCalls already)
+  const written = turn.nativeToolCalling && tools.specs().length > 0 ? findTextToolCall(text, tools.specs().map((spec) => spec.name)) : undefined;
+  if (written) {
+    const nudge = draftEvent({ ...context, source: 'environment' }, 'agent_error', { error: textToolCallNudge(written.name) });
+    return correction(turn, [message, nudge], StepOutcome.Continue, `it wrote a call to "${written.name}" as text instead of calling the tool`);
+  }
+  return { drafts: [message, draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent replied without calling a tool' })], outcome: StepOutcome.Finished };
 }
 
-function llmFailure(error: unknown, context: DraftContext, system: DraftContext): EventDraft[] {
+/**
+ * A reply answered with a correction (`drafts`, which the model reads next turn), unless it is
+ * the `limits.maxInvalidRepliesInRow`-th in a row (`invalidRepliesInRow`): then the run ends with
+ * an error saying why, instead of asking the model again and again.
+ */
+function correction(turn: Turn, drafts: readonly EventDraft[], outcome: StepOutcome, why: string): StepResult {
+  const limit = turn.agent.limits.maxInvalidRepliesInRow;
+  const inRow = invalidRepliesInRow(turn.events, turn.runStart, limit) + 1;
+  if (inRow < limit) return { drafts, outcome };
+  const detail =
+    `The model's last ${inRow} replies in a row could not be used (the last: ${why.length > 400 ? `${why.slice(0, 400)}…` : why}). ` +
+    'Check that the model and its server support tool calling (a server without native tool calls needs llm.nativeToolCalling set to false), or raise limits.maxInvalidRepliesInRow.';
+  const stopped = stop(turn.system, 'invalid_replies', detail, 'error');
+  return { drafts: [...drafts, ...stopped.drafts], outcome: stopped.outcome };
+}
+
+function textToolCallNudge(name: string): string {
+  return (
+    `Your last reply wrote a call to the tool "${name}" as text. Text is not run: call tools through the tool-calling interface (a function call), ` +
+    'not by writing the call in your reply. Make the call again that way, or reply with your final answer if you are done.'
+  );
+}
+
+function environmentMessage(context: DraftContext, text: string): EventDraft {
+  return draftEvent({ ...context, source: 'environment' }, 'message', { role: 'user', content: [{ type: 'text', text }] });
+}
+
+function llmFailure(error: unknown, turn: Turn): StepResult {
   if (!isLlmError(error)) throw error;
+  const { context, system } = turn;
   switch (error.code) {
     case 'cancelled':
       throw error;
     case 'context_window_exceeded':
-      return [draftEvent(system, 'condensation_request', { reason: 'the model reported a context window overflow' })];
+      return { drafts: [draftEvent(system, 'condensation_request', { reason: 'the model reported a context window overflow' })], outcome: StepOutcome.CondensationRequested };
     case 'content_filter':
-      return [draftEvent({ ...context, source: 'environment' }, 'message', { role: 'user', content: [{ type: 'text', text: CONTENT_FILTER_NUDGE }] })];
+      return correction(turn, [environmentMessage(context, CONTENT_FILTER_NUDGE)], StepOutcome.Continue, "the provider's content filter blocked the reply");
     default:
-      return [
-        draftEvent(system, 'conversation_error', { code: `llm_${error.code}`, detail: error.message }),
-        draftEvent(system, 'state_change', { status: 'error', reason: `the model call failed (${error.code})` }),
-      ];
+      return {
+        drafts: [
+          draftEvent(system, 'conversation_error', { code: `llm_${error.code}`, detail: error.message }),
+          draftEvent(system, 'state_change', { status: 'error', reason: `the model call failed (${error.code})` }),
+        ],
+        outcome: StepOutcome.Error,
+      };
   }
-}
-
-function failureOutcome(error: unknown): StepOutcome {
-  if (!isLlmError(error)) return StepOutcome.Error;
-  if (error.code === 'context_window_exceeded') return StepOutcome.CondensationRequested;
-  if (error.code === 'content_filter') return StepOutcome.Continue;
-  return StepOutcome.Error;
 }
 
 function stop(system: DraftContext, code: string, detail: string, status: 'error' | 'stuck'): StepResult {

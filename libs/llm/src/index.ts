@@ -32,4 +32,5 @@ export { createLanguageModel, type CreateLanguageModelOptions } from './create-l
 export { ScriptedLanguageModel, type ScriptedLanguageModelOptions, type ScriptedReply } from './scripted-language-model.js';
 export { renderToolPrompt } from './prompt-tools/tool-prompt.js';
 export { parseToolCallText, type ParsedToolText } from './prompt-tools/parse-tool-calls.js';
+export { findTextToolCall, type TextToolCall } from './prompt-tools/text-tool-calls.js';
 export { toPromptToolMessages } from './prompt-tools/to-prompt-messages.js';

@@ -41,6 +41,13 @@ export const LlmConfig = z
     apiKeyEnv: z.string().min(1).optional(),
     /** Per-attempt timeout, streaming included. */
     timeoutMs: z.number().int().positive().default(300_000),
+    /**
+     * Characters one reply may hold (text, reasoning, tool names and arguments) before the call
+     * fails with `reply_too_large`, not retried: what a runaway or never-ending stream may cost in
+     * memory. The default is far above any model's output limit (128k tokens are about 0.5M
+     * characters); `maxOutputTokens` is what asks the provider itself to stop sooner.
+     */
+    maxReplyChars: z.number().int().positive().default(4_000_000),
     retry: RetryPolicy.default(RetryPolicy.parse({})),
     maxOutputTokens: z.number().int().positive().optional(),
     temperature: z.number().min(0).max(2).optional(),

@@ -12,6 +12,8 @@ export const LlmErrorCode = {
   timeout: 'timeout',
   cancelled: 'cancelled',
   malformedResponse: 'malformed_response',
+  /** The reply (text, reasoning, tool calls) grew past `maxReplyChars`: a runaway or endless stream. Not retried. */
+  replyTooLarge: 'reply_too_large',
   invalidConfig: 'invalid_config',
   unknown: 'unknown',
 } as const;

@@ -9,6 +9,7 @@ import type { GenerateOptions, GenerateRequest, GenerateResult, LanguageModel, M
 import type { LlmLogger } from './logger.js';
 import type { ProviderAdapter, ProviderRequest, ProviderResult } from './provider-adapter.js';
 import { textContent } from './provider-adapter.js';
+import { ReplySizeLimit } from './reply-size.js';
 import { withRetries } from './retry.js';
 
 export type ManagedLanguageModelOptions = {
@@ -21,7 +22,7 @@ export type ManagedLanguageModelOptions = {
 
 /**
  * Wraps one provider adapter with everything that is the same for every provider: prompt-based
- * tool calling, per-attempt timeouts, cancellation, retries, latency and cost.
+ * tool calling, per-attempt timeouts, the bound on a reply's size, cancellation, retries, latency and cost.
  */
 export class ManagedLanguageModel implements LanguageModel {
   readonly info: ModelInfo;
@@ -50,16 +51,22 @@ export class ManagedLanguageModel implements LanguageModel {
     const { value, attempts } = await withRetries(
       async () => {
         const attempt = attemptSignal(options.signal, config.timeoutMs);
-        const onDelta = options.onDelta && ((delta: StreamDelta): void => {
-          if (attempt.signal.aborted) return;
+        const size = new ReplySizeLimit(config.maxReplyChars, adapter.name);
+        // every streamed delta is counted, whether or not the caller follows them; it throws past the
+        // bound, out of the adapter's read loop, which closes the stream
+        const onDelta = (delta: StreamDelta): void => {
+          size.count(delta);
+          if (!options.onDelta || attempt.signal.aborted) return;
           emitted = true;
-          options.onDelta?.(delta);
-        });
+          options.onDelta(delta);
+        };
         const failure = (): LlmError =>
           attempt.timedOut() ? timeoutError(adapter.name, config.timeoutMs) : cancelledError(options.signal?.reason);
         try {
-          const call = adapter.call(providerRequest, { signal: attempt.signal, stream, ...(onDelta ? { onDelta } : {}) });
-          return await raceAbort(call, attempt.signal, failure);
+          const call = adapter.call(providerRequest, { signal: attempt.signal, stream, ...(stream ? { onDelta } : {}) });
+          const value = await raceAbort(call, attempt.signal, failure);
+          size.check(value);
+          return value;
         } catch (error) {
           if (attempt.signal.aborted) throw failure();
           throw classifyError(error, adapter.name);

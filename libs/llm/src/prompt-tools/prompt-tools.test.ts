@@ -3,6 +3,7 @@ import { toAssistantMessage } from '../core/language-model.js';
 import type { ChatMessage } from '../messages.js';
 import { createTestLanguageModel, firstTurn, fixtureReply, loadFixture, readFileTool, startTestServer } from '../testing/index.js';
 import { parseToolCallText } from './parse-tool-calls.js';
+import { findTextToolCall } from './text-tool-calls.js';
 import { renderToolPrompt } from './tool-prompt.js';
 import { toPromptToolMessages } from './to-prompt-messages.js';
 
@@ -73,5 +74,24 @@ describe('prompt-based tool calling', () => {
     );
     expect(messages[0]).toEqual({ role: 'system', content: [{ text: renderToolPrompt([readFileTool]), cache: true }] });
     expect(messages[1]).toEqual({ role: 'user', content: [{ type: 'text', text: '<tool_result name="run" id="c1" status="error">\nboom\n</tool_result>' }] });
+  });
+});
+
+describe('tool calls written as text by a model with native tool calls', () => {
+  const tools = ['terminal', 'file_editor'];
+  it('finds <tool_call> blocks, <function=…> markup and a reply that is one JSON call', () => {
+    expect(findTextToolCall('Let me look.\n<tool_call>\n{"name": "terminal", "arguments": {"command": "ls"}}\n</tool_call>', tools)).toEqual({ format: 'tool_call', name: 'terminal' });
+    expect(findTextToolCall('<function=terminal>\n<parameter=command>\nls\n</parameter>\n</function>', tools)).toEqual({ format: 'function', name: 'terminal' });
+    expect(findTextToolCall('<invoke name="bash"><parameter name="command">ls</parameter></invoke>', tools)).toEqual({ format: 'function', name: 'bash' });
+    expect(findTextToolCall('{"tool": "terminal", "arguments": {"command": "ls"}}', tools)).toEqual({ format: 'json', name: 'terminal' });
+    expect(findTextToolCall('```json\n{"name": "file_editor", "parameters": {"command": "view", "path": "a"}}\n```', tools)).toEqual({ format: 'json', name: 'file_editor' });
+    expect(findTextToolCall('[{"type": "function", "function": {"name": "terminal", "arguments": "{}"}}]', tools)).toEqual({ format: 'json', name: 'terminal' });
+  });
+
+  it('leaves answers alone: prose, JSON that names no offered tool, JSON inside a longer answer', () => {
+    expect(findTextToolCall('Done: the tests pass.', tools)).toBeUndefined();
+    expect(findTextToolCall('{"name": "Ada", "age": 36}', tools)).toBeUndefined();
+    expect(findTextToolCall('The config is:\n{"tool": "terminal"}\nas you asked.', tools)).toBeUndefined();
+    expect(findTextToolCall('{"tool": "terminal"', tools)).toBeUndefined();
   });
 });

@@ -19,6 +19,14 @@ export type HttpReply =
       readonly delayMs?: number;
       readonly headers?: Record<string, string>;
     }
+  | {
+      /** A stream that never ends: `first`, then `next(0)`, `next(1)`, … until the client closes the connection. */
+      readonly type: 'endless-sse';
+      readonly first?: readonly SseEvent[];
+      readonly next: (index: number) => SseEvent;
+      /** Pause before each `next` event (0: as fast as the client reads). */
+      readonly delayMs?: number;
+    }
   | { readonly type: 'raw'; readonly status?: number; readonly body: string; readonly headers?: Record<string, string> }
   /** Accept the request and never answer. */
   | { readonly type: 'hang' }
@@ -97,7 +105,36 @@ async function send(reply: HttpReply, response: ServerResponse): Promise<void> {
       return;
     case 'sse':
       await sendSse(reply.events, reply.delayMs ?? 0, reply.headers ?? {}, response);
+      return;
+    case 'endless-sse':
+      await sendEndlessSse(reply, response);
   }
+}
+
+async function sendEndlessSse(reply: Extract<HttpReply, { type: 'endless-sse' }>, response: ServerResponse): Promise<void> {
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  response.flushHeaders();
+  let closed = false;
+  response.on('close', () => {
+    closed = true;
+  });
+  for (const event of reply.first ?? []) response.write(frameSse(event));
+  for (let index = 0; !closed; index += 1) {
+    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    if (closed) return;
+    // as fast as the client reads, no faster: wait for the socket to drain
+    if (!response.write(frameSse(reply.next(index)))) await drained(response);
+  }
+}
+
+function drained(response: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      response.off('drain', done).off('close', done);
+      resolve();
+    };
+    response.on('drain', done).on('close', done);
+  });
 }
 
 async function sendSse(events: readonly SseEvent[], delayMs: number, headers: Record<string, string>, response: ServerResponse): Promise<void> {
