@@ -1,5 +1,5 @@
 import { condenseOrFail, type AgentConfig } from '@flotilla/agent';
-import type { EventDraft } from '@flotilla/events';
+import { withPositionalIds, type EventDraft } from '@flotilla/events';
 import type { LanguageModel } from '@flotilla/llm';
 import { isConflict, type EventLog } from '@flotilla/log';
 import type { CommitHandler, ConversationCache, HandleOutcome, InterruptRegistry } from '@flotilla/runtime';
@@ -45,7 +45,7 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
       tracked.done();
     }
     try {
-      const commit = await deps.log.append(ref, drafts, { expected: tail });
+      const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
       deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       return { ack: true, outcome: 'condensed' };
     } catch (error) {
