@@ -2,6 +2,7 @@ import * as AnthropicSdk from '@anthropic-ai/sdk';
 import * as OpenAISdk from 'openai';
 import { isContextOverflowMessage } from './context-overflow.js';
 import { LlmError, type LlmErrorCode } from './errors.js';
+import { ResponseTooLargeError } from './http-fetch.js';
 import { parseRetryAfterMs } from './retry-after.js';
 
 type ApiErrorLike = {
@@ -25,6 +26,10 @@ export function classifyError(error: unknown, provider: string): LlmError {
   if (isAny(error, OpenAISdk.APIConnectionTimeoutError, AnthropicSdk.APIConnectionTimeoutError)) {
     return new LlmError('timeout', `${provider} request timed out.`, { provider, cause: error });
   }
+  const tooLarge = causeOf(error, ResponseTooLargeError);
+  if (tooLarge) {
+    return new LlmError('reply_too_large', `${provider} sent a reply that ${tooLarge.message}: refused, not retried.`, { provider, cause: error });
+  }
   if (error instanceof SyntaxError) {
     return new LlmError('malformed_response', `${provider} sent data that is not valid JSON: ${error.message}`, {
       provider,
@@ -38,6 +43,12 @@ export function classifyError(error: unknown, provider: string): LlmError {
     return fromApiError(apiError, provider);
   }
   return new LlmError('unknown', `${provider} call failed: ${error.message}`, { provider, cause: error });
+}
+
+/** The first error of this class along the cause chain. */
+function causeOf<T extends Error>(error: Error, type: new (...args: never[]) => T): T | undefined {
+  for (let cause: unknown = error, depth = 0; cause instanceof Error && depth < 8; cause = cause.cause, depth += 1) if (cause instanceof type) return cause;
+  return undefined;
 }
 
 function fromApiError(error: Error & ApiErrorLike, provider: string): LlmError {

@@ -31,6 +31,22 @@ export const httpFetch: typeof fetch = (input, init) => {
   return send(url, method, headers, body, signal, init?.redirect ?? 'follow', 0);
 };
 
+/**
+ * The most a response that is not an event stream may hold, decoded. A whole (non-streamed) reply
+ * is buffered by the SDK before anything can measure it, so one that never ends would grow until
+ * the timeout: past this its body fails with a `ResponseTooLargeError` cause (classified as
+ * `reply_too_large`). Far above any real reply: `llm.maxReplyChars` bounds those, once parsed.
+ */
+export const MAX_WHOLE_RESPONSE_BYTES = 64 * 1024 * 1024;
+
+/** Why a response body was cut off: it passed MAX_WHOLE_RESPONSE_BYTES. */
+export class ResponseTooLargeError extends Error {
+  override readonly name = 'ResponseTooLargeError';
+  constructor(readonly limitBytes: number) {
+    super(`the response body passed ${limitBytes} bytes without ending`);
+  }
+}
+
 const MAX_REDIRECTS = 20;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
@@ -134,7 +150,8 @@ function send(
         const responseHeaders = new Headers();
         const raw = response.rawHeaders;
         for (let index = 0; index < raw.length; index += 2) responseHeaders.append(raw[index]!, raw[index + 1]!);
-        result = new Response(hasBody ? webStream(decoded(response), response, signal, release) : null, {
+        const eventStream = (response.headers['content-type'] ?? '').toLowerCase().startsWith('text/event-stream');
+        result = new Response(hasBody ? webStream(decoded(response), response, signal, release, eventStream ? undefined : MAX_WHOLE_RESPONSE_BYTES) : null, {
           status,
           statusText: response.statusMessage ?? '',
           headers: responseHeaders,
@@ -181,10 +198,12 @@ function decoded(response: http.IncomingMessage): Readable {
  * A plain (not byte) web stream over a node stream, with backpressure: the node stream pauses while
  * the web stream's queue is full. `response` is the socket's message: a body cut short (the
  * connection closed before the end) errors the stream rather than ending it, with the signal's
- * reason when the request was aborted.
+ * reason when the request was aborted. A body past `limitBytes` errors the stream and closes the
+ * connection.
  */
-function webStream(source: Readable, response: http.IncomingMessage, signal: AbortSignal | undefined, release: () => void): ReadableStream<Uint8Array> {
+function webStream(source: Readable, response: http.IncomingMessage, signal: AbortSignal | undefined, release: () => void, limitBytes: number | undefined): ReadableStream<Uint8Array> {
   let done = false;
+  let received = 0;
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
@@ -198,6 +217,12 @@ function webStream(source: Readable, response: http.IncomingMessage, signal: Abo
         };
         source.on('data', (chunk: Buffer) => {
           if (done) return;
+          received += chunk.length;
+          if (limitBytes !== undefined && received > limitBytes) {
+            finish(new TypeError('terminated', { cause: new ResponseTooLargeError(limitBytes) }));
+            response.destroy();
+            return;
+          }
           controller.enqueue(chunk);
           if ((controller.desiredSize ?? 1) <= 0) source.pause();
         });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createTestLanguageModel, firstTurn, readFileTool, startTestServer, type SseEvent } from '../testing/index.js';
 import { isLlmError, type LlmError } from './errors.js';
+import { MAX_WHOLE_RESPONSE_BYTES } from './http-fetch.js';
 
 const chunk = (delta: unknown): SseEvent => ({
   data: { id: 'chatcmpl-endless', object: 'chat.completion.chunk', created: 0, model: 'gpt-4.1', choices: [{ index: 0, delta, finish_reason: null }] },
@@ -79,5 +80,18 @@ describe('a reply that never ends', () => {
     expect(error.code).toBe('timeout');
     expect(server.requests).toHaveLength(2);
     expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
+  it('a whole (non-streamed) reply whose body never ends is cut off at MAX_WHOLE_RESPONSE_BYTES: reply_too_large, not retried', async () => {
+    await using server = await startTestServer();
+    server.enqueue({ type: 'endless-json', head: '{"id":"chatcmpl-endless","object":"chat.completion","created":0,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"', filler: 'x'.repeat(64 * 1024) });
+    server.enqueue({ type: 'json', body: { unused: true } });
+    const model = createTestLanguageModel('openai-chat', server, { retry: { maxAttempts: 3, initialDelayMs: 1, maxDelayMs: 1 } });
+    const started = Date.now();
+    const error = await failure(model.generate({ messages: firstTurn, tools: [readFileTool] }, { stream: false }));
+    expect(error.code).toBe('reply_too_large');
+    expect(error.message).toContain(`passed ${MAX_WHOLE_RESPONSE_BYTES} bytes`);
+    expect(server.requests).toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 });

@@ -28,6 +28,8 @@ export type HttpReply =
       readonly delayMs?: number;
     }
   | { readonly type: 'raw'; readonly status?: number; readonly body: string; readonly headers?: Record<string, string> }
+  /** A JSON body (not an event stream) that starts with `head` and never ends: `filler` repeated as fast as the client reads. */
+  | { readonly type: 'endless-json'; readonly head: string; readonly filler: string }
   /** Accept the request and never answer. */
   | { readonly type: 'hang' }
   /** Destroy the connection without a response. */
@@ -108,22 +110,30 @@ async function send(reply: HttpReply, response: ServerResponse): Promise<void> {
       return;
     case 'endless-sse':
       await sendEndlessSse(reply, response);
+      return;
+    case 'endless-json':
+      await sendEndless(response, 'application/json', [reply.head], () => reply.filler);
   }
 }
 
 async function sendEndlessSse(reply: Extract<HttpReply, { type: 'endless-sse' }>, response: ServerResponse): Promise<void> {
-  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  await sendEndless(response, 'text/event-stream', (reply.first ?? []).map(frameSse), (index) => frameSse(reply.next(index)), reply.delayMs);
+}
+
+/** Writes `first`, then `next(0)`, `next(1)`, … until the client goes away, as fast as it reads (or one every `delayMs`). */
+async function sendEndless(response: ServerResponse, contentType: string, first: readonly string[], next: (index: number) => string, delayMs = 0): Promise<void> {
+  response.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache', connection: 'keep-alive' });
   response.flushHeaders();
   let closed = false;
   response.on('close', () => {
     closed = true;
   });
-  for (const event of reply.first ?? []) response.write(frameSse(event));
+  for (const text of first) response.write(text);
   for (let index = 0; !closed; index += 1) {
-    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (closed) return;
     // as fast as the client reads, no faster: wait for the socket to drain
-    if (!response.write(frameSse(reply.next(index)))) await drained(response);
+    if (!response.write(next(index))) await drained(response);
   }
 }
 
