@@ -11,7 +11,7 @@ export type { ToolContext, ToolContextOptions } from './core/context.js';
 export { defineTool } from './core/tool-definition.js';
 export type { AnyToolDefinition, JsonSchema, ResourceContext, ToolAnnotations, ToolDefinition } from './core/tool-definition.js';
 export { parametersJsonSchema } from './core/json-schema.js';
-export { boundOutput, capText, DEFAULT_OUTPUT_LIMIT } from './core/output-bounds.js';
+export { boundOutput, capText, DEFAULT_OUTPUT_LIMIT, OUTPUT_BOUNDS } from './core/output-bounds.js';
 export type { BoundOutputOptions, BoundedOutput } from './core/output-bounds.js';
 export { ToolRegistry } from './core/tool-registry.js';
 export type { RawToolCall, ToolRegistryOptions, ToolSchema, ValidatedToolCall } from './core/tool-registry.js';

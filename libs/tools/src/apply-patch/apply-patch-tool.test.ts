@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
@@ -100,6 +100,17 @@ describe('apply_patch', () => {
     const outside = await apply('*** Begin Patch\n*** Add File: ../evil.txt\n+x\n*** End Patch');
     expect(outside.isError).toBe(true);
     expect(outside.text).toContain('outside the workspace');
+  });
+
+  it('refuses a file past the editor’s size bound without reading it (a sparse 64 GiB file)', async () => {
+    await writeFile(path.join(dir, 'huge.txt'), 'alpha\n');
+    await truncate(path.join(dir, 'huge.txt'), 64 * 1024 ** 3);
+    const started = Date.now();
+    const result = await apply('*** Begin Patch\n*** Update File: huge.txt\n@@\n-alpha\n+omega\n*** End Patch');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(result.isError).toBe(true);
+    expect(result.text).toContain('is 68,719,476,736 bytes, too large for the editor (at most 10,485,760).');
+    expect(result.text).toContain('apply_patch only edits text files up to that size.');
   });
 
   it('declares the files it touches as resources', () => {

@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import type { Workspace } from '../core/workspace.js';
-import { decodeText } from '../file-editor/text-file.js';
+import { readTextFile } from '../file-editor/text-file.js';
 import { applyHunks } from './apply-hunks.js';
 import type { FileChange } from './patch-model.js';
 
@@ -17,14 +17,17 @@ async function exists(filePath: string): Promise<boolean> {
 export async function planPatch(changes: readonly FileChange[], workspace: Workspace): Promise<{ ok: true; plan: PatchPlan } | { ok: false; message: string }> {
   const writes = new Map<string, string | null>();
   const summary: string[] = [];
-  const current = async (filePath: string): Promise<string | null | undefined> => {
-    if (writes.has(filePath)) return writes.get(filePath);
-    return (await exists(filePath)) ? decodeText(await workspace.readFile(filePath)) : null;
+  // a file's text, null when it does not exist, or why it cannot be patched (not text, or past the editor's size bound: checked before it is read)
+  const current = async (filePath: string): Promise<string | null | { readonly message: string }> => {
+    if (writes.has(filePath)) return writes.get(filePath) ?? null;
+    if (!(await exists(filePath))) return null;
+    const read = await readTextFile(filePath, (file) => workspace.openFile(file));
+    return read.ok ? read.text : { message: `${read.message} apply_patch only edits text files up to that size.` };
   };
   for (const change of changes) {
     const filePath = await workspace.resolvePath(change.path);
     const before = await current(filePath);
-    if (before === undefined) return { ok: false, message: `${filePath} is not a UTF-8 text file; apply_patch only edits text files.` };
+    if (before !== null && typeof before === 'object') return { ok: false, message: before.message };
     if (change.kind === 'add') {
       if (before !== null) return { ok: false, message: `Cannot add ${filePath}: it already exists. Use an update instead.` };
       writes.set(filePath, change.content);

@@ -34,6 +34,23 @@ describe('boundOutput', () => {
     expect(headLines[headLines.length - 1]).toBe(`line ${firstOmitted - 1}`);
   });
 
+  it('names the byte where the omitted part starts, so a line too long for sed can be read in pieces', async () => {
+    const text = `é${'a'.repeat(50_000)}`;
+    const bounded = await boundOutput(text, { toolName: 'terminal', outputDir: dir, limit: 3_000 });
+    const byte = Number(/\(byte (\d+)\)/.exec(bounded.text)?.[1]);
+    const head = bounded.text.slice(0, bounded.text.indexOf('\n\n<response clipped'));
+    const saved = await readFile(bounded.savedPath ?? '');
+    expect(saved.subarray(byte - 1).toString('utf8')).toBe(text.slice(head.length));
+    expect(bounded.text).toContain(`\`tail -c +${byte} ${bounded.savedPath} | head -c 20000\``);
+    expect(bounded.text).toContain('<response clipped: the output was 50,001 characters; the middle was omitted here. The full output (1 lines) was saved to');
+  });
+
+  it('gives the total of an output whose middle was dropped before, and says the saved file holds only what was kept', async () => {
+    const bounded = await boundOutput('x'.repeat(10_000), { toolName: 'terminal', outputDir: dir, limit: 3_000, totalCharacters: 100_000_123 });
+    expect(bounded.text.length).toBeLessThanOrEqual(3_000);
+    expect(bounded.text).toContain('<response clipped: the output was about 100,000,000 characters; the middle was omitted here. Only its first and last parts were kept');
+  });
+
   it('never exceeds the limit', async () => {
     await fc.assert(
       fc.asyncProperty(fc.string({ minLength: 0, maxLength: 5_000 }), fc.integer({ min: 800, max: 4_000 }), async (text, limit) => {

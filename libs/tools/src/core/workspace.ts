@@ -1,6 +1,7 @@
-import { readFile, realpath, type FileHandle } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readFile, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { readBeneath, removeBeneath, writeBeneath } from './beneath.js';
+import { openBeneath, readBeneath, removeBeneath, writeBeneath } from './beneath.js';
 import { ToolError, ToolErrorCode } from './errors.js';
 
 /** The directory tree a conversation's tools may touch. */
@@ -25,6 +26,8 @@ export type Workspace = {
    * leading outside; a symlink inside the workspace is read through to its target.
    */
   readFile(hostPath: string): Promise<Buffer>;
+  /** Open a file for reading the same way, to read a part of it (e.g. of a file too large to read whole); the caller closes it. */
+  openFile(hostPath: string): Promise<FileHandle>;
   /** Write a file the same way, making missing folders; what it makes belongs to the sandbox's user. */
   writeFile(hostPath: string, data: string | Uint8Array): Promise<void>;
   /** Remove a file the same way (nothing when it is missing). */
@@ -104,6 +107,12 @@ class LocalWorkspace implements Workspace {
     // the service's own area: nothing of the agent's can be in it
     if (readOnly && isInside(readOnly.root, hostPath)) return readFile(hostPath);
     return readBeneath(this.root, await this.#realTarget(hostPath));
+  }
+
+  async openFile(hostPath: string): Promise<FileHandle> {
+    const readOnly = this.options.readOnly;
+    if (readOnly && isInside(readOnly.root, hostPath)) return open(hostPath, constants.O_RDONLY);
+    return openBeneath(this.root, await this.#realTarget(hostPath), constants.O_RDONLY);
   }
 
   async writeFile(hostPath: string, data: string | Uint8Array): Promise<void> {

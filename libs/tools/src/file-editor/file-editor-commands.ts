@@ -1,21 +1,22 @@
 import { stat } from 'node:fs/promises';
 import type { Workspace } from '../core/workspace.js';
-import { capText } from '../core/output-bounds.js';
+import { capText, OUTPUT_BOUNDS } from '../core/output-bounds.js';
 import type { ToolResult } from '../core/result.js';
 import { errorResult, textResult } from '../core/result.js';
 import { listDirectory } from './directory-listing.js';
 import type { EditHistory } from './edit-history.js';
-import { numberLines, occurrenceLines, readTextFile, splitLines } from './text-file.js';
+import { viewLargeFile } from './large-file-view.js';
+import { decoded, MAX_EDITABLE_BYTES, numberLines, occurrenceLines, readAtMost, readTextFile, splitLines } from './text-file.js';
 
 /** Characters of a file view shown to the model. */
-export const MAX_VIEW_CHARS = 16_000;
+export const MAX_VIEW_CHARS = OUTPUT_BOUNDS.viewChars;
 
 export type EditTarget = {
   readonly filePath: string;
   readonly conversationId: string;
   readonly history: EditHistory;
   /** How the file is read, written and removed: the workspace's own operations, which follow no swapped symlink. */
-  readonly files: Pick<Workspace, 'readFile' | 'writeFile' | 'removeFile'>;
+  readonly files: Pick<Workspace, 'openFile' | 'writeFile' | 'removeFile'>;
 };
 
 async function kindOf(filePath: string): Promise<'file' | 'directory' | 'other' | 'missing'> {
@@ -38,7 +39,7 @@ async function editable(target: EditTarget): Promise<{ ok: true; text: string } 
   const kind = await kindOf(target.filePath);
   if (kind === 'missing') return { ok: false, result: errorResult(`The file ${target.filePath} does not exist. Create it with command "create".`) };
   if (kind !== 'file') return { ok: false, result: errorResult(`${target.filePath} is not a regular file (it is a ${kind}).`) };
-  const read = await readTextFile(target.filePath, (file) => target.files.readFile(file));
+  const read = await readTextFile(target.filePath, (file) => target.files.openFile(file));
   return read.ok ? read : { ok: false, result: errorResult(read.message) };
 }
 
@@ -47,7 +48,23 @@ async function save(target: EditTarget, previous: string | null, text: string): 
   target.history.push(target.conversationId, target.filePath, previous);
 }
 
-export async function viewPath(filePath: string, viewRange: readonly number[] | undefined, files: Pick<Workspace, 'readFile'>): Promise<ToolResult> {
+/** The file's text, or a view of it when it is too large to read whole (then read only as far as the view needs). */
+async function readForView(filePath: string, viewRange: readonly number[] | undefined, files: Pick<Workspace, 'openFile'>): Promise<{ text: string } | { result: ToolResult }> {
+  const handle = await files.openFile(filePath);
+  try {
+    const { size } = await handle.stat();
+    if (size > MAX_EDITABLE_BYTES) return { result: await viewLargeFile(handle, filePath, size, viewRange as [number, number] | undefined) };
+    const bytes = await readAtMost(handle, MAX_EDITABLE_BYTES, size);
+    // grown past the bound since it was looked at: viewed in parts too
+    if (bytes.length > MAX_EDITABLE_BYTES) return { result: await viewLargeFile(handle, filePath, (await handle.stat()).size, viewRange as [number, number] | undefined) };
+    const read = decoded(filePath, bytes);
+    return read.ok ? { text: read.text } : { result: errorResult(read.message) };
+  } finally {
+    await handle.close();
+  }
+}
+
+export async function viewPath(filePath: string, viewRange: readonly number[] | undefined, files: Pick<Workspace, 'openFile'>): Promise<ToolResult> {
   const kind = await kindOf(filePath);
   if (kind === 'missing') return errorResult(`The path ${filePath} does not exist.`);
   if (kind === 'directory') {
@@ -55,8 +72,8 @@ export async function viewPath(filePath: string, viewRange: readonly number[] | 
     return textResult(capText(await listDirectory(filePath), MAX_VIEW_CHARS, 'View a subdirectory to see more.'));
   }
   if (kind !== 'file') return errorResult(`${filePath} is not a regular file or directory.`);
-  const read = await readTextFile(filePath, (file) => files.readFile(file));
-  if (!read.ok) return errorResult(read.message);
+  const read = await readForView(filePath, viewRange, files);
+  if ('result' in read) return read.result;
   const lines = splitLines(read.text);
   let start = 1;
   let end = lines.length;

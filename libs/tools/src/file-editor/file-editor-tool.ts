@@ -6,7 +6,8 @@ import { errorResult } from '../core/result.js';
 import type { ToolDefinition } from '../core/tool-definition.js';
 import { defineTool } from '../core/tool-definition.js';
 import { EditHistory } from './edit-history.js';
-import { createFile, insertText, replaceText, undoEdit, viewPath } from './file-editor-commands.js';
+import { createFile, insertText, MAX_VIEW_CHARS, replaceText, undoEdit, viewPath } from './file-editor-commands.js';
+import { MAX_EDITABLE_BYTES } from './text-file.js';
 
 export const FileEditorParameters = z.object({
   command: z.enum(['view', 'create', 'str_replace', 'insert', 'undo_edit']).describe('The operation to perform.'),
@@ -27,7 +28,7 @@ const DESCRIPTION = `View, create and edit UTF-8 text files in the workspace.
 * view: a file with line numbers (optionally a view_range), or a directory listing 2 levels deep.
 * create: a new file (never overwrites). str_replace: replace old_str, which must match exactly once (whitespace included).
 * insert: insert new_str after line insert_line. undo_edit: revert the last edit to a file.
-Long views are clipped at ${16_000} characters; use view_range.`;
+Long views are clipped at ${MAX_VIEW_CHARS} characters; use view_range. A file over ${MAX_EDITABLE_BYTES / 1024 / 1024} MiB cannot be edited, and is viewed in parts (its first lines, or a view_range).`;
 
 function missing(field: string, command: string): ToolResult {
   return errorResult(`Parameter \`${field}\` is required for command "${command}".`);

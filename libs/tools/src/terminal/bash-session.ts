@@ -4,7 +4,6 @@ import type { FileHandle } from 'node:fs/promises';
 import { chmod, mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { StringDecoder } from 'node:string_decoder';
 import type { Sandbox, SandboxProcess } from '@flotilla/sandbox';
 import { OutputBuffer } from './output-buffer.js';
 import { bashAnsiCQuote } from './terminal-text.js';
@@ -16,7 +15,7 @@ export type BashSessionOptions = {
   readonly cwd: string;
   /** Variables added to the sandbox's environment. */
   readonly env?: Readonly<Record<string, string>>;
-  /** Characters of output kept per observation before the middle is dropped. */
+  /** Bytes of output kept per observation before the middle is dropped. */
   readonly bufferCapacity: number;
 };
 
@@ -28,6 +27,8 @@ export type SessionState = 'idle' | 'running' | 'exited';
 /** Raw output collected since the last observation, and how the command stands. */
 export type Collected = {
   readonly output: string;
+  /** Characters dropped from the middle of `output` (marked there by a note) to bound memory. */
+  readonly dropped: number;
   readonly completed: boolean;
   readonly exitCode?: number;
   readonly cwd: string;
@@ -48,7 +49,6 @@ export class BashSession {
   #lastActivity = Date.now();
   #input: FileHandle | undefined;
   #shellExitCode: number | undefined;
-  readonly #decoder = new StringDecoder('utf8');
   readonly #buffer: OutputBuffer;
   readonly #marker: string;
   readonly #listeners = new Set<() => void>();
@@ -66,8 +66,8 @@ export class BashSession {
     this.#cwd = cwd;
     this.#marker = marker;
     this.#buffer = new OutputBuffer(marker, capacity);
-    child.stdout.on('data', (chunk: Buffer) => this.#onOutput(this.#decoder.write(chunk)));
-    child.stderr.on('data', (chunk: Buffer) => this.#onOutput(this.#decoder.write(chunk)));
+    child.stdout.on('data', (chunk: Buffer) => this.#onOutput(chunk));
+    child.stderr.on('data', (chunk: Buffer) => this.#onOutput(chunk));
     child.stdin.on('error', () => undefined);
     void child.exited.then(({ code, signal }) => {
       this.#shellExitCode = code ?? (signal === null ? 0 : 128 + (os.constants.signals[signal] ?? 0));
@@ -171,18 +171,18 @@ export class BashSession {
 
   /** Output since the last call; marks the session idle once the command completed. */
   async collect(): Promise<Collected> {
-    const taken = this.#buffer.take();
+    const taken = this.#buffer.take(this.#state === 'exited');
     if (taken.marker !== undefined) {
       this.#cwd = taken.marker.cwd;
       this.#state = this.#state === 'exited' ? 'exited' : 'idle';
       await this.closeInput();
-      return { output: taken.text, completed: true, exitCode: taken.marker.exitCode, cwd: this.#cwd };
+      return { output: taken.text, dropped: taken.dropped, completed: true, exitCode: taken.marker.exitCode, cwd: this.#cwd };
     }
     if (this.#state === 'exited') {
       await this.closeInput();
-      return { output: taken.text + this.#decoder.end(), completed: true, cwd: this.#cwd, shellExitCode: this.#shellExitCode ?? 0 };
+      return { output: taken.text, dropped: taken.dropped, completed: true, cwd: this.#cwd, shellExitCode: this.#shellExitCode ?? 0 };
     }
-    return { output: taken.text, completed: false, cwd: this.#cwd };
+    return { output: taken.text, dropped: taken.dropped, completed: false, cwd: this.#cwd };
   }
 
   /** Kill the shell and everything it started. */
@@ -198,10 +198,10 @@ export class BashSession {
     await rm(this.tempDir, { recursive: true, force: true });
   }
 
-  #onOutput(text: string): void {
-    if (text === '') return;
+  #onOutput(chunk: Buffer): void {
+    if (chunk.length === 0) return;
     this.#lastActivity = Date.now();
-    this.#buffer.append(text);
+    this.#buffer.append(chunk);
     this.#notify();
   }
 

@@ -2,6 +2,7 @@ import { formatBytes } from '@flotilla/sandbox';
 import { boundOutput } from '../core/output-bounds.js';
 import type { ToolResult } from '../core/result.js';
 import type { Collected } from './bash-session.js';
+import { droppedNote } from './output-buffer.js';
 import { readableTerminalText } from './terminal-text.js';
 import type { WaitOutcome } from './wait-for-command.js';
 
@@ -51,8 +52,11 @@ function statusLines(input: ObservationInput): { lines: string[]; isError: boole
 /** The terminal's observation: bounded output, then status, exit code and cwd. */
 export async function terminalObservation(input: ObservationInput): Promise<ToolResult> {
   const { collected } = input;
-  const readable = readableTerminalText(collected.output);
-  const bounded = await boundOutput(readable, { toolName: 'terminal', outputDir: input.outputDir, limit: input.outputLimit, ...(input.redact ? { redact: input.redact } : {}) });
+  // what the command printed in all: the buffer kept its head and tail and marked the gap
+  const gap = collected.dropped > 0 ? droppedNote(collected.dropped).length : 0;
+  const readable = readableTerminalText(collected.output, collected.output.length - gap + collected.dropped);
+  const totalCharacters = readable.length - gap + collected.dropped;
+  const bounded = await boundOutput(readable, { toolName: 'terminal', outputDir: input.outputDir, limit: input.outputLimit, totalCharacters, ...(input.redact ? { redact: input.redact } : {}) });
   const { lines, isError } = statusLines(input);
   const parts = [...input.notes];
   if (bounded.text !== '') parts.push(bounded.text.endsWith('\n') ? bounded.text.slice(0, -1) : bounded.text);

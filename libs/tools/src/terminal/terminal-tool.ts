@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ToolContext } from '../core/context.js';
 import { describeError } from '../core/errors.js';
-import { DEFAULT_OUTPUT_LIMIT } from '../core/output-bounds.js';
+import { OUTPUT_BOUNDS } from '../core/output-bounds.js';
 import type { ToolResult } from '../core/result.js';
 import { errorResult } from '../core/result.js';
 import type { ToolDefinition } from '../core/tool-definition.js';
@@ -27,7 +27,7 @@ export type TerminalToolOptions = {
   /** Extra environment variables of every shell (the sandbox builds the rest from scratch). */
   readonly env?: Readonly<Record<string, string>>;
   readonly outputLimit?: number;
-  /** Characters of one command's output kept in memory (head and tail) before the middle is dropped. */
+  /** Bytes of one command's output kept in memory (head and tail) before the middle is dropped. */
   readonly bufferCapacity?: number;
 };
 
@@ -57,16 +57,16 @@ export type TerminalTool = ToolDefinition<TerminalParameters> & {
 const DESCRIPTION = `Run commands in a persistent bash shell. The working directory and environment variables persist between calls.
 * One command at a time; chain with && or ;. Run long-lived servers in the background: \`cmd > log.txt 2>&1 &\`.
 * When a command prints nothing new for a while the call returns its output so far and the command keeps running: send an empty command to wait for more, is_input=true to type into it, or C-c to interrupt it.
-* Long outputs are clipped; the full text is saved to a file whose path is given.
+* Long outputs are clipped; the text is saved to a file whose path is given (of a very long output, its first and last parts), to be read in pieces.
 * There is no TTY: pass flags for non-interactive use (e.g. \`apt-get -y\`, \`git --no-pager\`).`;
 
 export function createTerminalTool(options: TerminalToolOptions = {}): TerminalTool {
   const softTimeoutSeconds = options.softTimeoutSeconds ?? NO_CHANGE_TIMEOUT_SECONDS;
   const maxWaitMs = (options.maxWaitSeconds ?? 600) * 1_000;
   const graceMs = (options.interruptGraceSeconds ?? 3) * 1_000;
-  const outputLimit = (options.outputLimit ?? DEFAULT_OUTPUT_LIMIT) - 1_000;
+  const outputLimit = (options.outputLimit ?? OUTPUT_BOUNDS.outputChars) - 1_000;
   const sessions = new TerminalSessions((sandbox, cwd) =>
-    Session.start({ sandbox, cwd, ...(options.env ? { env: options.env } : {}), bufferCapacity: options.bufferCapacity ?? 10_000_000 }),
+    Session.start({ sandbox, cwd, ...(options.env ? { env: options.env } : {}), bufferCapacity: options.bufferCapacity ?? OUTPUT_BOUNDS.terminalBufferBytes }),
   );
 
   async function observe(session: BashSession, context: ToolContext, hardTimeoutSeconds: number | undefined, notes: string[]): Promise<ToolResult> {
