@@ -69,6 +69,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   const conversations = new ConversationService(deps.nc, log, deps.snapshots, deps.index, {
     maxRunning: config.maxRunning,
     maxRunningPerTenant: config.maxRunningPerTenant,
+    maxQueuedMessages: config.maxQueuedMessages,
   });
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const runners = deps.runners;
@@ -236,11 +237,12 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       if (!session) {
         // frames sent right behind the auth frame wait for the session
         if (queued.length < 16) queued.push(text);
-        else socket.send(JSON.stringify({ type: 'error', code: 'rate_limited', message: 'Too many frames before the subscription started; this one was dropped.' }));
+        else socket.send(JSON.stringify({ type: 'error', ...frameId(text), code: 'rate_limited', message: 'Too many frames before the subscription started; this one was dropped.' }));
         return;
       }
       if (frames.take('socket') > 0) {
-        socket.send(JSON.stringify({ type: 'error', code: 'rate_limited', message: 'Too many frames: at most 20 per second.' }));
+        // with the frame's id, so the client knows which of its commands was dropped
+        socket.send(JSON.stringify({ type: 'error', ...frameId(text), code: 'rate_limited', message: 'Too many frames: at most 20 per second.' }));
         return;
       }
       void session.onFrame(text);
@@ -316,6 +318,16 @@ function parse<T>(schema: { safeParse(value: unknown): { success: true; data: T 
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(where, result.error);
   return result.data;
+}
+
+/** `{ id }` of a client frame that has a string id (as SocketSession echoes it), else nothing. */
+function frameId(text: string): { id?: string } {
+  try {
+    const id = (JSON.parse(text) as { id?: unknown } | null)?.id;
+    return typeof id === 'string' ? { id: id.slice(0, 64) } : {};
+  } catch {
+    return {};
+  }
 }
 
 function presentedKey(request: FastifyRequest): string | undefined {

@@ -19,6 +19,8 @@ export const GatewayConfig = z.object({
   maxRunning: Int(0, 10_000_000),
   /** Running conversations per tenant before runs are refused with 429 (0 = no limit). */
   maxRunningPerTenant: Int(0, 10_000_000),
+  /** Messages waiting for their turn on one conversation (commands run one at a time per conversation) before more get 429 (0 = no limit). */
+  maxQueuedMessages: Int(0, 1_000_000),
   /** Requests per second per API key (token bucket; burst = 2×). 0 = no limit. */
   rateLimitPerSecond: Int(0, 1_000_000),
   /** Seconds a new socket has to authenticate with its first frame. */
@@ -41,6 +43,7 @@ const VARIABLES: Record<string, string> = {
   socketHighWaterBytes: 'FLOTILLA_GATEWAY_SOCKET_HIGH_WATER_BYTES',
   maxRunning: 'FLOTILLA_MAX_RUNNING',
   maxRunningPerTenant: 'FLOTILLA_MAX_RUNNING_PER_TENANT',
+  maxQueuedMessages: 'FLOTILLA_GATEWAY_MAX_QUEUED_MESSAGES',
   rateLimitPerSecond: 'FLOTILLA_GATEWAY_RATE_LIMIT',
   authTimeoutMs: 'FLOTILLA_GATEWAY_AUTH_TIMEOUT_MS',
   adminKey: 'FLOTILLA_ADMIN_KEY',
@@ -57,6 +60,7 @@ export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
   socketHighWaterBytes: 1024 * 1024,
   maxRunning: 0,
   maxRunningPerTenant: 0,
+  maxQueuedMessages: 100,
   rateLimitPerSecond: 200,
   authTimeoutMs: 5_000,
   bootstrapKeys: [],

@@ -15,10 +15,16 @@ import { publishInterrupt, requestPurge } from '@flotilla/runtime';
 import { foldCommits, initialState, isStateError, type ConversationSnapshot, type CurrentSnapshot, type SnapshotStore } from '@flotilla/state';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ApiError } from './api-error.js';
+import { CommandQueue } from './command-queue.js';
 import type { ConversationIndex } from './conversation-index.js';
 import { countableFromSnapshot, countEvents, countFromSnapshot, type EventFilter } from './event-search.js';
 
-export type Admission = { readonly maxRunning: number; readonly maxRunningPerTenant: number };
+export type Admission = {
+  readonly maxRunning: number;
+  readonly maxRunningPerTenant: number;
+  /** Messages waiting in one conversation's command line on this gateway before more are refused with 429 (0 = no limit). */
+  readonly maxQueuedMessages?: number;
+};
 
 type Decide = (state: CommandState) => EventDraft[];
 
@@ -36,6 +42,8 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export class ConversationService {
   /** What else a conversation's deletion removes (its workspace, its secrets), before its log goes. */
   readonly #onDelete: ((ref: ConversationRef) => Promise<void>)[] = [];
+  /** This gateway's commands, one at a time per conversation (see CommandQueue). */
+  readonly #queue: CommandQueue;
 
   constructor(
     readonly nc: NatsConnection,
@@ -43,7 +51,9 @@ export class ConversationService {
     readonly snapshots: SnapshotStore,
     readonly index: ConversationIndex,
     readonly admission: Admission,
-  ) {}
+  ) {
+    this.#queue = new CommandQueue(admission.maxQueuedMessages ?? 0);
+  }
 
   /** The conversation's snapshot, caught up with its log (404 when the log is empty). */
   async snapshot(ref: ConversationRef): Promise<ConversationSnapshot> {
@@ -118,7 +128,7 @@ export class ConversationService {
   }
 
   sendMessage(ref: ConversationRef, text: string, run: boolean): Promise<CommandResult> {
-    return this.#command(ref, (state) => messageCommand(state, ref, text, { run }), { admit: run });
+    return this.#command(ref, (state) => messageCommand(state, ref, text, { run }), { admit: run, bounded: true });
   }
   run(ref: ConversationRef): Promise<CommandResult> {
     return this.#command(ref, (state) => runCommand(state, ref), { admit: true });
@@ -173,8 +183,14 @@ export class ConversationService {
    * Decide from the state at the log's tail (the snapshot and the commits after it, read beside
    * the tail) and append expecting that tail; on a conflict, read and decide again. A transient
    * failure retries the same commit (same id, same expected tail), as `appendWithRetry` does.
+   * Commands on one conversation wait their turn on this gateway (`bounded` ones, messages, are
+   * refused past the configured line length).
    */
-  async #command(ref: ConversationRef, decide: Decide, options: { admit?: boolean } = {}): Promise<CommandResult> {
+  #command(ref: ConversationRef, decide: Decide, options: { admit?: boolean; bounded?: boolean } = {}): Promise<CommandResult> {
+    return this.#queue.run(`${ref.tenant}.${ref.conversation}`, () => this.#decideAndAppend(ref, decide, options), { bounded: options.bounded ?? false });
+  }
+
+  async #decideAndAppend(ref: ConversationRef, decide: Decide, options: { admit?: boolean }): Promise<CommandResult> {
     const deadline = Date.now() + TRANSIENT_BUDGET_MS;
     for (let conflicts = 0; ; ) {
       const current = await this.current(ref);
