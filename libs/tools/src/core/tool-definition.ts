@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { ToolContext } from './context.js';
 import type { ToolResult } from './result.js';
 
@@ -42,9 +42,16 @@ export type ToolDefinition<Params = unknown> = {
 /** Any tool, whatever its parameters: it can be listed and described, and executed with validated parameters. */
 export type AnyToolDefinition = Omit<ToolDefinition<never>, 'parameters'> & { readonly parameters: z.ZodType };
 
-/** Define a tool with its parameter type inferred from the zod schema. */
+/**
+ * Define a tool with its parameter type inferred from the zod schema. An object schema is made
+ * strict here, for every tool at once: an argument the tool does not know (a misspelt `cmd` for
+ * `command`) is refused with an error the model reads, instead of being dropped while the call
+ * runs on defaults; the JSON Schema the model is shown says so (`additionalProperties: false`).
+ */
 export function defineTool<Schema extends z.ZodType>(
   definition: ToolDefinition<z.output<Schema>> & { readonly parameters: Schema },
 ): ToolDefinition<z.output<Schema>> {
-  return definition;
+  const parameters = definition.parameters;
+  if (!(parameters instanceof z.ZodObject)) return definition;
+  return { ...definition, parameters: parameters.strict() } as unknown as ToolDefinition<z.output<Schema>>;
 }

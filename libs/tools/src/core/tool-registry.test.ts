@@ -89,6 +89,14 @@ describe('ToolRegistry', () => {
     expect(!nested.ok && nested.message).toContain('view_range[1]');
   });
 
+  it('refuses arguments a tool does not know (every built-in is strict), and tells the model so in its schema', async () => {
+    const misspelt = registry.validate({ name: 'terminal', arguments: '{"cmd":"rm -rf build"}' }, context);
+    expect(misspelt.ok).toBe(false);
+    expect(!misspelt.ok && misspelt.message).toMatch(/Invalid arguments for tool "terminal"[\s\S]*cmd/);
+    expect(registry.validate({ name: 'terminal', arguments: '{"command":"ls"}' }, context).ok).toBe(true);
+    for (const schema of registry.schemas()) expect(schema.parameters, schema.name).toMatchObject({ additionalProperties: false });
+  });
+
   it('validates, reports resources and executes', async () => {
     const validated = registry.validate({ name: 'file_editor', arguments: '{"command":"view","path":"src/a.ts"}' }, context);
     expect(validated.ok && validated.resources).toEqual([`file:${path.join(context.workspace.root, 'src/a.ts')}`]);
