@@ -25,7 +25,7 @@ export type ConfirmationPolicy = z.infer<typeof ConfirmationPolicy>;
  */
 export const AgentConfig = z.strictObject({
   llm: LlmConfig,
-  /** Names of the tools offered to the model (built-in or MCP). */
+  /** Names of the tools offered to the model: built-in ones (a service refuses a name it cannot offer). */
   tools: z.array(z.string().min(1)).default(['terminal', 'file_editor', 'task_tracker', 'think', 'finish']),
   prompt: z
     .strictObject({

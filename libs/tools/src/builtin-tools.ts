@@ -28,3 +28,11 @@ export function createBuiltinTools(options: BuiltinToolsOptions = {}): AnyToolDe
     createApplyPatchTool(),
   ];
 }
+
+let names: readonly string[] | undefined;
+
+/** The names of the built-in tools, in their order (what a service can offer without MCP). */
+export function builtinToolNames(): readonly string[] {
+  names ??= Object.freeze(createBuiltinTools().map((tool) => tool.name));
+  return names;
+}

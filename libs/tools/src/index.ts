@@ -29,7 +29,7 @@ export { createGlobTool, GlobParameters } from './search/glob-tool.js';
 export { globToRegExp } from './search/glob-pattern.js';
 export { createApplyPatchTool, ApplyPatchParameters, parsePatch } from './apply-patch/apply-patch-tool.js';
 export type { FileChange, Hunk, HunkLine, ParsedPatch } from './apply-patch/patch-model.js';
-export { createBuiltinTools } from './builtin-tools.js';
+export { builtinToolNames, createBuiltinTools } from './builtin-tools.js';
 export type { BuiltinToolsOptions } from './builtin-tools.js';
 
 export { connectMcpServers } from './mcp/connect-mcp-servers.js';

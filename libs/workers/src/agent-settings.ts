@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { AgentConfig } from '@flotilla/agent';
+import { builtinToolNames } from '@flotilla/tools';
 
 /**
  * The agent configuration a service runs with: FLOTILLA_AGENT_FILE (a JSON file),
@@ -29,7 +30,18 @@ export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env):
     };
   }
   const parsed = AgentConfig.safeParse(raw);
-  if (parsed.success) return Object.freeze(parsed.data);
+  if (parsed.success) {
+    // a tool the services cannot offer is a mistake to report, not a name to drop
+    const known = builtinToolNames();
+    const unknown = parsed.data.tools.filter((name) => !known.includes(name));
+    if (unknown.length > 0) {
+      throw new Error(
+        `invalid agent settings: ${source ?? 'the agent settings'} at tools: ${unknown.map((name) => `"${name}"`).join(', ')} ${unknown.length === 1 ? 'is not a tool' : 'are not tools'} the services run ` +
+          `(the built-in ones: ${known.join(', ')}; MCP servers are not connected by the services yet)`,
+      );
+    }
+    return Object.freeze(parsed.data);
+  }
   // one line per problem, naming the variable to fix (or the JSON path inside the one that was given)
   const problems = parsed.error.issues.map((issue) => {
     const path = issue.path.join('.');

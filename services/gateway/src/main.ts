@@ -28,10 +28,10 @@ for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 
 const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: service.runnerLivenessMs });
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
-// the tools the agent is configured with (the same settings the step workers read); MCP tools by name
+// the tools the agent is configured with (the same settings the step workers read, checked to be built-in ones)
 const offered = loadAgentSettings().tools;
 const builtins = new Map(createBuiltinTools().map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
-const tools = offered.map((name) => ({ name, description: builtins.get(name) ?? 'MCP tool' }));
+const tools = offered.map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
 const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools, runners, ...(secrets ? { secrets } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });

@@ -1,0 +1,15 @@
+import { describe, expect, it } from 'vitest';
+import { loadAgentSettings } from './agent-settings.js';
+
+describe('loadAgentSettings', () => {
+  it('names the variable to fix: a bad provider, bad JSON, and a tool the services cannot offer', () => {
+    expect(() => loadAgentSettings({ FLOTILLA_LLM_PROVIDER: 'opanai' })).toThrow(/^invalid agent settings: FLOTILLA_LLM_PROVIDER: .*\(got "opanai"\)$/);
+    expect(() => loadAgentSettings({ FLOTILLA_AGENT: '{"llm":' })).toThrow(/^FLOTILLA_AGENT is not valid JSON/);
+    const agent = (tools: string[]): NodeJS.ProcessEnv => ({ FLOTILLA_AGENT: JSON.stringify({ llm: { provider: 'openai-chat', model: 'm' }, tools }) });
+    expect(() => loadAgentSettings(agent(['terminal', 'github_search']))).toThrow(
+      /^invalid agent settings: FLOTILLA_AGENT at tools: "github_search" is not a tool the services run \(the built-in ones: terminal, file_editor, .*; MCP servers are not connected by the services yet\)$/,
+    );
+    expect(loadAgentSettings(agent(['terminal', 'finish'])).tools).toEqual(['terminal', 'finish']);
+    expect(loadAgentSettings({}).tools).toContain('terminal');
+  });
+});
