@@ -363,6 +363,7 @@ describe('hostile load through the services', () => {
     expect(exits(system)).toEqual([]);
     expect(await system.status(ref)).toBe('finished');
     const added = events.filter((event) => event.seq > tail.lastSeq);
+    console.log(`after the message: ${added.length} events, ${added.filter((event) => event.type === 'condensation').length} condensations, ${added.filter((event) => event.type === 'action').length} actions`);
     expect(added.filter((event) => event.type === 'action')).toHaveLength(3);
     expect(added.findLast((event) => event.type === 'message' && event.role === 'assistant')).toMatchObject({ content: [{ type: 'text', text: 'Done: 3 steps for long-task.' }] });
     // loaded from its checkpoint, not by reading every event
