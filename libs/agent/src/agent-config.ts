@@ -2,6 +2,7 @@ import { CondenserConfig } from '@flotilla/condenser';
 import { LlmConfig } from '@flotilla/llm';
 import { z } from 'zod';
 import { CHECKPOINT_STUCK_STEPS } from './conversation-checkpoint.js';
+import { SecurityConfig } from './security-analyzer.js';
 import { DEFAULT_STUCK_THRESHOLDS } from './stuck-detector.js';
 
 /**
@@ -14,7 +15,7 @@ const DEFAULT_MAX_INVALID_REPLIES_IN_ROW = 3;
 export const ConfirmationPolicy = z.discriminatedUnion('mode', [
   z.strictObject({ mode: z.literal('never') }),
   z.strictObject({ mode: z.literal('always') }),
-  /** Confirm actions whose predicted risk is at or above the threshold (unknown counts as high). */
+  /** Confirm actions whose risk (rated by the `security` analyzers) is at or above the threshold (unknown counts as high). */
   z.strictObject({ mode: z.literal('risky'), threshold: z.enum(['low', 'medium', 'high']).default('high') }),
 ]);
 export type ConfirmationPolicy = z.infer<typeof ConfirmationPolicy>;
@@ -62,6 +63,11 @@ export const AgentConfig = z.strictObject({
     })
     .default({ enabled: true, ...DEFAULT_STUCK_THRESHOLDS }),
   confirmation: ConfirmationPolicy.default({ mode: 'never' }),
+  /**
+   * Who rates each action's risk for the confirmation policy: the model (`security_risk` on its
+   * calls) and rules over the built-in tools' calls (security-analyzer.ts); the highest counts.
+   */
+  security: SecurityConfig.prefault({}),
   /** When the view gets too large, the step asks the condenser to summarise part of it. */
   condenser: CondenserConfig.default(CondenserConfig.parse({})),
 });

@@ -1,8 +1,7 @@
-import type { EventDraft, SecurityRisk } from '@flotilla/events';
+import type { EventDraft } from '@flotilla/events';
 import type { ConfirmationPolicy } from './agent-config.js';
+import { RISK_RANK as RANK } from './security-analyzer.js';
 import type { ToolCatalog } from './tool-catalog.js';
-
-const RANK: Record<SecurityRisk, number> = { unknown: 3, low: 1, medium: 2, high: 3 };
 
 /** Do these freshly decided actions need the user's confirmation before they run? */
 export function needsConfirmation(drafts: readonly EventDraft[], policy: ConfirmationPolicy, tools: ToolCatalog): boolean {

@@ -15,6 +15,20 @@ export { registryCatalog } from './tool-catalog.js';
 export type { CheckedInput, ToolCatalog } from './tool-catalog.js';
 export { toolCallEvents, toReasoning } from './tool-call-events.js';
 export { needsConfirmation } from './confirmation.js';
+export {
+  assessActions,
+  CommandRule,
+  confirmationReason,
+  highestRisk,
+  PathRule,
+  ruleFindings,
+  SecurityAnalyzerName,
+  SecurityConfig,
+  SecurityRules,
+} from './security-analyzer.js';
+export type { SecurityAssessment, SecurityFinding } from './security-analyzer.js';
+export { DEFAULT_COMMAND_RULES, DEFAULT_PATH_RULES } from './security-rules.js';
+export type { CommandRuleScope, CommandRuleSpec, PathRuleSpec, RuleRisk } from './security-rules.js';
 export { FINISH_TOOL, finishDrafts } from './finish.js';
 export { estimateTokens, messageCharacters, tokensOf } from './token-estimate.js';
 export { step, StepOutcome } from './step.js';

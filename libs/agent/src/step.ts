@@ -6,6 +6,7 @@ import type { AgentConfig } from './agent-config.js';
 import { needsConfirmation } from './confirmation.js';
 import { invalidRepliesInRow } from './invalid-replies.js';
 import { runState, type RunState } from './run-state.js';
+import { assessActions, confirmationReason } from './security-analyzer.js';
 import { detectStuck } from './stuck-detector.js';
 import { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
 import type { ToolCatalog } from './tool-catalog.js';
@@ -158,13 +159,15 @@ type Turn = {
 function replyEvents(result: GenerateResult, turn: Turn): StepResult {
   const { agent, tools, context, system } = turn;
   if (result.toolCalls.length > 0) {
-    const actions = toolCallEvents(result, tools, context, turn.usedIds);
-    if (!actions.some((draft) => draft.type === 'action' && draft.input !== null)) {
-      const error = actions.find((draft) => draft.type === 'agent_error');
-      return correction(turn, actions, StepOutcome.Actions, `every tool call was invalid: ${error?.type === 'agent_error' ? error.error : 'no usable call'}`);
+    const called = toolCallEvents(result, tools, context, turn.usedIds);
+    if (!called.some((draft) => draft.type === 'action' && draft.input !== null)) {
+      const error = called.find((draft) => draft.type === 'agent_error');
+      return correction(turn, called, StepOutcome.Actions, `every tool call was invalid: ${error?.type === 'agent_error' ? error.error : 'no usable call'}`);
     }
+    // each action's security_risk: the highest of the configured analyzers' ratings (the model's, the rules')
+    const { drafts: actions, assessments } = assessActions(called, agent.security, tools);
     if (!needsConfirmation(actions, agent.confirmation, tools)) return { drafts: actions, outcome: StepOutcome.Actions };
-    actions.push(draftEvent(system, 'state_change', { status: 'waiting_for_confirmation', reason: 'actions need confirmation' }));
+    actions.push(draftEvent(system, 'state_change', { status: 'waiting_for_confirmation', reason: confirmationReason(actions, assessments, agent.confirmation, tools) }));
     return { drafts: actions, outcome: StepOutcome.WaitingForConfirmation };
   }
   const text = result.content.map((part) => part.text).join('');
