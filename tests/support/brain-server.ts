@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TITLE_SYSTEM_PROMPT } from '@flotilla/agent';
 
 /**
  * The task a test conversation carries in its first user message: `TASK {"id":…,"steps":…}`.
@@ -50,6 +51,12 @@ export type BrainTask = {
  */
 export type SummaryBehaviour = 'ok' | 'tool_call' | 'error' | 'overflow';
 
+/** How the brain answers one title request: with a title from the task's id (`ok`), or a server error (`error`, 500). */
+export type TitleBehaviour = 'ok' | 'error';
+
+/** Title requests are told apart by the title prompt's first line in their system message. */
+const TITLE_MARKER = TITLE_SYSTEM_PROMPT.split('\n')[0]!;
+
 export type BrainCall = { readonly task: string; readonly stream: boolean; readonly startedAt: number; closedAt?: number; completed: boolean };
 
 export type BrainServer = AsyncDisposable & {
@@ -67,9 +74,13 @@ export function taskMessage(task: BrainTask): string {
 type ChatMessage = { role: string; content?: unknown; tool_calls?: unknown[] };
 
 /** An OpenAI Chat Completions server (JSON and SSE) that plays a scripted agent. */
-export async function startBrainServer(options: { readonly record?: boolean; readonly summaries?: readonly SummaryBehaviour[] } = {}): Promise<BrainServer> {
+export async function startBrainServer(
+  options: { readonly record?: boolean; readonly summaries?: readonly SummaryBehaviour[]; readonly titles?: readonly TitleBehaviour[]; readonly titleLatencyMs?: number } = {},
+): Promise<BrainServer> {
   // the summary requests, in arrival order, follow this script; `ok` after it
   const summaries = [...(options.summaries ?? [])];
+  // the title requests likewise
+  const titles = [...(options.titles ?? [])];
   const calls: BrainCall[] = [];
   const requests: string[] = [];
   const server = createServer((request, response) => void handle(request, response));
@@ -87,6 +98,22 @@ export async function startBrainServer(options: { readonly record?: boolean; rea
       return;
     }
     const messages = body.messages ?? [];
+    if (messages[0]?.role === 'system' && JSON.stringify(messages[0].content ?? '').includes(TITLE_MARKER)) {
+      // a title request from the condenser: quoted and labelled, as models do, for the cleaning to undo
+      const behaviour = titles.shift() ?? 'ok';
+      const call: BrainCall = { task: `title:${behaviour}`, stream: body.stream === true, startedAt: Date.now(), completed: false };
+      calls.push(call);
+      if (options.titleLatencyMs) await new Promise((resolve) => setTimeout(resolve, options.titleLatencyMs));
+      call.completed = true;
+      if (behaviour === 'error') {
+        response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'the titler is down', type: 'server_error' } }));
+        return;
+      }
+      const title = `Title: "Work on ${findTask(messages)?.id ?? 'something'}".\n`;
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ id: 'chatcmpl-title', object: 'chat.completion', created: 0, model: 'brain', choices: [{ index: 0, message: { role: 'assistant', content: title }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 40, completion_tokens: 6, total_tokens: 46 } }));
+      return;
+    }
     if ((body.tools ?? []).length === 0) {
       // a summary request from the condenser: record how far the forgotten part got
       const summary = `Summary of the work so far. PROGRESS=${progressIn(JSON.stringify(messages), '[A-Za-z0-9-]+')}`;

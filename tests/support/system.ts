@@ -8,7 +8,7 @@ import { appendWithRetry, EventLog, type ConversationRef } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
-import { startBrainServer, taskMessage, type BrainServer, type BrainTask, type SummaryBehaviour } from './brain-server.js';
+import { startBrainServer, taskMessage, type BrainServer, type BrainTask, type SummaryBehaviour, type TitleBehaviour } from './brain-server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const IN_PROCESS_MODEL_STEP_WORKER = fileURLToPath(new URL('./in-process-model-step-worker.ts', import.meta.url));
@@ -41,6 +41,9 @@ export type SystemOptions = {
   readonly recordModelRequests?: boolean;
   /** How the model server answers summary requests, in order (then with summaries). */
   readonly summaries?: readonly SummaryBehaviour[];
+  /** How the model server answers title requests, in order (then with titles), and how long each takes. */
+  readonly titles?: readonly TitleBehaviour[];
+  readonly titleLatencyMs?: number;
   /** Keep every line the services print (logLines). */
   readonly captureLogs?: boolean;
   /**
@@ -118,7 +121,12 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     if (!user) throw new Error(`no test user for ${JSON.stringify(identity)}`);
     return connectionOptions(loadBusSettings({ FLOTILLA_NATS_URL: natsUrl, ...userEnvironment(user) }), { name: `test-${user.user}`, identity: user.user });
   };
-  const brain = await startBrainServer({ record: options.recordModelRequests ?? false, ...(options.summaries ? { summaries: options.summaries } : {}) });
+  const brain = await startBrainServer({
+    record: options.recordModelRequests ?? false,
+    ...(options.summaries ? { summaries: options.summaries } : {}),
+    ...(options.titles ? { titles: options.titles } : {}),
+    ...(options.titleLatencyMs !== undefined ? { titleLatencyMs: options.titleLatencyMs } : {}),
+  });
   // in the workspace: the only place a sandboxed command can leave an effect
   const effects = 'effects.log';
   const agent = {

@@ -68,6 +68,11 @@ export const AgentConfig = z.strictObject({
    * calls) and rules over the built-in tools' calls (security-analyzer.ts); the highest counts.
    */
   security: SecurityConfig.prefault({}),
+  /**
+   * A conversation created without a title gets one written by the agent's model from its first
+   * user message, by the condenser service, beside the run (never before its first step).
+   */
+  titles: z.strictObject({ generate: z.boolean().default(true) }).default({ generate: true }),
   /** When the view gets too large, the step asks the condenser to summarise part of it. */
   condenser: CondenserConfig.default(CondenserConfig.parse({})),
 });

@@ -12,4 +12,12 @@ describe('loadAgentSettings', () => {
     expect(loadAgentSettings(agent(['terminal', 'finish'])).tools).toEqual(['terminal', 'finish']);
     expect(loadAgentSettings({}).tools).toContain('terminal');
   });
+
+  it('generates titles unless the settings turn them off, and refuses a setting that is not a boolean', () => {
+    const agent = (titles: unknown): NodeJS.ProcessEnv => ({ FLOTILLA_AGENT: JSON.stringify({ llm: { provider: 'openai-chat', model: 'm' }, titles }) });
+    expect(loadAgentSettings({}).titles).toEqual({ generate: true });
+    expect(loadAgentSettings(agent({ generate: false })).titles).toEqual({ generate: false });
+    expect(() => loadAgentSettings(agent({ generate: 'no' }))).toThrow(/^invalid agent settings: FLOTILLA_AGENT at titles\.generate: /);
+    expect(() => loadAgentSettings(agent({ enabled: false }))).toThrow(/^invalid agent settings: FLOTILLA_AGENT at titles: /);
+  });
 });

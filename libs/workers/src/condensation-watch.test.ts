@@ -37,6 +37,23 @@ describe('CondensationWatch', () => {
     expect(watch.nothingDue(commit(9, { firstSeq: 7, lastSeq: 8 }))).toBe(true);
   });
 
+  it('with titles generated: a message may make a title owed, and while one is owed nothing is dismissed; once settled, commits are dismissed again', () => {
+    const watch = new CondensationWatch({ titles: true });
+    // no message yet: nothing can be owed by a commit without one
+    expect(watch.nothingDue(commit(1, { firstSeq: 1, lastSeq: 1 }, ['state_change']))).toBe(true);
+    expect(watch.nothingDue(commit(2, { firstSeq: 2, lastSeq: 3 }, ['message', 'state_change']))).toBe(false);
+    watch.note(ref, { streamSeq: 2, lastSeq: 3 }, false, 'owed');
+    expect(watch.nothingDue(commit(3, { firstSeq: 4, lastSeq: 6 }, ['system_prompt', 'llm_usage', 'action']))).toBe(false);
+    watch.note(ref, { streamSeq: 3, lastSeq: 6 }, false, 'settled');
+    expect(watch.nothingDue(commit(4, { firstSeq: 7, lastSeq: 7 }, ['message']))).toBe(true);
+    // a conversation whose history had no user's text yet: its next message goes the whole way
+    const other = { tenant: 'acme', conversation: 'other' };
+    watch.note(other, { streamSeq: 5, lastSeq: 1 }, false, 'no_message');
+    const delivery = (streamSeq: number, types: string[]): Delivery => ({ ...commit(streamSeq, { firstSeq: 2, lastSeq: 2 }, types), ref: other });
+    expect(watch.nothingDue(delivery(6, ['message']))).toBe(false);
+    expect(watch.nothingDue(delivery(6, ['state_change']))).toBe(true);
+  });
+
   it('does not dismiss what it cannot place: a conversation met midway, a gap, an old commit, a foreign message', () => {
     const watch = new CondensationWatch();
     expect(watch.nothingDue(commit(10, { firstSeq: 20, lastSeq: 20 }))).toBe(false);

@@ -1,0 +1,129 @@
+import { parseAgentConfig } from '@flotilla/agent';
+import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
+import { LlmError, ScriptedLanguageModel, type ScriptedReply } from '@flotilla/llm';
+import { EventLog, type ConversationRef, type Tail } from '@flotilla/log';
+import { ConversationCache, InterruptRegistry, type Delivery } from '@flotilla/runtime';
+import { startNats, uniqueName } from '@flotilla/testing';
+import { connect } from '@nats-io/transport-node';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createCondenseHandler } from './condense-handler.js';
+
+/** A log on a real nats-server, a condense handler on it, and a way to deliver its commits. */
+async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<ScriptedReply>), settings: Record<string, unknown> = {}) {
+  const server = await startNats();
+  const nc = await connect({ servers: server.url });
+  const name = uniqueName('CH');
+  const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+  const llm = new ScriptedLanguageModel({ replies: Array.isArray(replies) ? replies : (_request, index) => replies(index) });
+  const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' }, ...settings });
+  const handle = createCondenseHandler({ log, cache: new ConversationCache(log, 10), agent, llm: () => llm, interrupts: new InterruptRegistry() });
+  const ref: ConversationRef = { tenant: 'acme', conversation: uniqueName('c') };
+  let tail: Tail = { streamSeq: 0, lastSeq: 0 };
+  const system = { ...ref, source: 'system' as const };
+  return {
+    llm,
+    ref,
+    log,
+    /** Appends a commit of these drafts at the tail; its stream sequence. */
+    async append(...drafts: EventDraft[]): Promise<number> {
+      tail = await log.tail(ref);
+      const commit = await log.append(ref, drafts, { expected: tail });
+      return commit.streamSeq;
+    },
+    created: (title?: string) => draftEvent(system, 'state_change', { status: 'idle', reason: 'created', ...(title === undefined ? {} : { title }) }),
+    message: (text: string) => draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] }),
+    status: (status: 'running' | 'finished') => draftEvent(system, 'state_change', { status }),
+    answer: (text: string) => draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text }] }),
+    /** Delivers the commit at `streamSeq` as the consumer would (the log's last commit). */
+    async deliver(streamSeq: number) {
+      const stored = await log.jsm.direct.getMessage(log.streamName, { seq: streamSeq });
+      if (!stored) throw new Error(`no message ${streamSeq}`);
+      const delivery: Delivery = {
+        ref,
+        logger: pino({ level: 'silent' }),
+        subject: stored.subject,
+        streamSeq,
+        message: { subject: stored.subject, seq: streamSeq, data: stored.data },
+        likelyTail: true,
+        eventTypes: () => (stored.header?.get('Flotilla-Event-Types') ?? '').split(',').filter(Boolean),
+        eventSpan: () => undefined,
+        laterQueued: () => false,
+        deliveryCount: 1,
+        signal: new AbortController().signal,
+      };
+      return handle(delivery);
+    },
+    async events(): Promise<Event[]> {
+      return (await log.readEvents(ref)).events;
+    },
+    async [Symbol.asyncDispose]() {
+      await nc.close();
+      await server[Symbol.asyncDispose]();
+    },
+  };
+}
+
+const titles = (events: readonly Event[]) => events.flatMap((event) => (event.type === 'state_change' && event.title !== undefined ? [[event.source, event.title]] : []));
+
+describe('condense handler: titles', () => {
+  it('titles a resting conversation in one commit (usage, then the title) and then owes nothing', async () => {
+    await using f = await fixture([{ text: '"Fix the login test"', usage: { inputTokens: 30, outputTokens: 5 } }]);
+    const seq = await f.append(f.created(), f.message('The login test is flaky, fix it'));
+    expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'titled' });
+    const events = await f.events();
+    expect(events.slice(2).map((event) => [event.type, event.type === 'llm_usage' ? event.purpose : '', event.type === 'state_change' ? event.reason : ''])).toEqual([
+      ['llm_usage', 'other', ''],
+      ['state_change', '', 'generated from the first message'],
+    ]);
+    expect(titles(events)).toEqual([['system', 'Fix the login test']]);
+    // the title's own commit, delivered: nothing is owed
+    expect(await f.deliver((await f.log.tail(f.ref)).streamSeq)).toEqual({ ack: true, outcome: 'nothing_to_do' });
+    expect(f.llm.requests).toHaveLength(1);
+  });
+
+  it('keeps the title in hand while a step is due, and appends it at the commit that ends the step without asking again', async () => {
+    await using f = await fixture([{ text: 'Speed up CI' }]);
+    const started = await f.append(f.created(), f.message('CI takes 40 minutes'), f.status('running'));
+    expect(await f.deliver(started)).toEqual({ ack: true, outcome: 'title_held' });
+    expect(titles(await f.events())).toEqual([]);
+    const stepped = await f.append(f.answer('Done.'), f.status('finished'));
+    expect(await f.deliver(stepped)).toEqual({ ack: true, outcome: 'titled' });
+    expect(titles(await f.events())).toEqual([['system', 'Speed up CI']]);
+    expect(f.llm.requests).toHaveLength(1);
+  });
+
+  it('drops its title when a user set one while the model was writing it: theirs wins', async () => {
+    // while the model writes the title, a user sets one (PATCH)
+    const meanwhile: { user?: () => Promise<number> } = {};
+    await using f = await fixture(async () => {
+      await meanwhile.user!();
+      return { text: 'Generated' };
+    });
+    meanwhile.user = () => f.append(draftEvent({ ...f.ref, source: 'user' }, 'state_change', { title: 'Mine', reason: 'updated by the user' }));
+    const seq = await f.append(f.created(), f.message('Write the docs'));
+    expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'title_not_owed' });
+    expect(titles(await f.events())).toEqual([['user', 'Mine']]);
+  });
+
+  it('records a final failure once, as title_failed without a status, and never tries again', async () => {
+    await using f = await fixture([new LlmError('auth', 'The API key was refused.'), { text: 'Never asked' }]);
+    const seq = await f.append(f.created(), f.message('Fix it'));
+    expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'title_failed' });
+    const failure = (await f.events()).at(-1)!;
+    expect(failure).toMatchObject({ type: 'conversation_error', code: 'title_failed' });
+    const later = await f.append(f.message('Please'));
+    expect(await f.deliver(later)).toEqual({ ack: true, outcome: 'nothing_to_do' });
+    expect(f.llm.requests).toHaveLength(1);
+    expect((await f.events()).filter((event) => event.type === 'state_change' && event.status !== undefined)).toHaveLength(1);
+  });
+
+  it('asks nothing for a conversation with a title given at creation, nor when titles are turned off', async () => {
+    await using given = await fixture([{ text: 'Never asked' }]);
+    expect(await given.deliver(await given.append(given.created('Given'), given.message('Fix it')))).toEqual({ ack: true, outcome: 'nothing_to_do' });
+    expect(given.llm.requests).toHaveLength(0);
+    await using off = await fixture([{ text: 'Never asked' }], { titles: { generate: false } });
+    expect(await off.deliver(await off.append(off.created(), off.message('Fix it')))).toEqual({ ack: true, outcome: 'nothing_to_condense' });
+    expect(off.llm.requests).toHaveLength(0);
+  });
+});

@@ -1,0 +1,93 @@
+import { TitleProgress, titleOrFail, type TitleResult } from '@flotilla/agent';
+import { withPositionalIds, type Event } from '@flotilla/events';
+import type { LanguageModel } from '@flotilla/llm';
+import { isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
+import { setRecent, type ConversationCache, type Delivery, type HandleOutcome } from '@flotilla/runtime';
+import { isStillTail, NOT_TAIL, type Delivered } from './at-tail.js';
+import type { WatchedTitle } from './condensation-watch.js';
+import { IncrementalFold } from './incremental-fold.js';
+
+export type TitleDutyDependencies = {
+  readonly log: EventLog;
+  readonly cache: ConversationCache;
+  readonly llm: () => LanguageModel;
+  /** Is a step due at the end of these events (a step worker may be calling the model on that tail)? */
+  readonly stepDue: (events: readonly Event[]) => boolean;
+  /** Titles kept in hand at most (conversations whose step was in flight when their title came). */
+  readonly maxInHand?: number;
+};
+
+/** Re-decisions after conflicting appends before the title waits for the next commit. */
+const MAX_CONFLICTS = 20;
+
+const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
+
+/**
+ * The condenser's second duty: a title for each conversation owed one (`TitleProgress`, decided
+ * from the log), written by the model from the first user message, beside the run.
+ *
+ * The model is called at once, whatever the conversation is doing: the call runs beside the step.
+ * Its commit (`titleOrFail`) is appended only where no step can be in flight: a step's append
+ * expects the tail it read, so a commit landing under a step's model call would discard that step
+ * and make it call the model again. While a step is due, the title is kept in hand and the commit
+ * that ends the step (delivered here as every commit is) appends it. On a conflict the decision is
+ * made again from the log: a title set meanwhile wins and the one in hand is dropped; the model is
+ * never called again for a title in hand. A process that dies holding one leaves the title owed,
+ * and the next commit decides again.
+ */
+export class TitleDuty {
+  readonly #titles = new IncrementalFold(
+    () => new TitleProgress(),
+    (progress, events) => progress.append(events),
+  );
+  readonly #inHand = new Map<string, TitleResult>();
+
+  constructor(private readonly deps: TitleDutyDependencies) {}
+
+  /** Where the conversation's title stands (for the CondensationWatch). */
+  watched(events: readonly Event[]): WatchedTitle {
+    return this.#titles.of(events).work().kind;
+  }
+
+  /** Generates (or takes in hand) the title a delivered conversation is owed, and appends it where it may. */
+  async handle(delivery: Delivery, { ref, conversation }: Delivered): Promise<HandleOutcome> {
+    const work = this.#titles.of(conversation.events).work();
+    if (work.kind !== 'owed') {
+      this.#inHand.delete(key(ref));
+      return { ack: true, outcome: 'nothing_to_do' };
+    }
+    let result = this.#inHand.get(key(ref));
+    let current = conversation;
+    if (!result) {
+      if (!(await isStillTail(delivery, ref, this.deps.log, this.deps.cache.tails))) return NOT_TAIL;
+      result = await titleOrFail(work.message, this.deps.llm(), { ...ref, source: 'system' }, delivery.signal);
+      // the step went on meanwhile: decide at the tail as it is now
+      current = await this.deps.cache.load(ref);
+    }
+    for (let conflicts = 0; ; conflicts += 1) {
+      if (this.#titles.of(current.events).work().kind !== 'owed') {
+        // set meanwhile (theirs wins), or answered by another condenser
+        this.#inHand.delete(key(ref));
+        return { ack: true, outcome: 'title_not_owed' };
+      }
+      if (this.deps.stepDue(current.events) || conflicts >= MAX_CONFLICTS) {
+        setRecent(this.#inHand, key(ref), result, this.deps.maxInHand ?? 10_000);
+        return { ack: true, outcome: 'title_held' };
+      }
+      try {
+        const { tail } = current;
+        const commit = await this.deps.log.append(ref, withPositionalIds(result.drafts, tail.lastSeq + 1), { expected: tail });
+        this.deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+        this.#inHand.delete(key(ref));
+        return { ack: true, outcome: result.title === undefined ? 'title_failed' : 'titled' };
+      } catch (error) {
+        if (!isConflict(error)) {
+          // the commit is redelivered: the title it brings back is the one in hand
+          setRecent(this.#inHand, key(ref), result, this.deps.maxInHand ?? 10_000);
+          throw error;
+        }
+        current = await this.deps.cache.load(ref);
+      }
+    }
+  }
+}
