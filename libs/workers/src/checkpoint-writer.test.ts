@@ -7,10 +7,10 @@ import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { buildView, manipulationIndices, toChatMessages, ViewBuilder } from '@flotilla/view';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CheckpointWriter, type CheckpointOutcome } from './checkpoint-writer.js';
 import { createStepHandler } from './step-handler.js';
+import { storedDelivery } from './test-support/stored-delivery.js';
 
 let server: NatsTestServer;
 let nc: NatsConnection;
@@ -146,20 +146,6 @@ describe('view checkpoint writer', () => {
   });
 });
 
-async function delivery(ref: ConversationRef, seq: number): Promise<Delivery> {
-  const stored = await log.jsm.direct.getMessage(log.streamName, { seq });
-  if (!stored) throw new Error(`no message ${seq}`);
-  return {
-    ref,
-    logger: pino({ level: 'silent' }),
-    subject: stored.subject,
-    streamSeq: seq,
-    message: { subject: stored.subject, seq, data: stored.data },
-    likelyTail: true,
-    eventTypes: () => ['execution_started', 'observation'],
-    eventSpan: () => undefined,
-    laterQueued: () => false,
-    deliveryCount: 1,
-    signal: new AbortController().signal,
-  };
+function delivery(ref: ConversationRef, seq: number): Promise<Delivery> {
+  return storedDelivery(log, ref, seq, { eventTypes: ['execution_started', 'observation'] });
 }

@@ -2,12 +2,12 @@ import { parseAgentConfig } from '@flotilla/agent';
 import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
 import { LlmError, ScriptedLanguageModel, type ScriptedReply } from '@flotilla/llm';
 import { EventLog, type ConversationRef, type Tail } from '@flotilla/log';
-import { ConversationCache, InterruptRegistry, type Delivery } from '@flotilla/runtime';
+import { ConversationCache, InterruptRegistry } from '@flotilla/runtime';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { connect } from '@nats-io/transport-node';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createCondenseHandler } from './condense-handler.js';
+import { storedDelivery } from './test-support/stored-delivery.js';
 
 /** A log on a real nats-server, a condense handler on it, and a way to deliver its commits. */
 async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<ScriptedReply>), settings: Record<string, unknown> = {}) {
@@ -37,21 +37,7 @@ async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<Sc
     answer: (text: string) => draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text }] }),
     /** Delivers the commit at `streamSeq` as the consumer would (the log's last commit). */
     async deliver(streamSeq: number) {
-      const stored = await log.jsm.direct.getMessage(log.streamName, { seq: streamSeq });
-      if (!stored) throw new Error(`no message ${streamSeq}`);
-      const delivery: Delivery = {
-        ref,
-        logger: pino({ level: 'silent' }),
-        subject: stored.subject,
-        streamSeq,
-        message: { subject: stored.subject, seq: streamSeq, data: stored.data },
-        likelyTail: true,
-        eventTypes: () => (stored.header?.get('Flotilla-Event-Types') ?? '').split(',').filter(Boolean),
-        eventSpan: () => undefined,
-        laterQueued: () => false,
-        deliveryCount: 1,
-        signal: new AbortController().signal,
-      };
+      const delivery = await storedDelivery(log, ref, streamSeq);
       return handle(delivery);
     },
     async events(): Promise<Event[]> {

@@ -4,9 +4,9 @@ import type { Delivery } from '@flotilla/runtime';
 import { SnapshotStore } from '@flotilla/state';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { connect } from '@nats-io/transport-node';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createProjectHandler } from './project-handler.js';
+import { storedDelivery } from './test-support/stored-delivery.js';
 
 describe('project handler', () => {
   it("writes a step's commits once: the newest waits for a successor, which then writes both", async () => {
@@ -24,23 +24,7 @@ describe('project handler', () => {
         return commit.streamSeq;
       };
       let controller = new AbortController();
-      const deliver = async (seq: number, laterQueued: () => boolean): Promise<Delivery> => {
-        const stored = await log.jsm.direct.getMessage(log.streamName, { seq });
-        if (!stored) throw new Error(`no message ${seq}`);
-        return {
-          ref,
-          logger: pino({ level: 'silent' }),
-          subject: stored.subject,
-          streamSeq: seq,
-          message: { subject: stored.subject, seq, data: stored.data },
-          likelyTail: !laterQueued(),
-          eventTypes: () => ['message'],
-          eventSpan: () => undefined,
-          laterQueued,
-          deliveryCount: 1,
-          signal: controller.signal,
-        };
-      };
+      const deliver = (seq: number, laterQueued: () => boolean): Promise<Delivery> => storedDelivery(log, ref, seq, { laterQueued, eventTypes: ['message'], signal: controller.signal });
       const handle = createProjectHandler(log, store, { settleMs: 100 });
 
       const first = await append('first');

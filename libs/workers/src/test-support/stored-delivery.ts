@@ -1,0 +1,33 @@
+import { CommitHeader } from '@flotilla/events';
+import type { ConversationRef, EventLog } from '@flotilla/log';
+import type { Delivery } from '@flotilla/runtime';
+import { pino } from 'pino';
+
+export type StoredDeliveryOptions = {
+  /** Default: no later commit of the conversation waits behind this one. */
+  readonly laterQueued?: () => boolean;
+  /** Default: the commit's own Flotilla-Event-Types header. */
+  readonly eventTypes?: readonly string[];
+  readonly signal?: AbortSignal;
+};
+
+/** The commit stored at `seq`, delivered as the group's consumer delivers it (first delivery). */
+export async function storedDelivery(log: EventLog, ref: ConversationRef, seq: number, options: StoredDeliveryOptions = {}): Promise<Delivery> {
+  const stored = await log.jsm.direct.getMessage(log.streamName, { seq });
+  if (!stored) throw new Error(`no message ${seq}`);
+  const laterQueued = options.laterQueued ?? (() => false);
+  const eventTypes = options.eventTypes ?? (stored.header?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean);
+  return {
+    ref,
+    logger: pino({ level: 'silent' }),
+    subject: stored.subject,
+    streamSeq: seq,
+    message: { subject: stored.subject, seq, data: stored.data },
+    likelyTail: !laterQueued(),
+    eventTypes: () => [...eventTypes],
+    eventSpan: () => undefined,
+    laterQueued,
+    deliveryCount: 1,
+    signal: options.signal ?? new AbortController().signal,
+  };
+}
