@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,32 +5,16 @@ import { fileURLToPath } from 'node:url';
 import type { Event } from '@flotilla/events';
 import { describe, expect, it } from 'vitest';
 import { taskMessage } from '../support/brain-server.js';
+import { runToExit, type Exited } from '../support/run-to-exit.js';
 import { startTestSystem } from '../support/system.js';
 
 const FLOTILLA = fileURLToPath(new URL('../../services/cli/bin/flotilla', import.meta.url));
 
-type Run = { readonly code: number | null; readonly stdout: string; readonly stderr: string };
-
 /** Runs the real `flotilla` executable (stdout a pipe, so never a TTY) and collects its output. */
-function flotilla(args: readonly string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<Run> {
+function flotilla(args: readonly string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<Exited> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['FLOTILLA_URL', 'FLOTILLA_API_KEY', 'NO_COLOR']) delete env[name];
-  return new Promise((resolve, reject) => {
-    const child = spawn(FLOTILLA, [...args], { env: { ...env, ...options.env }, cwd: options.cwd ?? tmpdir(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`flotilla ${args.join(' ')} did not exit in ${options.timeoutMs ?? 60_000} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, options.timeoutMs ?? 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return runToExit(FLOTILLA, args, { env: { ...env, ...options.env }, cwd: options.cwd ?? tmpdir(), timeoutMs: options.timeoutMs ?? 60_000 });
 }
 
 describe('the flotilla CLI against a real gateway', () => {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,27 +6,13 @@ import { connect } from '@nats-io/transport-node';
 import { launch } from '@flotilla/launcher';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runToExit, type Exited } from '../support/run-to-exit.js';
 
 const LAUNCHER = fileURLToPath(new URL('../../services/launcher/src/main.ts', import.meta.url));
 
 /** Runs `npm start`'s command with this environment until it exits. */
-function runLauncher(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
-  const started = Date.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', LAUNCHER], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the launcher did not exit in ${timeoutMs} ms\n${stdout}\n${stderr}`));
-    }, timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, ms: Date.now() - started });
-    });
-  });
+function runLauncher(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Exited> {
+  return runToExit(process.execPath, ['--import', 'tsx', LAUNCHER], { env: { ...process.env, ...env }, timeoutMs });
 }
 
 describe('./dev up (the launcher on its embedded nats-server)', () => {
