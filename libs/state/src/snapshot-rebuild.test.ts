@@ -1,4 +1,4 @@
-import { tailOf, type StoredCommit, type Tail } from '@flotilla/log';
+import { tailOf, type ConversationRef, type StoredCommit, type Tail } from '@flotilla/log';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConversationSnapshot } from './conversation-snapshot.js';
@@ -15,21 +15,30 @@ afterAll(async () => {
   await fixture?.[Symbol.asyncDispose]();
 });
 
+/** Appends a generated conversation to the log, commit by commit, telling `onCommit` of each. */
+async function appendScript(ref: ConversationRef, happenings: Parameters<typeof draftsFor>[1], commitSizes: Parameters<typeof splitIntoCommits>[1], onCommit?: (commit: StoredCommit) => Promise<void>): Promise<{ commits: StoredCommit[]; tail: Tail }> {
+  const { log } = fixture;
+  const commits: StoredCommit[] = [];
+  let tail: Tail = await log.tail(ref);
+  for (const drafts of splitIntoCommits(draftsFor(ref, happenings), commitSizes)) {
+    const commit = await log.append(ref, drafts, { expected: tail });
+    tail = tailOf(commit);
+    commits.push(commit);
+    await onCommit?.(commit);
+  }
+  return { commits, tail };
+}
+
 describe('snapshot rebuild (invariant 1: the log is the source of truth)', () => {
   it('an incrementally maintained snapshot equals a rebuild from the log and a pure fold', async () => {
     await fc.assert(
       fc.asyncProperty(conversationScript, async ({ happenings, commitSizes }) => {
         const { log, store } = fixture;
         const ref = newRef();
-        const commits: StoredCommit[] = [];
-        let tail: Tail = await log.tail(ref);
-        for (const drafts of splitIntoCommits(draftsFor(ref, happenings), commitSizes)) {
-          const commit = await log.append(ref, drafts, { expected: tail });
-          tail = tailOf(commit);
-          commits.push(commit);
+        const { commits, tail } = await appendScript(ref, happenings, commitSizes, async (commit) => {
           const advanced = await store.advance(ref, [commit]);
           expect(advanced.applied).toBe(1);
-        }
+        });
         const incremental = await store.get(ref);
         expect(incremental).toBeDefined();
 
@@ -55,13 +64,7 @@ describe('snapshot rebuild (invariant 1: the log is the source of truth)', () =>
       fc.asyncProperty(conversationScript, fc.nat(), async ({ happenings, commitSizes }, cut) => {
         const { log, store } = fixture;
         const ref = newRef();
-        const commits: StoredCommit[] = [];
-        let tail: Tail = await log.tail(ref);
-        for (const drafts of splitIntoCommits(draftsFor(ref, happenings), commitSizes)) {
-          const commit = await log.append(ref, drafts, { expected: tail });
-          tail = tailOf(commit);
-          commits.push(commit);
-        }
+        const { commits } = await appendScript(ref, happenings, commitSizes);
         const stored = cut % (commits.length + 1);
         if (stored > 0) await store.advance(ref, commits.slice(0, stored));
         const current = await store.current(ref, log);
