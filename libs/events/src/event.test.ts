@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { EVENT_TYPES, Event, parseEvent, safeParseEvent } from './event.js';
 import { ProtocolErrorCode } from './errors.js';
+import { CURRENT_PROTOCOL_VERSION } from './version.js';
 import { goldenEvents } from './test-support/fixtures.js';
 
 describe('EVENT_TYPES', () => {
@@ -28,7 +29,7 @@ describe('parseEvent', () => {
   });
 
   it('fails loudly on a future version, saying what to do', () => {
-    expect(() => parseEvent({ ...message, v: 3, some_new_field: true })).toThrowError(/protocol version 3.*Upgrade Flotilla/);
+    expect(() => parseEvent({ ...message, v: CURRENT_PROTOCOL_VERSION + 1, some_new_field: true })).toThrowError(new RegExp(`protocol version ${CURRENT_PROTOCOL_VERSION + 1}.*Upgrade Flotilla`));
   });
 
   it('rejects values that are not objects as foreign messages', () => {

@@ -20,6 +20,7 @@ import {
   PauseEvent,
   StateChangeEvent,
 } from './schemas/control-events.js';
+import { AgentSpecEvent } from './schemas/agent-spec-events.js';
 import { SecretChangedEvent } from './schemas/secret-events.js';
 import { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
 
@@ -42,6 +43,7 @@ export const Event = z.discriminatedUnion('type', [
   HookExecutionEvent,
   LlmUsageEvent,
   SecretChangedEvent,
+  AgentSpecEvent,
 ]);
 export type Event = z.infer<typeof Event>;
 export type EventType = Event['type'];
@@ -65,6 +67,7 @@ export const EVENT_TYPES = [
   'hook_execution',
   'llm_usage',
   'secret_changed',
+  'agent_spec',
 ] as const satisfies readonly EventType[];
 
 /** Compile-time check that EVENT_TYPES lists every member of the union, not just some. */

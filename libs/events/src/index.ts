@@ -1,11 +1,12 @@
-export { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, commitVersionOf, protocolVersionOf } from './version.js';
+export { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, commitVersionOf, protocolVersionOf, versionsSince } from './version.js';
 export type { ProtocolVersion } from './version.js';
 export { ProtocolError, ProtocolErrorCode } from './errors.js';
 export type { ProtocolIssue } from './errors.js';
 export { ConversationId, EventId, TenantId, isSubjectToken, newId } from './ids.js';
 export { ContentPart, ImageContent, Reasoning, TextContent, ThinkingBlock } from './schemas/content.js';
-export { EventSource, ProtocolVersionField, Timestamp } from './schemas/envelope.js';
+export { EventSource, ProtocolVersionField, Timestamp, versionField } from './schemas/envelope.js';
 export { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
+export { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
 export {
   ActionEvent,
   AgentErrorEvent,

@@ -28,6 +28,7 @@ import {
 } from './schemas/conversation-events.js';
 import { EventSource, ProtocolVersionField, Timestamp } from './schemas/envelope.js';
 import { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
+import { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
 import { CURRENT_PROTOCOL_VERSION } from './version.js';
 
 export const JSON_SCHEMA_ID = `urn:flotilla:events:v${CURRENT_PROTOCOL_VERSION}`;
@@ -59,6 +60,8 @@ const NAMED_SCHEMAS = {
   HookExecutionEvent,
   LlmUsageEvent,
   SecretChangedEvent,
+  AgentSpecEvent,
+  AgentSpecDocument,
   ContentPart,
   TextContent,
   ImageContent,
@@ -68,6 +71,7 @@ const NAMED_SCHEMAS = {
   SecurityRisk,
   ConversationStatus,
   SecretName,
+  SpecName,
   EventSource,
   ProtocolVersion: ProtocolVersionField,
   Timestamp,

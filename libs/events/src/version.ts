@@ -4,18 +4,24 @@
  * where it must: a build that reads only v1 keeps reading every conversation that never used a
  * v2 event type, and fails loudly (never misreads) on the others.
  */
-export const CURRENT_PROTOCOL_VERSION = 2 as const;
+export const CURRENT_PROTOCOL_VERSION = 3 as const;
 
 /** Versions this build can read. Events of any other version fail loudly. */
-export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1, 2];
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1, 2, 3];
 
-export type ProtocolVersion = 1 | 2;
+export type ProtocolVersion = 1 | 2 | 3;
 
 /**
- * The version that introduced each event type that is not in v1. v2 = v1 + `secret_changed`:
- * every v1 event is also a valid v2 event (with `v: 1` or `v: 2`); a v2-only type needs `v: 2`.
+ * The version that introduced each event type that is not in v1. v2 = v1 + `secret_changed`;
+ * v3 = v2 + `agent_spec`. Every event of a version is also a valid event of each later one (with
+ * any `v` from its type's first version on); a type introduced later needs at least its version.
  */
-const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = { secret_changed: 2 };
+const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = { secret_changed: 2, agent_spec: 3 };
+
+/** The versions an event of a type introduced in `introduced` may carry: from that one to the newest. */
+export function versionsSince(introduced: ProtocolVersion): ProtocolVersion[] {
+  return (SUPPORTED_PROTOCOL_VERSIONS as ProtocolVersion[]).filter((version) => version >= introduced);
+}
 
 /** The oldest protocol version that has this event type: the `v` a writer gives its events. */
 export function protocolVersionOf(type: string): ProtocolVersion {

@@ -1,4 +1,4 @@
-import { CommitHeader, draftEvent, type EventDraft } from '@flotilla/events';
+import { CommitHeader, CURRENT_PROTOCOL_VERSION, draftEvent, type EventDraft } from '@flotilla/events';
 import { headers } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
@@ -232,10 +232,11 @@ describe('EventLog with foreign and corrupt messages', () => {
     const ref = newRef();
     await log.append(ref, [userMessage(ref, 'v1')], { expected: EMPTY_TAIL });
     const future = headers();
-    future.set(CommitHeader.Protocol, '3');
+    const newer = CURRENT_PROTOCOL_VERSION + 1;
+    future.set(CommitHeader.Protocol, String(newer));
     future.set(CommitHeader.FirstSeq, '2');
     future.set(CommitHeader.EventCount, '1');
-    const body = { v: 3, commit: 'f', tenant: ref.tenant, conversation: ref.conversation, first_seq: 2, events: [{ v: 3 }] };
+    const body = { v: newer, commit: 'f', tenant: ref.tenant, conversation: ref.conversation, first_seq: 2, events: [{ v: newer }] };
     await jetstream(nc).publish(log.subject(ref), JSON.stringify(body), { headers: future });
     await expect(log.readEvents(ref)).rejects.toMatchObject({ code: 'unsupported_protocol_version' });
   });

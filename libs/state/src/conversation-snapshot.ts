@@ -5,14 +5,14 @@ import { ConversationStateFields } from './conversation-state.js';
 /**
  * The snapshot format version this build writes. Version 2 added what commands decide from
  * (pending actions, early answers, the open condensation request), the final response's position
- * and the event counts by type and source.
+ * and the event counts by type and source. Version 3 added where the agent spec in force is.
  */
-export const CURRENT_SNAPSHOT_VERSION = 2 as const;
+export const CURRENT_SNAPSHOT_VERSION = 3 as const;
 /**
  * Snapshot versions this build can read; anything newer fails loudly. An older one is outdated:
  * it is rebuilt from the log (the snapshot is derived, so nothing is lost).
  */
-export const SUPPORTED_SNAPSHOT_VERSIONS: readonly number[] = [2];
+export const SUPPORTED_SNAPSHOT_VERSIONS: readonly number[] = [3];
 
 const Count = z.number().int().nonnegative();
 
@@ -57,6 +57,17 @@ export const SnapshotFinalResponse = z.strictObject({
   stream_seq: z.number().int().positive(),
 });
 export type SnapshotFinalResponse = z.infer<typeof SnapshotFinalResponse>;
+
+/** Where the agent spec in force is (its agent_spec event), and what a listing shows of it. */
+export const SnapshotAgentSpec = z.strictObject({
+  seq: z.number().int().positive(),
+  stream_seq: z.number().int().positive(),
+  /** The spec's model (`llm.model`), when it names one. */
+  model: z.string().nullable(),
+  /** The operator's template it was made from, when one was named. */
+  template: z.string().nullable(),
+});
+export type SnapshotAgentSpec = z.infer<typeof SnapshotAgentSpec>;
 
 /** The last conversation_error, until a state change sets the status to running again. */
 export const SnapshotError = z.strictObject({
@@ -109,6 +120,8 @@ export const ConversationSnapshot = z
      * (null when there is none): what GET …/final-response reads, with one direct get.
      */
     final_response: SnapshotFinalResponse.nullable(),
+    /** The agent spec in force: the last agent_spec event (null in a conversation that has none). */
+    agent_spec: SnapshotAgentSpec.nullable(),
   })
   .superRefine((snapshot, context) => {
     const empty = snapshot.last_seq === 0;
@@ -128,6 +141,9 @@ export const ConversationSnapshot = z
     }
     if (snapshot.final_response && (snapshot.final_response.seq > snapshot.last_seq || snapshot.final_response.stream_seq > snapshot.last_stream_seq)) {
       context.addIssue({ code: 'custom', path: ['final_response'], message: 'cannot be past the last event' });
+    }
+    if (snapshot.agent_spec && (snapshot.agent_spec.seq > snapshot.last_seq || snapshot.agent_spec.stream_seq > snapshot.last_stream_seq)) {
+      context.addIssue({ code: 'custom', path: ['agent_spec'], message: 'cannot be past the last event' });
     }
     if (snapshot.commits > snapshot.last_seq) {
       context.addIssue({ code: 'custom', path: ['commits'], message: 'cannot exceed last_seq (every commit holds an event)' });

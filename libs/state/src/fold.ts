@@ -43,6 +43,7 @@ export function initialSnapshot(ref: ConversationRef): ConversationSnapshot {
     },
     last_error: null,
     final_response: null,
+    agent_spec: null,
   };
 }
 
@@ -80,6 +81,7 @@ export function applyCommit(snapshot: ConversationSnapshot, commit: StoredCommit
     usage: { ...snapshot.usage },
     last_error: snapshot.last_error && { ...snapshot.last_error },
     final_response: snapshot.final_response && { ...snapshot.final_response },
+    agent_spec: snapshot.agent_spec && { ...snapshot.agent_spec },
   };
   for (const event of commit.events) applyEvent(next, event, commit.streamSeq);
   return next;
@@ -170,6 +172,12 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
     case 'conversation_error':
       snapshot.last_error = { code: event.code, detail: event.detail, seq: event.seq };
       return;
+    case 'agent_spec': {
+      const llm = event.spec['llm'];
+      const model = typeof llm === 'object' && llm !== null ? (llm as { model?: unknown }).model : undefined;
+      snapshot.agent_spec = { seq: event.seq, stream_seq: streamSeq, model: typeof model === 'string' ? model : null, template: event.template ?? null };
+      return;
+    }
     case 'system_prompt':
     case 'approval':
     case 'execution_started':

@@ -5,6 +5,7 @@ export {
   SnapshotError,
   SnapshotEventCounts,
   SnapshotFinalResponse,
+  SnapshotAgentSpec,
   SnapshotUsage,
   SUPPORTED_SNAPSHOT_VERSIONS,
 } from './conversation-snapshot.js';

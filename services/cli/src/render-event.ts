@@ -90,6 +90,10 @@ function linesOf(event: Event, context: Context): string[] {
     case 'secret_changed':
       // the log never holds a secret's value; neither does anything shown of it
       return [style.dim(`· secret ${event.name} ${event.action === 'set' ? 'set' : 'removed'}`)];
+    case 'agent_spec': {
+      const llm = (event.spec['llm'] ?? {}) as { provider?: unknown; model?: unknown };
+      return [style.dim(`· agent spec: ${String(llm.provider ?? '?')} ${String(llm.model ?? '?')} (${event.reason}${event.template ? `, template ${event.template}` : ''})`)];
+    }
     case 'llm_usage':
       return verbose
         ? [

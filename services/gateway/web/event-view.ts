@@ -57,6 +57,8 @@ function body(event: Event): Child[] {
       return note(event, `Hook ${event.hook}: ${event.decision}`, `${event.command}${event.exit_code === null ? '' : ` (exit ${event.exit_code})`}`);
     case 'secret_changed':
       return note(event, `Secret ${event.name} ${event.action === 'set' ? 'set' : 'removed'}`, null);
+    case 'agent_spec':
+      return note(event, `Agent spec: ${specSummary(event.spec)}`, event.template ? `${event.reason} (template ${event.template})` : event.reason);
     case 'llm_usage':
       return note(
         event,
@@ -212,4 +214,11 @@ export function textOf(parts: readonly ContentPart[]): string {
 
 function plural(amount: number, noun: string): string {
   return `${amount} ${noun}${amount === 1 ? '' : 's'}`;
+}
+
+/** The model and tools of a spec, as one line. */
+function specSummary(spec: Record<string, unknown>): string {
+  const llm = (spec['llm'] ?? {}) as { provider?: unknown; model?: unknown };
+  const tools = Array.isArray(spec['tools']) ? spec['tools'].join(', ') : '';
+  return `${String(llm.provider ?? '?')} ${String(llm.model ?? '?')}${tools ? `; tools ${tools}` : ''}`;
 }

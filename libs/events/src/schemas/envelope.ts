@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConversationId, EventId, TenantId } from '../ids.js';
+import { versionsSince, type ProtocolVersion } from '../version.js';
 
 export const EventSource = z.enum(['user', 'agent', 'environment', 'system', 'hook']);
 export type EventSource = z.infer<typeof EventSource>;
@@ -8,10 +9,17 @@ export type EventSource = z.infer<typeof EventSource>;
 export const Timestamp = z.iso.datetime({ offset: false });
 
 /**
- * The protocol versions an event may carry. Every v1 event type is valid in v2 unchanged, so its
- * events may say either; a type introduced later overrides `v` with its own versions.
+ * The protocol versions an event may carry. Every v1 event type is valid in later versions
+ * unchanged, so its events may say any; a type introduced later overrides `v` with `versionField`.
  */
-export const ProtocolVersionField = z.literal([1, 2]);
+export const ProtocolVersionField = z.literal(versionsSince(1) as [ProtocolVersion, ...ProtocolVersion[]]);
+
+/** The `v` of an event type introduced in `introduced`: that version or a later one, with an error naming the type. */
+export function versionField(type: string, introduced: ProtocolVersion) {
+  return z.literal(versionsSince(introduced) as [ProtocolVersion, ...ProtocolVersion[]], {
+    error: `${type} exists from protocol version ${introduced} on: v must be at least ${introduced}`,
+  });
+}
 
 /**
  * Fields every event carries. `seq` is the event's position in its conversation

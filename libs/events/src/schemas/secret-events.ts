@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { envelope } from './envelope.js';
+import { envelope, versionField } from './envelope.js';
 
 /**
  * A secret's name as the log records it: an environment-variable name (the sandbox gets the
@@ -17,7 +17,7 @@ export type SecretName = z.infer<typeof SecretName>;
  */
 export const SecretChangedEvent = z.strictObject({
   ...envelope,
-  v: z.literal(2, { error: 'secret_changed exists from protocol version 2 on: v must be 2' }),
+  v: versionField('secret_changed', 2),
   type: z.literal('secret_changed'),
   name: SecretName,
   action: z.enum(['set', 'removed']),

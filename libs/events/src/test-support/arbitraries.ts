@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { Event, EventOfType, EventType } from '../event.js';
 import type { ContentPart, ImageContent, Reasoning, TextContent, ThinkingBlock } from '../schemas/content.js';
 import type { ToolSpec } from '../schemas/conversation-events.js';
-import { protocolVersionOf, SUPPORTED_PROTOCOL_VERSIONS } from '../version.js';
+import { protocolVersionOf, versionsSince } from '../version.js';
 
 /** Random valid events, one arbitrary per type, for property tests. */
 
@@ -183,10 +183,18 @@ const payloads: { [T in EventType]: fc.Arbitrary<Payload<T>> } = {
     { noNullPrototype: true, requiredKeys: ['model', 'purpose', 'prompt_tokens', 'completion_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'latency_ms', 'cost_usd'] },
   ),
   secret_changed: fc.record({ name: fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,127}$/), action: fc.constantFrom('set', 'removed' as const) }, { noNullPrototype: true }),
+  agent_spec: fc.record(
+    {
+      spec: fc.record({ version: fc.integer({ min: 1, max: 9 }), tools: fc.array(fc.constantFrom('terminal', 'think', 'finish'), { maxLength: 3 }) }, { noNullPrototype: true }),
+      reason: fc.string({ minLength: 1, maxLength: 40 }),
+      template: fc.stringMatching(/^[a-z0-9][a-z0-9_.-]{0,20}$/),
+    },
+    { noNullPrototype: true, requiredKeys: ['spec', 'reason'] },
+  ),
 };
 
 /** Every version an event of this type may carry: from the one that introduced it to the newest. */
-const versionsOf = (type: EventType) => fc.constantFrom(...(SUPPORTED_PROTOCOL_VERSIONS.filter((version) => version >= protocolVersionOf(type)) as (1 | 2)[]));
+const versionsOf = (type: EventType) => fc.constantFrom(...versionsSince(protocolVersionOf(type)));
 
 const envelope = fc.record(
   {
