@@ -115,7 +115,7 @@ describe('titles generated from the first message (through the services)', () =>
     const off = await create(system, 'titles-off', { steps: 1 });
     await system.waitForStatus([off], REST, 60_000);
     // the condenser was delivered the conversation's commits: only its title duty is off
-    await expect.poll(async () => (await condenserOutcomes(system)).get('nothing_to_condense') ?? 0, { timeout: 30_000, interval: 200 }).toBeGreaterThanOrEqual(3);
+    await expect.poll(async () => (await condenserOutcomes(system)).get('nothing_to_do') ?? 0, { timeout: 30_000, interval: 200 }).toBeGreaterThanOrEqual(3);
     expect(titleCalls(system)).toEqual([]);
     expect(titleChanges(await system.events(off))).toEqual([]);
     expect((await conversation(system, off)).title).toBeNull();

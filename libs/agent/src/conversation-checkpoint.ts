@@ -1,8 +1,9 @@
-import { ConversationStatus, EventId, isValidEvent, type ActionEvent, type Event, type SystemPromptEvent } from '@flotilla/events';
+import { ConversationStatus, EventId, isValidEvent, type ActionEvent, type AgentSpecEvent, type Event, type SystemPromptEvent } from '@flotilla/events';
 import { isLlmEvent, ViewBuilder, type LlmEvent, type ViewCheckpoint } from '@flotilla/view';
 import { z } from 'zod';
 import { ConversationProgress, type ProgressCheckpoint } from './progress.js';
 import { RunStateFold, type RunStateCheckpoint } from './run-state.js';
+import { SpecFold } from './spec-fold.js';
 import { stuckLookback } from './stuck-detector.js';
 
 /**
@@ -15,6 +16,8 @@ export type ConversationCheckpoint = {
   readonly view: ViewCheckpoint;
   readonly progress: ProgressCheckpoint;
   readonly run: RunStateCheckpoint;
+  /** The agent spec in force (its event), if the log had one. */
+  readonly spec?: AgentSpecEvent;
   /** Stuck detection with thresholds of up to this many steps reads nothing before the events read with the checkpoint. */
   readonly stuck_steps: number;
 };
@@ -27,7 +30,7 @@ export type ConversationCheckpoint = {
 export const CHECKPOINT_STUCK_STEPS = 12;
 
 /** The folds a step keeps of a conversation, resumed from a checkpoint or started empty. */
-export type StepFolds = { readonly view: ViewBuilder; readonly progress: ConversationProgress; readonly run: RunStateFold };
+export type StepFolds = { readonly view: ViewBuilder; readonly progress: ConversationProgress; readonly run: RunStateFold; readonly spec: SpecFold };
 
 /**
  * Folds that go on from `checkpoint` (empty ones without), for a caller whose events array holds
@@ -35,8 +38,13 @@ export type StepFolds = { readonly view: ViewBuilder; readonly progress: Convers
  * backward looks read).
  */
 export function resumeFolds(checkpoint: ConversationCheckpoint | undefined, before = 0): StepFolds {
-  if (checkpoint === undefined) return { view: new ViewBuilder(), progress: new ConversationProgress(), run: new RunStateFold() };
-  return { view: ViewBuilder.resume(checkpoint.view), progress: ConversationProgress.resume(checkpoint.progress), run: RunStateFold.resume(checkpoint.run, before) };
+  if (checkpoint === undefined) return { view: new ViewBuilder(), progress: new ConversationProgress(), run: new RunStateFold(), spec: new SpecFold() };
+  return {
+    view: ViewBuilder.resume(checkpoint.view),
+    progress: ConversationProgress.resume(checkpoint.progress),
+    run: RunStateFold.resume(checkpoint.run, before),
+    spec: SpecFold.resume(checkpoint.spec),
+  };
 }
 
 /**
@@ -50,11 +58,13 @@ export function foldLoaded(loaded: { readonly start?: { readonly state: Conversa
   folds.view.append(events);
   folds.progress.append(events);
   folds.run.append(events);
+  folds.spec.append(events);
   return folds;
 }
 
 export function checkpointFolds(folds: StepFolds): ConversationCheckpoint {
-  return { view: folds.view.checkpoint(), progress: folds.progress.checkpoint(), run: folds.run.checkpoint(), stuck_steps: CHECKPOINT_STUCK_STEPS };
+  const spec = folds.spec.event();
+  return { view: folds.view.checkpoint(), progress: folds.progress.checkpoint(), run: folds.run.checkpoint(), ...(spec ? { spec } : {}), stuck_steps: CHECKPOINT_STUCK_STEPS };
 }
 
 /**
@@ -69,6 +79,7 @@ export function stepLookback(events: readonly Event[], runStart: number): number
 
 const LlmEventValue = z.custom<LlmEvent>((value) => isValidEvent(value) && isLlmEvent(value), 'not a valid event the LLM reads');
 const ActionValue = z.custom<ActionEvent>((value) => isValidEvent(value) && value.type === 'action', 'not a valid action');
+const AgentSpecValue = z.custom<AgentSpecEvent>((value) => isValidEvent(value) && value.type === 'agent_spec', 'not a valid agent_spec event');
 const SystemPromptValue = z.custom<SystemPromptEvent>((value) => isValidEvent(value) && value.type === 'system_prompt', 'not a valid system prompt');
 const Count = z.number().int().nonnegative();
 const Ids = z.array(z.string());
@@ -111,6 +122,7 @@ const ConversationCheckpointSchema = z.strictObject({
   view: ViewCheckpointSchema,
   progress: ProgressCheckpointSchema,
   run: RunStateCheckpointSchema,
+  spec: AgentSpecValue.optional(),
   stuck_steps: Count,
 });
 

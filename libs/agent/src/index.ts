@@ -1,5 +1,10 @@
 export { AgentConfig, ConfirmationPolicy, parseAgentConfig } from './agent-config.js';
 export type { AgentConfigInput } from './agent-config.js';
+export { AGENT_SPEC_VERSION, AgentSpec, agentConfigOf, describeIssues, fieldIssues, readAgentSpec, SpecModel, unreadableSpecDrafts } from './agent-spec.js';
+export type { AgentSpecInput, SpecRead } from './agent-spec.js';
+export { lastSpecEvent, SpecFold } from './spec-fold.js';
+export { AgentCatalog, AgentCatalogSettings, DEFAULT_PROFILE, OperatorLimits, SpecPatch, SpecRefused } from './spec-catalog.js';
+export type { ProfileSummary, ResolvedSpec, SpecIssue, SpecRequest } from './spec-catalog.js';
 export { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
 export { DEFAULT_STUCK_THRESHOLDS, StuckReason, detectStuck, stuckStepsNeeded } from './stuck-detector.js';
 export type { StuckThresholds } from './stuck-detector.js';

@@ -28,6 +28,8 @@ export const ERROR_CODES = [
   'too_many_subscribers',
   'unavailable',
   'secrets_not_configured',
+  /** An agent spec outside what the operator allows (a model, a tool, a limit): the issues name the fields. */
+  'spec_not_allowed',
   'internal',
 ] as const;
 export const ErrorCode = z.enum(ERROR_CODES);

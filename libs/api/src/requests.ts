@@ -1,9 +1,12 @@
-import { ConversationId, ConversationStatus, EventSource, EVENT_TYPES, TenantId, Timestamp } from '@flotilla/events';
+import { ConversationId, ConversationStatus, EventSource, EVENT_TYPES, SpecName, TenantId, Timestamp } from '@flotilla/events';
 import { z } from 'zod';
 import { Tags, Title } from './resources.js';
 
 export const MAX_MESSAGE_CHARS = 100_000;
 export const MessageText = z.string().min(1).max(MAX_MESSAGE_CHARS);
+
+/** Agent spec fields as a request gives them: what they may hold is the agent spec's (checked where the spec is made). */
+export const SpecFields = z.record(z.string(), z.unknown());
 
 export const CreateConversationBody = z.strictObject({
   /** Client-given id: creating it again returns the existing conversation (200, not 201). */
@@ -14,6 +17,14 @@ export const CreateConversationBody = z.strictObject({
   message: MessageText.optional(),
   /** Start the run right away (needs `message`). */
   run: z.boolean().optional(),
+  /** An operator-defined template to start from (GET /v1/server-info lists them); default the deployment's spec. */
+  template: SpecName.optional(),
+  /**
+   * Agent spec fields over the template's (or the default's): each top-level field given replaces
+   * the whole of it, e.g. `{ "llm": { "profile": "fast" }, "tools": ["terminal", "finish"] }`.
+   * Checked against the agent spec's schema and the operator's limits (400 / 403 naming the field).
+   */
+  spec: SpecFields.optional(),
 });
 export type CreateConversationBody = z.infer<typeof CreateConversationBody>;
 
@@ -21,6 +32,15 @@ export const UpdateConversationBody = z
   .strictObject({ title: Title.optional(), tags: Tags.optional() })
   .refine((body) => body.title !== undefined || body.tags !== undefined, { message: 'give title or tags', path: ['title'] });
 export type UpdateConversationBody = z.infer<typeof UpdateConversationBody>;
+
+/**
+ * A new spec for a conversation, applying from its next step: `template` starts over from a
+ * template, `spec` fields replace the current spec's (or the template's). At least one.
+ */
+export const UpdateSpecBody = z
+  .strictObject({ template: SpecName.optional(), spec: SpecFields.optional(), reason: z.string().min(1).max(500).optional() })
+  .refine((body) => body.template !== undefined || body.spec !== undefined, { message: 'give template or spec', path: ['spec'] });
+export type UpdateSpecBody = z.infer<typeof UpdateSpecBody>;
 
 export const SendMessageBody = z.strictObject({ text: MessageText, run: z.boolean().optional() });
 export type SendMessageBody = z.infer<typeof SendMessageBody>;

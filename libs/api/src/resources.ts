@@ -37,8 +37,20 @@ export const Conversation = z.strictObject({
     cost_usd: z.number().nonnegative(),
   }),
   last_error: z.strictObject({ code: z.string(), detail: z.string(), seq: z.number().int().positive() }).nullable(),
+  /** The agent spec in force (GET …/spec has all of it); null for a conversation created before specs were logged. */
+  agent: z.strictObject({ model: z.string().nullable(), template: z.string().nullable(), spec_seq: z.number().int().positive() }).nullable(),
 });
 export type Conversation = z.infer<typeof Conversation>;
+
+/** A conversation's agent spec in force: the whole spec its steps follow, and the event that set it. */
+export const ConversationSpec = z.strictObject({
+  spec: z.record(z.string(), z.unknown()),
+  /** seq of its agent_spec event; null when the conversation has none (the deployment's default applies). */
+  seq: z.number().int().positive().nullable(),
+  template: z.string().nullable(),
+  reason: z.string().nullable(),
+});
+export type ConversationSpec = z.infer<typeof ConversationSpec>;
 
 export const ConversationPage = z.strictObject({
   items: z.array(Conversation),
@@ -91,7 +103,15 @@ export const ServerInfo = z.strictObject({
   api_version: z.literal('v1'),
   instance: z.string(),
   tenant: z.string(),
+  /** The tools a spec may offer here. */
   tools: z.array(z.strictObject({ name: z.string(), description: z.string() })),
+  /** The operator's agents: templates to create from, model profiles a spec may name (never their keys), and whether a spec may bring its own model. */
+  agents: z.strictObject({
+    templates: z.array(z.strictObject({ name: z.string(), model: z.string(), tools: z.array(z.string()) })),
+    profiles: z.array(z.strictObject({ name: z.string(), provider: z.string(), model: z.string() })),
+    custom_models: z.union([z.literal(false), z.strictObject({ providers: z.array(z.string()).nullable(), base_urls: z.array(z.string()) })]),
+    default: z.strictObject({ model: z.string(), tools: z.array(z.string()) }),
+  }),
   capabilities: z.strictObject({
     websocket: z.boolean(),
     token_streaming: z.boolean(),

@@ -7,9 +7,10 @@ import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBusSettings } from './bus-settings.js';
-import { connectionOptions } from './connection-options.js';
-import { bucketStream, Buckets, DEFAULT_STREAM_NAME, PURGE_SUBJECT } from './layout.js';
-import { SERVICES, type Identity } from './permissions.js';
+import { connectionOptions, inboxPrefix } from './connection-options.js';
+import { requestAnswer } from './answered-request.js';
+import { bucketStream, Buckets, DEFAULT_STREAM_NAME, PURGE_SUBJECT, RunnerSubjects } from './layout.js';
+import { permissionsFor, SERVICES, type Identity } from './permissions.js';
 import { authorizationConfig, ensureUsers, userEnvironment, type GeneratedUser } from './server-authorization.js';
 
 // The permission matrix against a real nats-server configured from it: what each credential's
@@ -88,10 +89,12 @@ describe('the server configured from the matrix', () => {
     expect(await attempt(() => names.put('acme.defaults.NEW', '{}').then(() => names.get('acme.defaults.NEW')))).toBe('allowed');
   });
 
-  it('lets only the tool runner read secrets', async () => {
-    const reader = await new Kvm(await as('tool-runner')).open(Buckets.secrets);
-    expect((await reader.get('acme.defaults.TOKEN'))?.string()).toBe('ciphertext');
-    for (const service of ['step-worker', 'condenser', 'projector'] as const) {
+  it('lets the tool runner (for sandboxes) and the model callers (for model keys) read secrets, no one else', async () => {
+    for (const service of ['tool-runner', 'step-worker', 'condenser'] as const) {
+      const reader = await new Kvm(await as(service)).open(Buckets.secrets);
+      expect((await reader.get('acme.defaults.TOKEN'))?.string(), service).toBe('ciphertext');
+    }
+    for (const service of ['projector'] as const) {
       const kv = await new Kvm(await as(service)).open(Buckets.secrets);
       expect(await attempt(() => kv.get('acme.defaults.TOKEN')), service).toBe('refused');
     }
@@ -117,6 +120,29 @@ describe('the server configured from the matrix', () => {
     // the gateway may ask for it, nobody else
     const gateway = await as('gateway');
     expect(await attempt(() => gateway.flush().then(() => gateway.publish(PURGE_SUBJECT, '')))).toBe('allowed');
+  });
+
+  it('lets the tool runner and the projector answer the gateway’s requests in its answers branch and nowhere else in its inbox; no user has response permissions', async () => {
+    const gateway = await as('gateway');
+    for (const [service, subject] of [
+      ['tool-runner', RunnerSubjects.deleteAny],
+      ['projector', PURGE_SUBJECT],
+    ] as const) {
+      const nc = await as(service);
+      nc.subscribe(subject, { max: 1, callback: (_error, message) => message.respond('done') });
+      await nc.flush();
+      expect((await requestAnswer(gateway, subject, undefined, { timeout: 5_000 })).string(), service).toBe('done');
+      // elsewhere in the gateway's inbox (its JetStream API replies arrive there) nothing gets through
+      const forged: string[] = [];
+      gateway.subscribe(`${inboxPrefix('gateway')}.forged`, { callback: (_error, message) => forged.push(message.string()) });
+      await gateway.flush();
+      nc.publish(`${inboxPrefix('gateway')}.forged`, 'forged');
+      await nc.flush();
+      await gateway.flush();
+      expect(forged, service).toEqual([]);
+    }
+    // response permissions make every JetStream delivery walk the user's recent ones on nats-server 2.9 (requestAnswer)
+    for (const identity of [...SERVICES, 'admin', 'tap', { tenantTap: 'acme' }] as const) expect(permissionsFor(identity)).not.toHaveProperty('allow_responses');
   });
 
   it('refuses API-key and ownership writes to services that do not own them', async () => {

@@ -1,4 +1,4 @@
-import { inboxPrefix } from './connection-options.js';
+import { answersPrefix, inboxPrefix } from './connection-options.js';
 import { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
@@ -14,12 +14,15 @@ export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-run
  */
 export type Identity = ServiceName | 'admin' | 'tap' | { readonly tenantTap: string };
 
-/** nats-server's permissions block of one user. */
+/**
+ * nats-server's permissions block of one user. No user has response permissions
+ * (`allow_responses`): on nats-server 2.9 they make every JetStream delivery to the user cost a
+ * walk of its recent deliveries (see requestAnswer); the services that answer requests publish
+ * to the asker's answers branch instead.
+ */
 export type Permissions = {
   readonly publish: { readonly allow: readonly string[]; readonly deny?: readonly string[] };
   readonly subscribe: { readonly allow: readonly string[]; readonly deny?: readonly string[] };
-  /** May answer requests it receives (publish to their reply subjects, once each). */
-  readonly allow_responses?: boolean;
 };
 
 /** The user name of an identity (also its inbox prefix's last token). */
@@ -81,13 +84,17 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['runners', 'read'],
     ['workspaces', 'read'],
   ],
-  'step-worker': [['viewCheckpoints', 'read']],
+  // model keys given as secrets: the services that call a conversation's model read them
+  'step-worker': [
+    ['viewCheckpoints', 'read'],
+    ['secrets', 'read'],
+  ],
   'tool-runner': [
     ['runners', 'read-write'],
     ['workspaces', 'read-write'],
     ['secrets', 'read'],
   ],
-  condenser: [],
+  condenser: [['secrets', 'read']],
   projector: [
     ['snapshots', 'read-write'],
     ['viewCheckpoints', 'read-write'],
@@ -133,7 +140,8 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   const publish = [`${API}.INFO`, ...createStream(stream), ...readStream(stream), inbox];
   // every service process follows interrupts (runService), even those with nothing to cancel
   const subscribe = [inbox, interrupts];
-  let allowResponses = false;
+  // answers to the gateway's deletion requests go to its answers branch, nowhere else in its inbox
+  const gatewayAnswers = `${answersPrefix('gateway')}.>`;
   if (CONSUMER_GROUPS.includes(service)) publish.push(...groupSubjects(stream, service));
   if (service !== 'projector') publish.push(events);
   switch (service) {
@@ -145,18 +153,16 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       publish.push(deltas);
       break;
     case 'tool-runner':
-      publish.push(RunnerSubjects.wake('*'));
+      publish.push(RunnerSubjects.wake('*'), gatewayAnswers);
       subscribe.push(RunnerSubjects.wake('*'), RunnerSubjects.delete('*'), RunnerSubjects.deleteAny);
-      allowResponses = true;
       break;
     case 'condenser':
       break;
     case 'projector':
       // the one purge a service may do: a conversation's subject, when the gateway deletes it
       // (nats-server cannot confine a purge to a subject; this right sits with the least exposed service)
-      publish.push(`${API}.STREAM.PURGE.${stream}`);
+      publish.push(`${API}.STREAM.PURGE.${stream}`, gatewayAnswers);
       subscribe.push(PURGE_SUBJECT);
-      allowResponses = true;
       break;
   }
   const deny = otherGroups(stream, service);
@@ -168,7 +174,6 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   return {
     publish: { allow: unique(publish), deny: unique(deny) },
     subscribe: { allow: unique(subscribe) },
-    ...(allowResponses ? { allow_responses: true } : {}),
   };
 }
 

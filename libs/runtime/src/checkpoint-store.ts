@@ -14,9 +14,10 @@ export const DEFAULT_CHECKPOINT_BUCKET = Buckets.viewCheckpoints;
  * The record format this build writes, its state's shape included; a record of another version
  * is not read (it is rebuilt). 2: the record is gzipped JSON (a view's JSON is repetitive: a
  * 4 MiB view is stored in about a tenth of that, so much longer views fit a KV value), and what a
- * conversation owes carries whether the agent's finish call came back. 1 was plain JSON.
+ * conversation owes carries whether the agent's finish call came back. 3: the state carries the
+ * agent spec in force. 1 was plain JSON.
  */
-export const CHECKPOINT_FORMAT_VERSION = 2;
+export const CHECKPOINT_FORMAT_VERSION = 3;
 
 /** The most a stored record may inflate to: a value that claims more is refused, not inflated. */
 const MAX_INFLATED_BYTES = 256 * 1024 * 1024;

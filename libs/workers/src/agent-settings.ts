@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { AgentConfig } from '@flotilla/agent';
+import { AgentCatalog, AgentConfig, SpecRefused } from '@flotilla/agent';
 import { builtinToolNames } from '@flotilla/tools';
 
 /**
@@ -8,16 +8,9 @@ import { builtinToolNames } from '@flotilla/tools';
  * FLOTILLA_LLM_BASE_URL (API keys come from the provider's usual variable, e.g. OPENAI_API_KEY).
  */
 export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env): AgentConfig {
-  const file = environment['FLOTILLA_AGENT_FILE'];
-  const inline = environment['FLOTILLA_AGENT'];
-  let raw: unknown;
-  try {
-    if (file) raw = JSON.parse(readFileSync(file, 'utf8'));
-    else if (inline) raw = JSON.parse(inline);
-  } catch (error) {
-    throw new Error(`${file ? `FLOTILLA_AGENT_FILE (${file})` : 'FLOTILLA_AGENT'} is not valid JSON: ${(error as Error).message}`);
-  }
-  const source = file ? `FLOTILLA_AGENT_FILE (${file})` : inline ? 'FLOTILLA_AGENT' : undefined;
+  const given = readJsonSetting(environment, 'FLOTILLA_AGENT');
+  let raw = given?.value;
+  const source = given?.source;
   if (raw === undefined) {
     const baseURL = environment['FLOTILLA_LLM_BASE_URL'];
     raw = {
@@ -59,3 +52,33 @@ const SETTING_VARIABLES: Readonly<Record<string, string>> = {
   'llm.baseURL': 'FLOTILLA_LLM_BASE_URL',
   'llm.apiKeyEnv': 'FLOTILLA_LLM_API_KEY_ENV',
 };
+
+/**
+ * The deployment's catalog of agents: its default spec (the agent settings above, their model as
+ * the `default` profile), and FLOTILLA_AGENT_CATALOG_FILE (a JSON file) or FLOTILLA_AGENT_CATALOG
+ * (inline JSON): model profiles, templates and the limits every conversation's spec keeps. The
+ * gateway makes specs with it; the services that call models read profiles' keys from it.
+ */
+export function loadAgentCatalog(environment: NodeJS.ProcessEnv = process.env): AgentCatalog {
+  const defaults = loadAgentSettings(environment);
+  const given = readJsonSetting(environment, 'FLOTILLA_AGENT_CATALOG');
+  try {
+    return new AgentCatalog(defaults, given?.value ?? {});
+  } catch (error) {
+    if (!(error instanceof SpecRefused)) throw error;
+    throw new Error(`invalid agent catalog: ${error.issues.map((issue) => `${given?.source ?? 'the agent settings'} at ${issue.path}: ${issue.message}`).join('; ')}`);
+  }
+}
+
+/** A JSON setting from `<name>_FILE` (a file) or `<name>` (inline), and which of them it came from. */
+function readJsonSetting(environment: NodeJS.ProcessEnv, name: string): { readonly value: unknown; readonly source: string } | undefined {
+  const file = environment[`${name}_FILE`];
+  const inline = environment[name];
+  if (!file && !inline) return undefined;
+  const source = file ? `${name}_FILE (${file})` : name;
+  try {
+    return { value: JSON.parse(file ? readFileSync(file, 'utf8') : inline!), source };
+  } catch (error) {
+    throw new Error(`${source} is not valid JSON: ${(error as Error).message}`);
+  }
+}

@@ -1,4 +1,4 @@
-import { parseAgentConfig, parseConversationCheckpoint, registryCatalog, resumeFolds, type ConversationCheckpoint } from '@flotilla/agent';
+import { AgentCatalog, parseAgentConfig, parseConversationCheckpoint, resumeFolds, type ConversationCheckpoint } from '@flotilla/agent';
 import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
 import { ScriptedLanguageModel, type GenerateRequest } from '@flotilla/llm';
 import { EMPTY_TAIL, EventLog, type ConversationRef, type Tail } from '@flotilla/log';
@@ -9,6 +9,7 @@ import { buildView, manipulationIndices, toChatMessages, ViewBuilder } from '@fl
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CheckpointWriter, type CheckpointOutcome } from './checkpoint-writer.js';
+import { ConversationAgents } from './conversation-agents.js';
 import { createStepHandler } from './step-handler.js';
 import { storedDelivery } from './test-support/stored-delivery.js';
 
@@ -132,7 +133,8 @@ describe('view checkpoint writer', () => {
     const tools = new ToolRegistry(createBuiltinTools());
     const stepOnce = async (cache: ConversationCache<ConversationCheckpoint>): Promise<{ request: GenerateRequest | undefined; outcome: string }> => {
       const llm = new ScriptedLanguageModel({ replies: [{ toolCalls: [{ id: 'call_next', name: 'think', arguments: '{"thought":"next"}' }] }] });
-      const handle = createStepHandler({ log, cache, agent, llm: () => llm, tools: registryCatalog(tools, agent.tools), interrupts: new InterruptRegistry(), nc, metrics: new ServiceMetrics('test'), streamDeltas: false });
+      const agents = new ConversationAgents({ catalog: new AgentCatalog(agent), registry: tools, createModel: () => llm });
+      const handle = createStepHandler({ log, cache, agents, interrupts: new InterruptRegistry(), nc, metrics: new ServiceMetrics('test'), streamDeltas: false });
       const outcome = await handle(await delivery(ref, tail.streamSeq));
       return { request: llm.requests[0], outcome: outcome.outcome };
     };

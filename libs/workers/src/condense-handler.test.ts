@@ -1,12 +1,14 @@
-import { parseAgentConfig } from '@flotilla/agent';
+import { AgentCatalog, parseAgentConfig } from '@flotilla/agent';
 import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
 import { LlmError, ScriptedLanguageModel, type ScriptedReply } from '@flotilla/llm';
 import { EventLog, type ConversationRef, type Tail } from '@flotilla/log';
 import { ConversationCache, InterruptRegistry } from '@flotilla/runtime';
 import { startNats, uniqueName } from '@flotilla/testing';
+import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import { createCondenseHandler } from './condense-handler.js';
+import { ConversationAgents } from './conversation-agents.js';
 import { storedDelivery } from './test-support/stored-delivery.js';
 
 /** A log on a real nats-server, a condense handler on it, and a way to deliver its commits. */
@@ -17,7 +19,8 @@ async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<Sc
   const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
   const llm = new ScriptedLanguageModel({ replies: Array.isArray(replies) ? replies : (_request, index) => replies(index) });
   const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' }, ...settings });
-  const handle = createCondenseHandler({ log, cache: new ConversationCache(log, 10), agent, llm: () => llm, interrupts: new InterruptRegistry() });
+  const agents = new ConversationAgents({ catalog: new AgentCatalog(agent), registry: new ToolRegistry(createBuiltinTools()), createModel: () => llm });
+  const handle = createCondenseHandler({ log, cache: new ConversationCache(log, 10), agents, interrupts: new InterruptRegistry() });
   const ref: ConversationRef = { tenant: 'acme', conversation: uniqueName('c') };
   let tail: Tail = { streamSeq: 0, lastSeq: 0 };
   const system = { ...ref, source: 'system' as const };
@@ -109,7 +112,7 @@ describe('condense handler: titles', () => {
     expect(await given.deliver(await given.append(given.created('Given'), given.message('Fix it')))).toEqual({ ack: true, outcome: 'nothing_to_do' });
     expect(given.llm.requests).toHaveLength(0);
     await using off = await fixture([{ text: 'Never asked' }], { titles: { generate: false } });
-    expect(await off.deliver(await off.append(off.created(), off.message('Fix it')))).toEqual({ ack: true, outcome: 'nothing_to_condense' });
+    expect(await off.deliver(await off.append(off.created(), off.message('Fix it')))).toEqual({ ack: true, outcome: 'nothing_to_do' });
     expect(off.llm.requests).toHaveLength(0);
   });
 });

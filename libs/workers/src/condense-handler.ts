@@ -1,49 +1,61 @@
-import { condenseOrFail, type AgentConfig } from '@flotilla/agent';
-import { withPositionalIds, type EventDraft } from '@flotilla/events';
-import type { LanguageModel } from '@flotilla/llm';
+import { condenseOrFail, SpecFold, unreadableSpecDrafts } from '@flotilla/agent';
+import { withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
 import { isConflict, type EventLog } from '@flotilla/log';
 import type { CommitHandler, ConversationCache, HandleOutcome, InterruptRegistry } from '@flotilla/runtime';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
 import { CondensationWatch } from './condensation-watch.js';
-import { incrementalProgress } from './incremental-fold.js';
+import type { ConversationAgents } from './conversation-agents.js';
+import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
 import { TitleDuty } from './title-duty.js';
 
-const NOTHING_TO_CONDENSE: HandleOutcome = Object.freeze({ ack: true, outcome: 'nothing_to_condense' });
 const NOTHING_TO_DO: HandleOutcome = Object.freeze({ ack: true, outcome: 'nothing_to_do' });
 
 export type CondenseHandlerDependencies = {
   readonly log: EventLog;
   readonly cache: ConversationCache;
-  readonly agent: AgentConfig;
-  readonly llm: () => LanguageModel;
+  /** Each conversation's agent (its condenser settings, whether it wants titles, its model), from the spec in its log. */
+  readonly agents: ConversationAgents;
   readonly interrupts: InterruptRegistry;
 };
 
 /**
  * The condenser's reaction to a delivered commit: answer an unhandled condensation request at the
- * tail; otherwise, when titles are generated (`agent.titles.generate`), give a conversation owed a
- * title its title (TitleDuty). A condensation comes first: the run waits for it, not for a title.
+ * tail; otherwise, where the conversation's spec asks for titles (`titles.generate`), give a
+ * conversation owed a title its title (TitleDuty). A condensation comes first: the run waits for
+ * it, not for a title.
  */
 export function createCondenseHandler(deps: CondenseHandlerDependencies): CommitHandler {
   const progress = incrementalProgress();
-  const titles = deps.agent.titles.generate
-    ? new TitleDuty({ log: deps.log, cache: deps.cache, llm: deps.llm, stepDue: (events) => progress.of(events).nextWork().kind === 'step' })
-    : undefined;
+  const specs = new IncrementalFold(
+    () => new SpecFold(),
+    (fold, events) => fold.append(events),
+  );
+  const agentOf = (events: readonly Event[]) => deps.agents.of(specs.of(events).event());
+  const titles = new TitleDuty({
+    log: deps.log,
+    cache: deps.cache,
+    agentOf,
+    model: (ref, agent) => deps.agents.model(ref, agent),
+    stepDue: (events) => progress.of(events).nextWork().kind === 'step',
+  });
   // most commits need no history here: the cache is left as it is, and catches up when one does
-  const watch = new CondensationWatch({ titles: titles !== undefined });
+  const watch = new CondensationWatch({ titles: true });
   return async (delivery) => {
-    if (watch.nothingDue(delivery)) return titles ? NOTHING_TO_DO : NOTHING_TO_CONDENSE;
+    if (watch.nothingDue(delivery)) return NOTHING_TO_DO;
     const loaded = await loadDelivered(delivery, deps.log, deps.cache);
     if (isOutcome(loaded)) return loaded;
     const { ref, tail, conversation } = loaded;
     const owed = progress.of(conversation.events);
-    watch.note(ref, tail, owed.condensationRequested, titles?.watched(conversation.events));
-    if (owed.nextWork().kind !== 'condense') return titles ? await titles.handle(delivery, loaded) : NOTHING_TO_CONDENSE;
+    watch.note(ref, tail, owed.condensationRequested, titles.watched(conversation.events));
+    if (owed.nextWork().kind !== 'condense') return await titles.handle(delivery, loaded);
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
+    const lookup = agentOf(conversation.events);
     const tracked = deps.interrupts.track(ref, delivery.signal);
     let drafts: EventDraft[];
     try {
-      drafts = await condenseOrFail(conversation.events, deps.agent, deps.llm(), { ...ref, source: 'agent' }, tracked.signal);
+      drafts = lookup.ok
+        ? await condenseOrFail(conversation.events, lookup.agent.config, await deps.agents.model(ref, lookup.agent), { ...ref, source: 'agent' }, tracked.signal)
+        : unreadableSpecDrafts(ref, lookup.reason);
     } catch (error) {
       // what the summarizer does is answered in the log (condenseOrFail's ladder); what is left is
       // a shutdown, an interrupt, or a failure of this process (the commit is redelivered)

@@ -1,5 +1,4 @@
-import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, step, StepOutcome, stepNeverDueAfter, type AgentConfig, type ConversationCheckpoint, type ToolCatalog } from '@flotilla/agent';
-import type { LanguageModel } from '@flotilla/llm';
+import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, SpecFold, step, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
 import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
 import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
@@ -7,6 +6,7 @@ import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL, type Delivered } from './at-tail.js';
 import type { CondensationWaits } from './condensation-waits.js';
+import type { ConversationAgents } from './conversation-agents.js';
 import { IncrementalFold } from './incremental-fold.js';
 
 const NO_STEP_DUE: HandleOutcome = Object.freeze({ ack: true, outcome: 'no_step_due' });
@@ -15,10 +15,8 @@ export type StepHandlerDependencies = {
   readonly log: EventLog;
   /** With view checkpoints (ConversationCacheOptions.checkpoints), a cold load reads only the log after a conversation's last one. */
   readonly cache: ConversationCache<ConversationCheckpoint>;
-  readonly agent: AgentConfig;
-  /** The model, or a function creating it lazily (so a missing API key fails a step, not the service). */
-  readonly llm: () => LanguageModel;
-  readonly tools: ToolCatalog;
+  /** Each conversation's agent (settings, tools, model), from the spec in its log. */
+  readonly agents: ConversationAgents;
   readonly interrupts: InterruptRegistry;
   readonly nc: NatsConnection;
   readonly metrics: ServiceMetrics;
@@ -42,6 +40,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
   );
   const views = new IncrementalFold((start: Start) => (start ? ViewBuilder.resume(start.state.view) : new ViewBuilder()), (builder, events) => builder.append(events));
   const runStates = new IncrementalFold((start: Start) => (start ? RunStateFold.resume(start.state.run, start.folded) : new RunStateFold()), (fold, events) => fold.append(events));
+  const specs = new IncrementalFold((start: Start) => SpecFold.resume(start?.state.spec), (fold, events) => fold.append(events));
   // renders what each step's view added; it follows the views itself, so events need not reach it
   const renderers = new IncrementalFold(() => new ChatRenderer(messageCharacters), () => undefined);
   return async (delivery) => {
@@ -62,6 +61,9 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     }
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
     if (work.kind === 'finish') return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
+    const lookup = deps.agents.of(specs.of(events, start).event());
+    if (!lookup.ok) return await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error);
+    const { agent } = lookup;
 
     const tracked = deps.interrupts.track(ref, delivery.signal);
     const deltas = deps.streamDeltas === false ? undefined : new DeltaCoalescer((delta) => publishDelta(deps.nc, ref, delta));
@@ -69,9 +71,9 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     let result;
     try {
       result = await step({
-        agent: deps.agent,
-        llm: deps.llm(),
-        tools: deps.tools,
+        agent: agent.config,
+        llm: await deps.agents.model(ref, agent),
+        tools: agent.tools,
         // from a checkpoint, the events begin a little before it: what the step's backward looks read
         events,
         view: () => views.of(events, start).view(),

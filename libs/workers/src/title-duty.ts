@@ -1,6 +1,7 @@
 import { TitleProgress, titleOrFail, type TitleResult } from '@flotilla/agent';
 import { withPositionalIds, type Event } from '@flotilla/events';
 import type { LanguageModel } from '@flotilla/llm';
+import type { AgentLookup, ConversationAgent } from './conversation-agents.js';
 import { isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { setRecent, type ConversationCache, type Delivery, type HandleOutcome } from '@flotilla/runtime';
 import { isStillTail, NOT_TAIL, type Delivered } from './at-tail.js';
@@ -10,7 +11,9 @@ import { IncrementalFold } from './incremental-fold.js';
 export type TitleDutyDependencies = {
   readonly log: EventLog;
   readonly cache: ConversationCache;
-  readonly llm: () => LanguageModel;
+  /** The conversation's agent, from the spec at the end of these events: whether it wants titles, and its model. */
+  readonly agentOf: (events: readonly Event[]) => AgentLookup;
+  readonly model: (ref: ConversationRef, agent: ConversationAgent) => Promise<LanguageModel>;
   /** Is a step due at the end of these events (a step worker may be calling the model on that tail)? */
   readonly stepDue: (events: readonly Event[]) => boolean;
   /** Titles kept in hand at most (conversations whose step was in flight when their title came). */
@@ -44,15 +47,22 @@ export class TitleDuty {
 
   constructor(private readonly deps: TitleDutyDependencies) {}
 
-  /** Where the conversation's title stands (for the CondensationWatch). */
+  /** Where the conversation's title stands (for the CondensationWatch): settled for good where its spec wants none. */
   watched(events: readonly Event[]): WatchedTitle {
-    return this.#titles.of(events).work().kind;
+    return this.#agentWantingTitles(events) ? this.#titles.of(events).work().kind : 'settled';
+  }
+
+  /** The agent, if its spec (readable) asks for titles. */
+  #agentWantingTitles(events: readonly Event[]): ConversationAgent | undefined {
+    const lookup = this.deps.agentOf(events);
+    return lookup.ok && lookup.agent.config.titles.generate ? lookup.agent : undefined;
   }
 
   /** Generates (or takes in hand) the title a delivered conversation is owed, and appends it where it may. */
   async handle(delivery: Delivery, { ref, conversation }: Delivered): Promise<HandleOutcome> {
+    const agent = this.#agentWantingTitles(conversation.events);
     const work = this.#titles.of(conversation.events).work();
-    if (work.kind !== 'owed') {
+    if (!agent || work.kind !== 'owed') {
       this.#inHand.delete(key(ref));
       return { ack: true, outcome: 'nothing_to_do' };
     }
@@ -60,7 +70,7 @@ export class TitleDuty {
     let current = conversation;
     if (!result) {
       if (!(await isStillTail(delivery, ref, this.deps.log, this.deps.cache.tails))) return NOT_TAIL;
-      result = await titleOrFail(work.message, this.deps.llm(), { ...ref, source: 'system' }, delivery.signal);
+      result = await titleOrFail(work.message, await this.deps.model(ref, agent), { ...ref, source: 'system' }, delivery.signal);
       // the step went on meanwhile: decide at the tail as it is now
       current = await this.deps.cache.load(ref);
     }

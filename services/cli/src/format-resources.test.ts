@@ -27,6 +27,12 @@ describe('renderServerInfo', () => {
       instance: 'gw-1',
       tenant: 'acme',
       tools: [{ name: 'terminal', description: 'Run commands.\nMore.' }],
+      agents: {
+        templates: [{ name: 'reviewer', model: 'gpt-big', tools: ['terminal', 'finish'] }],
+        profiles: [{ name: 'default', provider: 'openai-chat', model: 'gpt-small' }, { name: 'big', provider: 'openai-chat', model: 'gpt-big' }],
+        custom_models: false,
+        default: { model: 'gpt-small', tools: ['terminal', 'think', 'finish'] },
+      },
       capabilities: { websocket: true, token_streaming: false, confirmation: true, condensation: false, event_search: true, secrets: true },
       sandbox: { runners: 1, kinds: ['bwrap'], networks: ['none'], unsandboxed_runners: 0 },
       limits: { max_body_bytes: 1024, max_frame_bytes: 512, max_subscribers_per_conversation: 10, max_running: 0, max_running_per_tenant: 5 },
@@ -38,6 +44,10 @@ describe('renderServerInfo', () => {
       'limits:       body 1024 B, frame 512 B, 10 subscribers per conversation, running: no limit (per tenant: 5)',
       'tools:',
       '  terminal  Run commands.',
+      'agent:        gpt-small (default), tools terminal, think, finish',
+      'models:       default (openai-chat gpt-small), big (openai-chat gpt-big)',
+      'templates:',
+      '  reviewer  gpt-big, tools terminal, finish',
     ]);
   });
 });

@@ -48,6 +48,17 @@ export function renderServerInfo(info: ServerInfo): string[] {
       `running: ${limits.max_running === 0 ? 'no limit' : limits.max_running} (per tenant: ${limits.max_running_per_tenant === 0 ? 'no limit' : limits.max_running_per_tenant})`,
     `tools:`,
     ...formatColumns(info.tools.map((tool) => [`  ${tool.name}`, clip(tool.description.split('\n')[0] ?? '', 100)])),
+    ...agentLines(info.agents),
+  ];
+}
+
+/** The operator's agents: the default, the templates, the model profiles, and whether a spec may bring its own model. */
+function agentLines(agents: ServerInfo['agents']): string[] {
+  const custom = agents.custom_models;
+  return [
+    `agent:        ${agents.default.model} (default), tools ${agents.default.tools.join(', ')}`,
+    `models:       ${agents.profiles.map((profile) => `${profile.name} (${profile.provider} ${profile.model})`).join(', ')}${custom === false ? '' : `; own models allowed at ${custom.base_urls.join(', ')}`}`,
+    ...(agents.templates.length === 0 ? [] : ['templates:', ...formatColumns(agents.templates.map((template) => [`  ${template.name}`, `${template.model}, tools ${template.tools.join(', ')}`]))]),
   ];
 }
 

@@ -19,6 +19,7 @@ const conversation = (id: string, overrides: Partial<Conversation> = {}): Conver
   counters: { events: 12, user_messages: 1, agent_messages: 1, actions: 2, observations: 2, agent_errors: 0, rejections: 0, condensations: 0, llm_calls: 3 },
   usage: { prompt_tokens: 300, completion_tokens: 60, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0 },
   last_error: null,
+  agent: { model: 'gpt-test', template: null, spec_seq: 2 },
   ...overrides,
 });
 

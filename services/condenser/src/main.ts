@@ -1,23 +1,27 @@
-import { createLanguageModel, type LanguageModel } from '@flotilla/llm';
 import { ConversationCache, runService } from '@flotilla/runtime';
-import { createCondenseHandler, loadAgentSettings } from '@flotilla/workers';
+import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
+import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
+import { ConversationAgents, createCondenseHandler, loadAgentCatalog } from '@flotilla/workers';
 
 await runService({
   service: 'condenser',
   // a condensation takes a model call: commits pulled in batches cost less and delay it little (BatchedPull)
   defaults: { concurrency: 32, pullIntervalMs: 10 },
-  async start({ log, interrupts, logger }) {
-    const agent = loadAgentSettings();
-    let llm: LanguageModel | undefined;
-    logger.info({ model: agent.llm.model, condenser: agent.condenser }, 'condenser settings');
+  async start({ config, nc, log, interrupts, logger }) {
+    const catalog = loadAgentCatalog();
+    // the summaries and titles are written by each conversation's own model, whose key may be a secret
+    const secretsKey = loadSecretsKey();
+    const secrets = secretsKey ? await SecretReader.open(nc, { key: secretsKey, replicas: config.storage.replicas }) : undefined;
+    await secrets?.follow();
+    const tools = new ToolRegistry(createBuiltinTools());
+    const agents = new ConversationAgents({ catalog, registry: tools, ...(secrets ? { secrets } : {}) });
+    logger.info({ model: catalog.defaultSpec.llm.model, condenser: catalog.defaultSpec.condenser, secrets: secrets !== undefined }, "condenser settings (each conversation's spec is in its log)");
     return {
-      handler: createCondenseHandler({
-        log,
-        cache: new ConversationCache(log, 200),
-        agent,
-        llm: () => (llm ??= createLanguageModel(agent.llm)),
-        interrupts,
-      }),
+      handler: createCondenseHandler({ log, cache: new ConversationCache(log, 200), agents, interrupts }),
+      stop: async () => {
+        secrets?.close();
+        await tools.close();
+      },
     };
   },
 });

@@ -1,4 +1,5 @@
 import { API_KEY_HEADER, CloseCode, SocketQuery, type ServerInfo } from '@flotilla/api';
+import type { AgentCatalog } from '@flotilla/agent';
 import { ConversationId, CURRENT_PROTOCOL_VERSION } from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
 import { requestWorkspaceDeletion, type RunnerRegistry } from '@flotilla/runtime';
@@ -34,7 +35,10 @@ export type GatewayDependencies = {
   readonly logger: Logger;
   readonly instance: string;
   readonly version: string;
+  /** The tools a spec may offer here (the catalog's), with what they do. */
   readonly tools: readonly { name: string; description: string }[];
+  /** The operator's agents (default spec, templates, profiles, limits): every conversation's spec is made from it. */
+  readonly catalog: AgentCatalog;
   /** The secrets' writing side (it never reads a value back); undefined when the gateway has no secrets key (the secrets routes answer 503). */
   readonly secrets?: SecretWriter;
   /** The tool runners: deleting a conversation removes its workspace through them; server info describes their sandboxes. */
@@ -70,7 +74,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     maxRunning: config.maxRunning,
     maxRunningPerTenant: config.maxRunningPerTenant,
     maxQueuedMessages: config.maxQueuedMessages,
-  });
+  }, deps.catalog);
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const runners = deps.runners;
   if (runners) {
@@ -114,6 +118,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     instance: deps.instance,
     tenant,
     tools: [...deps.tools],
+    agents: agentsInfo(deps.catalog),
     capabilities: { websocket: true, token_streaming: true, confirmation: true, condensation: true, event_search: true, secrets: secrets.available },
     sandbox: sandboxes.current,
     limits: {
@@ -388,4 +393,18 @@ function gatewayMetrics(hub: SocketHub) {
   new Gauge({ name: 'flotilla_ws_sockets', help: 'Open event sockets', registers: [registry], collect() { this.set(hub.sockets); } });
   new Gauge({ name: 'flotilla_ws_feeds', help: 'Conversations with a live feed on this gateway', registers: [registry], collect() { this.set(hub.conversations); } });
   return { registry, requests, latency };
+}
+
+/** What `/v1/server-info` shows of the operator's agents: names, models and tools, never a key or where it comes from. */
+function agentsInfo(catalog: AgentCatalog): ServerInfo['agents'] {
+  const custom = catalog.limits.customModels;
+  return {
+    templates: catalog.templateNames().map((name) => {
+      const spec = catalog.template(name)!;
+      return { name, model: spec.llm.model, tools: [...spec.tools] };
+    }),
+    profiles: catalog.profiles(),
+    custom_models: custom === false ? false : { providers: custom.providers ? [...custom.providers] : null, base_urls: [...custom.baseURLs] },
+    default: { model: catalog.defaultSpec.llm.model, tools: [...catalog.defaultSpec.tools] },
+  };
 }

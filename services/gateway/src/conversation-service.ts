@@ -1,6 +1,11 @@
 import {
   approveCommand,
   CommandRefused,
+  readAgentSpec,
+  SpecRefused,
+  type AgentCatalog,
+  type AgentSpec,
+  type SpecRequest,
   interruptCommand,
   messageCommand,
   pauseCommand,
@@ -8,8 +13,8 @@ import {
   runCommand,
   type CommandState,
 } from '@flotilla/agent';
-import type { CommandResult, Conversation, CreateConversationBody, FinalResponse, UpdateConversationBody } from '@flotilla/api';
-import { draftEvent, newId, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
+import type { CommandResult, Conversation, ConversationSpec, CreateConversationBody, FinalResponse, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
+import { draftEvent, newId, withPositionalIds, type AgentSpecEvent, type Event, type EventDraft } from '@flotilla/events';
 import { EMPTY_TAIL, isConflict, LogError, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
 import { publishInterrupt, requestPurge } from '@flotilla/runtime';
 import { foldCommits, initialState, isStateError, type ConversationSnapshot, type CurrentSnapshot, type SnapshotStore } from '@flotilla/state';
@@ -51,6 +56,8 @@ export class ConversationService {
     readonly snapshots: SnapshotStore,
     readonly index: ConversationIndex,
     readonly admission: Admission,
+    /** The operator's agents: every conversation's spec is made from it. */
+    readonly catalog: AgentCatalog,
   ) {
     this.#queue = new CommandQueue(admission.maxQueuedMessages ?? 0);
   }
@@ -77,6 +84,7 @@ export class ConversationService {
   async create(tenant: string, body: CreateConversationBody): Promise<{ conversation: Conversation; created: boolean }> {
     if (body.run && !body.message) throw new ApiError(400, 'validation_failed', 'body.run: starting a run needs a first message', [{ path: 'body.run', message: 'needs body.message' }]);
     const ref = { tenant, conversation: body.id ?? newId() };
+    const { spec, template } = this.#resolveSpec({ ...(body.template !== undefined ? { template: body.template } : {}), ...(body.spec !== undefined ? { spec: body.spec } : {}) });
     if (body.run) this.#admit(tenant);
     const context = { ...ref, source: 'system' as const };
     const drafts: EventDraft[] = [
@@ -86,6 +94,8 @@ export class ConversationService {
         ...(body.title !== undefined ? { title: body.title } : {}),
         ...(body.tags !== undefined ? { tags: body.tags } : {}),
       }),
+      // how its steps are made is in its log from the start (DESIGN invariant 14)
+      specDraft(ref, spec, 'conversation created', template),
     ];
     if (body.message) drafts.push(...messageCommand(initialState(), ref, body.message, { run: body.run ?? false }));
     try {
@@ -108,6 +118,34 @@ export class ConversationService {
       }),
     ]);
     return this.get(ref);
+  }
+
+  /** The spec in force: its agent_spec event, read with one direct get where the snapshot says it is (the default for a log without one). */
+  async spec(ref: ConversationRef): Promise<ConversationSpec> {
+    const { snapshot } = await this.current(ref);
+    const event = await this.#specEvent(ref, snapshot);
+    if (!event) return { spec: this.catalog.defaultSpec, seq: null, template: null, reason: null };
+    return { spec: event.spec, seq: event.seq, template: event.template ?? null, reason: event.reason };
+  }
+
+  /**
+   * A new spec, from the next step on: the request's template and fields over the spec in force,
+   * made and checked as at creation, appended as an agent_spec event. A spec changed meanwhile by
+   * another request is a 409 (the fields were meant for the one read).
+   */
+  async updateSpec(ref: ConversationRef, body: UpdateSpecBody): Promise<ConversationSpec> {
+    const { snapshot } = await this.current(ref);
+    const event = await this.#specEvent(ref, snapshot);
+    // an unreadable spec (a newer schema's) is not a base to build on: the request's fields go over the default
+    const current = event ? readAgentSpec(event) : undefined;
+    const base = current?.ok ? current.spec : this.catalog.defaultSpec;
+    const { spec, template } = this.#resolveSpec({ ...(body.template !== undefined ? { template: body.template } : {}), ...(body.spec !== undefined ? { spec: body.spec } : {}) }, base);
+    const seenSeq = snapshot.agent_spec?.seq ?? null;
+    await this.#command(ref, (state) => {
+      if (((state as ConversationSnapshot).agent_spec?.seq ?? null) !== seenSeq) throw new ApiError(409, 'conflict', "The conversation's spec changed meanwhile: read it again and retry.");
+      return [specDraft(ref, spec, body.reason ?? 'changed by the user', template)];
+    });
+    return this.spec(ref);
   }
 
   /** Also remove, when a conversation is deleted, what `hook` holds of it (called before the log is purged). */
@@ -221,6 +259,30 @@ export class ConversationService {
     }
   }
 
+  /** A spec from a request, or the request's refusal as the API's error (400 invalid, 403 outside the operator's limits), naming the field. */
+  #resolveSpec(request: SpecRequest, base?: AgentSpec): { spec: AgentSpec; template?: string } {
+    try {
+      return this.catalog.resolve(request, base);
+    } catch (error) {
+      if (!(error instanceof SpecRefused)) throw error;
+      const issues = error.issues.map((issue) => ({ path: `body.${issue.path}`, message: issue.message }));
+      const first = issues[0]!;
+      throw new ApiError(error.status, error.status === 403 ? 'spec_not_allowed' : 'validation_failed', `${first.path}: ${first.message}`, issues);
+    }
+  }
+
+  /** The agent_spec event the snapshot points to, if any. */
+  async #specEvent(ref: ConversationRef, snapshot: ConversationSnapshot): Promise<AgentSpecEvent | undefined> {
+    const position = snapshot.agent_spec;
+    if (!position) return undefined;
+    const from = { afterSeq: position.seq - 1, afterStreamSeq: position.stream_seq - 1, untilStreamSeq: position.stream_seq };
+    let found: AgentSpecEvent | undefined;
+    for await (const commit of this.log.read(ref, from)) {
+      for (const event of commit.events) if (event.seq === position.seq && event.type === 'agent_spec') found = event;
+    }
+    return found;
+  }
+
   /** Appends expecting `tail`; null when another writer moved the tail (a conflict). */
   async #append(ref: ConversationRef, drafts: readonly EventDraft[], tail: Tail, deadline: number): Promise<StoredCommit | null> {
     const commitId = newId();
@@ -246,6 +308,11 @@ export class ConversationService {
   }
 }
 
+/** The event recording a conversation's spec: the user's choice (through the gateway, which made and checked it). */
+function specDraft(ref: ConversationRef, spec: AgentSpec, reason: string, template: string | undefined): EventDraft {
+  return draftEvent({ ...ref, source: 'user' }, 'agent_spec', { spec, reason, ...(template !== undefined ? { template } : {}) });
+}
+
 /** The text of a final response: a message's text parts, or a finish action's message. */
 function responseText(event: Event): string | null {
   if (event.type === 'message') return event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
@@ -265,6 +332,7 @@ export function toResource(snapshot: ConversationSnapshot): Conversation {
     counters: snapshot.counters,
     usage: snapshot.usage,
     last_error: snapshot.last_error,
+    agent: snapshot.agent_spec && { model: snapshot.agent_spec.model, template: snapshot.agent_spec.template, spec_seq: snapshot.agent_spec.seq },
   };
 }
 

@@ -3,7 +3,7 @@ import { createBuiltinTools } from '@flotilla/tools';
 import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry, RunnerRegistry } from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
-import { loadAgentSettings } from '@flotilla/workers';
+import { loadAgentCatalog } from '@flotilla/workers';
 import { ApiKeyStore } from './api-keys.js';
 import { buildGateway } from './app.js';
 import { loadGatewayConfig } from './config.js';
@@ -28,12 +28,12 @@ for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 
 const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: service.runnerLivenessMs });
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
-// the tools the agent is configured with (the same settings the step workers read, checked to be built-in ones)
-const offered = loadAgentSettings().tools;
+// the operator's agents: each conversation's spec is made from them (a bad catalog stops the gateway here, naming the variable)
+const catalog = loadAgentCatalog();
 const builtins = new Map(createBuiltinTools().map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
-const tools = offered.map((name) => ({ name, description: builtins.get(name) ?? '' }));
+const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools, runners, ...(secrets ? { secrets } : {}) }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools, catalog, runners, ...(secrets ? { secrets } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
 logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 

@@ -230,6 +230,8 @@ describe('probing every documented operation', () => {
       batchGetConversations: { method: 'GET', url: `/v1/conversations/batch?ids=${id},nobody` },
       getConversation: { method: 'GET', url: `/v1/conversations/${id}` },
       updateConversation: { method: 'PATCH', url: `/v1/conversations/${id}`, body: { title: 'renamed', tags: ['b'] } },
+      getConversationSpec: { method: 'GET', url: `/v1/conversations/${id}/spec` },
+      updateConversationSpec: { method: 'PATCH', url: `/v1/conversations/${id}/spec`, body: { spec: { tools: ['think', 'finish'] }, reason: 'probe' } },
       sendMessage: { method: 'POST', url: `/v1/conversations/${id}/messages`, body: { text: 'more' } },
       runConversation: { method: 'POST', url: `/v1/conversations/${id}/run`, body: {} },
       condenseConversation: { method: 'POST', url: `/v1/conversations/${id}/condense`, body: {} },
@@ -322,6 +324,7 @@ describe('probing every documented operation', () => {
       const url = path.replace('{id}', 'probe-nobody').replace('{event}', '1').replace('{name}', 'PROBE_TOKEN');
       const bodies: Record<string, unknown> = {
         updateConversation: { title: 't' },
+        updateConversationSpec: { template: 'none' },
         sendMessage: { text: 'x' },
         respondToConfirmation: { decision: 'approve' },
         setConversationSecret: { value: 'probe-secret-value' },

@@ -10,6 +10,7 @@ import {
   CountEventsQuery,
   CountResult,
   CreateApiKeyBody,
+  ConversationSpec,
   CreateConversationBody,
   CreatedApiKey,
   EventPage,
@@ -20,6 +21,7 @@ import {
   SendMessageBody,
   ServerInfo,
   UpdateConversationBody,
+  UpdateSpecBody,
 } from '@flotilla/api';
 import { ConversationId, Event, EventId } from '@flotilla/events';
 import { z } from 'zod';
@@ -70,7 +72,7 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       access: 'tenant',
       body: CreateConversationBody,
       responses: { 200: Conversation, 201: Conversation },
-      errors: [429],
+      errors: [403, 429],
       handler: async ({ tenant, body, reply }) => {
         const result = await conversations.create(tenant, body ?? {});
         reply.code(result.created ? 201 : 200);
@@ -143,6 +145,31 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       responses: { 200: Conversation },
       errors: [404],
       handler: async ({ tenant, params, body }) => conversations.update(ref(tenant, params.id), body),
+    }),
+    route({
+      method: 'GET',
+      url: p('/conversations/:id/spec'),
+      operationId: 'getConversationSpec',
+      summary: 'The agent spec in force: the whole spec its steps follow, and the event that set it',
+      tag: 'conversations',
+      access: 'tenant',
+      params: IdParams,
+      responses: { 200: ConversationSpec },
+      errors: [404],
+      handler: async ({ tenant, params }) => conversations.spec(ref(tenant, params.id)),
+    }),
+    route({
+      method: 'PATCH',
+      url: p('/conversations/:id/spec'),
+      operationId: 'updateConversationSpec',
+      summary: 'Change the agent spec from the next step on (switch the model, the tools, the policy, the limits): template and/or fields over the current spec',
+      tag: 'conversations',
+      access: 'tenant',
+      params: IdParams,
+      body: UpdateSpecBody,
+      responses: { 200: ConversationSpec },
+      errors: [403, 404, 409],
+      handler: async ({ tenant, params, body }) => conversations.updateSpec(ref(tenant, params.id), body),
     }),
     route({
       method: 'DELETE',

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { MAX_SECRET_VALUE_CHARS, type ServerInfo } from '@flotilla/api';
 import type { FlotillaApiError } from '@flotilla/client';
-import type { Event } from '@flotilla/events';
+import { CURRENT_PROTOCOL_VERSION, type Event } from '@flotilla/events';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACME_KEY, GLOBEX_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
@@ -74,7 +74,8 @@ describe('conversation secrets over REST', () => {
     ]);
     expect(await h.acme.listConversationSecrets(id)).toEqual([]);
     const conversationNow = await h.acme.getConversation(id);
-    expect(conversationNow.last_seq).toBe(4);
+    // created (its state and its agent spec), then the three changes
+    expect(conversationNow.last_seq).toBe(5);
   });
 
   it('remove → 204, then 404 secret_not_found; an unknown conversation is 404 conversation_not_found', async () => {
@@ -243,7 +244,7 @@ describe('what the gateway keeps and says', () => {
   it('server-info says secrets are available', async () => {
     const info = (await get('/v1/server-info')).json as ServerInfo;
     expect(info.capabilities.secrets).toBe(true);
-    expect(info.protocol_version).toBe(2);
+    expect(info.protocol_version).toBe(CURRENT_PROTOCOL_VERSION);
   });
 
   it('removeConversationSecrets (the delete hook) removes every secret of one conversation', async () => {

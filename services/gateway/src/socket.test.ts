@@ -1,7 +1,7 @@
 import { CloseCode } from '@flotilla/api';
 import type { Event } from '@flotilla/events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ACME_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
+import { ACME_KEY, CREATED_EVENTS, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
 import { openSocket, type Socket } from './test-support/http-probe.js';
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -32,11 +32,12 @@ describe('the event WebSocket', () => {
     const raw = rawSocket(h, 'order');
     await until(() => raw.frames.some((frame) => frame.type === 'live'), 5_000, 'live');
     await h.produce({ tenant: 'acme', conversation: 'order' }, 3, 'later');
-    await until(() => raw.frames.filter((frame) => frame.type === 'event').length === 10, 5_000, '10 events');
+    // created (its state and agent spec) and the message: 3 events, then 5, then 3 more
+    await until(() => raw.frames.filter((frame) => frame.type === 'event').length === 11, 5_000, '11 events');
     raw.socket.close();
-    expect(raw.frames[0]).toMatchObject({ type: 'sync', conversation: 'order', after_seq: 0, last_seq: 7, status: 'idle' });
+    expect(raw.frames[0]).toMatchObject({ type: 'sync', conversation: 'order', after_seq: 0, last_seq: 8, status: 'idle' });
     const kinds = raw.frames.map((frame) => (frame.type === 'event' ? frame.seq : frame.type));
-    expect(kinds).toEqual(['sync', 1, 2, 3, 4, 5, 6, 7, 'live', 8, 9, 10]);
+    expect(kinds).toEqual(['sync', 1, 2, 3, 4, 5, 6, 7, 8, 'live', 9, 10, 11]);
   });
 
   it('resumes from any seq: disconnected at random points while the conversation keeps producing, the client sees every event exactly once, in order', async () => {
@@ -51,7 +52,7 @@ describe('the event WebSocket', () => {
     const seen: number[] = [];
     let reconnects = 0;
     let afterSeq = 0;
-    while (producing || afterSeq < total + 1) {
+    while (producing || afterSeq < total + CREATED_EVENTS) {
       const raw = rawSocket(h, 'resume', afterSeq);
       await raw.opened;
       // drop the connection after a random number of frames (or time)
@@ -67,7 +68,7 @@ describe('the event WebSocket', () => {
       if (reconnects > 500) throw new Error('too many reconnects');
     }
     await producer;
-    expect(seen).toEqual(Array.from({ length: total + 1 }, (_, index) => index + 1));
+    expect(seen).toEqual(Array.from({ length: total + CREATED_EVENTS }, (_, index) => index + 1));
     expect(reconnects).toBeGreaterThan(5);
   }, 60_000);
 
@@ -84,9 +85,9 @@ describe('the event WebSocket', () => {
       for (const client of h.gateway.app.websocketServer.clients) client.terminate();
     }
     await producer;
-    await until(() => seen.length === 201, 15_000, 'all events');
+    await until(() => seen.length === 200 + CREATED_EVENTS, 15_000, 'all events');
     subscription.close();
-    expect(seen.map((event) => event.seq)).toEqual(Array.from({ length: 201 }, (_, index) => index + 1));
+    expect(seen.map((event) => event.seq)).toEqual(Array.from({ length: 200 + CREATED_EVENTS }, (_, index) => index + 1));
   }, 30_000);
 
   it('closes a stalled client (4008) while 100 other subscribers keep receiving on time', async () => {
@@ -176,12 +177,12 @@ describe('the event WebSocket', () => {
     const seen: number[] = [];
     const subscription = own.acme.subscribe('restart', { onEvent: (event) => seen.push(event.seq) });
     await subscription.ready();
-    await until(() => seen.length === 4, 5_000, 'the first events');
+    await until(() => seen.length === CREATED_EVENTS + 3, 5_000, 'the first events');
     await own.nats.restart();
     await own.produce(ref, 5, 'after');
-    await until(() => seen.length === 9, 20_000, 'events after the restart');
+    await until(() => seen.length === CREATED_EVENTS + 8, 20_000, 'events after the restart');
     subscription.close();
-    expect(seen).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(seen).toEqual(Array.from({ length: CREATED_EVENTS + 8 }, (_, index) => index + 1));
   }, 60_000);
 
   it('answers a command frame sent right behind the auth frame (it waits for the subscription)', async () => {

@@ -3,7 +3,7 @@ import type { Event } from '@flotilla/events';
 import { deltaSubject, DEFAULT_SIGNAL_ROOT } from '@flotilla/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteSpec } from './route-table.js';
-import { ACME_KEY, ADMIN_KEY, GLOBEX_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
+import { ACME_KEY, ADMIN_KEY, CREATED_EVENTS, GLOBEX_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
 import { openSocket, type Socket } from './test-support/http-probe.js';
 
 type Method = RouteSpec['method'];
@@ -61,6 +61,7 @@ function expectNoLeak(text: string, where: string): void {
 /** A valid body for each route that takes one (checked against the route's own schema). */
 const BODIES: Record<string, unknown> = {
   updateConversation: { title: 'globex was here', tags: ['g'] },
+  updateConversationSpec: { spec: { tools: ['finish'] }, reason: 'globex switches' },
   sendMessage: { text: 'hello from globex', run: true },
   runConversation: {},
   pauseConversation: { reason: 'globex pauses' },
@@ -318,7 +319,7 @@ describe('the same id in two tenants names two conversations', () => {
   it("creating acme's id as globex makes globex's own; live events and deltas stay in their tenant; deleting it leaves acme's", async () => {
     const twin = await request('POST', '/v1/conversations', { key: GLOBEX_KEY, body: { id: target, title: 'globex twin' } });
     expect(twin.status, twin.text).toBe(201);
-    expect(twin.json).toMatchObject({ id: target, title: 'globex twin', last_seq: 1 });
+    expect(twin.json).toMatchObject({ id: target, title: 'globex twin', last_seq: CREATED_EVENTS });
     expectNoLeak(twin.text.replaceAll(target, '<id>'), 'the twin');
     expect((await h.acme.getConversation(target)).title).toBe(SECRET_TITLE);
 
@@ -329,7 +330,7 @@ describe('the same id in two tenants names two conversations', () => {
       return s;
     };
     const globexSocket = await live(GLOBEX_KEY);
-    expect(globexSocket.frames[0]).toMatchObject({ type: 'sync', conversation: target, last_seq: 1 });
+    expect(globexSocket.frames[0]).toMatchObject({ type: 'sync', conversation: target, last_seq: CREATED_EVENTS });
     const acmeSocket = await live(ACME_KEY);
     expect(acmeSocket.frames[0]).toMatchObject({ type: 'sync', conversation: target, last_seq: targetEvents.length });
 
@@ -344,7 +345,7 @@ describe('the same id in two tenants names two conversations', () => {
     globexSocket.socket.send(JSON.stringify({ type: 'ping', id: 'after' }));
     for (let index = 0; !globexSocket.frames.some((frame) => frame.type === 'ack'); index += 1) await globexSocket.frame(index);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(globexSocket.frames.map((frame) => frame.type)).toEqual(['sync', 'event', 'live', 'ack']);
+    expect(globexSocket.frames.map((frame) => frame.type)).toEqual(['sync', ...Array<string>(CREATED_EVENTS).fill('event'), 'live', 'ack']);
     expectNoLeak(JSON.stringify(globexSocket.frames).replaceAll(target, '<id>'), "globex's socket");
 
     globexSocket.socket.close(1000);

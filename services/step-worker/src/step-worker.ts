@@ -1,28 +1,29 @@
-import { parseConversationCheckpoint, registryCatalog, stuckStepsNeeded, type AgentConfig, type ConversationCheckpoint } from '@flotilla/agent';
-import { createLanguageModel, type LanguageModel } from '@flotilla/llm';
+import { parseConversationCheckpoint, stuckStepsNeeded, type ConversationCheckpoint } from '@flotilla/agent';
+import type { LanguageModel, LlmConfig } from '@flotilla/llm';
 import { CheckpointStore, ConversationCache, runService, type Logger } from '@flotilla/runtime';
+import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import type { EventLog } from '@flotilla/log';
-import { CondensationWaits, createStepHandler, loadAgentSettings, type OverdueWait } from '@flotilla/workers';
+import { CondensationWaits, ConversationAgents, createStepHandler, loadAgentCatalog, type OverdueWait } from '@flotilla/workers';
 import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 
 export type StepWorkerOptions = {
   /**
-   * Builds the model the steps call, once, on the first step. Default: the one the agent settings
-   * configure. Benchmarks pass an in-process scripted model to measure the runtime alone.
+   * Builds a model the steps call, from its full configuration (key included), once per endpoint
+   * and key. Default: the provider's client. Benchmarks pass an in-process scripted model to
+   * measure the runtime alone.
    */
-  readonly model?: (agent: AgentConfig) => LanguageModel;
+  readonly model?: (config: LlmConfig) => LanguageModel;
 };
 
 /** Runs the step-worker service until it is told to stop. */
 export async function runStepWorker(options: StepWorkerOptions = {}): Promise<void> {
-  const model = options.model ?? ((agent: AgentConfig) => createLanguageModel(agent.llm));
   await runService({
     service: 'step-worker',
     // a step mostly waits on the model: in-flight steps, not CPU, bound a worker's throughput
     defaults: { concurrency: 1024 },
     async start({ config, log, jsm, nc, interrupts, metrics, logger }) {
-      const agent = loadAgentSettings();
+      const catalog = loadAgentCatalog();
       const warnAfterMs = config.condensationWarnMs;
       const condensationWaits = new CondensationWaits({ warnAfterMs });
       let sweeping = false;
@@ -45,27 +46,34 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
         replicas: config.storage.replicas,
         onCorrupt: (report) => logger.warn({ report }, 'unreadable view checkpoint: loading the conversation from its whole log'),
       });
-      const stuckSteps = stuckStepsNeeded(agent.stuckDetection);
+      // model keys given as secrets are read here; the values stay encrypted in memory until a model needs one
+      const secretsKey = loadSecretsKey();
+      const secrets = secretsKey ? await SecretReader.open(nc, { key: secretsKey, replicas: config.storage.replicas }) : undefined;
+      await secrets?.follow();
+      // tools are only described here (schemas for the model); tool runners execute them
+      const tools = new ToolRegistry(createBuiltinTools());
+      const agents = new ConversationAgents({ catalog, registry: tools, ...(secrets ? { secrets } : {}), ...(options.model ? { createModel: options.model } : {}) });
       const cache = new ConversationCache<ConversationCheckpoint>(log, config.cacheConversations, undefined, undefined, {
         checkpoints: {
           store: checkpoints,
           // stuck detection past what a checkpoint's reader reads before it needs the whole log
-          accept: (checkpoint) => !agent.stuckDetection.enabled || checkpoint.state.stuck_steps >= stuckSteps,
+          accept: (checkpoint) => {
+            const lookup = agents.of(checkpoint.state.spec);
+            if (!lookup.ok) return true; // the step ends the run, saying why, from either
+            const { stuckDetection } = lookup.agent.config;
+            return !stuckDetection.enabled || checkpoint.state.stuck_steps >= stuckStepsNeeded(stuckDetection);
+          },
           onUnused: (reason) => logger.debug({ reason }, 'view checkpoint not used'),
         },
         onColdLoad: (source) => metrics.coldLoads.inc({ source }),
       });
-      // tools are only described here (schemas for the model); tool runners execute them
-      const tools = new ToolRegistry(createBuiltinTools());
-      let llm: LanguageModel | undefined;
-      logger.info({ model: agent.llm.model, provider: agent.llm.provider, tools: agent.tools }, 'agent settings');
+      const { llm, tools: offered } = catalog.defaultSpec;
+      logger.info({ model: llm.model, provider: llm.provider, tools: offered, profiles: catalog.profiles().length, templates: catalog.templateNames().length, secrets: secrets !== undefined }, "agent catalog (each conversation's spec is in its log)");
       return {
         handler: createStepHandler({
           log,
           cache,
-          agent,
-          llm: () => (llm ??= model(agent)),
-          tools: registryCatalog(tools, agent.tools),
+          agents,
           interrupts,
           nc,
           metrics,
@@ -73,6 +81,7 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
         }),
         stop: async () => {
           clearInterval(sweep);
+          secrets?.close();
           await tools.close();
         },
       };

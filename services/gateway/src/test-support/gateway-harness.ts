@@ -1,3 +1,4 @@
+import { AgentCatalog, parseAgentConfig } from '@flotilla/agent';
 import { FlotillaClient } from '@flotilla/client';
 import { NodeWebSocket } from '@flotilla/client/node';
 import { draftEvent, type EventDraft } from '@flotilla/events';
@@ -44,7 +45,15 @@ export type HarnessOptions = {
   readonly secretsKey?: Buffer | null;
   /** Where the gateway's pino logger writes, at level trace (default: silent, or info with FLOTILLA_TEST_LOGS). */
   readonly logDestination?: DestinationStream;
+  /** The operator's agents (default: one model, `harness-model`, with the default tools, and no catalog). */
+  readonly catalog?: AgentCatalog;
 };
+
+/** Events a conversation is created with, before any message: its state and its agent spec. */
+export const CREATED_EVENTS = 2;
+
+/** The harness's default spec: the default agent settings on a model no test calls. */
+export const HARNESS_AGENT = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'harness-model' } });
 
 /**
  * A gateway in this process on a real nats-server (no agent services): REST and sockets work;
@@ -70,7 +79,7 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   servePurges(nc, log, logger);
   const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
   const gateway = await buildGateway(
-    { nc, log, snapshots, index, keys, logger, instance: 'harness', version: '0.0.0-test', tools: [{ name: 'terminal', description: 'shell' }], ...(secrets ? { secrets } : {}) },
+    { nc, log, snapshots, index, keys, logger, instance: 'harness', version: '0.0.0-test', tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}) },
     config,
   );
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 });

@@ -1,0 +1,86 @@
+import { draftEvent, SecretName, SpecName, type AgentSpecEvent, type EventDraft } from '@flotilla/events';
+import { LlmConfig } from '@flotilla/llm';
+import { z } from 'zod';
+import { AgentConfig } from './agent-config.js';
+
+/** The version of the agent spec's schema this build writes and reads (the `version` of every spec). */
+export const AGENT_SPEC_VERSION = 1 as const;
+
+/**
+ * A spec's model: the model endpoint's settings, never its key. The key comes from the operator's
+ * model profile the spec was made from (`profile`), or from a secret of the conversation or its
+ * tenant (`apiKeySecret`), or there is none (a local server that takes any).
+ */
+export const SpecModel = LlmConfig.omit({ apiKey: true, apiKeyEnv: true })
+  .extend({
+    /** The operator's model profile this model is: its key is the profile's, read where the model is called. */
+    profile: SpecName.optional(),
+    /** The secret (of the conversation, else of its tenant) holding the key. */
+    apiKeySecret: SecretName.optional(),
+  })
+  .refine((model) => model.profile === undefined || model.apiKeySecret === undefined, {
+    message: "a profile's model uses the profile's key: give a profile or an apiKeySecret, not both",
+    path: ['apiKeySecret'],
+  });
+export type SpecModel = z.infer<typeof SpecModel>;
+
+/**
+ * An agent spec: how a conversation's steps are made, as its log records it (`agent_spec`
+ * events). The agent's configuration with its model as a `SpecModel`, every default filled in,
+ * and its schema's version. Immutable; a change is a new spec in a new event.
+ */
+export const AgentSpec = AgentConfig.extend({
+  version: z.literal(AGENT_SPEC_VERSION, { error: `this build reads agent specs of version ${AGENT_SPEC_VERSION}` }),
+  llm: SpecModel,
+});
+export type AgentSpec = z.infer<typeof AgentSpec>;
+export type AgentSpecInput = z.input<typeof AgentSpec>;
+
+/** The configuration a step runs with, from a spec: the same settings, the model without where its key comes from. */
+export function agentConfigOf(spec: AgentSpec): AgentConfig {
+  const { version: _version, llm, ...rest } = spec;
+  const { profile: _profile, apiKeySecret: _secret, ...model } = llm;
+  return Object.freeze({ ...rest, llm: model });
+}
+
+export type SpecRead = { readonly ok: true; readonly spec: AgentSpec } | { readonly ok: false; readonly reason: string };
+
+const readSpecs = new WeakMap<object, SpecRead>();
+
+/**
+ * The spec an `agent_spec` event carries, parsed (once per event object). A spec the writer
+ * validated parses; one that does not (a newer schema version, a hand-written log) is refused
+ * with the reason, for the reader to end the run with, never to guess at.
+ */
+export function readAgentSpec(event: AgentSpecEvent): SpecRead {
+  const known = readSpecs.get(event);
+  if (known) return known;
+  const parsed = AgentSpec.safeParse(event.spec);
+  const read: SpecRead = parsed.success
+    ? { ok: true, spec: Object.freeze(parsed.data) }
+    : { ok: false, reason: `the agent spec at seq ${event.seq} is not one this build reads: ${describeIssues(parsed.error)}` };
+  readSpecs.set(event, read);
+  return read;
+}
+
+/** A zod error's issues, each naming its field under `prefix` (`spec.llm.model`). */
+export function fieldIssues(error: z.ZodError, prefix = ''): { readonly path: string; readonly message: string }[] {
+  return error.issues.map((issue) => ({ path: [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || '(root)', message: issue.message }));
+}
+
+/** A zod error as one line naming each field (`llm.model: …; tools: …`). */
+export function describeIssues(error: z.ZodError, prefix = ''): string {
+  return fieldIssues(error, prefix)
+    .slice(0, 5)
+    .map((issue) => `${issue.path}: ${issue.message}`)
+    .join('; ');
+}
+
+/**
+ * What a service appends when the spec in force cannot be read (`readAgentSpec` refused it): the
+ * run ends, saying why. Work made from a guess would not be the work the log asks for.
+ */
+export function unreadableSpecDrafts(ref: { readonly tenant: string; readonly conversation: string }, reason: string): EventDraft[] {
+  const system = { ...ref, source: 'system' as const };
+  return [draftEvent(system, 'conversation_error', { code: 'invalid_spec', detail: reason }), draftEvent(system, 'state_change', { status: 'error', reason: 'the agent spec could not be read' })];
+}

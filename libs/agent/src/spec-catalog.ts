@@ -1,0 +1,210 @@
+import { SpecName } from '@flotilla/events';
+import { LlmConfig } from '@flotilla/llm';
+import { builtinToolNames } from '@flotilla/tools';
+import { z } from 'zod';
+import type { AgentConfig } from './agent-config.js';
+import { AGENT_SPEC_VERSION, AgentSpec, fieldIssues, type SpecModel } from './agent-spec.js';
+
+/** The name of the deployment's own model (the default spec's), as a profile. */
+export const DEFAULT_PROFILE = 'default';
+
+/** What a spec that names a profile may still set of its model: how it samples, never where it goes or what it costs. */
+const TUNING_KEYS = ['temperature', 'maxOutputTokens', 'reasoningEffort', 'thinkingBudgetTokens', 'timeoutMs', 'promptCacheKey'] as const;
+
+/**
+ * What an operator allows the specs of its users: which models beyond its profiles (none by
+ * default: a model the user names is called from the step workers, with what they can reach),
+ * which built-in tools, and the most a run may take.
+ */
+export const OperatorLimits = z.strictObject({
+  /** Models a spec may name itself (provider, model, base URL, its key as a secret), or false: only the profiles. */
+  customModels: z
+    .union([
+      z.literal(false),
+      z.strictObject({
+        providers: z.array(LlmConfig.shape.provider).min(1).optional(),
+        /** Base URLs a custom model may use, as prefixes (e.g. `https://api.openai.com/`); one is required. */
+        baseURLs: z.array(z.url()).min(1),
+      }),
+    ])
+    .default(false),
+  /** Built-in tools a spec may offer (default: all of them). */
+  tools: z.array(z.string().min(1)).optional(),
+  maxIterationsPerRun: z.number().int().positive().optional(),
+  /** Also the budget of a spec that sets none. */
+  maxBudgetPerRunUsd: z.number().positive().optional(),
+});
+export type OperatorLimits = z.infer<typeof OperatorLimits>;
+
+/**
+ * A spec as a request gives it, over a base (the deployment's default, a template, or the
+ * conversation's current spec): each top-level field given replaces the base's whole. Its model is
+ * a profile's name (with tuning) or, where the operator allows, a model of its own.
+ */
+const SPEC_FIELDS = Object.keys(AgentSpec.shape).filter((key) => key !== 'version') as (keyof AgentSpec)[];
+export const SpecPatch = z.strictObject(Object.fromEntries(SPEC_FIELDS.map((key) => [key, z.unknown().optional()])) as Record<keyof AgentSpec, z.ZodOptional<z.ZodUnknown>>);
+export type SpecPatch = Partial<Record<Exclude<keyof AgentSpec, 'version'>, unknown>>;
+
+/** The operator's catalog: model profiles (with their keys' sources), templates of specs, and the limits every spec keeps. */
+export const AgentCatalogSettings = z.strictObject({
+  profiles: z.record(SpecName, LlmConfig).default({}),
+  templates: z.record(SpecName, SpecPatch).default({}),
+  limits: OperatorLimits.default({ customModels: false }),
+});
+export type AgentCatalogSettings = z.input<typeof AgentCatalogSettings>;
+
+export type SpecIssue = { readonly path: string; readonly message: string };
+
+/**
+ * A spec refused: invalid (400) or outside the operator's limits (403), with every field named
+ * (`spec.llm.profile`, `spec.tools`…).
+ */
+export class SpecRefused extends Error {
+  override readonly name = 'SpecRefused';
+  constructor(
+    readonly status: 400 | 403,
+    readonly issues: readonly SpecIssue[],
+  ) {
+    super(issues.map((issue) => `${issue.path}: ${issue.message}`).join('; '));
+  }
+}
+
+export type SpecRequest = { readonly template?: string; readonly spec?: unknown };
+export type ResolvedSpec = { readonly spec: AgentSpec; readonly template?: string };
+
+/** A profile as `/v1/server-info` shows it: never its key or where the key comes from. */
+export type ProfileSummary = { readonly name: string; readonly provider: string; readonly model: string };
+
+/**
+ * The operator's catalog of agents and what it allows, and the one place a spec is made from a
+ * request: a template or the base, the request's fields over it, the profile's model filled in,
+ * checked against the limits and the spec's schema. The deployment's own agent settings are the
+ * default spec, and their model the `default` profile.
+ */
+export class AgentCatalog {
+  readonly defaultSpec: AgentSpec;
+  readonly limits: OperatorLimits;
+  readonly #profiles: ReadonlyMap<string, LlmConfig>;
+  readonly #templates: ReadonlyMap<string, AgentSpec>;
+  readonly #tools: readonly string[];
+
+  /** Throws a SpecRefused (naming `profiles.…`, `templates.…`) when the catalog's own parts break its limits. */
+  constructor(defaults: AgentConfig, settings: unknown = {}) {
+    const parsed = AgentCatalogSettings.safeParse(settings);
+    if (!parsed.success) throw new SpecRefused(400, fieldIssues(parsed.error));
+    const { profiles, templates, limits } = parsed.data;
+    if (DEFAULT_PROFILE in profiles) throw new SpecRefused(400, [{ path: `profiles.${DEFAULT_PROFILE}`, message: "is the deployment's own model (its agent settings' llm): name the profile otherwise" }]);
+    this.limits = limits;
+    this.#tools = limits.tools ?? builtinToolNames();
+    this.#profiles = new Map([[DEFAULT_PROFILE, defaults.llm], ...Object.entries(profiles)]);
+    const { llm: _llm, ...rest } = defaults;
+    this.defaultSpec = this.#finish({ ...rest, llm: modelOfProfile(DEFAULT_PROFILE, defaults.llm) }, 'defaults');
+    this.#templates = new Map(Object.entries(templates).map(([name, patch]) => [name, this.#apply(this.defaultSpec, patch, `templates.${name}`)]));
+  }
+
+  /** The spec a request makes: `template` (or `base`, default the deployment's) with `spec`'s fields over it. */
+  resolve(request: SpecRequest, base: AgentSpec = this.defaultSpec): ResolvedSpec {
+    let start = base;
+    if (request.template !== undefined) {
+      const template = this.#templates.get(request.template);
+      if (!template) throw new SpecRefused(400, [{ path: 'template', message: `no template "${request.template}" (the templates: ${this.templateNames().join(', ') || 'none'})` }]);
+      start = template;
+    }
+    const spec = request.spec === undefined ? start : this.#apply(start, request.spec, 'spec');
+    return { spec, ...(request.template !== undefined ? { template: request.template } : {}) };
+  }
+
+  templateNames(): string[] {
+    return [...this.#templates.keys()].sort();
+  }
+
+  template(name: string): AgentSpec | undefined {
+    return this.#templates.get(name);
+  }
+
+  profiles(): ProfileSummary[] {
+    return [...this.#profiles].map(([name, config]) => ({ name, provider: config.provider, model: config.model })).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** The tools a spec may offer here. */
+  tools(): readonly string[] {
+    return this.#tools;
+  }
+
+  /**
+   * The key's source for a spec's profile model: the profile's `apiKey`/`apiKeyEnv`, only while the
+   * spec's endpoint is still the profile's (a profile moved elsewhere does not send its key where
+   * an older spec points). A reason when it cannot be used.
+   */
+  profileKey(model: SpecModel): { readonly ok: true; readonly key: Pick<LlmConfig, 'apiKey' | 'apiKeyEnv'> } | { readonly ok: false; readonly reason: string } {
+    const name = model.profile;
+    const profile = name === undefined ? undefined : this.#profiles.get(name);
+    if (!profile) return { ok: false, reason: `the model profile "${name}" is not offered by this deployment any more: switch the conversation's model` };
+    if (profile.provider !== model.provider || profile.baseURL !== model.baseURL) {
+      return { ok: false, reason: `the model profile "${name}" now points elsewhere than this conversation's spec: switch the conversation's model to use it` };
+    }
+    return { ok: true, key: { ...(profile.apiKey !== undefined ? { apiKey: profile.apiKey } : {}), ...(profile.apiKeyEnv !== undefined ? { apiKeyEnv: profile.apiKeyEnv } : {}) } };
+  }
+
+  #apply(base: AgentSpec, patch: unknown, at: string): AgentSpec {
+    const fields = SpecPatch.safeParse(patch);
+    if (!fields.success) throw new SpecRefused(400, fieldIssues(fields.error, at));
+    const given = Object.fromEntries(Object.entries(fields.data).filter(([, value]) => value !== undefined));
+    const llm = given['llm'] === undefined ? base.llm : this.#model(given['llm'], `${at}.llm`);
+    return this.#finish({ ...base, ...given, llm }, at);
+  }
+
+  /** A requested model: a profile's (with tuning), or, where allowed, one of the request's own. */
+  #model(requested: unknown, at: string): unknown {
+    if (typeof requested !== 'object' || requested === null || Array.isArray(requested)) throw new SpecRefused(400, [{ path: at, message: 'must be an object: { "profile": "<name>" } or a model of its own' }]);
+    const { profile, ...rest } = requested as Record<string, unknown>;
+    if (profile !== undefined) {
+      const config = typeof profile === 'string' ? this.#profiles.get(profile) : undefined;
+      if (!config) throw new SpecRefused(400, [{ path: `${at}.profile`, message: `no model profile ${JSON.stringify(profile)} (the profiles: ${[...this.#profiles.keys()].join(', ')})` }]);
+      const fixed = Object.keys(rest).filter((key) => !(TUNING_KEYS as readonly string[]).includes(key));
+      if (fixed.length > 0) {
+        throw new SpecRefused(400, fixed.map((key) => ({ path: `${at}.${key}`, message: `a profile fixes its model's ${key}: with a profile give only ${TUNING_KEYS.join(', ')}` })));
+      }
+      return { ...modelOfProfile(profile as string, config), ...rest };
+    }
+    const allowed = this.limits.customModels;
+    if (allowed === false) {
+      throw new SpecRefused(403, [{ path: `${at}.profile`, message: `this deployment runs only its model profiles (${[...this.#profiles.keys()].join(', ')}): give one` }]);
+    }
+    const issues: SpecIssue[] = [];
+    const provider = rest['provider'];
+    if (allowed.providers && !allowed.providers.includes(provider as never)) issues.push({ path: `${at}.provider`, message: `not allowed here (allowed: ${allowed.providers.join(', ')})` });
+    const baseURL = rest['baseURL'];
+    if (typeof baseURL !== 'string' || !allowed.baseURLs.some((prefix) => baseURL.startsWith(prefix))) {
+      issues.push({ path: `${at}.baseURL`, message: `a model of the spec's own needs a base URL starting with one of: ${allowed.baseURLs.join(', ')}` });
+    }
+    if (issues.length > 0) throw new SpecRefused(403, issues);
+    return rest;
+  }
+
+  /** The spec's schema, then the limits, on a whole candidate. */
+  #finish(candidate: Record<string, unknown>, at: string): AgentSpec {
+    const parsed = AgentSpec.safeParse({ ...candidate, version: AGENT_SPEC_VERSION });
+    if (!parsed.success) throw new SpecRefused(400, fieldIssues(parsed.error, at));
+    const spec = parsed.data;
+    const issues: SpecIssue[] = [];
+    const refused = spec.tools.filter((tool) => !this.#tools.includes(tool));
+    if (refused.length > 0) issues.push({ path: `${at}.tools`, message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})` });
+    const { maxIterationsPerRun, maxBudgetPerRunUsd } = this.limits;
+    if (maxIterationsPerRun !== undefined && spec.limits.maxIterationsPerRun > maxIterationsPerRun) {
+      issues.push({ path: `${at}.limits.maxIterationsPerRun`, message: `at most ${maxIterationsPerRun} here` });
+    }
+    if (maxBudgetPerRunUsd !== undefined && (spec.limits.maxBudgetPerRunUsd ?? 0) > maxBudgetPerRunUsd) {
+      issues.push({ path: `${at}.limits.maxBudgetPerRunUsd`, message: `at most ${maxBudgetPerRunUsd} USD here` });
+    }
+    if (issues.length > 0) throw new SpecRefused(403, issues);
+    if (maxBudgetPerRunUsd !== undefined && spec.limits.maxBudgetPerRunUsd === undefined) return Object.freeze({ ...spec, limits: { ...spec.limits, maxBudgetPerRunUsd } });
+    return Object.freeze(spec);
+  }
+}
+
+/** A profile's model as a spec holds it: everything but the key, and the profile's name. */
+function modelOfProfile(name: string, config: LlmConfig): Record<string, unknown> {
+  const { apiKey: _key, apiKeyEnv: _variable, ...model } = config;
+  return { ...model, profile: name };
+}

@@ -1,0 +1,113 @@
+import { agentConfigOf, readAgentSpec, registryCatalog, type AgentCatalog, type AgentConfig, type AgentSpec, type ToolCatalog } from '@flotilla/agent';
+import type { AgentSpecEvent } from '@flotilla/events';
+import { createLanguageModel, LlmError, type LanguageModel, type LlmConfig } from '@flotilla/llm';
+import type { ConversationRef } from '@flotilla/log';
+import { setRecent } from '@flotilla/runtime';
+import type { ToolRegistry } from '@flotilla/tools';
+
+/** A conversation's agent, from the spec in its log: what its steps run with. */
+export type ConversationAgent = {
+  readonly spec: AgentSpec;
+  readonly config: AgentConfig;
+  readonly tools: ToolCatalog;
+  /** Where the spec came from, for logs: the event's seq, or the deployment's default for a log without one. */
+  readonly source: number | 'default';
+};
+
+export type AgentLookup = { readonly ok: true; readonly agent: ConversationAgent } | { readonly ok: false; readonly reason: string };
+
+/** The secrets a conversation's model key may come from (the tool runner's reader): the tenant's overlaid with the conversation's. */
+export type KeySecrets = { reveal(ref: ConversationRef): Promise<Record<string, string>> };
+
+export type ConversationAgentsOptions = {
+  readonly catalog: AgentCatalog;
+  /** Describes the built-in tools (their schemas) for each spec's catalog. */
+  readonly registry: ToolRegistry;
+  /** Where keys named by `apiKeySecret` are read; without it such a model fails its calls, saying why. */
+  readonly secrets?: KeySecrets;
+  /** Makes a model from its full configuration, key included (default createLanguageModel; benchmarks pass a scripted one). */
+  readonly createModel?: (config: LlmConfig) => LanguageModel;
+  /** Specs and models kept (most recently used). Default 512. */
+  readonly capacity?: number;
+};
+
+/**
+ * Each conversation's agent, as its log's spec says (DESIGN invariant 14): the spec's settings,
+ * its tools, and its model with the key from where the spec says (the operator's profile, or a
+ * secret of the conversation or its tenant), never from a variable the spec names. A log with no
+ * spec (a conversation created before specs were logged) runs the deployment's default spec.
+ * Specs are parsed once per event and models made once per endpoint and key.
+ */
+export class ConversationAgents {
+  readonly #options: ConversationAgentsOptions;
+  readonly #capacity: number;
+  readonly #agents = new Map<string, AgentLookup>();
+  readonly #models = new Map<string, LanguageModel>();
+  readonly #default: ConversationAgent;
+
+  constructor(options: ConversationAgentsOptions) {
+    this.#options = options;
+    this.#capacity = options.capacity ?? 512;
+    this.#default = this.#agentOf(options.catalog.defaultSpec, 'default');
+  }
+
+  /** The agent of a spec event (its log's last one), or the default's for none. */
+  of(event: AgentSpecEvent | undefined): AgentLookup {
+    if (event === undefined) return { ok: true, agent: this.#default };
+    const known = this.#agents.get(event.id);
+    if (known) return known;
+    const read = readAgentSpec(event);
+    const lookup: AgentLookup = read.ok ? { ok: true, agent: this.#agentOf(read.spec, event.seq) } : read;
+    setRecent(this.#agents, event.id, lookup, this.#capacity);
+    return lookup;
+  }
+
+  /**
+   * The model the agent's steps call for `ref`. A key that cannot be had (a profile gone, a secret
+   * not set) gives a model whose calls fail with `invalid_config` and the reason: the step ends the
+   * run saying so, as for any model that refuses every call.
+   */
+  async model(ref: ConversationRef, agent: ConversationAgent): Promise<LanguageModel> {
+    const spec = agent.spec.llm;
+    let key: Pick<LlmConfig, 'apiKey' | 'apiKeyEnv'>;
+    if (spec.profile !== undefined) {
+      const profile = this.#options.catalog.profileKey(spec);
+      if (!profile.ok) return failingModel(agent.config.llm, profile.reason);
+      key = profile.key;
+    } else if (spec.apiKeySecret !== undefined) {
+      const name = spec.apiKeySecret;
+      if (!this.#options.secrets) return failingModel(agent.config.llm, `the model's key is the secret ${name}, and secrets are off in this deployment`);
+      const value = (await this.#options.secrets.reveal(ref))[name];
+      if (value === undefined) return failingModel(agent.config.llm, `the model's key is the secret ${name}, which is not set for this conversation or its tenant`);
+      key = { apiKey: value };
+    } else {
+      // a model of the spec's own without a key (a local server): never the deployment's variables
+      key = { apiKey: 'none' };
+    }
+    const config: LlmConfig = { ...agent.config.llm, ...key };
+    const id = JSON.stringify(config);
+    let model = this.#models.get(id);
+    if (!model) {
+      const create = this.#options.createModel ?? ((settings: LlmConfig) => createLanguageModel(settings, settings.apiKeyEnv === undefined ? { env: {} } : {}));
+      try {
+        model = create(config);
+      } catch (error) {
+        return failingModel(agent.config.llm, (error as Error).message);
+      }
+    }
+    setRecent(this.#models, id, model, this.#capacity);
+    return model;
+  }
+
+  #agentOf(spec: AgentSpec, source: number | 'default'): ConversationAgent {
+    return Object.freeze({ spec, config: agentConfigOf(spec), tools: registryCatalog(this.#options.registry, spec.tools), source });
+  }
+}
+
+/** A model every call of which fails, not retried, with `reason`: a conversation whose model cannot be made. */
+function failingModel(config: LlmConfig, reason: string): LanguageModel {
+  return {
+    info: { provider: config.provider, model: config.model, nativeToolCalling: config.nativeToolCalling },
+    generate: () => Promise.reject(new LlmError('invalid_config', reason, { isRetryable: false })),
+  };
+}
