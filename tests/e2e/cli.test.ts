@@ -34,8 +34,9 @@ describe('the flotilla CLI against a real gateway', () => {
     expect(watched.code, watched.stderr).toBe(0);
     const lines = watched.stdout.trimEnd().split('\n');
     expect(lines.slice(0, 3)).toEqual(['● idle (conversation created)', '● title: CLI end to end', '● tags: e2e']);
-    expect(lines[3]).toBe(`user: ${task}`);
-    expect(lines[4]).toMatch(/^● running/);
+    expect(lines[3]).toBe('· agent spec: openai-chat brain (conversation created)');
+    expect(lines[4]).toBe(`user: ${task}`);
+    expect(lines[5]).toMatch(/^● running/);
     expect(lines.filter((line) => line.startsWith('▶ terminal: ') && line.includes(`echo "${id} `))).toHaveLength(steps);
     expect(lines.filter((line) => line === '  ✓ terminal · exit 0')).toHaveLength(steps);
     // the final answer once, whether or not its tokens were streamed first
