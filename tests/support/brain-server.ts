@@ -64,6 +64,8 @@ export type BrainServer = AsyncDisposable & {
   readonly calls: BrainCall[];
   /** Every request body received, as sent, when recording (to check what reached the model). */
   readonly requests: string[];
+  /** The Authorization header of each recorded request, in the same order. */
+  readonly authorizations: (string | undefined)[];
   close(): Promise<void>;
 };
 
@@ -83,13 +85,17 @@ export async function startBrainServer(
   const titles = [...(options.titles ?? [])];
   const calls: BrainCall[] = [];
   const requests: string[] = [];
+  const authorizations: (string | undefined)[] = [];
   const server = createServer((request, response) => void handle(request, response));
   let counter = 0;
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
-    if (options.record) requests.push(Buffer.concat(chunks).toString('utf8'));
+    if (options.record) {
+      requests.push(Buffer.concat(chunks).toString('utf8'));
+      authorizations.push(request.headers.authorization);
+    }
     let body: { messages?: ChatMessage[]; stream?: boolean; model?: string; tools?: unknown[] };
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
@@ -214,7 +220,7 @@ export async function startBrainServer(
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
-  return { baseURL: `http://127.0.0.1:${port}/v1`, calls, requests, close, [Symbol.asyncDispose]: close };
+  return { baseURL: `http://127.0.0.1:${port}/v1`, calls, requests, authorizations, close, [Symbol.asyncDispose]: close };
 }
 
 /** What the brain answers at step `step` of `task`: tool calls until the task's steps are done, then a final text. */

@@ -27,6 +27,8 @@ export type SystemOptions = {
   readonly env?: NodeJS.ProcessEnv;
   /** Merged into the agent settings every service gets (e.g. condenser limits). */
   readonly agent?: Record<string, unknown>;
+  /** The operator's agent catalog (profiles, templates, limits) the gateway and the model callers get, as FLOTILLA_AGENT_CATALOG. */
+  readonly catalog?: Record<string, unknown>;
   /** Print service logs (default: only when FLOTILLA_TEST_LOGS is set). */
   readonly logs?: boolean;
   /** Gateway processes to start (default 0). Tenants: `acme` (apiKey), `globex` (otherApiKey). */
@@ -166,7 +168,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
         FLOTILLA_HOME: home,
         FLOTILLA_HEALTH_PORT: String(healthPort),
         // the model's settings (and its key) go to the services that call the model, never to a tool runner
-        ...(service === 'tool-runner' ? {} : { FLOTILLA_AGENT: JSON.stringify(agent) }),
+        ...(service === 'tool-runner' ? {} : { FLOTILLA_AGENT: JSON.stringify(agent), ...(options.catalog ? { FLOTILLA_AGENT_CATALOG: JSON.stringify(options.catalog) } : {}) }),
         FLOTILLA_RUNNER_LIVENESS_MS: '3000',
         FLOTILLA_ACK_WAIT_MS: '4000',
         FLOTILLA_LOG_LEVEL: showLogs ? 'info' : 'warn',
