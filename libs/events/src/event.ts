@@ -21,6 +21,7 @@ import {
   StateChangeEvent,
 } from './schemas/control-events.js';
 import { AgentSpecEvent } from './schemas/agent-spec-events.js';
+import { McpToolsEvent } from './schemas/mcp-tools-events.js';
 import { SecretChangedEvent } from './schemas/secret-events.js';
 import { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
 
@@ -44,6 +45,7 @@ export const Event = z.discriminatedUnion('type', [
   LlmUsageEvent,
   SecretChangedEvent,
   AgentSpecEvent,
+  McpToolsEvent,
 ]);
 export type Event = z.infer<typeof Event>;
 export type EventType = Event['type'];
@@ -68,6 +70,7 @@ export const EVENT_TYPES = [
   'llm_usage',
   'secret_changed',
   'agent_spec',
+  'mcp_tools',
 ] as const satisfies readonly EventType[];
 
 /** Compile-time check that EVENT_TYPES lists every member of the union, not just some. */

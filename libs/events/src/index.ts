@@ -7,6 +7,7 @@ export { ContentPart, ImageContent, Reasoning, TextContent, ThinkingBlock } from
 export { EventSource, ProtocolVersionField, Timestamp, versionField } from './schemas/envelope.js';
 export { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 export { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
+export { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
 export {
   ActionEvent,
   AgentErrorEvent,

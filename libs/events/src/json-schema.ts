@@ -29,6 +29,7 @@ import {
 import { EventSource, ProtocolVersionField, Timestamp } from './schemas/envelope.js';
 import { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 import { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
+import { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
 import { CURRENT_PROTOCOL_VERSION } from './version.js';
 
 export const JSON_SCHEMA_ID = `urn:flotilla:events:v${CURRENT_PROTOCOL_VERSION}`;
@@ -62,6 +63,8 @@ const NAMED_SCHEMAS = {
   SecretChangedEvent,
   AgentSpecEvent,
   AgentSpecDocument,
+  McpToolsEvent,
+  McpServerName,
   ContentPart,
   TextContent,
   ImageContent,
@@ -113,6 +116,14 @@ const REFINEMENTS = new Map<z.core.$ZodType, JsonSchema>([
     {
       $comment: 'A state change sets at least one of status, title, tags, settings_ref.',
       anyOf: [{ required: ['status'] }, { required: ['title'] }, { required: ['tags'] }, { required: ['settings_ref'] }],
+    },
+  ],
+  [
+    McpToolsEvent,
+    {
+      $comment: 'A server that failed (error) lists no tools.',
+      if: { required: ['error'] },
+      then: { properties: { tools: { type: 'array', maxItems: 0 } } },
     },
   ],
 ]);

@@ -186,6 +186,7 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
     case 'interrupt':
     case 'hook_execution':
     case 'secret_changed': // which secrets a conversation has lives in the secrets bucket, not in its snapshot
+    case 'mcp_tools':
       return;
     default:
       assertNever(event);

@@ -94,6 +94,10 @@ function linesOf(event: Event, context: Context): string[] {
       const llm = (event.spec['llm'] ?? {}) as { provider?: unknown; model?: unknown };
       return [style.dim(`· agent spec: ${String(llm.provider ?? '?')} ${String(llm.model ?? '?')} (${event.reason}${event.template ? `, template ${event.template}` : ''})`)];
     }
+    case 'mcp_tools':
+      return event.error
+        ? [style.red(`✗ MCP server ${event.server}: ${clip(event.error.message, context.width)}`)]
+        : [style.dim(`· MCP server ${event.server}: ${event.tools.length} tool${event.tools.length === 1 ? '' : 's'}${event.tools.length > 0 ? ` (${clip(event.tools.map((tool) => tool.name).join(', '), 100)})` : ''}`)];
     case 'llm_usage':
       return verbose
         ? [

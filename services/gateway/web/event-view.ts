@@ -59,6 +59,10 @@ function body(event: Event): Child[] {
       return note(event, `Secret ${event.name} ${event.action === 'set' ? 'set' : 'removed'}`, null);
     case 'agent_spec':
       return note(event, `Agent spec: ${specSummary(event.spec)}`, event.template ? `${event.reason} (template ${event.template})` : event.reason);
+    case 'mcp_tools':
+      return event.error
+        ? note(event, `MCP server ${event.server} failed`, event.error.message, 'note-warning')
+        : note(event, `MCP server ${event.server}: ${plural(event.tools.length, 'tool')}`, event.tools.map((tool) => tool.name).join(', ') || null);
     case 'llm_usage':
       return note(
         event,

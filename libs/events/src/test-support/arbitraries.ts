@@ -191,6 +191,18 @@ const payloads: { [T in EventType]: fc.Arbitrary<Payload<T>> } = {
     },
     { noNullPrototype: true, requiredKeys: ['spec', 'reason'] },
   ),
+  mcp_tools: fc.oneof(
+    fc.record({ spec_seq: fc.integer({ min: 1, max: 1_000_000 }), server: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/), tools: fc.array(toolSpec, { maxLength: 3 }) }, { noNullPrototype: true }),
+    fc.record(
+      {
+        spec_seq: fc.integer({ min: 1, max: 1_000_000 }),
+        server: fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/),
+        tools: fc.constant<ToolSpec[]>([]),
+        error: fc.record({ code: fc.string({ minLength: 1, maxLength: 20 }), message: fc.string({ minLength: 1, maxLength: 80 }) }, { noNullPrototype: true }),
+      },
+      { noNullPrototype: true },
+    ),
+  ),
 };
 
 /** Every version an event of this type may carry: from the one that introduced it to the newest. */
