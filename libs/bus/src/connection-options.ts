@@ -10,6 +10,19 @@ export function inboxPrefix(identity: string): string {
   return `_INBOX.${identity}`;
 }
 
+/**
+ * Where answers to an identity's requests to other services come back (requestAnswer): the one
+ * branch of its inbox that the services answering it may publish to.
+ */
+export function answersPrefix(identity: string): string {
+  return answersUnder(inboxPrefix(identity));
+}
+
+/** The answers branch under an inbox prefix. */
+export function answersUnder(prefix: string): string {
+  return `${prefix}.answers`;
+}
+
 export type BusConnectionOptions = {
   /** Shown in the server's connection list. */
   readonly name: string;

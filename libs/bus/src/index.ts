@@ -1,6 +1,7 @@
 export { BusVariables, DEFAULT_NATS_URL, describeBus, isBusCredentialSetting, loadBusSettings } from './bus-settings.js';
 export type { BusAuth, BusSettings, BusTls, SecretSource } from './bus-settings.js';
-export { connectionInboxPrefix, connectionOptions, inboxPrefix } from './connection-options.js';
+export { requestAnswer } from './answered-request.js';
+export { answersPrefix, connectionInboxPrefix, connectionOptions, inboxPrefix } from './connection-options.js';
 export type { BusConnectionOptions } from './connection-options.js';
 export { BusConfigError } from './errors.js';
 export { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAME, DEFAULT_STREAM_NAMES, DEFAULT_SUBJECT_PREFIX, PURGE_SUBJECT, RunnerSubjects } from './layout.js';

@@ -1,3 +1,4 @@
+import { answersPrefix } from './connection-options.js';
 import { Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects } from './layout.js';
 import { CONSUMER_GROUPS, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
 
@@ -7,9 +8,9 @@ const ACCESS_WORDS = { read: 'reads', write: 'writes', 'read-write': 'reads, wri
 const EXTRA: Readonly<Record<ServiceName, string>> = {
   gateway: `publishes interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`), deletion requests (\`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${PURGE_SUBJECT}\`); receives token deltas`,
   'step-worker': 'publishes token deltas',
-  'tool-runner': `receives wake-ups and deletions (\`${RunnerSubjects.wake('*')}\`, \`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`), forwards wake-ups, answers requests`,
+  'tool-runner': `receives wake-ups and deletions (\`${RunnerSubjects.wake('*')}\`, \`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`), forwards wake-ups; answers the gateway's deletions under \`${answersPrefix('gateway')}.>\``,
   condenser: '—',
-  projector: `purges one conversation's subject on the gateway's request (\`${PURGE_SUBJECT}\`): the only purge right a service holds`,
+  projector: `purges one conversation's subject on the gateway's request (\`${PURGE_SUBJECT}\`), answered under \`${answersPrefix('gateway')}.>\`: the only purge right a service holds`,
 };
 
 /**

@@ -129,12 +129,12 @@ describe('the server configured from the matrix', () => {
       ['projector', PURGE_SUBJECT],
     ] as const) {
       const nc = await as(service);
-      nc.subscribe(subject, { max: 1, callback: (_error, message) => message.respond('done') });
+      nc.subscribe(subject, { max: 1, callback: (_error, message) => void message.respond('done') });
       await nc.flush();
       expect((await requestAnswer(gateway, subject, undefined, { timeout: 5_000 })).string(), service).toBe('done');
       // elsewhere in the gateway's inbox (its JetStream API replies arrive there) nothing gets through
       const forged: string[] = [];
-      gateway.subscribe(`${inboxPrefix('gateway')}.forged`, { callback: (_error, message) => forged.push(message.string()) });
+      gateway.subscribe(`${inboxPrefix('gateway')}.forged`, { callback: (_error, message) => void forged.push(message.string()) });
       await gateway.flush();
       nc.publish(`${inboxPrefix('gateway')}.forged`, 'forged');
       await nc.flush();

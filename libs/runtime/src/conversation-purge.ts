@@ -1,4 +1,4 @@
-import { PURGE_SUBJECT } from '@flotilla/bus';
+import { PURGE_SUBJECT, requestAnswer } from '@flotilla/bus';
 import { assertConversationRef, type ConversationRef, type EventLog } from '@flotilla/log';
 import { headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -52,7 +52,7 @@ export async function requestPurge(nc: NatsConnection, ref: ConversationRef, tim
   const request = headers();
   request.set(RunnerHeader.Tenant, ref.tenant);
   request.set(RunnerHeader.Conversation, ref.conversation);
-  const reply = await nc.request(PURGE_SUBJECT, undefined, { headers: request, timeout: timeoutMs });
+  const reply = await requestAnswer(nc, PURGE_SUBJECT, undefined, { headers: request, timeout: timeoutMs });
   const answer = reply.json<{ ok: boolean; error?: string }>();
   if (!answer.ok) throw new Error(`removing the conversation's log failed: ${answer.error ?? 'unknown error'}`);
 }

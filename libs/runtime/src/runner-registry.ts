@@ -1,4 +1,4 @@
-import { Buckets, openBucket, RunnerSubjects } from '@flotilla/bus';
+import { Buckets, openBucket, requestAnswer, RunnerSubjects } from '@flotilla/bus';
 import type { KV } from '@nats-io/kv';
 import type { ConversationRef } from '@flotilla/log';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
@@ -123,7 +123,7 @@ export async function requestWorkspaceDeletion(nc: NatsConnection, runners: Runn
   request.set(RunnerHeader.Tenant, ref.tenant);
   request.set(RunnerHeader.Conversation, ref.conversation);
   try {
-    const reply = await nc.request(alive ? RunnerSubjects.delete(owner!.runner) : RunnerSubjects.deleteAny, undefined, { headers: request, timeout: timeoutMs });
+    const reply = await requestAnswer(nc, alive ? RunnerSubjects.delete(owner!.runner) : RunnerSubjects.deleteAny, undefined, { headers: request, timeout: timeoutMs });
     return reply.json<{ ok: boolean }>().ok;
   } catch {
     return false;
