@@ -37,6 +37,10 @@ export type { CommandRuleScope, CommandRuleSpec, PathRuleSpec, RuleRisk } from '
 export { FINISH_TOOL, finishDrafts } from './finish.js';
 export { estimateTokens, messageCharacters, tokensOf } from './token-estimate.js';
 export { step, StepOutcome } from './step.js';
+export { offeredTools, STEP_STREAMS, stepRequest } from './step-request.js';
+export type { StepRequest, StepRequestInput } from './step-request.js';
+export { checkRequests, replayRequests, ReplayError } from './replay.js';
+export type { RecordedModelRequest, ReplayedRequest, ReplayOptions, RequestCheck } from './replay.js';
 export type { StepInput, StepResult } from './step.js';
 export { executeActions, interruptedDrafts, INTERRUPTED_MESSAGE } from './execute-actions.js';
 export { LocalConversation } from './local-conversation.js';

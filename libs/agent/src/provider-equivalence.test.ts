@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Event, EventDraft } from '@flotilla/events';
 import { EventLog } from '@flotilla/log';
-import { createTestLanguageModel, fixtureReply, loadFixture, startTestServer, type FixtureName, type TestProvider } from '@flotilla/llm/testing';
+import { createTestLanguageModel, fixtureReply, loadFixture, protocolEvents, startTestServer, type FixtureName, type TestProvider } from '@flotilla/llm/testing';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { defineTool, openWorkspace, textResult, ToolRegistry } from '@flotilla/tools';
 import { connect } from '@nats-io/transport-node';
@@ -16,35 +16,37 @@ import { registryCatalog } from './tool-catalog.js';
 
 const FINAL_TEXT = 'package.json declares an ESM package; tsconfig.json enables strict mode.';
 
-/** The recorded final answer of each provider, as its wire format has it. */
-const finalAnswer: Record<TestProvider, unknown> = {
-  'openai-chat': {
-    id: 'chatcmpl-final',
-    object: 'chat.completion',
-    created: 1751500100,
-    model: 'gpt-4.1-2025-04-14',
-    choices: [{ index: 0, message: { role: 'assistant', content: FINAL_TEXT, refusal: null }, logprobs: null, finish_reason: 'stop' }],
-    usage: { prompt_tokens: 1400, completion_tokens: 20, total_tokens: 1420 },
-  },
-  'openai-responses': {
-    id: 'resp_final',
-    object: 'response',
-    created_at: 1751500300,
-    status: 'completed',
-    model: 'gpt-5-2025-08-07',
-    output: [{ id: 'msg_final', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], text: FINAL_TEXT }] }],
-    usage: { input_tokens: 1400, input_tokens_details: { cached_tokens: 0 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1420 },
-  },
-  anthropic: {
-    id: 'msg_final',
-    type: 'message',
-    role: 'assistant',
-    model: 'claude-sonnet-4-6',
-    content: [{ type: 'text', text: FINAL_TEXT }],
-    stop_reason: 'end_turn',
-    stop_sequence: null,
-    usage: { input_tokens: 1400, output_tokens: 20 },
-  },
+/** The final answer of each provider, streamed as its wire format streams it (a step's call always streams). */
+const finalAnswer: Record<TestProvider, readonly unknown[]> = {
+  'openai-chat': [
+    { id: 'chatcmpl-final', object: 'chat.completion.chunk', created: 1751500100, model: 'gpt-4.1-2025-04-14', choices: [{ index: 0, delta: { role: 'assistant', content: FINAL_TEXT, refusal: null }, logprobs: null, finish_reason: null }] },
+    { id: 'chatcmpl-final', object: 'chat.completion.chunk', created: 1751500100, model: 'gpt-4.1-2025-04-14', choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }] },
+    { id: 'chatcmpl-final', object: 'chat.completion.chunk', created: 1751500100, model: 'gpt-4.1-2025-04-14', choices: [], usage: { prompt_tokens: 1400, completion_tokens: 20, total_tokens: 1420 } },
+  ],
+  'openai-responses': [
+    { type: 'response.output_text.delta', sequence_number: 0, item_id: 'msg_final', output_index: 0, content_index: 0, delta: FINAL_TEXT },
+    {
+      type: 'response.completed',
+      sequence_number: 1,
+      response: {
+        id: 'resp_final',
+        object: 'response',
+        created_at: 1751500300,
+        status: 'completed',
+        model: 'gpt-5-2025-08-07',
+        output: [{ id: 'msg_final', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], text: FINAL_TEXT }] }],
+        usage: { input_tokens: 1400, input_tokens_details: { cached_tokens: 0 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1420 },
+      },
+    },
+  ],
+  anthropic: [
+    { type: 'message_start', message: { id: 'msg_final', type: 'message', role: 'assistant', model: 'claude-sonnet-4-6', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1400, output_tokens: 0 } } },
+    { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+    { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: FINAL_TEXT } },
+    { type: 'content_block_stop', index: 0 },
+    { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 20 } },
+    { type: 'message_stop' },
+  ],
 };
 
 const FIXTURE: Record<TestProvider, FixtureName> = {
@@ -107,7 +109,7 @@ describe('one recorded task through every provider path', () => {
     const shapes: unknown[][] = [];
     for (const provider of ['openai-chat', 'openai-responses', 'anthropic'] as const) {
       await using llmServer = await startTestServer();
-      llmServer.enqueue(fixtureReply(loadFixture(FIXTURE[provider])), { type: 'json', body: finalAnswer[provider] });
+      llmServer.enqueue(fixtureReply(loadFixture(FIXTURE[provider])), { type: 'sse', events: protocolEvents(provider, finalAnswer[provider]) });
       const tools = new ToolRegistry([readFileTool]);
       const conversation = new LocalConversation({
         log,
@@ -130,7 +132,7 @@ describe('one recorded task through every provider path', () => {
     expect(shapes[2]).toEqual(shapes[0]);
   });
 
-  it('a streamed reply yields the same step events as the same reply not streamed', async () => {
+  it('a step streams its call whether or not its deltas are followed: the same request, the same events', async () => {
     for (const provider of ['openai-chat', 'openai-responses', 'anthropic'] as const) {
       await using llmServer = await startTestServer();
       const fixture = loadFixture(FIXTURE[provider]);
@@ -150,6 +152,9 @@ describe('one recorded task through every provider path', () => {
         drafts.map(({ id: _id, timestamp: _timestamp, ...rest }) => ('latency_ms' in rest ? { ...rest, latency_ms: 0 } : rest));
       expect(comparable(streamed.drafts), provider).toEqual(comparable(plain.drafts));
       expect(streamed.outcome).toBe('actions');
+      // the request's body never depends on whether anyone follows the deltas (a replay rebuilds it from the log)
+      expect(llmServer.requests.map((request) => (request.body as { stream?: unknown }).stream)).toEqual([true, true]);
+      expect(llmServer.requests[1]!.text).toBe(llmServer.requests[0]!.text);
     }
   });
 });

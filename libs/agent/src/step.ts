@@ -1,14 +1,15 @@
-import { draftEvent, type DraftContext, type Event, type EventDraft, type ToolSpec } from '@flotilla/events';
-import { findTextToolCall, isLlmError, type GenerateResult, type LanguageModel, type StreamDelta, type ToolSchema } from '@flotilla/llm';
+import { draftEvent, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
+import { findTextToolCall, isLlmError, type GenerateResult, type LanguageModel, type StreamDelta } from '@flotilla/llm';
 import { llmUsageDraft, shouldCondense } from '@flotilla/condenser';
-import { buildView, toChatMessages, type ChatRenderer, type View } from '@flotilla/view';
+import type { ChatRenderer, View } from '@flotilla/view';
 import type { AgentConfig } from './agent-config.js';
 import { needsConfirmation } from './confirmation.js';
 import { invalidRepliesInRow } from './invalid-replies.js';
 import { runState, type RunState } from './run-state.js';
 import { assessActions, confirmationReason } from './security-analyzer.js';
 import { detectStuck } from './stuck-detector.js';
-import { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
+import { STEP_STREAMS, offeredTools, stepRequest } from './step-request.js';
+import { buildSystemPrompt } from './system-prompt.js';
 import type { ToolCatalog } from './tool-catalog.js';
 import { toolCallEvents, toReasoning } from './tool-call-events.js';
 import { estimateTokens, tokensOf } from './token-estimate.js';
@@ -86,24 +87,21 @@ export async function step(input: StepInput): Promise<StepResult> {
 
   const drafts: EventDraft[] = [];
   let history = events;
-  const { specs, toolSchemas } = offeredTools(input.tools);
   if (!state.hasSystemPrompt) {
     const prompt = buildSystemPrompt(agent, now());
     const systemPrompt = draftEvent(context, 'system_prompt', {
       static_prompt: prompt.staticPrompt,
       ...(prompt.dynamicPrompt === undefined ? {} : { dynamic_prompt: prompt.dynamicPrompt }),
-      tools: [...specs],
+      tools: [...offeredTools(input.tools).specs],
     });
     drafts.push(systemPrompt);
     history = [...events, { ...systemPrompt, seq: (events.at(-1)?.seq ?? 0) + 1 } as Event];
   }
-  const view = history === events && input.view ? input.view() : buildView(history);
-  const rendered = input.chat?.render(view.items);
-  const messages = rendered?.messages ?? toChatMessages(view);
+  const { request, view, measured } = stepRequest({ history, tools: input.tools, ...(history === events && input.view ? { view: input.view } : {}), ...(input.chat ? { chat: input.chat } : {}) });
   const reasons = shouldCondense(view, agent.condenser, {
     ...(input.llm.info.maxInputTokens === undefined ? {} : { maxInputTokens: input.llm.info.maxInputTokens }),
     countTokens: estimateTokens,
-    totalTokens: rendered?.measured === undefined ? estimateTokens(messages, toolSchemas) : tokensOf(rendered.measured, toolSchemas),
+    totalTokens: measured === undefined ? estimateTokens(request.messages, request.tools) : tokensOf(measured, request.tools),
   });
   if (reasons) {
     drafts.push(draftEvent(system, 'condensation_request', { reason: `the view is too large (${reasons.join(', ')})` }));
@@ -113,28 +111,13 @@ export async function step(input: StepInput): Promise<StepResult> {
   const turn: Turn = { agent, tools: input.tools, context, system, usedIds: state.toolCallIds, events, runStart: state.runStart, nativeToolCalling: input.llm.info.nativeToolCalling };
   let result: GenerateResult;
   try {
-    result = await input.llm.generate({ messages, tools: toolSchemas }, { ...(input.signal ? { signal: input.signal } : {}), ...(input.onDelta ? { onDelta: input.onDelta } : {}) });
+    result = await input.llm.generate(request, { stream: STEP_STREAMS, ...(input.signal ? { signal: input.signal } : {}), ...(input.onDelta ? { onDelta: input.onDelta } : {}) });
   } catch (error) {
     const failure = llmFailure(error, turn);
     return { drafts: [...drafts, ...failure.drafts], outcome: failure.outcome };
   }
   const reply = replyEvents(result, turn);
   return { drafts: [...drafts, llmUsageDraft(result, system, 'step'), ...reply.drafts], outcome: reply.outcome };
-}
-
-type OfferedTools = { readonly specs: readonly ToolSpec[]; readonly toolSchemas: readonly ToolSchema[] };
-const offered = new WeakMap<readonly ToolSpec[], OfferedTools>();
-
-/** The catalog's tools as the model sees them, built once per catalog's spec list (not per step). */
-function offeredTools(tools: ToolCatalog): OfferedTools {
-  const catalog = tools.specs();
-  let prepared = offered.get(catalog);
-  if (!prepared) {
-    const specs = catalog.map(withAgentParameters);
-    prepared = { specs, toolSchemas: specs.map((spec) => ({ name: spec.name, description: spec.description, parameters: spec.parameters })) };
-    offered.set(catalog, prepared);
-  }
-  return prepared;
 }
 
 /** What the reply handling reads besides the reply: the agent, its tools, and the log it was decided on. */

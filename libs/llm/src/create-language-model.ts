@@ -1,13 +1,15 @@
 import { defaultApiKeyVariable, loadApiKey } from './core/api-key.js';
-import { parseLlmConfig, type LlmConfig, type ReasoningEffort } from './core/config.js';
-import type { LanguageModel } from './core/language-model.js';
+import { parseLlmConfig, type LlmConfig } from './core/config.js';
+import type { GenerateRequest, LanguageModel } from './core/language-model.js';
 import { silentLogger, type LlmLogger } from './core/logger.js';
 import { ManagedLanguageModel } from './core/managed-language-model.js';
 import type { ProviderAdapter } from './core/provider-adapter.js';
+import { toProviderRequest } from './core/provider-request.js';
 import { AnthropicAdapter, createAnthropicClient } from './providers/anthropic/anthropic-adapter.js';
-import { createOpenAIClient, isOfficialOpenAI } from './providers/openai-client.js';
+import { createOpenAIClient } from './providers/openai-client.js';
 import { OpenAIChatAdapter } from './providers/openai-chat/openai-chat-adapter.js';
 import { OpenAIResponsesAdapter } from './providers/openai-responses/openai-responses-adapter.js';
+import { providerBody, providerSettings } from './provider-settings.js';
 
 export type CreateLanguageModelOptions = {
   /** Wins over `config.apiKey` and the environment. */
@@ -21,9 +23,6 @@ export type CreateLanguageModelOptions = {
   /** Jitter source for retry backoff. */
   readonly random?: () => number;
 };
-
-const DEFAULT_ANTHROPIC_MAX_TOKENS = 8192;
-const THINKING_BUDGETS: Record<ReasoningEffort, number> = { minimal: 1024, low: 2048, medium: 8192, high: 24_576 };
 
 /** Validates `config` (fail fast) and builds the model for its provider. */
 export function createLanguageModel(config: unknown, options: CreateLanguageModelOptions = {}): LanguageModel {
@@ -49,25 +48,26 @@ function createAdapter(
   client: { apiKey: string; baseURL?: string; fetch?: typeof fetch },
   baseURL: string | undefined,
 ): ProviderAdapter {
-  const effort = config.reasoningEffort === undefined ? {} : { reasoningEffort: config.reasoningEffort };
-  switch (config.provider) {
+  const provider = providerSettings(config, baseURL);
+  switch (provider.provider) {
     case 'openai-chat':
-      return new OpenAIChatAdapter(createOpenAIClient(client), {
-        model: config.model,
-        officialOpenAI: isOfficialOpenAI(baseURL),
-        ...effort,
-      });
+      return new OpenAIChatAdapter(createOpenAIClient(client), provider.settings);
     case 'openai-responses':
-      return new OpenAIResponsesAdapter(createOpenAIClient(client), { model: config.model, ...effort });
-    case 'anthropic': {
-      const budget =
-        config.thinkingBudgetTokens ?? (config.reasoningEffort ? THINKING_BUDGETS[config.reasoningEffort] : undefined);
-      return new AnthropicAdapter(createAnthropicClient(client), {
-        model: config.model,
-        maxOutputTokens: config.maxOutputTokens ?? DEFAULT_ANTHROPIC_MAX_TOKENS,
-        promptCaching: config.promptCaching,
-        ...(budget === undefined ? {} : { thinkingBudgetTokens: budget }),
-      });
-    }
+      return new OpenAIResponsesAdapter(createOpenAIClient(client), provider.settings);
+    case 'anthropic':
+      return new AnthropicAdapter(createAnthropicClient(client), provider.settings);
   }
+}
+
+/** A model call's request as its provider receives it: where it goes, and its body byte for byte. */
+export type WireRequest = { readonly provider: LlmConfig['provider']; readonly model: string; readonly body: string };
+
+/**
+ * The body a model made by `createLanguageModel(config)` sends for `request` (each attempt the
+ * same), built as its adapter builds it: for a replay of what a model was asked, without calling it.
+ */
+export function wireRequest(config: unknown, request: GenerateRequest, options: { readonly stream: boolean }): WireRequest {
+  const parsed = parseLlmConfig(config);
+  const body = providerBody(providerSettings(parsed, parsed.baseURL), toProviderRequest(parsed, request), options.stream);
+  return { provider: parsed.provider, model: parsed.model, body: body.toString('utf8') };
 }

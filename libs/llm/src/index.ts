@@ -28,7 +28,7 @@ export {
 } from './core/config.js';
 export { loadApiKey, type ApiKeySource } from './core/api-key.js';
 export { silentLogger, type LlmLogger } from './core/logger.js';
-export { createLanguageModel, type CreateLanguageModelOptions } from './create-language-model.js';
+export { createLanguageModel, wireRequest, type CreateLanguageModelOptions, type WireRequest } from './create-language-model.js';
 export { ScriptedLanguageModel, type ScriptedLanguageModelOptions, type ScriptedReply } from './scripted-language-model.js';
 export { renderToolPrompt } from './prompt-tools/tool-prompt.js';
 export { parseToolCallText, type ParsedToolText } from './prompt-tools/parse-tool-calls.js';

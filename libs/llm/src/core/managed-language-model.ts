@@ -1,5 +1,4 @@
 import { parseToolCallText } from '../prompt-tools/parse-tool-calls.js';
-import { toPromptToolMessages } from '../prompt-tools/to-prompt-messages.js';
 import { attemptSignal, raceAbort, throwIfCancelled } from './abort.js';
 import { classifyError } from './classify-error.js';
 import type { LlmConfig } from './config.js';
@@ -7,7 +6,8 @@ import { computeCostUsd } from './cost.js';
 import { cancelledError, LlmError } from './errors.js';
 import type { GenerateOptions, GenerateRequest, GenerateResult, LanguageModel, ModelInfo, StreamDelta } from './language-model.js';
 import type { LlmLogger } from './logger.js';
-import type { ProviderAdapter, ProviderRequest, ProviderResult } from './provider-adapter.js';
+import type { ProviderAdapter, ProviderResult } from './provider-adapter.js';
+import { toProviderRequest } from './provider-request.js';
 import { textContent } from './provider-adapter.js';
 import { ReplySizeLimit } from './reply-size.js';
 import { withRetries } from './retry.js';
@@ -45,7 +45,7 @@ export class ManagedLanguageModel implements LanguageModel {
     const { adapter, config, logger } = this.#options;
     throwIfCancelled(options.signal);
     const started = performance.now();
-    const providerRequest = this.#toProviderRequest(request);
+    const providerRequest = toProviderRequest(config, request);
     const stream = options.stream ?? options.onDelta !== undefined;
     let emitted = false;
     const { value, attempts } = await withRetries(
@@ -91,21 +91,6 @@ export class ManagedLanguageModel implements LanguageModel {
     const costUsd = config.prices ? computeCostUsd(result.usage, config.prices) : undefined;
     logger.debug({ provider: adapter.name, model: result.model, latencyMs, attempts, usage: result.usage, costUsd }, 'LLM call finished');
     return { ...result, latencyMs, attempts, ...(costUsd === undefined ? {} : { costUsd }) };
-  }
-
-  #toProviderRequest(request: GenerateRequest): ProviderRequest {
-    const { config } = this.#options;
-    const tools = request.tools ?? [];
-    const promptCacheKey = request.promptCacheKey ?? config.promptCacheKey;
-    const maxOutputTokens = request.maxOutputTokens ?? config.maxOutputTokens;
-    const temperature = request.temperature ?? config.temperature;
-    return {
-      messages: config.nativeToolCalling ? request.messages : toPromptToolMessages(request.messages, tools),
-      tools: config.nativeToolCalling ? tools : [],
-      ...(promptCacheKey !== undefined && config.promptCaching ? { promptCacheKey } : {}),
-      ...(maxOutputTokens === undefined ? {} : { maxOutputTokens }),
-      ...(temperature === undefined ? {} : { temperature }),
-    };
   }
 }
 

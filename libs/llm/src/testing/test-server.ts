@@ -8,6 +8,8 @@ export type RecordedRequest = {
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** Parsed JSON body, or the raw text when it is not JSON. */
   readonly body: unknown;
+  /** The body as received (UTF-8), to compare byte for byte. */
+  readonly text: string;
 };
 
 export type HttpReply =
@@ -65,6 +67,7 @@ export async function startTestServer(): Promise<LlmTestServer> {
       path: incoming.url ?? '/',
       headers: incoming.headers,
       body: parseBody(text),
+      text,
     };
     requests.push(request);
     const script = queue.shift();

@@ -42,51 +42,58 @@ export class AnthropicAdapter implements ProviderAdapter {
   }
 
   /**
-   * What `messages.create` does for our requests, with a body built from turns encoded once per
-   * message (see `jsonBody`): the SDK sends bytes it is given as they are, and still owns the
-   * headers, the errors and the stream. (What `create` adds besides, deprecation warnings, headers
-   * for profile and workspace ids we never set, and tracing spans we never enable, is not needed.)
+   * What `messages.create` does for our requests, with the body `anthropicMessagesBody` builds: the
+   * SDK sends bytes it is given as they are, and still owns the headers, the errors and the stream.
+   * (What `create` adds besides, deprecation warnings, headers for profile and workspace ids we
+   * never set, and tracing spans we never enable, is not needed.)
    */
   async call(request: ProviderRequest, context: ProviderCallContext): Promise<ProviderResult> {
-    const { model, max_tokens: maxTokens, ...rest } = this.#params(request);
-    const { system, messages } = toAnthropicPrompt(request.messages, this.#settings.promptCaching);
-    const tail = { ...(system === undefined ? {} : { system }), ...rest };
+    const body = anthropicMessagesBody(this.#settings, request, context.stream);
     const options = { headers: { 'content-type': 'application/json' }, signal: context.signal };
     if (!context.stream) {
-      const body = jsonBody({ model, max_tokens: maxTokens }, 'messages', messages, { ...tail, stream: false });
       return readAnthropicMessage(await this.#client.post<Message>('/v1/messages', { ...options, body, stream: false }));
     }
-    const body = jsonBody({ model, max_tokens: maxTokens }, 'messages', messages, { ...tail, stream: true });
     const stream = await this.#client.post<Stream<RawMessageStreamEvent>>('/v1/messages', { ...options, body, stream: true });
     const accumulator = new AnthropicStreamAccumulator(context.onDelta);
     for await (const event of stream) accumulator.add(event);
     if (context.signal.aborted) throw malformedResponse(ANTHROPIC_PROVIDER, 'the stream was aborted');
     return accumulator.finish();
   }
+}
 
-  /** The request's parameters but its messages and system prompt (sent apart, the messages already encoded). */
-  #params(request: ProviderRequest): Omit<MessageCreateParamsBase, 'messages' | 'system'> {
-    const { model, thinkingBudgetTokens } = this.#settings;
-    const requested = request.maxOutputTokens ?? this.#settings.maxOutputTokens;
-    // Thinking tokens count toward max_tokens, which must exceed the budget.
-    const maxTokens = thinkingBudgetTokens === undefined ? requested : Math.max(requested, thinkingBudgetTokens + 1024);
-    return {
-      model,
-      max_tokens: maxTokens,
-      ...(request.tools.length > 0
-        ? {
-            tools: request.tools.map((tool) => ({
-              name: tool.name,
-              description: tool.description,
-              input_schema: { type: 'object' as const, ...tool.parameters },
-            })),
-          }
-        : {}),
-      ...(thinkingBudgetTokens === undefined
-        ? request.temperature === undefined
-          ? {}
-          : { temperature: request.temperature }
-        : { thinking: { type: 'enabled' as const, budget_tokens: thinkingBudgetTokens } }),
-    };
-  }
+/**
+ * The body of a Messages request, as sent: built from turns encoded once per message (see
+ * `jsonBody`). Pure: the same settings and request give the same bytes.
+ */
+export function anthropicMessagesBody(settings: AnthropicSettings, request: ProviderRequest, stream: boolean): Buffer {
+  const { model, max_tokens: maxTokens, ...rest } = anthropicParams(settings, request);
+  const { system, messages } = toAnthropicPrompt(request.messages, settings.promptCaching);
+  const tail = { ...(system === undefined ? {} : { system }), ...rest };
+  return jsonBody({ model, max_tokens: maxTokens }, 'messages', messages, { ...tail, stream });
+}
+
+/** The request's parameters but its messages and system prompt (sent apart, the messages already encoded). */
+function anthropicParams(settings: AnthropicSettings, request: ProviderRequest): Omit<MessageCreateParamsBase, 'messages' | 'system'> {
+  const { model, thinkingBudgetTokens } = settings;
+  const requested = request.maxOutputTokens ?? settings.maxOutputTokens;
+  // Thinking tokens count toward max_tokens, which must exceed the budget.
+  const maxTokens = thinkingBudgetTokens === undefined ? requested : Math.max(requested, thinkingBudgetTokens + 1024);
+  return {
+    model,
+    max_tokens: maxTokens,
+    ...(request.tools.length > 0
+      ? {
+          tools: request.tools.map((tool) => ({
+            name: tool.name,
+            description: tool.description,
+            input_schema: { type: 'object' as const, ...tool.parameters },
+          })),
+        }
+      : {}),
+    ...(thinkingBudgetTokens === undefined
+      ? request.temperature === undefined
+        ? {}
+        : { temperature: request.temperature }
+      : { thinking: { type: 'enabled' as const, budget_tokens: thinkingBudgetTokens } }),
+  };
 }

@@ -25,50 +25,56 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
   }
 
   /**
-   * What `responses.create` does, with a body built from input items encoded once per message (see
-   * `jsonBody`): the SDK sends bytes it is given as they are, and still owns the headers, the
-   * errors and the stream.
+   * What `responses.create` does, with the body `responsesBody` builds: the SDK sends bytes it is
+   * given as they are, and still owns the headers, the errors and the stream.
    */
   async call(request: ProviderRequest, context: ProviderCallContext): Promise<ProviderResult> {
-    const { model, ...rest } = this.#params(request);
-    const { instructions, input } = toResponsesInput(request.messages);
-    const tail = { ...rest, ...(instructions === undefined ? {} : { instructions }) };
+    const body = responsesBody(this.#settings, request, context.stream);
     const options = { headers: { 'content-type': 'application/json' }, signal: context.signal };
     if (!context.stream) {
-      const body = jsonBody({ model }, 'input', input, { ...tail, stream: false });
       return readResponse(await this.#client.post<Response>('/responses', { ...options, body, stream: false }));
     }
-    const body = jsonBody({ model }, 'input', input, { ...tail, stream: true });
     const stream = await this.#client.post<Stream<ResponseStreamEvent>>('/responses', { ...options, body, stream: true });
     const accumulator = new ResponsesStreamAccumulator(context.onDelta);
     for await (const event of stream) accumulator.add(event);
     if (context.signal.aborted) throw malformedResponse(RESPONSES_PROVIDER, 'the stream was aborted');
     return accumulator.finish();
   }
+}
 
-  /** The request's parameters but its input and instructions (sent apart, the input already encoded). */
-  #params(request: ProviderRequest): Omit<ResponseCreateParamsBase, 'input' | 'instructions'> {
-    const { model, reasoningEffort } = this.#settings;
-    return {
-      model,
-      store: false,
-      ...(request.tools.length > 0
-        ? {
-            tools: request.tools.map((tool) => ({
-              type: 'function' as const,
-              name: tool.name,
-              description: tool.description,
-              parameters: { ...tool.parameters },
-              strict: false,
-            })),
-          }
-        : {}),
-      ...(request.maxOutputTokens === undefined ? {} : { max_output_tokens: request.maxOutputTokens }),
-      ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
-      ...(reasoningEffort === undefined
-        ? {}
-        : { reasoning: { effort: reasoningEffort, summary: 'auto' as const }, include: ['reasoning.encrypted_content' as const] }),
-      ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
-    };
-  }
+/**
+ * The body of a Responses request, as sent: built from input items encoded once per message (see
+ * `jsonBody`). Pure: the same settings and request give the same bytes.
+ */
+export function responsesBody(settings: OpenAIResponsesSettings, request: ProviderRequest, stream: boolean): Buffer {
+  const { model, ...rest } = responsesParams(settings, request);
+  const { instructions, input } = toResponsesInput(request.messages);
+  const tail = { ...rest, ...(instructions === undefined ? {} : { instructions }) };
+  return jsonBody({ model }, 'input', input, { ...tail, stream });
+}
+
+/** The request's parameters but its input and instructions (sent apart, the input already encoded). */
+function responsesParams(settings: OpenAIResponsesSettings, request: ProviderRequest): Omit<ResponseCreateParamsBase, 'input' | 'instructions'> {
+  const { model, reasoningEffort } = settings;
+  return {
+    model,
+    store: false,
+    ...(request.tools.length > 0
+      ? {
+          tools: request.tools.map((tool) => ({
+            type: 'function' as const,
+            name: tool.name,
+            description: tool.description,
+            parameters: { ...tool.parameters },
+            strict: false,
+          })),
+        }
+      : {}),
+    ...(request.maxOutputTokens === undefined ? {} : { max_output_tokens: request.maxOutputTokens }),
+    ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
+    ...(reasoningEffort === undefined
+      ? {}
+      : { reasoning: { effort: reasoningEffort, summary: 'auto' as const }, include: ['reasoning.encrypted_content' as const] }),
+    ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
+  };
 }

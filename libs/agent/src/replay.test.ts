@@ -1,0 +1,126 @@
+import { draftEvent, parseEvent, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
+import { createLanguageModel } from '@flotilla/llm';
+import { fixtureReply, loadFixture, startTestServer, type FixtureName, type LlmTestServer } from '@flotilla/llm/testing';
+import { defineTool, textResult, ToolRegistry } from '@flotilla/tools';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { AGENT_SPEC_VERSION, AgentSpec, agentConfigOf } from './agent-spec.js';
+import { checkRequests, replayRequests, ReplayError } from './replay.js';
+import { step } from './step.js';
+import { registryCatalog } from './tool-catalog.js';
+
+const ref = { tenant: 'acme', conversation: 'replayed' };
+
+const readFileTool = defineTool({
+  name: 'read_file',
+  description: 'Read a file from the workspace',
+  parameters: z.object({ path: z.string() }),
+  annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: false },
+  resources: () => [],
+  execute: async ({ path }) => textResult(`contents of ${path}`),
+});
+const registry = new ToolRegistry([readFileTool]);
+
+/** A conversation's log in memory, appended as the log appends: positional ids, contiguous seqs, validated. */
+class MemoryLog {
+  readonly events: Event[] = [];
+
+  append(drafts: readonly EventDraft[]): Event[] {
+    const first = this.events.length + 1;
+    const appended = withPositionalIds(drafts, first).map((draft, index) => parseEvent({ ...draft, seq: first + index }));
+    this.events.push(...appended);
+    return appended;
+  }
+
+  spec(llm: Record<string, unknown>, reason: string): void {
+    const spec = AgentSpec.parse({ version: AGENT_SPEC_VERSION, llm, tools: ['read_file'], prompt: { includeDate: true, context: 'Repository: flotilla.' } });
+    this.append([draftEvent({ ...ref, source: 'user' }, 'agent_spec', { spec, reason })]);
+  }
+
+  /** One step with the spec in force, as a step worker takes it (its model made from the spec), appended. */
+  async step(server: LlmTestServer, fixture: FixtureName): Promise<void> {
+    const specEvent = this.events.findLast((event) => event.type === 'agent_spec');
+    if (specEvent?.type !== 'agent_spec') throw new Error('no spec');
+    const agent = agentConfigOf(AgentSpec.parse(specEvent.spec));
+    server.enqueue(fixtureReply(loadFixture(fixture)));
+    const llm = createLanguageModel({ ...agent.llm, apiKey: 'test-key', retry: { maxAttempts: 1 } });
+    // a clock far from today's: the date in the prompt is the logged one, never the replay's
+    const now = () => new Date('2031-02-03T04:05:06.000Z');
+    const result = await step({ agent, llm, tools: registryCatalog(registry, agent.tools), events: this.events, conversation: ref, now });
+    expect(result.outcome).toBe('actions');
+    const actions = this.append(result.drafts).filter((event) => event.type === 'action');
+    this.append(
+      actions.map((action) =>
+        draftEvent({ ...ref, source: 'environment' }, 'observation', { action_id: action.id, tool_call_id: action.tool_call_id, tool_name: action.tool_name, content: [{ type: 'text', text: `read ${JSON.stringify(action.input)}` }], is_error: false }),
+      ),
+    );
+  }
+}
+
+describe('replayRequests', () => {
+  it("rebuilds every step's request byte for byte from the log alone, across model switches, providers and a condensation", async () => {
+    await using server = await startTestServer();
+    const log = new MemoryLog();
+    log.spec({ provider: 'openai-chat', model: 'gpt-4.1', baseURL: server.baseURL, temperature: 0.2, maxOutputTokens: 2000 }, 'conversation created');
+    log.append([
+      draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Compare package.json and tsconfig.json.' }] }),
+      draftEvent({ ...ref, source: 'user' }, 'state_change', { status: 'running' }),
+    ]);
+    await log.step(server, 'openai-chat-tool-call');
+    log.spec({ provider: 'anthropic', model: 'claude-sonnet-4-6', baseURL: server.url, reasoningEffort: 'low' }, 'model switched by the user');
+    await log.step(server, 'anthropic-tool-call');
+    // the first step's batch condensed away, a summary in its place
+    const switched = log.events.findLastIndex((event) => event.type === 'agent_spec');
+    const forgotten = log.events.slice(0, switched).filter((event) => event.type === 'action' || event.type === 'observation').map((event) => event.id);
+    expect(forgotten.length).toBe(4);
+    log.append([draftEvent({ ...ref, source: 'system' }, 'condensation', { forgotten_event_ids: forgotten, summary: 'The agent read package.json and tsconfig.json once.', summary_offset: 1 })]);
+    log.spec({ provider: 'openai-responses', model: 'gpt-5', baseURL: server.baseURL, reasoningEffort: 'medium', promptCacheKey: 'tenant-acme' }, 'model switched by the user');
+    await log.step(server, 'openai-responses-tool-call');
+
+    const replayed = replayRequests(log.events, { registry });
+    const steps = log.events.filter((event) => event.type === 'llm_usage' && event.purpose === 'step');
+    expect(replayed.map((request) => request.seq)).toEqual(steps.map((event) => event.seq));
+    expect(replayed.map((request) => request.provider)).toEqual(['openai-chat', 'anthropic', 'openai-responses']);
+    expect(replayed.map((request) => request.body)).toEqual(server.requests.map((request) => request.text));
+    // what the test leans on is really in the requests: the logged date, the summary, the switch's settings
+    expect(replayed[0]!.body).toContain("Today's date is 2031-02-03 (UTC).");
+    expect(replayed[2]!.body).toContain('The agent read package.json and tsconfig.json once.');
+    expect(replayed[1]!.body).toContain('call_Kx8Qe2VbN4tR7yU1iO3pA5sD');
+    expect(replayed[2]!.body).not.toContain('call_Kx8Qe2VbN4tR7yU1iO3pA5sD');
+    expect(replayed[1]!.body).toContain('"thinking":{"type":"enabled","budget_tokens":2048}');
+    expect(checkRequests(replayed, server.requests.map((request) => ({ body: request.text }))).map((check) => check.result)).toEqual(['same', 'same', 'same']);
+  });
+
+  it('refuses a log it cannot replay, saying why', async () => {
+    const log = new MemoryLog();
+    log.append([draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })]);
+    log.append([draftEvent({ ...ref, source: 'system' }, 'llm_usage', { purpose: 'step', model: 'm', prompt_tokens: 1, completion_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 1, cost_usd: 0, response_id: 'r' })]);
+    expect(() => replayRequests(log.events, { registry })).toThrow(/seq 2 ran the deployment's default agent spec/);
+    expect(() => replayRequests(log.events.slice(1), { registry })).toThrow(ReplayError);
+    const unreadable = new MemoryLog();
+    unreadable.append([draftEvent({ ...ref, source: 'user' }, 'agent_spec', { spec: { version: 99 }, reason: 'from the future' })]);
+    unreadable.append(log.events.map(({ seq: _seq, ...event }) => event as EventDraft));
+    expect(() => replayRequests(unreadable.events, { registry })).toThrow(/the agent spec at seq 1 is not one this build reads/);
+  });
+});
+
+describe('checkRequests', () => {
+  const replayed = [
+    { seq: 4, specSeq: 1, provider: 'openai-chat', model: 'm', body: '{"model":"m","messages":["é"]}' },
+    { seq: 9, specSeq: 1, provider: 'openai-chat', model: 'm', body: '{"model":"m","messages":[]}' },
+  ];
+
+  it('matches by seq where the recording has them, naming the first differing byte', () => {
+    const checks = checkRequests(replayed, [{ seq: 9, body: '{"model":"m","messages":[]}' }, { seq: 4, body: '{"model":"m","messages":["e"]}' }]);
+    expect(checks[1]).toEqual({ seq: 9, result: 'same' });
+    expect(checks[0]).toMatchObject({ seq: 4, result: 'different', byte: 26 });
+  });
+
+  it('matches in order without seqs, and reports a step nothing was recorded for', () => {
+    const checks = checkRequests(replayed, [{ body: replayed[0]!.body }]);
+    expect(checks).toEqual([
+      { seq: 4, result: 'same' },
+      { seq: 9, result: 'missing' },
+    ]);
+  });
+});

@@ -1,0 +1,105 @@
+import type { AgentSpecEvent, Event } from '@flotilla/events';
+import { wireRequest } from '@flotilla/llm';
+import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
+import { ChatRenderer, ViewBuilder } from '@flotilla/view';
+import { agentConfigOf, readAgentSpec } from './agent-spec.js';
+import { SpecFold } from './spec-fold.js';
+import { STEP_STREAMS, stepRequest } from './step-request.js';
+import { registryCatalog, type ToolCatalog } from './tool-catalog.js';
+import { messageCharacters } from './token-estimate.js';
+
+/** One step's model request, rebuilt from the log. */
+export type ReplayedRequest = {
+  /** The seq of the step's `llm_usage` event (purpose `step`): its commit is the step's. */
+  readonly seq: number;
+  /** The seq of the `agent_spec` event in force at the step. */
+  readonly specSeq: number;
+  readonly provider: string;
+  readonly model: string;
+  /** The request's body as the provider's adapter sends it (UTF-8 JSON), byte for byte. */
+  readonly body: string;
+};
+
+export class ReplayError extends Error {
+  override readonly name = 'ReplayError';
+}
+
+export type ReplayOptions = {
+  /** Describes the built-in tools a spec names (their schemas); default the built-in tools, as the step workers describe them. */
+  readonly registry?: ToolRegistry;
+};
+
+/**
+ * The model request of every step of a conversation, rebuilt from its log alone (DESIGN invariant
+ * 14): for each step commit (its `llm_usage` of purpose `step`), the view of the log before the
+ * step's call (the system prompt as logged, the condensations applied) rendered by the step's own
+ * `stepRequest`, the tools of the spec in force there, and the body the spec's provider adapter
+ * builds from them. `events` must be the whole log, from seq 1. A step that ran without a spec in
+ * the log (the deployment's default, which the log does not hold) or under a spec this build cannot
+ * read cannot be rebuilt: a ReplayError says which.
+ */
+export function replayRequests(events: readonly Event[], options: ReplayOptions = {}): ReplayedRequest[] {
+  const registry = options.registry ?? new ToolRegistry(createBuiltinTools());
+  const catalogs = new Map<AgentSpecEvent, { readonly tools: ToolCatalog; readonly llm: unknown }>();
+  const view = new ViewBuilder();
+  const renderer = new ChatRenderer(messageCharacters);
+  const specs = new SpecFold();
+  const replayed: ReplayedRequest[] = [];
+  let folded = 0;
+  events.forEach((event, index) => {
+    if (event.seq !== index + 1) throw new ReplayError(`the log must be whole, from seq 1: found seq ${event.seq} at position ${index + 1}`);
+    if (event.type !== 'llm_usage' || event.purpose !== 'step') return;
+    // the step read every event before its llm_usage: the log before its commit, and what its commit starts with (the system prompt, skills)
+    const read = events.slice(folded, index);
+    view.append(read);
+    specs.append(read);
+    folded = index;
+    const spec = specs.event();
+    if (spec === undefined) throw new ReplayError(`the step at seq ${event.seq} ran the deployment's default agent spec: the log has no agent_spec before it`);
+    const agent = catalogOf(spec, catalogs, registry);
+    const { request } = stepRequest({ history: events.slice(0, index), tools: agent.tools, view: () => view.view(), chat: renderer });
+    const wire = wireRequest(agent.llm, request, { stream: STEP_STREAMS });
+    replayed.push({ seq: event.seq, specSeq: spec.seq, provider: wire.provider, model: wire.model, body: wire.body });
+  });
+  return replayed;
+}
+
+function catalogOf(event: AgentSpecEvent, known: Map<AgentSpecEvent, { readonly tools: ToolCatalog; readonly llm: unknown }>, registry: ToolRegistry): { readonly tools: ToolCatalog; readonly llm: unknown } {
+  let agent = known.get(event);
+  if (!agent) {
+    const read = readAgentSpec(event);
+    if (!read.ok) throw new ReplayError(read.reason);
+    agent = { tools: registryCatalog(registry, read.spec.tools), llm: agentConfigOf(read.spec).llm };
+    known.set(event, agent);
+  }
+  return agent;
+}
+
+/** A step's rebuilt request against the one recorded for it. */
+export type RequestCheck =
+  | { readonly seq: number; readonly result: 'same' }
+  | { readonly seq: number; readonly result: 'different'; readonly byte: number; readonly detail: string }
+  | { readonly seq: number; readonly result: 'missing' };
+
+/** A recorded request: its body, and the step's seq when the recording knows it (else matched by position). */
+export type RecordedModelRequest = { readonly seq?: number; readonly body: string };
+
+/**
+ * Compares the rebuilt requests with recorded ones, byte for byte: by seq where a recording gives
+ * it, else in order. A difference names its first differing byte and what is there on each side.
+ */
+export function checkRequests(replayed: readonly ReplayedRequest[], recorded: readonly RecordedModelRequest[]): RequestCheck[] {
+  const bySeq = new Map(recorded.filter((entry) => entry.seq !== undefined).map((entry) => [entry.seq!, entry]));
+  const inOrder = recorded.filter((entry) => entry.seq === undefined);
+  return replayed.map((request, index): RequestCheck => {
+    const other = bySeq.get(request.seq) ?? (bySeq.size === 0 ? inOrder[index] : undefined);
+    if (other === undefined) return { seq: request.seq, result: 'missing' };
+    const ours = Buffer.from(request.body, 'utf8');
+    const theirs = Buffer.from(other.body, 'utf8');
+    if (ours.equals(theirs)) return { seq: request.seq, result: 'same' };
+    let byte = 0;
+    while (byte < ours.length && byte < theirs.length && ours[byte] === theirs[byte]) byte += 1;
+    const around = (bytes: Buffer): string => JSON.stringify(bytes.subarray(Math.max(0, byte - 20), byte + 40).toString('utf8'));
+    return { seq: request.seq, result: 'different', byte, detail: `rebuilt ${around(ours)} (${ours.length} bytes), recorded ${around(theirs)} (${theirs.length} bytes)` };
+  });
+}
