@@ -208,7 +208,7 @@ export async function startBrainServer(
       send({ content: reply.content });
     }
     send({}, finish);
-    response.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: 'brain', choices: [], usage })}\n\n`);
+    response.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: body.model ?? 'brain', choices: [], usage })}\n\n`);
     response.write('data: [DONE]\n\n');
     response.end();
     call.completed = true;

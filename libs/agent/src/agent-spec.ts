@@ -65,7 +65,11 @@ export function readAgentSpec(event: AgentSpecEvent): SpecRead {
 
 /** A zod error's issues, each naming its field under `prefix` (`spec.llm.model`). */
 export function fieldIssues(error: z.ZodError, prefix = ''): { readonly path: string; readonly message: string }[] {
-  return error.issues.map((issue) => ({ path: [prefix, ...issue.path.map(String)].filter(Boolean).join('.') || '(root)', message: issue.message }));
+  const at = (path: readonly PropertyKey[]): string => [prefix, ...path.map(String)].filter(Boolean).join('.') || '(root)';
+  // an unknown field is named itself, not the object holding it
+  return error.issues.flatMap((issue) =>
+    issue.code === 'unrecognized_keys' ? issue.keys.map((key) => ({ path: at([...issue.path, key]), message: 'unknown field' })) : [{ path: at(issue.path), message: issue.message }],
+  );
 }
 
 /** A zod error as one line naming each field (`llm.model: …; tools: …`). */

@@ -24,13 +24,13 @@ export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env):
   }
   const parsed = AgentConfig.safeParse(raw);
   if (parsed.success) {
-    // a tool the services cannot offer is a mistake to report, not a name to drop
+    // a tool the services cannot offer is a mistake to report, not a name to drop (MCP servers' tools come from mcpServers)
     const known = builtinToolNames();
     const unknown = parsed.data.tools.filter((name) => !known.includes(name));
     if (unknown.length > 0) {
       throw new Error(
         `invalid agent settings: ${source ?? 'the agent settings'} at tools: ${unknown.map((name) => `"${name}"`).join(', ')} ${unknown.length === 1 ? 'is not a tool' : 'are not tools'} the services run ` +
-          `(the built-in ones: ${known.join(', ')}; MCP servers are not connected by the services yet)`,
+          `(the built-in ones: ${known.join(', ')}; an MCP server's tools are offered by naming the server in mcpServers)`,
       );
     }
     return Object.freeze(parsed.data);
@@ -66,7 +66,10 @@ export function loadAgentCatalog(environment: NodeJS.ProcessEnv = process.env): 
     return new AgentCatalog(defaults, given?.value ?? {});
   } catch (error) {
     if (!(error instanceof SpecRefused)) throw error;
-    throw new Error(`invalid agent catalog: ${error.issues.map((issue) => `${given?.source ?? 'the agent settings'} at ${issue.path}: ${issue.message}`).join('; ')}`);
+    // the default spec is the agent settings, checked against the catalog's limits like any other
+    const where = (path: string): string =>
+      path.startsWith('defaults.') ? `the agent settings (FLOTILLA_AGENT, FLOTILLA_AGENT_FILE or FLOTILLA_LLM_*) at ${path.slice('defaults.'.length)}` : `${given?.source ?? 'FLOTILLA_AGENT_CATALOG'} at ${path}`;
+    throw new Error(`invalid agent catalog: ${error.issues.map((issue) => `${where(issue.path)}: ${issue.message}${given && issue.path.startsWith('defaults.') ? ` (the limits of ${given.source})` : ''}`).join('; ')}`);
   }
 }
 
