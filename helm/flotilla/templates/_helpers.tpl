@@ -43,7 +43,7 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
     secretKeyRef: { name: {{ .Values.llmApiKey.secretName }}, key: {{ .Values.llmApiKey.key }}, optional: true }
 {{- end -}}
 
-{{- /* The secrets key: for the gateway and the tool runners only. */ -}}
+{{- /* The secrets key: for the gateway, the tool runners and the model callers (a spec's model key may be a secret); never the projector. */ -}}
 {{- define "flotilla.secretsKeyEnv" -}}
 - name: FLOTILLA_SECRETS_KEY
   valueFrom:

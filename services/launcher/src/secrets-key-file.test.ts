@@ -47,13 +47,13 @@ describe('the secrets key of the embedded system', () => {
     await expect(secretsKeySettings(directory, { FLOTILLA_SECRETS_KEY_FILE: join(directory, 'missing') })).rejects.toThrow(/cannot be read/);
   });
 
-  it('goes to the gateway and the tool runner only, and no service inherits it', async () => {
+  it('goes to the gateway, the tool runner and the model callers only, and no service inherits it', async () => {
     const settings = await secretsKeySettings(home(), {});
     const given = Object.fromEntries(EMBEDDED_SERVICES.map((service) => [service, secretsEnvironmentFor(service, settings)]));
     expect(given).toEqual({
       projector: {},
-      condenser: {},
-      'step-worker': {},
+      condenser: { FLOTILLA_SECRETS_KEY_FILE: settings.file },
+      'step-worker': { FLOTILLA_SECRETS_KEY_FILE: settings.file },
       gateway: { FLOTILLA_SECRETS_KEY_FILE: settings.file },
       'tool-runner': { FLOTILLA_SECRETS_KEY_FILE: settings.file },
     });

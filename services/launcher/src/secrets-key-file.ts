@@ -9,8 +9,12 @@ export function isSecretsKeySetting(name: string): boolean {
   return KEY_VARIABLES.includes(name);
 }
 
-/** The services that decrypt or encrypt secrets: the gateway (users set them) and the tool runner (the sandbox gets them). */
-export const SECRETS_SERVICES: ReadonlySet<string> = new Set(['gateway', 'tool-runner']);
+/**
+ * The services that decrypt or encrypt secrets: the gateway (users set them), the tool runner (the
+ * sandbox gets them), and the services that call a conversation's model (a spec's model key may be
+ * a secret). The projector never gets the key.
+ */
+export const SECRETS_SERVICES: ReadonlySet<string> = new Set(['gateway', 'tool-runner', 'step-worker', 'condenser']);
 
 export type SecretsKeySettings = {
   /** What the gateway and the tool runner get (and no other service). */
