@@ -3,6 +3,7 @@ import { LlmConfig } from '@flotilla/llm';
 import { z } from 'zod';
 import { CHECKPOINT_STUCK_STEPS } from './conversation-checkpoint.js';
 import { SecurityConfig } from './security-analyzer.js';
+import { SkillsConfig } from './skills-config.js';
 import { DEFAULT_STUCK_THRESHOLDS } from './stuck-detector.js';
 
 /**
@@ -73,6 +74,8 @@ export const AgentConfig = z.strictObject({
    * user message, by the condenser service, beside the run (never before its first step).
    */
   titles: z.strictObject({ generate: z.boolean().default(true) }).default({ generate: true }),
+  /** Repository context and skills from the workspace (skills-config.ts). */
+  skills: SkillsConfig.prefault({}),
   /** When the view gets too large, the step asks the condenser to summarise part of it. */
   condenser: CondenserConfig.default(CondenserConfig.parse({})),
 });

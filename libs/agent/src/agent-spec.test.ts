@@ -60,6 +60,9 @@ describe('AgentCatalog', () => {
     expect(catalog.resolve({ spec: { llm: own } }).spec.llm).toMatchObject(own);
     expect(refusal(() => catalog.resolve({ spec: { llm: { ...own, baseURL: 'http://169.254.169.254/' } } }))).toEqual({ status: 403, paths: ['spec.llm.baseURL'] });
     expect(refusal(() => catalog.resolve({ spec: { llm: { ...own, provider: 'anthropic' } } }))).toEqual({ status: 403, paths: ['spec.llm.provider'] });
+    const narrow = new AgentCatalog(defaults, { limits: { customModels: { models: ['own'], baseURLs: ['https://own.example/'] } } });
+    expect(narrow.resolve({ spec: { llm: own } }).spec.llm.model).toBe('own');
+    expect(refusal(() => narrow.resolve({ spec: { llm: { ...own, model: 'other' } } }))).toEqual({ status: 403, paths: ['spec.llm.model'] });
     // a key is never a value in a spec, nor a variable of the services' environment
     expect(refusal(() => catalog.resolve({ spec: { llm: { ...own, apiKey: 'sk-live' } } })).status).toBe(400);
     expect(refusal(() => catalog.resolve({ spec: { llm: { ...own, apiKeyEnv: 'FLOTILLA_NATS_PASSWORD' } } })).status).toBe(400);

@@ -1,8 +1,9 @@
-import { ConversationStatus, EventId, isValidEvent, type ActionEvent, type AgentSpecEvent, type Event, type SystemPromptEvent } from '@flotilla/events';
+import { ConversationStatus, EventId, isValidEvent, type ActionEvent, type AgentSpecEvent, type Event, type SystemPromptEvent, type WorkspaceContextEvent } from '@flotilla/events';
 import { isLlmEvent, ViewBuilder, type LlmEvent, type ViewCheckpoint } from '@flotilla/view';
 import { z } from 'zod';
 import { ConversationProgress, type ProgressCheckpoint } from './progress.js';
 import { RunStateFold, type RunStateCheckpoint } from './run-state.js';
+import { SkillsFold, type SkillsCheckpoint } from './skills-fold.js';
 import { SpecFold } from './spec-fold.js';
 import { stuckLookback } from './stuck-detector.js';
 
@@ -18,6 +19,8 @@ export type ConversationCheckpoint = {
   readonly run: RunStateCheckpoint;
   /** The agent spec in force (its event), if the log had one. */
   readonly spec?: AgentSpecEvent;
+  /** The workspace's context in force, and the skills and rules already shown. */
+  readonly skills: SkillsCheckpoint;
   /** Stuck detection with thresholds of up to this many steps reads nothing before the events read with the checkpoint. */
   readonly stuck_steps: number;
 };
@@ -30,7 +33,7 @@ export type ConversationCheckpoint = {
 export const CHECKPOINT_STUCK_STEPS = 12;
 
 /** The folds a step keeps of a conversation, resumed from a checkpoint or started empty. */
-export type StepFolds = { readonly view: ViewBuilder; readonly progress: ConversationProgress; readonly run: RunStateFold; readonly spec: SpecFold };
+export type StepFolds = { readonly view: ViewBuilder; readonly progress: ConversationProgress; readonly run: RunStateFold; readonly spec: SpecFold; readonly skills: SkillsFold };
 
 /**
  * Folds that go on from `checkpoint` (empty ones without), for a caller whose events array holds
@@ -38,12 +41,13 @@ export type StepFolds = { readonly view: ViewBuilder; readonly progress: Convers
  * backward looks read).
  */
 export function resumeFolds(checkpoint: ConversationCheckpoint | undefined, before = 0): StepFolds {
-  if (checkpoint === undefined) return { view: new ViewBuilder(), progress: new ConversationProgress(), run: new RunStateFold(), spec: new SpecFold() };
+  if (checkpoint === undefined) return { view: new ViewBuilder(), progress: new ConversationProgress(), run: new RunStateFold(), spec: new SpecFold(), skills: new SkillsFold() };
   return {
     view: ViewBuilder.resume(checkpoint.view),
     progress: ConversationProgress.resume(checkpoint.progress),
     run: RunStateFold.resume(checkpoint.run, before),
     spec: SpecFold.resume(checkpoint.spec),
+    skills: SkillsFold.resume(checkpoint.skills),
   };
 }
 
@@ -59,12 +63,13 @@ export function foldLoaded(loaded: { readonly start?: { readonly state: Conversa
   folds.progress.append(events);
   folds.run.append(events);
   folds.spec.append(events);
+  folds.skills.append(events);
   return folds;
 }
 
 export function checkpointFolds(folds: StepFolds): ConversationCheckpoint {
   const spec = folds.spec.event();
-  return { view: folds.view.checkpoint(), progress: folds.progress.checkpoint(), run: folds.run.checkpoint(), ...(spec ? { spec } : {}), stuck_steps: CHECKPOINT_STUCK_STEPS };
+  return { view: folds.view.checkpoint(), progress: folds.progress.checkpoint(), run: folds.run.checkpoint(), ...(spec ? { spec } : {}), skills: folds.skills.checkpoint(), stuck_steps: CHECKPOINT_STUCK_STEPS };
 }
 
 /**
@@ -80,6 +85,7 @@ export function stepLookback(events: readonly Event[], runStart: number): number
 const LlmEventValue = z.custom<LlmEvent>((value) => isValidEvent(value) && isLlmEvent(value), 'not a valid event the LLM reads');
 const ActionValue = z.custom<ActionEvent>((value) => isValidEvent(value) && value.type === 'action', 'not a valid action');
 const AgentSpecValue = z.custom<AgentSpecEvent>((value) => isValidEvent(value) && value.type === 'agent_spec', 'not a valid agent_spec event');
+const WorkspaceContextValue = z.custom<WorkspaceContextEvent>((value) => isValidEvent(value) && value.type === 'workspace_context', 'not a valid workspace_context event');
 const SystemPromptValue = z.custom<SystemPromptEvent>((value) => isValidEvent(value) && value.type === 'system_prompt', 'not a valid system prompt');
 const Count = z.number().int().nonnegative();
 const Ids = z.array(z.string());
@@ -106,6 +112,8 @@ const ProgressCheckpointSchema = z.strictObject({
   started_by: z.record(z.string(), z.string()),
   condensation_requested: z.boolean(),
   finish_called: z.boolean(),
+  context_wanted: z.boolean(),
+  context_read: z.boolean(),
   events: Count,
 }) satisfies z.ZodType<ProgressCheckpoint>;
 
@@ -123,6 +131,7 @@ const ConversationCheckpointSchema = z.strictObject({
   progress: ProgressCheckpointSchema,
   run: RunStateCheckpointSchema,
   spec: AgentSpecValue.optional(),
+  skills: z.strictObject({ context: WorkspaceContextValue.optional(), activated: Ids, applied_rules: Ids }) satisfies z.ZodType<SkillsCheckpoint>,
   stuck_steps: Count,
 });
 

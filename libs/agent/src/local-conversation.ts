@@ -7,9 +7,12 @@ import { messageCommand, pauseCommand, rejectCommand, runCommand } from './comma
 import { condenseOrFail } from './condense-or-fail.js';
 import { executeActions, interruptedDrafts } from './execute-actions.js';
 import { finishDrafts } from './finish.js';
+import { actionPaths, withPathRules, workspaceRelative } from './path-rules.js';
 import { ConversationProgress } from './progress.js';
+import { SkillsFold } from './skills-fold.js';
 import { step } from './step.js';
 import { registryCatalog, type ToolCatalog } from './tool-catalog.js';
+import { readWorkspaceContext, workspaceContextDraft } from './workspace-context.js';
 
 export type Condenser = (events: readonly Event[], context: DraftContext) => Promise<readonly EventDraft[]>;
 
@@ -97,6 +100,9 @@ export class LocalConversation {
         case 'condense':
           await this.#condense();
           break;
+        case 'prepare':
+          await this.#prepare();
+          break;
         case 'finish':
           await this.#appendAt(this.#tail, finishDrafts(this.#options.ref));
           break;
@@ -140,8 +146,19 @@ export class LocalConversation {
     const actions = this.#progress.pending().started.filter((action) => startedIds.has(action.id));
     if (actions.length === 0) return;
     const toolContext = createToolContext({ workspace: this.#options.workspace, conversationId: this.#options.ref.conversation });
-    const observations = await executeActions(actions, this.#options.tools, toolContext, this.#context('environment'));
+    const executed = await executeActions(actions, this.#options.tools, toolContext, this.#context('environment'));
+    const { workspace } = this.#options;
+    const roots = [workspace.shownRoot, workspace.root];
+    const observations = withPathRules(actions, executed, SkillsFold.of(this.#events), (action) => actionPaths(action).flatMap((path) => workspaceRelative(path, roots) ?? []));
     await this.#commit(() => observations, { retryWithSameDrafts: true });
+  }
+
+  /** The workspace's context, read from this conversation's workspace into the log (as a tool runner reads it). */
+  async #prepare(): Promise<void> {
+    await this.#commit(async (_events, progress) => {
+      if (progress.nextWork().kind !== 'prepare') return null;
+      return [workspaceContextDraft(this.#context('environment'), await readWorkspaceContext(this.#options.workspace))];
+    });
   }
 
   async #condense(): Promise<void> {

@@ -3,6 +3,7 @@ import { foldState, initialState, type ConversationState, type PendingAction } f
 import { finishCalledAfter } from './finish.js';
 import type { NextWork, NextWorkOptions } from './next-work.js';
 import type { PendingActions } from './pending-actions.js';
+import { skillsEnabledIn } from './skills-config.js';
 
 /**
  * A `ConversationProgress` as data (for a checkpoint): the folded state, with the pending actions
@@ -18,6 +19,9 @@ export type ProgressCheckpoint = {
   readonly condensation_requested: boolean;
   /** The agent's finish call ended its last batch (finishCalledAfter). */
   readonly finish_called: boolean;
+  /** The spec in force turns skills on (its workspace's context is wanted), and a workspace_context was logged. */
+  readonly context_wanted: boolean;
+  readonly context_read: boolean;
   /** Events folded. */
   readonly events: number;
 };
@@ -40,6 +44,8 @@ export class ConversationProgress {
   /** The pending actions, by event id. */
   readonly #actions = new Map<string, ActionEvent>();
   #finishCalled = false;
+  #contextWanted = false;
+  #contextRead = false;
   #events = 0;
 
   static of(events: readonly Event[]): ConversationProgress {
@@ -66,6 +72,8 @@ export class ConversationProgress {
       progress.#actions.set(action.id, action);
     }
     progress.#finishCalled = checkpoint.finish_called;
+    progress.#contextWanted = checkpoint.context_wanted;
+    progress.#contextRead = checkpoint.context_read;
     progress.#events = checkpoint.events;
     return progress;
   }
@@ -80,6 +88,8 @@ export class ConversationProgress {
       started_by: started,
       condensation_requested: this.#state.condensation_requested,
       finish_called: this.#finishCalled,
+      context_wanted: this.#contextWanted,
+      context_read: this.#contextRead,
       events: this.#events,
     };
   }
@@ -99,6 +109,8 @@ export class ConversationProgress {
       const waiting = this.#state.pending_actions.length;
       foldState(this.#state, event);
       this.#finishCalled = finishCalledAfter(this.#finishCalled, event);
+      if (event.type === 'agent_spec') this.#contextWanted = skillsEnabledIn(event.spec);
+      else if (event.type === 'workspace_context') this.#contextRead = true;
       const pending = this.#state.pending_actions;
       if (event.type === 'action' && pending.length > waiting) this.#actions.set(event.id, event);
       else if (pending.length < waiting) this.#forgetAnswered();
@@ -151,6 +163,8 @@ export class ConversationProgress {
     if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
     if (this.#finishCalled) return { kind: 'finish' };
     if (this.#state.condensation_requested) return { kind: 'condense' };
+    // the step builds its prompt from the workspace's context: it is read (into the log) first
+    if (this.#contextWanted && !this.#contextRead) return { kind: 'prepare' };
     return { kind: 'step' };
   }
 

@@ -7,6 +7,8 @@ import { needsConfirmation } from './confirmation.js';
 import { invalidRepliesInRow } from './invalid-replies.js';
 import { runState, type RunState } from './run-state.js';
 import { assessActions, confirmationReason } from './security-analyzer.js';
+import { skillActivationDraft } from './skill-activation.js';
+import { SkillsFold } from './skills-fold.js';
 import { detectStuck } from './stuck-detector.js';
 import { STEP_STREAMS, offeredTools, stepRequest } from './step-request.js';
 import { buildSystemPrompt } from './system-prompt.js';
@@ -34,6 +36,8 @@ export type StepInput = {
   readonly chat?: ChatRenderer;
   /** `runState(events)`, when the caller keeps one up to date (a `RunStateFold`); folded from `events` otherwise. */
   readonly runState?: () => RunState;
+  /** `SkillsFold.of(events)`, when the caller keeps one up to date; folded from `events` otherwise. */
+  readonly skills?: () => SkillsFold;
   readonly conversation: { readonly tenant: string; readonly conversation: string };
   readonly signal?: AbortSignal;
   readonly onDelta?: (delta: StreamDelta) => void;
@@ -87,8 +91,9 @@ export async function step(input: StepInput): Promise<StepResult> {
 
   const drafts: EventDraft[] = [];
   let history = events;
+  const skills = agent.skills.enabled ? (input.skills?.() ?? SkillsFold.of(events)) : undefined;
   if (!state.hasSystemPrompt) {
-    const prompt = buildSystemPrompt(agent, now());
+    const prompt = buildSystemPrompt(agent, now(), skills?.context);
     const systemPrompt = draftEvent(context, 'system_prompt', {
       static_prompt: prompt.staticPrompt,
       ...(prompt.dynamicPrompt === undefined ? {} : { dynamic_prompt: prompt.dynamicPrompt }),
@@ -96,6 +101,12 @@ export async function step(input: StepInput): Promise<StepResult> {
     });
     drafts.push(systemPrompt);
     history = [...events, { ...systemPrompt, seq: (events.at(-1)?.seq ?? 0) + 1 } as Event];
+  }
+  // knowledge skills the user's new messages trigger join their turn, recorded in this step's commit
+  const activation = skills ? skillActivationDraft(events, skills, context) : undefined;
+  if (activation) {
+    drafts.push(activation);
+    history = [...history, { ...activation, seq: (history.at(-1)?.seq ?? 0) + 1 } as Event];
   }
   const { request, view, measured } = stepRequest({ history, tools: input.tools, ...(history === events && input.view ? { view: input.view } : {}), ...(input.chat ? { chat: input.chat } : {}) });
   const reasons = shouldCondense(view, agent.condenser, {

@@ -1,5 +1,6 @@
-import type { ToolSpec } from '@flotilla/events';
+import type { ToolSpec, WorkspaceContextEvent } from '@flotilla/events';
 import type { AgentConfig } from './agent-config.js';
+import { workspaceContextPrompt } from './skills-prompt.js';
 
 const STATIC_PROMPT = `You are Flotilla, a software engineering agent. You work in a workspace with real tools: a persistent terminal, a file editor, and others listed with their schemas.
 
@@ -15,12 +16,18 @@ Safety:
 - Stay inside the workspace. Never exfiltrate secrets.
 - For every call of a tool that changes something, set security_risk to low, medium or high honestly.`;
 
-/** The static (cacheable, shared) and dynamic (per-conversation) blocks of the system prompt. */
-export function buildSystemPrompt(agent: AgentConfig, now: Date): { staticPrompt: string; dynamicPrompt?: string } {
+/**
+ * The static (cacheable, shared) and dynamic (per-conversation) blocks of the system prompt. The
+ * dynamic one holds the date, the spec's context, and what the workspace said (`context`: its
+ * repository instructions and skills, skills-prompt.ts).
+ */
+export function buildSystemPrompt(agent: AgentConfig, now: Date, context?: WorkspaceContextEvent): { staticPrompt: string; dynamicPrompt?: string } {
   const staticPrompt = agent.prompt.instructions ? `${STATIC_PROMPT}\n\n${agent.prompt.instructions}` : STATIC_PROMPT;
   const dynamic: string[] = [];
   if (agent.prompt.includeDate) dynamic.push(`Today's date is ${now.toISOString().slice(0, 10)} (UTC).`);
   if (agent.prompt.context) dynamic.push(agent.prompt.context);
+  const workspace = agent.skills.enabled ? workspaceContextPrompt(context) : undefined;
+  if (workspace) dynamic.push(workspace);
   return dynamic.length > 0 ? { staticPrompt, dynamicPrompt: dynamic.join('\n\n') } : { staticPrompt };
 }
 

@@ -22,6 +22,7 @@ import {
 } from './schemas/control-events.js';
 import { AgentSpecEvent } from './schemas/agent-spec-events.js';
 import { McpToolsEvent } from './schemas/mcp-tools-events.js';
+import { WorkspaceContextEvent } from './schemas/workspace-context-events.js';
 import { SecretChangedEvent } from './schemas/secret-events.js';
 import { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
 
@@ -46,6 +47,7 @@ export const Event = z.discriminatedUnion('type', [
   SecretChangedEvent,
   AgentSpecEvent,
   McpToolsEvent,
+  WorkspaceContextEvent,
 ]);
 export type Event = z.infer<typeof Event>;
 export type EventType = Event['type'];
@@ -71,6 +73,7 @@ export const EVENT_TYPES = [
   'secret_changed',
   'agent_spec',
   'mcp_tools',
+  'workspace_context',
 ] as const satisfies readonly EventType[];
 
 /** Compile-time check that EVENT_TYPES lists every member of the union, not just some. */

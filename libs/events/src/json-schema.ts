@@ -30,6 +30,7 @@ import { EventSource, ProtocolVersionField, Timestamp } from './schemas/envelope
 import { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 import { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
 import { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
+import { WorkspaceContextEvent, WorkspacePath } from './schemas/workspace-context-events.js';
 import { CURRENT_PROTOCOL_VERSION } from './version.js';
 
 export const JSON_SCHEMA_ID = `urn:flotilla:events:v${CURRENT_PROTOCOL_VERSION}`;
@@ -65,6 +66,8 @@ const NAMED_SCHEMAS = {
   AgentSpecDocument,
   McpToolsEvent,
   McpServerName,
+  WorkspaceContextEvent,
+  WorkspacePath,
   ContentPart,
   TextContent,
   ImageContent,

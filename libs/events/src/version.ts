@@ -13,11 +13,11 @@ export type ProtocolVersion = 1 | 2 | 3;
 
 /**
  * The version that introduced each event type that is not in v1. v2 = v1 + `secret_changed`;
- * v3 = v2 + `agent_spec` and `mcp_tools`. Every event of a version is also a valid event of each
+ * v3 = v2 + `agent_spec`, `mcp_tools` and `workspace_context`. Every event of a version is also a valid event of each
  * later one (with any `v` from its type's first version on); a type introduced later needs at
  * least its version.
  */
-const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = { secret_changed: 2, agent_spec: 3, mcp_tools: 3 };
+const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = { secret_changed: 2, agent_spec: 3, mcp_tools: 3, workspace_context: 3 };
 
 /** The versions an event of a type introduced in `introduced` may carry: from that one to the newest. */
 export function versionsSince(introduced: ProtocolVersion): ProtocolVersion[] {

@@ -187,6 +187,7 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
     case 'hook_execution':
     case 'secret_changed': // which secrets a conversation has lives in the secrets bucket, not in its snapshot
     case 'mcp_tools':
+    case 'workspace_context':
       return;
     default:
       assertNever(event);

@@ -36,7 +36,8 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     cache: deps.cache,
     agentOf,
     model: (ref, agent) => deps.agents.model(ref, agent),
-    stepDue: (events) => progress.of(events).nextWork().kind === 'step',
+    // a step owed, or the workspace context it waits for: a title landing now would make that append conflict
+    stepDue: (events) => ['step', 'prepare'].includes(progress.of(events).nextWork().kind),
   });
   // most commits need no history here: the cache is left as it is, and catches up when one does
   const watch = new CondensationWatch({ titles: true });

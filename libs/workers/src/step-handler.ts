@@ -1,4 +1,4 @@
-import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, SpecFold, step, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
+import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, SkillsFold, SpecFold, step, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
 import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
 import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
@@ -41,6 +41,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
   const views = new IncrementalFold((start: Start) => (start ? ViewBuilder.resume(start.state.view) : new ViewBuilder()), (builder, events) => builder.append(events));
   const runStates = new IncrementalFold((start: Start) => (start ? RunStateFold.resume(start.state.run, start.folded) : new RunStateFold()), (fold, events) => fold.append(events));
   const specs = new IncrementalFold((start: Start) => SpecFold.resume(start?.state.spec), (fold, events) => fold.append(events));
+  const skills = new IncrementalFold((start: Start) => SkillsFold.resume(start?.state.skills), (fold, events) => fold.append(events));
   // renders what each step's view added; it follows the views itself, so events need not reach it
   const renderers = new IncrementalFold(() => new ChatRenderer(messageCharacters), () => undefined);
   return async (delivery) => {
@@ -78,6 +79,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
         events,
         view: () => views.of(events, start).view(),
         runState: () => runStates.of(events, start).state(),
+        skills: () => skills.of(events, start),
         chat: renderers.of(events),
         conversation: ref,
         signal: tracked.signal,

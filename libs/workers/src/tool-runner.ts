@@ -1,7 +1,7 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { whileUnavailable } from '@flotilla/bus';
-import { executeActions, interruptedDrafts, type NextWork } from '@flotilla/agent';
+import { actionPaths, executeActions, interruptedDrafts, readWorkspaceContext, SkillsFold, withPathRules, workspaceContextDraft, workspaceRelative, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
@@ -9,7 +9,7 @@ import { formatBytes, RestartReason, workspaceUsage, type SandboxPool } from '@f
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
-import { incrementalProgress } from './incremental-fold.js';
+import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
 
 export type ToolRunnerDependencies = {
   readonly runnerId: string;
@@ -77,6 +77,11 @@ export class ToolRunner {
   readonly #workspaces = new Map<string, Workspace>();
   /** What each cached conversation owes, extended as the cache grows (no rescans per delivery). */
   readonly #progress = incrementalProgress();
+  /** Each cached conversation's workspace context and the path rules it was shown. */
+  readonly #skills = new IncrementalFold(
+    () => new SkillsFold(),
+    (fold, events) => fold.append(events),
+  );
   #heartbeat: NodeJS.Timeout | undefined;
   readonly #subscriptions: Subscription[] = [];
 
@@ -150,7 +155,8 @@ export class ToolRunner {
         // die before it appends, so look again later until the results are in the log.
         return { ack: false, outcome: 'in_progress', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
       }
-      if (work.kind !== 'execute') return { ack: true, outcome: 'nothing_to_run' };
+      // the workspace's context is read by its owner, as its actions are run
+      if (work.kind !== 'execute' && work.kind !== 'prepare') return { ack: true, outcome: 'nothing_to_run' };
 
       if (this.#ownsRecently(ref)) {
         await this.#executeFor(ref, false, delivery.signal, conversation);
@@ -259,6 +265,10 @@ export class ToolRunner {
       const conversation = known ?? (await this.#deps.cache.load(ref));
       known = undefined;
       const work = await this.#decide(conversation.events, false);
+      if (work.kind === 'prepare') {
+        known = await this.#prepare(ref, conversation);
+        continue;
+      }
       if (work.kind !== 'execute') return;
       const context = { ...ref, source: 'system' as const };
       const drafts: EventDraft[] = interruptedDrafts(work.interrupted, context);
@@ -276,9 +286,31 @@ export class ToolRunner {
       known = this.#deps.cache.peek(ref);
       if (known?.tail.streamSeq !== started.streamSeq) known = undefined;
       if (work.actions.length === 0) continue;
-      const observations = await this.#run(ref, work.actions, note);
+      const observations = await this.#run(ref, work.actions, note, this.#skills.of(conversation.events));
       note = false;
       known = await this.#appendResults(ref, observations);
+    }
+  }
+
+  /**
+   * Reads what the workspace says (its repository context, skills and path rules) into the log,
+   * for the step that waits for it. Returns the conversation as the append left it, if the cache
+   * holds just that; undefined (read the log again) after a conflict: another commit landed first.
+   */
+  async #prepare(ref: ConversationRef, conversation: CachedConversation): Promise<CachedConversation | undefined> {
+    const { root } = await this.#workspaceDirectory(ref, false);
+    const workspace = this.#workspaces.get(key(ref)) ?? (await openWorkspace(root));
+    const payload = await readWorkspaceContext(workspace);
+    const draft = workspaceContextDraft({ ...ref, source: 'environment' }, payload);
+    try {
+      const commit = await this.#deps.log.append(ref, withPositionalIds([draft], conversation.tail.lastSeq + 1), { expected: conversation.tail });
+      this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+      this.#deps.metrics.appends.inc({ result: 'ok' });
+      const known = this.#deps.cache.peek(ref);
+      return known?.tail.streamSeq === commit.streamSeq ? known : undefined;
+    } catch (error) {
+      if (isConflict(error)) return undefined;
+      throw error;
     }
   }
 
@@ -290,9 +322,9 @@ export class ToolRunner {
     return { root, existed };
   }
 
-  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
+  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold): Promise<EventDraft[]> {
     try {
-      return await this.#runInSandbox(ref, actions, note);
+      return await this.#runInSandbox(ref, actions, note, skills);
     } catch (error) {
       // the actions were recorded as started: they get an answer, never a silent retry
       this.#deps.logger.error({ err: error, conversation: ref.conversation, tenant: ref.tenant }, 'the conversation’s sandbox could not run its actions');
@@ -309,7 +341,7 @@ export class ToolRunner {
     }
   }
 
-  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean): Promise<EventDraft[]> {
+  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold): Promise<EventDraft[]> {
     const { root, existed } = await this.#workspaceDirectory(ref, note);
     const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
     const tracked = this.#deps.interrupts.track(ref);
@@ -332,7 +364,10 @@ export class ToolRunner {
           // outputs too long for an observation are saved to the private directory: masked first
           ...(this.#deps.mask && Object.keys(secrets).length > 0 ? { redact: (text: string) => this.#deps.mask!(text, secrets) } : {}),
         });
-        const drafts = await executeActions(actions, this.#deps.tools, toolContext, { ...ref, source: 'environment' });
+        const executed = await executeActions(actions, this.#deps.tools, toolContext, { ...ref, source: 'environment' });
+        // a nested AGENTS.md joins the first observation of an action touching its folder
+        const roots = [workspace.shownRoot, workspace.root];
+        const drafts = withPathRules(actions, executed, skills, (action) => actionPaths(action).flatMap((path) => workspaceRelative(path, roots) ?? []));
         this.#deps.metrics.toolSeconds.observe({ tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' }, (performance.now() - started) / 1_000);
         const notes = [...(note ? [existed ? WORKSPACE_MOVED_NOTE : WORKSPACE_REBUILT_NOTE] : []), ...(restarted ? [SANDBOX_RESTARTED_NOTES[restarted]] : [])];
         const first = drafts[0];

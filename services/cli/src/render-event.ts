@@ -98,6 +98,8 @@ function linesOf(event: Event, context: Context): string[] {
       return event.error
         ? [style.red(`✗ MCP server ${event.server}: ${clip(event.error.message, context.width)}`)]
         : [style.dim(`· MCP server ${event.server}: ${event.tools.length} tool${event.tools.length === 1 ? '' : 's'}${event.tools.length > 0 ? ` (${clip(event.tools.map((tool) => tool.name).join(', '), 100)})` : ''}`)];
+    case 'workspace_context':
+      return [style.dim(`· workspace context: ${workspaceContextSummary(event)}`)];
     case 'llm_usage':
       return verbose
         ? [
@@ -220,4 +222,15 @@ function firstLine(text: string): string {
 
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ');
+}
+
+/** What a workspace_context holds, in one line: its files, skills and rules by name. */
+function workspaceContextSummary(event: Extract<Event, { type: 'workspace_context' }>): string {
+  const parts = [
+    ...(event.repository.length > 0 ? [event.repository.map((file) => file.path).join(', ')] : []),
+    ...(event.knowledge.length > 0 ? [`knowledge skills ${event.knowledge.map((skill) => skill.name).join(', ')}`] : []),
+    ...(event.skills.length > 0 ? [`skills ${event.skills.map((skill) => skill.name).join(', ')}`] : []),
+    ...(event.rules.length > 0 ? [`rules for ${event.rules.map((rule) => rule.folder).join(', ')}`] : []),
+  ];
+  return parts.length > 0 ? parts.join('; ') : 'none found';
 }

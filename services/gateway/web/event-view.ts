@@ -63,6 +63,12 @@ function body(event: Event): Child[] {
       return event.error
         ? note(event, `MCP server ${event.server} failed`, event.error.message, 'note-warning')
         : note(event, `MCP server ${event.server}: ${plural(event.tools.length, 'tool')}`, event.tools.map((tool) => tool.name).join(', ') || null);
+    case 'workspace_context':
+      return note(
+        event,
+        `Workspace context: ${plural(event.repository.length, 'file')}, ${plural(event.knowledge.length + event.skills.length, 'skill')}, ${plural(event.rules.length, 'rule')}`,
+        [...event.repository.map((file) => file.path), ...event.knowledge.map((skill) => skill.path), ...event.skills.map((skill) => skill.path), ...event.rules.map((rule) => rule.path)].join(', ') || null,
+      );
     case 'llm_usage':
       return note(
         event,

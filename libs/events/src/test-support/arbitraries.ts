@@ -73,6 +73,9 @@ const toolSpec: fc.Arbitrary<ToolSpec> = fc.record(
 const source = fc.constantFrom('user', 'agent', 'environment', 'system', 'hook' as const);
 const status = fc.constantFrom('idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck' as const);
 
+/** A path relative to a workspace root, as workspace_context names files. */
+const workspacePath = fc.array(fc.stringMatching(/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,11}$/), { minLength: 1, maxLength: 3 }).map((parts) => parts.join('/'));
+
 const payloads: { [T in EventType]: fc.Arbitrary<Payload<T>> } = {
   system_prompt: fc.record(
     { static_prompt: fc.string(), dynamic_prompt: fc.string(), tools: fc.array(toolSpec, { maxLength: 3 }) },
@@ -202,6 +205,22 @@ const payloads: { [T in EventType]: fc.Arbitrary<Payload<T>> } = {
       },
       { noNullPrototype: true },
     ),
+  ),
+  workspace_context: fc.record(
+    {
+      repository: fc.array(fc.record({ path: workspacePath, content: fc.string({ maxLength: 40 }), truncated: fc.boolean() }, { noNullPrototype: true }), { maxLength: 2 }),
+      knowledge: fc.array(
+        fc.record(
+          { path: workspacePath, content: fc.string({ maxLength: 40 }), truncated: fc.boolean(), name: fc.string({ minLength: 1, maxLength: 20 }), triggers: fc.array(fc.string({ minLength: 1, maxLength: 10 }), { minLength: 1, maxLength: 3 }) },
+          { noNullPrototype: true },
+        ),
+        { maxLength: 2 },
+      ),
+      skills: fc.array(fc.record({ name: fc.string({ minLength: 1, maxLength: 20 }), description: fc.string({ maxLength: 40 }), path: workspacePath }, { noNullPrototype: true }), { maxLength: 2 }),
+      rules: fc.array(fc.record({ path: workspacePath, content: fc.string({ maxLength: 40 }), truncated: fc.boolean(), folder: workspacePath }, { noNullPrototype: true }), { maxLength: 2 }),
+      notes: fc.array(fc.string({ minLength: 1, maxLength: 40 }), { maxLength: 2 }),
+    },
+    { noNullPrototype: true },
   ),
 };
 
