@@ -2,6 +2,7 @@ import { CondenserConfig } from '@flotilla/condenser';
 import { LlmConfig } from '@flotilla/llm';
 import { z } from 'zod';
 import { CHECKPOINT_STUCK_STEPS } from './conversation-checkpoint.js';
+import { McpServersSpec } from './mcp-spec.js';
 import { SecurityConfig } from './security-analyzer.js';
 import { SkillsConfig } from './skills-config.js';
 import { DEFAULT_STUCK_THRESHOLDS } from './stuck-detector.js';
@@ -27,8 +28,10 @@ export type ConfirmationPolicy = z.infer<typeof ConfirmationPolicy>;
  */
 export const AgentConfig = z.strictObject({
   llm: LlmConfig,
-  /** Names of the tools offered to the model: built-in ones (a service refuses a name it cannot offer). */
+  /** Names of the built-in tools offered to the model (a service refuses a name it cannot offer); MCP servers' tools come from `mcpServers`. */
   tools: z.array(z.string().min(1)).default(['terminal', 'file_editor', 'task_tracker', 'think', 'finish']),
+  /** MCP servers whose tools are offered too, once the tool runner has started them and listed their tools in the log. */
+  mcpServers: McpServersSpec,
   prompt: z
     .strictObject({
       /** Extra instructions appended to the static system prompt (cached across conversations). */

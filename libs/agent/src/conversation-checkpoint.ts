@@ -1,4 +1,4 @@
-import { ConversationStatus, EventId, isValidEvent, type ActionEvent, type AgentSpecEvent, type Event, type SystemPromptEvent, type WorkspaceContextEvent } from '@flotilla/events';
+import { ConversationStatus, EventId, isValidEvent, type ActionEvent, type AgentSpecEvent, type Event, type McpToolsEvent, type SystemPromptEvent, type WorkspaceContextEvent } from '@flotilla/events';
 import { isLlmEvent, ViewBuilder, type LlmEvent, type ViewCheckpoint } from '@flotilla/view';
 import { z } from 'zod';
 import { ConversationProgress, type ProgressCheckpoint } from './progress.js';
@@ -19,6 +19,8 @@ export type ConversationCheckpoint = {
   readonly run: RunStateCheckpoint;
   /** The agent spec in force (its event), if the log had one. */
   readonly spec?: AgentSpecEvent;
+  /** What the spec's MCP servers listed (their mcp_tools events), when they listed anything. */
+  readonly mcp_tools?: readonly McpToolsEvent[];
   /** The workspace's context in force, and the skills and rules already shown. */
   readonly skills: SkillsCheckpoint;
   /** Stuck detection with thresholds of up to this many steps reads nothing before the events read with the checkpoint. */
@@ -46,7 +48,7 @@ export function resumeFolds(checkpoint: ConversationCheckpoint | undefined, befo
     view: ViewBuilder.resume(checkpoint.view),
     progress: ConversationProgress.resume(checkpoint.progress),
     run: RunStateFold.resume(checkpoint.run, before),
-    spec: SpecFold.resume(checkpoint.spec),
+    spec: SpecFold.resume(checkpoint.spec, checkpoint.mcp_tools),
     skills: SkillsFold.resume(checkpoint.skills),
   };
 }
@@ -69,7 +71,16 @@ export function foldLoaded(loaded: { readonly start?: { readonly state: Conversa
 
 export function checkpointFolds(folds: StepFolds): ConversationCheckpoint {
   const spec = folds.spec.event();
-  return { view: folds.view.checkpoint(), progress: folds.progress.checkpoint(), run: folds.run.checkpoint(), ...(spec ? { spec } : {}), skills: folds.skills.checkpoint(), stuck_steps: CHECKPOINT_STUCK_STEPS };
+  const listed = folds.spec.listed();
+  return {
+    view: folds.view.checkpoint(),
+    progress: folds.progress.checkpoint(),
+    run: folds.run.checkpoint(),
+    ...(spec ? { spec } : {}),
+    ...(listed.length > 0 ? { mcp_tools: listed } : {}),
+    skills: folds.skills.checkpoint(),
+    stuck_steps: CHECKPOINT_STUCK_STEPS,
+  };
 }
 
 /**
@@ -85,6 +96,7 @@ export function stepLookback(events: readonly Event[], runStart: number): number
 const LlmEventValue = z.custom<LlmEvent>((value) => isValidEvent(value) && isLlmEvent(value), 'not a valid event the LLM reads');
 const ActionValue = z.custom<ActionEvent>((value) => isValidEvent(value) && value.type === 'action', 'not a valid action');
 const AgentSpecValue = z.custom<AgentSpecEvent>((value) => isValidEvent(value) && value.type === 'agent_spec', 'not a valid agent_spec event');
+const McpToolsValue = z.custom<McpToolsEvent>((value) => isValidEvent(value) && value.type === 'mcp_tools', 'not a valid mcp_tools event');
 const WorkspaceContextValue = z.custom<WorkspaceContextEvent>((value) => isValidEvent(value) && value.type === 'workspace_context', 'not a valid workspace_context event');
 const SystemPromptValue = z.custom<SystemPromptEvent>((value) => isValidEvent(value) && value.type === 'system_prompt', 'not a valid system prompt');
 const Count = z.number().int().nonnegative();
@@ -131,6 +143,7 @@ const ConversationCheckpointSchema = z.strictObject({
   progress: ProgressCheckpointSchema,
   run: RunStateCheckpointSchema,
   spec: AgentSpecValue.optional(),
+  mcp_tools: z.array(McpToolsValue).optional(),
   skills: z.strictObject({ context: WorkspaceContextValue.optional(), activated: Ids, applied_rules: Ids }) satisfies z.ZodType<SkillsCheckpoint>,
   stuck_steps: Count,
 });

@@ -14,7 +14,7 @@ const TUNING_KEYS = ['temperature', 'maxOutputTokens', 'reasoningEffort', 'think
 /**
  * What an operator allows the specs of its users: which models beyond its profiles (none by
  * default: a model the user names is called from the step workers, with what they can reach),
- * which built-in tools, and the most a run may take.
+ * which built-in tools, which MCP servers (none by default), and the most a run may take.
  */
 export const OperatorLimits = z.strictObject({
   /** Models a spec may name itself (provider, model, base URL, its key as a secret), or false: only the profiles. */
@@ -30,6 +30,16 @@ export const OperatorLimits = z.strictObject({
     .default(false),
   /** Built-in tools a spec may offer (default: all of them). */
   tools: z.array(z.string().min(1)).optional(),
+  /**
+   * Commands an MCP stdio server of a spec may be started with, exactly as the spec names them
+   * (`node`, `/usr/local/bin/mcp-server-git`), in the conversation's sandbox (default: none).
+   */
+  mcpCommands: z.array(z.string().min(1)).optional(),
+  /**
+   * URLs an MCP HTTP server of a spec may have, as prefixes (`https://mcp.example.com/`) (default:
+   * none). The tool runner connects to them from its own network, not the sandbox's.
+   */
+  mcpUrls: z.array(z.url()).optional(),
   maxIterationsPerRun: z.number().int().positive().optional(),
   /** Also the budget of a spec that sets none. */
   maxBudgetPerRunUsd: z.number().positive().optional(),
@@ -190,6 +200,7 @@ export class AgentCatalog {
     const issues: SpecIssue[] = [];
     const refused = spec.tools.filter((tool) => !this.#tools.includes(tool));
     if (refused.length > 0) issues.push({ path: `${at}.tools`, message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})` });
+    issues.push(...mcpIssues(spec.mcpServers, this.limits, `${at}.mcpServers`));
     const { maxIterationsPerRun, maxBudgetPerRunUsd } = this.limits;
     if (maxIterationsPerRun !== undefined && spec.limits.maxIterationsPerRun > maxIterationsPerRun) {
       issues.push({ path: `${at}.limits.maxIterationsPerRun`, message: `at most ${maxIterationsPerRun} here` });
@@ -207,4 +218,18 @@ export class AgentCatalog {
 function modelOfProfile(name: string, config: LlmConfig): Record<string, unknown> {
   const { apiKey: _key, apiKeyEnv: _variable, ...model } = config;
   return { ...model, profile: name };
+}
+
+/** The MCP servers a spec names that the operator's limits do not allow, each naming its command or URL. */
+function mcpIssues(servers: AgentSpec['mcpServers'], limits: OperatorLimits, at: string): SpecIssue[] {
+  const commands = limits.mcpCommands ?? [];
+  const urls = limits.mcpUrls ?? [];
+  return servers.flatMap((server, index): SpecIssue[] => {
+    if (server.transport === 'stdio') {
+      if (commands.includes(server.command)) return [];
+      return [{ path: `${at}.${index}.command`, message: `"${server.command}" is not a command MCP servers may run here (allowed: ${commands.join(', ') || 'none'})` }];
+    }
+    if (urls.some((prefix) => server.url.startsWith(prefix))) return [];
+    return [{ path: `${at}.${index}.url`, message: `an MCP server's URL must start with one of: ${urls.join(', ') || '(none allowed here)'}` }];
+  });
 }

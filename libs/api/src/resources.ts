@@ -111,6 +111,8 @@ export const ServerInfo = z.strictObject({
     profiles: z.array(z.strictObject({ name: z.string(), provider: z.string(), model: z.string() })),
     custom_models: z.union([z.literal(false), z.strictObject({ providers: z.array(z.string()).nullable(), base_urls: z.array(z.string()) })]),
     default: z.strictObject({ model: z.string(), tools: z.array(z.string()) }),
+    /** The MCP servers a spec may name: stdio commands (run in the conversation's sandbox) and HTTP URL prefixes; none by default. */
+    mcp: z.strictObject({ commands: z.array(z.string()), url_prefixes: z.array(z.string()) }),
   }),
   capabilities: z.strictObject({
     websocket: z.boolean(),

@@ -36,4 +36,5 @@ export { connectMcpServers } from './mcp/connect-mcp-servers.js';
 export type { ConnectMcpOptions, McpConnection, McpServerFailure } from './mcp/connect-mcp-servers.js';
 export { McpServerConfig, McpStdioServerConfig, McpHttpServerConfig, mcpToolName } from './mcp/mcp-config.js';
 export type { McpServerConfigInput } from './mcp/mcp-config.js';
+export { unavailableMcpTool } from './mcp/mcp-tool.js';
 export type { McpToolParameters } from './mcp/mcp-tool.js';

@@ -7,7 +7,7 @@ describe('loadAgentSettings', () => {
     expect(() => loadAgentSettings({ FLOTILLA_AGENT: '{"llm":' })).toThrow(/^FLOTILLA_AGENT is not valid JSON/);
     const agent = (tools: string[]): NodeJS.ProcessEnv => ({ FLOTILLA_AGENT: JSON.stringify({ llm: { provider: 'openai-chat', model: 'm' }, tools }) });
     expect(() => loadAgentSettings(agent(['terminal', 'github_search']))).toThrow(
-      /^invalid agent settings: FLOTILLA_AGENT at tools: "github_search" is not a tool the services run \(the built-in ones: terminal, file_editor, .*; MCP servers are not connected by the services yet\)$/,
+      /^invalid agent settings: FLOTILLA_AGENT at tools: "github_search" is not a tool the services run \(the built-in ones: terminal, file_editor, .*; an MCP server's tools are offered by naming the server in mcpServers\)$/,
     );
     expect(loadAgentSettings(agent(['terminal', 'finish'])).tools).toEqual(['terminal', 'finish']);
     expect(loadAgentSettings({}).tools).toContain('terminal');

@@ -1,5 +1,5 @@
-import { agentConfigOf, readAgentSpec, registryCatalog, type AgentCatalog, type AgentConfig, type AgentSpec, type ToolCatalog } from '@flotilla/agent';
-import type { AgentSpecEvent } from '@flotilla/events';
+import { agentConfigOf, readAgentSpec, registryCatalog, unlistedServers, withListedTools, type AgentCatalog, type AgentConfig, type AgentSpec, type ToolCatalog } from '@flotilla/agent';
+import type { AgentSpecEvent, McpToolsEvent } from '@flotilla/events';
 import { createLanguageModel, LlmError, type LanguageModel, type LlmConfig } from '@flotilla/llm';
 import type { ConversationRef } from '@flotilla/log';
 import { setRecent } from '@flotilla/runtime';
@@ -9,7 +9,10 @@ import type { ToolRegistry } from '@flotilla/tools';
 export type ConversationAgent = {
   readonly spec: AgentSpec;
   readonly config: AgentConfig;
+  /** The spec's built-in tools and the tools its MCP servers listed in the log. */
   readonly tools: ToolCatalog;
+  /** The spec's MCP servers that have not listed yet: no step is taken before they have. */
+  readonly unlisted: readonly string[];
   /** Where the spec came from, for logs: the event's seq, or the deployment's default for a log without one. */
   readonly source: number | 'default';
 };
@@ -51,14 +54,19 @@ export class ConversationAgents {
     this.#default = this.#agentOf(options.catalog.defaultSpec, 'default');
   }
 
-  /** The agent of a spec event (its log's last one), or the default's for none. */
-  of(event: AgentSpecEvent | undefined): AgentLookup {
+  /**
+   * The agent of a spec event (its log's last one) with what its MCP servers listed (`listed`, the
+   * mcp_tools events for it), or the default's for none. A log's default spec runs no MCP server:
+   * servers are started for a spec in the log, whose listings name it.
+   */
+  of(event: AgentSpecEvent | undefined, listed: readonly McpToolsEvent[] = []): AgentLookup {
     if (event === undefined) return { ok: true, agent: this.#default };
-    const known = this.#agents.get(event.id);
+    const id = listed.length === 0 ? event.id : [event.id, ...listed.map((listing) => listing.id)].join(' ');
+    const known = this.#agents.get(id);
     if (known) return known;
     const read = readAgentSpec(event);
-    const lookup: AgentLookup = read.ok ? { ok: true, agent: this.#agentOf(read.spec, event.seq) } : read;
-    setRecent(this.#agents, event.id, lookup, this.#capacity);
+    const lookup: AgentLookup = read.ok ? { ok: true, agent: this.#agentOf(read.spec, event.seq, listed) } : read;
+    setRecent(this.#agents, id, lookup, this.#capacity);
     return lookup;
   }
 
@@ -99,8 +107,10 @@ export class ConversationAgents {
     return model;
   }
 
-  #agentOf(spec: AgentSpec, source: number | 'default'): ConversationAgent {
-    return Object.freeze({ spec, config: agentConfigOf(spec), tools: registryCatalog(this.#options.registry, spec.tools), source });
+  #agentOf(spec: AgentSpec, source: number | 'default', listed: readonly McpToolsEvent[] = []): ConversationAgent {
+    const tools = withListedTools(registryCatalog(this.#options.registry, spec.tools), listed);
+    const unlisted = source === 'default' ? [] : unlistedServers(spec, listed);
+    return Object.freeze({ spec, config: agentConfigOf(spec), tools, unlisted, source });
   }
 }
 

@@ -10,6 +10,7 @@ import type { ConversationAgents } from './conversation-agents.js';
 import { IncrementalFold } from './incremental-fold.js';
 
 const NO_STEP_DUE: HandleOutcome = Object.freeze({ ack: true, outcome: 'no_step_due' });
+const WAITING_FOR_MCP: HandleOutcome = Object.freeze({ ack: true, outcome: 'waiting_for_mcp_tools' });
 
 export type StepHandlerDependencies = {
   readonly log: EventLog;
@@ -40,7 +41,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
   );
   const views = new IncrementalFold((start: Start) => (start ? ViewBuilder.resume(start.state.view) : new ViewBuilder()), (builder, events) => builder.append(events));
   const runStates = new IncrementalFold((start: Start) => (start ? RunStateFold.resume(start.state.run, start.folded) : new RunStateFold()), (fold, events) => fold.append(events));
-  const specs = new IncrementalFold((start: Start) => SpecFold.resume(start?.state.spec), (fold, events) => fold.append(events));
+  const specs = new IncrementalFold((start: Start) => SpecFold.resume(start?.state.spec, start?.state.mcp_tools), (fold, events) => fold.append(events));
   const skills = new IncrementalFold((start: Start) => SkillsFold.resume(start?.state.skills), (fold, events) => fold.append(events));
   // renders what each step's view added; it follows the views itself, so events need not reach it
   const renderers = new IncrementalFold(() => new ChatRenderer(messageCharacters), () => undefined);
@@ -62,9 +63,12 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     }
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
     if (work.kind === 'finish') return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
-    const lookup = deps.agents.of(specs.of(events, start).event());
+    const spec = specs.of(events, start);
+    const lookup = deps.agents.of(spec.event(), spec.listed());
     if (!lookup.ok) return await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error);
     const { agent } = lookup;
+    // the tool runner lists the spec's MCP servers at its first commit; that commit wakes the step (docs/architecture.md, "MCP servers")
+    if (agent.unlisted.length > 0) return WAITING_FOR_MCP;
 
     const tracked = deps.interrupts.track(ref, delivery.signal);
     const deltas = deps.streamDeltas === false ? undefined : new DeltaCoalescer((delta) => publishDelta(deps.nc, ref, delta));

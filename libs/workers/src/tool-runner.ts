@@ -1,14 +1,15 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { whileUnavailable } from '@flotilla/bus';
-import { actionPaths, executeActions, interruptedDrafts, readWorkspaceContext, SkillsFold, withPathRules, workspaceContextDraft, workspaceRelative, type NextWork } from '@flotilla/agent';
-import { draftEvent, newId, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
+import { actionPaths, executeActions, interruptedDrafts, readAgentSpec, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceContextDraft, workspaceRelative, type NextWork } from '@flotilla/agent';
+import { draftEvent, newId, withPositionalIds, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { formatBytes, RestartReason, workspaceUsage, type SandboxPool } from '@flotilla/sandbox';
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import { McpSessions } from './mcp-sessions.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
 
 export type ToolRunnerDependencies = {
@@ -82,11 +83,21 @@ export class ToolRunner {
     () => new SkillsFold(),
     (fold, events) => fold.append(events),
   );
+  /** Each cached conversation's agent spec in force and what its MCP servers listed. */
+  readonly #specs = new IncrementalFold(
+    () => new SpecFold(),
+    (fold, events) => fold.append(events),
+  );
+  /** The MCP servers of the conversations this runner owns. */
+  readonly #mcp: McpSessions;
+  /** Why a conversation's sandbox was restarted, when a listing of its MCP servers used it first: its next batch says so. */
+  readonly #restartNotes = new Map<string, RestartReason>();
   #heartbeat: NodeJS.Timeout | undefined;
   readonly #subscriptions: Subscription[] = [];
 
   constructor(deps: ToolRunnerDependencies) {
     this.#deps = deps;
+    this.#mcp = new McpSessions({ builtins: deps.tools, logger: deps.logger });
   }
 
   get wakeSubject(): string {
@@ -127,7 +138,9 @@ export class ToolRunner {
   async deleteWorkspace(ref: ConversationRef): Promise<void> {
     await this.#executing.get(key(ref))?.catch(() => undefined);
     await this.#deps.tools.closeConversation(key(ref));
+    await this.#mcp.close(key(ref));
     await this.#deps.sandboxes.remove(key(ref));
+    this.#restartNotes.delete(key(ref));
     this.#workspaces.delete(key(ref));
     this.#owned.delete(key(ref));
     this.#deps.cache.forget(ref);
@@ -140,6 +153,7 @@ export class ToolRunner {
     clearInterval(this.#heartbeat);
     for (const subscription of this.#subscriptions) subscription.unsubscribe();
     await Promise.allSettled([...this.#executing.values()]);
+    await this.#mcp.closeAll();
     await this.#deps.runners.retire(this.#deps.runnerId);
   }
 
@@ -155,8 +169,8 @@ export class ToolRunner {
         // die before it appends, so look again later until the results are in the log.
         return { ack: false, outcome: 'in_progress', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
       }
-      // the workspace's context is read by its owner, as its actions are run
-      if (work.kind !== 'execute' && work.kind !== 'prepare') return { ack: true, outcome: 'nothing_to_run' };
+      // the workspace's context is read by its owner, as its actions are run; so are its MCP servers listed, before the step that may use them
+      if (work.kind !== 'execute' && work.kind !== 'prepare' && this.#mcpOwed(work, conversation.events) === undefined) return { ack: true, outcome: 'nothing_to_run' };
 
       if (this.#ownsRecently(ref)) {
         await this.#executeFor(ref, false, delivery.signal, conversation);
@@ -265,6 +279,11 @@ export class ToolRunner {
       const conversation = known ?? (await this.#deps.cache.load(ref));
       known = undefined;
       const work = await this.#decide(conversation.events, false);
+      const owed = this.#mcpOwed(work, conversation.events);
+      if (owed) {
+        known = await this.#listMcpServers(ref, conversation, owed);
+        continue;
+      }
       if (work.kind === 'prepare') {
         known = await this.#prepare(ref, conversation);
         continue;
@@ -286,7 +305,7 @@ export class ToolRunner {
       known = this.#deps.cache.peek(ref);
       if (known?.tail.streamSeq !== started.streamSeq) known = undefined;
       if (work.actions.length === 0) continue;
-      const observations = await this.#run(ref, work.actions, note, this.#skills.of(conversation.events));
+      const observations = await this.#run(ref, work.actions, note, this.#skills.of(conversation.events), this.#mcpInForce(conversation.events));
       note = false;
       known = await this.#appendResults(ref, observations);
     }
@@ -314,6 +333,66 @@ export class ToolRunner {
     }
   }
 
+  /** The spec in force and what its MCP servers listed, when the spec names MCP servers. */
+  #mcpInForce(events: readonly Event[]): McpInForce | undefined {
+    const fold = this.#specs.of(events);
+    const event = fold.event();
+    if (event === undefined) return undefined;
+    // a spec this build cannot read ends the run at the step worker, saying why; nothing is started for it
+    const read = readAgentSpec(event);
+    if (!read.ok || read.spec.mcpServers.length === 0) return undefined;
+    return { spec: read.spec, specSeq: event.seq, listed: fold.listed() };
+  }
+
+  /**
+   * The spec's MCP servers whose listing the log does not have yet, when a step is due: the owner
+   * of the workspace lists them first (the step waits for it), at the first use of the spec, so
+   * the secrets set before the run are there.
+   */
+  #mcpOwed(work: NextWork, events: readonly Event[]): McpOwed | undefined {
+    if (work.kind !== 'step') return undefined;
+    const mcp = this.#mcpInForce(events);
+    const servers = mcp === undefined ? [] : unlistedServers(mcp.spec, mcp.listed);
+    return mcp && servers.length > 0 ? { ...mcp, servers } : undefined;
+  }
+
+  /**
+   * Starts the spec's MCP servers that have not listed (stdio ones in the conversation's sandbox)
+   * and appends what each offers, or why it offers nothing, as one mcp_tools event per server, in
+   * one commit. Returns the conversation as the append left it, if the cache holds just that;
+   * undefined (read the log again) after a conflict.
+   */
+  async #listMcpServers(ref: ConversationRef, conversation: CachedConversation, owed: McpOwed): Promise<CachedConversation | undefined> {
+    const { root } = await this.#workspaceDirectory(ref, false);
+    const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
+    const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
+    const drafts = await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets }, async ({ sandbox, restarted }) => {
+      if (restarted) this.#restartNotes.set(key(ref), restarted);
+      const listings = await this.#mcp.list({ id: key(ref), spec: owed.spec, sandbox, secrets }, owed.servers);
+      // what leaves this runner shows no host path and no secret's value, whatever a server printed
+      const present = (text: string): string => {
+        const shown = text.replaceAll(root, sandbox.workspacePath);
+        return this.#deps.mask ? this.#deps.mask(shown, secrets) : shown;
+      };
+      return listings.map((listing) => {
+        return draftEvent({ ...ref, source: 'environment' }, 'mcp_tools', mapStrings({ spec_seq: owed.specSeq, server: listing.server, tools: [...listing.tools], ...('error' in listing ? { error: listing.error } : {}) }, present));
+      });
+    });
+    for (const draft of drafts) {
+      if (draft.type === 'mcp_tools' && draft.error) this.#deps.logger.warn({ conversation: ref.conversation, tenant: ref.tenant, server: draft.server, reason: draft.error.message }, 'an MCP server could not be started or listed');
+    }
+    try {
+      const commit = await this.#deps.log.append(ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
+      this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+      this.#deps.metrics.appends.inc({ result: 'ok' });
+      const known = this.#deps.cache.peek(ref);
+      return known?.tail.streamSeq === commit.streamSeq ? known : undefined;
+    } catch (error) {
+      if (isConflict(error)) return undefined;
+      throw error;
+    }
+  }
+
   /** The conversation's workspace directory on this host, created when missing; `existed` only when asked. */
   async #workspaceDirectory(ref: ConversationRef, checkExisted: boolean): Promise<{ root: string; existed: boolean }> {
     const root = join(this.#deps.workspaceRoot, ref.tenant, ref.conversation);
@@ -322,9 +401,9 @@ export class ToolRunner {
     return { root, existed };
   }
 
-  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold): Promise<EventDraft[]> {
+  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold, mcp: McpInForce | undefined): Promise<EventDraft[]> {
     try {
-      return await this.#runInSandbox(ref, actions, note, skills);
+      return await this.#runInSandbox(ref, actions, note, skills, mcp);
     } catch (error) {
       // the actions were recorded as started: they get an answer, never a silent retry
       this.#deps.logger.error({ err: error, conversation: ref.conversation, tenant: ref.tenant }, 'the conversation’s sandbox could not run its actions');
@@ -341,14 +420,16 @@ export class ToolRunner {
     }
   }
 
-  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold): Promise<EventDraft[]> {
+  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold, mcp: McpInForce | undefined): Promise<EventDraft[]> {
     const { root, existed } = await this.#workspaceDirectory(ref, note);
     const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
     const tracked = this.#deps.interrupts.track(ref);
     const started = performance.now();
     try {
       const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
-      return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets }, async ({ sandbox, restarted }) => {
+      return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets }, async ({ sandbox, restarted: restartedNow }) => {
+        const restarted = restartedNow ?? this.#restartNotes.get(key(ref));
+        this.#restartNotes.delete(key(ref));
         let workspace = this.#workspaces.get(key(ref));
         if (!workspace) {
           const readOnly = { root: sandbox.privateDir, shownRoot: sandbox.toInside(sandbox.privateDir) };
@@ -364,7 +445,10 @@ export class ToolRunner {
           // outputs too long for an observation are saved to the private directory: masked first
           ...(this.#deps.mask && Object.keys(secrets).length > 0 ? { redact: (text: string) => this.#deps.mask!(text, secrets) } : {}),
         });
-        const executed = await executeActions(actions, this.#deps.tools, toolContext, { ...ref, source: 'environment' });
+        // a call of an MCP tool goes through the conversation's server, started first if it is not running
+        const calledMcp = mcp !== undefined && actions.some((action) => this.#deps.tools.get(action.tool_name) === undefined);
+        const registry = calledMcp ? await this.#mcp.registry({ id: key(ref), spec: mcp.spec, sandbox, secrets }, mcp.listed) : this.#deps.tools;
+        const executed = await executeActions(actions, registry, toolContext, { ...ref, source: 'environment' });
         // a nested AGENTS.md joins the first observation of an action touching its folder
         const roots = [workspace.shownRoot, workspace.root];
         const drafts = withPathRules(actions, executed, skills, (action) => actionPaths(action).flatMap((path) => workspaceRelative(path, roots) ?? []));
@@ -438,6 +522,11 @@ export class ToolRunner {
 }
 
 type Forwarded = { readonly ref: ConversationRef; readonly streamSeq: number; readonly data: Uint8Array };
+
+/** A spec in force that names MCP servers, where it is, and what its servers listed. */
+type McpInForce = { readonly spec: AgentSpec; readonly specSeq: number; readonly listed: readonly McpToolsEvent[] };
+/** And the servers of it that have not listed yet. */
+type McpOwed = McpInForce & { readonly servers: readonly string[] };
 
 /** The conversation a runner request names in its headers, or why it names none. */
 function parseRef(message: Msg): ConversationRef | string {

@@ -32,6 +32,7 @@ describe('renderServerInfo', () => {
         profiles: [{ name: 'default', provider: 'openai-chat', model: 'gpt-small' }, { name: 'big', provider: 'openai-chat', model: 'gpt-big' }],
         custom_models: false,
         default: { model: 'gpt-small', tools: ['terminal', 'think', 'finish'] },
+        mcp: { commands: ['node'], url_prefixes: ['https://mcp.example.com/'] },
       },
       capabilities: { websocket: true, token_streaming: false, confirmation: true, condensation: false, event_search: true, secrets: true },
       sandbox: { runners: 1, kinds: ['bwrap'], networks: ['none'], unsandboxed_runners: 0 },
@@ -46,6 +47,7 @@ describe('renderServerInfo', () => {
       '  terminal  Run commands.',
       'agent:        gpt-small (default), tools terminal, think, finish',
       'models:       default (openai-chat gpt-small), big (openai-chat gpt-big)',
+      'mcp servers:  command node, URLs https://mcp.example.com/…',
       'templates:',
       '  reviewer  gpt-big, tools terminal, finish',
     ]);

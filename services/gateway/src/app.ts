@@ -406,5 +406,6 @@ function agentsInfo(catalog: AgentCatalog): ServerInfo['agents'] {
     profiles: catalog.profiles(),
     custom_models: custom === false ? false : { providers: custom.providers ? [...custom.providers] : null, base_urls: [...custom.baseURLs] },
     default: { model: catalog.defaultSpec.llm.model, tools: [...catalog.defaultSpec.tools] },
+    mcp: { commands: [...(catalog.limits.mcpCommands ?? [])], url_prefixes: [...(catalog.limits.mcpUrls ?? [])] },
   };
 }

@@ -73,6 +73,33 @@ describe('connectMcpServers over stdio', () => {
     expect(pixel.content[0]).toMatchObject({ type: 'image', mediaType: 'image/png' });
   });
 
+  it('says whether its servers are still connected: not after one exits, nor after close', async () => {
+    // answers initialize and tools/list, then exits at its first call, as a crashing server does
+    const exitsOnCall = `
+      const rl = require('node:readline').createInterface({ input: process.stdin });
+      const send = (m) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\\n');
+      rl.on('line', (line) => {
+        const r = JSON.parse(line);
+        if (r.method === 'initialize') send({ id: r.id, result: { protocolVersion: r.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'x', version: '1' } } });
+        else if (r.method === 'tools/list') send({ id: r.id, result: { tools: [{ name: 'die', inputSchema: { type: 'object' } }] } });
+        else if (r.method === 'tools/call') process.exit(7);
+      });`;
+    const crashing = await connectMcpServers([{ name: 'crashy', transport: 'stdio', command: process.execPath, args: ['-e', exitsOnCall] }]);
+    expect(crashing.isOpen()).toBe(true);
+    const died = await new ToolRegistry(crashing.tools).execute({ name: 'crashy_die', arguments: '{}' }, context);
+    expect(died.isError).toBe(true);
+    for (let attempt = 0; attempt < 50 && crashing.isOpen(); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(crashing.isOpen()).toBe(false);
+    await crashing.close();
+
+    const fx = await connectMcpServers([{ name: 'fx', transport: 'stdio', command: process.execPath, args: [fixture] }]);
+    expect(fx.isOpen()).toBe(true);
+    await fx.close();
+    expect(fx.isOpen()).toBe(false);
+    const none = await connectMcpServers([{ name: 'missing', transport: 'stdio', command: 'flotilla-no-such-command-xyz' }]);
+    expect(none.isOpen()).toBe(false);
+  });
+
   it('can keep the server tool names unprefixed', async () => {
     await using connection = await connectMcpServers([{ name: 'fx', transport: 'stdio', command: process.execPath, args: [fixture], prefix: false }]);
     expect(connection.tools.map((tool) => tool.name)).toContain('echo');

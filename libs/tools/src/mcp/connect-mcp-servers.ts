@@ -34,6 +34,8 @@ export type McpConnection = {
   readonly tools: readonly ToolDefinition<McpToolParameters>[];
   /** Servers that could not be configured, started or listed; they were skipped. */
   readonly failures: readonly McpServerFailure[];
+  /** Whether every server it connected is still connected (a server that exited or was closed is not). */
+  isOpen(): boolean;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 };
@@ -133,9 +135,13 @@ export async function connectMcpServers(configs: readonly McpServerConfigInput[]
   };
 
   const connected = await Promise.all(configs.map(connectOne));
+  let closed = 0;
   for (const server of connected) {
     if (server === undefined) continue;
     clients.push(server.client);
+    server.client.onclose = () => {
+      closed += 1;
+    };
     const callTimeoutMs = server.config.callTimeoutMs ?? options.callTimeoutMs ?? 300_000;
     for (const tool of server.listed) {
       const exposedName = mcpToolName(server.config, tool.name);
@@ -152,5 +158,5 @@ export async function connectMcpServers(configs: readonly McpServerConfigInput[]
   const close = async (): Promise<void> => {
     await Promise.allSettled(clients.splice(0).map((client) => client.close()));
   };
-  return { tools, failures, close, [Symbol.asyncDispose]: close };
+  return { tools, failures, isOpen: () => closed === 0 && clients.length > 0, close, [Symbol.asyncDispose]: close };
 }

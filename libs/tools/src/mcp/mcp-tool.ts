@@ -44,3 +44,19 @@ export function createMcpTool(options: {
     },
   };
 }
+
+/**
+ * A tool a server listed that cannot be called now (its server could not be started again): every
+ * call is an error result saying why, which the model reads.
+ */
+export function unavailableMcpTool(options: { readonly exposedName: string; readonly serverName: string; readonly reason: string }): ToolDefinition<McpToolParameters> {
+  const { exposedName, serverName, reason } = options;
+  return {
+    name: exposedName,
+    description: `Tool of MCP server ${serverName}, which is not running.`,
+    parameters: McpArguments,
+    annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
+    resources: () => [`mcp:${serverName}`],
+    execute: () => Promise.resolve(errorResult(`The MCP tool "${exposedName}" could not be called: ${reason}`, { error_code: ToolErrorCode.McpConnectFailed })),
+  };
+}
