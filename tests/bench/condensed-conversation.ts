@@ -8,6 +8,7 @@ import { conversationCommits } from './conversation-fixture.js';
  * condenser settings: when the view passes `maxItems` items, the step's commit is a
  * condensation_request and the condenser's the condensation (the system prompt and the task kept,
  * everything up to about half the view forgotten, an earlier summary with it) and its usage.
+ * It ends at the first step's end at or past `events` events: no action is left without its result.
  */
 export function* condensedConversationCommits(ref: ConversationRef, events: number, maxItems = 120): Generator<EventDraft[]> {
   const view = new ViewBuilder();
@@ -20,9 +21,12 @@ export function* condensedConversationCommits(ref: ConversationRef, events: numb
     written += drafts.length;
     return drafts;
   };
+  let awaitingResult = false;
   for (const drafts of conversationCommits(ref, Number.MAX_SAFE_INTEGER)) {
-    if (written >= events) return;
+    // ends at the end of a step, never between an action and its result
+    if (written >= events && !awaitingResult) return;
     yield note(drafts);
+    awaitingResult = drafts.some((draft) => draft.type === 'action');
     const items = view.view().items;
     if (items.length <= maxItems || drafts.some((draft) => draft.type === 'action')) continue;
     yield note([draftEvent(system, 'condensation_request', { reason: `the view is too large (events)` })]);

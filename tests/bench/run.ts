@@ -1,4 +1,5 @@
 import { benchAgentStep } from './agent-step.bench.js';
+import { benchBacklogDrain } from './backlog-drain.bench.js';
 import { benchColdLoad } from './cold-load.bench.js';
 import { benchCommandLatency } from './command-latency.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
@@ -46,6 +47,7 @@ const benches: Record<string, () => Promise<string>> = {
   'ws-fanout': () => benchWsFanout(),
   'ws-idle-memory': () => benchWsIdleMemory(),
   sandbox: () => benchSandbox(),
+  'backlog-drain': () => benchBacklogDrain(),
 };
 
 const names = args.length > 0 ? args : Object.keys(benches);

@@ -94,6 +94,32 @@ describe('BatchedPull', () => {
     await reading;
   });
 
+  it('works through a backlog in pulls of half its capacity or more, with no interval between them, once told of freed capacity', async () => {
+    const { stream, subject } = await streamWithGroup();
+    const backlog = 640;
+    for (let sent = 0; sent < backlog; sent += 64) await Promise.all(Array.from({ length: 64 }, (_, index) => js.publish(`${subject}.e`, String(sent + index))));
+    // a caller of 32 slots that handles each message in a later turn, then says its slot is free (as the commit consumer does)
+    let taken = 0;
+    let acked = 0;
+    const pull = new BatchedPull({ nc, stream, consumer: 'group', intervalMs: 1_000, capacity: () => 32 - taken, logger });
+    const started = performance.now();
+    const reading = drain(pull, (message) => {
+      taken += 1;
+      setImmediate(() => {
+        message.ack();
+        acked += 1;
+        taken -= 1;
+        pull.capacityFreed();
+      });
+    });
+    await until(() => acked === backlog, 10_000);
+    // one batch per interval would take 20 s
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(pull.pulls).toBeLessThanOrEqual(backlog / 16 + 3);
+    await pull.close();
+    await reading;
+  });
+
   it('asks for no more than the caller can take, and redelivers a nak after its delay', async () => {
     const { stream, subject } = await streamWithGroup();
     for (let index = 0; index < 10; index += 1) await js.publish(`${subject}.d`, String(index));

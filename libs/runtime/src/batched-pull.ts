@@ -21,7 +21,10 @@ export type BatchedPullOptions = {
   readonly consumer: string;
   /** The pause after a pull that brought messages, before the next one: what accumulates meanwhile comes in one batch. */
   readonly intervalMs: number;
-  /** How many more messages the caller can take now (its free slots); a pull asks for no more. */
+  /**
+   * How many more messages the caller can take now (its free slots); a pull asks for no more. A
+   * caller that says when slots free up (capacityFreed) gets a backlog without pauses.
+   */
   readonly capacity: () => number;
   /** The lifetime of the standing pull that waits for the next message while the consumer is idle. Default 5 s. */
   readonly idleExpiresMs?: number;
@@ -52,6 +55,11 @@ const RETRY_AFTER_REFUSAL_MS = 1_000;
  * nats.js's `consume()` keeps a pull standing all the time, so every message is its own delivery
  * and wake-up; its `fetch()` cannot ask for what is pending without waiting a second.
  *
+ * A backlog (a pull came back full and the server said more were pending) is pulled without the
+ * pause: the next pull goes as soon as half the caller's capacity is free again (capacityFreed),
+ * so a restarted group works through what it missed at the pace of its handlers, not one batch
+ * per interval.
+ *
  * Acks, naks and in-progress acks go to each message's reply subject as usual. A pull whose
  * answer was lost (the connection dropped) is given up after a guard time, or at once on
  * reconnect, and pulled again; a message that arrives for a pull given up is still delivered.
@@ -69,6 +77,14 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
   #pulls = 0;
   readonly #loop: Promise<void>;
   #sleep: { timer: NodeJS.Timeout; resolve: () => void } | undefined;
+  /** The caller's capacity at its largest (when it was idle). */
+  #fullCapacity = 0;
+  /** The free capacity a pause is waiting for, ended early by capacityFreed. */
+  #awaitedCapacity = Number.POSITIVE_INFINITY;
+  /** The pending count of the last message delivered: what the server still holds for the group. */
+  #lastPending = 0;
+  /** 1 while the message last handed out is still on its way to the caller. */
+  #handedOut = 0;
 
   constructor(options: BatchedPullOptions) {
     if (!Number.isInteger(options.intervalMs) || options.intervalMs < 1) throw new RangeError(`intervalMs must be a whole number of milliseconds ≥ 1, not ${options.intervalMs}`);
@@ -88,13 +104,21 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
     for (;;) {
       const next = this.#queue.shift();
       if (next) {
+        // out of the queue, not yet counted by the caller's capacity: until it asks for the next one
+        this.#handedOut = 1;
         yield next;
+        this.#handedOut = 0;
         continue;
       }
       if (this.#closed) return;
       await new Promise<void>((resolve) => (this.#wakeReader = resolve));
       this.#wakeReader = undefined;
     }
+  }
+
+  /** The caller freed some of its capacity: a pull waiting for room in a backlog goes when there is enough. */
+  capacityFreed(): void {
+    if (this.#free() >= this.#awaitedCapacity) this.#wakeSleep();
   }
 
   /** Stops pulling. Messages already received are still handed out; later ones are left to redelivery. */
@@ -110,24 +134,37 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
 
   async #run(): Promise<void> {
     const idleExpiresMs = this.#options.idleExpiresMs ?? 5_000;
+    let backlog = false;
     while (!this.#closed) {
-      const wanted = Math.min(MAX_BATCH, this.#options.capacity() - this.#queue.length);
-      if (wanted < 1) {
-        await this.#pause(this.#options.intervalMs);
-        continue;
+      // in a backlog, a batch of at least half the caller's capacity (or what there is after an interval)
+      const enough = backlog ? Math.max(1, Math.floor(this.#fullCapacity / 2)) : 1;
+      if (this.#free() < enough) {
+        await this.#pause(this.#options.intervalMs, enough);
+        if (this.#free() < 1) continue;
       }
-      let outcome = await this.#pull({ batch: wanted, no_wait: true }, NO_WAIT_GUARD_MS);
+      let outcome = await this.#pull({ batch: this.#free(), no_wait: true }, NO_WAIT_GUARD_MS);
       if (outcome === 'none') {
         // idle: one standing pull, for the message that starts the next burst
         outcome = await this.#pull({ batch: 1, expires: idleExpiresMs * 1_000_000 }, idleExpiresMs + NO_WAIT_GUARD_MS);
       }
+      backlog = outcome === 'full';
       if (outcome === 'refused') await this.#pause(RETRY_AFTER_REFUSAL_MS);
       else if (outcome === 'some') await this.#pause(this.#options.intervalMs);
     }
   }
 
-  /** One pull request, answered when it ends: 'some' messages came, 'none', or the server 'refused' it. */
-  #pull(request: { batch: number; no_wait?: true; expires?: number }, guardMs: number): Promise<'some' | 'none' | 'refused'> {
+  /** Free capacity: what the caller can take, less what waits in the queue for it or is on its way. */
+  #free(): number {
+    const capacity = this.#options.capacity();
+    if (capacity > this.#fullCapacity) this.#fullCapacity = capacity;
+    return Math.min(MAX_BATCH, capacity - this.#queue.length - this.#handedOut);
+  }
+
+  /**
+   * One pull request, answered when it ends: 'full' (all it asked for came, and the server holds
+   * more), 'some' messages came, 'none', or the server 'refused' it.
+   */
+  #pull(request: { batch: number; no_wait?: true; expires?: number }, guardMs: number): Promise<'full' | 'some' | 'none' | 'refused'> {
     if (this.#closed) return Promise.resolve('none');
     const { nc, stream, consumer } = this.#options;
     const token = ++this.#token;
@@ -141,7 +178,7 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
         end: () => {
           clearTimeout(guard);
           if (this.#current === pull) this.#current = undefined;
-          resolve(pull.refused ? 'refused' : pull.received > 0 ? 'some' : 'none');
+          resolve(pull.refused ? 'refused' : pull.received === 0 ? 'none' : pull.remaining === 0 && this.#lastPending > 0 ? 'full' : 'some');
         },
       };
       this.#current = pull;
@@ -165,6 +202,7 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
         return;
       }
       if (this.#closed) return; // not handed out: redelivered after the ack wait
+      this.#lastPending = pulled.info.pending;
       this.#queue.push(pulled);
       this.#wake();
       // counted against the pull waiting now (a message a given-up pull still brings only ends it sooner)
@@ -200,7 +238,9 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
     this.#wakeReader?.();
   }
 
-  #pause(ms: number): Promise<void> {
+  /** Sleeps `ms`, or until `capacity` is free (capacityFreed) when given. */
+  #pause(ms: number, capacity = Number.POSITIVE_INFINITY): Promise<void> {
+    this.#awaitedCapacity = capacity;
     return new Promise((resolve) => {
       this.#sleep = { timer: setTimeout(() => this.#wakeSleep(), ms), resolve };
     });
@@ -209,6 +249,7 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
   #wakeSleep(): void {
     const sleep = this.#sleep;
     this.#sleep = undefined;
+    this.#awaitedCapacity = Number.POSITIVE_INFINITY;
     if (!sleep) return;
     clearTimeout(sleep.timer);
     sleep.resolve();

@@ -6,6 +6,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AckBatch } from './ack-batch.js';
+import type { ConsumedMessage } from './batched-pull.js';
 import { startCommitConsumer, type CommitConsumerOptions, type Delivery, type HandleOutcome } from './commit-consumer.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
 import { ServiceMetrics } from './metrics.js';
@@ -176,6 +177,22 @@ describe('commit consumer', () => {
   it('refuses a negative or fractional hold', () => {
     expect(() => new AckBatch(-1)).toThrow(/holdMs/);
     expect(() => new AckBatch(0.5)).toThrow(/holdMs/);
+    expect(() => new AckBatch(20, 0)).toThrow(/maxHeld/);
+  });
+
+  it('sends held acks at once when maxHeld are held (a backlog must not fill the group’s max ack pending)', () => {
+    const acks = new AckBatch(60_000, 3);
+    const acked: number[] = [];
+    const message = (seq: number): ConsumedMessage => ({ subject: 's', seq, data: new Uint8Array(), info: { deliveryCount: 1, pending: 0, timestampNanos: 0 }, ack: () => acked.push(seq), nak: () => undefined, working: () => undefined });
+    acks.add(message(1));
+    acks.add(message(2));
+    expect(acked).toEqual([]);
+    acks.add(message(3));
+    expect(acked).toEqual([1, 2, 3]);
+    expect(acks.held).toBe(0);
+    acks.add(message(4));
+    acks.flush();
+    expect(acked).toEqual([1, 2, 3, 4]);
   });
 
   it("keeps a long handler's commit from being redelivered while it runs", async () => {

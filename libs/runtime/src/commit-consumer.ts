@@ -89,7 +89,7 @@ export type CommitConsumer = {
  */
 export async function startCommitConsumer(options: CommitConsumerOptions): Promise<CommitConsumer> {
   let slots = options.concurrency;
-  const messages: AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> } = options.batched
+  const messages: AsyncIterable<ConsumedMessage> & { close(): Promise<unknown>; capacityFreed?: () => void } = options.batched
     ? new BatchedPull({
         nc: options.batched.nc,
         stream: options.stream,
@@ -129,7 +129,10 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   const release = (): void => {
     const next = waiters.shift();
     if (next) next();
-    else slots += 1;
+    else {
+      slots += 1;
+      messages.capacityFreed?.();
+    }
   };
 
   const acks = options.acks ?? new AckBatch(0);
