@@ -31,7 +31,7 @@ import { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 import { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
 import { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
 import { WorkspaceContextEvent, WorkspacePath } from './schemas/workspace-context-events.js';
-import { CURRENT_PROTOCOL_VERSION } from './version.js';
+import { CURRENT_PROTOCOL_VERSION, laterEventTypes } from './version.js';
 
 export const JSON_SCHEMA_ID = `urn:flotilla:events:v${CURRENT_PROTOCOL_VERSION}`;
 export const JSON_SCHEMA_FILE_NAME = `flotilla-events.v${CURRENT_PROTOCOL_VERSION}.schema.json`;
@@ -137,7 +137,12 @@ const ROOT_COMMENT =
   'The cross-field rules of the zod schemas are expressed with oneOf, anyOf and dependentRequired. ' +
   'Rules this schema cannot express, which readers must check themselves: in a commit, events[i].seq equals ' +
   'first_seq + i, every event has the tenant and conversation of its commit, and no event has a v greater than ' +
-  "its commit's. A v1 event type may carry v 1 or v 2; a type introduced in v2 (secret_changed) carries v 2. " +
+  "its commit's. An event type carries at least the version that introduced it (" +
+  laterEventTypes()
+    .map(([type, version]) => `${type} ${version}`)
+    .join(', ') +
+  '; every other type 1) and may carry any later one. An agent_spec event\'s spec is checked here only as an object with a ' +
+  'version; the agent spec has its own published schema (flotilla-agent-spec.v<N>.schema.json). ' +
   'The format keyword is an ' +
   'annotation only; the pattern of each date-time enforces UTC with a Z suffix. A reader must reject a v it ' +
   'does not support, never fall back to reading it as an older version.';

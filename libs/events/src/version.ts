@@ -19,6 +19,11 @@ export type ProtocolVersion = 1 | 2 | 3;
  */
 const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = { secret_changed: 2, agent_spec: 3, mcp_tools: 3, workspace_context: 3 };
 
+/** The event types introduced after v1, each with its version, in version order. */
+export function laterEventTypes(): readonly (readonly [string, ProtocolVersion])[] {
+  return Object.entries(INTRODUCED_IN).sort(([, a], [, b]) => a - b);
+}
+
 /** The versions an event of a type introduced in `introduced` may carry: from that one to the newest. */
 export function versionsSince(introduced: ProtocolVersion): ProtocolVersion[] {
   return (SUPPORTED_PROTOCOL_VERSIONS as ProtocolVersion[]).filter((version) => version >= introduced);
