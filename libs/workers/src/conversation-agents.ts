@@ -46,6 +46,8 @@ export class ConversationAgents {
   readonly #capacity: number;
   readonly #agents = new Map<string, AgentLookup>();
   readonly #models = new Map<string, LanguageModel>();
+  /** Each agent's model with the key it was made with (an agent is one spec, so only its key can change). */
+  readonly #lastModel = new WeakMap<ConversationAgent, { readonly keyed: string; readonly model: LanguageModel }>();
   readonly #default: ConversationAgent;
 
   constructor(options: ConversationAgentsOptions) {
@@ -92,6 +94,10 @@ export class ConversationAgents {
       // a model of the spec's own without a key (a local server): never the deployment's variables
       key = { apiKey: 'none' };
     }
+    // the common case, a step of an agent whose key is as it was: no work beyond this lookup
+    const keyed = `${key.apiKeyEnv ?? ''}\u0000${key.apiKey ?? ''}`;
+    const last = this.#lastModel.get(agent);
+    if (last?.keyed === keyed) return last.model;
     const config: LlmConfig = { ...agent.config.llm, ...key };
     const id = JSON.stringify(config);
     let model = this.#models.get(id);
@@ -104,6 +110,7 @@ export class ConversationAgents {
       }
     }
     setRecent(this.#models, id, model, this.#capacity);
+    this.#lastModel.set(agent, { keyed, model });
     return model;
   }
 
