@@ -193,7 +193,16 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     ['condenser', options.condensers ?? 0],
     ['gateway', options.gateways ?? (options.gateway ? 1 : 0)],
   ];
-  await Promise.all(counts.flatMap(([service, count]) => Array.from({ length: count }, (_, index) => spawnService(service, index + 1))));
+  const started = await Promise.allSettled(counts.flatMap(([service, count]) => Array.from({ length: count }, (_, index) => spawnService(service, index + 1))));
+  const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+  if (failed) {
+    // a service that never became ready: stop what did start, so no process outlives the test
+    await Promise.allSettled(processes.map((child) => child.stop()));
+    await brain.close();
+    await (cluster ?? nats)[Symbol.asyncDispose]();
+    await rm(home, { recursive: true, force: true });
+    throw failed.reason;
+  }
   const nc = await connect({ ...natsOptions('admin'), maxReconnectAttempts: -1, reconnectTimeWait: 100 });
   const log = await EventLog.open(nc, cluster ? { replicas: 3 } : {});
 
