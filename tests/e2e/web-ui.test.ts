@@ -44,6 +44,12 @@ async function bannerText(page: Page): Promise<string | false> {
   return (await banner.isVisible()) ? `error banner: ${await banner.textContent()}` : false;
 }
 
+/** The operator's agents the picker offers: a template, and a spare model profile (never called: its conversation is not run). */
+const CATALOG = {
+  profiles: { spare: { provider: 'openai-chat', model: 'spare-model', baseURL: 'http://127.0.0.1:9/v1', apiKey: 'spare-key' } },
+  templates: { reviewer: { tools: ['terminal', 'finish'], confirmation: { mode: 'never' } } },
+};
+
 describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in headless Chromium — ${MISSING_BROWSER}`, () => {
   let system: RunningTestSystem;
   let browser: Browser;
@@ -51,7 +57,7 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
   beforeAll(async () => {
     const [started, launched] = await Promise.allSettled([
       // every action needs the user's approval, so the run stops until the UI approves it
-      startTestSystem({ gateway: true, agent: { confirmation: { mode: 'always' } }, gatewayEnv: { FLOTILLA_SECRETS_KEY: generateSecretsKey() } }),
+      startTestSystem({ gateway: true, agent: { confirmation: { mode: 'always' } }, catalog: CATALOG, gatewayEnv: { FLOTILLA_SECRETS_KEY: generateSecretsKey() } }),
       chromium.launch({ executablePath, args: ['--no-sandbox'] }),
     ]);
     // keep whichever started, so afterAll stops it even when the other failed
@@ -244,6 +250,40 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
     expect(names).toEqual({ names: ['GITHUB_TOKEN'] });
     await listed.getByTestId('secret-remove').click();
     await poll(() => listed.count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  it("creates a conversation from a template and a model profile picked in the form, and shows its agent spec as it changes", async () => {
+    const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('new-agent').isVisible()).toBe(true);
+    const options = async (testId: string) => page.getByTestId(testId).locator('option').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('value')));
+    expect(await options('new-template')).toEqual(['', 'reviewer']);
+    expect(await options('new-profile')).toEqual(['', 'default', 'spare']);
+    await page.getByTestId('new-title').fill('From a template');
+    await page.getByTestId('new-template').selectOption('reviewer');
+    await page.getByTestId('new-profile').selectOption('spare');
+    await page.getByTestId('new-create').click();
+
+    const pane = page.getByTestId('conversation-view');
+    await poll(async () => (await page.getByTestId('conversation-title').textContent()) || (await bannerText(page))).toBe('From a template');
+    const id = (await pane.getAttribute('data-id'))!;
+    await poll(() => page.getByTestId('spec-summary').textContent()).toBe('spare-model · reviewer');
+    await page.getByTestId('spec-panel').locator('summary').click();
+    expect(await page.getByTestId('spec-model').textContent()).toBe('openai-chat spare-model (profile spare)');
+    expect(await page.getByTestId('spec-tools').textContent()).toBe('terminal, finish');
+    expect(await page.getByTestId('spec-template').textContent()).toBe('reviewer');
+    expect(await page.getByTestId('spec-confirmation').textContent()).toBe('never');
+    // what the gateway made of the choice
+    const headers = { authorization: `Bearer ${system.apiKey}`, 'content-type': 'application/json' };
+    const made = (await (await fetch(`${system.gatewayUrl}/v1/conversations/${id}/spec`, { headers })).json()) as { template: string; spec: { llm: { profile: string } } };
+    expect(made).toMatchObject({ template: 'reviewer', spec: { llm: { profile: 'spare' } } });
+
+    // a change made elsewhere (here the REST API) shows as it lands in the log
+    const switched = await fetch(`${system.gatewayUrl}/v1/conversations/${id}/spec`, { method: 'PATCH', headers, body: JSON.stringify({ spec: { llm: { profile: 'default' } }, reason: 'back to the default model' }) });
+    expect(switched.status).toBe(200);
+    await poll(() => page.getByTestId('spec-model').textContent()).toBe('openai-chat brain (profile default)');
+    expect(await page.getByTestId('spec-set').textContent()).toMatch(/^at #\d+: back to the default model$/);
     expect(problems).toEqual([]);
     await page.close();
   }, 60_000);

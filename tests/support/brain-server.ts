@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TITLE_SYSTEM_PROMPT } from '@flotilla/agent';
@@ -88,6 +89,9 @@ export async function startBrainServer(
   const authorizations: (string | undefined)[] = [];
   const server = createServer((request, response) => void handle(request, response));
   let counter = 0;
+  // response ids unique across brain servers too, as a provider's are: two servers of one
+  // conversation (a model switch) must not answer with the same id (the view groups a response's calls by it)
+  const instance = randomBytes(4).toString('hex');
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
@@ -155,7 +159,7 @@ export async function startBrainServer(
     });
     if (task.latencyMs) await new Promise((resolve) => setTimeout(resolve, task.latencyMs));
     counter += 1;
-    const id = `chatcmpl-brain${counter}`;
+    const id = `chatcmpl-brain${instance}-${counter}`;
     const hostileTurn = messages.filter((message) => message.role === 'assistant').length;
     const hostile = task.hostile !== undefined && hostileTurn < (task.hostileTurns ?? Number.POSITIVE_INFINITY) ? task.hostile : undefined;
     if (hostile === 'endless_stream') {

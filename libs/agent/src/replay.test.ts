@@ -5,7 +5,9 @@ import { defineTool, textResult, ToolRegistry } from '@flotilla/tools';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AGENT_SPEC_VERSION, AgentSpec, agentConfigOf } from './agent-spec.js';
+import { withListedTools } from './mcp-tools-catalog.js';
 import { checkRequests, replayRequests, ReplayError } from './replay.js';
+import { SpecFold } from './spec-fold.js';
 import { step } from './step.js';
 import { registryCatalog } from './tool-catalog.js';
 
@@ -46,7 +48,9 @@ class MemoryLog {
     const llm = createLanguageModel({ ...agent.llm, apiKey: 'test-key', retry: { maxAttempts: 1 } });
     // a clock far from today's: the date in the prompt is the logged one, never the replay's
     const now = () => new Date('2031-02-03T04:05:06.000Z');
-    const result = await step({ agent, llm, tools: registryCatalog(registry, agent.tools), events: this.events, conversation: ref, now });
+    // as the step worker offers them: the spec's built-in tools and what its MCP servers listed
+    const tools = withListedTools(registryCatalog(registry, agent.tools), new SpecFold().append(this.events).listed());
+    const result = await step({ agent, llm, tools, events: this.events, conversation: ref, now });
     expect(result.outcome).toBe('actions');
     const actions = this.append(result.drafts).filter((event) => event.type === 'action');
     this.append(
@@ -62,6 +66,9 @@ describe('replayRequests', () => {
     await using server = await startTestServer();
     const log = new MemoryLog();
     log.spec({ provider: 'openai-chat', model: 'gpt-4.1', baseURL: server.baseURL, temperature: 0.2, maxOutputTokens: 2000 }, 'conversation created');
+    // what an MCP server of that spec listed (as a tool runner logs it): offered beside the built-in tools
+    const docsSearch = { name: 'docs_search', description: 'Search the docs', parameters: { type: 'object', properties: { query: { type: 'string' } } } };
+    log.append([draftEvent({ ...ref, source: 'environment' }, 'mcp_tools', { spec_seq: 1, server: 'docs', tools: [docsSearch] })]);
     log.append([
       draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Compare package.json and tsconfig.json.' }] }),
       draftEvent({ ...ref, source: 'user' }, 'state_change', { status: 'running' }),
@@ -84,6 +91,8 @@ describe('replayRequests', () => {
     expect(replayed.map((request) => request.body)).toEqual(server.requests.map((request) => request.text));
     // what the test leans on is really in the requests: the logged date, the summary, the switch's settings
     expect(replayed[0]!.body).toContain("Today's date is 2031-02-03 (UTC).");
+    expect(replayed[0]!.body).toContain('"name":"docs_search"');
+    expect(replayed[1]!.body).not.toContain('docs_search'); // the next spec's servers listed nothing
     expect(replayed[2]!.body).toContain('The agent read package.json and tsconfig.json once.');
     expect(replayed[1]!.body).toContain('call_Kx8Qe2VbN4tR7yU1iO3pA5sD');
     expect(replayed[2]!.body).not.toContain('call_Kx8Qe2VbN4tR7yU1iO3pA5sD');

@@ -1,8 +1,9 @@
-import type { AgentSpecEvent, Event } from '@flotilla/events';
+import type { AgentSpecEvent, Event, McpToolsEvent } from '@flotilla/events';
 import { wireRequest } from '@flotilla/llm';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import { agentConfigOf, readAgentSpec } from './agent-spec.js';
+import { withListedTools } from './mcp-tools-catalog.js';
 import { SpecFold } from './spec-fold.js';
 import { STEP_STREAMS, stepRequest } from './step-request.js';
 import { registryCatalog, type ToolCatalog } from './tool-catalog.js';
@@ -33,14 +34,16 @@ export type ReplayOptions = {
  * The model request of every step of a conversation, rebuilt from its log alone (DESIGN invariant
  * 14): for each step commit (its `llm_usage` of purpose `step`), the view of the log before the
  * step's call (the system prompt as logged, the condensations applied) rendered by the step's own
- * `stepRequest`, the tools of the spec in force there, and the body the spec's provider adapter
+ * `stepRequest`, the tools of the spec in force there (its built-in ones, and those its MCP servers
+ * listed in the log), and the body the spec's provider adapter
  * builds from them. `events` must be the whole log, from seq 1. A step that ran without a spec in
  * the log (the deployment's default, which the log does not hold) or under a spec this build cannot
  * read cannot be rebuilt: a ReplayError says which.
  */
 export function replayRequests(events: readonly Event[], options: ReplayOptions = {}): ReplayedRequest[] {
   const registry = options.registry ?? new ToolRegistry(createBuiltinTools());
-  const catalogs = new Map<AgentSpecEvent, { readonly tools: ToolCatalog; readonly llm: unknown }>();
+  const agents = new Map<AgentSpecEvent, { readonly tools: ToolCatalog; readonly llm: unknown }>();
+  const listedTools = new WeakMap<readonly McpToolsEvent[], ToolCatalog>();
   const view = new ViewBuilder();
   const renderer = new ChatRenderer(messageCharacters);
   const specs = new SpecFold();
@@ -56,15 +59,19 @@ export function replayRequests(events: readonly Event[], options: ReplayOptions 
     folded = index;
     const spec = specs.event();
     if (spec === undefined) throw new ReplayError(`the step at seq ${event.seq} ran the deployment's default agent spec: the log has no agent_spec before it`);
-    const agent = catalogOf(spec, catalogs, registry);
-    const { request } = stepRequest({ history: events.slice(0, index), tools: agent.tools, view: () => view.view(), chat: renderer });
+    const agent = agentOf(spec, agents, registry);
+    // the spec's built-in tools and what its MCP servers listed in the log, as the step worker offers them
+    const listed = specs.listed();
+    let tools = listedTools.get(listed);
+    if (!tools) listedTools.set(listed, (tools = withListedTools(agent.tools, listed)));
+    const { request } = stepRequest({ history: events.slice(0, index), tools, view: () => view.view(), chat: renderer });
     const wire = wireRequest(agent.llm, request, { stream: STEP_STREAMS });
     replayed.push({ seq: event.seq, specSeq: spec.seq, provider: wire.provider, model: wire.model, body: wire.body });
   });
   return replayed;
 }
 
-function catalogOf(event: AgentSpecEvent, known: Map<AgentSpecEvent, { readonly tools: ToolCatalog; readonly llm: unknown }>, registry: ToolRegistry): { readonly tools: ToolCatalog; readonly llm: unknown } {
+function agentOf(event: AgentSpecEvent, known: Map<AgentSpecEvent, { readonly tools: ToolCatalog; readonly llm: unknown }>, registry: ToolRegistry): { readonly tools: ToolCatalog; readonly llm: unknown } {
   let agent = known.get(event);
   if (!agent) {
     const read = readAgentSpec(event);
@@ -99,7 +106,8 @@ export function checkRequests(replayed: readonly ReplayedRequest[], recorded: re
     if (ours.equals(theirs)) return { seq: request.seq, result: 'same' };
     let byte = 0;
     while (byte < ours.length && byte < theirs.length && ours[byte] === theirs[byte]) byte += 1;
-    const around = (bytes: Buffer): string => JSON.stringify(bytes.subarray(Math.max(0, byte - 20), byte + 40).toString('utf8'));
+    // bodies are one line of JSON: the bytes around the difference, as they are
+    const around = (bytes: Buffer): string => `…${bytes.subarray(Math.max(0, byte - 20), byte + 40).toString('utf8')}…`;
     return { seq: request.seq, result: 'different', byte, detail: `rebuilt ${around(ours)} (${ours.length} bytes), recorded ${around(theirs)} (${theirs.length} bytes)` };
   });
 }

@@ -5,6 +5,7 @@ import type {
   ConfirmationBody,
   Conversation,
   ConversationPage,
+  ConversationSpec,
   CountConversationsQuery,
   CountEventsQuery,
   CountResult,
@@ -17,6 +18,7 @@ import type {
   SecretNames,
   ServerInfo,
   UpdateConversationBody,
+  UpdateSpecBody,
 } from '@flotilla/api';
 import type { Event } from '@flotilla/events';
 import { FlotillaApiError } from './errors.js';
@@ -78,6 +80,14 @@ export class FlotillaClient {
   }
   updateConversation(id: string, body: UpdateConversationBody): Promise<Conversation> {
     return this.#json('PATCH', `/conversations/${enc(id)}`, { body });
+  }
+  /** The agent spec in force: the whole spec the conversation's steps follow, and the event that set it. */
+  getSpec(id: string): Promise<ConversationSpec> {
+    return this.#json('GET', `/conversations/${enc(id)}/spec`);
+  }
+  /** Changes the spec from the next step on (switch the model, the tools, the policy): a template and/or fields over the current spec. */
+  updateSpec(id: string, body: UpdateSpecBody): Promise<ConversationSpec> {
+    return this.#json('PATCH', `/conversations/${enc(id)}/spec`, { body });
   }
   async deleteConversation(id: string): Promise<void> {
     await this.#request('DELETE', `/conversations/${enc(id)}`);

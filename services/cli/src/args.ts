@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConversationStatus, EVENT_TYPES, isSubjectToken, type EventType } from '@flotilla/events';
+import { ConversationStatus, EVENT_TYPES, isSubjectToken, SpecName, type EventType } from '@flotilla/events';
 import { usageError } from './errors.js';
 import { secretCommandOf, type SecretCommand } from './secret-args.js';
 
@@ -19,6 +19,9 @@ export type Command =
       readonly message?: string;
       readonly run: boolean;
       readonly watch?: FollowOptions;
+      /** An operator's template to start from, and a file of spec fields over it. */
+      readonly template?: string;
+      readonly specFile?: string;
     }
   | { readonly name: 'send'; readonly id: string; readonly text: string; readonly run: boolean; readonly watch?: FollowOptions }
   | { readonly name: 'run' | 'approve'; readonly id: string; readonly watch?: FollowOptions }
@@ -38,6 +41,10 @@ export type Command =
       readonly json: boolean;
     }
   | { readonly name: 'info'; readonly json: boolean }
+  /** Shows the spec in force, or (with a template, settings or a file) changes it from the next step on. */
+  | { readonly name: 'spec'; readonly id: string; readonly json: boolean; readonly template?: string; readonly settings: readonly string[]; readonly specFile?: string; readonly reason?: string }
+  | { readonly name: 'model'; readonly id: string; readonly profile: string; readonly reason?: string }
+  | { readonly name: 'replay'; readonly id: string; readonly check?: string }
   | { readonly name: 'keys-create'; readonly tenant: string; readonly keyName: string; readonly json: boolean }
   | SecretCommand;
 
@@ -68,6 +75,10 @@ const OPTIONS = {
   name: { type: 'string' },
   value: { type: 'string' },
   'value-file': { type: 'string' },
+  template: { type: 'string' },
+  spec: { type: 'string' },
+  set: { type: 'string', multiple: true },
+  check: { type: 'string' },
 } as const;
 /** `secret … --tenant` is a flag (the defaults of the key's own tenant), where `keys create --tenant T` takes a value. */
 const SECRET_OPTIONS = { ...OPTIONS, tenant: { type: 'boolean' } } as const;
@@ -82,7 +93,7 @@ const WATCHING: readonly OptionName[] = ['watch', 'follow', 'verbose'];
 
 /** The options each command accepts besides the global ones. */
 const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
-  create: ['id', 'title', 'tag', 'message', 'run', ...WATCHING],
+  create: ['id', 'title', 'tag', 'message', 'run', 'template', 'spec', ...WATCHING],
   send: ['run', ...WATCHING],
   run: WATCHING,
   approve: WATCHING,
@@ -95,6 +106,9 @@ const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
   get: ['json'],
   events: ['type', 'text', 'after-seq', 'limit', 'json'],
   info: ['json'],
+  spec: ['json', 'template', 'set', 'spec', 'reason'],
+  model: ['reason'],
+  replay: ['check'],
   keys: ['tenant', 'name', 'json'],
   secret: ['tenant', 'value', 'value-file', 'json'],
 };
@@ -160,6 +174,8 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
         ...optional('message', values.message),
         run: values.run ?? false,
         ...withWatch,
+        ...optional('template', values.template === undefined ? undefined : specName(values.template, '--template')),
+        ...optional('specFile', values.spec),
       };
     }
     case 'send': {
@@ -209,6 +225,27 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
     case 'info':
       expectPositionals(name, rest, []);
       return { name, json: values.json ?? false };
+    case 'spec': {
+      const id = singleId(name, rest);
+      const changes = values.template !== undefined || values.set !== undefined || values.spec !== undefined;
+      if (!changes && values.reason !== undefined) throw usageError('spec --reason goes with a change: --template, --set or --spec');
+      if (changes && values.json) throw usageError('spec --json shows the spec; a change prints the new spec as the gateway made it');
+      return {
+        name,
+        id,
+        json: values.json ?? false,
+        ...optional('template', values.template === undefined ? undefined : specName(values.template, '--template')),
+        settings: values.set ?? [],
+        ...optional('specFile', values.spec),
+        ...optional('reason', values.reason),
+      };
+    }
+    case 'model': {
+      if (rest.length !== 2) throw usageError('model needs ID and PROFILE, e.g. flotilla model my-conversation fast (flotilla info lists the profiles)');
+      return { name, id: conversationId(rest[0]!), profile: specName(rest[1]!, 'PROFILE'), ...optional('reason', values.reason) };
+    }
+    case 'replay':
+      return { name, id: singleId(name, rest), ...optional('check', values.check) };
     case 'keys': {
       if (rest[0] !== 'create' || rest.length !== 1) throw usageError('the keys command is: flotilla keys create --tenant T --name N');
       if (typeof values.tenant !== 'string' || !isSubjectToken(values.tenant)) throw usageError('keys create needs --tenant: 1-64 characters of A-Z a-z 0-9 _ -');
@@ -246,6 +283,13 @@ function singleId(name: string, rest: readonly string[]): string {
 
 function conversationId(value: string, what = 'ID'): string {
   if (!isSubjectToken(value)) throw usageError(`${what} "${value}" is not a conversation id: 1-64 characters of A-Z a-z 0-9 _ -`);
+  return value;
+}
+
+/** A template's or profile's name, as the operator's catalog spells them. */
+function specName(value: string, what: string): string {
+  const parsed = SpecName.safeParse(value);
+  if (!parsed.success) throw usageError(`${what} "${value}" is not a template or profile name: it ${parsed.error.issues[0]?.message ?? 'is not valid'}`);
   return value;
 }
 

@@ -4,7 +4,10 @@ import type { Command, FollowOptions } from './args.js';
 import type { CliClient } from './cli-client.js';
 import { renderConversation, renderConversationTable, renderServerInfo } from './format-resources.js';
 import { renderEvent } from './render-event.js';
+import { replayConversation } from './replay-command.js';
 import { executeSecretCommand, type SecretInput } from './secret-commands.js';
+import { specFileFields } from './spec-args.js';
+import { executeSpecCommand, readInputFile } from './spec-commands.js';
 import { tailConversation } from './tail.js';
 import type { Terminal } from './terminal.js';
 import { watchConversation } from './watch.js';
@@ -33,7 +36,10 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
   const { out } = context;
   switch (command.name) {
     case 'create': {
+      const spec = command.specFile === undefined ? undefined : specFileFields(await readInputFile(command.specFile, '--spec', context), command.specFile);
       const { conversation, created } = await client.createConversation({
+        ...(command.template === undefined ? {} : { template: command.template }),
+        ...(spec === undefined ? {} : { spec }),
         ...(command.id === undefined ? {} : { id: command.id }),
         ...(command.title === undefined ? {} : { title: command.title }),
         ...(command.tags.length === 0 ? {} : { tags: [...command.tags] }),
@@ -90,6 +96,14 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
       const info = await client.serverInfo();
       out.lines(command.json ? [JSON.stringify(info, null, 2)] : renderServerInfo(info));
       return ExitCode.Ok;
+    }
+    case 'spec':
+    case 'model':
+      await executeSpecCommand(command, client, context);
+      return ExitCode.Ok;
+    case 'replay': {
+      const same = await replayConversation(client, command.id, command.check, { out, err: context.err, ...(context.input ? { input: context.input } : {}) });
+      return same ? ExitCode.Ok : ExitCode.Failed;
     }
     case 'keys-create': {
       const created = await client.createApiKey(command.tenant, command.keyName);

@@ -3,7 +3,10 @@ export const USAGE = `Usage: flotilla <command> [options]
 
 Conversations:
   create [--id ID] [--title T] [--tag X]... [--message TEXT] [--run] [--watch]
-                                   create a conversation; prints its id
+         [--template NAME] [--spec FILE]
+                                   create a conversation; prints its id. Its agent: the
+                                   operator's template NAME (flotilla info lists them), and/or
+                                   the spec fields in FILE (JSON) over it
   send ID TEXT [--run] [--watch]   send a user message (--run starts the agent)
   run ID [--watch]                 start (or continue) the agent
   approve ID [--watch]             approve the actions awaiting confirmation
@@ -13,6 +16,20 @@ Conversations:
   list [--status S] [--limit N] [--json]
   get ID [--json]
   events ID [--type a,b] [--text T] [--after-seq N] [--limit N] [--json]
+
+Agent spec (how the conversation's steps are made; each change applies from the next step):
+  spec ID [--json]                 the spec in force: model, tools, policies, limits
+  spec ID [--template NAME] [--set PATH=VALUE]... [--spec FILE] [--reason R]
+                                   change it: a template, and/or fields over the current spec
+                                   (--set llm.profile=fast, --set 'tools=["terminal","finish"]';
+                                   a VALUE that is JSON is that value; each top-level field
+                                   given replaces the current one whole)
+  model ID PROFILE [--reason R]    switch the model to the operator's profile PROFILE
+  replay ID [--check FILE]         rebuild every step's model request from the log alone: one
+                                   JSON line each (seq, spec_seq, provider, model, body);
+                                   --check compares them, byte for byte, with the requests in
+                                   FILE (JSON lines with "body" and optionally "seq"); exit 1
+                                   when one differs
 
 Following:
   watch ID [--after-seq N] [--follow] [--verbose]

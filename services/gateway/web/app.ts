@@ -1,5 +1,6 @@
 import type { Conversation } from '@flotilla/api';
 import { FlotillaApiError, FlotillaClient } from '@flotilla/client';
+import { AgentPicker } from './agent-picker.js';
 import { adoptKeyFromFragment, forgetKey, loadKey, readFragment, saveKey, writeFragment } from './api-key.js';
 import { ConversationList } from './conversation-list.js';
 import { ConversationView } from './conversation-view.js';
@@ -27,9 +28,11 @@ const currentClient = (): FlotillaClient => {
   return client;
 };
 
+const picker = new AgentPicker();
 const list = new ConversationList(currentClient, {
   onSelect: (conversation) => openConversation(conversation.id, conversation, true),
   onError: report,
+  agentChoice: () => picker.choice(),
 });
 const view = new ConversationView(currentClient, {
   onProgress: (id, progress) => list.updateProgress(id, progress),
@@ -61,7 +64,9 @@ async function connect(key: string): Promise<void> {
   tenantLabel.textContent = '';
   void candidate.serverInfo().then(
     (info) => {
-      if (client === candidate) tenantLabel.textContent = `tenant ${info.tenant}`;
+      if (client !== candidate) return;
+      tenantLabel.textContent = `tenant ${info.tenant}`;
+      picker.load(info.agents);
     },
     () => undefined,
   );
@@ -79,6 +84,7 @@ function showKeyScreen(message?: string, prefill = ''): void {
   show(forgetButton, false);
   show(keyScreen, true);
   tenantLabel.textContent = '';
+  picker.clear();
   keyInput.value = prefill;
   keyError.textContent = message ?? '';
   show(keyError, message !== undefined);

@@ -1,5 +1,6 @@
 import type { Conversation } from '@flotilla/api';
 import type { FlotillaClient } from '@flotilla/client';
+import type { AgentChoice } from './agent-picker.js';
 import { byId, h, show } from './dom.js';
 import type { ConversationProgress } from './conversation-view.js';
 import { count, relativeTime, statusBadge } from './format.js';
@@ -7,6 +8,8 @@ import { count, relativeTime, statusBadge } from './format.js';
 export type ConversationListHooks = {
   onSelect(conversation: Conversation): void;
   onError(error: unknown): void;
+  /** The agent the form's user chose for a new conversation (a template, a model profile). */
+  agentChoice(): AgentChoice;
 };
 
 /** How many conversations the sidebar shows (newest activity first). */
@@ -119,6 +122,7 @@ export class ConversationList {
         ...(title ? { title } : {}),
         ...(message ? { message } : {}),
         ...(run ? { run: true } : {}),
+        ...this.hooks.agentChoice(),
       });
       this.#titleInput.value = '';
       this.#messageInput.value = '';

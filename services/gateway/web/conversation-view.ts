@@ -6,6 +6,7 @@ import { byId, h, show } from './dom.js';
 import { actionCard, renderEvent } from './event-view.js';
 import { count, statusBadge, usd } from './format.js';
 import { SecretsPanel } from './secrets-panel.js';
+import { SpecPanel } from './spec-panel.js';
 import { TypingArea } from './typing-area.js';
 
 /** What the list shows of the open conversation, ahead of its next refresh. */
@@ -53,6 +54,7 @@ export class ConversationView {
   };
   readonly #typing = new TypingArea(byId('typing'), byId('typing-body'));
   readonly #secrets: SecretsPanel;
+  readonly #spec = new SpecPanel();
 
   #id: string | undefined;
   #subscription: EventSubscription | undefined;
@@ -114,6 +116,7 @@ export class ConversationView {
     show(this.#empty, false);
     show(this.#pane, true);
     this.#secrets.open(id);
+    this.#spec.reset();
     this.#setConnection('connecting', 'connecting…');
     this.#render();
     void this.client().getConversation(id).then(
@@ -177,6 +180,7 @@ export class ConversationView {
       if (event.title) this.#title.textContent = event.title;
     }
     // a change made elsewhere (the CLI, another tab); replay sends each old one too, so only live ones refresh
+    if (event.type === 'agent_spec') this.#spec.show(event);
     if (event.type === 'secret_changed' && this.#connection.dataset['state'] === 'live') void this.#secrets.refresh();
     if (clearsTyping(event)) this.#typing.clear();
     this.#lastSeq = event.seq;
