@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { CHECKPOINT_STUCK_STEPS } from './conversation-checkpoint.js';
 import { McpServersSpec } from './mcp-spec.js';
 import { SecurityConfig } from './security-analyzer.js';
+import { HooksConfig } from './hooks-config.js';
 import { SkillsConfig } from './skills-config.js';
 import { DEFAULT_STUCK_THRESHOLDS } from './stuck-detector.js';
 
@@ -79,6 +80,8 @@ export const AgentConfig = z.strictObject({
   titles: z.strictObject({ generate: z.boolean().default(true) }).default({ generate: true }),
   /** Repository context and skills from the workspace (skills-config.ts). */
   skills: SkillsConfig.prefault({}),
+  /** Hooks at the conversation's lifecycle points, run by its tool runner (hooks-config.ts). */
+  hooks: HooksConfig.prefault({}),
   /** When the view gets too large, the step asks the condenser to summarise part of it. */
   condenser: CondenserConfig.default(CondenserConfig.parse({})),
 });

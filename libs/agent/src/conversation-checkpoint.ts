@@ -124,8 +124,17 @@ const ProgressCheckpointSchema = z.strictObject({
   started_by: z.record(z.string(), z.string()),
   condensation_requested: z.boolean(),
   finish_called: z.boolean(),
-  context_wanted: z.boolean(),
-  context_read: z.boolean(),
+  prepare: z.strictObject({
+    context_wanted: z.boolean(),
+    context_read: z.boolean(),
+    hook_points: Ids,
+    session_started: z.boolean(),
+    prompts: Ids,
+    replied: z.boolean(),
+    stop_answered: z.boolean(),
+    stop_refused: z.boolean(),
+    session_end_owed: z.boolean(),
+  }),
   events: Count,
 }) satisfies z.ZodType<ProgressCheckpoint>;
 

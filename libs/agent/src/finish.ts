@@ -4,8 +4,8 @@ export const FINISH_TOOL = 'finish';
 
 /**
  * Whether the agent's last tool batch ended the run, after `event` (folded in log order from
- * `false`): a `finish` action that got a successful observation, with no user message, action or
- * new run after it (a message sent while the agent was finishing is answered, not dropped).
+ * `false`): a `finish` action that got a successful observation, with no user message (or a hook's
+ * feedback: a Stop hook refusing the finish), action or new run after it (a message sent while the agent was finishing is answered, not dropped).
  */
 export function finishCalledAfter(called: boolean, event: Event): boolean {
   switch (event.type) {
@@ -14,7 +14,7 @@ export function finishCalledAfter(called: boolean, event: Event): boolean {
     case 'action':
       return false;
     case 'message':
-      return event.source === 'user' ? false : called;
+      return event.source === 'user' || event.source === 'hook' ? false : called;
     case 'state_change':
       return event.status === 'running' ? false : called;
     default:

@@ -12,7 +12,11 @@ import { ConversationProgress } from './progress.js';
 import { SkillsFold } from './skills-fold.js';
 import { step } from './step.js';
 import { registryCatalog, type ToolCatalog } from './tool-catalog.js';
-import { readWorkspaceContext, workspaceContextDraft } from './workspace-context.js';
+import { readWorkspaceContext } from './workspace-context.js';
+import { failedHook } from './hook-outcome.js';
+import { HooksConfig } from './hooks-config.js';
+import { prepareDrafts } from './prepare-answer.js';
+import { lastSpecEvent } from './spec-fold.js';
 
 export type Condenser = (events: readonly Event[], context: DraftContext) => Promise<readonly EventDraft[]>;
 
@@ -153,11 +157,25 @@ export class LocalConversation {
     await this.#commit(() => observations, { retryWithSameDrafts: true });
   }
 
-  /** The workspace's context, read from this conversation's workspace into the log (as a tool runner reads it). */
+  /**
+   * What a tool runner owes besides actions, answered here: the workspace's context, read from this
+   * conversation's workspace as a tool runner reads it; hooks are not run in this process (it has no
+   * sandbox to run them in): each owed one is recorded as not run, so the run goes on.
+   */
   async #prepare(): Promise<void> {
-    await this.#commit(async (_events, progress) => {
-      if (progress.nextWork().kind !== 'prepare') return null;
-      return [workspaceContextDraft(this.#context('environment'), await readWorkspaceContext(this.#options.workspace))];
+    await this.#commit(async (events, progress) => {
+      const work = progress.nextWork();
+      if (work.kind !== 'prepare') return null;
+      const hooks = HooksConfig.safeParse(lastSpecEvent(events)?.spec['hooks'] ?? {});
+      return await prepareDrafts({
+        needs: work.needs,
+        events,
+        hooks: hooks.success ? hooks.data : HooksConfig.parse({}),
+        ref: this.#options.ref,
+        readContext: () => readWorkspaceContext(this.#options.workspace),
+        run: () => Promise.resolve(failedHook('not run: an in-process conversation runs no hooks (it has no sandbox for them)')),
+        ...(this.#options.now ? { now: this.#options.now } : {}),
+      });
     });
   }
 

@@ -1,4 +1,5 @@
 import type { ActionEvent, Event } from '@flotilla/events';
+import type { PrepareNeeds } from './prepare-duty.js';
 import { ConversationProgress } from './progress.js';
 
 /**
@@ -7,10 +8,10 @@ import { ConversationProgress } from './progress.js';
  * every service and `LocalConversation` act on its answer, each on its kind: tool runners on
  * `execute` (and wait on `in_progress`), step workers on `step` (a model call) and `finish` (the
  * agent's finish call came back: the run ends, no model call), the condenser on `condense`, and
- * tool runners on `prepare`: before the first step of a spec that turns skills on, the owner of
- * the workspace reads what it says (repository context, skills, path rules) into the log
- * (`workspace_context`), and the step waits for it. `rest` means nobody owes anything (the
- * conversation is not running).
+ * tool runners on `prepare`: the owner of the workspace reads what it says (repository context,
+ * skills, path rules) into the log (`workspace_context`) before the first step of a spec that
+ * turns skills on, and runs the spec's hooks that come before a step or a finish (`PrepareNeeds`);
+ * the step waits for it. `rest` means nobody owes anything (the conversation is not running).
  */
 export type NextWork =
   | { readonly kind: 'rest' }
@@ -18,7 +19,7 @@ export type NextWork =
   | { readonly kind: 'in_progress'; readonly actions: readonly ActionEvent[] }
   | { readonly kind: 'finish' }
   | { readonly kind: 'condense' }
-  | { readonly kind: 'prepare' }
+  | { readonly kind: 'prepare'; readonly needs: PrepareNeeds }
   | { readonly kind: 'step' };
 
 export type NextWorkOptions = {

@@ -3,7 +3,7 @@ import { foldState, initialState, type ConversationState, type PendingAction } f
 import { finishCalledAfter } from './finish.js';
 import type { NextWork, NextWorkOptions } from './next-work.js';
 import type { PendingActions } from './pending-actions.js';
-import { skillsEnabledIn } from './skills-config.js';
+import { PrepareDuty, type PrepareCheckpoint } from './prepare-duty.js';
 
 /**
  * A `ConversationProgress` as data (for a checkpoint): the folded state, with the pending actions
@@ -19,9 +19,8 @@ export type ProgressCheckpoint = {
   readonly condensation_requested: boolean;
   /** The agent's finish call ended its last batch (finishCalledAfter). */
   readonly finish_called: boolean;
-  /** The spec in force turns skills on (its workspace's context is wanted), and a workspace_context was logged. */
-  readonly context_wanted: boolean;
-  readonly context_read: boolean;
+  /** What the workspace's tool runner owes besides actions (its context, hooks). */
+  readonly prepare: PrepareCheckpoint;
   /** Events folded. */
   readonly events: number;
 };
@@ -44,9 +43,12 @@ export class ConversationProgress {
   /** The pending actions, by event id. */
   readonly #actions = new Map<string, ActionEvent>();
   #finishCalled = false;
-  #contextWanted = false;
-  #contextRead = false;
+  readonly #duty: PrepareDuty;
   #events = 0;
+
+  constructor(duty = new PrepareDuty()) {
+    this.#duty = duty;
+  }
 
   static of(events: readonly Event[]): ConversationProgress {
     const progress = new ConversationProgress();
@@ -56,7 +58,7 @@ export class ConversationProgress {
 
   /** Goes on from a checkpoint, as if the events it was taken after had been appended. */
   static resume(checkpoint: ProgressCheckpoint): ConversationProgress {
-    const progress = new ConversationProgress();
+    const progress = new ConversationProgress(PrepareDuty.resume(checkpoint.prepare));
     const state = progress.#state;
     state.status = checkpoint.status;
     state.condensation_requested = checkpoint.condensation_requested;
@@ -72,8 +74,6 @@ export class ConversationProgress {
       progress.#actions.set(action.id, action);
     }
     progress.#finishCalled = checkpoint.finish_called;
-    progress.#contextWanted = checkpoint.context_wanted;
-    progress.#contextRead = checkpoint.context_read;
     progress.#events = checkpoint.events;
     return progress;
   }
@@ -88,8 +88,7 @@ export class ConversationProgress {
       started_by: started,
       condensation_requested: this.#state.condensation_requested,
       finish_called: this.#finishCalled,
-      context_wanted: this.#contextWanted,
-      context_read: this.#contextRead,
+      prepare: this.#duty.checkpoint(),
       events: this.#events,
     };
   }
@@ -107,10 +106,10 @@ export class ConversationProgress {
   append(events: readonly Event[]): void {
     for (const event of events) {
       const waiting = this.#state.pending_actions.length;
+      const [statusBefore, finishBefore] = [this.#state.status, this.#finishCalled];
       foldState(this.#state, event);
       this.#finishCalled = finishCalledAfter(this.#finishCalled, event);
-      if (event.type === 'agent_spec') this.#contextWanted = skillsEnabledIn(event.spec);
-      else if (event.type === 'workspace_context') this.#contextRead = true;
+      this.#duty.append(event, { before: finishBefore, after: this.#finishCalled }, { before: statusBefore, after: this.#state.status });
       const pending = this.#state.pending_actions;
       if (event.type === 'action' && pending.length > waiting) this.#actions.set(event.id, event);
       else if (pending.length < waiting) this.#forgetAnswered();
@@ -150,7 +149,10 @@ export class ConversationProgress {
   }
 
   nextWork(options: NextWorkOptions = {}): NextWork {
-    if (this.#state.status !== 'running') return { kind: 'rest' };
+    if (this.#state.status !== 'running') {
+      const needs = this.#duty.needs(this.#state.status, false);
+      return needs ? { kind: 'prepare', needs } : { kind: 'rest' };
+    }
     const alive = options.runnerAlive ?? (() => false);
     const notStarted: ActionEvent[] = [];
     const interrupted: ActionEvent[] = [];
@@ -161,10 +163,11 @@ export class ConversationProgress {
     }
     if (notStarted.length > 0 || interrupted.length > 0) return { kind: 'execute', actions: notStarted, interrupted };
     if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
-    if (this.#finishCalled) return { kind: 'finish' };
+    // the tool runner's other duties (the workspace's context, hooks) come before the step that needs them
+    const needs = this.#duty.needs('running', this.#finishCalled);
+    if (this.#duty.finished(this.#finishCalled)) return needs ? { kind: 'prepare', needs } : { kind: 'finish' };
     if (this.#state.condensation_requested) return { kind: 'condense' };
-    // the step builds its prompt from the workspace's context: it is read (into the log) first
-    if (this.#contextWanted && !this.#contextRead) return { kind: 'prepare' };
+    if (needs) return { kind: 'prepare', needs };
     return { kind: 'step' };
   }
 

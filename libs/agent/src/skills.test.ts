@@ -17,6 +17,7 @@ const spec = (skills?: unknown): Event => event(draftEvent(at('user'), 'agent_sp
 const running = (): Event => event(draftEvent(at('system'), 'state_change', { status: 'running' }));
 const context = (payload: Partial<Omit<WorkspaceContextEvent, keyof Event>> = {}): WorkspaceContextEvent =>
   event(draftEvent(at('environment'), 'workspace_context', { repository: [], knowledge: [], skills: [], rules: [], notes: [], ...payload })) as WorkspaceContextEvent;
+const NO_NEEDS = { context: false, sessionStart: false, prompts: [], stop: false, sessionEnd: false };
 const release = { name: 'release', path: '.agents/skills/release.md', content: 'bump and tag', truncated: false, triggers: ['Ship-It', 'release'] };
 const action = (tool: string, input: Record<string, unknown>): Extract<Event, { type: 'action' }> =>
   event(draftEvent(at('agent'), 'action', { tool_name: tool, tool_call_id: `call_${seq}`, arguments: JSON.stringify(input), input, thought: [], response_id: 'r', security_risk: 'low' })) as Extract<Event, { type: 'action' }>;
@@ -26,8 +27,8 @@ const observationOf = (of: Extract<Event, { type: 'action' }>): EventDraft =>
 describe('the workspace context duty (nextWork prepare)', () => {
   it('is owed before the first step of a spec with skills on (the default), until a workspace_context is logged, and survives a checkpoint', () => {
     const progress = ConversationProgress.of([spec(), user('hi'), running()]);
-    expect(progress.nextWork()).toEqual({ kind: 'prepare' });
-    expect(ConversationProgress.resume(progress.checkpoint()).nextWork()).toEqual({ kind: 'prepare' });
+    expect(progress.nextWork()).toEqual({ kind: 'prepare', needs: { ...NO_NEEDS, context: true } });
+    expect(ConversationProgress.resume(progress.checkpoint()).nextWork()).toEqual({ kind: 'prepare', needs: { ...NO_NEEDS, context: true } });
     progress.append([context()]);
     expect(progress.nextWork()).toEqual({ kind: 'step' });
     expect(ConversationProgress.resume(progress.checkpoint()).nextWork()).toEqual({ kind: 'step' });
@@ -38,7 +39,7 @@ describe('the workspace context duty (nextWork prepare)', () => {
     expect(ConversationProgress.of([user('hi'), running()]).nextWork()).toEqual({ kind: 'step' });
     expect(ConversationProgress.of([spec(), user('hi')]).nextWork()).toEqual({ kind: 'rest' });
     // a later spec turning skills on owes it then
-    expect(ConversationProgress.of([spec({ enabled: false }), running(), spec({ enabled: true })]).nextWork()).toEqual({ kind: 'prepare' });
+    expect(ConversationProgress.of([spec({ enabled: false }), running(), spec({ enabled: true })]).nextWork()).toEqual({ kind: 'prepare', needs: { ...NO_NEEDS, context: true } });
   });
 });
 

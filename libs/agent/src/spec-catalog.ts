@@ -40,6 +40,12 @@ export const OperatorLimits = z.strictObject({
    * none). The tool runner connects to them from its own network, not the sandbox's.
    */
   mcpUrls: z.array(z.url()).optional(),
+  /**
+   * URLs a spec's HTTP hooks may be POSTed to, as prefixes (`https://hooks.example.com/`)
+   * (default: none). The tool runner POSTs them from its own network, not the sandbox's; command
+   * hooks need no allowance: they run in the conversation's sandbox, as its agent's commands do.
+   */
+  hookUrls: z.array(z.url()).optional(),
   maxIterationsPerRun: z.number().int().positive().optional(),
   /** Also the budget of a spec that sets none. */
   maxBudgetPerRunUsd: z.number().positive().optional(),
@@ -201,6 +207,7 @@ export class AgentCatalog {
     const refused = spec.tools.filter((tool) => !this.#tools.includes(tool));
     if (refused.length > 0) issues.push({ path: `${at}.tools`, message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})` });
     issues.push(...mcpIssues(spec.mcpServers, this.limits, `${at}.mcpServers`));
+    issues.push(...hookIssues(spec.hooks, this.limits, `${at}.hooks`));
     const { maxIterationsPerRun, maxBudgetPerRunUsd } = this.limits;
     if (maxIterationsPerRun !== undefined && spec.limits.maxIterationsPerRun > maxIterationsPerRun) {
       issues.push({ path: `${at}.limits.maxIterationsPerRun`, message: `at most ${maxIterationsPerRun} here` });
@@ -232,4 +239,18 @@ function mcpIssues(servers: AgentSpec['mcpServers'], limits: OperatorLimits, at:
     if (urls.some((prefix) => server.url.startsWith(prefix))) return [];
     return [{ path: `${at}.${index}.url`, message: `an MCP server's URL must start with one of: ${urls.join(', ') || '(none allowed here)'}` }];
   });
+}
+
+/** The HTTP hooks of a spec whose URL the operator's limits do not allow, each naming its field. */
+function hookIssues(hooks: AgentSpec['hooks'], limits: OperatorLimits, at: string): SpecIssue[] {
+  const urls = limits.hookUrls ?? [];
+  return (Object.entries(hooks) as [string, AgentSpec['hooks']['stop']][]).flatMap(([point, entries]) =>
+    entries.flatMap((entry, index) =>
+      entry.hooks.flatMap((hook, position): SpecIssue[] =>
+        hook.type !== 'http' || urls.some((prefix) => hook.url.startsWith(prefix))
+          ? []
+          : [{ path: `${at}.${point}.${index}.hooks.${position}.url`, message: `an HTTP hook's URL must start with one of: ${urls.join(', ') || '(none allowed here)'}` }],
+      ),
+    ),
+  );
 }

@@ -181,6 +181,8 @@ function replyEvents(result: GenerateResult, turn: Turn): StepResult {
     const nudge = draftEvent({ ...context, source: 'environment' }, 'agent_error', { error: textToolCallNudge(written.name) });
     return correction(turn, [message, nudge], StepOutcome.Continue, `it wrote a call to "${written.name}" as text instead of calling the tool`);
   }
+  // with Stop hooks the run stays open: the tool runner runs them first, and a finish follows unless one refuses (prepare-duty.ts)
+  if (agent.hooks.stop.length > 0) return { drafts: [message], outcome: StepOutcome.Finished };
   return { drafts: [message, draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent replied without calling a tool' })], outcome: StepOutcome.Finished };
 }
 

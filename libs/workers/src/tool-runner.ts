@@ -1,14 +1,15 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { whileUnavailable } from '@flotilla/bus';
-import { actionPaths, executeActions, interruptedDrafts, readAgentSpec, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceContextDraft, workspaceRelative, type NextWork } from '@flotilla/agent';
-import { draftEvent, newId, withPositionalIds, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
+import { actionPaths, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
+import { draftEvent, newId, withPositionalIds, type ActionEvent as LoggedAction, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
-import { formatBytes, RestartReason, workspaceUsage, type SandboxPool } from '@flotilla/sandbox';
+import { formatBytes, RestartReason, workspaceUsage, type Sandbox, type SandboxPool } from '@flotilla/sandbox';
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import { runHook } from './hook-runner.js';
 import { McpSessions } from './mcp-sessions.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
 
@@ -285,7 +286,7 @@ export class ToolRunner {
         continue;
       }
       if (work.kind === 'prepare') {
-        known = await this.#prepare(ref, conversation);
+        known = await this.#prepare(ref, conversation, work.needs);
         continue;
       }
       if (work.kind !== 'execute') return;
@@ -305,24 +306,47 @@ export class ToolRunner {
       known = this.#deps.cache.peek(ref);
       if (known?.tail.streamSeq !== started.streamSeq) known = undefined;
       if (work.actions.length === 0) continue;
-      const observations = await this.#run(ref, work.actions, note, this.#skills.of(conversation.events), this.#mcpInForce(conversation.events));
+      const observations = await this.#run(ref, work.actions, note, this.#skills.of(conversation.events), this.#mcpInForce(conversation.events), this.#hooksInForce(conversation.events));
       note = false;
       known = await this.#appendResults(ref, observations);
     }
   }
 
   /**
-   * Reads what the workspace says (its repository context, skills and path rules) into the log,
-   * for the step that waits for it. Returns the conversation as the append left it, if the cache
+   * Answers a `prepare`: reads what the workspace says (its repository context, skills and path
+   * rules) and runs the hooks owed (in the sandbox), into the log in one commit, for the step that
+   * waits for it. Returns the conversation as the append left it, if the cache
    * holds just that; undefined (read the log again) after a conflict: another commit landed first.
    */
-  async #prepare(ref: ConversationRef, conversation: CachedConversation): Promise<CachedConversation | undefined> {
+  async #prepare(ref: ConversationRef, conversation: CachedConversation, needs: PrepareNeeds): Promise<CachedConversation | undefined> {
     const { root } = await this.#workspaceDirectory(ref, false);
-    const workspace = this.#workspaces.get(key(ref)) ?? (await openWorkspace(root));
-    const payload = await readWorkspaceContext(workspace);
-    const draft = workspaceContextDraft({ ...ref, source: 'environment' }, payload);
+    const hooks = this.#hooksInForce(conversation.events);
+    const hooksOwed = needs.sessionStart || needs.prompts.length > 0 || needs.stop || needs.sessionEnd;
+    const answer = async (sandbox: Sandbox | undefined, secrets: Readonly<Record<string, string>>): Promise<EventDraft[]> => {
+      const workspace = this.#workspaces.get(key(ref)) ?? (await openWorkspace(root));
+      const drafts = await prepareDrafts({
+        needs,
+        events: conversation.events,
+        hooks: hooks ?? HooksConfig.parse({}),
+        ref,
+        readContext: () => readWorkspaceContext(workspace),
+        run: (hook, input) => runHook(hook, input, sandbox),
+      });
+      // a hook's output leaves this runner as any tool's does: host paths as the agent sees them, no secret's value
+      const present = (text: string): string => (this.#deps.mask ? this.#deps.mask(workspace.show(text), secrets) : workspace.show(text));
+      return drafts.map((draft) => presentDraft(draft, present));
+    };
+    let drafts: EventDraft[];
+    if (!hooksOwed) drafts = await answer(undefined, {});
+    else {
+      // hooks run in the conversation's sandbox, with its secrets in their environment as its commands have
+      const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
+      const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
+      drafts = await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets }, ({ sandbox }) => answer(sandbox, secrets));
+    }
+    if (drafts.length === 0) return undefined;
     try {
-      const commit = await this.#deps.log.append(ref, withPositionalIds([draft], conversation.tail.lastSeq + 1), { expected: conversation.tail });
+      const commit = await this.#deps.log.append(ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
       this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       this.#deps.metrics.appends.inc({ result: 'ok' });
       const known = this.#deps.cache.peek(ref);
@@ -331,6 +355,13 @@ export class ToolRunner {
       if (isConflict(error)) return undefined;
       throw error;
     }
+  }
+
+  /** The hooks of the spec in force, when it has a readable spec (a spec this build cannot read ends the run at the step worker). */
+  #hooksInForce(events: readonly Event[]): HooksConfig | undefined {
+    const event = this.#specs.of(events).event();
+    const read = event === undefined ? undefined : readAgentSpec(event);
+    return read?.ok ? read.spec.hooks : undefined;
   }
 
   /** The spec in force and what its MCP servers listed, when the spec names MCP servers. */
@@ -401,9 +432,9 @@ export class ToolRunner {
     return { root, existed };
   }
 
-  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold, mcp: McpInForce | undefined): Promise<EventDraft[]> {
+  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold, mcp: McpInForce | undefined, hooks: HooksConfig | undefined): Promise<EventDraft[]> {
     try {
-      return await this.#runInSandbox(ref, actions, note, skills, mcp);
+      return await this.#runInSandbox(ref, actions, note, skills, mcp, hooks);
     } catch (error) {
       // the actions were recorded as started: they get an answer, never a silent retry
       this.#deps.logger.error({ err: error, conversation: ref.conversation, tenant: ref.tenant }, 'the conversation’s sandbox could not run its actions');
@@ -420,7 +451,7 @@ export class ToolRunner {
     }
   }
 
-  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold, mcp: McpInForce | undefined): Promise<EventDraft[]> {
+  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold, mcp: McpInForce | undefined, hooks: HooksConfig | undefined): Promise<EventDraft[]> {
     const { root, existed } = await this.#workspaceDirectory(ref, note);
     const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
     const tracked = this.#deps.interrupts.track(ref);
@@ -448,15 +479,18 @@ export class ToolRunner {
         // a call of an MCP tool goes through the conversation's server, started first if it is not running
         const calledMcp = mcp !== undefined && actions.some((action) => this.#deps.tools.get(action.tool_name) === undefined);
         const registry = calledMcp ? await this.#mcp.registry({ id: key(ref), spec: mcp.spec, sandbox, secrets }, mcp.listed) : this.#deps.tools;
-        const executed = await executeActions(actions, registry, toolContext, { ...ref, source: 'environment' });
+        // between the spec's PreToolUse and PostToolUse hooks, which run in the same sandbox
+        const execute = (allowed: readonly LoggedAction[]) => executeActions(allowed, registry, toolContext, { ...ref, source: 'environment' });
+        const executed = hooks ? await withToolHooks(actions, hooks, ref, (hook, input) => runHook(hook, input, sandbox), execute) : await execute(actions);
         // a nested AGENTS.md joins the first observation of an action touching its folder
         const roots = [workspace.shownRoot, workspace.root];
         const drafts = withPathRules(actions, executed, skills, (action) => actionPaths(action).flatMap((path) => workspaceRelative(path, roots) ?? []));
         this.#deps.metrics.toolSeconds.observe({ tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' }, (performance.now() - started) / 1_000);
         const notes = [...(note ? [existed ? WORKSPACE_MOVED_NOTE : WORKSPACE_REBUILT_NOTE] : []), ...(restarted ? [SANDBOX_RESTARTED_NOTES[restarted]] : [])];
-        const first = drafts[0];
+        const firstIndex = drafts.findIndex((draft) => draft.type === 'observation');
+        const first = drafts[firstIndex];
         if (notes.length > 0 && first?.type === 'observation') {
-          drafts[0] = { ...first, content: [...notes.map((text) => ({ type: 'text' as const, text })), ...first.content] };
+          drafts[firstIndex] = { ...first, content: [...notes.map((text) => ({ type: 'text' as const, text })), ...first.content] };
         }
         // read-only tools cannot fill the workspace: no walk of it after a batch of only those
         if (actions.some((action) => this.#deps.tools.get(action.tool_name)?.annotations.readOnly !== true)) await this.#checkQuota(root, drafts);
@@ -548,9 +582,9 @@ function parseForward(message: Msg): Forwarded | string {
   return { ref, streamSeq, data: message.data };
 }
 
-/** The draft with `present` applied to what a tool said: its content, details and error text. */
+/** The draft with `present` applied to what a tool or a hook said: its content, details and error text, a hook's output, reason and added context. */
 function presentDraft(draft: EventDraft, present: (text: string) => string): EventDraft {
-  const said = Object.fromEntries((['content', 'details', 'error'] as const).filter((field) => field in draft).map((field) => [field, mapStrings((draft as Record<string, unknown>)[field], present)]));
+  const said = Object.fromEntries((['content', 'details', 'error', 'extended_content', 'output', 'reason'] as const).filter((field) => field in draft).map((field) => [field, mapStrings((draft as Record<string, unknown>)[field], present)]));
   return { ...draft, ...said } as EventDraft;
 }
 
