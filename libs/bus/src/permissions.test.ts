@@ -89,6 +89,27 @@ describe('the server configured from the matrix', () => {
     expect(await attempt(() => names.put('acme.defaults.NEW', '{}').then(() => names.get('acme.defaults.NEW')))).toBe('allowed');
   });
 
+  it("lets a bucket's readers answer its watches' flow control, and no one else", async () => {
+    const before = violations.length;
+    const fc = (bucket: string) => `$JS.FC.${bucketStream(bucket)}.watch.1.1`;
+    for (const [service, bucket] of [
+      ['gateway', Buckets.snapshots],
+      ['step-worker', Buckets.secrets],
+      ['condenser', Buckets.secrets],
+      ['tool-runner', Buckets.secrets],
+    ] as const) {
+      const nc = await as(service);
+      nc.publish(fc(bucket), '');
+      await nc.flush();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(violations.slice(before)).toEqual([]);
+    const projector = await as('projector');
+    projector.publish(fc(Buckets.secrets), '');
+    await projector.flush();
+    await expect.poll(() => violations.slice(before).some((line) => line.includes('$JS.FC.KV_')), { timeout: 5_000 }).toBe(true);
+  });
+
   it('lets the tool runner (for sandboxes) and the model callers (for model keys) read secrets, no one else', async () => {
     for (const service of ['tool-runner', 'step-worker', 'condenser'] as const) {
       const reader = await new Kvm(await as(service)).open(Buckets.secrets);

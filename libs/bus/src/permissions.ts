@@ -44,6 +44,8 @@ function readStream(stream: string): string[] {
     `${API}.CONSUMER.MSG.NEXT.${stream}.>`,
     `${API}.CONSUMER.INFO.${stream}.>`,
     `${API}.CONSUMER.DELETE.${stream}.>`,
+    // the flow-control answers of a push consumer (a KV watch): refused, the server stalls the watch
+    `$JS.FC.${stream}.>`,
   ];
 }
 
