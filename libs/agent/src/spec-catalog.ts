@@ -23,6 +23,8 @@ export const OperatorLimits = z.strictObject({
       z.literal(false),
       z.strictObject({
         providers: z.array(LlmConfig.shape.provider).min(1).optional(),
+        /** Model names a custom model may have (default: any). */
+        models: z.array(z.string().min(1)).min(1).optional(),
         /** Base URLs a custom model may use, as prefixes (e.g. `https://api.openai.com/`); one is required. */
         baseURLs: z.array(z.url()).min(1),
       }),
@@ -190,6 +192,7 @@ export class AgentCatalog {
     const issues: SpecIssue[] = [];
     const provider = rest['provider'];
     if (allowed.providers && !allowed.providers.includes(provider as never)) issues.push({ path: `${at}.provider`, message: `not allowed here (allowed: ${allowed.providers.join(', ')})` });
+    if (allowed.models && !allowed.models.includes(rest['model'] as string)) issues.push({ path: `${at}.model`, message: `not allowed here (allowed: ${allowed.models.join(', ')})` });
     const baseURL = rest['baseURL'];
     if (typeof baseURL !== 'string' || !allowed.baseURLs.some((prefix) => baseURL.startsWith(prefix))) {
       issues.push({ path: `${at}.baseURL`, message: `a model of the spec's own needs a base URL starting with one of: ${allowed.baseURLs.join(', ')}` });
