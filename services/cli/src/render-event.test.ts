@@ -10,6 +10,11 @@ describe('renderEvent', () => {
     expect(renderEvent(message(2, 'Done.\nAll green.'))).toEqual(['agent: Done.', '       All green.']);
   });
 
+  it('shows what a skill or a hook added to the user’s turn, and which skills it activated', () => {
+    const activation = testEvent('message', 3, { role: 'user', content: [], extended_content: [{ type: 'text', text: 'SKILL TEXT' }], activated_skills: ['release'] }, 'environment');
+    expect(renderEvent(activation)).toEqual(['environment: [skills activated: release]', '             SKILL TEXT']);
+  });
+
   it('shortens a long user message but never the agent’s answer', () => {
     const long = Array.from({ length: 30 }, (_, index) => `line ${index}`).join('\n');
     const user = renderEvent(message(1, long, 'user'));

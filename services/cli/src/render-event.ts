@@ -52,7 +52,8 @@ function linesOf(event: Event, context: Context): string[] {
       return verbose ? [style.dim(`· system prompt, ${event.tools.length} tool(s): ${event.tools.map((tool) => tool.name).join(', ')}`)] : [];
     case 'message': {
       if (options.omitText && event.source === 'agent') return [];
-      const text = contentText(event.content);
+      // what a skill or a hook adds to the user's turn (extended_content) is shown with it
+      const text = [contentText(event.content), ...(event.activated_skills?.length ? [`[skills activated: ${event.activated_skills.join(', ')}]`] : []), ...(event.extended_content ? [contentText(event.extended_content)] : [])].filter(Boolean).join('\n');
       const shown = event.source === 'agent' ? text : limitLines(text.split('\n'), options.userLines ?? 12).join('\n');
       return indentBlock(speakerPrefix(event.source, options.color), shown, `${event.source}: `.length);
     }

@@ -16,10 +16,13 @@ function body(event: Event): Child[] {
   switch (event.type) {
     case 'message': {
       const user = event.role === 'user';
-      const who = user ? (event.source === 'user' ? 'You' : 'Environment') : 'Agent';
+      const who = user ? (event.source === 'user' ? 'You' : event.source === 'hook' ? 'Hook' : 'Environment') : 'Agent';
+      // what a skill or a hook adds to the user's turn is in extended_content: shown too, under what activated it
+      const skills = event.activated_skills?.length ? `Skills activated: ${event.activated_skills.join(', ')}` : null;
       return [
         meta(who, event),
         h('div', { class: `bubble ${user ? 'bubble-user' : 'bubble-agent'}`, 'data-testid': user ? 'user-message' : 'agent-message' }, ...contentParts(event.content)),
+        event.extended_content?.length ? collapsible(skills ?? 'Added context', event.extended_content.map((part) => (part.type === 'text' ? part.text : '')).join('\n\n'), 'extended-content') : null,
         event.reasoning?.text ? collapsible('Reasoning', event.reasoning.text, 'reasoning') : null,
       ];
     }
