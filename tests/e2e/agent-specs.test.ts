@@ -132,7 +132,7 @@ describe('agent specs per conversation, through the services', () => {
     await expectAudited(system, 'switching');
   }, 120_000);
 
-  it("takes a model's key from a secret: the model gets it, and it appears in no event, frame, log, snapshot or stored file", async () => {
+  it("takes a model's key from a secret: the model gets it, the sandbox does not, and it appears in no event, frame, log, snapshot or stored file", async () => {
     await using own = await startBrainServer({ record: true });
     const key = generateSecretsKey();
     await using system = await startTestSystem({
@@ -155,7 +155,10 @@ describe('agent specs per conversation, through the services', () => {
     });
     socket.send(JSON.stringify({ type: 'auth', api_key: system.apiKey }));
     const ref = { tenant: 'acme', conversation: 'own-key' };
-    expect((await api(system, 'POST', '/conversations/own-key/messages', { text: taskMessage({ id: 'own-key', steps: 1, effects: system.effects }), run: true })).status).toBe(202);
+    // the agent's commands get the conversation's secrets, but not its model's key
+    expect((await api(system, 'PUT', '/conversations/own-key/secrets/OTHER_TOKEN', { value: 'other-token-value' })).status).toBe(204);
+    const commands = ['echo "key=${OWN_MODEL_KEY:-absent} other=${OTHER_TOKEN:-absent}"'];
+    expect((await api(system, 'POST', '/conversations/own-key/messages', { text: taskMessage({ id: 'own-key', steps: 1, effects: system.effects, commands }), run: true })).status).toBe(202);
     await system.waitForStatus([ref], AT_REST, 60_000);
     expect(await system.status(ref)).toBe('finished');
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -165,6 +168,8 @@ describe('agent specs per conversation, through the services', () => {
     expect(own.authorizations.length).toBeGreaterThanOrEqual(2);
     expect(own.authorizations.every((header) => header === `Bearer ${value}`)).toBe(true);
     expect(requestsOf(own, 'own-key').every((request) => request.model === 'own-model')).toBe(true);
+    const observation = (await system.events(ref)).find((event) => event.type === 'observation');
+    expect(JSON.stringify(observation)).toContain('key=absent other=<secret:OTHER_TOKEN>');
 
     const found: string[] = [];
     const look = (where: string, text: string) => {

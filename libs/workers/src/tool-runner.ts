@@ -306,7 +306,7 @@ export class ToolRunner {
       known = this.#deps.cache.peek(ref);
       if (known?.tail.streamSeq !== started.streamSeq) known = undefined;
       if (work.actions.length === 0) continue;
-      const observations = await this.#run(ref, work.actions, note, this.#skills.of(conversation.events), this.#mcpInForce(conversation.events), this.#hooksInForce(conversation.events));
+      const observations = await this.#run(ref, work.actions, note, this.#inForce(conversation.events));
       note = false;
       known = await this.#appendResults(ref, observations);
     }
@@ -340,9 +340,9 @@ export class ToolRunner {
     if (!hooksOwed) drafts = await answer(undefined, {});
     else {
       // hooks run in the conversation's sandbox, with its secrets in their environment as its commands have
-      const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
+      const secrets = await this.#secrets(ref, this.#inForce(conversation.events).modelKey);
       const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
-      drafts = await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets }, ({ sandbox }) => answer(sandbox, secrets));
+      drafts = await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets.sandbox }, ({ sandbox }) => answer(sandbox, secrets.all));
     }
     if (drafts.length === 0) return undefined;
     try {
@@ -357,11 +357,34 @@ export class ToolRunner {
     }
   }
 
-  /** The hooks of the spec in force, when it has a readable spec (a spec this build cannot read ends the run at the step worker). */
-  #hooksInForce(events: readonly Event[]): HooksConfig | undefined {
+  /** The spec in force, when it is readable (a spec this build cannot read ends the run at the step worker). */
+  #specInForce(events: readonly Event[]): AgentSpec | undefined {
     const event = this.#specs.of(events).event();
     const read = event === undefined ? undefined : readAgentSpec(event);
-    return read?.ok ? read.spec.hooks : undefined;
+    return read?.ok ? read.spec : undefined;
+  }
+
+  /** The hooks of the spec in force, when it has a readable spec. */
+  #hooksInForce(events: readonly Event[]): HooksConfig | undefined {
+    return this.#specInForce(events)?.hooks;
+  }
+
+  /** What a batch of actions runs with, from the log: its skills, the spec's MCP servers and hooks, the secret that is its model's key. */
+  #inForce(events: readonly Event[]): InForce {
+    const modelKey = this.#specInForce(events)?.llm.apiKeySecret;
+    return { skills: this.#skills.of(events), mcp: this.#mcpInForce(events), hooks: this.#hooksInForce(events), ...(modelKey ? { modelKey } : {}) };
+  }
+
+  /**
+   * The conversation's secrets: all of them (what is masked in what leaves this runner), and those
+   * its sandbox gets: all but the one the spec's model key is — the model's key is for the step
+   * workers, and the agent's commands have no use for it.
+   */
+  async #secrets(ref: ConversationRef, modelKey: string | undefined): Promise<{ readonly all: Record<string, string>; readonly sandbox: Record<string, string> }> {
+    const all = (await this.#deps.secrets?.reveal(ref)) ?? {};
+    if (modelKey === undefined || !(modelKey in all)) return { all, sandbox: all };
+    const { [modelKey]: _key, ...sandbox } = all;
+    return { all, sandbox };
   }
 
   /** The spec in force and what its MCP servers listed, when the spec names MCP servers. */
@@ -395,9 +418,10 @@ export class ToolRunner {
    */
   async #listMcpServers(ref: ConversationRef, conversation: CachedConversation, owed: McpOwed): Promise<CachedConversation | undefined> {
     const { root } = await this.#workspaceDirectory(ref, false);
-    const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
+    const revealed = await this.#secrets(ref, this.#inForce(conversation.events).modelKey);
+    const secrets = revealed.all;
     const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
-    const drafts = await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets }, async ({ sandbox, restarted }) => {
+    const drafts = await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: revealed.sandbox }, async ({ sandbox, restarted }) => {
       if (restarted) this.#restartNotes.set(key(ref), restarted);
       const listings = await this.#mcp.list({ id: key(ref), spec: owed.spec, sandbox, secrets }, owed.servers);
       // what leaves this runner shows no host path and no secret's value, whatever a server printed
@@ -432,9 +456,9 @@ export class ToolRunner {
     return { root, existed };
   }
 
-  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold, mcp: McpInForce | undefined, hooks: HooksConfig | undefined): Promise<EventDraft[]> {
+  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, inForce: InForce): Promise<EventDraft[]> {
     try {
-      return await this.#runInSandbox(ref, actions, note, skills, mcp, hooks);
+      return await this.#runInSandbox(ref, actions, note, inForce);
     } catch (error) {
       // the actions were recorded as started: they get an answer, never a silent retry
       this.#deps.logger.error({ err: error, conversation: ref.conversation, tenant: ref.tenant }, 'the conversation’s sandbox could not run its actions');
@@ -451,14 +475,16 @@ export class ToolRunner {
     }
   }
 
-  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, skills: SkillsFold, mcp: McpInForce | undefined, hooks: HooksConfig | undefined): Promise<EventDraft[]> {
+  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, inForce: InForce): Promise<EventDraft[]> {
+    const { skills, mcp, hooks } = inForce;
     const { root, existed } = await this.#workspaceDirectory(ref, note);
-    const secrets = (await this.#deps.secrets?.reveal(ref)) ?? {};
+    const revealed = await this.#secrets(ref, inForce.modelKey);
+    const secrets = revealed.all;
     const tracked = this.#deps.interrupts.track(ref);
     const started = performance.now();
     try {
       const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
-      return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets }, async ({ sandbox, restarted: restartedNow }) => {
+      return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: revealed.sandbox }, async ({ sandbox, restarted: restartedNow }) => {
         const restarted = restartedNow ?? this.#restartNotes.get(key(ref));
         this.#restartNotes.delete(key(ref));
         let workspace = this.#workspaces.get(key(ref));
@@ -556,6 +582,9 @@ export class ToolRunner {
 }
 
 type Forwarded = { readonly ref: ConversationRef; readonly streamSeq: number; readonly data: Uint8Array };
+
+/** What a batch of actions runs with (`#inForce`). */
+type InForce = { readonly skills: SkillsFold; readonly mcp: McpInForce | undefined; readonly hooks: HooksConfig | undefined; readonly modelKey?: string };
 
 /** A spec in force that names MCP servers, where it is, and what its servers listed. */
 type McpInForce = { readonly spec: AgentSpec; readonly specSeq: number; readonly listed: readonly McpToolsEvent[] };
