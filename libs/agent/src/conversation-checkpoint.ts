@@ -145,6 +145,7 @@ const RunStateCheckpointSchema = z.strictObject({
   spent_usd: z.number().nonnegative(),
   has_system_prompt: z.boolean(),
   tool_call_ids: Ids,
+  response_ids: Ids,
 }) satisfies z.ZodType<RunStateCheckpoint>;
 
 const ConversationCheckpointSchema = z.strictObject({

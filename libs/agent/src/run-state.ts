@@ -12,6 +12,11 @@ export type RunState = {
   readonly hasSystemPrompt: boolean;
   /** Every tool call id the conversation's actions used (a model that repeats one gets a fresh one: ids must stay unique). */
   readonly toolCallIds: ReadonlySet<string>;
+  /**
+   * Every response id the conversation's actions and assistant messages carry: the view groups a
+   * response's calls by it, so a provider that repeats one (a constant id, a restarted server) gets a fresh one.
+   */
+  readonly responseIds: ReadonlySet<string>;
 };
 
 export function runState(events: readonly Event[]): RunState {
@@ -30,6 +35,8 @@ export type RunStateCheckpoint = {
   readonly has_system_prompt: boolean;
   /** Every tool call id the conversation's actions used, in the order first used. */
   readonly tool_call_ids: readonly string[];
+  /** Every response id the conversation's actions and assistant messages carry, in the order first used. */
+  readonly response_ids: readonly string[];
 };
 
 /**
@@ -44,6 +51,7 @@ export class RunStateFold {
   #spentUsd = 0;
   #events = 0;
   readonly #toolCallIds = new Set<string>();
+  readonly #responseIds = new Set<string>();
 
   /**
    * Goes on from a checkpoint, for a caller whose events array holds `before` events ahead of those
@@ -59,6 +67,7 @@ export class RunStateFold {
     fold.#spentUsd = checkpoint.spent_usd;
     fold.#hasSystemPrompt = checkpoint.has_system_prompt;
     for (const id of checkpoint.tool_call_ids) fold.#toolCallIds.add(id);
+    for (const id of checkpoint.response_ids) fold.#responseIds.add(id);
     return fold;
   }
 
@@ -70,6 +79,7 @@ export class RunStateFold {
       spent_usd: this.#spentUsd,
       has_system_prompt: this.#hasSystemPrompt,
       tool_call_ids: [...this.#toolCallIds],
+      response_ids: [...this.#responseIds],
     };
   }
 
@@ -86,6 +96,9 @@ export class RunStateFold {
         this.#status = event.status;
       } else if (event.type === 'action') {
         this.#toolCallIds.add(event.tool_call_id);
+        this.#responseIds.add(event.response_id);
+      } else if (event.type === 'message' && event.response_id !== undefined) {
+        this.#responseIds.add(event.response_id);
       } else if (event.type === 'system_prompt') {
         this.#hasSystemPrompt = true;
       } else if (event.type === 'llm_usage') {
@@ -96,7 +109,7 @@ export class RunStateFold {
   }
 
   state(): RunState {
-    return { status: this.#status, runStart: Math.max(0, this.#runStart), iterations: this.#iterations, spentUsd: this.#spentUsd, hasSystemPrompt: this.#hasSystemPrompt, toolCallIds: this.#toolCallIds };
+    return { status: this.#status, runStart: Math.max(0, this.#runStart), iterations: this.#iterations, spentUsd: this.#spentUsd, hasSystemPrompt: this.#hasSystemPrompt, toolCallIds: this.#toolCallIds, responseIds: this.#responseIds };
   }
 }
 

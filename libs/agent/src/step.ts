@@ -127,8 +127,22 @@ export async function step(input: StepInput): Promise<StepResult> {
     const failure = llmFailure(error, turn);
     return { drafts: [...drafts, ...failure.drafts], outcome: failure.outcome };
   }
-  const reply = replyEvents(result, turn);
+  // the llm_usage keeps the provider's id; the reply's events carry one no earlier response of the conversation carries
+  const reply = replyEvents({ ...result, responseId: freshResponseId(result.responseId, state.responseIds) }, turn);
   return { drafts: [...drafts, llmUsageDraft(result, system, 'step'), ...reply.drafts], outcome: reply.outcome };
+}
+
+/**
+ * The id a reply's actions and message carry: the provider's, unless an earlier response of the
+ * conversation carries it already (a server that returns a constant or recycled id, two servers
+ * after a model switch), then that id with a suffix no response carries. The view groups a
+ * response's parallel calls by it, so two steps sharing one would be shown as one response.
+ */
+export function freshResponseId(id: string, used: ReadonlySet<string>): string {
+  if (!used.has(id)) return id;
+  let fresh = `${id}_${used.size + 1}`;
+  while (used.has(fresh)) fresh = `${fresh}_`;
+  return fresh;
 }
 
 /** What the reply handling reads besides the reply: the agent, its tools, and the log it was decided on. */

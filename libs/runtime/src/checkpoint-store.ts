@@ -16,9 +16,10 @@ export const DEFAULT_CHECKPOINT_BUCKET = Buckets.viewCheckpoints;
  * 4 MiB view is stored in about a tenth of that, so much longer views fit a KV value), and what a
  * conversation owes carries whether the agent's finish call came back. 3: the state carries the
  * agent spec in force. 4: the workspace context in force, the skills and rules shown, and whether
- * the context is owed. 1 was plain JSON.
+ * the context is owed. 5: the run state carries every response id used (a step replaces a repeated
+ * one). 1 was plain JSON.
  */
-export const CHECKPOINT_FORMAT_VERSION = 4;
+export const CHECKPOINT_FORMAT_VERSION = 5;
 
 /** The most a stored record may inflate to: a value that claims more is refused, not inflated. */
 const MAX_INFLATED_BYTES = 256 * 1024 * 1024;
