@@ -43,6 +43,12 @@ export function agentConfigOf(spec: AgentSpec): AgentConfig {
   return Object.freeze({ ...rest, llm: model });
 }
 
+/** The spec of an agent configuration, as a log records it: the same settings, its model without a key. */
+export function specOfConfig(config: AgentConfig): AgentSpec {
+  const { apiKey: _key, apiKeyEnv: _variable, ...model } = config.llm;
+  return Object.freeze(AgentSpec.parse({ ...config, version: AGENT_SPEC_VERSION, llm: model }));
+}
+
 export type SpecRead = { readonly ok: true; readonly spec: AgentSpec } | { readonly ok: false; readonly reason: string };
 
 const readSpecs = new WeakMap<object, SpecRead>();

@@ -3,6 +3,7 @@ import type { LanguageModel, StreamDelta } from '@flotilla/llm';
 import { isConflict, type ConversationRef, type EventLog, type Tail, EMPTY_TAIL } from '@flotilla/log';
 import { createToolContext, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import type { AgentConfig } from './agent-config.js';
+import { specOfConfig } from './agent-spec.js';
 import { messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
 import { condenseOrFail } from './condense-or-fail.js';
 import { executeActions, interruptedDrafts } from './execute-actions.js';
@@ -89,6 +90,11 @@ export class LocalConversation {
    * waiting_for_confirmation this approves the pending actions; on running it resumes.
    */
   async run(options: RunOptions = {}): Promise<ConversationStatus> {
+    // how its steps are made is in its log (DESIGN invariant 14): the agent's spec, when the log's is another
+    await this.#commit((events) => {
+      const spec = specOfConfig(this.#options.agent);
+      return JSON.stringify(lastSpecEvent(events)?.spec) === JSON.stringify(spec) ? [] : [draftEvent(this.#context('user'), 'agent_spec', { spec, reason: 'the agent this process runs' })];
+    });
     await this.#commit((_events, progress) => runCommand(progress.state, this.#command(), { resume: true }));
     for (;;) {
       options.signal?.throwIfAborted();

@@ -30,9 +30,15 @@ function scannedNextWork(events: readonly Event[], alive: (runner: string) => bo
       (event.type === 'state_change' && event.status === 'running') ||
       (event.type === 'observation' && event.tool_name === 'finish'),
   );
-  if (decisive?.type === 'observation' && !decisive.is_error) return { kind: 'finish' };
+  // a spec with skills (the default) owes the workspace's context before the run goes on (no hooks in these runs)
+  const spec = events.findLast((event) => event.type === 'agent_spec');
+  const skills = spec?.type === 'agent_spec' ? (spec.spec['skills'] as { enabled?: boolean } | undefined) : undefined;
+  const contextOwed = spec !== undefined && skills?.enabled !== false && !events.some((event) => event.type === 'workspace_context');
+  const prepare: NextWork = { kind: 'prepare', needs: { context: true, sessionStart: false, prompts: [], stop: false, sessionEnd: false } };
+  if (decisive?.type === 'observation' && !decisive.is_error) return contextOwed ? prepare : { kind: 'finish' };
   const lastCondensation = events.findLast((event) => event.type === 'condensation' || event.type === 'condensation_request');
-  return lastCondensation?.type === 'condensation_request' ? { kind: 'condense' } : { kind: 'step' };
+  if (lastCondensation?.type === 'condensation_request') return { kind: 'condense' };
+  return contextOwed ? prepare : { kind: 'step' };
 }
 
 const LIVENESS: Record<string, (runner: string) => boolean> = {
