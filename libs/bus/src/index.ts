@@ -6,7 +6,7 @@ export type { BusConnectionOptions } from './connection-options.js';
 export { BusConfigError } from './errors.js';
 export { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAME, DEFAULT_STREAM_NAMES, DEFAULT_SUBJECT_PREFIX, PURGE_SUBJECT, RunnerSubjects } from './layout.js';
 export type { BucketRole, StreamNames } from './layout.js';
-export { CONSUMER_GROUPS, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';
+export { appendsToLog, CONSUMER_GROUPS, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';
 export type { BucketAccess, Identity, Permissions, ServiceName } from './permissions.js';
 export { authorizationConfig, ensureUsers, userEnvironment } from './server-authorization.js';
 export type { GeneratedUser } from './server-authorization.js';

@@ -1,6 +1,6 @@
 import { answersPrefix } from './connection-options.js';
 import { Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects } from './layout.js';
-import { CONSUMER_GROUPS, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
+import { appendsToLog, CONSUMER_GROUPS, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
 
 const ACCESS_WORDS = { read: 'reads', write: 'writes', 'read-write': 'reads, writes', 'write-only': 'writes, never reads' } as const;
 
@@ -11,6 +11,7 @@ const EXTRA: Readonly<Record<ServiceName, string>> = {
   'tool-runner': `receives wake-ups and deletions (\`${RunnerSubjects.wake('*')}\`, \`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`), forwards wake-ups; answers the gateway's deletions under \`${answersPrefix('gateway')}.>\``,
   condenser: '—',
   projector: `purges one conversation's subject on the gateway's request (\`${PURGE_SUBJECT}\`), answered under \`${answersPrefix('gateway')}.>\`: the only purge right a service holds`,
+  'pg-sink': 'nothing else: it reads the log into PostgreSQL, and may not even create the stream (it waits for it)',
 };
 
 /**
@@ -21,7 +22,7 @@ export function permissionsMarkdown(): string {
   const { stream, subjectPrefix } = DEFAULT_STREAM_NAMES;
   const rows = SERVICES.map((service) => {
     const buckets = SERVICE_BUCKETS[service].map(([role, access]) => `\`${Buckets[role]}\` (${ACCESS_WORDS[access]})`).join(', ') || '—';
-    const appends = service === 'projector' ? 'no' : 'yes';
+    const appends = appendsToLog(service) ? 'yes' : 'no';
     const group = CONSUMER_GROUPS.includes(service) ? `\`${service}\`` : '—';
     return `| ${service} | ${appends} | ${group} | ${buckets} | ${EXTRA[service]} |`;
   });

@@ -70,7 +70,7 @@ describe('the server configured from the matrix', () => {
   });
 
   it('lets each service open the events stream and its own group consumer', async () => {
-    for (const service of ['step-worker', 'tool-runner', 'condenser', 'projector'] as const) {
+    for (const service of ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink'] as const) {
       const jsm = await jetstreamManager(await as(service));
       expect((await jsm.streams.info(DEFAULT_STREAM_NAME)).config.name).toBe(DEFAULT_STREAM_NAME);
       await jsm.consumers.add(DEFAULT_STREAM_NAME, { durable_name: service, ack_policy: AckPolicy.Explicit, filter_subject: 'flotilla.ev.>' });
@@ -132,6 +132,17 @@ describe('the server configured from the matrix', () => {
     expect(await attempt(() => jsm.streams.delete(bucketStream(Buckets.apiKeys)))).toBe('refused');
     // its own work is allowed: appending
     expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c2', 'a step'))).toBe('allowed');
+  });
+
+  it('lets the PostgreSQL sink read the log and pull its group, and nothing else: no append, no stream create, no other group', async () => {
+    const nc = await as('pg-sink');
+    const jsm = await jetstreamManager(nc);
+    expect((await jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.globex.c1' }))?.string()).toBe('globex commit');
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c3', 'forged'))).toBe('refused');
+    expect(await attempt(() => jsm.streams.add({ name: 'FLOTILLA_OTHER', subjects: ['other.>'] }))).toBe('refused');
+    expect(await attempt(() => jsm.streams.purge(DEFAULT_STREAM_NAME))).toBe('refused');
+    expect(await attempt(() => nc.request(`$JS.API.CONSUMER.MSG.NEXT.${DEFAULT_STREAM_NAME}.projector`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2_000 }))).toBe('refused');
+    expect(await attempt(() => new Kvm(nc).open(Buckets.snapshots).then((kv) => kv.get('acme.c1')))).toBe('refused');
   });
 
   it('lets the projector purge (a conversation’s log, on the gateway’s request) but not append', async () => {

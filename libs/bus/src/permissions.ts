@@ -2,10 +2,20 @@ import { answersPrefix, inboxPrefix } from './connection-options.js';
 import { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
-export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector'] as const;
+export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 /** Services whose instances share one durable consumer (named after the service). */
-export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-runner', 'condenser', 'projector'];
+export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink'];
+/**
+ * Services that only read the log: the projector (its read models are derived) and the
+ * PostgreSQL sink (analytics tables). The sink may not even create the stream: it waits for it.
+ */
+const READS_ONLY: readonly ServiceName[] = ['projector', 'pg-sink'];
+
+/** True when the service's credential may append to conversations' logs. */
+export function appendsToLog(service: ServiceName): boolean {
+  return !READS_ONLY.includes(service);
+}
 
 /**
  * Who may connect: a service; `admin` (creates, edits, purges: the launcher and operators);
@@ -101,6 +111,8 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['snapshots', 'read-write'],
     ['viewCheckpoints', 'read-write'],
   ],
+  // what it writes goes to PostgreSQL, never to NATS
+  'pg-sink': [],
 };
 
 /** A bucket: `read` gets and watches; `write` puts and deletes; `write-only` writes and reads the stream's info, never a value. */
@@ -139,13 +151,13 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   const service: ServiceName = identity;
   // its own inbox too: an answer to a request of another instance of the same service (a
   // forwarded wake-up) must still go out after a server restart forgot who asked
-  const publish = [`${API}.INFO`, ...createStream(stream), ...readStream(stream), inbox];
+  const publish = [`${API}.INFO`, ...(service === 'pg-sink' ? [] : createStream(stream)), ...readStream(stream), inbox];
   // every service process follows interrupts (runService), even those with nothing to cancel
   const subscribe = [inbox, interrupts];
   // answers to the gateway's deletion requests go to its answers branch, nowhere else in its inbox
   const gatewayAnswers = `${answersPrefix('gateway')}.>`;
   if (CONSUMER_GROUPS.includes(service)) publish.push(...groupSubjects(stream, service));
-  if (service !== 'projector') publish.push(events);
+  if (appendsToLog(service)) publish.push(events);
   switch (service) {
     case 'gateway':
       publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, PURGE_SUBJECT);
@@ -159,6 +171,7 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       subscribe.push(RunnerSubjects.wake('*'), RunnerSubjects.delete('*'), RunnerSubjects.deleteAny);
       break;
     case 'condenser':
+    case 'pg-sink':
       break;
     case 'projector':
       // the one purge a service may do: a conversation's subject, when the gateway deletes it

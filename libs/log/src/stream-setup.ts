@@ -19,6 +19,11 @@ export type EventStreamOptions = {
   readonly maxAgeMs?: number;
   /** Keep at most this many bytes, dropping the oldest commits; default -1: no limit. */
   readonly maxBytes?: number;
+  /**
+   * Create the stream when it is missing (default true). A reader whose credential may not create
+   * it (the PostgreSQL sink) says false: a missing stream is then a transient error, to wait out.
+   */
+  readonly createIfMissing?: boolean;
 };
 
 export { DEFAULT_STREAM_NAME } from '@flotilla/bus';
@@ -69,6 +74,7 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
       throw error;
     });
     if (!existing) {
+      if (options.createIfMissing === false) throw new LogError(LogErrorCode.Transient, `stream ${streamName} does not exist yet (this reader may not create it)`);
       try {
         const created = await jsm.streams.add(wanted);
         return { replicas: created.config.num_replicas ?? 1, warning: undefined };

@@ -40,6 +40,8 @@ export type ServiceDefinition = {
   /** The durable consumer shared by all instances (defaults to the service name). */
   readonly consumer?: string;
   readonly defaults?: ServiceDefaults;
+  /** Create the events stream when it is missing (default true); a service whose credential only reads waits for it instead. */
+  readonly createsStream?: boolean;
   start(context: ServiceContext): Promise<ServiceParts>;
 };
 
@@ -61,7 +63,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   const nc = await connectWithRetry(config, logger);
   // acks of handled commits ride along with the next append's write
   const acks = new AckBatch(config.ackHoldMs);
-  const log = await openLogWithRetry(nc, config, logger, () => acks.flush());
+  const log = await openLogWithRetry(nc, config, logger, () => acks.flush(), definition.createsStream ?? true);
   // start-up outlives a leader election or a node's restart in a cluster (transient failures are waited out, then it fails)
   const untilAvailable = <T>(what: string, call: () => Promise<T>): Promise<T> =>
     whileUnavailable(call, { onRetry: (error, attempt, waitMs) => logger.warn({ err: error, attempt, waitMs }, `${what}: NATS is not available yet; retrying`) });
@@ -170,7 +172,7 @@ async function reportStorage(jsm: JetStreamManager, config: ServiceConfig, logge
   for (const warning of warnings) logger.warn(warning);
 }
 
-export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig, logger: Logger, beforePublish?: () => void): Promise<EventLog> {
+export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig, logger: Logger, beforePublish?: () => void, createIfMissing = true): Promise<EventLog> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       const log = await EventLog.open(nc, {
@@ -179,6 +181,7 @@ export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig
         replicas: config.storage.replicas,
         maxAgeMs: config.storage.streamMaxAgeMs,
         maxBytes: config.storage.streamMaxBytes,
+        createIfMissing,
         ...(beforePublish ? { beforePublish } : {}),
       });
       if (log.storageWarning) logger.warn(log.storageWarning);

@@ -59,6 +59,14 @@ const SERVICES_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The services `./dev up` starts, one process each. */
 export const EMBEDDED_SERVICES = ['projector', 'condenser', 'tool-runner', 'step-worker', 'gateway'] as const;
 
+/** The variable that starts the PostgreSQL sink too (its database; docs/operations.md, "The PostgreSQL sink"). */
+export const DATABASE_URL_VARIABLE = 'FLOTILLA_DATABASE_URL';
+
+/** What `./dev up` starts: the services, and the PostgreSQL sink when a database is given. */
+export function launchedServices(environment: NodeJS.ProcessEnv): readonly string[] {
+  return environment[DATABASE_URL_VARIABLE]?.trim() ? [...EMBEDDED_SERVICES, 'pg-sink'] : EMBEDDED_SERVICES;
+}
+
 /** A key kept in a file of the home directory (created with a fresh random key, readable by the owner only). */
 async function keyFile(path: string): Promise<string> {
   const existing = await readFile(path, 'utf8').then(
@@ -152,11 +160,12 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
     gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     // the CLI finds the local system through this file
     await writeFile(join(config.home, 'cli.json'), `${JSON.stringify({ url: gatewayUrl, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
-    const sources = EMBEDDED_SERVICES.map((service) => join(SERVICES_ROOT, service, 'src', 'main.ts'));
+    const launched = launchedServices(process.env);
+    const sources = launched.map((service) => join(SERVICES_ROOT, service, 'src', 'main.ts'));
     const bundlingStarted = performance.now();
     const entries = config.fromSource ? sources : await Promise.all(sources.map((source) => bundleService(source)));
     if (!config.fromSource) output.info(`services bundled in ${Math.round(performance.now() - bundlingStarted)} ms (FLOTILLA_FROM_SOURCE=1 runs their TypeScript under tsx)`);
-    for (const [index, service] of EMBEDDED_SERVICES.entries()) {
+    for (const [index, service] of launched.entries()) {
       const isGateway = service === 'gateway';
       const healthPort = isGateway ? gatewayPort : await freePort();
       const child = new ServiceProcess({
@@ -174,8 +183,13 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
           // the secrets key only where secrets are set (gateway) and given to the sandbox (tool runner)
           ...secretsEnvironmentFor(service, secretsKey),
         },
-        // the tool runner does not call the model: it never holds the provider's key; nobody inherits the secrets key
-        omitInherited: (name) => (service === 'tool-runner' && isModelSetting(name)) || isSecretsKeySetting(name) || (users !== undefined && isBusCredentialSetting(name)),
+        // the tool runner and the sink do not call the model: they never hold the provider's key; nobody inherits the
+        // secrets key; the database's URL (which may hold its password) goes to the sink alone
+        omitInherited: (name) =>
+          ((service === 'tool-runner' || service === 'pg-sink') && isModelSetting(name)) ||
+          (service !== 'pg-sink' && name === DATABASE_URL_VARIABLE) ||
+          isSecretsKeySetting(name) ||
+          (users !== undefined && isBusCredentialSetting(name)),
         onLine: (name, line) => output.log(formatLogLine(name, line)),
         onExit: (name, code, signal, restarting) => {
           if (!ready.has(name)) {

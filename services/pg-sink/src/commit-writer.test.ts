@@ -1,0 +1,119 @@
+import { draftEvent, type EventDraft } from '@flotilla/events';
+import { placeEvents, type ConversationRef, type StoredCommit } from '@flotilla/log';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { CommitWriter } from './commit-writer.js';
+import { migrate } from './migrations.js';
+import { createTestDatabase, type TestDatabase } from './test-support/index.js';
+
+// The writer against a real PostgreSQL (a fresh database per test): order, idempotency, derived rows.
+
+const ref: ConversationRef = { tenant: 'acme', conversation: 'c1' };
+let database: TestDatabase;
+let streamSeq = 0;
+let tails = new Map<string, number>();
+
+beforeEach(async () => {
+  database = await createTestDatabase();
+  await migrate(database.pool);
+  streamSeq = 0;
+  tails = new Map();
+});
+afterEach(async () => {
+  await database[Symbol.asyncDispose]();
+});
+
+/** The next commit of `ref` (its events placed after the previous one's), at the next stream position. */
+function commitOf(drafts: readonly EventDraft[], at = ref): StoredCommit {
+  const key = `${at.tenant}/${at.conversation}`;
+  const lastSeq = tails.get(key) ?? 0;
+  const events = placeEvents(at, drafts, lastSeq);
+  tails.set(key, lastSeq + events.length);
+  streamSeq += 1;
+  return { streamSeq, id: `commit-${streamSeq}`, ...at, firstSeq: lastSeq + 1, lastSeq: lastSeq + events.length, events };
+}
+
+const at = (ms: number): (() => Date) => () => new Date(Date.UTC(2026, 0, 1, 0, 0, 0, ms));
+
+function writer(firstCommitSeq = 1): CommitWriter {
+  return new CommitWriter(database.pool, { firstCommitSeq: () => Promise.resolve(firstCommitSeq) });
+}
+
+describe('CommitWriter', () => {
+  it('writes events, the conversation, model calls and tool calls, each commit once', async () => {
+    const user = { ...ref, source: 'user' as const };
+    const agent = { ...ref, source: 'agent' as const };
+    const first = commitOf([
+      draftEvent(user, 'message', { role: 'user', content: [{ type: 'text', text: 'hello \u0000 there' }] }),
+      draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'running', title: 'a title' }),
+    ]);
+    const action = draftEvent({ ...agent, now: at(100) }, 'action', { tool_call_id: 'call-1', tool_name: 'terminal', arguments: '{}', input: { command: 'ls' }, thought: [], response_id: 'r1', security_risk: 'low' });
+    const step = commitOf([
+      action,
+      draftEvent(agent, 'llm_usage', { model: 'brain', purpose: 'step', prompt_tokens: 10, completion_tokens: 5, cache_read_tokens: 1, cache_write_tokens: 0, reasoning_tokens: 2, latency_ms: 12.5, cost_usd: 0.25 }),
+    ]);
+    const actionId = step.events[0]!.id;
+    const started = commitOf([draftEvent({ ...ref, source: 'environment', now: at(200) }, 'execution_started', { action_ids: [actionId], runner: 'runner-1' })]);
+    const observed = commitOf([
+      draftEvent({ ...ref, source: 'environment', now: at(1_450) }, 'observation', { action_id: actionId, tool_call_id: 'call-1', tool_name: 'terminal', content: [{ type: 'text', text: 'x' }], is_error: true }),
+    ]);
+    const sink = writer();
+    for (const commit of [first, step, started, observed]) expect(await sink.write(commit)).toEqual({ kind: 'written' });
+    // redelivered: nothing changes
+    for (const commit of [first, observed]) expect(await sink.write(commit)).toEqual({ kind: 'duplicate' });
+
+    const events = await database.pool.query('SELECT stream_seq, position, seq, id, type, source, event FROM events ORDER BY seq');
+    expect(events.rows.map((row) => [row.stream_seq, row.position, row.seq, row.type])).toEqual([
+      [1, 0, 1, 'message'],
+      [1, 1, 2, 'state_change'],
+      [2, 0, 3, 'action'],
+      [2, 1, 4, 'llm_usage'],
+      [3, 0, 5, 'execution_started'],
+      [4, 0, 6, 'observation'],
+    ]);
+    expect(events.rows[2].event).toEqual(step.events[0]);
+    // PostgreSQL cannot hold NUL: it is stored as U+FFFD
+    expect(events.rows[0].event.content[0].text).toBe('hello \uFFFD there');
+
+    const conversation = (await database.pool.query('SELECT * FROM conversations')).rows[0];
+    expect(conversation).toMatchObject({ tenant: 'acme', conversation: 'c1', status: 'running', title: 'a title', last_seq: 6, last_stream_seq: 4, commits: 4, events: 6, actions: 1, observations: 1, llm_calls: 1, prompt_tokens: 10, cost_usd: 0.25, model: 'brain' });
+    const model = (await database.pool.query('SELECT * FROM model_calls')).rows;
+    expect(model).toMatchObject([{ model: 'brain', purpose: 'step', prompt_tokens: 10, completion_tokens: 5, reasoning_tokens: 2, latency_ms: 12.5, cost_usd: 0.25, seq: 4 }]);
+    const tools = (await database.pool.query('SELECT * FROM tool_calls')).rows;
+    expect(tools).toMatchObject([{ action_id: actionId, tool_name: 'terminal', runner: 'runner-1', outcome: 'error', result_type: 'observation', result_seq: 6, duration_ms: 1_250 }]);
+  });
+
+  it('waits for an earlier commit of the conversation, then writes them in order', async () => {
+    const one = commitOf([draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'one' }] })]);
+    const two = commitOf([draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'two' }] })]);
+    const sink = writer(one.streamSeq);
+    expect(await sink.write(two)).toEqual({ kind: 'out_of_order', expectedSeq: 1 });
+    expect((await database.pool.query('SELECT count(*)::int AS n FROM commits')).rows[0].n).toBe(0);
+    expect(await sink.write(one)).toEqual({ kind: 'written' });
+    expect(await sink.write(two)).toEqual({ kind: 'written' });
+    expect((await database.pool.query('SELECT last_seq FROM conversations')).rows[0].last_seq).toBe(2);
+  });
+
+  it('starts a conversation from the first commit the stream still holds (retention), and answers a call by its tool_call_id alone', async () => {
+    commitOf([draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'gone' }] })]);
+    const kept = commitOf([
+      draftEvent({ ...ref, source: 'agent' }, 'action', { tool_call_id: 'bad', tool_name: 'nope', arguments: '{', input: null, thought: [], response_id: 'r1', security_risk: 'unknown' }),
+      draftEvent({ ...ref, source: 'environment' }, 'agent_error', { tool_call_id: 'bad', tool_name: 'nope', error: 'unknown tool nope' }),
+    ]);
+    expect(await writer(kept.streamSeq).write(kept)).toEqual({ kind: 'written' });
+    expect((await database.pool.query('SELECT last_seq, events FROM conversations')).rows[0]).toEqual({ last_seq: 3, events: 2 });
+    expect((await database.pool.query('SELECT outcome, error, result_type FROM tool_calls')).rows).toEqual([{ outcome: 'agent_error', error: 'unknown tool nope', result_type: 'agent_error' }]);
+  });
+
+  it('records invalid messages once, apart from the events', async () => {
+    const sink = writer();
+    await sink.recordInvalid(7, 'flotilla.ev.acme.c1', 'foreign message');
+    await sink.recordInvalid(7, 'flotilla.ev.acme.c1', 'foreign message');
+    expect((await database.pool.query('SELECT stream_seq, reason FROM invalid_messages')).rows).toEqual([{ stream_seq: 7, reason: 'foreign message' }]);
+    expect((await database.pool.query('SELECT count(*)::int AS n FROM events')).rows[0].n).toBe(0);
+  });
+
+  it('migrates once: a second run applies nothing', async () => {
+    expect(await migrate(database.pool)).toEqual([]);
+    expect((await database.pool.query('SELECT version FROM flotilla_sink_migrations')).rows).toEqual([{ version: 1 }]);
+  });
+});

@@ -1,0 +1,11 @@
+export { CommitWriter, isConnectionError } from './commit-writer.js';
+export type { CommitWriterOptions, WriteOutcome } from './commit-writer.js';
+export { migrate, MIGRATIONS, MIGRATIONS_TABLE } from './migrations.js';
+export type { Migration } from './migrations.js';
+export { pgJson, pgText } from './pg-text.js';
+export { describeDatabase, loadSinkConfig, SinkVariables } from './sink-config.js';
+export type { SinkConfig } from './sink-config.js';
+export { createSinkHandler, RETRY_DELAYS } from './sink-handler.js';
+export { startSinkLag } from './sink-lag.js';
+export type { SinkLag, SinkLagOptions } from './sink-lag.js';
+export { SINK_GROUP, startSink } from './sink-service.js';
