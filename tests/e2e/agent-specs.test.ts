@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConversationSpec, ErrorBody, ServerInfo } from '@flotilla/api';
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import type { AgentSpecEvent, Event } from '@flotilla/events';
 import { generateSecretsKey } from '@flotilla/secrets';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startBrainServer, taskMessage, type BrainServer } from '../support/brain-server.js';
-import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { startTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 const AT_REST = ['finished', 'error', 'stuck', 'waiting_for_confirmation'] as const;
 const RETRY = { maxAttempts: 4, initialDelayMs: 100, maxDelayMs: 1_000 };
@@ -22,15 +22,6 @@ function catalogFor(second: BrainServer): Record<string, unknown> {
   };
 }
 
-async function api(system: RunningTestSystem, method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown; text: string }> {
-  const response = await fetch(`${system.gatewayUrl}/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${system.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? (JSON.parse(text) as unknown) : null, text };
-}
 
 /** The request bodies a model server received for the conversation whose task names `id` (the task is JSON inside the body's JSON). */
 function bodiesOf(server: BrainServer, id: string): { model: string; temperature?: number; tools?: { function: { name: string } }[] }[] {
@@ -44,25 +35,21 @@ function requestsOf(server: BrainServer, id: string): { model: string; tools: st
 
 const specEvents = (events: readonly Event[]): AgentSpecEvent[] => events.filter((event): event is AgentSpecEvent => event.type === 'agent_spec');
 
-async function expectAudited(system: RunningTestSystem, conversation: string): Promise<void> {
-  const report = await auditConversation(system.log, { tenant: 'acme', conversation });
-  expect(report.violations, formatReport(report)).toEqual([]);
-}
 
 describe('agent specs per conversation, through the services', () => {
   it('runs two conversations of one deployment on two models with two tool sets: each request reaches its own model with its own tools', async () => {
     await using second = await startBrainServer({ record: true });
     await using system = await startTestSystem({ gateway: true, recordModelRequests: true, catalog: catalogFor(second) });
-    const info = (await api(system, 'GET', '/server-info')).json as ServerInfo;
+    const info = (await system.api('GET', '/server-info')).body as ServerInfo;
     expect(info.agents.profiles.map((profile) => profile.name)).toEqual(['default', 'second']);
     expect(info.agents.templates).toEqual([{ name: 'reviewer', model: 'second-brain', tools: ['terminal', 'finish'] }]);
     expect(JSON.stringify(info)).not.toContain('second-profile-key');
 
     const task = (id: string) => taskMessage({ id, steps: 2, effects: system.effects });
-    expect((await api(system, 'POST', '/conversations', { id: 'on-default', message: task('on-default'), run: true })).status).toBe(201);
-    const created = await api(system, 'POST', '/conversations', { id: 'on-second', template: 'reviewer', message: task('on-second'), run: true });
+    expect((await system.api('POST', '/conversations', { id: 'on-default', message: task('on-default'), run: true })).status).toBe(201);
+    const created = await system.api('POST', '/conversations', { id: 'on-second', template: 'reviewer', message: task('on-second'), run: true });
     expect(created.status, created.text).toBe(201);
-    expect(created.json).toMatchObject({ agent: { model: 'second-brain', template: 'reviewer' } });
+    expect(created.body).toMatchObject({ agent: { model: 'second-brain', template: 'reviewer' } });
     await system.waitForStatus(
       [
         { tenant: 'acme', conversation: 'on-default' },
@@ -93,9 +80,9 @@ describe('agent specs per conversation, through the services', () => {
       expect(more).toEqual([]);
       expect(spec).toMatchObject({ seq: 2, source: 'user', reason: 'conversation created', spec: { version: 1, llm: { model } } });
       expect(JSON.stringify(spec)).not.toMatch(/test-key|second-profile-key|apiKeyEnv/);
-      await expectAudited(system, id);
+      await expectAudited(system.log, { tenant: 'acme', conversation: id });
     }
-    const read = (await api(system, 'GET', '/conversations/on-second/spec')).json as ConversationSpec;
+    const read = (await system.api('GET', '/conversations/on-second/spec')).body as ConversationSpec;
     expect(read).toMatchObject({ seq: 2, template: 'reviewer', reason: 'conversation created', spec: { llm: { profile: 'second', model: 'second-brain' }, tools: ['terminal', 'finish'], limits: { maxIterationsPerRun: 50 } } });
   }, 120_000);
 
@@ -104,12 +91,12 @@ describe('agent specs per conversation, through the services', () => {
     await using system = await startTestSystem({ gateway: true, recordModelRequests: true, catalog: catalogFor(second) });
     const ref = { tenant: 'acme', conversation: 'switching' };
     const message = taskMessage({ id: 'switching', steps: 4, effects: system.effects, latencyMs: 300 });
-    expect((await api(system, 'POST', '/conversations', { id: 'switching', message, run: true })).status).toBe(201);
+    expect((await system.api('POST', '/conversations', { id: 'switching', message, run: true })).status).toBe(201);
     // once the first command has run, switch
     await expect.poll(async () => (await system.events(ref)).filter((event) => event.type === 'observation').length, { timeout: 30_000, interval: 50 }).toBeGreaterThanOrEqual(1);
-    const switched = await api(system, 'PATCH', '/conversations/switching/spec', { spec: { llm: { profile: 'second', temperature: 0.1 } }, reason: 'model switched by the user' });
+    const switched = await system.api('PATCH', '/conversations/switching/spec', { spec: { llm: { profile: 'second', temperature: 0.1 } }, reason: 'model switched by the user' });
     expect(switched.status, switched.text).toBe(200);
-    expect(switched.json).toMatchObject({ reason: 'model switched by the user', spec: { llm: { profile: 'second', model: 'second-brain', temperature: 0.1 } } });
+    expect(switched.body).toMatchObject({ reason: 'model switched by the user', spec: { llm: { profile: 'second', model: 'second-brain', temperature: 0.1 } } });
     await system.waitForStatus([ref], AT_REST, 60_000);
     expect(await system.status(ref)).toBe('finished');
 
@@ -129,7 +116,7 @@ describe('agent specs per conversation, through the services', () => {
     const usages = events.filter((event) => event.type === 'llm_usage' && event.purpose === 'step');
     expect(usages.filter((usage) => usage.seq > switchSeq).every((usage) => usage.type === 'llm_usage' && usage.model === 'second-brain')).toBe(true);
     expect(usages.some((usage) => usage.seq < switchSeq && usage.type === 'llm_usage' && usage.model === 'brain')).toBe(true);
-    await expectAudited(system, 'switching');
+    await expectAudited(system.log, { tenant: 'acme', conversation: 'switching' });
   }, 120_000);
 
   it("takes a model's key from a secret: the model gets it, the sandbox does not, and it appears in no event, frame, log, snapshot or stored file", async () => {
@@ -143,9 +130,9 @@ describe('agent specs per conversation, through the services', () => {
     });
     const value = `sk-own-${randomBytes(12).toString('hex')}`;
     const spec = { llm: { provider: 'openai-chat', model: 'own-model', baseURL: own.baseURL, apiKeySecret: 'OWN_MODEL_KEY', retry: RETRY }, tools: ['terminal', 'think', 'finish'] };
-    const created = await api(system, 'POST', '/conversations', { id: 'own-key', spec });
+    const created = await system.api('POST', '/conversations', { id: 'own-key', spec });
     expect(created.status, created.text).toBe(201);
-    expect((await api(system, 'PUT', '/conversations/own-key/secrets/OWN_MODEL_KEY', { value })).status).toBe(204);
+    expect((await system.api('PUT', '/conversations/own-key/secrets/OWN_MODEL_KEY', { value })).status).toBe(204);
     const frames: string[] = [];
     const socket = new WebSocket(`${system.gatewayUrl.replace(/^http/, 'ws')}/v1/conversations/own-key/events`);
     socket.on('message', (data: Buffer) => frames.push(data.toString('utf8')));
@@ -156,9 +143,9 @@ describe('agent specs per conversation, through the services', () => {
     socket.send(JSON.stringify({ type: 'auth', api_key: system.apiKey }));
     const ref = { tenant: 'acme', conversation: 'own-key' };
     // the agent's commands get the conversation's secrets, but not its model's key
-    expect((await api(system, 'PUT', '/conversations/own-key/secrets/OTHER_TOKEN', { value: 'other-token-value' })).status).toBe(204);
+    expect((await system.api('PUT', '/conversations/own-key/secrets/OTHER_TOKEN', { value: 'other-token-value' })).status).toBe(204);
     const commands = ['echo "key=${OWN_MODEL_KEY:-absent} other=${OTHER_TOKEN:-absent}"'];
-    expect((await api(system, 'POST', '/conversations/own-key/messages', { text: taskMessage({ id: 'own-key', steps: 1, effects: system.effects, commands }), run: true })).status).toBe(202);
+    expect((await system.api('POST', '/conversations/own-key/messages', { text: taskMessage({ id: 'own-key', steps: 1, effects: system.effects, commands }), run: true })).status).toBe(202);
     await system.waitForStatus([ref], AT_REST, 60_000);
     expect(await system.status(ref)).toBe('finished');
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -178,16 +165,16 @@ describe('agent specs per conversation, through the services', () => {
     look('an event', JSON.stringify(await system.events(ref)));
     look('a WebSocket frame', frames.join('\n'));
     look('a service log line', system.logLines.join('\n'));
-    look('the spec as read', (await api(system, 'GET', '/conversations/own-key/spec')).text);
-    look('the conversation', (await api(system, 'GET', '/conversations/own-key')).text);
+    look('the spec as read', (await system.api('GET', '/conversations/own-key/spec')).text);
+    look('the conversation', (await system.api('GET', '/conversations/own-key')).text);
     for (const file of await listFiles(join(system.home, 'nats'))) look(file, (await readFile(file)).toString('latin1'));
     expect(found).toEqual([]);
     expect(frames.length).toBeGreaterThan(0);
     expect(system.logLines.length).toBeGreaterThan(0);
-    await expectAudited(system, 'own-key');
+    await expectAudited(system.log, { tenant: 'acme', conversation: 'own-key' });
 
     // without the secret, the run ends saying which key is missing, instead of calling with none
-    expect((await api(system, 'POST', '/conversations', { id: 'no-key', spec, message: taskMessage({ id: 'no-key', steps: 1, effects: system.effects }), run: true })).status).toBe(201);
+    expect((await system.api('POST', '/conversations', { id: 'no-key', spec, message: taskMessage({ id: 'no-key', steps: 1, effects: system.effects }), run: true })).status).toBe(201);
     const missing = { tenant: 'acme', conversation: 'no-key' };
     await system.waitForStatus([missing], AT_REST, 60_000);
     expect(await system.status(missing)).toBe('error');
@@ -212,18 +199,18 @@ describe('agent specs per conversation, through the services', () => {
       [{ template: 'unknown' }, 400, 'validation_failed', 'body.template'],
     ];
     for (const [index, [body, status, code, path]] of refusals.entries()) {
-      const answer = await api(system, 'POST', '/conversations', { id: `refused-${index}`, ...(body as object) });
+      const answer = await system.api('POST', '/conversations', { id: `refused-${index}`, ...(body as object) });
       expect(answer.status, `${JSON.stringify(body)} → ${answer.text}`).toBe(status);
-      const error = (answer.json as ErrorBody).error;
+      const error = (answer.body as ErrorBody).error;
       expect(error.code).toBe(code);
       expect(error.issues?.map((issue) => issue.path), answer.text).toContain(path);
-      expect((await api(system, 'GET', `/conversations/refused-${index}`)).status).toBe(404);
+      expect((await system.api('GET', `/conversations/refused-${index}`)).status).toBe(404);
     }
     // a change is checked the same way, and leaves the spec as it was
-    expect((await api(system, 'POST', '/conversations', { id: 'kept' })).status).toBe(201);
-    const refused = await api(system, 'PATCH', '/conversations/kept/spec', { spec: { tools: ['rm_rf'] } });
+    expect((await system.api('POST', '/conversations', { id: 'kept' })).status).toBe(201);
+    const refused = await system.api('PATCH', '/conversations/kept/spec', { spec: { tools: ['rm_rf'] } });
     expect(refused.status).toBe(403);
-    expect(((await api(system, 'GET', '/conversations/kept/spec')).json as ConversationSpec).seq).toBe(2);
+    expect(((await system.api('GET', '/conversations/kept/spec')).body as ConversationSpec).seq).toBe(2);
   }, 90_000);
 });
 

@@ -1,10 +1,10 @@
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import { interruptCommand, runCommand } from '@flotilla/agent';
 import { conversationState } from '@flotilla/state';
 import { publishInterrupt } from '@flotilla/runtime';
 import { describe, expect, it } from 'vitest';
 import { basicViolations } from '../support/log-checks.js';
 import { startTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -34,8 +34,7 @@ describe('control across processes', () => {
     await system.command(ref, (events) => runCommand(conversationState(events), ref));
     await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 30_000);
     expect(await system.status(ref)).toBe('finished');
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, 90_000);
 
   it('survives nats-server SIGKILL and restart mid-run: services reconnect and conversations finish cleanly', async () => {
@@ -50,8 +49,7 @@ describe('control across processes', () => {
     for (const ref of refs) {
       expect(await system.status(ref)).toBe('finished');
       expect(basicViolations(await system.events(ref))).toEqual([]);
-      const report = await auditConversation(system.log, ref);
-      expect(report.violations, formatReport(report)).toEqual([]);
+      await expectAudited(system.log, ref);
     }
     expect(system.processes.every((child) => child.restarts === 0)).toBe(true);
   }, 180_000);
@@ -87,8 +85,7 @@ describe('control across processes', () => {
     for (const condensation of condensations) {
       expect(events.some((event) => event.seq > condensation.seq && event.type === 'llm_usage' && event.purpose === 'step')).toBe(true);
     }
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, 150_000);
 
   it('comes to rest when the summarizer answers without text, then with errors, then past its context: a placeholder condensation, visible attempts, the run finishes', async () => {
@@ -115,8 +112,7 @@ describe('control across processes', () => {
     // later condensations (the summarizer answers again) are real summaries
     expect(condensations.slice(1).some((event) => event.type === 'condensation' && (event.summary ?? '').includes('PROGRESS='))).toBe(true);
     expect(Date.now() - started).toBeLessThan(120_000);
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, 150_000);
 
   it('ends a run whose model reply is too large to store with a visible reason, while another conversation keeps its pace', async () => {
@@ -130,7 +126,6 @@ describe('control across processes', () => {
     expect(await system.status(huge)).toBe('error');
     const error = (await system.events(huge)).find((event) => event.type === 'conversation_error');
     expect(error).toMatchObject({ code: 'reply_too_large' });
-    const report = await auditConversation(system.log, huge);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, huge);
   }, 90_000);
 });

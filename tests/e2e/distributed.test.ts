@@ -1,7 +1,8 @@
-import { auditConversation, formatReport } from '@flotilla/auditor';
+import { auditConversation } from '@flotilla/auditor';
 import { INTERRUPTED_MESSAGE } from '@flotilla/agent';
 import { describe, expect, it } from 'vitest';
 import { startTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 describe('the distributed runtime, one process per service', () => {
   it('runs a conversation to finished through real tools', async () => {
@@ -18,8 +19,7 @@ describe('the distributed runtime, one process per service', () => {
     const effects = await system.readEffects();
     expect(effects).toEqual(['first 0 0', 'first 1 0', 'first 2 0']);
     expect(events.at(-1)).toMatchObject({ type: 'state_change', status: 'finished' });
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
 
     // a run the agent ends with its finish tool: the step worker ends it without asking the model again
     const finishing = { tenant: 'acme', conversation: 'finishing' };
@@ -56,7 +56,6 @@ describe('the distributed runtime, one process per service', () => {
     expect(answers[0]).toMatchObject({ type: 'agent_error', error: INTERRUPTED_MESSAGE });
     const effects = await system.readEffects();
     expect(effects).not.toContain('cut-off 0 0');
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, 150_000);
 });

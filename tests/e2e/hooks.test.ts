@@ -1,9 +1,9 @@
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { describe, expect, it } from 'vitest';
 import { taskMessage, type BrainTask } from '../support/brain-server.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 /**
  * Issue 18 item 4: hooks with OpenHands' semantics, run by the conversation's tool runner (shell
@@ -11,17 +11,9 @@ import { startTestSystem, type RunningTestSystem } from '../support/system.js';
  */
 const REST = ['finished', 'error', 'stuck', 'idle'] as const;
 
-async function api(system: RunningTestSystem, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${system.gatewayUrl}/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${system.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: await response.json().catch(() => undefined) };
-}
 
 async function create(system: RunningTestSystem, id: string, task: Omit<BrainTask, 'id' | 'effects'>, hooks: unknown): Promise<ConversationRef> {
-  const created = await api(system, 'POST', '/conversations', { id, message: taskMessage({ id, effects: system.effects, ...task }), run: true, spec: { hooks } });
+  const created = await system.api('POST', '/conversations', { id, message: taskMessage({ id, effects: system.effects, ...task }), run: true, spec: { hooks } });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return { tenant: 'acme', conversation: id };
 }
@@ -33,11 +25,6 @@ const textOf = (event: Event): string =>
   event.type === 'message' || event.type === 'observation' ? [...event.content, ...(event.type === 'message' ? (event.extended_content ?? []) : [])].map((part) => (part.type === 'text' ? part.text : '')).join('\n') : '';
 /** Every text the model was sent, per request. */
 const requestTexts = (system: RunningTestSystem): string[] => system.brain.requests.filter((body) => !body.includes('You name conversations'));
-
-async function audited(system: RunningTestSystem, ref: ConversationRef): Promise<void> {
-  const report = await auditConversation(system.log, ref);
-  expect(report.violations, formatReport(report)).toEqual([]);
-}
 
 describe('hooks (through the services)', () => {
   it('a PreToolUse hook blocks a command and the model reads why; SessionStart and PostToolUse add what the model reads; SessionEnd runs when the run finishes', async () => {
@@ -89,7 +76,7 @@ describe('hooks (through the services)', () => {
     // SessionEnd: after the finish
     const finished = events.find((event) => event.type === 'state_change' && event.status === 'finished')!;
     expect(runs(events, 'session_end')[0]!.seq).toBeGreaterThan(finished.seq);
-    await audited(system, ref);
+    await expectAudited(system.log, ref);
   }, 120_000);
 
   it('a Stop hook refuses a finish once, with feedback the model reads; the next finish ends the run', async () => {
@@ -111,7 +98,7 @@ describe('hooks (through the services)', () => {
     const finished = events.filter((event) => event.type === 'state_change' && event.status === 'finished');
     expect(finished).toHaveLength(1);
     expect(finished[0]!.seq).toBeGreaterThan(answers[1]!.seq);
-    await audited(system, ref);
+    await expectAudited(system.log, ref);
   }, 120_000);
 
   it('a UserPromptSubmit hook adds context the model reads, or blocks a message; an HTTP hook to a URL the operator does not allow is refused', async () => {
@@ -131,7 +118,7 @@ describe('hooks (through the services)', () => {
 
     // a message the hook blocks: the run ends idle, saying why, and the model is not asked
     const before = requestTexts(system).length;
-    expect((await api(system, 'POST', `/conversations/${ref.conversation}/messages`, { text: 'do the forbidden thing', run: true })).status).toBeLessThan(300);
+    expect((await system.api('POST', `/conversations/${ref.conversation}/messages`, { text: 'do the forbidden thing', run: true })).status).toBeLessThan(300);
     await expect.poll(async () => runs(await system.events(ref), 'user_prompt_submit').length, { timeout: 30_000, interval: 200 }).toBe(2);
     await system.waitForStatus([ref], REST, 30_000);
     const after = await system.events(ref);
@@ -139,9 +126,9 @@ describe('hooks (through the services)', () => {
     expect(after.at(-1)).toMatchObject({ type: 'state_change', status: 'idle', reason: 'a UserPromptSubmit hook blocked the message: PROMPT-BLOCKED-9' });
     expect(requestTexts(system).length).toBe(before);
 
-    const refused = await api(system, 'POST', '/conversations', { id: 'hooks-http', message: 'hi', spec: { hooks: { stop: [{ hooks: [{ type: 'http', url: 'http://127.0.0.1:9/hook' }] }] } } });
+    const refused = await system.api('POST', '/conversations', { id: 'hooks-http', message: 'hi', spec: { hooks: { stop: [{ hooks: [{ type: 'http', url: 'http://127.0.0.1:9/hook' }] }] } } });
     expect(refused.status).toBe(403);
     expect(JSON.stringify(refused.body)).toContain('spec.hooks.stop.0.hooks.0.url');
-    await audited(system, ref);
+    await expectAudited(system.log, ref);
   }, 120_000);
 });

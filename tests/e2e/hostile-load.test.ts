@@ -1,5 +1,4 @@
 import { parseConversationCheckpoint } from '@flotilla/agent';
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import { draftEvent, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
 import { EMPTY_TAIL, type ConversationRef, type Tail } from '@flotilla/log';
 import { CheckpointStore } from '@flotilla/runtime';
@@ -10,6 +9,7 @@ import WebSocket from 'ws';
 import { condensedConversationCommits } from '../bench/condensed-conversation.js';
 import { taskMessage } from '../support/brain-server.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 /**
  * Events of the long conversation: FLOTILLA_HOSTILE_EVENTS, default 100,000, the size issue 17
@@ -197,8 +197,7 @@ async function floodBesideNeighbour(
   expect((await system.events(neighbour)).filter((event) => event.type === 'action')).toHaveLength(6);
   expect(neighbourMs).toBeLessThan(2 * aloneMs + 2_000);
   for (const ref of [flood, neighbour, alone]) {
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }
 }
 
@@ -379,8 +378,7 @@ describe('hostile load through the services', () => {
     expect(reads['event by id'].body).toMatchObject({ id: middle.id, seq: middle.seq });
     expect(reads['event by seq'].body).toMatchObject({ id: middle.id, seq: middle.seq });
     expect((reads['events (last page)'].body as { items: Event[] }).items[0]?.seq).toBe(events.length);
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, LONG_TIMEOUT_MS);
 });
 

@@ -1,9 +1,9 @@
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { describe, expect, it } from 'vitest';
 import { basicViolations } from '../support/log-checks.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 /**
  * Issue 17, hostile model replies, each through the services: the hostile conversation comes to
@@ -39,8 +39,7 @@ async function expectUnharmed(system: RunningTestSystem, calm: ConversationRef, 
   }
   for (const ref of [calm, ...hostile]) {
     expect(basicViolations(await system.events(ref))).toEqual([]);
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }
 }
 

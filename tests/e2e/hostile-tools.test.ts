@@ -1,10 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import type { BrainTask } from '../support/brain-server.js';
 import { describe, expect, it } from 'vitest';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 type Call = NonNullable<BrainTask['calls']>[number];
 
@@ -82,8 +82,7 @@ async function hostileBesideCalm(system: RunningTestSystem, name: string, calls:
   expect(besideMs, `the calm neighbour took ${besideMs} ms beside it, ${aloneMs} ms alone`).toBeLessThan(aloneMs * 2 + 1_000);
   for (const child of system.processes) expect(child.unexpectedExits, child.name).toEqual([]);
   for (const ref of [hostile, calm]) {
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }
   return { observations: observationTexts(hostileEvents), peakMib: peakMib - baseMib };
 }

@@ -1,12 +1,12 @@
 import { readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { describe, expect, it } from 'vitest';
 import { taskMessage, type BrainTask } from '../support/brain-server.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 /**
  * Issue 18 item 3: a conversation's spec names MCP servers; the tool runner starts them inside the
@@ -23,20 +23,12 @@ const NOTE = 'written by the MCP filesystem server';
 type Mcp = Extract<Event, { type: 'mcp_tools' }>;
 type Observation = Extract<Event, { type: 'observation' }>;
 
-async function api(system: RunningTestSystem, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${system.gatewayUrl}/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${system.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: await response.json().catch(() => undefined) };
-}
 
 const files = { name: 'files', transport: 'stdio', command: 'node', args: [FILESYSTEM_SERVER, '/workspace'] };
 const broken = { name: 'broken', transport: 'stdio', command: 'flotilla-no-such-mcp-server' };
 
 async function create(system: RunningTestSystem, id: string, calls: BrainTask['calls'], mcpServers: readonly unknown[]): Promise<ConversationRef> {
-  const created = await api(system, 'POST', '/conversations', { id, message: taskMessage({ id, effects: system.effects, steps: calls?.length ?? 0, calls }), run: true, spec: { mcpServers } });
+  const created = await system.api('POST', '/conversations', { id, message: taskMessage({ id, effects: system.effects, steps: calls?.length ?? 0, calls }), run: true, spec: { mcpServers } });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return { tenant: 'acme', conversation: id };
 }
@@ -72,7 +64,7 @@ describe('MCP servers of a conversation’s spec (through the services)', () => 
       toolRunnerEnv: { FLOTILLA_SANDBOX_RO_PATHS: NODE_MODULES },
     });
     // the operator allows no MCP command by default: a spec naming one is refused, naming the field
-    const refused = await api(system, 'POST', '/conversations', { id: 'mcp-refused', spec: { mcpServers: [{ ...files, command: 'npx' }] } });
+    const refused = await system.api('POST', '/conversations', { id: 'mcp-refused', spec: { mcpServers: [{ ...files, command: 'npx' }] } });
     expect(refused.status).toBe(403);
     expect(JSON.stringify(refused.body)).toContain('spec.mcpServers.0.command');
 
@@ -147,7 +139,6 @@ describe('MCP servers of a conversation’s spec (through the services)', () => 
     expect(JSON.stringify(steps[2]!.messages)).toContain('from-mcp.txt');
     expect(JSON.stringify(steps[4]!.messages)).toContain(NOTE);
 
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, 240_000);
 });

@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { replayRequests } from '@flotilla/agent';
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import { FlotillaClient } from '@flotilla/client';
 import type { Event } from '@flotilla/events';
 import { describe, expect, it } from 'vitest';
 import { startBrainServer, taskMessage, type BrainServer } from '../support/brain-server.js';
 import { runToExit, type Exited } from '../support/run-to-exit.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 const FLOTILLA = fileURLToPath(new URL('../../services/cli/bin/flotilla', import.meta.url));
 const RETRY = { maxAttempts: 4, initialDelayMs: 100, maxDelayMs: 1_000 };
@@ -127,7 +127,6 @@ describe('replay: the model requests of every step, rebuilt from the log alone',
     } finally {
       await rm(home, { recursive: true, force: true });
     }
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, 240_000);
 });

@@ -1,7 +1,7 @@
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import { describe, expect, it } from 'vitest';
 import { basicViolations, effectCounts } from '../support/log-checks.js';
 import { startTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 describe('scale-out', () => {
   it('2 step workers and 2 tool runners finish 50 concurrent conversations with clean logs', async () => {
@@ -14,8 +14,7 @@ describe('scale-out', () => {
       expect(await system.status(ref)).toBe('finished');
       const events = await system.events(ref);
       expect(basicViolations(events)).toEqual([]);
-      const report = await auditConversation(system.log, ref);
-      expect(report.violations, formatReport(report)).toEqual([]);
+      await expectAudited(system.log, ref);
       for (let step = 0; step < 3; step += 1) {
         for (let index = 0; index < 2; index += 1) expect(effects.get(`${ref.conversation} ${step} ${index}`)).toBe(1);
       }

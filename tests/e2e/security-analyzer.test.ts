@@ -1,9 +1,9 @@
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import { approveCommand } from '@flotilla/agent';
 import type { Event } from '@flotilla/events';
 import { conversationState } from '@flotilla/state';
 import { describe, expect, it } from 'vitest';
 import { startTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 // harmless if it ever ran (nothing is there), but a recursive rm outside the workspace to the rules, written `-fr`
 const DESTRUCTIVE = 'rm -fr /nonexistent/flotilla-security-analyzer-test';
@@ -44,8 +44,7 @@ describe('the security analyzer, through the services', () => {
     await system.waitForStatus([risky], ['finished', 'error', 'stuck'], 60_000);
     expect(await system.status(risky)).toBe('finished');
     for (const ref of [risky, calm]) {
-      const report = await auditConversation(system.log, ref);
-      expect(report.violations, formatReport(report)).toEqual([]);
+      await expectAudited(system.log, ref);
     }
   }, 120_000);
 
@@ -58,7 +57,6 @@ describe('the security analyzer, through the services', () => {
     const events = await system.events(ref);
     expect(actionsOf(events)).toMatchObject([{ tool_name: 'terminal', security_risk: 'low' }]);
     expect(events.some((event) => event.type === 'state_change' && event.status === 'waiting_for_confirmation')).toBe(false);
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, 120_000);
 });

@@ -1,11 +1,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { describe, expect, it } from 'vitest';
 import { taskMessage, type BrainTask } from '../support/brain-server.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 /**
  * Issue 18 item 5: what the workspace says reaches the model through the log. The tool runner
@@ -15,14 +15,6 @@ import { startTestSystem, type RunningTestSystem } from '../support/system.js';
  */
 const REST = ['finished', 'error', 'stuck'] as const;
 
-async function api(system: RunningTestSystem, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${system.gatewayUrl}/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${system.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: await response.json().catch(() => undefined) };
-}
 
 /** Files put in a conversation's workspace before it exists, as a checkout would leave them. */
 async function seedWorkspace(system: RunningTestSystem, ref: ConversationRef, files: Readonly<Record<string, string>>): Promise<void> {
@@ -34,7 +26,7 @@ async function seedWorkspace(system: RunningTestSystem, ref: ConversationRef, fi
 }
 
 async function create(system: RunningTestSystem, id: string, task: Omit<BrainTask, 'id' | 'effects'> & { readonly note?: string }, spec?: unknown): Promise<ConversationRef> {
-  const created = await api(system, 'POST', '/conversations', { id, message: taskMessage({ id, effects: system.effects, ...task }), run: true, ...(spec === undefined ? {} : { spec }) });
+  const created = await system.api('POST', '/conversations', { id, message: taskMessage({ id, effects: system.effects, ...task }), run: true, ...(spec === undefined ? {} : { spec }) });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return { tenant: 'acme', conversation: id };
 }
@@ -123,15 +115,14 @@ describe('skills and repository context from the workspace (through the services
     expect(last.filter((message) => message.role === 'tool').some((message) => message.text.includes('NESTED-RULE-9911'))).toBe(true);
 
     // a second message naming the trigger again: the skill is not injected twice
-    expect((await api(system, 'POST', `/conversations/${ref.conversation}/messages`, { text: 'now ship-it again', run: true })).status).toBeLessThan(300);
+    expect((await system.api('POST', `/conversations/${ref.conversation}/messages`, { text: 'now ship-it again', run: true })).status).toBeLessThan(300);
     await expect.poll(async () => (await system.events(ref)).filter((event) => event.type === 'llm_usage').length, { timeout: 60_000, interval: 200 }).toBeGreaterThan(requests.length);
     await system.waitForStatus([ref], REST, 60_000);
     const after = await system.events(ref);
     expect(after.filter((event) => event.type === 'message' && (event.activated_skills?.length ?? 0) > 0)).toHaveLength(1);
     expect(after.filter((event) => event.type === 'workspace_context')).toHaveLength(1);
 
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, 120_000);
 
   it('skills off in the spec: the workspace is not read and nothing of it reaches the model', async () => {

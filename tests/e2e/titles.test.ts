@@ -1,9 +1,9 @@
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { describe, expect, it } from 'vitest';
 import { taskMessage, type BrainTask } from '../support/brain-server.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { expectAudited } from '../support/audited.js';
 
 /**
  * Issue 18 item 7: a conversation created without a title gets one from the model, written by the
@@ -15,31 +15,19 @@ const TITLE_LATENCY_MS = 3_000;
 
 type Conversation = { readonly title: string | null; readonly status: string };
 
-async function api(system: RunningTestSystem, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
-  const response = await fetch(`${system.gatewayUrl}/v1${path}`, {
-    method,
-    headers: { authorization: `Bearer ${system.apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: response.status, body: await response.json().catch(() => undefined) };
-}
 
 async function create(system: RunningTestSystem, id: string, task: Omit<BrainTask, 'id' | 'effects'>, title?: string): Promise<ConversationRef> {
-  const created = await api(system, 'POST', '/conversations', { id, message: taskMessage({ id, effects: system.effects, ...task }), run: true, ...(title === undefined ? {} : { title }) });
+  const created = await system.api('POST', '/conversations', { id, message: taskMessage({ id, effects: system.effects, ...task }), run: true, ...(title === undefined ? {} : { title }) });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return { tenant: 'acme', conversation: id };
 }
 
-const conversation = async (system: RunningTestSystem, ref: ConversationRef): Promise<Conversation> => (await api(system, 'GET', `/conversations/${ref.conversation}`)).body as Conversation;
+const conversation = async (system: RunningTestSystem, ref: ConversationRef): Promise<Conversation> => (await system.api('GET', `/conversations/${ref.conversation}`)).body as Conversation;
 const titleCalls = (system: RunningTestSystem): string[] => system.brain.calls.flatMap((call) => (call.task.startsWith('title:') ? [call.task] : []));
 const titleChanges = (events: readonly Event[]): Extract<Event, { type: 'state_change' }>[] =>
   events.filter((event): event is Extract<Event, { type: 'state_change' }> => event.type === 'state_change' && event.title !== undefined);
 const titleErrors = (events: readonly Event[]): Event[] => events.filter((event) => event.type === 'conversation_error' && event.code === 'title_failed');
 
-async function expectAudited(system: RunningTestSystem, ref: ConversationRef): Promise<void> {
-  const report = await auditConversation(system.log, ref);
-  expect(report.violations, formatReport(report)).toEqual([]);
-}
 
 describe('titles generated from the first message (through the services)', () => {
   it('titles a conversation created without one, after its first step and in one commit; a title given at creation or set meanwhile is kept and never asked for', async () => {
@@ -49,7 +37,7 @@ describe('titles generated from the first message (through the services)', () =>
     await system.waitForStatus([given], REST, 60_000);
     // a user's title set while the (slow) title call may be in flight: theirs wins
     const patched = await create(system, 'title-patched', { steps: 1 });
-    expect((await api(system, 'PATCH', `/conversations/${patched.conversation}`, { title: 'Set by the user' })).status).toBe(200);
+    expect((await system.api('PATCH', `/conversations/${patched.conversation}`, { title: 'Set by the user' })).status).toBe(200);
     // no title: one is generated, slowly, and the run does not wait for it
     const untitled = await create(system, 'title-owed', { steps: 2 });
     await expect.poll(async () => (await conversation(system, untitled)).title, { timeout: 60_000, interval: 200 }).toBe('Work on title-owed');
@@ -85,7 +73,7 @@ describe('titles generated from the first message (through the services)', () =>
     expect((await conversation(system, patched)).title).toBe('Set by the user');
     expect(titleChanges(await system.events(patched)).map((event) => event.title)).toEqual(['Set by the user']);
     expect(titleCalls(system).length).toBe(patchedAsked ? 2 : 1);
-    for (const ref of [untitled, given, patched]) await expectAudited(system, ref);
+    for (const ref of [untitled, given, patched]) await expectAudited(system.log, ref);
   }, 150_000);
 
   it('a title model that fails on every attempt leaves one visible title_failed, the status untouched, and is not asked again', async () => {
@@ -99,7 +87,7 @@ describe('titles generated from the first message (through the services)', () =>
     expect(failure).toMatchObject({ source: 'system', detail: expect.stringMatching(/^The title could not be generated \(transient: .*\); the conversation stays untitled until one is set\.$/) });
     expect(titleCalls(system)).toEqual(['title:error', 'title:error', 'title:error', 'title:error']);
     // more commits (a second message and its run) wake the condenser again: no new attempt
-    expect((await api(system, 'POST', `/conversations/${ref.conversation}/messages`, { text: 'And once more.', run: true })).status).toBeLessThan(300);
+    expect((await system.api('POST', `/conversations/${ref.conversation}/messages`, { text: 'And once more.', run: true })).status).toBeLessThan(300);
     await expect.poll(async () => (await system.events(ref)).filter((event) => event.type === 'message' && event.source === 'agent').length, { timeout: 60_000, interval: 200 }).toBe(2);
     await system.waitForStatus([ref], REST, 60_000);
     const events = await system.events(ref);
@@ -107,7 +95,7 @@ describe('titles generated from the first message (through the services)', () =>
     expect(titleChanges(events)).toEqual([]);
     expect(titleCalls(system)).toHaveLength(4);
     expect((await conversation(system, ref)).title).toBeNull();
-    await expectAudited(system, ref);
+    await expectAudited(system.log, ref);
   }, 120_000);
 
   it('generates no title when the agent settings turn titles off', async () => {
@@ -119,7 +107,7 @@ describe('titles generated from the first message (through the services)', () =>
     expect(titleCalls(system)).toEqual([]);
     expect(titleChanges(await system.events(off))).toEqual([]);
     expect((await conversation(system, off)).title).toBeNull();
-    await expectAudited(system, off);
+    await expectAudited(system.log, off);
   }, 90_000);
 });
 

@@ -95,6 +95,8 @@ export type RunningTestSystem = AsyncDisposable & {
   readonly apiKey: string;
   readonly otherApiKey: string;
   readonly adminKey: string;
+  /** A request to the first gateway's REST API (`path` under /v1) as tenant `acme` (or with `key`): its status, its JSON body (undefined when none) and its text. */
+  api(method: string, path: string, body?: unknown, key?: string): Promise<{ status: number; body: unknown; text: string }>;
   /** Appends the command's drafts (decided from the log) with optimistic concurrency. */
   command(ref: ConversationRef, decide: (events: readonly Event[]) => readonly EventDraft[]): Promise<void>;
   /** Appends `TASK …` as a user message and a run request. */
@@ -236,6 +238,21 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     apiKey: TEST_API_KEY,
     otherApiKey: TEST_OTHER_API_KEY,
     adminKey: TEST_ADMIN_KEY,
+    async api(method, path, body, key = TEST_API_KEY) {
+      const response = await fetch(`${gatewayUrls[0] ?? ''}/v1${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await response.text();
+      let json: unknown;
+      try {
+        json = text ? (JSON.parse(text) as unknown) : undefined;
+      } catch {
+        json = undefined;
+      }
+      return { status: response.status, body: json, text };
+    },
     async start(ref, task) {
       await appendWithRetry(log, ref, () => [
         draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: taskMessage({ ...task, effects }) }] }),
