@@ -78,7 +78,14 @@ type ChatMessage = { role: string; content?: unknown; tool_calls?: unknown[] };
 
 /** An OpenAI Chat Completions server (JSON and SSE) that plays a scripted agent. */
 export async function startBrainServer(
-  options: { readonly record?: boolean; readonly summaries?: readonly SummaryBehaviour[]; readonly titles?: readonly TitleBehaviour[]; readonly titleLatencyMs?: number } = {},
+  options: {
+    readonly record?: boolean;
+    readonly summaries?: readonly SummaryBehaviour[];
+    readonly titles?: readonly TitleBehaviour[];
+    readonly titleLatencyMs?: number;
+    /** Response ids: unique (default), or `recycled` as a server that counts them from 1 again every fourth reply (a restart, another server after a model switch). */
+    readonly responseIds?: 'unique' | 'recycled';
+  } = {},
 ): Promise<BrainServer> {
   // the summary requests, in arrival order, follow this script; `ok` after it
   const summaries = [...(options.summaries ?? [])];
@@ -89,8 +96,8 @@ export async function startBrainServer(
   const authorizations: (string | undefined)[] = [];
   const server = createServer((request, response) => void handle(request, response));
   let counter = 0;
-  // response ids unique across brain servers too, as a provider's are: two servers of one
-  // conversation (a model switch) must not answer with the same id (the view groups a response's calls by it)
+  // response ids unique across brain servers too, unless `recycled` asks for ids that repeat (the step
+  // then gives a repeated one a suffix: the view groups a response's calls by it)
   const instance = randomBytes(4).toString('hex');
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -159,7 +166,7 @@ export async function startBrainServer(
     });
     if (task.latencyMs) await new Promise((resolve) => setTimeout(resolve, task.latencyMs));
     counter += 1;
-    const id = `chatcmpl-brain${instance}-${counter}`;
+    const id = options.responseIds === 'recycled' ? `chatcmpl-brain-${((counter - 1) % 4) + 1}` : `chatcmpl-brain${instance}-${counter}`;
     const hostileTurn = messages.filter((message) => message.role === 'assistant').length;
     const hostile = task.hostile !== undefined && hostileTurn < (task.hostileTurns ?? Number.POSITIVE_INFINITY) ? task.hostile : undefined;
     if (hostile === 'endless_stream') {

@@ -41,6 +41,8 @@ export type SystemOptions = {
   readonly toolRunnerEnv?: NodeJS.ProcessEnv;
   /** Keep every request the model server receives (brain.requests). */
   readonly recordModelRequests?: boolean;
+  /** How the model server makes its response ids (see startBrainServer). */
+  readonly modelResponseIds?: 'unique' | 'recycled';
   /** How the model server answers summary requests, in order (then with summaries). */
   readonly summaries?: readonly SummaryBehaviour[];
   /** How the model server answers title requests, in order (then with titles), and how long each takes. */
@@ -130,6 +132,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     ...(options.summaries ? { summaries: options.summaries } : {}),
     ...(options.titles ? { titles: options.titles } : {}),
     ...(options.titleLatencyMs !== undefined ? { titleLatencyMs: options.titleLatencyMs } : {}),
+    ...(options.modelResponseIds ? { responseIds: options.modelResponseIds } : {}),
   });
   // in the workspace: the only place a sandboxed command can leave an effect
   const effects = 'effects.log';

@@ -27,6 +27,8 @@ export type CondenseOptions = {
    * placeholder naming what was forgotten. See `CONDENSATION_ATTEMPTS`.
    */
   readonly attempt?: number;
+  /** Forget everything after the kept head (or after the system prompt) instead of a middle range: the last condensation did not make the view small enough. */
+  readonly hardReset?: boolean;
 };
 
 /** Rungs of the ladder that call the summarizer; from this one on, the placeholder. */
@@ -89,6 +91,7 @@ export async function condense(events: readonly Event[], options: CondenseOption
     reasons,
     config,
     ...(tokenLimit === undefined ? {} : { tokenLimit }),
+    ...(options.hardReset === true ? { hardReset: true } : {}),
   });
   if (range === null) {
     if (!reasons.some(isHardReason)) return null;
@@ -99,7 +102,7 @@ export async function condense(events: readonly Event[], options: CondenseOption
     );
   }
   const attempt = options.attempt ?? 0;
-  const end = attempt === 2 ? smallerEnd(view.items, range) : range.end;
+  const end = attempt === 2 && options.hardReset !== true ? smallerEnd(view.items, range) : range.end;
   const forgotten = view.items.slice(range.start, end);
   const system: DraftContext = { ...options.context, source: 'system' };
   let summary: string;

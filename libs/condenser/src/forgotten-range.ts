@@ -18,6 +18,8 @@ export type RangeInput = {
   readonly config: Pick<CondenserConfig, 'maxEvents' | 'keepFirst' | 'minimumProgress' | 'summaryMaxOutputTokens'>;
   /** The effective token limit, when one is known. */
   readonly tokenLimit?: number;
+  /** Skip the search for a middle range: forget everything after the head (or after the system prompt), as a hard trigger does when nothing smaller makes room. */
+  readonly hardReset?: boolean;
 };
 
 type Targets = { readonly items: number; readonly tokens: number };
@@ -54,7 +56,7 @@ function tokensBefore(weights: ViewTokens, position: number): number {
  * 2. forget up to the first manipulation index that brings the view under its targets while
  *    forgetting at least `minimumProgress` of it; failing that, up to the end of the view;
  * 3. when no such range exists, or it leaves the view over its hard token limit: null for a
- *    soft trigger, a hard reset for a hard one.
+ *    soft trigger, a hard reset for a hard one (or at once, when `hardReset` asks for one).
  * Returns null when nothing should (or can) be forgotten.
  */
 export function planForgottenRange(input: RangeInput): ForgottenRange | null {
@@ -68,6 +70,7 @@ export function planForgottenRange(input: RangeInput): ForgottenRange | null {
   const wantedHead = first + config.keepFirst;
   const head = Math.min(indices.find((index) => index >= wantedHead) ?? length, rollCap);
 
+  if (input.hardReset === true) return hardReset(input, indices, Math.min(wantedHead, rollCap));
   const targets = targetsFor(input);
   const allowance = config.summaryMaxOutputTokens;
   const headTokens = tokensBefore(weights, head);
