@@ -1,8 +1,8 @@
 import { approveCommand } from '@flotilla/agent';
-import { auditConversation, formatReport } from '@flotilla/auditor';
 import type { Event } from '@flotilla/events';
 import { conversationState } from '@flotilla/state';
 import { describe, expect, it } from 'vitest';
+import { expectAudited } from '../support/audited.js';
 import { startTestSystem } from '../support/system.js';
 
 const AT_REST = ['waiting_for_confirmation', 'finished', 'error', 'stuck', 'idle', 'paused'];
@@ -54,7 +54,6 @@ describe('condensation through the services, bounded', () => {
     expect(condensations).toBeGreaterThanOrEqual(2);
     expect(condensations).toBeLessThanOrEqual(actions.length);
     expect(events.filter((event) => event.type === 'condensation_request').length).toBe(condensations);
-    const report = await auditConversation(system.log, ref);
-    expect(report.violations, formatReport(report)).toEqual([]);
+    await expectAudited(system.log, ref);
   }, 180_000);
 });
