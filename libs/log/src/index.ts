@@ -12,3 +12,5 @@ export type { DecodeResult, RawMessage } from './codec.js';
 export { appendWithRetry } from './append-with-retry.js';
 export type { AppendWithRetryOptions } from './append-with-retry.js';
 export { compareVersions, MINIMUM_SERVER_VERSION } from './server-check.js';
+export { tapConsumerName, tapStream } from './stream-tap.js';
+export type { StreamTapOptions, TapItem, TapResult, TapStart } from './stream-tap.js';

@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConversationStatus, EVENT_TYPES, isSubjectToken, SpecName, type EventType } from '@flotilla/events';
 import { usageError } from './errors.js';
 import { secretCommandOf, type SecretCommand } from './secret-args.js';
+import { tapCommandOf, type TapCommand } from './tap-args.js';
 
 /** `--url` / `--api-key` as given on the command line (the environment and config file come later). */
 export type ConnectionFlags = { readonly url?: string; readonly apiKey?: string };
@@ -46,7 +47,8 @@ export type Command =
   | { readonly name: 'model'; readonly id: string; readonly profile: string; readonly reason?: string }
   | { readonly name: 'replay'; readonly id: string; readonly check?: string }
   | { readonly name: 'keys-create'; readonly tenant: string; readonly keyName: string; readonly json: boolean }
-  | SecretCommand;
+  | SecretCommand
+  | TapCommand;
 
 export type CommandName = Command['name'];
 
@@ -79,6 +81,11 @@ const OPTIONS = {
   spec: { type: 'string' },
   set: { type: 'string', multiple: true },
   check: { type: 'string' },
+  conversation: { type: 'string', multiple: true },
+  source: { type: 'string' },
+  since: { type: 'string' },
+  'start-seq': { type: 'string' },
+  new: { type: 'boolean' },
 } as const;
 /** `secret … --tenant` is a flag (the defaults of the key's own tenant), where `keys create --tenant T` takes a value. */
 const SECRET_OPTIONS = { ...OPTIONS, tenant: { type: 'boolean' } } as const;
@@ -111,6 +118,7 @@ const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
   replay: ['check'],
   keys: ['tenant', 'name', 'json'],
   secret: ['tenant', 'value', 'value-file', 'json'],
+  tap: ['tenant', 'conversation', 'type', 'source', 'since', 'start-seq', 'new', 'follow', 'name', 'json'],
 };
 
 const MAX_LIST = 1_000;
@@ -157,7 +165,7 @@ function commandWord(argv: readonly string[]): string | undefined {
 
 function commandOf(name: string, rest: readonly string[], values: Values): Command {
   const watch = values.watch ? { follow: values.follow ?? false, verbose: values.verbose ?? false } : undefined;
-  if ((values.follow || values.verbose) && !values.watch && name !== 'watch' && name !== 'tail') {
+  if ((values.follow || values.verbose) && !values.watch && name !== 'watch' && name !== 'tail' && name !== 'tap') {
     throw usageError(`--follow and --verbose go with --watch`);
   }
   const withWatch = watch ? { watch } : {};
@@ -258,6 +266,19 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
         ...optional('value', values.value),
         ...optional('valueFile', values['value-file']),
         ...(values.json ? { json: true } : {}),
+      });
+    case 'tap':
+      return tapCommandOf(rest, {
+        ...optional('tenant', typeof values.tenant === 'string' ? values.tenant : undefined),
+        ...optional('conversation', values.conversation),
+        ...optional('type', values.type),
+        ...optional('source', values.source),
+        ...optional('since', values.since),
+        ...optional('startSeq', values['start-seq']),
+        ...optional('new', values.new),
+        ...optional('follow', values.follow),
+        ...optional('name', values.name),
+        ...optional('json', values.json),
       });
     default:
       throw usageError(`unknown command "${name}"`);

@@ -29,7 +29,8 @@ export type CommandContext = {
   readonly input?: SecretInput;
 };
 
-type Runnable = Exclude<Command, { name: 'help' }>;
+/** The commands that talk to the gateway (`tap` reads NATS itself: run-cli.ts). */
+type Runnable = Exclude<Command, { name: 'help' } | { name: 'tap' }>;
 
 /** Runs one parsed command against the gateway. Errors (FlotillaApiError, …) propagate. */
 export async function executeCommand(command: Runnable, client: CliClient, context: CommandContext): Promise<ExitCode> {

@@ -8,10 +8,15 @@ import { runCli } from './run-cli.js';
 import { readStdinValue } from './stdin-value.js';
 
 const interrupted = new AbortController();
-process.once('SIGINT', () => {
+/** Set by a command that finishes on its own once interrupted (a named tap acknowledges what it printed). */
+let finishesOnInterrupt = false;
+const onInterrupt = (): void => {
+  if (interrupted.signal.aborted) process.exit(130); // asked twice: now
   interrupted.abort(); // a watch ends cleanly (spinner erased, line ended) …
-  setImmediate(() => process.exit(130)); // … and anything else stops now
-});
+  if (!finishesOnInterrupt) setImmediate(() => process.exit(130)); // … and anything else stops now
+};
+process.on('SIGINT', onInterrupt);
+process.on('SIGTERM', onInterrupt);
 // `flotilla tail ID | head` closes the pipe early: that is not an error
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code === 'EPIPE') process.exit(0);
@@ -32,6 +37,9 @@ const code = await runCli(process.argv.slice(2), {
   },
   createClient: ({ url, apiKey }) => new FlotillaClient({ baseUrl: url, apiKey, WebSocket: NodeWebSocket }),
   signal: interrupted.signal,
+  finishOnInterrupt: () => {
+    finishesOnInterrupt = true;
+  },
   input: {
     readStdin: (prompt) => readStdinValue(prompt, process.stdin, process.stderr),
     readFile: (path) => readFile(path, 'utf8'),

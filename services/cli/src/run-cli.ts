@@ -1,3 +1,4 @@
+import { BusConfigError } from '@flotilla/bus';
 import { FlotillaApiError } from '@flotilla/client';
 import { parseCliArgs, type ParsedArgs } from './args.js';
 import type { CliClient } from './cli-client.js';
@@ -6,6 +7,7 @@ import { CONFIG_FILE, resolveConnection, type Connection } from './connection.js
 import { CliError, CliErrorCode } from './errors.js';
 import type { SecretInput } from './secret-commands.js';
 import { wantsColor } from './style.js';
+import { runTap } from './tap-command.js';
 import { Terminal, type Output } from './terminal.js';
 import { USAGE } from './usage.js';
 
@@ -21,6 +23,8 @@ export type CliIo = {
   readonly now?: () => Date;
   /** stdin and files, for `secret set` (absent: only --value works). */
   readonly input?: SecretInput;
+  /** Called by a command that finishes its own work on Ctrl-C (a named tap acknowledges what it printed) instead of being ended at once. */
+  readonly finishOnInterrupt?: () => void;
 };
 
 const SHORT_USAGE = 'Usage: flotilla <command> [options]    (flotilla --help lists the commands)';
@@ -42,6 +46,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     return ExitCode.Ok;
   }
   const out = new Terminal(io.stdout);
+  if (command.name === 'tap') {
+    // straight from NATS with a tap's credential: no gateway, no API key
+    io.finishOnInterrupt?.();
+    try {
+      return await runTap(command, { out, err, env: io.env, color: wantsColor(io.stdout.isTTY, io.env), interactive: io.stdout.isTTY === true, ...(io.signal ? { signal: io.signal } : {}) });
+    } catch (error) {
+      out.endLine();
+      err.lines(describeError(error));
+      return error instanceof BusConfigError ? ExitCode.Usage : ExitCode.Failed;
+    }
+  }
   let connection: Connection | undefined;
   try {
     connection = resolveConnection(parsed.connection, io.env, io.readConfig);

@@ -40,6 +40,17 @@ Following:
                                    every event as one JSON line; stops at the end of the log
                                    unless --follow
 
+Taps (straight from NATS with a tap's credential, not through the gateway: FLOTILLA_NATS_URL and
+FLOTILLA_NATS_USER with FLOTILLA_NATS_PASSWORD(_FILE), or an nkey or .creds file):
+  tap [--tenant T] [--conversation ID]... [--type a,b] [--source s,...]
+      [--since TIME|DURATION | --start-seq N | --new] [--follow] [--name NAME] [--json]
+                                   every event of every conversation (or of the filters), in
+                                   stream order: JSON lines on a pipe, readable on a terminal;
+                                   from the start, a time (2026-11-29T21:00:00Z, 10m, 2h) or a
+                                   stream position; --follow keeps reading; --name makes it
+                                   durable: started again, it resumes where it stopped. Invalid
+                                   messages are reported on stderr, never printed
+
 Secrets (the sandbox gets each as the environment variable NAME; values are never shown):
   secret set ID NAME [--value-file F]
                                    set a secret of a conversation; the value is read from

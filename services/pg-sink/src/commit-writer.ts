@@ -41,6 +41,9 @@ export class CommitWriter {
   async write(commit: StoredCommit): Promise<WriteOutcome> {
     const client = await this.pool.connect();
     let failure: Error | undefined;
+    // the server going away between two queries: the next query fails, and this connection is dropped
+    const onError = (error: Error): void => void (failure ??= error);
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const outcome = await this.#write(client, commit);
@@ -51,6 +54,7 @@ export class CommitWriter {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     } finally {
+      client.off('error', onError);
       // a connection that failed mid-transaction is not given to the next commit
       client.release(failure !== undefined && isConnectionError(failure) ? failure : undefined);
     }

@@ -147,6 +147,8 @@ const MIGRATION_LOCK = 0x666c6f74; // "flot"
  */
 export async function migrate(pool: Pool, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
   const client = await pool.connect();
+  const onError = (): void => undefined; // the query in progress fails with it
+  client.on('error', onError);
   try {
     const applied: number[] = [];
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
@@ -175,6 +177,7 @@ export async function migrate(pool: Pool, migrations: readonly Migration[] = MIG
     }
     return applied;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(true);
   }
 }
