@@ -13,6 +13,8 @@ export type CliArgs =
       readonly tenant?: string;
       readonly conversation?: string;
       readonly json: boolean;
+      /** Keep following the stream (a tap): violations as metrics and log lines, until stopped. */
+      readonly follow?: { readonly healthPort: number; readonly healthHost: string; readonly settleMs: number };
     };
 
 export const USAGE = `Usage: flotilla audit --nats <url> [options]
@@ -26,9 +28,16 @@ Options:
   --tenant <id>           audit only this tenant's conversations
   --conversation <id>     audit only this conversation (needs --tenant)
   --json                  print the reports as JSON
+  --follow                keep following the stream from its start: each conversation audited as its
+                          commits arrive, violations as JSON log lines and Prometheus metrics, until
+                          SIGTERM or SIGINT (a tap: the read-only \`tap\` credential, or a tenant's with --tenant)
+  --health-port <n>       with --follow: port of /health, /ready and /metrics (default: $FLOTILLA_HEALTH_PORT or 9465; 0 picks one)
+  --health-host <host>    with --follow: where it listens (default: $FLOTILLA_HEALTH_HOST or 127.0.0.1)
+  --settle-ms <ms>        with --follow: quiet time before a conversation's end-of-log checks (default 30000)
   -h, --help              show this help
 
 Exit status: 0 no violation, 1 violations found, 2 usage error, 3 could not audit (server, stream).
+With --follow: 0 when stopped by a signal, 3 when the stream cannot be read (e.g. a refused credential).
 `;
 
 const STREAM_NAME = /^[^\s.*>/\\]{1,255}$/;
@@ -49,6 +58,10 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
         tenant: { type: 'string' },
         conversation: { type: 'string' },
         json: { type: 'boolean' },
+        follow: { type: 'boolean' },
+        'health-port': { type: 'string' },
+        'health-host': { type: 'string' },
+        'settle-ms': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -75,6 +88,12 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
     if (tenant === undefined) throw usage('--conversation needs --tenant (a conversation is named by tenant and id)');
     if (!isSubjectToken(conversation)) throw usage(`--conversation: "${conversation}" must be 1-64 characters of A-Z a-z 0-9 _ -`);
   }
+  const follow = values.follow ? followSettings(values, env) : undefined;
+  if (!follow && (values['health-port'] ?? values['health-host'] ?? values['settle-ms']) !== undefined) {
+    throw usage('--health-port, --health-host and --settle-ms go with --follow');
+  }
+  if (follow && conversation !== undefined) throw usage('--follow follows every conversation (or a tenant\'s): drop --conversation');
+  if (follow && values.json) throw usage('--follow writes JSON log lines already: drop --json');
   return {
     help: false,
     servers,
@@ -83,7 +102,22 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
     ...(tenant === undefined ? {} : { tenant }),
     ...(conversation === undefined ? {} : { conversation }),
     json: values.json ?? false,
+    ...(follow ? { follow } : {}),
   };
+}
+
+const DEFAULT_FOLLOW_HEALTH_PORT = 9465;
+
+function followSettings(values: { readonly 'health-port'?: string; readonly 'health-host'?: string; readonly 'settle-ms'?: string }, env: Readonly<Record<string, string | undefined>>): NonNullable<Extract<CliArgs, { help: false }>['follow']> {
+  const port = values['health-port'] ?? env['FLOTILLA_HEALTH_PORT'] ?? String(DEFAULT_FOLLOW_HEALTH_PORT);
+  const healthPort = Number(port);
+  if (!/^\d+$/.test(port) || healthPort > 65_535) throw usage(`--health-port: "${port}" is not a port (0-65535)`);
+  const healthHost = values['health-host'] ?? (env['FLOTILLA_HEALTH_HOST'] || '127.0.0.1');
+  if (!/^[A-Za-z0-9.:_-]+$/.test(healthHost)) throw usage(`--health-host: "${healthHost}" is not a host name or address`);
+  const settle = values['settle-ms'] ?? '30000';
+  const settleMs = Number(settle);
+  if (!/^\d+$/.test(settle) || settleMs > 3_600_000) throw usage(`--settle-ms: "${settle}" must be 0-3600000 milliseconds`);
+  return { healthPort, healthHost, settleMs };
 }
 
 function isServerUrl(server: string): boolean {

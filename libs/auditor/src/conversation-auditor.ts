@@ -1,7 +1,7 @@
 import type { ConversationStatus, Event } from '@flotilla/events';
 import type { ConversationRef, StoredCommit } from '@flotilla/log';
 import { ActionLedger } from './action-ledger.js';
-import type { AuditReport, Violation } from './audit-report.js';
+import type { AuditReport, PendingAction, Violation } from './audit-report.js';
 import { AuditRule } from './audit-rule.js';
 import { PositionTracker } from './position-tracker.js';
 import { HOLDING_STATUSES, INITIAL_STATUS, isAllowedTransition } from './status-transitions.js';
@@ -43,6 +43,8 @@ export class ConversationAuditor {
   #events = 0;
   #systemPromptSeq: number | undefined;
   #condensationPending = false;
+  /** Actions already reported as pending at rest (settle may run many times on a followed conversation). */
+  readonly #reportedAtRest = new Set<string>();
   #counts = { actions: 0, observations: 0, errors: 0, conversationErrors: 0, rejections: 0, steps: 0, condensations: 0, invalidMessages: 0 };
 
   constructor(ref: ConversationRef) {
@@ -157,11 +159,27 @@ export class ConversationAuditor {
     }
   }
 
-  finish(): AuditReport {
+  /** Violations found so far, in the order found (a follower reports `violationsSince(n)` after each commit). */
+  get violationCount(): number {
+    return this.#violations.length;
+  }
+
+  violationsSince(index: number): readonly Violation[] {
+    return this.#violations.slice(index);
+  }
+
+  /**
+   * The checks of a log's end, on a conversation followed live that has been quiet for a while:
+   * results whose call never came, and actions nobody will answer because the conversation rests.
+   * Each is reported once; the conversation can go on receiving commits.
+   */
+  settle(): readonly PendingAction[] {
     const pending = this.#ledger.finish();
     const status = this.#status;
     if (status !== 'running' && !HOLDING_STATUSES.includes(status)) {
       for (const action of pending) {
+        if (this.#reportedAtRest.has(action.actionId)) continue;
+        this.#reportedAtRest.add(action.actionId);
         this.#violations.push({
           rule: AuditRule.PendingAtRest,
           seq: action.seq,
@@ -170,6 +188,12 @@ export class ConversationAuditor {
         });
       }
     }
+    return pending;
+  }
+
+  finish(): AuditReport {
+    const pending = this.settle();
+    const status = this.#status;
     return {
       conversation: this.#ref,
       commits: this.#commits,

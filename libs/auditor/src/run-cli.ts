@@ -8,6 +8,7 @@ import { AuditorError, AuditorErrorCode } from './errors.js';
 import { formatReport, formatStray } from './format-report.js';
 import type { StraySubject } from './list-conversations.js';
 import type { LogLocation } from './log-location.js';
+import { runFollow } from './run-follow.js';
 
 export const ExitCode = { Clean: 0, Violations: 1, Usage: 2, Failure: 3 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
@@ -16,6 +17,10 @@ export type CliIo = {
   readonly stdout: (text: string) => void;
   readonly stderr: (text: string) => void;
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** With --follow: aborted to stop following (the command wires SIGTERM and SIGINT to it). */
+  readonly signal?: AbortSignal;
+  /** With --follow: told the URL of /health, /ready and /metrics once they listen. */
+  readonly onListening?: (url: string) => void;
 };
 
 const STREAM_NOT_FOUND = 10059;
@@ -32,6 +37,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
   if (args.help) {
     io.stdout(USAGE);
     return ExitCode.Clean;
+  }
+  if (args.follow) {
+    try {
+      await runFollow({ ...args, follow: args.follow }, { stdout: io.stdout, env: io.env, signal: io.signal ?? new AbortController().signal, ...(io.onListening ? { onListening: io.onListening } : {}) });
+      return ExitCode.Clean;
+    } catch (error) {
+      io.stderr(`flotilla audit: could not follow the stream: ${(error as Error).message}\n`);
+      return ExitCode.Failure;
+    }
   }
   let nc: NatsConnection | undefined;
   try {

@@ -30,6 +30,11 @@ export const CommitHeader = {
   FirstSeq: 'Flotilla-First-Seq',
   EventCount: 'Flotilla-Event-Count',
   ContentType: 'Content-Type',
+  /**
+   * Optional: the W3C Trace Context of the span that appended the commit (`00-<trace>-<span>-<flags>`),
+   * so a service reacting to the commit continues the trace. Readers ignore a malformed value.
+   */
+  Traceparent: 'traceparent',
 } as const;
 
 export const COMMIT_CONTENT_TYPE = 'application/vnd.flotilla.commit+json';

@@ -1,4 +1,5 @@
-import { Event, ProtocolErrorCode, describeIssues, isValidEvent, newId, type EventDraft, type ProtocolIssue } from '@flotilla/events';
+import { CommitHeader, Event, ProtocolErrorCode, describeIssues, isValidEvent, newId, type EventDraft, type ProtocolIssue } from '@flotilla/events';
+import { activeTraceparent } from '@flotilla/tracing';
 import { DeliverPolicy, jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
@@ -147,6 +148,9 @@ export class EventLog {
     const headers = encoded.headers;
     headers.set('Nats-Msg-Id', commitId);
     headers.set('Nats-Expected-Last-Subject-Sequence', String(options.expected.streamSeq));
+    // the span appending (a request, a step, a tool batch…) when this process traces
+    const traceparent = activeTraceparent();
+    if (traceparent !== undefined) headers.set(CommitHeader.Traceparent, traceparent);
     this.options.beforePublish?.();
     const answer = await this.#publisher.publish(subject, encoded.data, headers);
     if (!answer.ok) throw classifyPublishAnswer(answer, subject);
