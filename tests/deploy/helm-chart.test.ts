@@ -356,3 +356,24 @@ describe('the Helm chart', () => {
     expect(envOf(test.spec).get('FLOTILLA_URL')?.value).toBe('http://flotilla-gateway');
   });
 });
+
+describe('docs/kubernetes.md', () => {
+  it('every helm command with --set and the values file it shows render with this chart', async () => {
+    const doc = await readFile(join(CHART, '..', '..', 'docs', 'kubernetes.md'), 'utf8');
+    const blocks = [...doc.matchAll(/```(sh|yaml)\n([\s\S]*?)```/g)].map((match) => ({ kind: match[1]!, text: match[2]! }));
+    const commands = blocks.filter((block) => block.kind === 'sh').flatMap((block) => block.text.split('\n')).filter((line) => /^helm (install|upgrade) .*--set /.test(line));
+    expect(commands.length).toBeGreaterThanOrEqual(4);
+    for (const command of commands) {
+      const sets = [...command.matchAll(/--set (\S+)/g)].map((match) => ['--set', match[1]!.replace(/^([^=]+)=""$/, '$1=')]).flat();
+      const result = await helm(tools, ['template', 'flotilla', CHART, '--namespace', 'agents', '--kube-version', '1.33.0', ...sets]);
+      expect(result.code, `${command}: ${result.stderr}`).toBe(0);
+    }
+    const valuesBlock = blocks.find((block) => block.kind === 'yaml');
+    expect(valuesBlock).toBeDefined();
+    const file = join(tools.dir, 'docs-values.yaml');
+    await writeFile(file, valuesBlock!.text);
+    const rendered = await helm(tools, ['template', 'flotilla', CHART, '--namespace', 'agents', '-f', file]);
+    expect(rendered.code, rendered.stderr).toBe(0);
+    expect(rendered.stdout).toContain('catalog.json');
+  }, 120_000);
+});
