@@ -8,6 +8,7 @@ import { benchSandbox } from './sandbox.bench.js';
 import { benchStepCycle } from './step-cycle.bench.js';
 import { benchStepWorkerMemory } from './step-worker-memory.bench.js';
 import { benchThroughput } from './throughput.bench.js';
+import { benchTracing } from './tracing.bench.js';
 import { benchWsFanout } from './ws-fanout.bench.js';
 import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
 
@@ -48,6 +49,7 @@ const benches: Record<string, () => Promise<string>> = {
   'ws-idle-memory': () => benchWsIdleMemory(),
   sandbox: () => benchSandbox(),
   'backlog-drain': () => benchBacklogDrain(),
+  tracing: () => benchTracing(),
 };
 
 const names = args.length > 0 ? args : Object.keys(benches);

@@ -5,6 +5,9 @@ export const INTERRUPTED_MESSAGE =
   'Execution of this action was interrupted: the tool runner stopped before it finished, so it may have partly run. ' +
   'It was not run again. Check the workspace state before deciding what to do next.';
 
+/** Wraps each action's run (e.g. in a trace span); it must return what `run` returns. */
+export type AroundAction = (action: ActionEvent, run: () => Promise<ToolResult>) => Promise<ToolResult>;
+
 /**
  * Runs a batch of actions and returns their observations in call order (one commit's worth).
  * Actions run concurrently unless they touch a common resource (a file, the terminal), in which
@@ -15,6 +18,7 @@ export async function executeActions(
   registry: ToolRegistry,
   toolContext: ToolContext,
   draftContext: DraftContext,
+  around?: AroundAction,
 ): Promise<EventDraft[]> {
   const keys = actions.map((action) => resourceKeys(action, registry, toolContext));
   const finished: Promise<ToolResult>[] = [];
@@ -22,7 +26,8 @@ export async function executeActions(
     const dependencies = finished.filter((_, earlier) => keys[earlier]!.some((key) => keys[index]!.includes(key)));
     const run = async (): Promise<ToolResult> => {
       await Promise.allSettled(dependencies);
-      return await registry.execute({ name: action.tool_name, arguments: JSON.stringify(action.input ?? {}) }, toolContext);
+      const execute = (): Promise<ToolResult> => registry.execute({ name: action.tool_name, arguments: JSON.stringify(action.input ?? {}) }, toolContext);
+      return await (around ? around(action, execute) : execute());
     };
     finished.push(run());
   });

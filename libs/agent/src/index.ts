@@ -65,6 +65,7 @@ export { checkRequests, replayRequests, ReplayError } from './replay.js';
 export type { RecordedModelRequest, ReplayedRequest, ReplayOptions, RequestCheck } from './replay.js';
 export type { StepInput, StepResult } from './step.js';
 export { executeActions, interruptedDrafts, INTERRUPTED_MESSAGE } from './execute-actions.js';
+export type { AroundAction } from './execute-actions.js';
 export { LocalConversation } from './local-conversation.js';
 export type { Condenser, LocalConversationOptions, RunOptions } from './local-conversation.js';
 export { CONDENSATION_ATTEMPT_FAILED, condenseOrFail, failedCondensationAttempts } from './condense-or-fail.js';

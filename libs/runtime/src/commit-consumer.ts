@@ -24,6 +24,8 @@ export type Delivery = {
   readonly likelyTail: boolean;
   /** The commit's event types, from its Flotilla-Event-Types header (empty for foreign messages). */
   eventTypes(): readonly string[];
+  /** One header of the delivered message ('' when absent), read when asked (e.g. its traceparent, by a traced handler). */
+  header(name: string): string;
   /**
    * The event seqs the commit holds, from its Flotilla-First-Seq and Flotilla-Event-Count headers;
    * undefined when they are missing or malformed (a foreign message).
@@ -165,6 +167,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           message: { subject: message.subject, seq: message.seq, data: message.data },
           likelyTail: isLikelyTail(message),
           eventTypes: () => (message.headers?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean),
+          header: (name) => message.headers?.get(name) ?? '',
           eventSpan: () => eventSpan(message),
           // a higher sequence, not just any later delivery: a redelivered older commit can queue too
           laterQueued: () => (newest.get(key) ?? 0) > message.seq,

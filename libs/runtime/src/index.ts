@@ -31,3 +31,4 @@ export { BatchedPull } from './batched-pull.js';
 export type { BatchedPullOptions, ConsumedMessage } from './batched-pull.js';
 export { requestPurge, servePurges } from './conversation-purge.js';
 export type { PurgeOptions } from './conversation-purge.js';
+export { startServiceTracing } from './service-tracing.js';

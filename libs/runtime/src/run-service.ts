@@ -13,6 +13,7 @@ import { HeapRelease } from './heap-release.js';
 import { createLogger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
 import { loadServiceConfig, type ServiceConfig, type ServiceDefaults } from './service-config.js';
+import { startServiceTracing } from './service-tracing.js';
 import { InterruptRegistry } from './signals.js';
 
 export type ServiceContext = {
@@ -57,6 +58,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   const allocator = adoptAllocator();
   const config = loadServiceConfig(definition.service, process.env, definition.defaults);
   const logger = createLogger(config);
+  const tracing = await startServiceTracing(config, logger);
   const metrics = new ServiceMetrics(definition.service);
   // compiled before the first commit arrives, not while it waits
   prepareValidation();
@@ -131,6 +133,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     interrupts.close();
     await health[Symbol.asyncDispose]();
     await nc.drain().catch(() => undefined);
+    await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
     logger.info('stopped');
     process.exit(0);
   };

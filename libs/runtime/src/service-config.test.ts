@@ -7,6 +7,8 @@ describe('service configuration', () => {
     expect(config).toMatchObject({ cacheConversations: 50, runnerLivenessMs: 3_000, workspaces: '/data/workspaces', projectorSettleMs: 25, condensationWarnMs: 60_000, healthHost: '127.0.0.1' });
     expect(config.bus.servers).toEqual(['nats://127.0.0.1:4222']);
     expect(config.storage.replicas).toBe(1);
+    expect(config.otlpEndpoint).toBeUndefined();
+    expect(loadServiceConfig('gateway', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318' }).otlpEndpoint).toBe('http://otel-collector:4318');
   });
 
   it.each([
@@ -17,6 +19,9 @@ describe('service configuration', () => {
     ['FLOTILLA_CONCURRENCY', '1.5'],
     ['FLOTILLA_REPLICAS', '9'],
     ['FLOTILLA_NATS_URL', 'http://nats:4222'],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'otel-collector:4318'],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'grpc://otel-collector:4317'],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'http://user:secret@otel-collector:4318'],
   ])('refuses %s=%s, naming the variable (a typo never becomes NaN)', (name, value) => {
     expect(() => loadServiceConfig('step-worker', { [name]: value })).toThrow(name);
   });

@@ -40,6 +40,15 @@ export const ServiceConfig = z.object({
   condensationWarnMs: z.coerce.number().int().min(1_000),
   /** Projector: how long a conversation's newest commit waits for the next before its snapshot is written. */
   projectorSettleMs: z.coerce.number().int().min(0).max(10_000),
+  /**
+   * OTLP/HTTP collector base URL: traces on, spans POSTed to `<it>/v1/traces` (OpenTelemetry's own
+   * variable). Unset: tracing off, no SDK loaded (docs/operations.md, "Traces").
+   */
+  otlpEndpoint: z
+    .string()
+    .trim()
+    .refine(isOtlpEndpoint, 'must be an http(s) URL such as http://otel-collector:4318, without credentials, query or fragment')
+    .optional(),
 });
 export type ServiceConfig = z.infer<typeof ServiceConfig> & {
   /** How to reach NATS and as whom (FLOTILLA_NATS_*). */
@@ -69,6 +78,7 @@ const VARIABLES: Record<string, string> = {
   cacheConversations: 'FLOTILLA_CACHE_CONVERSATIONS',
   condensationWarnMs: 'FLOTILLA_CONDENSATION_WARN_MS',
   projectorSettleMs: 'FLOTILLA_PROJECTOR_SETTLE_MS',
+  otlpEndpoint: 'OTEL_EXPORTER_OTLP_ENDPOINT',
 };
 
 /** Reads the service config from the environment and fails fast naming the bad variable. */
@@ -93,6 +103,7 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     cacheConversations: environment['FLOTILLA_CACHE_CONVERSATIONS'] ?? 1_000,
     condensationWarnMs: environment['FLOTILLA_CONDENSATION_WARN_MS'] ?? 60_000,
     projectorSettleMs: environment['FLOTILLA_PROJECTOR_SETTLE_MS'] ?? 25,
+    otlpEndpoint: environment['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined,
   });
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
@@ -100,4 +111,13 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
   }
   // each throws naming its variable
   return { ...result.data, bus: loadBusSettings(environment), storage: loadStorageSettings(environment) };
+}
+
+function isOtlpEndpoint(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+  } catch {
+    return false;
+  }
 }

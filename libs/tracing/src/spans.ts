@@ -42,6 +42,31 @@ export function inSpan<T>(name: string, options: SpanOptions, work: (span: Span 
   });
 }
 
+/** A span started and ended apart (a request's, from one hook to another). */
+export type OpenSpan = {
+  readonly span: Span;
+  /** Runs `work` with the span active (what it calls, and what they await, are its children). */
+  enter<T>(work: () => T): T;
+  /** Ends the span; `failed` marks it an error. */
+  end(failed?: string): void;
+};
+
+/** Starts a span to end later; undefined with tracing off. */
+export function startSpan(name: string, options: SpanOptions): OpenSpan | undefined {
+  if (!tracingEnabled()) return undefined;
+  const parent = parentContext(options.parent);
+  const span = trace.getTracer(TRACER_NAME).startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent);
+  const active = trace.setSpan(parent, span);
+  return {
+    span,
+    enter: (work) => context.with(active, work),
+    end(failed) {
+      if (failed !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: failed });
+      span.end();
+    },
+  };
+}
+
 /** Marks a span as failed without an exception (an outcome the code handles, e.g. a tool's error). */
 export function markFailed(span: Span | undefined, message: string): void {
   span?.setStatus({ code: SpanStatusCode.ERROR, message });

@@ -15,6 +15,7 @@ function commit(streamSeq: number, span: EventSpan | undefined, types: readonly 
     message: { subject: 'flotilla.conv.acme.watched', seq: streamSeq, data: new Uint8Array() },
     likelyTail: true,
     eventTypes: () => types,
+    header: () => '',
     eventSpan: () => span,
     laterQueued: () => false,
     deliveryCount: 1,

@@ -2,7 +2,9 @@ import { condenseOrFail, SpecFold, unreadableSpecDrafts } from '@flotilla/agent'
 import { withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
 import { isConflict, type EventLog } from '@flotilla/log';
 import type { CommitHandler, ConversationCache, HandleOutcome, InterruptRegistry } from '@flotilla/runtime';
+import { inSpan } from '@flotilla/tracing';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import { commitSpan } from './commit-span.js';
 import { CondensationWatch } from './condensation-watch.js';
 import type { ConversationAgents } from './conversation-agents.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
@@ -50,29 +52,32 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     watch.note(ref, tail, owed.condensationRequested, titles.watched(conversation.events));
     if (owed.nextWork().kind !== 'condense') return await titles.handle(delivery, loaded);
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
-    const lookup = agentOf(conversation.events);
-    const tracked = deps.interrupts.track(ref, delivery.signal);
-    let drafts: EventDraft[];
-    try {
-      drafts = lookup.ok
-        ? await condenseOrFail(conversation.events, lookup.agent.config, await deps.agents.model(ref, lookup.agent), { ...ref, source: 'agent' }, tracked.signal)
-        : unreadableSpecDrafts(ref, lookup.reason);
-    } catch (error) {
-      // what the summarizer does is answered in the log (condenseOrFail's ladder); what is left is
-      // a shutdown, an interrupt, or a failure of this process (the commit is redelivered)
-      if (delivery.signal.aborted) throw error;
-      if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-      throw error;
-    } finally {
-      tracked.done();
-    }
-    try {
-      const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
-      deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
-      return { ack: true, outcome: 'condensed' };
-    } catch (error) {
-      if (isConflict(error)) return { ack: true, outcome: 'conflict' };
-      throw error;
-    }
+    // the summary's model call and the condensation's commit: one span, the child of the request's commit
+    return inSpan('condense', commitSpan(delivery, ref), async () => {
+      const lookup = agentOf(conversation.events);
+      const tracked = deps.interrupts.track(ref, delivery.signal);
+      let drafts: EventDraft[];
+      try {
+        drafts = lookup.ok
+          ? await condenseOrFail(conversation.events, lookup.agent.config, await deps.agents.model(ref, lookup.agent), { ...ref, source: 'agent' }, tracked.signal)
+          : unreadableSpecDrafts(ref, lookup.reason);
+      } catch (error) {
+        // what the summarizer does is answered in the log (condenseOrFail's ladder); what is left is
+        // a shutdown, an interrupt, or a failure of this process (the commit is redelivered)
+        if (delivery.signal.aborted) throw error;
+        if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
+        throw error;
+      } finally {
+        tracked.done();
+      }
+      try {
+        const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
+        deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+        return { ack: true, outcome: 'condensed' };
+      } catch (error) {
+        if (isConflict(error)) return { ack: true, outcome: 'conflict' };
+        throw error;
+      }
+    });
   };
 }

@@ -2,9 +2,11 @@ import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, Sk
 import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
 import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { inSpan, type Span } from '@flotilla/tracing';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL, type Delivered } from './at-tail.js';
+import { commitSpan } from './commit-span.js';
 import type { CondensationWaits } from './condensation-waits.js';
 import type { ConversationAgents } from './conversation-agents.js';
 import { IncrementalFold } from './incremental-fold.js';
@@ -62,45 +64,54 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
       return NO_STEP_DUE;
     }
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
-    if (work.kind === 'finish') return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
-    const spec = specs.of(events, start);
-    const lookup = deps.agents.of(spec.event(), spec.listed());
-    if (!lookup.ok) return await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error);
-    const { agent } = lookup;
-    // the tool runner lists the spec's MCP servers at its first commit; that commit wakes the step (docs/architecture.md, "MCP servers")
-    if (agent.unlisted.length > 0) return WAITING_FOR_MCP;
+    const takeStep = async (): Promise<HandleOutcome> => {
+      if (work.kind === 'finish') return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
+      const spec = specs.of(events, start);
+      const lookup = deps.agents.of(spec.event(), spec.listed());
+      if (!lookup.ok) return await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error);
+      const { agent } = lookup;
+      // the tool runner lists the spec's MCP servers at its first commit; that commit wakes the step (docs/architecture.md, "MCP servers")
+      if (agent.unlisted.length > 0) return WAITING_FOR_MCP;
 
-    const tracked = deps.interrupts.track(ref, delivery.signal);
-    const deltas = deps.streamDeltas === false ? undefined : new DeltaCoalescer((delta) => publishDelta(deps.nc, ref, delta));
-    const started = performance.now();
-    let result;
-    try {
-      result = await step({
-        agent: agent.config,
-        llm: await deps.agents.model(ref, agent),
-        tools: agent.tools,
-        // from a checkpoint, the events begin a little before it: what the step's backward looks read
-        events,
-        view: () => views.of(events, start).view(),
-        runState: () => runStates.of(events, start).state(),
-        skills: () => skills.of(events, start),
-        chat: renderers.of(events),
-        conversation: ref,
-        signal: tracked.signal,
-        ...(deltas ? { onDelta: (delta) => deltas.push(delta) } : {}),
-      });
-    } catch (error) {
-      if (delivery.signal.aborted) throw error; // shutdown: the commit goes back to the group
+      const tracked = deps.interrupts.track(ref, delivery.signal);
+      const deltas = deps.streamDeltas === false ? undefined : new DeltaCoalescer((delta) => publishDelta(deps.nc, ref, delta));
+      const started = performance.now();
+      let result;
+      try {
+        result = await step({
+          agent: agent.config,
+          llm: await deps.agents.model(ref, agent),
+          tools: agent.tools,
+          // from a checkpoint, the events begin a little before it: what the step's backward looks read
+          events,
+          view: () => views.of(events, start).view(),
+          runState: () => runStates.of(events, start).state(),
+          skills: () => skills.of(events, start),
+          chat: renderers.of(events),
+          conversation: ref,
+          signal: tracked.signal,
+          ...(deltas ? { onDelta: (delta) => deltas.push(delta) } : {}),
+        });
+      } catch (error) {
+        if (delivery.signal.aborted) throw error; // shutdown: the commit goes back to the group
+        if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
+        throw error;
+      } finally {
+        deltas?.flush();
+        tracked.done();
+        deps.metrics.llmSeconds.observe({ outcome: 'step' }, (performance.now() - started) / 1_000);
+      }
       if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-      throw error;
-    } finally {
-      deltas?.flush();
-      tracked.done();
-      deps.metrics.llmSeconds.observe({ outcome: 'step' }, (performance.now() - started) / 1_000);
-    }
-    if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-    return await appendStep(deps, delivery, loaded, result.drafts, result.outcome);
+      return await appendStep(deps, delivery, loaded, result.drafts, result.outcome);
+    };
+    // the step, its model call and its commit: one span, the child of the commit it reacts to
+    return inSpan('step', commitSpan(delivery, ref), async (span) => withOutcome(span, await takeStep()));
   };
+}
+
+function withOutcome(span: Span | undefined, outcome: HandleOutcome): HandleOutcome {
+  span?.setAttribute('flotilla.outcome', outcome.outcome);
+  return outcome;
 }
 
 /**

@@ -1,14 +1,16 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { whileUnavailable } from '@flotilla/bus';
-import { actionPaths, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
+import { actionPaths, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type AroundAction, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, withPositionalIds, type ActionEvent as LoggedAction, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { formatBytes, RestartReason, workspaceUsage, type Sandbox, type SandboxPool } from '@flotilla/sandbox';
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { inSpan, markFailed, tracingEnabled, TRACEPARENT_HEADER } from '@flotilla/tracing';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
+import { commitSpan } from './commit-span.js';
 import { runHook } from './hook-runner.js';
 import { McpSessions } from './mcp-sessions.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
@@ -174,7 +176,7 @@ export class ToolRunner {
       if (work.kind !== 'execute' && work.kind !== 'prepare' && this.#mcpOwed(work, conversation.events) === undefined) return { ack: true, outcome: 'nothing_to_run' };
 
       if (this.#ownsRecently(ref)) {
-        await this.#executeFor(ref, false, delivery.signal, conversation);
+        await inSpan('tool_batch', commitSpan(delivery, ref), () => this.#executeFor(ref, false, delivery.signal, conversation));
         return { ack: true, outcome: 'executed' };
       }
       const owner = await this.#deps.runners.owner(ref);
@@ -185,6 +187,8 @@ export class ToolRunner {
           forward.set(RunnerHeader.Tenant, ref.tenant);
           forward.set(RunnerHeader.Conversation, ref.conversation);
           forward.set(RunnerHeader.StreamSeq, String(delivery.streamSeq));
+          const traceparent = delivery.header(TRACEPARENT_HEADER);
+          if (traceparent) forward.set(TRACEPARENT_HEADER, traceparent);
           const reply = await this.#deps.nc.request(RunnerSubjects.wake(owner.runner), delivery.message.data, {
             headers: forward,
             timeout: this.#deps.forwardTimeoutMs ?? this.#deps.runners.livenessMs * 2,
@@ -201,7 +205,7 @@ export class ToolRunner {
       }
       this.#confirmOwned(ref);
       if (tookOver) delivery.logger.info({ previousOwner: owner?.runner }, 'took over the workspace');
-      await this.#executeFor(ref, tookOver, delivery.signal, conversation);
+      await inSpan('tool_batch', commitSpan(delivery, ref, { 'flotilla.took_over': tookOver }), () => this.#executeFor(ref, tookOver, delivery.signal, conversation));
       return { ack: true, outcome: 'executed' };
     };
   }
@@ -224,7 +228,12 @@ export class ToolRunner {
    * A wake-up forwarded by another runner, with the commit it was delivered: when that commit
    * directly follows what the cache holds, the batch starts without reading the log.
    */
-  async #executeForwarded(forwarded: Forwarded): Promise<void> {
+  #executeForwarded(forwarded: Forwarded): Promise<void> {
+    const attributes = { 'flotilla.tenant': forwarded.ref.tenant, 'flotilla.conversation': forwarded.ref.conversation, 'flotilla.stream_seq': forwarded.streamSeq, 'flotilla.forwarded': true };
+    return inSpan('tool_batch', { parent: forwarded.traceparent ?? '', attributes }, () => this.#runForwarded(forwarded));
+  }
+
+  async #runForwarded(forwarded: Forwarded): Promise<void> {
     const { ref, streamSeq, data } = forwarded;
     this.#confirmOwned(ref);
     const cached = this.#deps.cache.peek(ref);
@@ -506,7 +515,7 @@ export class ToolRunner {
         const calledMcp = mcp !== undefined && actions.some((action) => this.#deps.tools.get(action.tool_name) === undefined);
         const registry = calledMcp ? await this.#mcp.registry({ id: key(ref), spec: mcp.spec, sandbox, secrets }, mcp.listed) : this.#deps.tools;
         // between the spec's PreToolUse and PostToolUse hooks, which run in the same sandbox
-        const execute = (allowed: readonly LoggedAction[]) => executeActions(allowed, registry, toolContext, { ...ref, source: 'environment' });
+        const execute = (allowed: readonly LoggedAction[]) => executeActions(allowed, registry, toolContext, { ...ref, source: 'environment' }, tracingEnabled() ? toolSpan : undefined);
         const executed = hooks ? await withToolHooks(actions, hooks, ref, (hook, input) => runHook(hook, input, sandbox), execute) : await execute(actions);
         // a nested AGENTS.md joins the first observation of an action touching its folder
         const roots = [workspace.shownRoot, workspace.root];
@@ -581,7 +590,7 @@ export class ToolRunner {
   }
 }
 
-type Forwarded = { readonly ref: ConversationRef; readonly streamSeq: number; readonly data: Uint8Array };
+type Forwarded = { readonly ref: ConversationRef; readonly streamSeq: number; readonly data: Uint8Array; readonly traceparent?: string };
 
 /** What a batch of actions runs with (`#inForce`). */
 type InForce = { readonly skills: SkillsFold; readonly mcp: McpInForce | undefined; readonly hooks: HooksConfig | undefined; readonly modelKey?: string };
@@ -602,13 +611,22 @@ function parseRef(message: Msg): ConversationRef | string {
   return ref;
 }
 
+/** One tool call, as a span (a child of its batch's). */
+const toolSpan: AroundAction = (action, run) =>
+  inSpan(`tool ${action.tool_name}`, { attributes: { 'flotilla.tool': action.tool_name, 'flotilla.action_id': action.id, 'flotilla.tool_call_id': action.tool_call_id } }, async (span) => {
+    const result = await run();
+    if (result.isError) markFailed(span, 'the tool reported an error');
+    return result;
+  });
+
 /** The forwarded wake-up (the body is the delivered commit as stored), or why it is not one. The commit is validated when used. */
 function parseForward(message: Msg): Forwarded | string {
   const ref = parseRef(message);
   if (typeof ref === 'string') return ref;
   const streamSeq = Number(message.headers?.get(RunnerHeader.StreamSeq));
   if (!Number.isSafeInteger(streamSeq) || streamSeq < 1) return `${RunnerHeader.StreamSeq} must be a positive integer`;
-  return { ref, streamSeq, data: message.data };
+  const traceparent = message.headers?.get(TRACEPARENT_HEADER);
+  return { ref, streamSeq, data: message.data, ...(traceparent ? { traceparent } : {}) };
 }
 
 /** The draft with `present` applied to what a tool or a hook said: its content, details and error text, a hook's output, reason and added context. */

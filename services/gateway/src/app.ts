@@ -5,6 +5,7 @@ import type { EventLog } from '@flotilla/log';
 import { requestWorkspaceDeletion, type RunnerRegistry } from '@flotilla/runtime';
 import type { SecretWriter } from '@flotilla/secrets';
 import type { SnapshotStore } from '@flotilla/state';
+import { SpanKind, startSpan } from '@flotilla/tracing';
 import fastifyWebsocket from '@fastify/websocket';
 import type { NatsConnection } from '@nats-io/transport-node';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -142,6 +143,24 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   });
   app.setNotFoundHandler((request, reply) => {
     void reply.code(404).send(new ApiError(404, 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`).body());
+  });
+
+  // ── traces: a span per request (tracing on: OTEL_EXPORTER_OTLP_ENDPOINT), active for its handler,
+  // so the commits it appends carry it; a client's valid traceparent header is its parent ───────
+  app.addHook('onRequest', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    // a WebSocket lives for hours: its frames are no request's span
+    const traced = isUpgrade(request) ? undefined : startSpan(`${request.method} ${route}`, {
+      kind: SpanKind.SERVER,
+      parent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : '',
+      attributes: { 'http.request.method': request.method, 'http.route': route },
+    });
+    if (!traced) return done();
+    reply.raw.once('close', () => {
+      traced.span.setAttributes({ 'http.response.status_code': reply.statusCode, ...(request.tenant ? { 'flotilla.tenant': request.tenant } : {}) });
+      traced.end(reply.statusCode >= 500 ? `status ${reply.statusCode}` : undefined);
+    });
+    traced.enter(done);
   });
 
   // ── authentication and rate limiting ────────────────────────────────────────────────────

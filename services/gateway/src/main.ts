@@ -1,6 +1,6 @@
 import { describeBus } from '@flotilla/bus';
 import { createBuiltinTools } from '@flotilla/tools';
-import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry, RunnerRegistry } from '@flotilla/runtime';
+import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { loadAgentCatalog } from '@flotilla/workers';
@@ -15,6 +15,7 @@ const allocator = adoptAllocator();
 const service = loadServiceConfig('gateway');
 const config = loadGatewayConfig();
 const logger = createLogger(service);
+const tracing = await startServiceTracing(service, logger);
 // a malformed key or an unreadable key file stops the gateway here, naming the variable
 const secretsKey = loadSecretsKey();
 const nc = await connectWithRetry(service, logger);
@@ -45,6 +46,7 @@ const stop = async (signal: string): Promise<void> => {
   await gateway.close();
   index.stop();
   await nc.drain().catch(() => undefined);
+  await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
   logger.info('stopped');
   process.exit(0);
 };

@@ -1,3 +1,4 @@
+import { inSpan, SpanKind } from '@flotilla/tracing';
 import { parseToolCallText } from '../prompt-tools/parse-tool-calls.js';
 import { attemptSignal, raceAbort, throwIfCancelled } from './abort.js';
 import { classifyError } from './classify-error.js';
@@ -41,7 +42,28 @@ export class ManagedLanguageModel implements LanguageModel {
     };
   }
 
-  async generate(request: GenerateRequest, options: GenerateOptions = {}): Promise<GenerateResult> {
+  /** One model call, retries included; a span (`chat <model>`, GenAI attributes) when the process traces. */
+  generate(request: GenerateRequest, options: GenerateOptions = {}): Promise<GenerateResult> {
+    const { adapter, config } = this.#options;
+    return inSpan(
+      `chat ${config.model}`,
+      { kind: SpanKind.CLIENT, attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.system': adapter.name, 'gen_ai.request.model': config.model } },
+      async (span) => {
+        const result = await this.#generate(request, options);
+        span?.setAttributes({
+          'gen_ai.response.model': result.model,
+          'gen_ai.response.id': result.responseId,
+          'gen_ai.response.finish_reasons': [result.finishReason],
+          'gen_ai.usage.input_tokens': result.usage.inputTokens,
+          'gen_ai.usage.output_tokens': result.usage.outputTokens,
+          'flotilla.llm.attempts': result.attempts,
+        });
+        return result;
+      },
+    );
+  }
+
+  async #generate(request: GenerateRequest, options: GenerateOptions): Promise<GenerateResult> {
     const { adapter, config, logger } = this.#options;
     throwIfCancelled(options.signal);
     const started = performance.now();

@@ -25,6 +25,7 @@ export async function storedDelivery(log: EventLog, ref: ConversationRef, seq: n
     message: { subject: stored.subject, seq, data: stored.data },
     likelyTail: !laterQueued(),
     eventTypes: () => [...eventTypes],
+    header: (name) => stored.header?.get(name) ?? '',
     eventSpan: () => undefined,
     laterQueued,
     deliveryCount: 1,
