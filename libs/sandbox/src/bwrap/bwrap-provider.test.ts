@@ -27,14 +27,19 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   let sandbox: Sandbox;
   let server: Server;
   let port: number;
+  // an operator's read-only path under the host's /tmp (where a checkout may be): seen inside, over the private /tmp
+  const shared = path.join(tmpdir(), `flotilla-bwrap-shared-${process.pid}-${network}`);
   const settings: SandboxSettings = {
     ...DEFAULT_SANDBOX_SETTINGS,
+    readOnlyPaths: [shared],
     network,
     limits: { ...DEFAULT_SANDBOX_SETTINGS.limits, processes: 64, memoryBytes: 256 * MiB, fileBytes: 8 * MiB, tmpBytes: 16 * MiB },
   };
 
   beforeAll(async () => {
     root = await mkdtemp(path.join(tmpdir(), 'flotilla-bwrap-'));
+    await mkdir(shared, { recursive: true });
+    await writeFile(path.join(shared, 'tool.txt'), 'a shared tool');
     workspace = path.join(root, 'workspaces', 'acme', 'one');
     await mkdir(workspace, { recursive: true });
     await mkdir(path.join(root, 'workspaces', 'acme', 'two'), { recursive: true });
@@ -52,6 +57,15 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
     await sandbox?.close();
     server?.close();
     await rm(root, { recursive: true, force: true });
+    await rm(shared, { recursive: true, force: true });
+  });
+
+  it("sees the operator's read-only paths, even under /tmp, and cannot write them", async () => {
+    const { output } = await run(sandbox, `cat ${shared}/tool.txt; echo; echo x > ${shared}/evil 2>&1; echo y > /tmp/own && cat /tmp/own`);
+    expect(output).toContain('a shared tool');
+    expect(output).toMatch(/Read-only file system|Permission denied/);
+    expect(output).toContain('y');
+    await expect(stat(path.join(shared, 'evil'))).rejects.toThrow();
   });
 
   it('builds the environment from scratch, with the spec’s variables', async () => {
