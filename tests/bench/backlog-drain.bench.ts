@@ -71,14 +71,7 @@ async function writeBacklog(log: EventLog, ref: ConversationRef, events: number)
     tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
     commits += 1;
   };
-  for (const drafts of condensedConversationCommits(ref, events)) {
-    // the tool runner records an execution's start in a commit of its own, before it runs it
-    const start = drafts.findIndex((draft) => draft.type === 'execution_started');
-    if (start >= 0 && start < drafts.length - 1) {
-      await append(drafts.slice(0, start + 1));
-      await append(drafts.slice(start + 1));
-    } else await append(drafts);
-  }
+  for (const drafts of condensedConversationCommits(ref, events)) await append(drafts);
   await append([
     draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text: 'Done.' }] }),
     draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'finished', reason: 'the agent finished' }),

@@ -26,7 +26,8 @@ export function* condensedConversationCommits(ref: ConversationRef, events: numb
     // ends at the end of a step, never between an action and its result
     if (written >= events && !awaitingResult) return;
     yield note(drafts);
-    awaitingResult = drafts.some((draft) => draft.type === 'action');
+    if (drafts.some((draft) => draft.type === 'action')) awaitingResult = true;
+    else if (drafts.some((draft) => draft.type === 'observation')) awaitingResult = false;
     const items = view.view().items;
     if (items.length <= maxItems || drafts.some((draft) => draft.type === 'action')) continue;
     yield note([draftEvent(system, 'condensation_request', { reason: `the view is too large (events)` })]);

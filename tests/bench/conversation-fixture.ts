@@ -3,8 +3,8 @@ import { EMPTY_TAIL, type ConversationRef, type EventLog, type Tail } from '@flo
 
 /**
  * Writes a realistic conversation of about `events` events: a system prompt and a user message,
- * then steps of one action commit (usage + action) and one observation commit (start + result,
- * ~600 characters of output), as the runtime writes them.
+ * then steps of one action commit (usage + action), one execution start and one observation
+ * commit (~600 characters of output), as the runtime writes them.
  */
 export async function writeConversation(log: EventLog, ref: ConversationRef, events: number): Promise<Tail> {
   let tail: Tail = EMPTY_TAIL;
@@ -43,8 +43,9 @@ export function* conversationCommits(ref: ConversationRef, events: number): Gene
       draftEvent(system, 'llm_usage', { model: 'm', purpose: 'step', prompt_tokens: 1000 + step, completion_tokens: 50, cache_read_tokens: 900, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 800, cost_usd: 0.001 }),
       action,
     ]);
+    // the tool runner records an execution's start in a commit of its own, before it runs it
+    yield commit([draftEvent(system, 'execution_started', { action_ids: [action.id], runner: 'runner-1' })]);
     yield commit([
-      draftEvent(system, 'execution_started', { action_ids: [action.id], runner: 'runner-1' }),
       draftEvent({ ...ref, source: 'environment' }, 'observation', {
         action_id: action.id,
         tool_call_id: `call_${step}`,

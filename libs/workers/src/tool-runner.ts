@@ -354,16 +354,7 @@ export class ToolRunner {
       drafts = await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets.sandbox }, ({ sandbox }) => answer(sandbox, secrets.all));
     }
     if (drafts.length === 0) return undefined;
-    try {
-      const commit = await this.#deps.log.append(ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
-      this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
-      this.#deps.metrics.appends.inc({ result: 'ok' });
-      const known = this.#deps.cache.peek(ref);
-      return known?.tail.streamSeq === commit.streamSeq ? known : undefined;
-    } catch (error) {
-      if (isConflict(error)) return undefined;
-      throw error;
-    }
+    return await this.#appendAtTail(ref, conversation, drafts);
   }
 
   /** The spec in force, when it is readable (a spec this build cannot read ends the run at the step worker). */
@@ -445,6 +436,15 @@ export class ToolRunner {
     for (const draft of drafts) {
       if (draft.type === 'mcp_tools' && draft.error) this.#deps.logger.warn({ conversation: ref.conversation, tenant: ref.tenant, server: draft.server, reason: draft.error.message }, 'an MCP server could not be started or listed');
     }
+    return await this.#appendAtTail(ref, conversation, drafts);
+  }
+
+  /**
+   * Appends `drafts` at the tail `conversation` was read at. Returns the conversation as the append
+   * left it, if the cache holds just that; undefined (read the log again) after a conflict: another
+   * commit landed first.
+   */
+  async #appendAtTail(ref: ConversationRef, conversation: CachedConversation, drafts: readonly EventDraft[]): Promise<CachedConversation | undefined> {
     try {
       const commit = await this.#deps.log.append(ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
       this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
