@@ -69,6 +69,34 @@ describe('commit consumer', () => {
     ]);
   });
 
+  it("hands a conversation's commits one after another, or all at once (in delivery order) with concurrentPerConversation", async () => {
+    for (const concurrentPerConversation of [false, true]) {
+      const { log, js, options } = await group(30_000, 100);
+      const subject = log.subject({ tenant: 'acme', conversation: 'one' });
+      const seqs: number[] = [];
+      for (const body of ['a', 'b', 'c']) seqs.push((await js.publish(subject, body)).seq);
+      // each handler waits until all three were handed over, or 300 ms
+      const handed: number[] = [];
+      let release!: () => void;
+      const allHanded = new Promise<void>((resolve) => (release = resolve));
+      const together: boolean[] = [];
+      const done = new Promise<void>((resolve) => {
+        const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
+          handed.push(delivery.streamSeq);
+          if (handed.length === 3) release();
+          together.push(await Promise.race([allHanded.then(() => true), new Promise<boolean>((wait) => setTimeout(() => wait(false), 300))]));
+          if (together.length === 3) resolve();
+          return { ack: true, outcome: 'ok' };
+        };
+        void startCommitConsumer({ ...options, concurrency: 8, handler, concurrentPerConversation }).then((consumer) => done.finally(() => consumer.stop()));
+      });
+      await done;
+      expect(handed).toEqual(seqs);
+      // one after another, only the last sees all three handed over
+      expect(together).toEqual(concurrentPerConversation ? [true, true, true] : [false, false, true]);
+    }
+  });
+
   it("reads a commit's event types and seqs from its headers, and none from a foreign message", async () => {
     const { log, js, options } = await group(30_000, 100);
     const ref = { tenant: 'acme', conversation: 'spans' };

@@ -75,6 +75,12 @@ export type CommitConsumerOptions = {
    * commit delivered as it lands.
    */
   readonly batched?: { readonly nc: NatsConnection; readonly intervalMs: number };
+  /**
+   * Hand a conversation's commits to the handler without waiting for its previous one to be
+   * handled (still in delivery order), for a handler that keeps their order itself (the
+   * PostgreSQL sink writes those it holds together). Default: one after another.
+   */
+  readonly concurrentPerConversation?: boolean;
 };
 
 export type CommitConsumer = {
@@ -86,7 +92,7 @@ export type CommitConsumer = {
 /**
  * Pulls the group's commits and hands each to the handler, up to `concurrency` at once. Commits
  * of one conversation are handled one after another in this process (a later one usually finds
- * the work done). Long handlers keep their commit with in-progress acks; a commit is acked only
+ * the work done), unless `concurrentPerConversation`. Long handlers keep their commit with in-progress acks; a commit is acked only
  * when the handler says so, after the work it caused was appended.
  */
 export async function startCommitConsumer(options: CommitConsumerOptions): Promise<CommitConsumer> {
@@ -146,7 +152,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     // created on first use: most deliveries log nothing, and a pino child is not free
     const logger = (): Logger =>
       (child ??= options.logger.child(ref ? { conversation: ref.conversation, tenant: ref.tenant, seq: message.seq } : { subject: message.subject }));
-    const previous = tails.get(key) ?? Promise.resolve();
+    const previous = (options.concurrentPerConversation ? undefined : tails.get(key)) ?? Promise.resolve();
     const started = performance.now();
     options.metrics.inFlight.inc();
     handling.set(message, started);

@@ -43,6 +43,8 @@ export type ServiceDefinition = {
   readonly defaults?: ServiceDefaults;
   /** Create the events stream when it is missing (default true); a service whose credential only reads waits for it instead. */
   readonly createsStream?: boolean;
+  /** The handler keeps a conversation's commits in order itself: they are handed to it without waiting for the previous one (CommitConsumerOptions). */
+  readonly concurrentPerConversation?: boolean;
   start(context: ServiceContext): Promise<ServiceParts>;
 };
 
@@ -109,6 +111,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       heapRelease,
       acks,
       ...(config.pullIntervalMs > 0 ? { batched: { nc, intervalMs: config.pullIntervalMs } } : {}),
+      ...(definition.concurrentPerConversation ? { concurrentPerConversation: true } : {}),
     }));
     heapRelease.idle(consumer.inFlight());
   }

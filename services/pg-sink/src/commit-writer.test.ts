@@ -116,4 +116,33 @@ describe('CommitWriter', () => {
     expect(await migrate(database.pool)).toEqual([]);
     expect((await database.pool.query('SELECT version FROM flotilla_sink_migrations')).rows).toEqual([{ version: 1 }]);
   });
+  it('writes the commits given while a transaction is under way together, in order, a redelivered one once and a later one after the earlier', async () => {
+    const other: ConversationRef = { tenant: 'globex', conversation: 'c2' };
+    const say = (text: string, at: ConversationRef = ref): EventDraft[] => [draftEvent({ ...at, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })];
+    const [a1, b1, a2, b2, a3, a4] = [commitOf(say('a1')), commitOf(say('b1', other), other), commitOf(say('a2')), commitOf(say('b2', other), other), commitOf(say('a3')), commitOf(say('a4'))];
+    const sink = new CommitWriter(database.pool, { firstCommitSeq: () => Promise.resolve(1), transactions: 1 });
+    // the first is written at once; the others wait for it and go together, a4 ahead of a3
+    const outcomes = await Promise.all([a1, b1, a2, a1, b2, a4!, a3!].map((commit) => sink.write(commit!)));
+    expect(outcomes.map((outcome) => outcome.kind)).toEqual(['written', 'written', 'written', 'duplicate', 'written', 'out_of_order', 'written']);
+    expect((await database.pool.query('SELECT count(DISTINCT applied_at)::int AS n FROM commits')).rows[0].n).toBe(2);
+    expect(await sink.write(a4!)).toEqual({ kind: 'written' });
+    const rows = (await database.pool.query('SELECT tenant, last_seq, commits, user_messages FROM conversations ORDER BY tenant')).rows;
+    expect(rows).toEqual([
+      { tenant: 'acme', last_seq: 4, commits: 4, user_messages: 4 },
+      { tenant: 'globex', last_seq: 2, commits: 2, user_messages: 2 },
+    ]);
+    expect((await database.pool.query('SELECT seq, event FROM events WHERE tenant = $1 ORDER BY seq', ['acme'])).rows.map((row) => row.event.content[0].text)).toEqual(['a1', 'a2', 'a3', 'a4']);
+  });
+
+  it('of two starts of one call written together, keeps the first', async () => {
+    const agent = { ...ref, source: 'agent' as const };
+    const step = commitOf([draftEvent(agent, 'action', { tool_call_id: 'call-1', tool_name: 'terminal', arguments: '{}', input: { command: 'ls' }, thought: [], response_id: 'r1', security_risk: 'low' })]);
+    const actionId = step.events[0]!.id;
+    const first = commitOf([draftEvent({ ...ref, source: 'environment', now: at(200) }, 'execution_started', { action_ids: [actionId], runner: 'runner-1' })]);
+    const second = commitOf([draftEvent({ ...ref, source: 'environment', now: at(300) }, 'execution_started', { action_ids: [actionId], runner: 'runner-2' })]);
+    const sink = new CommitWriter(database.pool, { firstCommitSeq: () => Promise.resolve(1), transactions: 1 });
+    // the action is written at once; both starts wait for it and go together
+    expect((await Promise.all([step, first, second].map((commit) => sink.write(commit)))).map((outcome) => outcome.kind)).toEqual(['written', 'written', 'written']);
+    expect((await database.pool.query('SELECT runner FROM tool_calls')).rows).toEqual([{ runner: 'runner-1' }]);
+  });
 });

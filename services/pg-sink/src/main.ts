@@ -7,7 +7,9 @@ await runService({
   consumer: SINK_GROUP,
   // its credential only reads the log: it waits for the stream instead of creating it
   createsStream: false,
-  // one PostgreSQL connection per commit written at once; commits pulled in batches
-  defaults: { concurrency: 16, pullIntervalMs: 10 },
+  // the writer keeps each conversation's commits in order (one lane each), writing those it holds together
+  concurrentPerConversation: true,
+  // commits in flight: those that arrive while a transaction is under way are written together in the next
+  defaults: { concurrency: 256, pullIntervalMs: 10 },
   start: startSink,
 });

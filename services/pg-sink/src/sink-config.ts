@@ -4,6 +4,7 @@ import { z } from 'zod';
 export const SinkVariables = {
   databaseUrl: 'FLOTILLA_DATABASE_URL',
   lagIntervalMs: 'FLOTILLA_SINK_LAG_INTERVAL_MS',
+  transactions: 'FLOTILLA_SINK_TRANSACTIONS',
 } as const;
 
 const DatabaseUrl = z
@@ -16,6 +17,8 @@ export type SinkConfig = {
   readonly databaseUrl: string;
   /** How often the lag and pending gauges are measured. */
   readonly lagIntervalMs: number;
+  /** Transactions written at once, each on a PostgreSQL connection of its own (CommitWriter's lanes). */
+  readonly transactions: number;
 };
 
 /** Reads the sink's settings; throws naming the variable. */
@@ -24,7 +27,9 @@ export function loadSinkConfig(environment: NodeJS.ProcessEnv = process.env): Si
   if (!url.success) throw new Error(`${SinkVariables.databaseUrl} ${url.error.issues[0]?.message ?? 'is invalid'}`);
   const interval = z.coerce.number().int().min(100).max(60_000).safeParse(environment[SinkVariables.lagIntervalMs] ?? 1_000);
   if (!interval.success) throw new Error(`${SinkVariables.lagIntervalMs} must be a whole number of milliseconds from 100 to 60000`);
-  return { databaseUrl: url.data, lagIntervalMs: interval.data };
+  const transactions = z.coerce.number().int().min(1).max(64).safeParse(environment[SinkVariables.transactions] ?? 2);
+  if (!transactions.success) throw new Error(`${SinkVariables.transactions} must be a whole number from 1 to 64`);
+  return { databaseUrl: url.data, lagIntervalMs: interval.data, transactions: transactions.data };
 }
 
 /** The URL without its password, for logs. */

@@ -12,13 +12,13 @@ export const SINK_GROUP = 'pg-sink';
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The PostgreSQL sink's part of runService: a connection pool (one connection per commit handled
- * at once), the schema migrated (waiting for the database at start), the group's commits written
+ * The PostgreSQL sink's part of runService: a connection pool (one connection per transaction
+ * written at once, and one for the rest), the schema migrated (waiting for the database at start), the group's commits written
  * by the handler, the lag gauges, and /ready false while the database does not answer.
  */
 export async function startSink({ config, logger, jsm, log, metrics }: ServiceContext): Promise<ServiceParts> {
   const sink = loadSinkConfig(process.env);
-  const pool = new pg.Pool({ connectionString: sink.databaseUrl, max: config.concurrency, connectionTimeoutMillis: 5_000, application_name: config.instanceId });
+  const pool = new pg.Pool({ connectionString: sink.databaseUrl, max: sink.transactions + 1, connectionTimeoutMillis: 5_000, application_name: config.instanceId });
   // an idle connection whose server went away: the pool drops it; the next commit opens another
   pool.on('error', (error) => logger.warn({ err: error }, 'a PostgreSQL connection failed; it is replaced'));
   const database = describeDatabase(sink.databaseUrl);
@@ -34,6 +34,7 @@ export async function startSink({ config, logger, jsm, log, metrics }: ServiceCo
     }
   }
   const writer = new CommitWriter(pool, {
+    transactions: sink.transactions,
     firstCommitSeq: (ref) => log.firstCommitSeq(ref),
     onRestart: (ref, commit, reason) => logger.warn({ ...ref, streamSeq: commit.streamSeq, reason }, 'a conversation row starts again from this commit'),
   });
