@@ -1,7 +1,7 @@
 import { draftEvent } from '@flotilla/events';
 import { EMPTY_TAIL, type ConversationRef, type EventLog, type Tail } from '@flotilla/log';
 import { NatsServerProcess } from '@flotilla/nats-embedded';
-import { AckBatch, ensureDurableConsumer, ServiceMetrics, startCommitConsumer } from '@flotilla/runtime';
+import { AckBatch, ensureDurableConsumer, ServiceMetrics, startCommitConsumer, type Delivery } from '@flotilla/runtime';
 import { waitReady } from '@flotilla/supervisor';
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -83,7 +83,7 @@ async function writeBacklog(log: EventLog, ref: ConversationRef, events: number)
  * Starts the services and resolves, per service, the ms from its start until its group has nothing
  * pending or unacknowledged, and until it answered ready (it consumes from just before that).
  */
-async function restartAndDrain(system: RunningTestSystem, children: RunningTestSystem['processes']): Promise<{ ms: number; readyMs: number }[]> {
+export async function restartAndDrain(system: RunningTestSystem, children: RunningTestSystem['processes']): Promise<{ ms: number; readyMs: number }[]> {
   const started = performance.now();
   for (const child of children) child.start();
   const ready = await Promise.all(children.map((child) => waitReady(system.healthUrls.get(child.name)!, 60_000).then(() => performance.now() - started)));
@@ -101,7 +101,7 @@ async function restartAndDrain(system: RunningTestSystem, children: RunningTestS
 }
 
 /** A durable consumer of the whole stream read with nats.js' consume() and each message acked: ms until `count` are acked. */
-async function rawDrain(nc: NatsConnection, jsm: JetStreamManager, stream: string, count: number, name = `raw-${Date.now()}`): Promise<number> {
+export async function rawDrain(nc: NatsConnection, jsm: JetStreamManager, stream: string, count: number, name = `raw-${Date.now()}`): Promise<number> {
   await jsm.consumers.add(stream, { durable_name: name, ack_policy: AckPolicy.Explicit, max_ack_pending: 256 });
   const consumer = await jetstream(nc).consumers.get(stream, name);
   const started = performance.now();
@@ -118,8 +118,8 @@ async function rawDrain(nc: NatsConnection, jsm: JetStreamManager, stream: strin
   return ms;
 }
 
-/** The runtime's commit consumer with a handler that only acks, as the services configure it (32 at once; standing or batched pull). */
-async function runtimeConsumerDrain(system: RunningTestSystem, count: number, batched: boolean): Promise<number> {
+/** The runtime's commit consumer with a handler that only acks (after `work`, nothing by default), as the services configure it (32 at once; standing or batched pull). */
+export async function runtimeConsumerDrain(system: RunningTestSystem, count: number, batched: boolean, work: (delivery: Delivery) => void = () => undefined): Promise<number> {
   const { log, nc } = system;
   const name = `runtime-${batched ? 'batched' : 'consume'}-${Date.now()}`;
   await ensureDurableConsumer(log.jsm, { stream: log.streamName, name, filterSubject: `${log.subjectPrefix}.>`, ackWaitMs: 30_000, maxAckPending: 256 });
@@ -138,7 +138,8 @@ async function runtimeConsumerDrain(system: RunningTestSystem, count: number, ba
     metrics: new ServiceMetrics(name),
     acks: new AckBatch(20),
     ...(batched ? { batched: { nc, intervalMs: 10 } } : {}),
-    handler: async () => {
+    handler: async (delivery) => {
+      work(delivery);
       if (++handled === count) done();
       return { ack: true, outcome: 'ok' };
     },

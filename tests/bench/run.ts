@@ -5,6 +5,7 @@ import { benchCommandLatency } from './command-latency.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
 import { benchModelRequest } from './model-request.bench.js';
 import { benchSandbox } from './sandbox.bench.js';
+import { benchSink } from './sink.bench.js';
 import { benchStepCycle } from './step-cycle.bench.js';
 import { benchStepWorkerMemory } from './step-worker-memory.bench.js';
 import { benchThroughput } from './throughput.bench.js';
@@ -50,6 +51,7 @@ const benches: Record<string, () => Promise<string>> = {
   sandbox: () => benchSandbox(),
   'backlog-drain': () => benchBacklogDrain(),
   tracing: () => benchTracing(),
+  sink: () => benchSink(),
 };
 
 const names = args.length > 0 ? args : Object.keys(benches);

@@ -1,10 +1,10 @@
 import { availableParallelism } from 'node:os';
-import { startTestSystem } from '../support/system.js';
+import { startTestSystem, type RunningTestSystem, type SystemOptions } from '../support/system.js';
 import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js';
 import { sumByLabel, cpuSeconds } from './process-stats.js';
 import { ms, percentile, table } from './stats.js';
 
-type Topology = { readonly stepWorkers: number; readonly toolRunners: number; readonly model: 'in-process' | 'server'; readonly why: string };
+export type Topology = { readonly stepWorkers: number; readonly toolRunners: number; readonly model: 'in-process' | 'server'; readonly why: string };
 
 /**
  * The simulated model runs in each step worker's process (the runtime alone, as in production,
@@ -13,7 +13,7 @@ type Topology = { readonly stepWorkers: number; readonly toolRunners: number; re
  * when it adds no cores. Then the model as a local server called through the SDK over HTTP: the
  * SDK's CPU, and the server's on the same two cores.
  */
-const TOPOLOGIES: readonly Topology[] = [
+export const TOPOLOGIES: readonly Topology[] = [
   { stepWorkers: 1, toolRunners: 1, model: 'in-process', why: 'one process of each service, as the embedded launcher runs them; the model in the step worker' },
   { stepWorkers: 2, toolRunners: 2, model: 'in-process', why: 'scaled out on the same cores: what horizontal scaling costs when it adds no CPU; the model in each step worker' },
   { stepWorkers: 1, toolRunners: 1, model: 'server', why: 'one process of each service; the model a local server called through the SDK over HTTP, on the same cores' },
@@ -26,14 +26,25 @@ export async function benchThroughput(): Promise<string> {
 }
 
 /**
+ * Another benchmark's look at the same load (e.g. the sink's lag): more of the system (`system`),
+ * `start` called as the window opens and `stop` as it closes (before the services stop), its
+ * report printed after the throughput's.
+ */
+export type ThroughputObserver = {
+  readonly system: Pick<SystemOptions, 'pgSinks' | 'databaseUrl'>;
+  start(system: RunningTestSystem): void;
+  stop(system: RunningTestSystem): Promise<string>;
+};
+
+/**
  * Steps per second of many concurrent conversations against a model with a fixed latency, over a
  * fixed window after warm-up, against the LLM-bound ideal: every conversation steps once per
  * (model latency + unloaded step-cycle time), the latter measured in the same run.
  */
-async function throughputRun(topology: Topology, conversations = 500, latencyMs = 1_000, warmupMs = 10_000, windowMs = 30_000): Promise<string> {
+export async function throughputRun(topology: Topology, observer?: ThroughputObserver, conversations = 500, latencyMs = 1_000, warmupMs = 10_000, windowMs = 30_000): Promise<string> {
   const { stepWorkers, toolRunners, model } = topology;
   // a condenser too, as the launcher runs one: it is delivered every commit (none here asks it to condense)
-  await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, condensers: 1, model, agent: { condenser: { maxEvents: 100_000 } } });
+  await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, condensers: 1, model, agent: { condenser: { maxEvents: 100_000 } }, ...observer?.system });
 
   // unloaded cycle time with a zero-latency model (what a step costs besides the model)
   const probe = { tenant: 'bench', conversation: 'calibrate' };
@@ -53,11 +64,13 @@ async function throughputRun(topology: Topology, conversations = 500, latencyMs 
   const cpuBefore = await Promise.all([...pids.values()].map(cpuSeconds));
   const benchBefore = process.cpuUsage();
   const handledBefore = await outcomes();
+  observer?.start(system);
   await new Promise((resolve) => setTimeout(resolve, windowMs));
   const windowEnd = Date.now();
   const cpuAfter = await Promise.all([...pids.values()].map(cpuSeconds));
   const bench = process.cpuUsage(benchBefore);
   const handledAfter = await outcomes();
+  const observed = await observer?.stop(system);
   await Promise.all(system.processes.map((child) => child.stop()));
 
   const brainCalls = system.brain.calls.filter((call) => call.completed && call.closedAt !== undefined && call.closedAt >= windowStart && call.closedAt < windowEnd).length;
@@ -116,5 +129,6 @@ async function throughputRun(topology: Topology, conversations = 500, latencyMs 
     `CPU budget per step at 90 % of ideal on ${availableParallelism()} cores: ${((1_000 * availableParallelism()) / (0.9 * ideal)).toFixed(2)} ms`,
     '',
     table(handledRows),
+    ...(observed === undefined ? [] : ['', observed]),
   ].join('\n');
 }
