@@ -4,12 +4,12 @@
  * where it must: a build that reads only v1 keeps reading every conversation that never used a
  * v2 event type, and fails loudly (never misreads) on the others.
  */
-export const CURRENT_PROTOCOL_VERSION = 3 as const;
+export const CURRENT_PROTOCOL_VERSION = 4 as const;
 
 /** Versions this build can read. Events of any other version fail loudly. */
-export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1, 2, 3];
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
-export type ProtocolVersion = 1 | 2 | 3;
+export type ProtocolVersion = 1 | 2 | 3 | 4;
 
 /**
  * The version that introduced each event type that is not in v1. v2 = v1 + `secret_changed`;
