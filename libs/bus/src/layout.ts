@@ -21,6 +21,10 @@ export const Buckets = {
   workspaces: 'flotilla_workspaces',
   /** Each conversation's view (and what a step decides from) at its last condensation: derived, rebuilt from the log. */
   viewCheckpoints: 'flotilla_view_checkpoints',
+  /** Each tenant's webhook registrations (the signing secret encrypted with the secrets key): written by the gateway, read by the webhooks service. */
+  webhooks: 'flotilla_webhooks',
+  /** Webhook deliveries that failed every attempt: written by the webhooks service, read over REST. */
+  webhookDeadLetters: 'flotilla_webhook_dead_letters',
 } as const;
 export type BucketRole = keyof typeof Buckets;
 
@@ -45,6 +49,13 @@ export const RunnerSubjects = {
 
 /** The core subject on which the projector removes one conversation's log (the only purge a service may ask for). */
 export const PURGE_SUBJECT = 'flotilla.projector.purge';
+
+/**
+ * The webhooks service's queue of deliveries still to make (a work queue: a delivery leaves it
+ * when it is done or dead-lettered), one subject per webhook: `<prefix>.<tenant>.<webhook>`.
+ * Only the webhooks service touches it.
+ */
+export const WEBHOOK_DELIVERIES = { stream: 'FLOTILLA_WEBHOOK_DELIVERIES', subjectPrefix: 'flotilla.webhook' } as const;
 
 /** The events stream's names a deployment chose (FLOTILLA_STREAM, FLOTILLA_SUBJECT_PREFIX). */
 export type StreamNames = { readonly stream: string; readonly subjectPrefix: string };

@@ -1,5 +1,5 @@
 import { answersPrefix } from './connection-options.js';
-import { Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects } from './layout.js';
+import { Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
 import { appendsToLog, CONSUMER_GROUPS, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
 
 const ACCESS_WORDS = { read: 'reads', write: 'writes', 'read-write': 'reads, writes', 'write-only': 'writes, never reads' } as const;
@@ -12,6 +12,7 @@ const EXTRA: Readonly<Record<ServiceName, string>> = {
   condenser: '—',
   projector: `purges one conversation's subject on the gateway's request (\`${PURGE_SUBJECT}\`), answered under \`${answersPrefix('gateway')}.>\`: the only purge right a service holds`,
   'pg-sink': 'nothing else: it reads the log into PostgreSQL, and may not even create the stream (it waits for it)',
+  webhooks: `its queue of deliveries, the stream \`${WEBHOOK_DELIVERIES.stream}\` (\`${WEBHOOK_DELIVERIES.subjectPrefix}.<tenant>.<webhook>\`): creates, publishes to, pulls and acks its own group; may not create the events stream (it waits for it)`,
 };
 
 /**

@@ -2,14 +2,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NatsServerProcess } from '@flotilla/nats-embedded';
-import { AckPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBusSettings } from './bus-settings.js';
 import { connectionOptions, inboxPrefix } from './connection-options.js';
 import { requestAnswer } from './answered-request.js';
-import { bucketStream, Buckets, DEFAULT_STREAM_NAME, PURGE_SUBJECT, RunnerSubjects } from './layout.js';
+import { bucketStream, Buckets, DEFAULT_STREAM_NAME, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
 import { permissionsFor, SERVICES, type Identity } from './permissions.js';
 import { authorizationConfig, ensureUsers, userEnvironment, type GeneratedUser } from './server-authorization.js';
 
@@ -70,7 +70,7 @@ describe('the server configured from the matrix', () => {
   });
 
   it('lets each service open the events stream and its own group consumer', async () => {
-    for (const service of ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink'] as const) {
+    for (const service of ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks'] as const) {
       const jsm = await jetstreamManager(await as(service));
       expect((await jsm.streams.info(DEFAULT_STREAM_NAME)).config.name).toBe(DEFAULT_STREAM_NAME);
       await jsm.consumers.add(DEFAULT_STREAM_NAME, { durable_name: service, ack_policy: AckPolicy.Explicit, filter_subject: 'flotilla.ev.>' });
@@ -143,6 +143,34 @@ describe('the server configured from the matrix', () => {
     expect(await attempt(() => jsm.streams.purge(DEFAULT_STREAM_NAME))).toBe('refused');
     expect(await attempt(() => nc.request(`$JS.API.CONSUMER.MSG.NEXT.${DEFAULT_STREAM_NAME}.projector`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2_000 }))).toBe('refused');
     expect(await attempt(() => new Kvm(nc).open(Buckets.snapshots).then((kv) => kv.get('acme.c1')))).toBe('refused');
+  });
+
+  it('lets the webhooks service read the log, pull its group, keep its own delivery queue and write dead letters; nothing else', async () => {
+    const nc = await as('webhooks');
+    const jsm = await jetstreamManager(nc);
+    const js = jetstream(nc);
+    expect((await jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.acme.c1' }))?.string()).toBe('acme commit');
+    expect(await attempt(() => js.publish('flotilla.ev.acme.c3', 'forged'))).toBe('refused');
+    expect(await attempt(() => jsm.streams.add({ name: 'FLOTILLA_OTHER', subjects: ['other.>'] }))).toBe('refused');
+    // its queue: created, filled, pulled and acked by it
+    await jsm.streams.add({ name: WEBHOOK_DELIVERIES.stream, subjects: [`${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`], retention: RetentionPolicy.Workqueue });
+    await js.publish(`${WEBHOOK_DELIVERIES.subjectPrefix}.acme.wh1`, 'a delivery');
+    await jsm.consumers.add(WEBHOOK_DELIVERIES.stream, { durable_name: 'webhooks', ack_policy: AckPolicy.Explicit });
+    const delivery = await (await js.consumers.get(WEBHOOK_DELIVERIES.stream, 'webhooks')).next({ expires: 2_000 });
+    expect(delivery?.string()).toBe('a delivery');
+    delivery?.ack();
+    // registrations it reads but never writes; dead letters it writes; never a secret's ciphertext
+    const registrations = await new Kvm(nc).open(Buckets.webhooks);
+    expect(await attempt(() => registrations.get('acme.wh1'))).toBe('allowed');
+    expect(await attempt(() => registrations.put('acme.wh1', 'forged'))).toBe('refused');
+    expect(await attempt(() => new Kvm(nc).open(Buckets.webhookDeadLetters).then((kv) => kv.put('acme.wh1.evt_1', '{}')))).toBe('allowed');
+    expect(await attempt(() => new Kvm(nc).open(Buckets.secrets).then((kv) => kv.get('acme.defaults.TOKEN')))).toBe('refused');
+    expect(await attempt(() => nc.request(`$JS.API.CONSUMER.MSG.NEXT.${DEFAULT_STREAM_NAME}.step-worker`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2_000 }))).toBe('refused');
+    // nobody else touches the queue, not even the gateway that registers the webhooks
+    const gateway = await as('gateway');
+    expect(await attempt(() => jetstream(gateway).publish(`${WEBHOOK_DELIVERIES.subjectPrefix}.acme.wh1`, 'forged'))).toBe('refused');
+    expect(await attempt(() => jetstreamManager(gateway).then((manager) => manager.streams.info(WEBHOOK_DELIVERIES.stream)))).toBe('refused');
+    expect(await attempt(() => new Kvm(gateway).open(Buckets.webhooks).then((kv) => kv.put('acme.wh2', '{}')))).toBe('allowed');
   });
 
   it('lets the projector purge (a conversation’s log, on the gateway’s request) but not append', async () => {

@@ -1,16 +1,18 @@
 import { answersPrefix, inboxPrefix } from './connection-options.js';
-import { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, type BucketRole, type StreamNames } from './layout.js';
+import { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
-export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink'] as const;
+export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 /** Services whose instances share one durable consumer (named after the service). */
-export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink'];
+export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks'];
 /**
- * Services that only read the log: the projector (its read models are derived) and the
- * PostgreSQL sink (analytics tables). The sink may not even create the stream: it waits for it.
+ * Services that only read the log: the projector (its read models are derived), the PostgreSQL
+ * sink (analytics tables) and the webhooks service (POSTs to tenants' receivers).
  */
-const READS_ONLY: readonly ServiceName[] = ['projector', 'pg-sink'];
+const READS_ONLY: readonly ServiceName[] = ['projector', 'pg-sink', 'webhooks'];
+/** Readers that may not even create the events stream: they wait for it. */
+const WAITS_FOR_STREAM: readonly ServiceName[] = ['pg-sink', 'webhooks'];
 
 /** True when the service's credential may append to conversations' logs. */
 export function appendsToLog(service: ServiceName): boolean {
@@ -95,6 +97,8 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['secretNames', 'read-write'],
     ['runners', 'read'],
     ['workspaces', 'read'],
+    ['webhooks', 'read-write'],
+    ['webhookDeadLetters', 'read-write'],
   ],
   // model keys given as secrets: the services that call a conversation's model read them
   'step-worker': [
@@ -113,6 +117,11 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
   ],
   // what it writes goes to PostgreSQL, never to NATS
   'pg-sink': [],
+  // registrations it delivers to (decrypting their signing secrets with the secrets key); never the secrets bucket
+  webhooks: [
+    ['webhooks', 'read'],
+    ['webhookDeadLetters', 'write'],
+  ],
 };
 
 /** A bucket: `read` gets and watches; `write` puts and deletes; `write-only` writes and reads the stream's info, never a value. */
@@ -151,7 +160,7 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   const service: ServiceName = identity;
   // its own inbox too: an answer to a request of another instance of the same service (a
   // forwarded wake-up) must still go out after a server restart forgot who asked
-  const publish = [`${API}.INFO`, ...(service === 'pg-sink' ? [] : createStream(stream)), ...readStream(stream), inbox];
+  const publish = [`${API}.INFO`, ...(WAITS_FOR_STREAM.includes(service) ? [] : createStream(stream)), ...readStream(stream), inbox];
   // every service process follows interrupts (runService), even those with nothing to cancel
   const subscribe = [inbox, interrupts];
   // answers to the gateway's deletion requests go to its answers branch, nowhere else in its inbox
@@ -172,6 +181,10 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       break;
     case 'condenser':
     case 'pg-sink':
+      break;
+    case 'webhooks':
+      // its queue of deliveries: created, filled and consumed by it alone
+      publish.push(...createStream(WEBHOOK_DELIVERIES.stream), `${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`, ...groupSubjects(WEBHOOK_DELIVERIES.stream, service));
       break;
     case 'projector':
       // the one purge a service may do: a conversation's subject, when the gateway deletes it
