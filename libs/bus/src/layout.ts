@@ -45,6 +45,10 @@ export const RunnerSubjects = {
   /** The same, answered by any one runner (the queue group below) when the owner is gone. */
   deleteAny: 'flotilla.runners.delete',
   deleteQueue: 'flotilla-runners',
+  /** A request about a conversation's workspace (list, read or write a file, git status or diff) to the runner that owns it. */
+  workspace: (runner: string): string => `flotilla.runner.${runner}.workspace`,
+  /** The same, taken by any one runner (the queue group above) when no live runner owns the workspace: it claims the workspace first. */
+  workspaceAny: 'flotilla.runners.workspace',
 } as const;
 
 /** The core subject on which the projector removes one conversation's log (the only purge a service may ask for). */

@@ -6,9 +6,9 @@ const ACCESS_WORDS = { read: 'reads', write: 'writes', 'read-write': 'reads, wri
 
 /** What each service may do besides reading the log and creating the stream if missing, in words. */
 const EXTRA: Readonly<Record<ServiceName, string>> = {
-  gateway: `publishes interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`), deletion requests (\`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${PURGE_SUBJECT}\`); receives token deltas`,
+  gateway: `publishes interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`), deletion requests (\`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${PURGE_SUBJECT}\`), workspace requests (\`${RunnerSubjects.workspace('*')}\`, \`${RunnerSubjects.workspaceAny}\`: files, git); receives token deltas`,
   'step-worker': 'publishes token deltas',
-  'tool-runner': `receives wake-ups and deletions (\`${RunnerSubjects.wake('*')}\`, \`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`), forwards wake-ups; answers the gateway's deletions under \`${answersPrefix('gateway')}.>\``,
+  'tool-runner': `receives wake-ups, deletions and workspace requests (\`${RunnerSubjects.wake('*')}\`, \`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${RunnerSubjects.workspace('*')}\`, \`${RunnerSubjects.workspaceAny}\`), forwards wake-ups; answers the gateway's deletions and workspace requests under \`${answersPrefix('gateway')}.>\``,
   condenser: '—',
   projector: `purges one conversation's subject on the gateway's request (\`${PURGE_SUBJECT}\`), answered under \`${answersPrefix('gateway')}.>\`: the only purge right a service holds`,
   'pg-sink': 'nothing else: it reads the log into PostgreSQL, and may not even create the stream (it waits for it)',

@@ -186,6 +186,8 @@ describe('the server configured from the matrix', () => {
     const gateway = await as('gateway');
     for (const [service, subject] of [
       ['tool-runner', RunnerSubjects.deleteAny],
+      ['tool-runner', RunnerSubjects.workspaceAny],
+      ['tool-runner', RunnerSubjects.workspace('runner-1')],
       ['projector', PURGE_SUBJECT],
     ] as const) {
       const nc = await as(service);
@@ -203,6 +205,20 @@ describe('the server configured from the matrix', () => {
     }
     // response permissions make every JetStream delivery walk the user's recent ones on nats-server 2.9 (requestAnswer)
     for (const identity of [...SERVICES, 'admin', 'tap', { tenantTap: 'acme' }] as const) expect(permissionsFor(identity)).not.toHaveProperty('allow_responses');
+  });
+
+  it('lets only the gateway ask the tool runners about a workspace (its files hold what the agent made)', async () => {
+    for (const service of ['step-worker', 'condenser', 'projector', 'pg-sink', 'webhooks'] as const) {
+      const nc = await as(service);
+      expect(await attempt(() => requestAnswer(nc, RunnerSubjects.workspaceAny, undefined, { timeout: 2_000 })), service).toBe('refused');
+      expect(await attempt(() => requestAnswer(nc, RunnerSubjects.workspace('runner-1'), undefined, { timeout: 2_000 })), service).toBe('refused');
+    }
+    // nor does anyone but a tool runner receive them
+    const listener = await as('gateway');
+    expect(await attempt(() => new Promise((resolve, reject) => {
+      listener.subscribe(RunnerSubjects.workspaceAny, { callback: (error) => (error ? reject(error) : resolve(undefined)) });
+      listener.flush().then(() => setTimeout(resolve, 500), reject);
+    }))).toBe('refused');
   });
 
   it('refuses API-key and ownership writes to services that do not own them', async () => {

@@ -163,13 +163,13 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   const publish = [`${API}.INFO`, ...(WAITS_FOR_STREAM.includes(service) ? [] : createStream(stream)), ...readStream(stream), inbox];
   // every service process follows interrupts (runService), even those with nothing to cancel
   const subscribe = [inbox, interrupts];
-  // answers to the gateway's deletion requests go to its answers branch, nowhere else in its inbox
+  // answers to the gateway's requests (deletions, workspace requests) go to its answers branch, nowhere else in its inbox
   const gatewayAnswers = `${answersPrefix('gateway')}.>`;
   if (CONSUMER_GROUPS.includes(service)) publish.push(...groupSubjects(stream, service));
   if (appendsToLog(service)) publish.push(events);
   switch (service) {
     case 'gateway':
-      publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, PURGE_SUBJECT);
+      publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny, PURGE_SUBJECT);
       subscribe.push(deltas);
       break;
     case 'step-worker':
@@ -177,7 +177,7 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       break;
     case 'tool-runner':
       publish.push(RunnerSubjects.wake('*'), gatewayAnswers);
-      subscribe.push(RunnerSubjects.wake('*'), RunnerSubjects.delete('*'), RunnerSubjects.deleteAny);
+      subscribe.push(RunnerSubjects.wake('*'), RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny);
       break;
     case 'condenser':
     case 'pg-sink':
