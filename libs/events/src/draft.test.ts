@@ -15,6 +15,18 @@ const context: DraftContext = {
 const ENVELOPE = new Set(['v', 'id', 'seq', 'tenant', 'conversation', 'source', 'timestamp', 'parent', 'type']);
 
 describe('draftEvent', () => {
+  it('stamps the oldest version that expresses the event: v4 for a stored image, in any content list, and the type\'s otherwise', () => {
+    const stored = { type: 'image' as const, sha256: 'a'.repeat(64), bytes: 10, media_type: 'image/png' };
+    const withImage = draftEvent(context, 'message', { role: 'user', content: [{ type: 'text', text: 'look' }, stored] });
+    expect(withImage.v).toBe(4);
+    expect(draftEvent(context, 'message', { role: 'user', content: [{ type: 'image', url: 'https://example.com/a.png' }] }).v).toBe(1);
+    const observation = draftEvent(context, 'observation', { action_id: 'a1', tool_call_id: 't1', tool_name: 'x', content: [stored], is_error: false });
+    expect(observation.v).toBe(4);
+    expect(parseEvent({ ...withImage, seq: 3 }).v).toBe(4);
+    // the same event stamped older is refused at its v, naming the field that needs v4
+    expect(() => parseEvent({ ...withImage, seq: 3, v: 3 })).toThrowError(/v: a stored image .* exists from protocol version 4 on/);
+  });
+
   it('fills the envelope: version, fresh id, tenant, conversation, source, UTC timestamp', () => {
     const draft = draftEvent(context, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] });
     expect(draft).toMatchObject({

@@ -20,14 +20,14 @@ type DraftBody<T extends EventType> = Omit<
 
 /**
  * Builds an event draft with the envelope filled in (version, id, tenant, conversation,
- * source, UTC timestamp, parent). The version is the oldest that has the event's type
- * (`protocolVersionOf`). The log validates the draft and assigns `seq` on append.
+ * source, UTC timestamp, parent). The version is the oldest that can express the event: its
+ * type's, or a later field's it uses (`protocolVersionOf`). The log validates the draft and assigns `seq` on append.
  */
 export function draftEvent<T extends EventType>(context: DraftContext, type: T, body: DraftBody<T>): Extract<EventDraft, { type: T }> {
   const { id, source, parent, ...payload } = body;
   const resolvedParent = parent ?? context.parent;
   return {
-    v: protocolVersionOf(type),
+    v: protocolVersionOf({ type, ...payload }),
     id: id ?? newId(),
     type,
     tenant: context.tenant,

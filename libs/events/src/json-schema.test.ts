@@ -43,6 +43,22 @@ describe('the JSON Schema of each older protocol version', () => {
   });
 });
 
+describe('an older reader of a newer event', () => {
+  it('refuses, at v, every v4 golden event that needs v4 (a stored image): never misreads it', () => {
+    const path = join(import.meta.dirname, '..', 'schema', 'flotilla-events.v3.schema.json');
+    const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true, validateFormats: false });
+    ajv.addSchema(JSON.parse(readFileSync(path, 'utf8')) as object);
+    const event = ajv.getSchema('urn:flotilla:events:v3#/$defs/Event')!;
+    const needsV4 = goldenEvents(4).filter((fixture) => JSON.stringify(fixture.value).includes('"sha256"'));
+    expect(needsV4.length).toBeGreaterThan(0);
+    for (const fixture of needsV4) {
+      expect(event(fixture.value), fixture.name).toBe(false);
+      // with its v lowered to 3 it is still refused: the field is unknown to v3
+      expect(event({ ...(fixture.value as object), v: 3 }), fixture.name).toBe(false);
+    }
+  });
+});
+
 describe('published JSON Schema', () => {
   const schema = compile();
 

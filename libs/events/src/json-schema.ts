@@ -31,7 +31,8 @@ import { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 import { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
 import { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
 import { WorkspaceContextEvent, WorkspacePath } from './schemas/workspace-context-events.js';
-import { CURRENT_PROTOCOL_VERSION, laterEventTypes } from './version.js';
+import { CONTENT_FIELDS, CURRENT_PROTOCOL_VERSION, laterEventTypes, versionsSince } from './version.js';
+import { STORED_IMAGE_MEDIA_TYPES } from './schemas/content.js';
 
 export const JSON_SCHEMA_ID = `urn:flotilla:events:v${CURRENT_PROTOCOL_VERSION}`;
 export const JSON_SCHEMA_FILE_NAME = `flotilla-events.v${CURRENT_PROTOCOL_VERSION}.schema.json`;
@@ -95,11 +96,16 @@ const REFINEMENTS = new Map<z.core.$ZodType, JsonSchema>([
   [
     ImageContent,
     {
-      $comment: 'Exactly one of url or data; inline data needs its media_type.',
-      oneOf: [{ required: ['url'] }, { required: ['data'] }],
-      dependentRequired: { data: ['media_type'] },
+      $comment: 'Exactly one of url, data or sha256; inline data needs its media_type; a stored image (sha256) its bytes and a media_type of png, jpeg, gif or webp; bytes and name only with sha256.',
+      oneOf: [{ required: ['url'] }, { required: ['data'] }, { required: ['sha256'] }],
+      dependentRequired: { data: ['media_type'], sha256: ['media_type', 'bytes'], bytes: ['sha256'], name: ['sha256'] },
+      if: { required: ['sha256'] },
+      then: { properties: { media_type: { type: 'string', enum: [...STORED_IMAGE_MEDIA_TYPES] } } },
     },
   ],
+  [MessageEvent, storedImagesNeedVersion4(MessageEvent)],
+  [ActionEvent, storedImagesNeedVersion4(ActionEvent)],
+  [ObservationEvent, storedImagesNeedVersion4(ObservationEvent)],
   [
     AgentErrorEvent,
     {
@@ -131,6 +137,16 @@ const REFINEMENTS = new Map<z.core.$ZodType, JsonSchema>([
   ],
 ]);
 
+/** The version rule of an event type with content lists: one holding a stored image carries v4 or later (`protocolVersionOf`). */
+function storedImagesNeedVersion4(schema: z.ZodObject): JsonSchema {
+  const fields = CONTENT_FIELDS.filter((field) => field in schema.shape);
+  return {
+    $comment: 'An event holding a stored image (an image part with sha256) exists from protocol version 4 on.',
+    if: { anyOf: fields.map((field) => ({ required: [field], properties: { [field]: { type: 'array', contains: { type: 'object', required: ['sha256'] } } } })) },
+    then: { properties: { v: { enum: versionsSince(4) } } },
+  };
+}
+
 const ROOT_COMMENT =
   'Generated from the zod schemas of @flotilla/events (npm run schema); do not edit by hand. ' +
   'Validate one event against #/$defs/Event and one commit (one JetStream message) against #/$defs/Commit. ' +
@@ -141,7 +157,7 @@ const ROOT_COMMENT =
   laterEventTypes()
     .map(([type, version]) => `${type} ${version}`)
     .join(', ') +
-  '; every other type 1) and may carry any later one. An agent_spec event\'s spec is checked here only as an object with a ' +
+  '; every other type 1) and may carry any later one; an event holding a stored image carries at least 4. An agent_spec event\'s spec is checked here only as an object with a ' +
   'version; the agent spec has its own published schema (flotilla-agent-spec.v<N>.schema.json). ' +
   'The format keyword is an ' +
   'annotation only; the pattern of each date-time enforces UTC with a Z suffix. A reader must reject a v it ' +

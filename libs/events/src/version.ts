@@ -29,9 +29,46 @@ export function versionsSince(introduced: ProtocolVersion): ProtocolVersion[] {
   return (SUPPORTED_PROTOCOL_VERSIONS as ProtocolVersion[]).filter((version) => version >= introduced);
 }
 
-/** The oldest protocol version that has this event type: the `v` a writer gives its events. */
-export function protocolVersionOf(type: string): ProtocolVersion {
-  return INTRODUCED_IN[type] ?? 1;
+/**
+ * Fields that a later version added to an event type of an earlier one, each with that version
+ * and how to tell that an event uses it. v4: a stored image (an image part with `sha256`) in any
+ * of an event's content lists. A reader of an older version refuses the field (events are
+ * strict), so an event using it carries the field's version and an older reader stops at the
+ * version, saying so, instead of at an unknown field.
+ */
+const FIELDS_INTRODUCED: readonly { readonly field: string; readonly version: ProtocolVersion; uses(event: object): boolean }[] = [
+  { field: 'a stored image (an image part with sha256)', version: 4, uses: holdsStoredImage },
+];
+
+/** The event fields whose values are content parts (text and images). */
+export const CONTENT_FIELDS = ['content', 'extended_content', 'thought'] as const;
+
+function holdsStoredImage(event: object): boolean {
+  for (const field of CONTENT_FIELDS) {
+    const parts = (event as Record<string, unknown>)[field];
+    if (!Array.isArray(parts)) continue;
+    for (const part of parts) if (typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'image' && 'sha256' in part) return true;
+  }
+  return false;
+}
+
+/**
+ * The oldest protocol version that can express an event: the `v` a writer gives it. Given a
+ * type alone, the version that introduced the type; given an event (or a draft), also the
+ * version of each later field it uses. The one place that decides an event's version: writers
+ * stamp it (`draftEvent`) and readers refuse an event whose `v` is older (the schemas).
+ */
+export function protocolVersionOf(event: string | { readonly type: string }): ProtocolVersion {
+  if (typeof event === 'string') return INTRODUCED_IN[event] ?? 1;
+  let version = INTRODUCED_IN[event.type] ?? 1;
+  for (const later of FIELDS_INTRODUCED) if (later.version > version && later.uses(event)) version = later.version;
+  return version;
+}
+
+/** What makes an event need a version later than its type's (undefined when nothing does): for error messages. */
+export function laterFieldOf(event: { readonly type: string }): { readonly field: string; readonly version: ProtocolVersion } | undefined {
+  const type = INTRODUCED_IN[event.type] ?? 1;
+  return FIELDS_INTRODUCED.filter((later) => later.version > type && later.uses(event)).sort((a, b) => b.version - a.version)[0];
 }
 
 /** The version of a commit holding these events: the newest of theirs (1 for none). */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { EventId } from '../ids.js';
 import { ContentPart, Reasoning } from './content.js';
-import { envelope } from './envelope.js';
+import { envelope, requireFieldVersions } from './envelope.js';
 
 /** A tool as the model was shown it. `parameters` is a JSON Schema object. */
 export const ToolSpec = z.strictObject({
@@ -44,7 +44,7 @@ export const MessageEvent = z.strictObject({
   response_id: z.string().min(1).optional(),
   activated_skills: z.array(z.string()).optional(),
   extended_content: z.array(ContentPart).optional(),
-});
+}).superRefine(requireFieldVersions);
 export type MessageEvent = z.infer<typeof MessageEvent>;
 
 export const SecurityRisk = z.enum(['unknown', 'low', 'medium', 'high']);
@@ -68,7 +68,7 @@ export const ActionEvent = z.strictObject({
   response_id: z.string().min(1),
   security_risk: SecurityRisk,
   summary: z.string().optional(),
-});
+}).superRefine(requireFieldVersions);
 export type ActionEvent = z.infer<typeof ActionEvent>;
 
 /** The result of running an action. */
@@ -82,7 +82,7 @@ export const ObservationEvent = z.strictObject({
   is_error: z.boolean(),
   /** Tool-specific, e.g. exit_code, cwd, still_running, offloaded output path. */
   details: z.record(z.string(), z.unknown()).optional(),
-});
+}).superRefine(requireFieldVersions);
 export type ObservationEvent = z.infer<typeof ObservationEvent>;
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConversationId, EventId, TenantId } from '../ids.js';
-import { versionsSince, type ProtocolVersion } from '../version.js';
+import { laterFieldOf, versionsSince, type ProtocolVersion } from '../version.js';
 
 export const EventSource = z.enum(['user', 'agent', 'environment', 'system', 'hook']);
 export type EventSource = z.infer<typeof EventSource>;
@@ -35,3 +35,14 @@ export const envelope = {
   timestamp: Timestamp,
   parent: EventId.optional(),
 };
+
+/**
+ * Refuses an event whose `v` is older than a field it uses needs (`protocolVersionOf`, e.g. a
+ * stored image needs v4): the refinement of every event type whose content lists may hold one.
+ */
+export function requireFieldVersions(event: { readonly v: number; readonly type: string }, context: z.RefinementCtx): void {
+  const later = laterFieldOf(event);
+  if (later !== undefined && event.v < later.version) {
+    context.addIssue({ code: 'custom', path: ['v'], message: `${later.field} exists from protocol version ${later.version} on: v must be at least ${later.version}` });
+  }
+}
