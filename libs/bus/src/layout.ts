@@ -25,6 +25,8 @@ export const Buckets = {
   webhooks: 'flotilla_webhooks',
   /** Webhook deliveries that failed every attempt: written by the webhooks service, read over REST. */
   webhookDeadLetters: 'flotilla_webhook_dead_letters',
+  /** Images of user messages by tenant and SHA-256 (`<tenant>.<sha256>.<chunk>`): the gateway writes them, step workers read them. */
+  images: 'flotilla_images',
 } as const;
 export type BucketRole = keyof typeof Buckets;
 

@@ -240,6 +240,23 @@ describe('the server configured from the matrix', () => {
     }
   });
 
+  it('lets the gateway store images without reading them back, the step worker read them, and nobody else either', async () => {
+    const writer = await new Kvm(await as('gateway')).open(Buckets.images);
+    expect(await attempt(() => writer.put('acme.0123.0', 'png bytes'))).toBe('allowed');
+    expect(await attempt(() => writer.get('acme.0123.0'))).toBe('refused');
+    const reader = await new Kvm(await as('step-worker')).open(Buckets.images);
+    expect((await reader.get('acme.0123.0'))?.string()).toBe('png bytes');
+    expect(await attempt(() => reader.put('acme.0123.0', 'forged'))).toBe('refused');
+    for (const service of ['tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks'] as const) {
+      const kv = await new Kvm(await as(service)).open(Buckets.images).catch(() => undefined);
+      if (kv === undefined) continue; // cannot even open it
+      expect(await attempt(() => kv.get('acme.0123.0')), service).toBe('refused');
+      expect(await attempt(() => kv.put('acme.0123.0', 'forged')), service).toBe('refused');
+    }
+    const tap = await as('tap');
+    expect(await attempt(() => new Kvm(tap).open(Buckets.images).then((kv) => kv.get('acme.0123.0')))).toBe('refused');
+  });
+
   it('lets a tap read every tenant but write nothing', async () => {
     const nc = await as('tap');
     const jsm = await jetstreamManager(nc);

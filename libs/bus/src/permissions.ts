@@ -99,11 +99,15 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['workspaces', 'read'],
     ['webhooks', 'read-write'],
     ['webhookDeadLetters', 'read-write'],
+    // the images users send: stored, never read back (only the model callers read them)
+    ['images', 'write-only'],
   ],
   // model keys given as secrets: the services that call a conversation's model read them
   'step-worker': [
     ['viewCheckpoints', 'read'],
     ['secrets', 'read'],
+    // the images of the user messages it sends to the model
+    ['images', 'read'],
   ],
   'tool-runner': [
     ['runners', 'read-write'],
