@@ -6,6 +6,7 @@ export { textResult, errorResult, resultText } from './core/result.js';
 export type { TextContent, ImageContent, ToolContent, ToolResult } from './core/result.js';
 export { openWorkspace } from './core/workspace.js';
 export type { Workspace } from './core/workspace.js';
+export type { DirectoryEntry, DirectoryListing, EntryType, ListLimits, OpenedFile } from './core/workspace-entries.js';
 export { createToolContext, safeSegment } from './core/context.js';
 export type { ToolContext, ToolContextOptions } from './core/context.js';
 export { defineTool } from './core/tool-definition.js';

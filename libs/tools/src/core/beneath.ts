@@ -10,17 +10,18 @@ import path from 'node:path';
  */
 const PROC_FD = '/proc/self/fd';
 
-const at = (directory: FileHandle, name: string): string => `${PROC_FD}/${directory.fd}/${name}`;
+/** The entry `name` of an open folder, as a path that resolves through the folder itself (never through its path). */
+export const at = (directory: FileHandle, name: string): string => `${PROC_FD}/${directory.fd}/${name}`;
 
 /** The components of `target` below `root` (both absolute; `target` inside `root`). */
-function componentsBelow(root: string, target: string): string[] {
+export function componentsBelow(root: string, target: string): string[] {
   const relative = path.relative(root, target);
   if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative)) throw new Error(`${target} is not below ${root}`);
   return relative.split(path.sep);
 }
 
 /** Opens the folder `names` leads to from `root`, making missing ones when `create` (and handing each new one to `made`). */
-async function openFolder(root: string, names: readonly string[], create: ((folder: FileHandle) => Promise<void>) | undefined): Promise<FileHandle> {
+export async function openFolder(root: string, names: readonly string[], create: ((folder: FileHandle) => Promise<void>) | undefined): Promise<FileHandle> {
   let folder = await open(root, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     for (const name of names) {

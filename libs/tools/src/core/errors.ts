@@ -4,6 +4,11 @@ export const ToolErrorCode = {
   InvalidJson: 'invalid_json',
   InvalidArguments: 'invalid_arguments',
   PathOutsideWorkspace: 'path_outside_workspace',
+  /** Workspace files (listings, downloads, uploads): what is, or is not, at a path. */
+  NotFound: 'not_found',
+  NotADirectory: 'not_a_directory',
+  IsADirectory: 'is_a_directory',
+  NotARegularFile: 'not_a_regular_file',
   ExecutionFailed: 'execution_failed',
   McpConnectFailed: 'mcp_connect_failed',
   McpCallFailed: 'mcp_call_failed',

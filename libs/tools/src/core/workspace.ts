@@ -3,6 +3,7 @@ import { open, readFile, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { openBeneath, readBeneath, removeBeneath, writeBeneath } from './beneath.js';
 import { ToolError, ToolErrorCode } from './errors.js';
+import { listBeneath, openRegularBeneath, replaceBeneath, type DirectoryListing, type ListLimits, type OpenedFile } from './workspace-entries.js';
 
 /** The directory tree a conversation's tools may touch. */
 export type Workspace = {
@@ -32,6 +33,20 @@ export type Workspace = {
   writeFile(hostPath: string, data: string | Uint8Array): Promise<void>;
   /** Remove a file the same way (nothing when it is missing). */
   removeFile(hostPath: string): Promise<void>;
+  /**
+   * The entries of a folder (a host path from resolvePath, or the root), one level, no link
+   * followed on the way (a link inside the workspace to a folder in it is listed through).
+   * Throws a `ToolError`: not_found, not_a_directory, path_outside_workspace.
+   */
+  listDirectory(hostPath: string, limits: ListLimits): Promise<DirectoryListing>;
+  /** Open a regular file for reading as readFile does, never blocking on a FIFO; the caller closes it. Throws a `ToolError`: not_found, is_a_directory, not_a_regular_file, path_outside_workspace. */
+  openRegularFile(hostPath: string): Promise<OpenedFile>;
+  /**
+   * Replace a file at once (replaceBeneath): `fill` writes the new one beside it; missing folders
+   * are made; a link at the path is replaced, never followed. What it makes belongs to the
+   * sandbox's user. Throws a `ToolError`: is_a_directory, not_a_directory, path_outside_workspace.
+   */
+  replaceFile(hostPath: string, fill: (handle: FileHandle) => Promise<void>): Promise<{ created: boolean }>;
 };
 
 export type WorkspaceOptions = {
@@ -126,6 +141,50 @@ class LocalWorkspace implements Workspace {
     const parent = await realpathOfExistingPrefix(path.dirname(hostPath));
     if (!isInside(this.root, parent)) throw outside(this.show(hostPath), this.shownRoot, '');
     await removeBeneath(this.root, path.join(parent, path.basename(hostPath)));
+  }
+
+  async listDirectory(hostPath: string, limits: ListLimits): Promise<DirectoryListing> {
+    const real = await realpathOfExistingPrefix(hostPath);
+    if (!isInside(this.root, real)) throw outside(this.show(hostPath), this.shownRoot, ` (a symlink on it points to ${this.show(real)})`);
+    return this.#entryErrors(hostPath, () => listBeneath(this.root, real, limits));
+  }
+
+  async openRegularFile(hostPath: string): Promise<OpenedFile> {
+    const real = await this.#realTarget(hostPath);
+    return this.#entryErrors(hostPath, () => openRegularBeneath(this.root, real));
+  }
+
+  async replaceFile(hostPath: string, fill: (handle: FileHandle) => Promise<void>): Promise<{ created: boolean }> {
+    // the link itself when the path is one (it is replaced): only the folders on the way are resolved
+    const parent = await realpathOfExistingPrefix(path.dirname(hostPath));
+    if (!isInside(this.root, parent)) throw outside(this.show(hostPath), this.shownRoot, ` (a symlink on it points to ${this.show(parent)})`);
+    const owner = this.options.owner;
+    const adopt = owner ? (handle: FileHandle) => handle.chown(owner.uid, owner.gid) : undefined;
+    return this.#entryErrors(hostPath, () => replaceBeneath(this.root, path.join(parent, path.basename(hostPath)), fill, adopt ? { adopt } : {}));
+  }
+
+  /** What the file system said about a path, as the errors a caller can act on. */
+  async #entryErrors<T>(hostPath: string, operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      const shown = this.show(hostPath);
+      switch ((error as NodeJS.ErrnoException).code) {
+        case 'ENOENT':
+          throw new ToolError(ToolErrorCode.NotFound, `${shown} does not exist.`, { cause: error });
+        case 'ENOTDIR':
+          throw new ToolError(ToolErrorCode.NotADirectory, `${shown} is not a folder (or a part of it is a file).`, { cause: error });
+        case 'EISDIR':
+          throw new ToolError(ToolErrorCode.IsADirectory, `${shown} is a folder.`, { cause: error });
+        case 'ENOTREG':
+          throw new ToolError(ToolErrorCode.NotARegularFile, `${shown} is not a regular file (a FIFO, socket or device).`, { cause: error });
+        case 'ELOOP':
+          // a folder on the way became a link since the path was resolved
+          throw outside(shown, this.shownRoot, ' (a symlink on it changed while it was read)');
+        default:
+          throw error;
+      }
+    }
   }
 
   /** Where the path leads now (symlinks inside the workspace resolved), refused when that is outside. */
