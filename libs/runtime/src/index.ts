@@ -32,3 +32,5 @@ export type { BatchedPullOptions, ConsumedMessage } from './batched-pull.js';
 export { requestPurge, servePurges } from './conversation-purge.js';
 export type { PurgeOptions } from './conversation-purge.js';
 export { startServiceTracing } from './service-tracing.js';
+export { DEFAULT_IMAGES_BUCKET, describeImage, IMAGE_CHUNK_BYTES, ImageError, ImageErrorCode, ImageStore } from './image-store.js';
+export type { ImageStoreOptions, StoredImage } from './image-store.js';
