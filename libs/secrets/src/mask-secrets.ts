@@ -3,7 +3,7 @@ import { MIN_SECRET_VALUE_CHARS } from './secret-rules.js';
 /** Lines of a multi-line value shorter than this are not masked on their own (too common). */
 const MIN_LINE_CHARS = 8;
 
-type Needle = { readonly text: string; readonly name: string };
+export type Needle = { readonly text: string; readonly name: string };
 type Occurrence = { readonly start: number; readonly end: number; readonly name: string };
 
 /**
@@ -49,7 +49,7 @@ export function maskSecrets(text: string, secrets: Readonly<Record<string, strin
 }
 
 /** Every text to mask and the name it is shown as, longest first, each text once. */
-function needlesOf(secrets: Readonly<Record<string, string>>): Needle[] {
+export function needlesOf(secrets: Readonly<Record<string, string>>): Needle[] {
   const byText = new Map<string, string>();
   const add = (value: string, name: string, minimum = MIN_SECRET_VALUE_CHARS): void => {
     if (value.length >= minimum && !byText.has(value)) byText.set(value, name);
