@@ -24,6 +24,7 @@ import { AgentSpecEvent } from './schemas/agent-spec-events.js';
 import { McpToolsEvent } from './schemas/mcp-tools-events.js';
 import { WorkspaceContextEvent } from './schemas/workspace-context-events.js';
 import { SecretChangedEvent } from './schemas/secret-events.js';
+import { SubagentStartedEvent, SubagentTaskEvent } from './schemas/subagent-events.js';
 import { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
 
 /** Every Flotilla event, discriminated on `type`. */
@@ -48,6 +49,8 @@ export const Event = z.discriminatedUnion('type', [
   AgentSpecEvent,
   McpToolsEvent,
   WorkspaceContextEvent,
+  SubagentStartedEvent,
+  SubagentTaskEvent,
 ]);
 export type Event = z.infer<typeof Event>;
 export type EventType = Event['type'];
@@ -74,6 +77,8 @@ export const EVENT_TYPES = [
   'agent_spec',
   'mcp_tools',
   'workspace_context',
+  'subagent_started',
+  'subagent_task',
 ] as const satisfies readonly EventType[];
 
 /** Compile-time check that EVENT_TYPES lists every member of the union, not just some. */

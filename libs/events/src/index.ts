@@ -9,6 +9,7 @@ export { EventSource, ProtocolVersionField, Timestamp, versionField } from './sc
 export { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 export { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
 export { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
+export { SubAgentName, SubagentStartedEvent, SubagentTaskEvent } from './schemas/subagent-events.js';
 export { AgentSkill, ContextFile, KnowledgeSkill, PathRule, WorkspaceContextEvent, WorkspacePath } from './schemas/workspace-context-events.js';
 export {
   ActionEvent,

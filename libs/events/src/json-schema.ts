@@ -31,6 +31,7 @@ import { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 import { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
 import { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
 import { WorkspaceContextEvent, WorkspacePath } from './schemas/workspace-context-events.js';
+import { SubAgentName, SubagentStartedEvent, SubagentTaskEvent } from './schemas/subagent-events.js';
 import { CONTENT_FIELDS, CURRENT_PROTOCOL_VERSION, laterEventTypes, versionsSince } from './version.js';
 import { STORED_IMAGE_MEDIA_TYPES } from './schemas/content.js';
 
@@ -69,6 +70,9 @@ const NAMED_SCHEMAS = {
   McpServerName,
   WorkspaceContextEvent,
   WorkspacePath,
+  SubagentStartedEvent,
+  SubagentTaskEvent,
+  SubAgentName,
   ContentPart,
   TextContent,
   ImageContent,

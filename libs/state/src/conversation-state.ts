@@ -11,7 +11,11 @@ export const PendingAction = z.strictObject({
   tool_name: z.string().min(1),
   /** False for a call that could not be understood (input null): it is answered by an error, never run. */
   executable: z.boolean(),
-  /** The runner that recorded its start (execution_started); null before. */
+  /**
+   * The runner that recorded its start (execution_started); for a delegation (a `task` call,
+   * answered by a sub-agent's conversation), the child conversation started for it
+   * (subagent_started); null before.
+   */
   started_by: z.string().min(1).nullable(),
 });
 export type PendingAction = z.infer<typeof PendingAction>;
@@ -88,6 +92,9 @@ export function foldState(state: ConversationState, event: Event): void {
     }
     case 'execution_started':
       for (const action of state.pending_actions) if (action.executable && event.action_ids.includes(action.id)) action.started_by = event.runner;
+      return;
+    case 'subagent_started':
+      for (const action of state.pending_actions) if (action.executable && action.id === event.action_id) action.started_by = event.child;
       return;
     case 'observation':
     case 'user_rejection':

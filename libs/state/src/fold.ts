@@ -188,6 +188,8 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
     case 'secret_changed': // which secrets a conversation has lives in the secrets bucket, not in its snapshot
     case 'mcp_tools':
     case 'workspace_context':
+    case 'subagent_started': // the child a delegation waits for is the pending action's started_by (foldState)
+    case 'subagent_task':
       return;
     default:
       assertNever(event);

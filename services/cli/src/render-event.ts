@@ -101,6 +101,10 @@ function linesOf(event: Event, context: Context): string[] {
         : [style.dim(`· MCP server ${event.server}: ${event.tools.length} tool${event.tools.length === 1 ? '' : 's'}${event.tools.length > 0 ? ` (${clip(event.tools.map((tool) => tool.name).join(', '), 100)})` : ''}`)];
     case 'workspace_context':
       return [style.dim(`· workspace context: ${workspaceContextSummary(event)}`)];
+    case 'subagent_started':
+      return [style.dim(`· sub-agent ${event.agent} started: conversation ${event.child}`)];
+    case 'subagent_task':
+      return [style.dim(`· sub-agent ${event.agent} of conversation ${event.parent_call.conversation} (depth ${event.depth}${event.workspace === event.conversation ? ', its own workspace' : `, in ${event.workspace}'s workspace`})`)];
     case 'llm_usage':
       return verbose
         ? [

@@ -72,6 +72,10 @@ function body(event: Event): Child[] {
         `Workspace context: ${plural(event.repository.length, 'file')}, ${plural(event.knowledge.length + event.skills.length, 'skill')}, ${plural(event.rules.length, 'rule')}`,
         [...event.repository.map((file) => file.path), ...event.knowledge.map((skill) => skill.path), ...event.skills.map((skill) => skill.path), ...event.rules.map((rule) => rule.path)].join(', ') || null,
       );
+    case 'subagent_started':
+      return note(event, `Sub-agent ${event.agent} started`, `conversation ${event.child}`);
+    case 'subagent_task':
+      return note(event, `Sub-agent ${event.agent} of ${event.parent_call.conversation}`, `depth ${event.depth} · ${event.workspace === event.conversation ? 'its own workspace' : `the workspace of ${event.workspace}`}`);
     case 'llm_usage':
       return note(
         event,

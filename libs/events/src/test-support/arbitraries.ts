@@ -206,6 +206,19 @@ const payloads: { [T in EventType]: fc.Arbitrary<Payload<T>> } = {
       { noNullPrototype: true },
     ),
   ),
+  subagent_started: fc.record(
+    { action_id: eventId, tool_call_id: nonEmpty, agent: fc.stringMatching(/^[a-z0-9][a-z0-9_.-]{0,20}$/), child: subjectToken },
+    { noNullPrototype: true },
+  ),
+  subagent_task: fc.record(
+    {
+      parent_call: fc.record({ conversation: subjectToken, action_id: eventId, tool_call_id: nonEmpty }, { noNullPrototype: true }),
+      agent: fc.stringMatching(/^[a-z0-9][a-z0-9_.-]{0,20}$/),
+      depth: fc.integer({ min: 1, max: 64 }),
+      workspace: subjectToken,
+    },
+    { noNullPrototype: true },
+  ),
   workspace_context: fc.record(
     {
       repository: fc.array(fc.record({ path: workspacePath, content: fc.string({ maxLength: 40 }), truncated: fc.boolean() }, { noNullPrototype: true }), { maxLength: 2 }),
