@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'conversation_not_found',
   'event_not_found',
   'secret_not_found',
+  'webhook_not_found',
   'route_not_found',
   'method_not_allowed',
   'already_running',
@@ -30,6 +31,8 @@ export const ERROR_CODES = [
   'secrets_not_configured',
   /** An agent spec outside what the operator allows (a model, a tool, a limit): the issues name the fields. */
   'spec_not_allowed',
+  /** The tenant has as many webhooks as it may (MAX_WEBHOOKS_PER_TENANT): remove one first. */
+  'webhook_limit_reached',
   'internal',
 ] as const;
 export const ErrorCode = z.enum(ERROR_CODES);

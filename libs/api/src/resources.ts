@@ -159,3 +159,6 @@ export const CreatedApiKey = z.strictObject({
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 
 export { EventSource };
+
+// webhooks' resources and requests, and the payload their receivers get
+export * from './webhooks.js';

@@ -9,3 +9,4 @@ export type { SecretWriterOptions } from './secret-writer.js';
 export { SecretReader } from './secret-reader.js';
 export type { SecretReaderOptions } from './secret-reader.js';
 export { maskSecrets } from './mask-secrets.js';
+export { SecretCipher } from './secret-cipher.js';
