@@ -1,4 +1,4 @@
-import type { ChatMessage, ToolSchema } from '@flotilla/llm';
+import { IMAGE_ESTIMATE_CHARACTERS, type ChatMessage, type ToolSchema } from '@flotilla/llm';
 
 /**
  * A provider-independent estimate of prompt tokens (about 4 characters a token), good enough
@@ -14,7 +14,7 @@ export function estimateTokens(messages: readonly ChatMessage[], tools: readonly
 export function messageCharacters(message: ChatMessage): number {
   let characters = 16;
   if (message.role === 'system') for (const block of message.content) characters += block.text.length;
-  else for (const part of message.content) characters += part.type === 'text' ? part.text.length : 3_000;
+  else for (const part of message.content) characters += part.type === 'text' ? part.text.length : IMAGE_ESTIMATE_CHARACTERS;
   if (message.role === 'assistant') {
     for (const call of message.toolCalls) characters += call.name.length + call.arguments.length + 16;
     characters += message.reasoning?.text?.length ?? 0;

@@ -1,4 +1,4 @@
-import type { ChatMessage, ToolSchema } from '@flotilla/llm';
+import { IMAGE_ESTIMATE_CHARACTERS, type ChatMessage, type ToolSchema } from '@flotilla/llm';
 import { toChatMessages, viewBlocks, type View, type ViewItem } from '@flotilla/view';
 
 /**
@@ -7,7 +7,6 @@ import { toChatMessages, viewBlocks, type View, type ViewItem } from '@flotilla/
  */
 export type TokenCounter = (messages: readonly ChatMessage[], tools?: readonly ToolSchema[]) => number;
 
-const IMAGE_CHARACTERS = 3_000;
 const MESSAGE_OVERHEAD_CHARACTERS = 16;
 
 /** About four characters a token; provider-independent and good enough to plan a condensation. */
@@ -19,7 +18,7 @@ export const approximateTokens: TokenCounter = (messages, tools = []) => {
       for (const block of message.content) characters += block.text.length;
       continue;
     }
-    for (const part of message.content) characters += part.type === 'text' ? part.text.length : IMAGE_CHARACTERS;
+    for (const part of message.content) characters += part.type === 'text' ? part.text.length : IMAGE_ESTIMATE_CHARACTERS;
     if (message.role !== 'assistant') continue;
     for (const call of message.toolCalls) characters += call.name.length + call.arguments.length + MESSAGE_OVERHEAD_CHARACTERS;
     characters += message.reasoning?.text?.length ?? 0;

@@ -1,4 +1,5 @@
 export type * from './messages.js';
+export { IMAGE_ESTIMATE_CHARACTERS } from './messages.js';
 export {
   FinishReason,
   LlmProvider,
@@ -14,6 +15,7 @@ export {
 } from './core/language-model.js';
 export { LlmError, LlmErrorCode, isLlmError, type LlmErrorOptions } from './core/errors.js';
 export { classifyError } from './core/classify-error.js';
+export { imageNote, withStoredImages, type StoredImageSource } from './core/stored-images.js';
 export { isContextOverflowMessage } from './core/context-overflow.js';
 export { parseRetryAfterMs } from './core/retry-after.js';
 export { backoffDelayMs } from './core/retry.js';

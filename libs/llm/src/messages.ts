@@ -11,8 +11,22 @@ export type ImagePart = {
   readonly url?: string;
   readonly data?: string;
   readonly mediaType?: string;
+  /**
+   * An image whose bytes are stored apart (the images bucket): what a provider is sent once
+   * `withStoredImages` has read them into `data`. A provider adapter refuses one without `data`.
+   */
+  readonly stored?: StoredImageRef;
 };
+
+/** A stored image as a conversation's log names it. */
+export type StoredImageRef = { readonly sha256: string; readonly bytes: number; readonly name?: string };
 export type ContentPart = TextPart | ImagePart;
+
+/**
+ * What an image weighs in a provider-independent token estimate, in characters (about 750
+ * tokens at four characters a token: a 1024×1024 image is about 765 on OpenAI, its bytes never count).
+ */
+export const IMAGE_ESTIMATE_CHARACTERS = 3_000;
 
 /** A block of the system prompt. `cache: true` marks the static, cacheable prefix. */
 export type SystemBlock = { readonly text: string; readonly cache: boolean };

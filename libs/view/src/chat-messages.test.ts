@@ -84,6 +84,20 @@ describe('toChatMessages', () => {
     expect(messages[2]).toMatchObject({ role: 'tool', content: [{ type: 'text', text: '(no output)' }] });
   });
 
+  it('maps a stored image to one the model caller reads in, its bytes never in the view', () => {
+    const log = new TestLog();
+    const user = log.user('what is this?');
+    const stored = { type: 'image' as const, sha256: 'a'.repeat(64), bytes: 2048, media_type: 'image/png', name: 'shot.png' };
+    const messages = toChatMessages(buildView([{ ...user, v: 4, content: [...user.content, stored] }]));
+    expect(messages[0]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'what is this?' },
+        { type: 'image', mediaType: 'image/png', stored: { sha256: 'a'.repeat(64), bytes: 2048, name: 'shot.png' } },
+      ],
+    });
+  });
+
   it('stays valid for a hand-made view with an orphan result and an unanswered call', () => {
     const log = new TestLog();
     const [answeredCall, unanswered] = log.batch({ size: 2 }) as [ActionEvent, ActionEvent];

@@ -26,6 +26,8 @@ function toContent(parts: readonly EventContentPart[]): ContentPart[] {
       ...(part.url === undefined ? {} : { url: part.url }),
       ...(part.data === undefined ? {} : { data: part.data }),
       ...(part.media_type === undefined ? {} : { mediaType: part.media_type }),
+      // a stored image's bytes are read in where the model is called (withStoredImages)
+      ...(part.sha256 === undefined ? {} : { stored: { sha256: part.sha256, bytes: part.bytes ?? 0, ...(part.name === undefined ? {} : { name: part.name }) } }),
     };
   });
 }

@@ -1,6 +1,6 @@
 import { agentConfigOf, readAgentSpec, registryCatalog, unlistedServers, withListedTools, type AgentCatalog, type AgentConfig, type AgentSpec, type ToolCatalog } from '@flotilla/agent';
 import type { AgentSpecEvent, McpToolsEvent } from '@flotilla/events';
-import { createLanguageModel, LlmError, type LanguageModel, type LlmConfig } from '@flotilla/llm';
+import { createLanguageModel, LlmError, withStoredImages, type LanguageModel, type LlmConfig, type StoredImageRef } from '@flotilla/llm';
 import type { ConversationRef } from '@flotilla/log';
 import { setRecent } from '@flotilla/runtime';
 import type { ToolRegistry } from '@flotilla/tools';
@@ -19,6 +19,9 @@ export type ConversationAgent = {
 
 export type AgentLookup = { readonly ok: true; readonly agent: ConversationAgent } | { readonly ok: false; readonly reason: string };
 
+/** Where the stored images of a tenant's messages are read (the step worker's ImageStore). */
+export type ImageReader = { get(tenant: string, image: Pick<StoredImageRef, 'sha256' | 'bytes'>): Promise<Uint8Array | undefined> };
+
 /** The secrets a conversation's model key may come from (the tool runner's reader): the tenant's overlaid with the conversation's. */
 export type KeySecrets = { reveal(ref: ConversationRef): Promise<Record<string, string>> };
 
@@ -30,6 +33,8 @@ export type ConversationAgentsOptions = {
   readonly secrets?: KeySecrets;
   /** Makes a model from its full configuration, key included (default createLanguageModel; benchmarks pass a scripted one). */
   readonly createModel?: (config: LlmConfig) => LanguageModel;
+  /** Where stored images are read from; without it a step whose messages hold one fails its call, saying so. */
+  readonly images?: ImageReader;
   /** Specs and models kept (most recently used). Default 512. */
   readonly capacity?: number;
 };
@@ -78,6 +83,13 @@ export class ConversationAgents {
    * run saying so, as for any model that refuses every call.
    */
   async model(ref: ConversationRef, agent: ConversationAgent): Promise<LanguageModel> {
+    const model = await this.#model(ref, agent);
+    const images = this.#options.images;
+    // the conversation's images, read under its own tenant only
+    return images ? withStoredImages(model, (image) => images.get(ref.tenant, image)) : model;
+  }
+
+  async #model(ref: ConversationRef, agent: ConversationAgent): Promise<LanguageModel> {
     const spec = agent.spec.llm;
     let key: Pick<LlmConfig, 'apiKey' | 'apiKeyEnv'>;
     if (spec.profile !== undefined) {
@@ -124,7 +136,7 @@ export class ConversationAgents {
 /** A model every call of which fails, not retried, with `reason`: a conversation whose model cannot be made. */
 function failingModel(config: LlmConfig, reason: string): LanguageModel {
   return {
-    info: { provider: config.provider, model: config.model, nativeToolCalling: config.nativeToolCalling },
+    info: { provider: config.provider, model: config.model, nativeToolCalling: config.nativeToolCalling, vision: config.vision },
     generate: () => Promise.reject(new LlmError('invalid_config', reason, { isRetryable: false })),
   };
 }

@@ -1,6 +1,6 @@
 export { loadAgentCatalog, loadAgentSettings } from './agent-settings.js';
 export { ConversationAgents } from './conversation-agents.js';
-export type { AgentLookup, ConversationAgent, ConversationAgentsOptions, KeySecrets } from './conversation-agents.js';
+export type { AgentLookup, ConversationAgent, ConversationAgentsOptions, ImageReader, KeySecrets } from './conversation-agents.js';
 export { createStepHandler } from './step-handler.js';
 export type { StepHandlerDependencies } from './step-handler.js';
 export { createProjectHandler } from './project-handler.js';

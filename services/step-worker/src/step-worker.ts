@@ -1,6 +1,6 @@
 import { parseConversationCheckpoint, stuckStepsNeeded, type ConversationCheckpoint } from '@flotilla/agent';
 import type { LanguageModel, LlmConfig } from '@flotilla/llm';
-import { CheckpointStore, ConversationCache, runService, type Logger } from '@flotilla/runtime';
+import { CheckpointStore, ConversationCache, ImageStore, runService, type Logger } from '@flotilla/runtime';
 import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import type { EventLog } from '@flotilla/log';
@@ -52,7 +52,9 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
       await secrets?.follow();
       // tools are only described here (schemas for the model); tool runners execute them
       const tools = new ToolRegistry(createBuiltinTools());
-      const agents = new ConversationAgents({ catalog, registry: tools, ...(secrets ? { secrets } : {}), ...(options.model ? { createModel: options.model } : {}) });
+      // the images of user messages, read in where the model is called (the log names them)
+      const images = await ImageStore.open(nc, { replicas: config.storage.replicas });
+      const agents = new ConversationAgents({ catalog, registry: tools, images, ...(secrets ? { secrets } : {}), ...(options.model ? { createModel: options.model } : {}) });
       const cache = new ConversationCache<ConversationCheckpoint>(log, config.cacheConversations, undefined, undefined, {
         checkpoints: {
           store: checkpoints,

@@ -33,7 +33,7 @@ describe('API key precedence', () => {
   it('createLanguageModel reads the default variable of the provider', () => {
     expect(() => createLanguageModel({ provider: 'anthropic', model: 'claude-sonnet-4-6' }, { env: {} })).toThrow(/ANTHROPIC_API_KEY/);
     const model = createLanguageModel({ provider: 'openai-responses', model: 'gpt-5', contextWindow: 400_000 }, { env: { OPENAI_API_KEY: 'k' } });
-    expect(model.info).toEqual({ provider: 'openai-responses', model: 'gpt-5', nativeToolCalling: true, contextWindow: 400_000 });
+    expect(model.info).toEqual({ provider: 'openai-responses', model: 'gpt-5', nativeToolCalling: true, vision: true, contextWindow: 400_000 });
   });
 });
 

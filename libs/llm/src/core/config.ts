@@ -57,6 +57,12 @@ export const LlmConfig = z
     prices: ModelPrices.optional(),
     /** false: describe tools in the system prompt and parse calls from text. */
     nativeToolCalling: z.boolean().default(true),
+    /**
+     * The model takes images (every provider path sends them in its own format). false for a
+     * text-only model: a user message with images is refused before it reaches the log, and an
+     * image already in the history (from an earlier model) is sent as a line of text saying so.
+     */
+    vision: z.boolean().default(true),
     /** Anthropic cache_control breakpoints and OpenAI prompt_cache_key. */
     promptCaching: z.boolean().default(true),
     /** Sent as OpenAI `prompt_cache_key` (e.g. per tenant or agent); never sent when unset. */

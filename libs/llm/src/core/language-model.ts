@@ -20,6 +20,8 @@ export type ModelInfo = {
   readonly provider: LlmProvider | 'scripted';
   readonly model: string;
   readonly nativeToolCalling: boolean;
+  /** The model takes images; undefined is true. */
+  readonly vision?: boolean;
   readonly contextWindow?: number;
   readonly maxInputTokens?: number;
   readonly maxOutputTokens?: number;

@@ -36,6 +36,7 @@ export class ManagedLanguageModel implements LanguageModel {
       provider: config.provider,
       model: config.model,
       nativeToolCalling: config.nativeToolCalling,
+      vision: config.vision,
       ...(config.contextWindow === undefined ? {} : { contextWindow: config.contextWindow }),
       ...(config.maxInputTokens === undefined ? {} : { maxInputTokens: config.maxInputTokens }),
       ...(config.maxOutputTokens === undefined ? {} : { maxOutputTokens: config.maxOutputTokens }),

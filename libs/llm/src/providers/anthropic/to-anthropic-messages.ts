@@ -7,6 +7,7 @@ import type {
 import { EncodedJson } from '../../core/json-body.js';
 import { parseJsonObject } from '../../core/parse-wire.js';
 import type { ChatMessage, ContentPart, SystemBlock } from '../../messages.js';
+import { imageData } from '../openai-chat/to-chat-messages.js';
 
 export type AnthropicPrompt = {
   readonly system: TextBlockParam[] | undefined;
@@ -117,5 +118,5 @@ function toBlock(part: ContentPart): TextBlockParam | ImageBlockParam {
   if (part.type === 'text') return { type: 'text', text: part.text };
   if (part.url !== undefined) return { type: 'image', source: { type: 'url', url: part.url } };
   const mediaType = (part.mediaType ?? 'image/png') as 'image/png';
-  return { type: 'image', source: { type: 'base64', media_type: mediaType, data: part.data ?? '' } };
+  return { type: 'image', source: { type: 'base64', media_type: mediaType, data: imageData(part) } };
 }

@@ -1,6 +1,7 @@
 import type { ChatCompletionContentPart, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { EncodedJson } from '../../core/json-body.js';
-import type { ChatMessage, ContentPart } from '../../messages.js';
+import { LlmError } from '../../core/errors.js';
+import type { ChatMessage, ContentPart, ImagePart } from '../../messages.js';
 
 // Each step sends the whole conversation again, mostly as the same message objects as the step
 // before (the view keeps what it rendered): each is encoded once. A message is never changed.
@@ -49,8 +50,15 @@ function toUserContent(parts: readonly ContentPart[]): string | ChatCompletionCo
   );
 }
 
-export function imageUrl(part: { readonly url?: string; readonly data?: string; readonly mediaType?: string }): string {
-  return part.url ?? `data:${part.mediaType ?? 'image/png'};base64,${part.data ?? ''}`;
+export function imageUrl(part: ImagePart): string {
+  return part.url ?? `data:${part.mediaType ?? 'image/png'};base64,${imageData(part)}`;
+}
+
+/** An image's base64 data; a stored image not read in (`withStoredImages`) is a bug of the caller, refused rather than sent empty. */
+export function imageData(part: ImagePart): string {
+  if (part.data !== undefined) return part.data;
+  if (part.stored !== undefined) throw new LlmError('invalid_config', `the stored image ${part.stored.sha256} was not read in before the call (withStoredImages)`, { isRetryable: false });
+  return '';
 }
 
 function textOf(parts: readonly ContentPart[]): string {
