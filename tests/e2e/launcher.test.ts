@@ -25,7 +25,7 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
       await expect(connect({ servers: system.natsUrl, maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
       const users = join(home, 'nats-users');
       expect((await stat(users)).mode & 0o777).toBe(0o700);
-      for (const user of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'admin', 'tap', 'tap-acme']) {
+      for (const user of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'webhooks', 'admin', 'tap', 'tap-acme']) {
         expect((await stat(join(users, `${user}.password`))).mode & 0o777, user).toBe(0o600);
       }
       // the services are ready (launch waits for /ready of each): they connected as themselves

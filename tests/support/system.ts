@@ -60,6 +60,10 @@ export type SystemOptions = {
   /** PostgreSQL sink processes (default 0), writing to this database (FLOTILLA_DATABASE_URL). */
   readonly pgSinks?: number;
   readonly databaseUrl?: string;
+  /** Webhooks service processes (default 0); they need FLOTILLA_SECRETS_KEY in `env`, as the gateway does for webhooks. */
+  readonly webhooks?: number;
+  /** Extra environment of the webhooks processes only (FLOTILLA_WEBHOOK_*). */
+  readonly webhooksEnv?: NodeJS.ProcessEnv;
 };
 
 /** API keys the test gateways are provisioned with. */
@@ -176,13 +180,14 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
         FLOTILLA_HOME: home,
         FLOTILLA_HEALTH_PORT: String(healthPort),
         // the model's settings (and its key) go to the services that call the model, never to a tool runner
-        ...(service === 'tool-runner' || service === 'pg-sink' ? {} : { FLOTILLA_AGENT: JSON.stringify(agent), ...(options.catalog ? { FLOTILLA_AGENT_CATALOG: JSON.stringify(options.catalog) } : {}) }),
+        ...(service === 'tool-runner' || service === 'pg-sink' || service === 'webhooks' ? {} : { FLOTILLA_AGENT: JSON.stringify(agent), ...(options.catalog ? { FLOTILLA_AGENT_CATALOG: JSON.stringify(options.catalog) } : {}) }),
         FLOTILLA_RUNNER_LIVENESS_MS: '3000',
         FLOTILLA_ACK_WAIT_MS: '4000',
         FLOTILLA_LOG_LEVEL: showLogs ? 'info' : 'warn',
         ...options.env,
         ...gatewayEnv,
         ...(service === 'tool-runner' ? options.toolRunnerEnv : {}),
+        ...(service === 'webhooks' ? options.webhooksEnv : {}),
         ...(service === 'pg-sink' && options.databaseUrl ? { FLOTILLA_DATABASE_URL: options.databaseUrl, FLOTILLA_SINK_LAG_INTERVAL_MS: '200' } : {}),
       },
       onLine: (name, line) => {
@@ -202,6 +207,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     ['condenser', options.condensers ?? 0],
     ['gateway', options.gateways ?? (options.gateway ? 1 : 0)],
     ['pg-sink', options.pgSinks ?? 0],
+    ['webhooks', options.webhooks ?? 0],
   ];
   const started = await Promise.allSettled(counts.flatMap(([service, count]) => Array.from({ length: count }, (_, index) => spawnService(service, index + 1))));
   const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');

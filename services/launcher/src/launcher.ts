@@ -57,7 +57,10 @@ function checkServiceSettings(environment: NodeJS.ProcessEnv): void {
 const SERVICES_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The services `./dev up` starts, one process each. */
-export const EMBEDDED_SERVICES = ['projector', 'condenser', 'tool-runner', 'step-worker', 'gateway'] as const;
+export const EMBEDDED_SERVICES = ['projector', 'condenser', 'tool-runner', 'step-worker', 'gateway', 'webhooks'] as const;
+
+/** The services that never call a model: they do not inherit the providers' keys. */
+const MODEL_FREE_SERVICES: readonly string[] = ['tool-runner', 'pg-sink', 'webhooks'];
 
 /** The variable that starts the PostgreSQL sink too (its database; docs/operations.md, "The PostgreSQL sink"). */
 export const DATABASE_URL_VARIABLE = 'FLOTILLA_DATABASE_URL';
@@ -183,10 +186,10 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
           // the secrets key only where secrets are set (gateway) and given to the sandbox (tool runner)
           ...secretsEnvironmentFor(service, secretsKey),
         },
-        // the tool runner and the sink do not call the model: they never hold the provider's key; nobody inherits the
-        // secrets key; the database's URL (which may hold its password) goes to the sink alone
+        // the tool runner, the sink and the webhooks service do not call the model: they never hold the provider's key;
+        // nobody inherits the secrets key; the database's URL (which may hold its password) goes to the sink alone
         omitInherited: (name) =>
-          ((service === 'tool-runner' || service === 'pg-sink') && isModelSetting(name)) ||
+          (MODEL_FREE_SERVICES.includes(service) && isModelSetting(name)) ||
           (service !== 'pg-sink' && name === DATABASE_URL_VARIABLE) ||
           isSecretsKeySetting(name) ||
           (users !== undefined && isBusCredentialSetting(name)),

@@ -47,7 +47,7 @@ describe('the secrets key of the embedded system', () => {
     await expect(secretsKeySettings(directory, { FLOTILLA_SECRETS_KEY_FILE: join(directory, 'missing') })).rejects.toThrow(/cannot be read/);
   });
 
-  it('goes to the gateway, the tool runner and the model callers only, and no service inherits it', async () => {
+  it('goes to the gateway, the tool runner, the model callers and the webhooks service only, and no service inherits it', async () => {
     const settings = await secretsKeySettings(home(), {});
     const given = Object.fromEntries(EMBEDDED_SERVICES.map((service) => [service, secretsEnvironmentFor(service, settings)]));
     expect(given).toEqual({
@@ -56,6 +56,7 @@ describe('the secrets key of the embedded system', () => {
       'step-worker': { FLOTILLA_SECRETS_KEY_FILE: settings.file },
       gateway: { FLOTILLA_SECRETS_KEY_FILE: settings.file },
       'tool-runner': { FLOTILLA_SECRETS_KEY_FILE: settings.file },
+      webhooks: { FLOTILLA_SECRETS_KEY_FILE: settings.file },
     });
     expect(['FLOTILLA_SECRETS_KEY', 'FLOTILLA_SECRETS_KEY_FILE'].every(isSecretsKeySetting)).toBe(true);
     expect(isSecretsKeySetting('FLOTILLA_SECRETS_REPLICAS')).toBe(false);

@@ -10,11 +10,12 @@ export function isSecretsKeySetting(name: string): boolean {
 }
 
 /**
- * The services that decrypt or encrypt secrets: the gateway (users set them), the tool runner (the
- * sandbox gets them), and the services that call a conversation's model (a spec's model key may be
- * a secret). The projector never gets the key.
+ * The services that decrypt or encrypt secrets: the gateway (users set them; webhook signing
+ * secrets are stored encrypted), the tool runner (the sandbox gets them), the services that call a
+ * conversation's model (a spec's model key may be a secret), and the webhooks service (it signs
+ * with the webhooks' secrets). The projector never gets the key.
  */
-export const SECRETS_SERVICES: ReadonlySet<string> = new Set(['gateway', 'tool-runner', 'step-worker', 'condenser']);
+export const SECRETS_SERVICES: ReadonlySet<string> = new Set(['gateway', 'tool-runner', 'step-worker', 'condenser', 'webhooks']);
 
 export type SecretsKeySettings = {
   /** What the gateway and the tool runner get (and no other service). */

@@ -1,0 +1,12 @@
+export { AddressPolicy } from './address-policy.js';
+export { createCommitHandler } from './commit-handler.js';
+export type { CommitHandlerParts } from './commit-handler.js';
+export { ConversationStates } from './conversation-states.js';
+export { createDeliveryHandler } from './delivery-handler.js';
+export type { DeliveryHandlerParts } from './delivery-handler.js';
+export { retryDelayMs } from './retry-delay.js';
+export { postWebhook } from './webhook-post.js';
+export type { PostOptions, PostOutcome } from './webhook-post.js';
+export { DEFAULT_WEBHOOKS_SETTINGS, loadWebhooksConfig, WebhooksVariables } from './webhooks-config.js';
+export type { WebhooksConfig } from './webhooks-config.js';
+export { startWebhooks, WEBHOOKS_GROUP } from './webhooks-service.js';
