@@ -3,6 +3,13 @@
  * bundle): paths, headers and the WebSocket close codes.
  */
 
+/**
+ * Flotilla's release version: the gateway reports it (`GET /v1/info`, the OpenAPI document), the
+ * CLI prints it (`flotilla --version`) and the packages and the chart's appVersion carry it (a
+ * test keeps the package.json files and Chart.yaml equal to it).
+ */
+export const FLOTILLA_VERSION = '0.1.0';
+
 /** Every REST route lives under this prefix; the WebSocket shares the events path. */
 export const API_PREFIX = '/v1';
 /** Alternative to `Authorization: Bearer <key>`. */

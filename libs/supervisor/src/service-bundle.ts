@@ -55,7 +55,7 @@ export async function bundleService(entry: string): Promise<string> {
 }
 
 /** Bundles the workspace's own code; every other bare import stays an import of an npm package. */
-const npmPackagesExternal: Plugin = {
+export const npmPackagesExternal: Plugin = {
   name: 'npm-packages-external',
   setup(builder) {
     builder.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith('@flotilla/') ? undefined : { path: args.path, external: true }));

@@ -72,8 +72,10 @@ describe('parseCliArgs', () => {
 
   it('answers --help and help before anything else', () => {
     expect(command('--help')).toEqual({ name: 'help' });
-    expect(command('watch', '-h')).toEqual({ name: 'help' });
+    expect(command('watch', '-h')).toEqual({ name: 'help', topic: 'watch' });
     expect(command('help')).toEqual({ name: 'help' });
+    expect(command('help', 'list')).toEqual({ name: 'help', topic: 'list' });
+    expect(command('list', '--version')).toEqual({ name: 'version' });
   });
 
   it('rejects what is wrong with a message that says what to do', () => {

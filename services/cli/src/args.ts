@@ -11,7 +11,9 @@ export type ConnectionFlags = { readonly url?: string; readonly apiKey?: string 
 export type FollowOptions = { readonly follow: boolean; readonly verbose: boolean };
 
 export type Command =
-  | { readonly name: 'help' }
+  /** `--help`: all commands, or (`flotilla send --help`, `flotilla help send`) one command's. */
+  | { readonly name: 'help'; readonly topic?: string }
+  | { readonly name: 'version' }
   | {
       readonly name: 'create';
       readonly id?: string;
@@ -58,6 +60,7 @@ const OPTIONS = {
   url: { type: 'string' },
   'api-key': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
   id: { type: 'string' },
   title: { type: 'string' },
   tag: { type: 'string', multiple: true },
@@ -95,7 +98,7 @@ type Values = Omit<{ [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple:
   tenant?: string | boolean;
 };
 
-const GLOBAL: readonly OptionName[] = ['url', 'api-key', 'help'];
+const GLOBAL: readonly OptionName[] = ['url', 'api-key', 'help', 'version'];
 const WATCHING: readonly OptionName[] = ['watch', 'follow', 'verbose'];
 
 /** The options each command accepts besides the global ones. */
@@ -142,7 +145,12 @@ export function parseCliArgs(argv: readonly string[]): ParsedArgs {
     ...(values['api-key'] === undefined ? {} : { apiKey: values['api-key'] }),
   };
   const [name, ...rest] = positionals;
-  if (values.help || name === 'help') return { command: { name: 'help' }, connection };
+  if (values.version) return { command: { name: 'version' }, connection };
+  if (values.help || name === 'help') {
+    const topic = name === 'help' ? rest[0] : name;
+    if (topic !== undefined && COMMAND_OPTIONS[topic] === undefined) throw usageError(`unknown command "${topic}"`);
+    return { command: { name: 'help', ...optional('topic', topic) }, connection };
+  }
   if (name === undefined) throw usageError('no command given');
   const allowed = COMMAND_OPTIONS[name];
   if (allowed === undefined) throw usageError(`unknown command "${name}"`);

@@ -29,8 +29,8 @@ export type CommandContext = {
   readonly input?: SecretInput;
 };
 
-/** The commands that talk to the gateway (`tap` reads NATS itself: run-cli.ts). */
-type Runnable = Exclude<Command, { name: 'help' } | { name: 'tap' }>;
+/** The commands that talk to the gateway (`tap` reads NATS itself, `help` and `version` need nothing: run-cli.ts). */
+type Runnable = Exclude<Command, { name: 'help' } | { name: 'version' } | { name: 'tap' }>;
 
 /** Runs one parsed command against the gateway. Errors (FlotillaApiError, …) propagate. */
 export async function executeCommand(command: Runnable, client: CliClient, context: CommandContext): Promise<ExitCode> {

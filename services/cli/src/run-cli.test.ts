@@ -1,5 +1,6 @@
-import type { Conversation } from '@flotilla/api';
+import { FLOTILLA_VERSION, type Conversation } from '@flotilla/api';
 import { FlotillaApiError } from '@flotilla/client';
+import { CURRENT_PROTOCOL_VERSION } from '@flotilla/events';
 import { describe, expect, it } from 'vitest';
 import type { CliClient } from './cli-client.js';
 import type { Connection } from './connection.js';
@@ -44,6 +45,28 @@ async function run(argv: string[], client: Partial<CliClient> = {}, env: Record<
 describe('runCli', () => {
   it('prints the usage for --help, without needing a gateway', async () => {
     expect(await run(['--help'], {}, {})).toMatchObject({ code: 0, stdout: USAGE, stderr: '' });
+  });
+
+  it("prints one command's usage for `<command> --help` and `help <command>`, with the shared options", async () => {
+    for (const argv of [['send', '--help'], ['help', 'send'], ['send', 'x', '-h']]) {
+      const { code, stdout } = await run(argv, {}, {});
+      expect(code).toBe(0);
+      expect(stdout).toMatch(/^Usage: flotilla send …\n\n  send ID TEXT \[--run\] \[--watch\]/);
+      expect(stdout).not.toContain('approve ID');
+      expect(stdout).toContain('--api-key KEY');
+    }
+    // an entry that continues on the next lines keeps them; one word can start several entries
+    expect((await run(['secret', '--help'], {}, {})).stdout).toContain('secret set|rm|ls --tenant [NAME] the same for your tenant');
+    expect((await run(['create', '--help'], {}, {})).stdout).toContain('[--template NAME] [--spec FILE]');
+    const unknown = await run(['help', 'launch'], {}, {});
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^flotilla: unknown command "launch"/);
+  });
+
+  it('prints its version for --version and -V, without needing a gateway', async () => {
+    for (const argv of [['--version'], ['-V'], ['list', '--version']]) {
+      expect(await run(argv, {}, {})).toMatchObject({ code: 0, stdout: `flotilla ${FLOTILLA_VERSION} (API v1, protocol ${CURRENT_PROTOCOL_VERSION})\n`, stderr: '' });
+    }
   });
 
   it('exits 2 with a short usage on a usage error', async () => {

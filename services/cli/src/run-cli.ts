@@ -1,5 +1,7 @@
+import { API_PREFIX, FLOTILLA_VERSION } from '@flotilla/api';
 import { BusConfigError } from '@flotilla/bus';
 import { FlotillaApiError } from '@flotilla/client';
+import { CURRENT_PROTOCOL_VERSION } from '@flotilla/events';
 import { parseCliArgs, type ParsedArgs } from './args.js';
 import type { CliClient } from './cli-client.js';
 import { ExitCode, executeCommand } from './commands.js';
@@ -9,7 +11,7 @@ import type { SecretInput } from './secret-commands.js';
 import { wantsColor } from './style.js';
 import { runTap } from './tap-command.js';
 import { Terminal, type Output } from './terminal.js';
-import { USAGE } from './usage.js';
+import { commandUsage, USAGE } from './usage.js';
 
 export type CliIo = {
   readonly stdout: Output;
@@ -42,7 +44,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
   }
   const { command } = parsed;
   if (command.name === 'help') {
-    io.stdout.write(USAGE);
+    io.stdout.write(command.topic === undefined ? USAGE : commandUsage(command.topic));
+    return ExitCode.Ok;
+  }
+  if (command.name === 'version') {
+    io.stdout.write(`flotilla ${FLOTILLA_VERSION} (API ${API_PREFIX.slice(1)}, protocol ${CURRENT_PROTOCOL_VERSION})\n`);
     return ExitCode.Ok;
   }
   const out = new Terminal(io.stdout);

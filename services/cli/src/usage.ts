@@ -71,8 +71,28 @@ Connection (each: flag, else environment, else .flotilla/cli.json in the current
   --url URL                        gateway URL        FLOTILLA_URL       "url"
   --api-key KEY                    API key            FLOTILLA_API_KEY   "api_key"
 
-  -h, --help                       show this help
+  -h, --help                       show this help (after a command: that command's)
+  -V, --version                    the CLI's version
 
 Exit status: 0 success, 1 the gateway refused or failed (error: <code>: <message>), 2 usage or
 configuration error, 130 interrupted.
 `;
+
+/**
+ * One command's entries of USAGE (`flotilla send --help`): each line that starts the command's
+ * entry (two spaces, then the command's word) with the lines that continue it, then the
+ * connection options and the exit status, which every command shares.
+ */
+export function commandUsage(command: string): string {
+  const lines = USAGE.split('\n');
+  const entries: string[] = [];
+  let inEntry = false;
+  for (const line of lines) {
+    const starts = /^  \S/.test(line);
+    if (starts) inEntry = line.slice(2).split(/[\s|]/, 1)[0] === command;
+    else if (!/^ {3,}\S/.test(line)) inEntry = false;
+    if (inEntry) entries.push(line);
+  }
+  const shared = USAGE.slice(USAGE.indexOf('Connection ('));
+  return `Usage: flotilla ${command} …\n\n${entries.join('\n')}\n\n${shared}`;
+}

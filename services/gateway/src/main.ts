@@ -1,3 +1,4 @@
+import { FLOTILLA_VERSION } from '@flotilla/api';
 import { describeBus } from '@flotilla/bus';
 import { createBuiltinTools } from '@flotilla/tools';
 import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
@@ -8,8 +9,6 @@ import { ApiKeyStore } from './api-keys.js';
 import { buildGateway } from './app.js';
 import { loadGatewayConfig } from './config.js';
 import { ConversationIndex } from './conversation-index.js';
-
-const VERSION = '0.1.0';
 
 const allocator = adoptAllocator();
 const service = loadServiceConfig('gateway');
@@ -34,7 +33,7 @@ const catalog = loadAgentCatalog();
 const builtins = new Map(createBuiltinTools().map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: VERSION, tools, catalog, runners, ...(secrets ? { secrets } : {}) }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, ...(secrets ? { secrets } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
 logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 

@@ -88,6 +88,10 @@ describe('the OpenAPI document', () => {
     expect(await response.json()).toEqual(JSON.parse(JSON.stringify(document)));
   });
 
+  it('is the document committed as docs/openapi.json (after a route change: npm run openapi, and commit it)', async () => {
+    await expect(`${JSON.stringify(document, null, 2)}\n`).toMatchFileSnapshot('../../../docs/openapi.json');
+  });
+
   it('validates as OpenAPI 3.1 (and the validator rejects a broken copy)', async () => {
     const validator = new Validator();
     const result = await validator.validate(structuredClone(document) as unknown as Json);

@@ -1,3 +1,4 @@
+import { FLOTILLA_VERSION } from '@flotilla/api';
 import { AgentCatalog, parseAgentConfig } from '@flotilla/agent';
 import { FlotillaClient } from '@flotilla/client';
 import { NodeWebSocket } from '@flotilla/client/node';
@@ -79,7 +80,7 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   servePurges(nc, log, logger);
   const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
   const gateway = await buildGateway(
-    { nc, log, snapshots, index, keys, logger, instance: 'harness', version: '0.0.0-test', tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}) },
+    { nc, log, snapshots, index, keys, logger, instance: 'harness', version: FLOTILLA_VERSION, tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}) },
     config,
   );
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 });
