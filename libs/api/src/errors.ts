@@ -33,6 +33,18 @@ export const ERROR_CODES = [
   'spec_not_allowed',
   /** The tenant has as many webhooks as it may (MAX_WEBHOOKS_PER_TENANT): remove one first. */
   'webhook_limit_reached',
+  /** Workspace files and git (docs/api.md, "Workspace files"). */
+  'file_not_found',
+  'path_outside_workspace',
+  'not_a_directory',
+  'is_a_directory',
+  'not_a_regular_file',
+  'file_too_large',
+  'file_changed',
+  'secret_in_file',
+  'workspace_quota_exceeded',
+  'not_a_git_repository',
+  'git_failed',
   'internal',
 ] as const;
 export const ErrorCode = z.enum(ERROR_CODES);

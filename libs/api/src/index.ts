@@ -3,3 +3,4 @@ export { API_KEY_HEADER, API_PREFIX, CloseCode, FLOTILLA_VERSION } from './const
 export * from './resources.js';
 export * from './requests.js';
 export * from './frames.js';
+export * from './workspace.js';

@@ -10,3 +10,4 @@ export { SecretReader } from './secret-reader.js';
 export type { SecretReaderOptions } from './secret-reader.js';
 export { maskSecrets } from './mask-secrets.js';
 export { SecretCipher } from './secret-cipher.js';
+export { SecretScanner } from './secret-scan.js';
