@@ -5,8 +5,9 @@ import { NodeWebSocket } from '@flotilla/client/node';
 import { draftEvent, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef, type StoredCommit } from '@flotilla/log';
 import { SecretReader, SecretWriter } from '@flotilla/secrets';
-import { servePurges } from '@flotilla/runtime';
+import { ImageStore, servePurges } from '@flotilla/runtime';
 import { SnapshotStore } from '@flotilla/state';
+import { DeadLetterStore, WebhookRegistry } from '@flotilla/webhooks';
 import { startNats, type NatsTestServer } from '@flotilla/testing';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomBytes } from 'node:crypto';
@@ -31,6 +32,8 @@ export type GatewayHarness = AsyncDisposable & {
   readonly secrets: SecretWriter | undefined;
   /** The tool runner's side, to see what a sandbox would get (undefined when started without a key). */
   readonly secretReader: SecretReader | undefined;
+  /** The images bucket the gateway stores messages' images in (read here as a step worker would). */
+  readonly images: ImageStore;
   /** Tenant `acme`'s client, and tenant `globex`'s. */
   readonly acme: FlotillaClient;
   readonly globex: FlotillaClient;
@@ -74,13 +77,16 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   const secretsKey = options.secretsKey === undefined ? randomBytes(32) : options.secretsKey;
   const secrets = secretsKey === null ? undefined : await SecretWriter.open(nc, { key: secretsKey });
   const secretReader = secretsKey === null ? undefined : await SecretReader.open(nc, { key: secretsKey });
+  // webhooks' signing secrets are encrypted with the same key
+  const webhooks = secretsKey === null ? undefined : { registry: await WebhookRegistry.open(nc, { key: secretsKey }), deadLetters: await DeadLetterStore.bind(nc) };
   const index = new ConversationIndex(snapshots.kv, logger);
   await index.start();
   // the projector's part of a delete (removing the conversation's log)
   servePurges(nc, log, logger);
+  const images = await ImageStore.open(nc);
   const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
   const gateway = await buildGateway(
-    { nc, log, snapshots, index, keys, logger, instance: 'harness', version: FLOTILLA_VERSION, tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}) },
+    { nc, log, snapshots, index, keys, images, logger, instance: 'harness', version: FLOTILLA_VERSION, tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}) },
     config,
   );
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 });
@@ -96,6 +102,7 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
     config,
     secrets,
     secretReader,
+    images,
     acme: client(ACME_KEY),
     globex: client(GLOBEX_KEY),
     client,
