@@ -11,6 +11,10 @@ import type {
   CountResult,
   CreateConversationBody,
   CreatedApiKey,
+  CreatedWebhook,
+  CreateWebhookBody,
+  DeadLetter,
+  DeadLetterList,
   EventPage,
   FinalResponse,
   ListConversationsQuery,
@@ -19,6 +23,8 @@ import type {
   ServerInfo,
   UpdateConversationBody,
   UpdateSpecBody,
+  Webhook,
+  WebhookList,
 } from '@flotilla/api';
 import type { Event } from '@flotilla/events';
 import { FlotillaApiError } from './errors.js';
@@ -167,6 +173,27 @@ export class FlotillaClient {
   }
   async removeTenantSecret(name: string): Promise<void> {
     await this.#request('DELETE', `/secrets/${enc(name)}`);
+  }
+
+  // ── webhooks (the signing secret is returned by the creation only) ─────────────────────────
+  /** Register a webhook of this tenant: its URL gets the chosen kinds of event, signed with the returned `secret` (shown once). */
+  createWebhook(body: CreateWebhookBody): Promise<CreatedWebhook> {
+    return this.#json('POST', '/webhooks', { body });
+  }
+  /** The tenant's webhooks, oldest first. */
+  async listWebhooks(): Promise<Webhook[]> {
+    return (await this.#json<WebhookList>('GET', '/webhooks')).webhooks;
+  }
+  getWebhook(id: string): Promise<Webhook> {
+    return this.#json('GET', `/webhooks/${enc(id)}`);
+  }
+  /** Remove a webhook and its dead letters (FlotillaApiError webhook_not_found when the tenant has none of that id). */
+  async removeWebhook(id: string): Promise<void> {
+    await this.#request('DELETE', `/webhooks/${enc(id)}`);
+  }
+  /** The webhook's deliveries that failed every attempt, the latest first. */
+  async listWebhookDeadLetters(id: string, options: { limit?: number } = {}): Promise<DeadLetter[]> {
+    return (await this.#json<DeadLetterList>('GET', `/webhooks/${enc(id)}/dead-letters`, { query: { limit: options.limit } })).dead_letters;
   }
 
   // ── server ───────────────────────────────────────────────────────────────────────────────
