@@ -6,6 +6,7 @@ import { McpServersSpec } from './mcp-spec.js';
 import { SecurityConfig } from './security-analyzer.js';
 import { HooksConfig } from './hooks-config.js';
 import { SkillsConfig } from './skills-config.js';
+import { SubAgentDefinition } from './sub-agents.js';
 import { DEFAULT_STUCK_THRESHOLDS } from './stuck-detector.js';
 
 /**
@@ -33,6 +34,11 @@ export const AgentConfig = z.strictObject({
   tools: z.array(z.string().min(1)).default(['terminal', 'file_editor', 'task_tracker', 'think', 'finish']),
   /** MCP servers whose tools are offered too, once the tool runner has started them and listed their tools in the log. */
   mcpServers: McpServersSpec,
+  /**
+   * The sub-agents the `task` tool (when `tools` names it) may start, each in a child
+   * conversation of its own (sub-agents.ts); their names are unique, their tools a subset of these.
+   */
+  subAgents: z.array(SubAgentDefinition).max(32).default([]),
   prompt: z
     .strictObject({
       /** Extra instructions appended to the static system prompt (cached across conversations). */
@@ -56,6 +62,10 @@ export const AgentConfig = z.strictObject({
        * `CHECKPOINT_STUCK_STEPS`, the history a view checkpoint's reader keeps.
        */
       maxInvalidRepliesInRow: z.number().int().min(1).max(CHECKPOINT_STUCK_STEPS).default(DEFAULT_MAX_INVALID_REPLIES_IN_ROW),
+      /** Sub-agents this conversation may have at work at once (`task` calls beyond are answered with an error); the operator's limit, else 8, when unset. */
+      maxSubAgents: z.number().int().min(1).max(64).optional(),
+      /** Levels of sub-agents below a conversation a user started (1: a sub-agent cannot start one); the operator's limit, else 2, when unset. */
+      maxSubAgentDepth: z.number().int().min(1).max(8).optional(),
     })
     .default({ maxIterationsPerRun: 500, maxInvalidRepliesInRow: DEFAULT_MAX_INVALID_REPLIES_IN_ROW }),
   stuckDetection: z

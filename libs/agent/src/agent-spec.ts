@@ -1,28 +1,12 @@
-import { draftEvent, SecretName, SpecName, type AgentSpecEvent, type EventDraft } from '@flotilla/events';
-import { LlmConfig } from '@flotilla/llm';
+import { draftEvent, type AgentSpecEvent, type EventDraft } from '@flotilla/events';
 import { z } from 'zod';
 import { AgentConfig } from './agent-config.js';
+import { SpecModel } from './spec-model.js';
+
+export { SpecModel } from './spec-model.js';
 
 /** The version of the agent spec's schema this build writes and reads (the `version` of every spec). */
 export const AGENT_SPEC_VERSION = 1 as const;
-
-/**
- * A spec's model: the model endpoint's settings, never its key. The key comes from the operator's
- * model profile the spec was made from (`profile`), or from a secret of the conversation or its
- * tenant (`apiKeySecret`), or there is none (a local server that takes any).
- */
-export const SpecModel = LlmConfig.omit({ apiKey: true, apiKeyEnv: true })
-  .extend({
-    /** The operator's model profile this model is: its key is the profile's, read where the model is called. */
-    profile: SpecName.optional(),
-    /** The secret (of the conversation, else of its tenant) holding the key. */
-    apiKeySecret: SecretName.optional(),
-  })
-  .refine((model) => model.profile === undefined || model.apiKeySecret === undefined, {
-    message: "a profile's model uses the profile's key: give a profile or an apiKeySecret, not both",
-    path: ['apiKeySecret'],
-  });
-export type SpecModel = z.infer<typeof SpecModel>;
 
 /**
  * An agent spec: how a conversation's steps are made, as its log records it (`agent_spec`

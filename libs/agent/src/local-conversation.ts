@@ -116,6 +116,12 @@ export class LocalConversation {
         case 'finish':
           await this.#appendAt(this.#tail, finishDrafts(this.#options.ref));
           break;
+        case 'delegate':
+          await this.#refuseDelegations();
+          break;
+        case 'delegated':
+          // children started by the services' delegator answer these calls; this process does not wait for them
+          return this.#progress.state.status;
         case 'step':
           await this.#step(options);
           break;
@@ -182,6 +188,22 @@ export class LocalConversation {
         run: () => Promise.resolve(failedHook('not run: an in-process conversation runs no hooks (it has no sandbox for them)')),
         ...(this.#options.now ? { now: this.#options.now } : {}),
       });
+    });
+  }
+
+  /** Sub-agents run on the services (their delegator starts child conversations): here a `task` call is answered with an error the model reads. */
+  async #refuseDelegations(): Promise<void> {
+    await this.#commit((_events, progress) => {
+      const work = progress.nextWork();
+      if (work.kind !== 'delegate') return null;
+      return work.actions.map((action) =>
+        draftEvent({ ...this.#context('environment'), parent: action.id }, 'agent_error', {
+          tool_call_id: action.tool_call_id,
+          tool_name: action.tool_name,
+          action_id: action.id,
+          error: 'Sub-agents cannot be started here: an in-process conversation has no delegator to run them. Do the task yourself.',
+        }),
+      );
     });
   }
 

@@ -11,7 +11,10 @@ import { ConversationProgress } from './progress.js';
  * tool runners on `prepare`: the owner of the workspace reads what it says (repository context,
  * skills, path rules) into the log (`workspace_context`) before the first step of a spec that
  * turns skills on, and runs the spec's hooks that come before a step or a finish (`PrepareNeeds`);
- * the step waits for it. `rest` means nobody owes anything (the conversation is not running).
+ * the step waits for it. The delegator owes `delegate`: the pending `task` calls whose children
+ * it has not started (after the batch's tool calls are answered); `delegated` means the children
+ * work, and their ends, not this log, wake the delegator to answer the calls. `rest` means nobody
+ * owes anything (the conversation is not running).
  */
 export type NextWork =
   | { readonly kind: 'rest' }
@@ -20,6 +23,8 @@ export type NextWork =
   | { readonly kind: 'finish' }
   | { readonly kind: 'condense' }
   | { readonly kind: 'prepare'; readonly needs: PrepareNeeds }
+  | { readonly kind: 'delegate'; readonly actions: readonly ActionEvent[] }
+  | { readonly kind: 'delegated'; readonly actions: readonly ActionEvent[] }
   | { readonly kind: 'step' };
 
 export type NextWorkOptions = {

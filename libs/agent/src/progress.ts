@@ -4,6 +4,7 @@ import { finishCalledAfter } from './finish.js';
 import type { NextWork, NextWorkOptions } from './next-work.js';
 import type { PendingActions } from './pending-actions.js';
 import { PrepareDuty, type PrepareCheckpoint } from './prepare-duty.js';
+import { TASK_TOOL } from './sub-agents.js';
 
 /**
  * A `ConversationProgress` as data (for a checkpoint): the folded state, with the pending actions
@@ -136,6 +137,16 @@ export class ConversationProgress {
     return this.#state.condensation_requested;
   }
 
+  /**
+   * The pending delegations (`task` calls, answered by sub-agents' conversations, never by a tool
+   * runner), in log order, each with the child started for it (null before subagent_started).
+   */
+  delegations(): { readonly action: ActionEvent; readonly child: string | null }[] {
+    const delegations: { action: ActionEvent; child: string | null }[] = [];
+    for (const { action, pending } of this.#waiting(true)) delegations.push({ action, child: pending.started_by });
+    return delegations;
+  }
+
   /** Runners that started a pending action. */
   startedByRunners(): ReadonlySet<string> {
     const runners = new Set<string>();
@@ -163,6 +174,11 @@ export class ConversationProgress {
     }
     if (notStarted.length > 0 || interrupted.length > 0) return { kind: 'execute', actions: notStarted, interrupted };
     if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
+    // a batch's task calls after its tool calls: their children start once the tools have answered
+    const delegations = this.delegations();
+    const toStart = delegations.filter((delegation) => delegation.child === null).map((delegation) => delegation.action);
+    if (toStart.length > 0) return { kind: 'delegate', actions: toStart };
+    if (delegations.length > 0) return { kind: 'delegated', actions: delegations.map((delegation) => delegation.action) };
     // the tool runner's other duties (the workspace's context, hooks) come before the step that needs them
     const needs = this.#duty.needs('running', this.#finishCalled);
     if (this.#duty.finished(this.#finishCalled)) return needs ? { kind: 'prepare', needs } : { kind: 'finish' };
@@ -171,9 +187,10 @@ export class ConversationProgress {
     return { kind: 'step' };
   }
 
-  /** The executable pending actions in log order, each with its state. */
-  *#waiting(): Generator<{ readonly action: ActionEvent; readonly pending: PendingAction }> {
+  /** The executable pending actions in log order, each with its state: the tool runners' (by default), or the delegations. */
+  *#waiting(delegations = false): Generator<{ readonly action: ActionEvent; readonly pending: PendingAction }> {
     for (const pending of this.#state.pending_actions) {
+      if ((pending.tool_name === TASK_TOOL) !== delegations) continue;
       const action = pending.executable ? this.#actions.get(pending.id) : undefined;
       if (action) yield { action, pending };
     }

@@ -6,7 +6,8 @@ import { agentConfigOf, readAgentSpec } from './agent-spec.js';
 import { withListedTools } from './mcp-tools-catalog.js';
 import { SpecFold } from './spec-fold.js';
 import { STEP_STREAMS, stepRequest } from './step-request.js';
-import { registryCatalog, type ToolCatalog } from './tool-catalog.js';
+import { specTools } from './task-tool.js';
+import type { ToolCatalog } from './tool-catalog.js';
 import { messageCharacters } from './token-estimate.js';
 
 /** One step's model request, rebuilt from the log. */
@@ -76,7 +77,7 @@ function agentOf(event: AgentSpecEvent, known: Map<AgentSpecEvent, { readonly to
   if (!agent) {
     const read = readAgentSpec(event);
     if (!read.ok) throw new ReplayError(read.reason);
-    agent = { tools: registryCatalog(registry, read.spec.tools), llm: agentConfigOf(read.spec).llm };
+    agent = { tools: specTools(registry, read.spec), llm: agentConfigOf(read.spec).llm };
     known.set(event, agent);
   }
   return agent;

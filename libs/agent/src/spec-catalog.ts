@@ -4,6 +4,7 @@ import { builtinToolNames } from '@flotilla/tools';
 import { z } from 'zod';
 import type { AgentConfig } from './agent-config.js';
 import { AGENT_SPEC_VERSION, AgentSpec, fieldIssues, type SpecModel } from './agent-spec.js';
+import { DEFAULT_MAX_SUB_AGENT_DEPTH, DEFAULT_MAX_SUB_AGENTS, parseSubAgentMarkdown, TASK_TOOL, type SubAgentDefinition } from './sub-agents.js';
 
 /** The name of the deployment's own model (the default spec's), as a profile. */
 export const DEFAULT_PROFILE = 'default';
@@ -51,6 +52,10 @@ export const OperatorLimits = z.strictObject({
   maxIterationsPerRun: z.number().int().positive().optional(),
   /** Also the budget of a spec that sets none. */
   maxBudgetPerRunUsd: z.number().positive().optional(),
+  /** Sub-agents one conversation may have at work at once; also the limit of a spec that sets none (default 8). */
+  maxSubAgents: z.number().int().min(1).max(64).optional(),
+  /** Levels of sub-agents below a conversation a user started; also the limit of a spec that sets none (default 2). */
+  maxSubAgentDepth: z.number().int().min(1).max(8).optional(),
 });
 export type OperatorLimits = z.infer<typeof OperatorLimits>;
 
@@ -67,6 +72,12 @@ export type SpecPatch = Partial<Record<Exclude<keyof AgentSpec, 'version'>, unkn
 export const AgentCatalogSettings = z.strictObject({
   profiles: z.record(SpecName, LlmConfig).default({}),
   templates: z.record(SpecName, SpecPatch).default({}),
+  /**
+   * The sub-agents a spec may name (`subAgents: ["<name>", …]`), as Markdown definitions in
+   * OpenHands' format: a frontmatter (name, description, tools, model — a profile —, workspace,
+   * max_iteration_per_run) and a body, the instructions of the sub-agent's system prompt.
+   */
+  subAgents: z.array(z.string().min(1).max(60_000)).max(64).default([]),
   limits: OperatorLimits.default({ customModels: false }),
 });
 export type AgentCatalogSettings = z.input<typeof AgentCatalogSettings>;
@@ -93,6 +104,9 @@ export type ResolvedSpec = { readonly spec: AgentSpec; readonly template?: strin
 /** A profile as `/v1/server-info` shows it: never its key or where the key comes from. */
 export type ProfileSummary = { readonly name: string; readonly provider: string; readonly model: string };
 
+/** A sub-agent as `/v1/server-info` shows it: what a spec may name in `subAgents`. */
+export type SubAgentSummary = { readonly name: string; readonly description: string; readonly tools: readonly string[]; readonly workspace: string; readonly model: string | null };
+
 /**
  * The operator's catalog of agents and what it allows, and the one place a spec is made from a
  * request: a template or the base, the request's fields over it, the profile's model filled in,
@@ -105,16 +119,19 @@ export class AgentCatalog {
   readonly #profiles: ReadonlyMap<string, LlmConfig>;
   readonly #templates: ReadonlyMap<string, AgentSpec>;
   readonly #tools: readonly string[];
+  /** The operator's sub-agents, resolved (their models are their profiles'). */
+  readonly #subAgents: ReadonlyMap<string, SubAgentDefinition>;
 
   /** Throws a SpecRefused (naming `profiles.…`, `templates.…`) when the catalog's own parts break its limits. */
   constructor(defaults: AgentConfig, settings: unknown = {}) {
     const parsed = AgentCatalogSettings.safeParse(settings);
     if (!parsed.success) throw new SpecRefused(400, fieldIssues(parsed.error));
-    const { profiles, templates, limits } = parsed.data;
+    const { profiles, templates, limits, subAgents } = parsed.data;
     if (DEFAULT_PROFILE in profiles) throw new SpecRefused(400, [{ path: `profiles.${DEFAULT_PROFILE}`, message: "is the deployment's own model (its agent settings' llm): name the profile otherwise" }]);
     this.limits = limits;
-    this.#tools = limits.tools ?? builtinToolNames();
+    this.#tools = limits.tools ?? [...builtinToolNames(), TASK_TOOL];
     this.#profiles = new Map([[DEFAULT_PROFILE, defaults.llm], ...Object.entries(profiles)]);
+    this.#subAgents = this.#readSubAgents(subAgents);
     const { llm: _llm, ...rest } = defaults;
     this.defaultSpec = this.#finish({ ...rest, llm: modelOfProfile(DEFAULT_PROFILE, defaults.llm) }, 'defaults');
     this.#templates = new Map(Object.entries(templates).map(([name, patch]) => [name, this.#apply(this.defaultSpec, patch, `templates.${name}`)]));
@@ -149,6 +166,11 @@ export class AgentCatalog {
     return this.#tools;
   }
 
+  /** The sub-agents a spec may name here. */
+  subAgents(): SubAgentSummary[] {
+    return [...this.#subAgents.values()].map((agent) => ({ name: agent.name, description: agent.description, tools: agent.tools, workspace: agent.workspace, model: agent.llm?.profile ?? null }));
+  }
+
   /**
    * The key's source for a spec's profile model: the profile's `apiKey`/`apiKeyEnv`, only while the
    * spec's endpoint is still the profile's (a profile moved elsewhere does not send its key where
@@ -169,7 +191,45 @@ export class AgentCatalog {
     if (!fields.success) throw new SpecRefused(400, fieldIssues(fields.error, at));
     const given = Object.fromEntries(Object.entries(fields.data).filter(([, value]) => value !== undefined));
     const llm = given['llm'] === undefined ? base.llm : this.#model(given['llm'], `${at}.llm`);
-    return this.#finish({ ...base, ...given, llm }, at);
+    const subAgents = given['subAgents'] === undefined ? base.subAgents : this.#namedSubAgents(given['subAgents'], `${at}.subAgents`);
+    return this.#finish({ ...base, ...given, llm, subAgents }, at);
+  }
+
+  /** The operator's Markdown definitions, each read and its model resolved from its profile; an error names `subAgents.N.<field>`. */
+  #readSubAgents(texts: readonly string[]): Map<string, SubAgentDefinition> {
+    const agents = new Map<string, SubAgentDefinition>();
+    const issues: SpecIssue[] = [];
+    texts.forEach((text, index) => {
+      const at = `subAgents.${index}`;
+      const read = parseSubAgentMarkdown(text);
+      if (!read.ok) {
+        issues.push(...read.issues.map((issue) => ({ path: `${at}.${issue.path}`, message: issue.message })));
+        return;
+      }
+      const { definition, profile } = read.value;
+      if (agents.has(definition.name)) issues.push({ path: `${at}.name`, message: `"${definition.name}" is defined twice` });
+      const refused = definition.tools.filter((tool) => !this.#tools.includes(tool));
+      if (refused.length > 0) issues.push({ path: `${at}.tools`, message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})` });
+      const config = profile === undefined ? undefined : this.#profiles.get(profile);
+      if (profile !== undefined && !config) issues.push({ path: `${at}.model`, message: `no model profile ${JSON.stringify(profile)} (the profiles: ${[...this.#profiles.keys()].join(', ')})` });
+      agents.set(definition.name, { ...definition, ...(config ? { llm: modelOfProfile(profile!, config) as SpecModel } : {}) });
+    });
+    if (issues.length > 0) throw new SpecRefused(400, issues);
+    return agents;
+  }
+
+  /** A request's sub-agents: the names of the operator's (a definition of the request's own could give itself any model or prompt the operator never saw). */
+  #namedSubAgents(requested: unknown, at: string): SubAgentDefinition[] {
+    if (!Array.isArray(requested)) throw new SpecRefused(400, [{ path: at, message: 'must be a list of sub-agent names' }]);
+    const known = [...this.#subAgents.keys()].join(', ') || 'none';
+    const issues: SpecIssue[] = [];
+    const agents = requested.flatMap((name, index): SubAgentDefinition[] => {
+      const agent = typeof name === 'string' ? this.#subAgents.get(name) : undefined;
+      if (!agent) issues.push({ path: `${at}.${index}`, message: typeof name === 'string' ? `no sub-agent "${name}" (the sub-agents: ${known})` : `must be a sub-agent's name (the sub-agents: ${known})` });
+      return agent ? [agent] : [];
+    });
+    if (issues.length > 0) throw new SpecRefused(400, issues);
+    return agents;
   }
 
   /** A requested model: a profile's (with tuning), or, where allowed, one of the request's own. */
@@ -209,6 +269,8 @@ export class AgentCatalog {
     const issues: SpecIssue[] = [];
     const refused = spec.tools.filter((tool) => !this.#tools.includes(tool));
     if (refused.length > 0) issues.push({ path: `${at}.tools`, message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})` });
+    const invalid = subAgentIssues(spec, at);
+    if (invalid.length > 0) throw new SpecRefused(400, invalid);
     issues.push(...mcpIssues(spec.mcpServers, this.limits, `${at}.mcpServers`));
     issues.push(...hookIssues(spec.hooks, this.limits, `${at}.hooks`));
     const { maxIterationsPerRun, maxBudgetPerRunUsd } = this.limits;
@@ -218,9 +280,19 @@ export class AgentCatalog {
     if (maxBudgetPerRunUsd !== undefined && (spec.limits.maxBudgetPerRunUsd ?? 0) > maxBudgetPerRunUsd) {
       issues.push({ path: `${at}.limits.maxBudgetPerRunUsd`, message: `at most ${maxBudgetPerRunUsd} USD here` });
     }
+    const { maxSubAgents, maxSubAgentDepth } = this.limits;
+    if (maxSubAgents !== undefined && (spec.limits.maxSubAgents ?? 0) > maxSubAgents) issues.push({ path: `${at}.limits.maxSubAgents`, message: `at most ${maxSubAgents} here` });
+    if (maxSubAgentDepth !== undefined && (spec.limits.maxSubAgentDepth ?? 0) > maxSubAgentDepth) issues.push({ path: `${at}.limits.maxSubAgentDepth`, message: `at most ${maxSubAgentDepth} here` });
     if (issues.length > 0) throw new SpecRefused(403, issues);
-    if (maxBudgetPerRunUsd !== undefined && spec.limits.maxBudgetPerRunUsd === undefined) return Object.freeze({ ...spec, limits: { ...spec.limits, maxBudgetPerRunUsd } });
-    return Object.freeze(spec);
+    // limits the spec leaves unset are the operator's, written into the spec: the log says what held
+    const limits = {
+      ...spec.limits,
+      ...(maxBudgetPerRunUsd !== undefined && spec.limits.maxBudgetPerRunUsd === undefined ? { maxBudgetPerRunUsd } : {}),
+      ...(spec.subAgents.length > 0
+        ? { maxSubAgents: spec.limits.maxSubAgents ?? maxSubAgents ?? DEFAULT_MAX_SUB_AGENTS, maxSubAgentDepth: spec.limits.maxSubAgentDepth ?? maxSubAgentDepth ?? DEFAULT_MAX_SUB_AGENT_DEPTH }
+        : {}),
+    };
+    return Object.freeze(JSON.stringify(limits) === JSON.stringify(spec.limits) ? spec : { ...spec, limits });
   }
 }
 
@@ -228,6 +300,20 @@ export class AgentCatalog {
 function modelOfProfile(name: string, config: LlmConfig): Record<string, unknown> {
   const { apiKey: _key, apiKeyEnv: _variable, ...model } = config;
   return { ...model, profile: name };
+}
+
+/** A spec's sub-agents that do not fit it: a name given twice, a tool the spec does not offer, `task` offered with no sub-agent to start. */
+function subAgentIssues(spec: AgentSpec, at: string): SpecIssue[] {
+  const issues: SpecIssue[] = [];
+  if (spec.tools.includes(TASK_TOOL) && spec.subAgents.length === 0) issues.push({ path: `${at}.tools`, message: `"${TASK_TOOL}" starts sub-agents: name them in subAgents, or leave the tool out` });
+  const seen = new Set<string>();
+  spec.subAgents.forEach((agent, index) => {
+    if (seen.has(agent.name)) issues.push({ path: `${at}.subAgents.${index}`, message: `"${agent.name}" is named twice` });
+    seen.add(agent.name);
+    const foreign = agent.tools.filter((tool) => !spec.tools.includes(tool));
+    if (foreign.length > 0) issues.push({ path: `${at}.subAgents.${index}.tools`, message: `${foreign.map((tool) => `"${tool}"`).join(', ')}: a sub-agent's tools are some of its parent's (the spec's tools: ${spec.tools.join(', ')})` });
+  });
+  return issues;
 }
 
 /** The MCP servers a spec names that the operator's limits do not allow, each naming its command or URL. */

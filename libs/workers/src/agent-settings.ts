@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { AgentCatalog, AgentConfig, SpecRefused } from '@flotilla/agent';
+import { AgentCatalog, AgentConfig, SpecRefused, TASK_TOOL } from '@flotilla/agent';
 import { builtinToolNames } from '@flotilla/tools';
 
 /**
@@ -25,7 +25,7 @@ export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env):
   const parsed = AgentConfig.safeParse(raw);
   if (parsed.success) {
     // a tool the services cannot offer is a mistake to report, not a name to drop (MCP servers' tools come from mcpServers)
-    const known = builtinToolNames();
+    const known = [...builtinToolNames(), TASK_TOOL];
     const unknown = parsed.data.tools.filter((name) => !known.includes(name));
     if (unknown.length > 0) {
       throw new Error(

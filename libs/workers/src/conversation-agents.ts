@@ -1,4 +1,4 @@
-import { agentConfigOf, readAgentSpec, registryCatalog, unlistedServers, withListedTools, type AgentCatalog, type AgentConfig, type AgentSpec, type ToolCatalog } from '@flotilla/agent';
+import { agentConfigOf, readAgentSpec, specTools, unlistedServers, withListedTools, type AgentCatalog, type AgentConfig, type AgentSpec, type ToolCatalog } from '@flotilla/agent';
 import type { AgentSpecEvent, McpToolsEvent } from '@flotilla/events';
 import { createLanguageModel, LlmError, withStoredImages, type LanguageModel, type LlmConfig, type StoredImageRef } from '@flotilla/llm';
 import type { ConversationRef } from '@flotilla/log';
@@ -127,7 +127,7 @@ export class ConversationAgents {
   }
 
   #agentOf(spec: AgentSpec, source: number | 'default', listed: readonly McpToolsEvent[] = []): ConversationAgent {
-    const tools = withListedTools(registryCatalog(this.#options.registry, spec.tools), listed);
+    const tools = withListedTools(specTools(this.#options.registry, spec), listed);
     const unlisted = source === 'default' ? [] : unlistedServers(spec, listed);
     return Object.freeze({ spec, config: agentConfigOf(spec), tools, unlisted, source });
   }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { registryCatalog, resolveMcpServer, type AgentSpec, type McpServerResolution, type McpServerSpec } from '@flotilla/agent';
+import { registryCatalog, resolveMcpServer, TASK_TOOL, type AgentSpec, type McpServerResolution, type McpServerSpec } from '@flotilla/agent';
 import type { McpToolsEvent, ToolSpec } from '@flotilla/events';
 import type { Logger } from '@flotilla/runtime';
 import type { Sandbox } from '@flotilla/sandbox';
@@ -57,7 +57,7 @@ export class McpSessions {
   /** Starts (or keeps) the named servers of the spec and says what each offers, for the log. */
   async list(use: McpUse, names: readonly string[]): Promise<McpListing[]> {
     const servers = await this.#ensure(use, names);
-    const taken = new Set(this.#options.builtins.names());
+    const taken = new Set([...this.#options.builtins.names(), TASK_TOOL]);
     return names.map((name) => {
       const server = servers.get(name);
       if (!server?.connection) return failed(name, server?.failure ?? `MCP server "${name}" is not in the conversation's spec`);
