@@ -3,6 +3,7 @@ import { ConversationStatus, EVENT_TYPES, isSubjectToken, SpecName, type EventTy
 import { usageError } from './errors.js';
 import { secretCommandOf, type SecretCommand } from './secret-args.js';
 import { tapCommandOf, type TapCommand } from './tap-args.js';
+import { webhookCommandOf, type WebhookCommand } from './webhook-args.js';
 
 /** `--url` / `--api-key` as given on the command line (the environment and config file come later). */
 export type ConnectionFlags = { readonly url?: string; readonly apiKey?: string };
@@ -50,7 +51,8 @@ export type Command =
   | { readonly name: 'replay'; readonly id: string; readonly check?: string }
   | { readonly name: 'keys-create'; readonly tenant: string; readonly keyName: string; readonly json: boolean }
   | SecretCommand
-  | TapCommand;
+  | TapCommand
+  | WebhookCommand;
 
 export type CommandName = Command['name'];
 
@@ -89,6 +91,8 @@ const OPTIONS = {
   since: { type: 'string' },
   'start-seq': { type: 'string' },
   new: { type: 'boolean' },
+  event: { type: 'string', multiple: true },
+  description: { type: 'string' },
 } as const;
 /** `secret … --tenant` is a flag (the defaults of the key's own tenant), where `keys create --tenant T` takes a value. */
 const SECRET_OPTIONS = { ...OPTIONS, tenant: { type: 'boolean' } } as const;
@@ -122,6 +126,7 @@ const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
   keys: ['tenant', 'name', 'json'],
   secret: ['tenant', 'value', 'value-file', 'json'],
   tap: ['tenant', 'conversation', 'type', 'source', 'since', 'start-seq', 'new', 'follow', 'name', 'json'],
+  webhook: ['event', 'description', 'limit', 'json'],
 };
 
 const MAX_LIST = 1_000;
@@ -274,6 +279,13 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
         ...optional('value', values.value),
         ...optional('valueFile', values['value-file']),
         ...(values.json ? { json: true } : {}),
+      });
+    case 'webhook':
+      return webhookCommandOf(rest, {
+        ...optional('event', values.event),
+        ...optional('description', values.description),
+        ...optional('limit', integer('--limit', values.limit, 1, 500)),
+        ...optional('json', values.json),
       });
     case 'tap':
       return tapCommandOf(rest, {

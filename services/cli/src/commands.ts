@@ -11,6 +11,7 @@ import { executeSpecCommand, readInputFile } from './spec-commands.js';
 import { tailConversation } from './tail.js';
 import type { Terminal } from './terminal.js';
 import { watchConversation } from './watch.js';
+import { executeWebhookCommand } from './webhook-commands.js';
 
 export const ExitCode = { Ok: 0, Failed: 1, Usage: 2, Interrupted: 130 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
@@ -120,6 +121,12 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
     case 'secret-rm':
     case 'secret-ls':
       await executeSecretCommand(command, client, context);
+      return ExitCode.Ok;
+    case 'webhook-add':
+    case 'webhook-list':
+    case 'webhook-rm':
+    case 'webhook-dead':
+      await executeWebhookCommand(command, client, context);
       return ExitCode.Ok;
   }
 }

@@ -62,6 +62,16 @@ Secrets (the sandbox gets each as the environment variable NAME; values are neve
   secret set|rm|ls --tenant [NAME] the same for your tenant's defaults, which every
                                    conversation gets unless it sets the same NAME
 
+Webhooks (signed POSTs of your conversations' events to your URL, at least once; docs/api.md):
+  webhook add URL --event KIND[,KIND]... [--description D] [--json]
+                                   register one; KIND: status_changed, confirmation_pending,
+                                   finished (or conversation.<kind>). Prints its id, then its
+                                   signing secret, shown only this once
+  webhook list [--json]            your webhooks
+  webhook rm ID                    remove one, with its dead letters
+  webhook dead ID [--limit N] [--json]
+                                   its deliveries that failed every attempt, the latest first
+
 Server:
   info [--json]                    what the gateway offers
   keys create --tenant T --name N [--json]
