@@ -4,7 +4,7 @@ import { whileUnavailable } from '@flotilla/bus';
 import { actionPaths, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type AroundAction, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, withPositionalIds, type ActionEvent as LoggedAction, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
-import { RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { answerWorkspace, parseWorkspaceRequest, RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { formatBytes, RestartReason, workspaceUsage, type Sandbox, type SandboxPool } from '@flotilla/sandbox';
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
@@ -14,6 +14,7 @@ import { commitSpan } from './commit-span.js';
 import { runHook } from './hook-runner.js';
 import { McpSessions } from './mcp-sessions.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
+import { WorkspaceFiles, type OpenedWorkspace, type WorkspaceAccess, type WorkspaceFilesOptions } from './workspace-files.js';
 
 export type ToolRunnerDependencies = {
   readonly runnerId: string;
@@ -37,6 +38,8 @@ export type ToolRunnerDependencies = {
   readonly mask?: (text: string, secrets: Readonly<Record<string, string>>) => string;
   /** The workspace's size quota. */
   readonly workspaceQuotaBytes?: number;
+  /** Which secrets' values occur in bytes read in parts: a file holding one is not handed out (it cannot be masked byte for byte). */
+  readonly scanSecrets?: WorkspaceFilesOptions['scan'];
   /** How long to wait for the owning runner to take forwarded work. */
   readonly forwardTimeoutMs?: number;
 };
@@ -93,14 +96,29 @@ export class ToolRunner {
   );
   /** The MCP servers of the conversations this runner owns. */
   readonly #mcp: McpSessions;
-  /** Why a conversation's sandbox was restarted, when a listing of its MCP servers used it first: its next batch says so. */
+  /** Why a conversation's sandbox was restarted, when a listing of its MCP servers (or a workspace request) used it first: its next batch says so. */
   readonly #restartNotes = new Map<string, RestartReason>();
+  /**
+   * Workspaces this runner took over from a dead owner to answer a workspace request: the next
+   * batch tells the agent, as a take-over by a batch does (whether the files were there then).
+   */
+  readonly #untoldTakeOvers = new Map<string, boolean>();
+  /** The gateway's requests about workspaces this runner owns (files, git). */
+  readonly #files: WorkspaceFiles;
   #heartbeat: NodeJS.Timeout | undefined;
   readonly #subscriptions: Subscription[] = [];
 
   constructor(deps: ToolRunnerDependencies) {
     this.#deps = deps;
     this.#mcp = new McpSessions({ builtins: deps.tools, logger: deps.logger });
+    const access: WorkspaceAccess = { use: (ref, task) => this.#useWorkspace(ref, task), privateDir: (ref) => join(deps.privateRoot, ref.tenant, ref.conversation) };
+    this.#files = new WorkspaceFiles(access, {
+      nc: deps.nc,
+      logger: deps.logger,
+      ...(deps.mask ? { mask: deps.mask } : {}),
+      ...(deps.scanSecrets ? { scan: deps.scanSecrets } : {}),
+      ...(deps.workspaceQuotaBytes === undefined ? {} : { workspaceQuotaBytes: deps.workspaceQuotaBytes }),
+    });
   }
 
   get wakeSubject(): string {
@@ -131,7 +149,63 @@ export class ToolRunner {
       nc.subscribe(this.wakeSubject, { callback: answer(parseForward, (forwarded) => this.#executeForwarded(forwarded)) }),
       nc.subscribe(RunnerSubjects.delete(runnerId), { callback: answer(parseRef, (ref) => this.deleteWorkspace(ref)) }),
       nc.subscribe(RunnerSubjects.deleteAny, { queue: RunnerSubjects.deleteQueue, callback: answer(parseRef, (ref) => this.deleteWorkspace(ref)) }),
+      nc.subscribe(RunnerSubjects.workspace(runnerId), { callback: (_error, message) => this.#answerWorkspace(message) }),
+      nc.subscribe(RunnerSubjects.workspaceAny, { queue: RunnerSubjects.deleteQueue, callback: (_error, message) => this.#answerWorkspace(message) }),
     );
+  }
+
+  /** A workspace request of the gateway's: answered when this runner owns the workspace (claimed when no live runner does), else `moved`. */
+  #answerWorkspace(message: Msg): void {
+    const { runnerId, logger } = this.#deps;
+    const request = parseWorkspaceRequest(message);
+    if (typeof request === 'string') return answerWorkspace(message, runnerId, { code: 'invalid_request', message: request });
+    const { ref } = request;
+    const answered = async (): Promise<void> => {
+      if (!(await this.#ownForRequest(ref))) return answerWorkspace(message, runnerId, { code: 'moved', message: 'another tool runner owns this workspace' });
+      answerWorkspace(message, runnerId, await this.#files.handle(request));
+    };
+    answered().catch((error: unknown) => {
+      logger.warn({ err: error, conversation: ref.conversation, tenant: ref.tenant, op: request.op.op }, 'a workspace request failed');
+      answerWorkspace(message, runnerId, { code: 'unavailable', message: `The tool runner could not do it: ${(error as Error).message}` });
+    });
+  }
+
+  /**
+   * Whether this runner owns the workspace for a request, claiming it when no live runner does
+   * (the conversation has run no tool yet, or its owner died): a user may upload before the first
+   * run. A workspace taken from a dead owner is noted, for the next batch to tell the agent.
+   */
+  async #ownForRequest(ref: ConversationRef): Promise<boolean> {
+    if (this.#ownsRecently(ref)) return true;
+    const { runners, runnerId } = this.#deps;
+    const owner = await runners.owner(ref);
+    if (owner?.runner === runnerId) {
+      this.#confirmOwned(ref);
+      return true;
+    }
+    if (owner?.runner && (await runners.isAlive(owner.runner))) return false;
+    const existed = await stat(join(this.#deps.workspaceRoot, ref.tenant, ref.conversation)).then(() => true, () => false);
+    if (!(await runners.claim(ref, runnerId, owner))) return false;
+    this.#confirmOwned(ref);
+    if (owner !== undefined && owner.runner !== '') {
+      this.#untoldTakeOvers.set(key(ref), existed);
+      this.#deps.logger.info({ conversation: ref.conversation, tenant: ref.tenant, previousOwner: owner.runner }, 'took over the workspace for a workspace request');
+    }
+    return true;
+  }
+
+  /** The conversation's workspace, sandbox and secrets as its batches have them (the same sandbox environment: the spec's model key left out). */
+  async #useWorkspace<T>(ref: ConversationRef, task: (opened: OpenedWorkspace) => Promise<T>): Promise<T> {
+    const conversation = await this.#deps.cache.load(ref);
+    const { root } = await this.#workspaceDirectory(ref, false);
+    const revealed = await this.#secrets(ref, this.#inForce(conversation.events).modelKey);
+    const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
+    return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: revealed.sandbox }, async ({ sandbox, restarted }) => {
+      if (restarted) this.#restartNotes.set(key(ref), restarted);
+      const workspace = this.#workspaces.get(key(ref)) ?? (await openWorkspace(root, { shownRoot: sandbox.workspacePath, owner: sandbox.owner, readOnly: { root: sandbox.privateDir, shownRoot: sandbox.toInside(sandbox.privateDir) } }));
+      setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
+      return await task({ workspace, sandbox, secrets: revealed.all });
+    });
   }
 
   /**
@@ -144,6 +218,7 @@ export class ToolRunner {
     await this.#mcp.close(key(ref));
     await this.#deps.sandboxes.remove(key(ref));
     this.#restartNotes.delete(key(ref));
+    this.#untoldTakeOvers.delete(key(ref));
     this.#workspaces.delete(key(ref));
     this.#owned.delete(key(ref));
     this.#deps.cache.forget(ref);
@@ -486,7 +561,12 @@ export class ToolRunner {
 
   async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, inForce: InForce): Promise<EventDraft[]> {
     const { skills, mcp, hooks } = inForce;
-    const { root, existed } = await this.#workspaceDirectory(ref, note);
+    // a workspace request took the workspace over since the last batch: told now, as if this batch had
+    const untold = this.#untoldTakeOvers.get(key(ref));
+    this.#untoldTakeOvers.delete(key(ref));
+    const tookOver = note || untold !== undefined;
+    const { root, existed: existsNow } = await this.#workspaceDirectory(ref, tookOver);
+    const existed = untold ?? existsNow;
     const revealed = await this.#secrets(ref, inForce.modelKey);
     const secrets = revealed.all;
     const tracked = this.#deps.interrupts.track(ref);
@@ -521,7 +601,7 @@ export class ToolRunner {
         const roots = [workspace.shownRoot, workspace.root];
         const drafts = withPathRules(actions, executed, skills, (action) => actionPaths(action).flatMap((path) => workspaceRelative(path, roots) ?? []));
         this.#deps.metrics.toolSeconds.observe({ tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' }, (performance.now() - started) / 1_000);
-        const notes = [...(note ? [existed ? WORKSPACE_MOVED_NOTE : WORKSPACE_REBUILT_NOTE] : []), ...(restarted ? [SANDBOX_RESTARTED_NOTES[restarted]] : [])];
+        const notes = [...(tookOver ? [existed ? WORKSPACE_MOVED_NOTE : WORKSPACE_REBUILT_NOTE] : []), ...(restarted ? [SANDBOX_RESTARTED_NOTES[restarted]] : [])];
         const firstIndex = drafts.findIndex((draft) => draft.type === 'observation');
         const first = drafts[firstIndex];
         if (notes.length > 0 && first?.type === 'observation') {

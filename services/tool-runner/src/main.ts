@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { ConversationCache, RunnerRegistry, runService } from '@flotilla/runtime';
 import { loadSandboxSettings, openSandboxProvider, SandboxPool, sandboxStateDir } from '@flotilla/sandbox';
-import { loadSecretsKey, maskSecrets, SecretReader } from '@flotilla/secrets';
+import { loadSecretsKey, maskSecrets, SecretReader, SecretScanner } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { ToolRunner } from '@flotilla/workers';
 
@@ -39,7 +39,7 @@ await runService({
       workspaceRoot: config.workspaces,
       privateRoot: join(config.home, 'conversations'),
       sandboxes,
-      ...(secrets ? { secrets, mask: maskSecrets } : {}),
+      ...(secrets ? { secrets, mask: maskSecrets, scanSecrets: (values: Readonly<Record<string, string>>) => new SecretScanner(values) } : {}),
       workspaceQuotaBytes: sandboxSettings.limits.workspaceBytes,
     });
     await runner.start();
