@@ -1,4 +1,4 @@
-import { draftEvent, type ConversationStatus, type DraftContext, type EventDraft } from '@flotilla/events';
+import { draftEvent, type ConversationStatus, type ContentPart, type DraftContext, type EventDraft, type ImageContent } from '@flotilla/events';
 import { notStartedActions, type ConversationState } from '@flotilla/state';
 
 /**
@@ -35,10 +35,16 @@ type Context = Omit<DraftContext, 'source'>;
 const statusChange = (context: Context, status: ConversationStatus, reason: string): EventDraft =>
   draftEvent({ ...context, source: 'system' }, 'state_change', { status, reason });
 
-/** A user message; finished/stuck go back to idle, and `run` starts (or keeps) the run. */
-export function messageCommand(state: CommandState, context: Context, text: string, options: { run?: boolean } = {}): EventDraft[] {
+/**
+ * A user message (its text, then its `images`: stored ones, whose bytes are in the images
+ * bucket; an empty text with images is left out); finished/stuck go back to idle, and `run`
+ * starts (or keeps) the run.
+ */
+export function messageCommand(state: CommandState, context: Context, text: string, options: { run?: boolean; images?: readonly ImageContent[] } = {}): EventDraft[] {
   const status = state.status;
-  const drafts: EventDraft[] = [draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })];
+  const images = options.images ?? [];
+  const content: ContentPart[] = [...(text === '' && images.length > 0 ? [] : [{ type: 'text' as const, text }]), ...images];
+  const drafts: EventDraft[] = [draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content })];
   if (options.run && status !== 'running' && status !== 'waiting_for_confirmation') drafts.push(statusChange(context, 'running', 'message with run'));
   else if (status === 'finished' || status === 'stuck') drafts.push(statusChange(context, 'idle', 'new user message'));
   return drafts;

@@ -33,6 +33,12 @@ export const ERROR_CODES = [
   'spec_not_allowed',
   /** The tenant has as many webhooks as it may (MAX_WEBHOOKS_PER_TENANT): remove one first. */
   'webhook_limit_reached',
+  /** 413: an image over MAX_IMAGE_BYTES, or a message's images over MAX_MESSAGE_IMAGE_BYTES together. */
+  'image_too_large',
+  /** 415: an image that is not png, jpeg, gif or webp by its bytes, or other than its media_type says. */
+  'unsupported_image',
+  /** 400: images for a conversation whose model does not take them (its spec's llm.vision is false). */
+  'images_not_supported',
   /** Workspace files and git (docs/api.md, "Workspace files"). */
   'file_not_found',
   'path_outside_workspace',

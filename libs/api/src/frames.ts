@@ -1,7 +1,7 @@
 import { ConversationId, ConversationStatus, Event, SecretName } from '@flotilla/events';
 import { z } from 'zod';
 import { ErrorCode } from './errors.js';
-import { MessageText, SecretValue } from './requests.js';
+import { MessageImages, MessageText, SecretValue } from './requests.js';
 
 /**
  * WebSocket frames, server → client. Durable `event` frames carry the event's `seq` and arrive
@@ -48,7 +48,10 @@ export type ErrorFrame = z.infer<typeof ErrorFrame>;
 const FrameId = z.string().min(1).max(64).optional();
 export const ClientFrame = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('auth'), api_key: z.string().min(1).max(256) }),
-  z.strictObject({ type: z.literal('message'), id: FrameId, text: MessageText, run: z.boolean().optional() }),
+  /** A user message, as `POST …/messages` takes it: text, images or both (images within the socket's max_frame_bytes). */
+  z
+    .strictObject({ type: z.literal('message'), id: FrameId, text: MessageText.optional(), images: MessageImages.optional(), run: z.boolean().optional() })
+    .refine((frame) => frame.text !== undefined || frame.images !== undefined, { message: 'give text, images or both', path: ['text'] }),
   z.strictObject({ type: z.literal('run'), id: FrameId }),
   z.strictObject({ type: z.literal('pause'), id: FrameId }),
   z.strictObject({ type: z.literal('interrupt'), id: FrameId }),

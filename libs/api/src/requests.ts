@@ -1,4 +1,4 @@
-import { ConversationId, ConversationStatus, EventSource, EVENT_TYPES, SpecName, TenantId, Timestamp } from '@flotilla/events';
+import { ConversationId, ConversationStatus, EventSource, EVENT_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, SpecName, StoredImageMediaType, TenantId, Timestamp } from '@flotilla/events';
 import { z } from 'zod';
 import { Tags, Title } from './resources.js';
 
@@ -42,7 +42,37 @@ export const UpdateSpecBody = z
   .refine((body) => body.template !== undefined || body.spec !== undefined, { message: 'give template or spec', path: ['spec'] });
 export type UpdateSpecBody = z.infer<typeof UpdateSpecBody>;
 
-export const SendMessageBody = z.strictObject({ text: MessageText, run: z.boolean().optional() });
+/** The most bytes the images of one message may have together: four of the largest. */
+export const MAX_MESSAGE_IMAGE_BYTES = 4 * MAX_IMAGE_BYTES;
+/** The body limit of the routes that take a message with images: their base64, and room for the rest. */
+export const MAX_MESSAGE_BODY_BYTES = Math.ceil(MAX_MESSAGE_IMAGE_BYTES / 3) * 4 + 1024 * 1024;
+
+const NOT_BASE64 = /[^A-Za-z0-9+/]/;
+
+/** Standard base64 with its padding (checked without a repeated group: a regex of one would overflow the stack on megabytes). */
+function isBase64(text: string): boolean {
+  if (text.length % 4 !== 0) return false;
+  const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+  return !NOT_BASE64.test(padding === 0 ? text : text.slice(0, -padding));
+}
+
+/**
+ * An image of a user message as a request gives it: its bytes as base64 (no data: prefix), the
+ * media type it claims (optional: the bytes tell), and a file name. Stored apart, the event names it.
+ */
+export const ImageUpload = z.strictObject({
+  data: z.string().min(4).refine(isBase64, 'must be standard base64 (no data: prefix, no line breaks)'),
+  media_type: StoredImageMediaType.optional(),
+  name: z.string().min(1).max(255).optional(),
+});
+export type ImageUpload = z.infer<typeof ImageUpload>;
+
+export const MessageImages = z.array(ImageUpload).min(1).max(MAX_IMAGES_PER_MESSAGE);
+
+/** A user message: text, images (png, jpeg, gif, webp; at most MAX_IMAGES_PER_MESSAGE), or both. */
+export const SendMessageBody = z
+  .strictObject({ text: MessageText.optional(), images: MessageImages.optional(), run: z.boolean().optional() })
+  .refine((body) => body.text !== undefined || body.images !== undefined, { message: 'give text, images or both', path: ['text'] });
 export type SendMessageBody = z.infer<typeof SendMessageBody>;
 
 export const ReasonBody = z.strictObject({ reason: z.string().max(2_000).optional() });

@@ -142,6 +142,8 @@ export const ServerInfo = z.strictObject({
     max_running: Count,
     /** 0 = no limit. */
     max_running_per_tenant: Count,
+    /** A message's images: each at most `max_image_bytes`, at most `max_images_per_message`, `max_message_image_bytes` together; the message routes' body limit is `max_message_body_bytes`. */
+    images: z.strictObject({ max_image_bytes: Count, max_images_per_message: Count, max_message_image_bytes: Count, max_message_body_bytes: Count, media_types: z.array(z.string()) }),
   }),
 });
 export type ServerInfo = z.infer<typeof ServerInfo>;

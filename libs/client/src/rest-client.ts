@@ -17,6 +17,7 @@ import type {
   DeadLetterList,
   EventPage,
   FinalResponse,
+  ImageUpload,
   ListConversationsQuery,
   SearchEventsQuery,
   SecretNames,
@@ -100,8 +101,10 @@ export class FlotillaClient {
   }
 
   // ── commands ─────────────────────────────────────────────────────────────────────────────
-  sendMessage(id: string, text: string, options: { run?: boolean } = {}): Promise<CommandResult> {
-    return this.#json('POST', `/conversations/${enc(id)}/messages`, { body: { text, ...options } });
+  /** A user message: its text (may be empty with images) and images (base64; png, jpeg, gif or webp), optionally starting the run. */
+  sendMessage(id: string, text: string, options: { run?: boolean; images?: readonly ImageUpload[] } = {}): Promise<CommandResult> {
+    const body = { ...(text === '' && options.images?.length ? {} : { text }), ...options };
+    return this.#json('POST', `/conversations/${enc(id)}/messages`, { body });
   }
   run(id: string): Promise<CommandResult> {
     return this.#json('POST', `/conversations/${enc(id)}/run`, { body: {} });

@@ -1,6 +1,6 @@
-import { API_KEY_HEADER, CloseCode, SocketQuery, type ServerInfo } from '@flotilla/api';
+import { API_KEY_HEADER, CloseCode, MAX_MESSAGE_BODY_BYTES, MAX_MESSAGE_IMAGE_BYTES, SocketQuery, type ServerInfo } from '@flotilla/api';
 import type { AgentCatalog } from '@flotilla/agent';
-import { ConversationId, CURRENT_PROTOCOL_VERSION } from '@flotilla/events';
+import { ConversationId, CURRENT_PROTOCOL_VERSION, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, STORED_IMAGE_MEDIA_TYPES } from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
 import { requestWorkspaceDeletion, type RunnerRegistry } from '@flotilla/runtime';
 import type { SecretWriter } from '@flotilla/secrets';
@@ -26,6 +26,7 @@ import { SandboxSummary } from './sandbox-summary.js';
 import { SecretService } from './secret-service.js';
 import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
+import type { ImageWriter } from './message-images.js';
 
 export type GatewayDependencies = {
   readonly nc: NatsConnection;
@@ -44,6 +45,8 @@ export type GatewayDependencies = {
   readonly secrets?: SecretWriter;
   /** The tool runners: deleting a conversation removes its workspace through them; server info describes their sandboxes. */
   readonly runners?: RunnerRegistry;
+  /** Where the images of user messages are stored (written, never read back); without it a message with images is answered 503. */
+  readonly images?: ImageWriter;
 };
 
 export type Gateway = {
@@ -75,7 +78,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     maxRunning: config.maxRunning,
     maxRunningPerTenant: config.maxRunningPerTenant,
     maxQueuedMessages: config.maxQueuedMessages,
-  }, deps.catalog);
+  }, deps.catalog, deps.images);
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const runners = deps.runners;
   if (runners) {
@@ -128,6 +131,13 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       max_subscribers_per_conversation: config.maxSubscribersPerConversation,
       max_running: config.maxRunning,
       max_running_per_tenant: config.maxRunningPerTenant,
+      images: {
+        max_image_bytes: MAX_IMAGE_BYTES,
+        max_images_per_message: MAX_IMAGES_PER_MESSAGE,
+        max_message_image_bytes: MAX_MESSAGE_IMAGE_BYTES,
+        max_message_body_bytes: MAX_MESSAGE_BODY_BYTES,
+        media_types: [...STORED_IMAGE_MEDIA_TYPES],
+      },
     },
   });
   const routes = restRoutes({ conversations, index: deps.index, keys: deps.keys, secrets, serverInfo });
@@ -196,6 +206,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       method: spec.method,
       url: spec.url,
       config: { access: spec.access },
+      ...(spec.bodyLimit === undefined ? {} : { bodyLimit: Math.max(spec.bodyLimit, config.maxBodyBytes) }),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const params = parse(spec.params, request.params, 'params');
         const query = parse(spec.query, request.query ?? {}, 'query');

@@ -1,4 +1,4 @@
-import { API_KEY_HEADER, CloseCode, ErrorBody, type EventPage } from '@flotilla/api';
+import { API_KEY_HEADER, CloseCode, ErrorBody, MAX_MESSAGE_BODY_BYTES, type EventPage } from '@flotilla/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { ACME_KEY, ADMIN_KEY, GLOBEX_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
@@ -115,8 +115,8 @@ describe('REST bodies', () => {
     expectError(await get(`/v1/conversations/${conversation}/events?after=3`), 400, 'validation_failed', 'after');
   });
 
-  it('a body over maxBodyBytes is 413 body_too_large', async () => {
-    const big = JSON.stringify({ text: 'x'.repeat(MAX_BODY) });
+  it('a body over maxBodyBytes is 413 body_too_large (over the message routes’ own limit, which images need, for those)', async () => {
+    const big = JSON.stringify({ text: 'x'.repeat(MAX_MESSAGE_BODY_BYTES) });
     expectError(await send(h, { method: 'POST', url: `/v1/conversations/${conversation}/messages`, key: ACME_KEY, payload: big, contentType: 'application/json' }), 413, 'body_too_large');
     expectError(await send(h, { method: 'POST', url: '/v1/conversations', key: ACME_KEY, payload: `{"title":"${'y'.repeat(MAX_BODY * 4)}"}`, contentType: 'application/json' }), 413, 'body_too_large');
     // over the limit over real HTTP too (chunked, no content-length)

@@ -13,7 +13,7 @@ import {
   runCommand,
   type CommandState,
 } from '@flotilla/agent';
-import type { CommandResult, Conversation, ConversationSpec, CreateConversationBody, FinalResponse, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
+import type { CommandResult, Conversation, ConversationSpec, CreateConversationBody, FinalResponse, ImageUpload, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
 import { draftEvent, newId, withPositionalIds, type AgentSpecEvent, type Event, type EventDraft } from '@flotilla/events';
 import { EMPTY_TAIL, isConflict, LogError, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
 import { publishInterrupt, requestPurge } from '@flotilla/runtime';
@@ -23,6 +23,7 @@ import { ApiError } from './api-error.js';
 import { CommandQueue } from './command-queue.js';
 import type { ConversationIndex } from './conversation-index.js';
 import { countableFromSnapshot, countEvents, countFromSnapshot, type EventFilter } from './event-search.js';
+import { storeMessageImages, type ImageWriter } from './message-images.js';
 
 export type Admission = {
   readonly maxRunning: number;
@@ -58,6 +59,8 @@ export class ConversationService {
     readonly admission: Admission,
     /** The operator's agents: every conversation's spec is made from it. */
     readonly catalog: AgentCatalog,
+    /** Where the images of user messages go (undefined: a message with images is answered 503). */
+    readonly images?: ImageWriter,
   ) {
     this.#queue = new CommandQueue(admission.maxQueuedMessages ?? 0);
   }
@@ -165,8 +168,16 @@ export class ConversationService {
     this.index.forget(ref.tenant, ref.conversation);
   }
 
-  sendMessage(ref: ConversationRef, text: string, run: boolean): Promise<CommandResult> {
-    return this.#command(ref, (state) => messageCommand(state, ref, text, { run }), { admit: run, bounded: true });
+  /**
+   * A user message: its text and its images (checked, stored in the images bucket and named in
+   * the event; refused with 400 images_not_supported when the spec in force has a model that does
+   * not take images, before anything is stored).
+   */
+  async sendMessage(ref: ConversationRef, message: { readonly text?: string; readonly images?: readonly ImageUpload[] }, run: boolean): Promise<CommandResult> {
+    const uploads = message.images ?? [];
+    if (uploads.length > 0) await this.#takesImages(ref);
+    const images = await storeMessageImages(this.images, ref.tenant, uploads, 'body.images');
+    return this.#command(ref, (state) => messageCommand(state, ref, message.text ?? '', { run, images }), { admit: run, bounded: true });
   }
   run(ref: ConversationRef): Promise<CommandResult> {
     return this.#command(ref, (state) => runCommand(state, ref), { admit: true });
@@ -269,6 +280,15 @@ export class ConversationService {
       const first = issues[0]!;
       throw new ApiError(error.status, error.status === 403 ? 'spec_not_allowed' : 'validation_failed', `${first.path}: ${first.message}`, issues);
     }
+  }
+
+  /** 400 images_not_supported when the model of the conversation's spec in force does not take images (404 when there is no conversation). */
+  async #takesImages(ref: ConversationRef): Promise<void> {
+    const { spec } = await this.spec(ref);
+    const llm = (spec as { llm?: { vision?: unknown; model?: unknown } }).llm;
+    if (llm?.vision !== false) return;
+    const issues = [{ path: 'body.images', message: `the model ${String(llm.model)} does not take images` }];
+    throw new ApiError(400, 'images_not_supported', `body.images: the conversation's model (${String(llm.model)}) does not take images (its spec says llm.vision: false): send text only, or switch to a model that takes them (PATCH …/spec)`, issues);
   }
 
   /** The agent_spec event the snapshot points to, if any. */

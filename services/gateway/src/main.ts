@@ -1,7 +1,7 @@
 import { FLOTILLA_VERSION } from '@flotilla/api';
 import { describeBus } from '@flotilla/bus';
 import { createBuiltinTools } from '@flotilla/tools';
-import { adoptAllocator, connectWithRetry, createLogger, loadServiceConfig, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
+import { adoptAllocator, connectWithRetry, createLogger, ImageStore, loadServiceConfig, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { loadAgentCatalog } from '@flotilla/workers';
@@ -26,6 +26,8 @@ const secrets = secretsKey ? await SecretWriter.open(nc, { key: secretsKey, repl
 if (!secrets) logger.warn('secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets');
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
 const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: service.runnerLivenessMs });
+// the images of user messages: stored here, read by the step workers
+const images = await ImageStore.open(nc, { replicas });
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
 // the operator's agents: each conversation's spec is made from them (a bad catalog stops the gateway here, naming the variable)
@@ -33,7 +35,7 @@ const catalog = loadAgentCatalog();
 const builtins = new Map(createBuiltinTools().map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, ...(secrets ? { secrets } : {}) }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
 logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 

@@ -31,6 +31,8 @@ export type RouteSpec<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.Z
   readonly body?: B;
   /** Status → response schema (null: no body). */
   readonly responses: Readonly<Record<number, z.ZodType | null>>;
+  /** The route's body limit when it differs from the gateway's (FLOTILLA_GATEWAY_MAX_BODY_BYTES). */
+  readonly bodyLimit?: number;
   /** Error statuses the route may answer with (beyond 400/401/429/503 that every route may). */
   readonly errors?: readonly number[];
   handler(context: RouteContext<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;

@@ -16,6 +16,7 @@ import {
   EventPage,
   FinalResponse,
   ListConversationsQuery,
+  MAX_MESSAGE_BODY_BYTES,
   ReasonBody,
   SearchEventsQuery,
   SendMessageBody,
@@ -191,16 +192,17 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       method: 'POST',
       url: p('/conversations/:id/messages'),
       operationId: 'sendMessage',
-      summary: 'Send a user message, optionally starting the run',
+      summary: 'Send a user message (text, images or both), optionally starting the run',
       tag: 'commands',
       access: 'tenant',
       params: IdParams,
       body: SendMessageBody,
+      bodyLimit: MAX_MESSAGE_BODY_BYTES,
       responses: { 202: CommandResult },
-      errors: [404, 429],
+      errors: [404, 413, 415, 429],
       handler: async ({ tenant, params, body, reply }) => {
         reply.code(202);
-        return conversations.sendMessage(ref(tenant, params.id), body.text, body.run ?? false);
+        return conversations.sendMessage(ref(tenant, params.id), body, body.run ?? false);
       },
     }),
     ...(

@@ -108,7 +108,7 @@ export class SocketSession implements FeedListener {
           this.#send(JSON.stringify({ type: 'ack', ...(id ? { id } : {}), status: (await conversations.snapshot(ref)).status, last_seq: this.feed.tail.lastSeq, appended: false }));
           return;
         case 'message':
-          result = await conversations.sendMessage(ref, frame.text, frame.run ?? false);
+          result = await conversations.sendMessage(ref, frame, frame.run ?? false);
           break;
         case 'run':
           result = await conversations.run(ref);
