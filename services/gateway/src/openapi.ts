@@ -1,6 +1,6 @@
 import { API_KEY_HEADER, ErrorBody } from '@flotilla/api';
 import { z } from 'zod';
-import type { RouteSpec } from './route-table.js';
+import type { RawBody, RouteSpec } from './route-table.js';
 
 type Json = Record<string, unknown>;
 
@@ -41,6 +41,11 @@ function parameters(schema: z.ZodType | undefined, where: 'query' | 'path'): Jso
   }));
 }
 
+/** Bytes of any kind (OpenAPI 3.1: a string of that media type, no JSON Schema for its content). */
+function rawContent(body: RawBody): Json {
+  return { [body.contentType]: { schema: { type: 'string', contentMediaType: body.contentType } } };
+}
+
 /** The OpenAPI 3.1 document of the route table. */
 export function openApiDocument(routes: readonly RouteSpec[], info: { version: string }): Json {
   const paths: Record<string, Record<string, Json>> = {};
@@ -48,12 +53,12 @@ export function openApiDocument(routes: readonly RouteSpec[], info: { version: s
     const path = route.url.replace(/:([A-Za-z_]+)/g, '{$1}');
     const responses: Record<string, Json> = {};
     for (const [status, schema] of Object.entries(route.responses)) {
-      responses[status] = {
-        description: STATUS_TEXT[Number(status)] ?? 'OK',
-        ...(schema ? { content: { 'application/json': { schema: schemaOf(schema, 'output') } } } : {}),
-      };
+      const raw = route.rawResponse?.status === Number(status) ? route.rawResponse : undefined;
+      responses[status] = raw
+        ? { description: raw.description, content: rawContent(raw) }
+        : { description: STATUS_TEXT[Number(status)] ?? 'OK', ...(schema ? { content: { 'application/json': { schema: schemaOf(schema, 'output') } } } : {}) };
     }
-    const errors = new Set([400, 429, 503, ...(route.access === 'public' ? [] : [401]), ...(route.body ? [413, 415] : []), ...(route.errors ?? [])]);
+    const errors = new Set([400, 429, 503, ...(route.access === 'public' ? [] : [401]), ...(route.body || route.rawBody ? [413, 415] : []), ...(route.errors ?? [])]);
     for (const status of [...errors].sort()) {
       responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     }
@@ -65,7 +70,9 @@ export function openApiDocument(routes: readonly RouteSpec[], info: { version: s
       parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
       ...(route.body
         ? { requestBody: { required: !route.body.safeParse(undefined).success, content: { 'application/json': { schema: schemaOf(route.body, 'input') } } } }
-        : {}),
+        : route.rawBody
+          ? { requestBody: { required: true, description: route.rawBody.description, content: rawContent(route.rawBody) } }
+          : {}),
       responses,
     };
   }

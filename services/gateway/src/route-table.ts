@@ -14,6 +14,9 @@ export type RouteContext<P, Q, B> = {
   readonly reply: FastifyReply;
 };
 
+/** Raw bytes rather than JSON, as a request or a response body (a file's content). */
+export type RawBody = { readonly contentType: 'application/octet-stream'; readonly description: string };
+
 /**
  * A REST route, declared once: fastify registers it and the OpenAPI document is generated
  * from the same declaration, so the two cannot drift apart.
@@ -29,8 +32,12 @@ export type RouteSpec<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.Z
   readonly params?: P;
   readonly query?: Q;
   readonly body?: B;
-  /** Status → response schema (null: no body). */
+  /** Status → response schema (null: no body, or the raw one of `rawResponse`). */
   readonly responses: Readonly<Record<number, z.ZodType | null>>;
+  /** The body of one success status is bytes the handler sends itself (a file's content), not JSON. */
+  readonly rawResponse?: RawBody & { readonly status: number };
+  /** The request body is raw bytes: the handler reads `request.body`, the unread stream (no `body` schema then). */
+  readonly rawBody?: RawBody;
   /** The route's body limit when it differs from the gateway's (FLOTILLA_GATEWAY_MAX_BODY_BYTES). */
   readonly bodyLimit?: number;
   /** Error statuses the route may answer with (beyond 400/401/429/503 that every route may). */
