@@ -183,12 +183,12 @@ describe('the Helm chart', () => {
       const all = pods(set);
       const users = (name: string): Set<string> => secretsOf(all.get(name) ?? { containers: [] });
       const natsSecret = set === 'external NATS' ? 'our-nats-users' : 'flotilla-nats-users';
-      for (const service of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector']) {
+      for (const service of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'delegator']) {
         const used = users(service);
         // its own NATS password and no other user's
         expect([...used].filter((key) => key.startsWith(`${natsSecret}/`)), `${set}: ${service}`).toEqual([`${natsSecret}/${service}`]);
-        // the secrets key: gateway, tool runner, step worker, condenser; never the projector
-        expect(used.has('flotilla-secrets/secrets-key'), `${set}: ${service} secrets key`).toBe(service !== 'projector');
+        // the secrets key: gateway, tool runner, step worker, condenser; never the projector or the delegator
+        expect(used.has('flotilla-secrets/secrets-key'), `${set}: ${service} secrets key`).toBe(service !== 'projector' && service !== 'delegator');
         // the model key only where the model is called
         expect(used.has('flotilla-llm/api-key'), `${set}: ${service} model key`).toBe(service === 'step-worker' || service === 'condenser');
         // the gateway's keys only in the gateway
@@ -212,7 +212,7 @@ describe('the Helm chart', () => {
       expect(envOf(plain.get(service)!).has('FLOTILLA_AGENT_CATALOG_FILE')).toBe(false);
       expect(envOf(withCatalog.get(service)!).get('FLOTILLA_AGENT_CATALOG_FILE')?.value).toBe('/etc/flotilla/catalog.json');
     }
-    for (const service of ['tool-runner', 'projector']) {
+    for (const service of ['tool-runner', 'projector', 'delegator']) {
       expect(envOf(withCatalog.get(service)!).has('FLOTILLA_AGENT_FILE')).toBe(false);
       expect(envOf(withCatalog.get(service)!).has('FLOTILLA_AGENT_CATALOG_FILE')).toBe(false);
     }
@@ -324,8 +324,8 @@ describe('the Helm chart', () => {
     const outside = open.spec.egress.flatMap((rule) => rule.to ?? []).find((peer) => peer.ipBlock !== undefined);
     expect(outside?.ipBlock?.cidr).toBe('0.0.0.0/0');
     expect(outside?.ipBlock?.except).toEqual(expect.arrayContaining(['169.254.0.0/16', '10.0.0.0/8']));
-    // no ipBlock egress for the projector or the gateway: NATS and DNS only
-    for (const service of ['gateway', 'projector']) {
+    // no ipBlock egress for the projector, the delegator or the gateway: NATS and DNS only
+    for (const service of ['gateway', 'projector', 'delegator']) {
       const policy = find('defaults', 'NetworkPolicy', `flotilla-${service}`) as Policy;
       expect(policy.spec.egress).toHaveLength(2);
     }

@@ -12,6 +12,7 @@ const EXTRA: Readonly<Record<ServiceName, string>> = {
   condenser: '—',
   projector: `purges one conversation's subject on the gateway's request (\`${PURGE_SUBJECT}\`), answered under \`${answersPrefix('gateway')}.>\`: the only purge right a service holds`,
   'pg-sink': 'nothing else: it reads the log into PostgreSQL, and may not even create the stream (it waits for it)',
+  delegator: `publishes interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`: a parent's interrupt stops its sub-agents' work); no bucket: it starts child conversations and answers their parents from the logs alone`,
   webhooks: `its queue of deliveries, the stream \`${WEBHOOK_DELIVERIES.stream}\` (\`${WEBHOOK_DELIVERIES.subjectPrefix}.<tenant>.<webhook>\`): creates, publishes to, pulls and acks its own group; may not create the events stream (it waits for it)`,
 };
 

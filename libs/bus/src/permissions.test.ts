@@ -70,7 +70,7 @@ describe('the server configured from the matrix', () => {
   });
 
   it('lets each service open the events stream and its own group consumer', async () => {
-    for (const service of ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks'] as const) {
+    for (const service of ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const) {
       const jsm = await jetstreamManager(await as(service));
       expect((await jsm.streams.info(DEFAULT_STREAM_NAME)).config.name).toBe(DEFAULT_STREAM_NAME);
       await jsm.consumers.add(DEFAULT_STREAM_NAME, { durable_name: service, ack_policy: AckPolicy.Explicit, filter_subject: 'flotilla.ev.>' });
@@ -171,6 +171,19 @@ describe('the server configured from the matrix', () => {
     expect(await attempt(() => jetstream(gateway).publish(`${WEBHOOK_DELIVERIES.subjectPrefix}.acme.wh1`, 'forged'))).toBe('refused');
     expect(await attempt(() => jetstreamManager(gateway).then((manager) => manager.streams.info(WEBHOOK_DELIVERIES.stream)))).toBe('refused');
     expect(await attempt(() => new Kvm(gateway).open(Buckets.webhooks).then((kv) => kv.put('acme.wh2', '{}')))).toBe('allowed');
+  });
+
+  it('lets the delegator append to the log, pull its group and publish interrupts, and touch no bucket', async () => {
+    const nc = await as('delegator');
+    const jsm = await jetstreamManager(nc);
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.sub-1', 'a child'))).toBe('allowed');
+    expect(await attempt(() => nc.flush().then(() => nc.publish('flotilla.signal.interrupt.acme.sub-1', '{}')).then(() => nc.flush()))).toBe('allowed');
+    for (const bucket of [Buckets.snapshots, Buckets.secrets, Buckets.workspaces, Buckets.runners]) {
+      expect(await attempt(() => new Kvm(nc).open(bucket).then((kv) => kv.get('acme.c1'))), bucket).toBe('refused');
+    }
+    expect(await attempt(() => jsm.streams.purge(DEFAULT_STREAM_NAME, { filter: 'flotilla.ev.acme.c1' }))).toBe('refused');
+    expect(await attempt(() => nc.request(`$JS.API.CONSUMER.MSG.NEXT.${DEFAULT_STREAM_NAME}.step-worker`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2_000 }))).toBe('refused');
+    expect(await attempt(() => requestAnswer(nc, RunnerSubjects.deleteAny, undefined, { timeout: 2_000 }))).toBe('refused');
   });
 
   it('lets the projector purge (a conversation’s log, on the gateway’s request) but not append', async () => {

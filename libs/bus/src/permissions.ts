@@ -2,10 +2,10 @@ import { answersPrefix, inboxPrefix } from './connection-options.js';
 import { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
-export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks'] as const;
+export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 /** Services whose instances share one durable consumer (named after the service). */
-export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks'];
+export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'];
 /**
  * Services that only read the log: the projector (its read models are derived), the PostgreSQL
  * sink (analytics tables) and the webhooks service (POSTs to tenants' receivers).
@@ -126,6 +126,8 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['webhooks', 'read'],
     ['webhookDeadLetters', 'write'],
   ],
+  // sub-agents: it starts children and answers their parents from the logs alone (no snapshot, no secret, no model key)
+  delegator: [],
 };
 
 /** A bucket: `read` gets and watches; `write` puts and deletes; `write-only` writes and reads the stream's info, never a value. */
@@ -185,6 +187,10 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       break;
     case 'condenser':
     case 'pg-sink':
+      break;
+    case 'delegator':
+      // a parent's interrupt reaches its children's in-flight work
+      publish.push(interrupts);
       break;
     case 'webhooks':
       // its queue of deliveries: created, filled and consumed by it alone

@@ -8,6 +8,8 @@ export { CheckpointWriter, withCheckpoints } from './checkpoint-writer.js';
 export type { CheckpointOutcome, CheckpointWriterOptions, CommitNote } from './checkpoint-writer.js';
 export { ToolRunner, WORKSPACE_MOVED_NOTE, WORKSPACE_REBUILT_NOTE } from './tool-runner.js';
 export type { ToolRunnerDependencies } from './tool-runner.js';
+export { Delegator } from './delegator.js';
+export type { DelegatorDependencies } from './delegator.js';
 export { createCondenseHandler } from './condense-handler.js';
 export type { CondenseHandlerDependencies } from './condense-handler.js';
 export { CondensationWaits } from './condensation-waits.js';

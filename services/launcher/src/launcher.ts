@@ -57,10 +57,10 @@ function checkServiceSettings(environment: NodeJS.ProcessEnv): void {
 const SERVICES_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The services `./dev up` starts, one process each. */
-export const EMBEDDED_SERVICES = ['projector', 'condenser', 'tool-runner', 'step-worker', 'gateway', 'webhooks'] as const;
+export const EMBEDDED_SERVICES = ['projector', 'condenser', 'tool-runner', 'step-worker', 'gateway', 'webhooks', 'delegator'] as const;
 
 /** The services that never call a model: they do not inherit the providers' keys. */
-const MODEL_FREE_SERVICES: readonly string[] = ['tool-runner', 'pg-sink', 'webhooks'];
+const MODEL_FREE_SERVICES: readonly string[] = ['tool-runner', 'pg-sink', 'webhooks', 'delegator'];
 
 /** The variable that starts the PostgreSQL sink too (its database; docs/operations.md, "The PostgreSQL sink"). */
 export const DATABASE_URL_VARIABLE = 'FLOTILLA_DATABASE_URL';
@@ -186,7 +186,7 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
           // the secrets key only where secrets are set (gateway) and given to the sandbox (tool runner)
           ...secretsEnvironmentFor(service, secretsKey),
         },
-        // the tool runner, the sink and the webhooks service do not call the model: they never hold the provider's key;
+        // the tool runner, the sink, the webhooks service and the delegator do not call the model: they never hold the provider's key;
         // nobody inherits the secrets key; the database's URL (which may hold its password) goes to the sink alone
         omitInherited: (name) =>
           (MODEL_FREE_SERVICES.includes(service) && isModelSetting(name)) ||

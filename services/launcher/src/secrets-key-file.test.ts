@@ -57,6 +57,7 @@ describe('the secrets key of the embedded system', () => {
       gateway: { FLOTILLA_SECRETS_KEY_FILE: settings.file },
       'tool-runner': { FLOTILLA_SECRETS_KEY_FILE: settings.file },
       webhooks: { FLOTILLA_SECRETS_KEY_FILE: settings.file },
+      delegator: {},
     });
     expect(['FLOTILLA_SECRETS_KEY', 'FLOTILLA_SECRETS_KEY_FILE'].every(isSecretsKeySetting)).toBe(true);
     expect(isSecretsKeySetting('FLOTILLA_SECRETS_REPLICAS')).toBe(false);
