@@ -24,6 +24,7 @@ import type { Access, RouteSpec } from './route-table.js';
 import { restRoutes } from './routes.js';
 import { SandboxSummary } from './sandbox-summary.js';
 import { SecretService } from './secret-service.js';
+import { WebhookService, type WebhookStores } from './webhook-service.js';
 import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
 import type { ImageWriter } from './message-images.js';
@@ -47,6 +48,8 @@ export type GatewayDependencies = {
   readonly runners?: RunnerRegistry;
   /** Where the images of user messages are stored (written, never read back); without it a message with images is answered 503. */
   readonly images?: ImageWriter;
+  /** The webhooks' registrations and dead letters; undefined without a secrets key (the webhooks routes answer 503). */
+  readonly webhooks?: WebhookStores;
 };
 
 export type Gateway = {
@@ -80,6 +83,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     maxQueuedMessages: config.maxQueuedMessages,
   }, deps.catalog, deps.images);
   const secrets = new SecretService(deps.secrets, conversations, logger);
+  const webhooks = new WebhookService(deps.webhooks, log, logger);
   const runners = deps.runners;
   if (runners) {
     conversations.onDelete(async (ref) => {
@@ -140,7 +144,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       },
     },
   });
-  const routes = restRoutes({ conversations, index: deps.index, keys: deps.keys, secrets, serverInfo });
+  const routes = restRoutes({ conversations, index: deps.index, keys: deps.keys, secrets, webhooks, serverInfo });
   const openapi = openApiDocument(routes, { version: deps.version });
 
   // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────

@@ -4,6 +4,7 @@ import { createBuiltinTools } from '@flotilla/tools';
 import { adoptAllocator, connectWithRetry, createLogger, ImageStore, loadServiceConfig, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
+import { DeadLetterStore, WebhookRegistry } from '@flotilla/webhooks';
 import { loadAgentCatalog } from '@flotilla/workers';
 import { ApiKeyStore } from './api-keys.js';
 import { buildGateway } from './app.js';
@@ -24,6 +25,8 @@ const snapshots = await SnapshotStore.open(nc, { replicas });
 const keys = await ApiKeyStore.open(nc, { replicas });
 const secrets = secretsKey ? await SecretWriter.open(nc, { key: secretsKey, replicas }) : undefined;
 if (!secrets) logger.warn('secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets');
+// webhooks' signing secrets are stored encrypted with the same key; the webhooks service makes the dead letters' bucket
+const webhooks = secretsKey ? { registry: await WebhookRegistry.open(nc, { key: secretsKey, replicas }), deadLetters: await DeadLetterStore.bind(nc) } : undefined;
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
 const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: service.runnerLivenessMs });
 // the images of user messages: stored here, read by the step workers
@@ -35,7 +38,7 @@ const catalog = loadAgentCatalog();
 const builtins = new Map(createBuiltinTools().map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}) }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
 logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 

@@ -226,6 +226,8 @@ describe('probing every documented operation', () => {
 
   it('with a valid request, each answers a documented status (never route_not_found) with a body its schema accepts', async () => {
     const id = 'probe-openapi';
+    const webhook = { url: 'https://hooks.example.com/probe', events: ['conversation.finished'] };
+    const webhookId = ((await call('POST', '/v1/webhooks', { key: ACME_KEY, body: webhook })).json as { id: string }).id;
     const probes: Record<string, { method: Method; url: string; key?: string; body?: unknown }> = {
       getServerInfo: { method: 'GET', url: '/v1/server-info' },
       createConversation: { method: 'POST', url: '/v1/conversations', body: { id, title: 'probe', tags: ['a'], message: 'hello' } },
@@ -252,6 +254,11 @@ describe('probing every documented operation', () => {
       setTenantSecret: { method: 'PUT', url: '/v1/secrets/PROBE_TOKEN', body: { value: 'probe-secret-value' } },
       listTenantSecrets: { method: 'GET', url: '/v1/secrets' },
       removeTenantSecret: { method: 'DELETE', url: '/v1/secrets/PROBE_TOKEN' },
+      createWebhook: { method: 'POST', url: '/v1/webhooks', body: webhook },
+      listWebhooks: { method: 'GET', url: '/v1/webhooks' },
+      getWebhook: { method: 'GET', url: `/v1/webhooks/${webhookId}` },
+      listWebhookDeadLetters: { method: 'GET', url: `/v1/webhooks/${webhookId}/dead-letters?limit=10` },
+      removeWebhook: { method: 'DELETE', url: `/v1/webhooks/${webhookId}` },
       deleteConversation: { method: 'DELETE', url: `/v1/conversations/${id}` },
       createApiKey: { method: 'POST', url: '/v1/admin/api-keys', key: ADMIN_KEY, body: { tenant: 'probe', name: 'openapi probe' } },
     };
@@ -325,7 +332,9 @@ describe('probing every documented operation', () => {
 
   it('an unknown id answers a documented 404 on every id route', async () => {
     for (const { method, path, operation } of operations().filter(({ path: candidate }) => candidate.includes('{id}'))) {
-      const url = path.replace('{id}', 'probe-nobody').replace('{event}', '1').replace('{name}', 'PROBE_TOKEN');
+      // a webhook route's id has a shape of its own: a well-formed one that is nobody's
+      const webhookRoute = path.startsWith('/v1/webhooks/');
+      const url = path.replace('{id}', webhookRoute ? `wh_${'0'.repeat(32)}` : 'probe-nobody').replace('{event}', '1').replace('{name}', 'PROBE_TOKEN');
       const bodies: Record<string, unknown> = {
         updateConversation: { title: 't' },
         updateConversationSpec: { template: 'none' },
@@ -337,7 +346,7 @@ describe('probing every documented operation', () => {
       const { status, json } = await call(method, url, { key: ACME_KEY, ...(body !== undefined ? { body } : {}) });
       expect(status, `${method} ${url}`).toBe(404);
       expect(Object.keys(operation.responses)).toContain('404');
-      expect((json as ErrorBody).error.code, `${method} ${url}`).toBe('conversation_not_found');
+      expect((json as ErrorBody).error.code, `${method} ${url}`).toBe(webhookRoute ? 'webhook_not_found' : 'conversation_not_found');
     }
   });
 });

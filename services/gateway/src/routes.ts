@@ -34,12 +34,15 @@ import { getEvent, searchEvents } from './event-search.js';
 import { route, type RouteSpec } from './route-table.js';
 import { secretRoutes } from './secret-routes.js';
 import type { SecretService } from './secret-service.js';
+import { webhookRoutes } from './webhook-routes.js';
+import type { WebhookService } from './webhook-service.js';
 
 export type RouteDependencies = {
   readonly conversations: ConversationService;
   readonly index: ConversationIndex;
   readonly keys: ApiKeyStore;
   readonly secrets: SecretService;
+  readonly webhooks: WebhookService;
   readonly serverInfo: (tenant: string) => ServerInfo;
 };
 
@@ -302,6 +305,7 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       handler: async ({ tenant, params }) => getEvent(conversations.log, ref(tenant, params.id), params.event),
     }),
     ...secretRoutes(secrets),
+    ...webhookRoutes(deps.webhooks),
     route({
       method: 'POST',
       url: p('/admin/api-keys'),

@@ -7,6 +7,7 @@ import { appendWithRetry, EventLog, type ConversationRef, type StoredCommit } fr
 import { SecretReader, SecretWriter } from '@flotilla/secrets';
 import { ImageStore, servePurges } from '@flotilla/runtime';
 import { SnapshotStore } from '@flotilla/state';
+import { DeadLetterStore, WebhookRegistry } from '@flotilla/webhooks';
 import { startNats, type NatsTestServer } from '@flotilla/testing';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { randomBytes } from 'node:crypto';
@@ -76,6 +77,8 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   const secretsKey = options.secretsKey === undefined ? randomBytes(32) : options.secretsKey;
   const secrets = secretsKey === null ? undefined : await SecretWriter.open(nc, { key: secretsKey });
   const secretReader = secretsKey === null ? undefined : await SecretReader.open(nc, { key: secretsKey });
+  // webhooks' signing secrets are encrypted with the same key
+  const webhooks = secretsKey === null ? undefined : { registry: await WebhookRegistry.open(nc, { key: secretsKey }), deadLetters: await DeadLetterStore.bind(nc) };
   const index = new ConversationIndex(snapshots.kv, logger);
   await index.start();
   // the projector's part of a delete (removing the conversation's log)
@@ -83,7 +86,7 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   const images = await ImageStore.open(nc);
   const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
   const gateway = await buildGateway(
-    { nc, log, snapshots, index, keys, images, logger, instance: 'harness', version: FLOTILLA_VERSION, tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}) },
+    { nc, log, snapshots, index, keys, images, logger, instance: 'harness', version: FLOTILLA_VERSION, tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}) },
     config,
   );
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 });
