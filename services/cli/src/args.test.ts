@@ -37,8 +37,11 @@ describe('parseCliArgs', () => {
   });
 
   it('parses send, joining the words of an unquoted text', () => {
-    expect(command('send', 'c1', 'fix', 'the', 'test', '--run')).toEqual({ name: 'send', id: 'c1', text: 'fix the test', run: true });
-    expect(command('send', 'c1', '--', '--not-an-option')).toEqual({ name: 'send', id: 'c1', text: '--not-an-option', run: false });
+    expect(command('send', 'c1', 'fix', 'the', 'test', '--run')).toEqual({ name: 'send', id: 'c1', text: 'fix the test', images: [], run: true });
+    expect(command('send', 'c1', '--', '--not-an-option')).toEqual({ name: 'send', id: 'c1', text: '--not-an-option', images: [], run: false });
+    // images, repeatable; the text may be left out with them
+    expect(command('send', 'c1', 'look', '--image', 'a.png', '--image', 'b.jpg')).toEqual({ name: 'send', id: 'c1', text: 'look', images: ['a.png', 'b.jpg'], run: false });
+    expect(command('send', 'c1', '--image', 'a.png')).toEqual({ name: 'send', id: 'c1', text: '', images: ['a.png'], run: false });
   });
 
   it('parses watch and tail with --after-seq and --follow', () => {

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConversationStatus, EVENT_TYPES, isSubjectToken, SpecName, type EventType } from '@flotilla/events';
+import { ConversationStatus, EVENT_TYPES, isSubjectToken, MAX_IMAGES_PER_MESSAGE, SpecName, type EventType } from '@flotilla/events';
 import { usageError } from './errors.js';
 import { secretCommandOf, type SecretCommand } from './secret-args.js';
 import { tapCommandOf, type TapCommand } from './tap-args.js';
@@ -27,7 +27,7 @@ export type Command =
       readonly template?: string;
       readonly specFile?: string;
     }
-  | { readonly name: 'send'; readonly id: string; readonly text: string; readonly run: boolean; readonly watch?: FollowOptions }
+  | { readonly name: 'send'; readonly id: string; readonly text: string; readonly images: readonly string[]; readonly run: boolean; readonly watch?: FollowOptions }
   | { readonly name: 'run' | 'approve'; readonly id: string; readonly watch?: FollowOptions }
   | { readonly name: 'reject'; readonly id: string; readonly reason: string; readonly watch?: FollowOptions }
   | { readonly name: 'pause' | 'interrupt'; readonly id: string; readonly reason?: string }
@@ -93,6 +93,7 @@ const OPTIONS = {
   new: { type: 'boolean' },
   event: { type: 'string', multiple: true },
   description: { type: 'string' },
+  image: { type: 'string', multiple: true },
 } as const;
 /** `secret … --tenant` is a flag (the defaults of the key's own tenant), where `keys create --tenant T` takes a value. */
 const SECRET_OPTIONS = { ...OPTIONS, tenant: { type: 'boolean' } } as const;
@@ -108,7 +109,7 @@ const WATCHING: readonly OptionName[] = ['watch', 'follow', 'verbose'];
 /** The options each command accepts besides the global ones. */
 const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
   create: ['id', 'title', 'tag', 'message', 'run', 'template', 'spec', ...WATCHING],
-  send: ['run', ...WATCHING],
+  send: ['run', 'image', ...WATCHING],
   run: WATCHING,
   approve: WATCHING,
   reject: ['reason', ...WATCHING],
@@ -200,11 +201,13 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
       };
     }
     case 'send': {
-      if (rest.length < 2) throw usageError('send needs ID and TEXT, e.g. flotilla send my-conversation "fix the failing test"');
+      const images = values.image ?? [];
+      if (rest.length < (images.length > 0 ? 1 : 2)) throw usageError('send needs ID and TEXT (or --image FILE), e.g. flotilla send my-conversation "fix the failing test"');
       const [id, ...words] = rest as [string, ...string[]];
       const text = words.join(' ');
-      if (text.trim() === '') throw usageError('send: TEXT is empty');
-      return { name, id: conversationId(id), text, run: values.run ?? false, ...withWatch };
+      if (text.trim() === '' && images.length === 0) throw usageError('send: TEXT is empty');
+      if (images.length > MAX_IMAGES_PER_MESSAGE) throw usageError(`send: at most ${MAX_IMAGES_PER_MESSAGE} --image files a message`);
+      return { name, id: conversationId(id), text, images, run: values.run ?? false, ...withWatch };
     }
     case 'run':
     case 'approve':

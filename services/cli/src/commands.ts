@@ -12,6 +12,7 @@ import { tailConversation } from './tail.js';
 import type { Terminal } from './terminal.js';
 import { watchConversation } from './watch.js';
 import { executeWebhookCommand } from './webhook-commands.js';
+import { readImageFiles } from './image-files.js';
 
 export const ExitCode = { Ok: 0, Failed: 1, Usage: 2, Interrupted: 130 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
@@ -53,7 +54,9 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
       return command.watch ? watch(client, conversation.id, 0, command.watch, context) : ExitCode.Ok;
     }
     case 'send':
-      return commandThenWatch(client, command.id, command.watch, context, 'sent to', () => client.sendMessage(command.id, command.text, { run: command.run }));
+      return commandThenWatch(client, command.id, command.watch, context, 'sent to', async () =>
+        client.sendMessage(command.id, command.text, { run: command.run, ...(command.images.length === 0 ? {} : { images: await readImageFiles(command.images, context) }) }),
+      );
     case 'run':
       return commandThenWatch(client, command.id, command.watch, context, 'run', () => client.run(command.id));
     case 'approve':

@@ -43,6 +43,7 @@ const code = await runCli(process.argv.slice(2), {
   input: {
     readStdin: (prompt) => readStdinValue(prompt, process.stdin, process.stderr),
     readFile: (path) => readFile(path, 'utf8'),
+    readBytes: (path) => readFile(path),
   },
 });
 // exit once stdout is flushed, without waiting for sockets to finish closing

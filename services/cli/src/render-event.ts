@@ -39,9 +39,9 @@ export function speakerPrefix(source: Event['source'], color = false): string {
   return `${source === 'agent' ? style.cyan(style.bold(label)) : style.bold(label)} `;
 }
 
-/** The text of message content; images as `[image]`. */
+/** The text of message content; images as `[image]`, or `[image <name>]` for one sent with its file name. */
 export function contentText(parts: readonly ContentPart[]): string {
-  return parts.map((part) => (part.type === 'text' ? part.text : '[image]')).join('\n');
+  return parts.map((part) => (part.type === 'text' ? part.text : part.name === undefined ? '[image]' : `[image ${part.name}]`)).join('\n');
 }
 
 function linesOf(event: Event, context: Context): string[] {

@@ -21,6 +21,7 @@ const conversation = (id: string, overrides: Partial<Conversation> = {}): Conver
   usage: { prompt_tokens: 300, completion_tokens: 60, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0 },
   last_error: null,
   agent: { model: 'gpt-test', template: null, spec_seq: 2 },
+  branch: { forked_from: null, abandoned: [] },
   ...overrides,
 });
 
@@ -43,6 +44,37 @@ async function run(argv: string[], client: Partial<CliClient> = {}, env: Record<
 }
 
 describe('runCli', () => {
+  it('sends --image files with the message, base64 with the format read from their bytes and their names; a file that is no image is named, nothing sent', async () => {
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('pixels')]);
+    const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3]);
+    const files: Record<string, Buffer> = { 'shots/screen.png': png, 'photo.jpg': jpeg, 'notes.txt': Buffer.from('hello') };
+    const sent: unknown[] = [];
+    const client: Partial<CliClient> = {
+      sendMessage: async (id, text, options) => {
+        sent.push({ id, text, ...options });
+        return { conversation: id, status: 'running', last_seq: 4, appended: true };
+      },
+    };
+    const input = { readStdin: async () => '', readFile: async () => '', readBytes: async (path: string) => files[path] ?? Promise.reject(new Error('no such file')) };
+    const runWith = (argv: string[]) => runCli(argv, { stdout: new Captured(), stderr: new Captured(), env: { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' }, readConfig: () => undefined, createClient: () => client as CliClient, now: () => new Date(), input });
+    expect(await runWith(['send', 'c1', 'what is wrong here?', '--image', 'shots/screen.png', '--image', 'photo.jpg', '--run'])).toBe(0);
+    expect(sent).toEqual([
+      {
+        id: 'c1',
+        text: 'what is wrong here?',
+        run: true,
+        images: [
+          { data: png.toString('base64'), media_type: 'image/png', name: 'screen.png' },
+          { data: jpeg.toString('base64'), media_type: 'image/jpeg', name: 'photo.jpg' },
+        ],
+      },
+    ]);
+    const stderr = new Captured();
+    expect(await runCli(['send', 'c1', '--image', 'notes.txt'], { stdout: new Captured(), stderr, env: { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' }, readConfig: () => undefined, createClient: () => client as CliClient, now: () => new Date(), input })).toBe(2);
+    expect(stderr.text).toContain('--image notes.txt: not a png, jpeg, gif or webp image');
+    expect(sent).toHaveLength(1);
+  });
+
   it('prints the usage for --help, without needing a gateway', async () => {
     expect(await run(['--help'], {}, {})).toMatchObject({ code: 0, stdout: USAGE, stderr: '' });
   });
@@ -51,7 +83,7 @@ describe('runCli', () => {
     for (const argv of [['send', '--help'], ['help', 'send'], ['send', 'x', '-h']]) {
       const { code, stdout } = await run(argv, {}, {});
       expect(code).toBe(0);
-      expect(stdout).toMatch(/^Usage: flotilla send …\n\n  send ID TEXT \[--run\] \[--watch\]/);
+      expect(stdout).toMatch(/^Usage: flotilla send …\n\n  send ID TEXT \[--image FILE\]\.\.\. \[--run\] \[--watch\]/);
       expect(stdout).not.toContain('approve ID');
       expect(stdout).toContain('--api-key KEY');
     }

@@ -8,6 +8,8 @@ export type SecretInput = {
   /** All of stdin (a terminal reads one line without echoing it, after showing `prompt`). */
   readStdin(prompt: string): Promise<string>;
   readFile(path: string): Promise<string>;
+  /** A file's bytes (`send --image`). */
+  readBytes?(path: string): Promise<Uint8Array>;
 };
 
 export type SecretContext = { readonly out: Terminal; readonly err: Terminal; readonly input?: SecretInput };

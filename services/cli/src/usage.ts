@@ -7,7 +7,9 @@ Conversations:
                                    create a conversation; prints its id. Its agent: the
                                    operator's template NAME (flotilla info lists them), and/or
                                    the spec fields in FILE (JSON) over it
-  send ID TEXT [--run] [--watch]   send a user message (--run starts the agent)
+  send ID TEXT [--image FILE]... [--run] [--watch]
+                                   send a user message (--run starts the agent), with images
+                                   (png, jpeg, gif, webp; TEXT may be left out with --image)
   run ID [--watch]                 start (or continue) the agent
   approve ID [--watch]             approve the actions awaiting confirmation
   reject ID --reason R [--watch]   reject them, telling the agent why
