@@ -156,9 +156,9 @@ describe('compose', () => {
       expect('FLOTILLA_AGENT_CATALOG' in env, `${name} FLOTILLA_AGENT_CATALOG`).toBe(agent);
       if (agent) expect(env['FLOTILLA_AGENT']).toBe('${FLOTILLA_AGENT:-}');
       expect('OPENAI_API_KEY' in env, `${name} model key`).toBe(name === 'step-worker' || name === 'condenser');
-      expect('FLOTILLA_SECRETS_KEY' in env, `${name} secrets key`).toBe(['gateway', 'step-worker', 'condenser', 'tool-runner'].includes(name));
+      expect('FLOTILLA_SECRETS_KEY' in env, `${name} secrets key`).toBe(['gateway', 'step-worker', 'condenser', 'tool-runner', 'webhooks'].includes(name));
     }
-    for (const required of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector']) expect(services[required], required).toBeDefined();
+    for (const required of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'webhooks']) expect(services[required], required).toBeDefined();
     // the sink is an option
     if (services['pg-sink'] !== undefined) expect(services['pg-sink'].profiles).toEqual(['analytics']);
     // NATS reads the config npm run nats-config writes (the permission matrix's users)
