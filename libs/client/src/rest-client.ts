@@ -16,14 +16,20 @@ import type {
   DeadLetter,
   DeadLetterList,
   EventPage,
+  FileListing,
   FinalResponse,
+  ForkConversationBody,
+  GitDiff,
+  GitStatus,
   ImageUpload,
   ListConversationsQuery,
+  RewindBody,
   SearchEventsQuery,
   SecretNames,
   ServerInfo,
   UpdateConversationBody,
   UpdateSpecBody,
+  UploadedFile,
   Webhook,
   WebhookList,
 } from '@flotilla/api';
@@ -87,6 +93,15 @@ export class FlotillaClient {
   }
   updateConversation(id: string, body: UpdateConversationBody): Promise<Conversation> {
     return this.#json('PATCH', `/conversations/${enc(id)}`, { body });
+  }
+  /** A new conversation that starts from this one's view after `at_seq` (default its last event); `created` false when the given id already existed. */
+  async forkConversation(id: string, body: ForkConversationBody = {}): Promise<CreateResult> {
+    const { status, data } = await this.#request<Conversation>('POST', `/conversations/${enc(id)}/fork`, { body });
+    return { conversation: data, created: status === 201 };
+  }
+  /** Go on from after event `to_seq`: the later events leave the view and stay in the log. */
+  rewind(id: string, body: RewindBody): Promise<CommandResult> {
+    return this.#json('POST', `/conversations/${enc(id)}/rewind`, { body });
   }
   /** The agent spec in force: the whole spec the conversation's steps follow, and the event that set it. */
   getSpec(id: string): Promise<ConversationSpec> {
@@ -199,6 +214,31 @@ export class FlotillaClient {
     return (await this.#json<DeadLetterList>('GET', `/webhooks/${enc(id)}/dead-letters`, { query: { limit: options.limit } })).dead_letters;
   }
 
+  // ── workspace files and git (answered by the tool runner that owns the workspace) ────────────
+  /** One folder of the conversation's workspace (`''`: its root), one level: its entries, folders first. Paths are relative to the workspace root. */
+  listFiles(id: string, path = ''): Promise<FileListing> {
+    return this.#json('GET', `/conversations/${enc(id)}/files`, { query: { path: path || undefined } });
+  }
+  /** A file of the workspace, byte for byte (FlotillaApiError file_not_found, is_a_directory, path_outside_workspace, file_too_large, secret_in_file…). */
+  async downloadFile(id: string, path: string): Promise<Uint8Array> {
+    const response = await this.#send('GET', `/conversations/${enc(id)}/files/content`, { query: { path } }, 'application/octet-stream');
+    return new Uint8Array(await response.arrayBuffer());
+  }
+  /** Puts a file in the workspace at `path` (made or replaced at once, its folders made); the conversation's log records it as a `workspace_file` event. */
+  async uploadFile(id: string, path: string, content: Uint8Array | ArrayBuffer | Blob | string): Promise<UploadedFile> {
+    // a copy of a view (it may be of a shared or larger buffer), the bytes as they are otherwise
+    const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : content instanceof Uint8Array ? new Uint8Array(content) : content;
+    return (await this.#request<UploadedFile>('PUT', `/conversations/${enc(id)}/files/content`, { query: { path }, bytes })).data;
+  }
+  /** `git status` of the repository holding the folder (`''`: the workspace root), its changes under that folder (FlotillaApiError not_a_git_repository). */
+  gitStatus(id: string, path = ''): Promise<GitStatus> {
+    return this.#json('GET', `/conversations/${enc(id)}/git/status`, { query: { path: path || undefined } });
+  }
+  /** The diff of the folder's repository against HEAD (untracked files as new), under that folder. */
+  gitDiff(id: string, path = ''): Promise<GitDiff> {
+    return this.#json('GET', `/conversations/${enc(id)}/git/diff`, { query: { path: path || undefined } });
+  }
+
   // ── server ───────────────────────────────────────────────────────────────────────────────
   serverInfo(): Promise<ServerInfo> {
     return this.#json('GET', '/server-info');
@@ -208,51 +248,66 @@ export class FlotillaClient {
     return this.#json('POST', '/admin/api-keys', { body: { tenant, name } });
   }
 
-  async #json<T>(method: string, path: string, options: { body?: unknown; query?: Query } = {}): Promise<T> {
+  async #json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     return (await this.#request<T>(method, path, options)).data;
   }
 
-  async #request<T>(method: string, path: string, options: { body?: unknown; query?: Query } = {}): Promise<{ status: number; data: T }> {
-    const url = new URL(`${this.#base}${API_PREFIX}${path}`);
-    for (const [key, value] of Object.entries(options.query ?? {})) {
-      if (value !== undefined) url.searchParams.set(key, Array.isArray(value) ? value.join(',') : String(value));
-    }
-    const headers: Record<string, string> = { [API_KEY_HEADER]: this.options.apiKey, accept: 'application/json' };
-    if (options.body !== undefined) headers['content-type'] = 'application/json';
-    let response: Response;
-    try {
-      response = await this.#fetch(url, {
-        method,
-        headers,
-        ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
-    } catch (error) {
-      throw new FlotillaApiError(0, 'network_error', `${method} ${url.pathname}: ${(error as Error).message}`);
-    }
+  async #request<T>(method: string, path: string, options: RequestOptions = {}): Promise<{ status: number; data: T }> {
+    const response = await this.#send(method, path, options, 'application/json');
     const text = await response.text();
     let data: unknown = undefined;
     if (text.length > 0) {
       try {
         data = JSON.parse(text);
       } catch {
-        throw new FlotillaApiError(response.status, 'bad_response', `${method} ${url.pathname}: the gateway answered ${response.status} with non-JSON`);
+        throw new FlotillaApiError(response.status, 'bad_response', `${method} ${new URL(response.url || this.#base).pathname}: the gateway answered ${response.status} with non-JSON`);
       }
-    }
-    if (!response.ok) {
-      const error = (data as { error?: { code?: string; message?: string; issues?: { path: string; message: string }[] } } | undefined)?.error;
-      const retryAfter = response.headers.get('retry-after');
-      throw new FlotillaApiError(
-        response.status,
-        (error?.code ?? 'bad_response') as FlotillaApiError['code'],
-        error?.message ?? `${method} ${url.pathname}: HTTP ${response.status}`,
-        error?.issues ?? [],
-        retryAfter === null ? undefined : Number(retryAfter),
-      );
     }
     return { status: response.status, data: data as T };
   }
+
+  /** The gateway's answer to a request (a JSON body, or `bytes` sent as application/octet-stream); an error answer is thrown as a FlotillaApiError. */
+  async #send(method: string, path: string, options: RequestOptions, accept: string): Promise<Response> {
+    const url = new URL(`${this.#base}${API_PREFIX}${path}`);
+    for (const [key, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(key, Array.isArray(value) ? value.join(',') : String(value));
+    }
+    const headers: Record<string, string> = { [API_KEY_HEADER]: this.options.apiKey, accept };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    if (options.bytes !== undefined) headers['content-type'] = 'application/octet-stream';
+    const body = options.bytes ?? (options.body !== undefined ? JSON.stringify(options.body) : undefined);
+    let response: Response;
+    try {
+      response = await this.#fetch(url, { method, headers, ...(body !== undefined ? { body } : {}), signal: AbortSignal.timeout(this.#timeoutMs) });
+    } catch (error) {
+      throw new FlotillaApiError(0, 'network_error', `${method} ${url.pathname}: ${(error as Error).message}`);
+    }
+    if (response.ok) return response;
+    const text = await response.text().catch(() => '');
+    let data: unknown;
+    try {
+      data = text.length > 0 ? JSON.parse(text) : undefined;
+    } catch {
+      throw new FlotillaApiError(response.status, 'bad_response', `${method} ${url.pathname}: the gateway answered ${response.status} with non-JSON`);
+    }
+    const error = (data as { error?: { code?: string; message?: string; issues?: { path: string; message: string }[] } } | undefined)?.error;
+    const retryAfter = response.headers.get('retry-after');
+    throw new FlotillaApiError(
+      response.status,
+      (error?.code ?? 'bad_response') as FlotillaApiError['code'],
+      error?.message ?? `${method} ${url.pathname}: HTTP ${response.status}`,
+      error?.issues ?? [],
+      retryAfter === null ? undefined : Number(retryAfter),
+    );
+  }
 }
+
+type RequestOptions = {
+  readonly body?: unknown;
+  readonly query?: Query;
+  /** Raw bytes as the body (application/octet-stream), instead of JSON. */
+  readonly bytes?: Uint8Array<ArrayBuffer> | ArrayBuffer | Blob;
+};
 
 const enc = encodeURIComponent;
 
