@@ -9,6 +9,8 @@ export const GatewayConfig = z.object({
   port: Int(0, 65_535),
   /** Largest accepted JSON body. */
   maxBodyBytes: Int(1_024, 64 * 1024 * 1024),
+  /** Largest file a workspace download or upload may be (moved in chunks through the tool runner that owns the workspace). */
+  maxFileBytes: Int(1_024, 4 * 1024 * 1024 * 1024),
   /** Largest accepted inbound WebSocket frame. */
   maxFrameBytes: Int(1_024, 16 * 1024 * 1024),
   /** Sockets per conversation on this gateway instance. */
@@ -38,6 +40,7 @@ const VARIABLES: Record<string, string> = {
   host: 'FLOTILLA_GATEWAY_HOST',
   port: 'FLOTILLA_GATEWAY_PORT',
   maxBodyBytes: 'FLOTILLA_GATEWAY_MAX_BODY_BYTES',
+  maxFileBytes: 'FLOTILLA_GATEWAY_MAX_FILE_BYTES',
   maxFrameBytes: 'FLOTILLA_GATEWAY_MAX_FRAME_BYTES',
   maxSubscribersPerConversation: 'FLOTILLA_GATEWAY_MAX_SUBSCRIBERS',
   socketHighWaterBytes: 'FLOTILLA_GATEWAY_SOCKET_HIGH_WATER_BYTES',
@@ -55,6 +58,7 @@ export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
   host: '127.0.0.1',
   port: 8080,
   maxBodyBytes: 1024 * 1024,
+  maxFileBytes: 64 * 1024 * 1024,
   maxFrameBytes: 256 * 1024,
   maxSubscribersPerConversation: 2_000,
   socketHighWaterBytes: 1024 * 1024,
