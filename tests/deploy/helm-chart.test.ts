@@ -183,11 +183,11 @@ describe('the Helm chart', () => {
       const all = pods(set);
       const users = (name: string): Set<string> => secretsOf(all.get(name) ?? { containers: [] });
       const natsSecret = set === 'external NATS' ? 'our-nats-users' : 'flotilla-nats-users';
-      for (const service of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'delegator']) {
+      for (const service of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'delegator', 'webhooks']) {
         const used = users(service);
         // its own NATS password and no other user's
         expect([...used].filter((key) => key.startsWith(`${natsSecret}/`)), `${set}: ${service}`).toEqual([`${natsSecret}/${service}`]);
-        // the secrets key: gateway, tool runner, step worker, condenser; never the projector or the delegator
+        // the secrets key: gateway, tool runner, step worker, condenser, webhooks; never the projector or the delegator
         expect(used.has('flotilla-secrets/secrets-key'), `${set}: ${service} secrets key`).toBe(service !== 'projector' && service !== 'delegator');
         // the model key only where the model is called
         expect(used.has('flotilla-llm/api-key'), `${set}: ${service} model key`).toBe(service === 'step-worker' || service === 'condenser');
@@ -212,7 +212,7 @@ describe('the Helm chart', () => {
       expect(envOf(plain.get(service)!).has('FLOTILLA_AGENT_CATALOG_FILE')).toBe(false);
       expect(envOf(withCatalog.get(service)!).get('FLOTILLA_AGENT_CATALOG_FILE')?.value).toBe('/etc/flotilla/catalog.json');
     }
-    for (const service of ['tool-runner', 'projector', 'delegator']) {
+    for (const service of ['tool-runner', 'projector', 'delegator', 'webhooks']) {
       expect(envOf(withCatalog.get(service)!).has('FLOTILLA_AGENT_FILE')).toBe(false);
       expect(envOf(withCatalog.get(service)!).has('FLOTILLA_AGENT_CATALOG_FILE')).toBe(false);
     }
@@ -329,8 +329,27 @@ describe('the Helm chart', () => {
       const policy = find('defaults', 'NetworkPolicy', `flotilla-${service}`) as Policy;
       expect(policy.spec.egress).toHaveLength(2);
     }
+    // the webhooks service reaches its receivers outside the cluster, never the cluster's ranges or the metadata endpoint
+    const webhooks = find('defaults', 'NetworkPolicy', 'flotilla-webhooks') as Policy;
+    const receivers = webhooks.spec.egress.flatMap((rule) => rule.to ?? []).find((peer) => peer.ipBlock !== undefined);
+    expect(receivers?.ipBlock).toEqual({ cidr: '0.0.0.0/0', except: expect.arrayContaining(['169.254.0.0/16', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16']) });
     const gateway = find('catalog, ServiceMonitor, scheduling', 'NetworkPolicy', 'flotilla-gateway') as Policy;
     expect(gateway.spec.ingress[0]?.from).toContainEqual({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress' } } });
+  });
+
+  it('runs the webhooks service with its settings, refusing private networks unless listed, and not at all without a secrets key', async () => {
+    const env = envOf(pods('defaults').get('webhooks')!);
+    expect(env.get('FLOTILLA_WEBHOOK_ALLOWED_NETWORKS')?.value).toBe('');
+    expect(env.get('FLOTILLA_WEBHOOK_MAX_ATTEMPTS')?.value).toBe('12');
+    expect(env.get('FLOTILLA_WEBHOOK_DEAD_LETTER_MAX_AGE_MS')?.value).toBe('2592000000');
+    const listed = await renderChart(tools, { services: { webhooks: { allowedNetworks: ['10.20.0.0/16', '127.0.0.1'] } } });
+    const deployment = listed.find((manifest) => manifest.kind === 'Deployment' && manifest.metadata.name === 'flotilla-webhooks') as Workload;
+    expect(envOf(deployment.spec.template.spec).get('FLOTILLA_WEBHOOK_ALLOWED_NETWORKS')?.value).toBe('10.20.0.0/16,127.0.0.1');
+    const withoutKey = await renderChart(tools, { secretsKey: { secretName: '' } });
+    expect(withoutKey.some((manifest) => manifest.metadata.name === 'flotilla-webhooks' && manifest.kind === 'Deployment')).toBe(false);
+    const refused = await templateChart(tools, { services: { webhooks: { allowedNetworks: ['intranet'] } } });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/\/services\/webhooks\/allowedNetworks\/0/);
   });
 
   it('takes the image, scheduling and extra settings from values', () => {

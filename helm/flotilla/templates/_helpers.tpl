@@ -40,6 +40,19 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{- /*
+An egress rule to the outside world: dict "cidrs" <CIDRs> "except" <the cluster's ranges>. The
+cluster's ranges are cut out of 0.0.0.0/0; a narrower CIDR is taken as given.
+*/ -}}
+{{- define "flotilla.outsideWorld" -}}
+{{- $blocks := list -}}
+{{- $except := .except -}}
+{{- range .cidrs -}}
+{{- if eq . "0.0.0.0/0" }}{{ $blocks = append $blocks (dict "ipBlock" (dict "cidr" . "except" $except)) }}{{ else }}{{ $blocks = append $blocks (dict "ipBlock" (dict "cidr" .)) }}{{ end -}}
+{{- end -}}
+{{- toYaml (dict "to" $blocks) -}}
+{{- end -}}
+
 {{- /* The NATS URL the services connect to: bus.url, or the bundled chart's Service. */ -}}
 {{- define "flotilla.natsUrl" -}}
 {{- if .Values.bus.url -}}
