@@ -188,6 +188,31 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
     await page.close();
   }, 90_000);
 
+  it('attaches an image to a message: shown as a chip until sent, stored by the gateway, shown by name in the conversation', async () => {
+    const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+    await page.getByTestId('new-message').fill('A first message, no run.');
+    await page.getByTestId('new-create').click();
+    const events = page.getByTestId('event-list');
+    await poll(() => events.getByTestId('user-message').count()).toBe(1);
+
+    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(3_000, 7)]);
+    await page.getByTestId('image-input').setInputFiles({ name: 'layout.png', mimeType: 'image/png', buffer: png });
+    expect(await page.getByTestId('attachment').textContent()).toContain('layout.png');
+    await page.getByTestId('message-input').fill('Why is the header misaligned?');
+    await page.getByTestId('btn-send').click();
+    await poll(() => events.getByTestId('user-message').count()).toBe(2);
+    expect(await events.getByTestId('image-ref').textContent()).toBe('image layout.png (3 KiB)');
+    expect(await page.getByTestId('attachment').count()).toBe(0);
+
+    // the log names the image with its size and digest; the bytes are the file's
+    const id = (await page.getByTestId('conversation-view').getAttribute('data-id')) ?? '';
+    const stored = (await system.events({ tenant: 'acme', conversation: id })).findLast((event) => event.type === 'message');
+    expect(stored).toMatchObject({ v: 4, content: [{ type: 'text', text: 'Why is the header misaligned?' }, { type: 'image', name: 'layout.png', bytes: png.length, media_type: 'image/png' }] });
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+
   it('rejects a pending action with a reason: the agent is told and the conversation goes idle', async () => {
     const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
     await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);

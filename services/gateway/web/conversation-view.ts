@@ -8,6 +8,7 @@ import { count, statusBadge, usd } from './format.js';
 import { SecretsPanel } from './secrets-panel.js';
 import { SpecPanel } from './spec-panel.js';
 import { TypingArea } from './typing-area.js';
+import { ImageAttachments } from './image-attachments.js';
 
 /** What the list shows of the open conversation, ahead of its next refresh. */
 export type ConversationProgress = { readonly status: ConversationStatus; readonly lastSeq: number; readonly updatedAt: string | null };
@@ -53,6 +54,7 @@ export class ConversationView {
     reject: byId<HTMLButtonElement>('btn-reject'),
   };
   readonly #typing = new TypingArea(byId('typing'), byId('typing-body'));
+  readonly #attachments = new ImageAttachments(byId<HTMLInputElement>('image-input'), byId('attachments'));
   readonly #secrets: SecretsPanel;
   readonly #spec = new SpecPanel();
 
@@ -239,13 +241,15 @@ export class ConversationView {
 
   #send(run: boolean): void {
     const text = this.#messageInput.value.trim();
-    if (text === '') {
+    if (text === '' && this.#attachments.count === 0) {
       this.#messageInput.focus();
       return;
     }
     this.#command(async (id) => {
-      const result = await this.client().sendMessage(id, text, { run });
+      const images = this.#attachments.count === 0 ? [] : await this.#attachments.uploads();
+      const result = await this.client().sendMessage(id, text, { run, ...(images.length === 0 ? {} : { images }) });
       this.#messageInput.value = '';
+      this.#attachments.clear();
       return result;
     });
   }

@@ -214,6 +214,8 @@ function images(parts: readonly ContentPart[]): Child[] {
     if (part.type !== 'image') return [];
     if (part.data !== undefined) return [h('img', { class: 'inline-image', alt: 'image', src: `data:${part.media_type ?? 'image/png'};base64,${part.data}` })];
     if (part.url?.startsWith('data:image/')) return [h('img', { class: 'inline-image', alt: 'image', src: part.url })];
+    // a stored image: the log names it, its bytes go only to the model
+    if (part.sha256 !== undefined) return [h('span', { class: 'image-ref', 'data-testid': 'image-ref' }, `image${part.name === undefined ? '' : ` ${part.name}`} (${Math.max(1, Math.round((part.bytes ?? 0) / 1024))} KiB)`)];
     return [h('a', { href: part.url ?? '#', target: '_blank', rel: 'noreferrer noopener' }, 'image')];
   });
 }
