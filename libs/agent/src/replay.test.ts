@@ -62,6 +62,20 @@ class MemoryLog {
 }
 
 describe('replayRequests', () => {
+  it('rebuilds a step whose message held a stored image with a line naming the image in place of its bytes, which are not in the log', () => {
+    const log = new MemoryLog();
+    log.spec({ provider: 'anthropic', model: 'claude-sonnet-4-6' }, 'conversation created');
+    const sha256 = 'c'.repeat(64);
+    log.append([
+      draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Look.' }, { type: 'image', sha256, bytes: 4096, media_type: 'image/png', name: 'a.png' }] }),
+      draftEvent({ ...ref, source: 'user' }, 'state_change', { status: 'running' }),
+      draftEvent({ ...ref, source: 'system' }, 'llm_usage', { model: 'claude-sonnet-4-6', purpose: 'step', prompt_tokens: 1, completion_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 1, cost_usd: 0 }),
+    ]);
+    const [request] = replayRequests(log.events, { registry });
+    expect(request!.body).toContain(`[image a.png (image/png, 4 KiB) not shown: stored image ${sha256}: its bytes are in the images bucket, not in the log]`);
+    expect(request!.body).not.toContain('"type":"image"');
+  });
+
   it("rebuilds every step's request byte for byte from the log alone, across model switches, providers and a condensation", async () => {
     await using server = await startTestServer();
     const log = new MemoryLog();

@@ -1,5 +1,5 @@
 import type { AgentSpecEvent, Event, McpToolsEvent } from '@flotilla/events';
-import { wireRequest } from '@flotilla/llm';
+import { imageNote, wireRequest, type ChatMessage, type GenerateRequest } from '@flotilla/llm';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import { agentConfigOf, readAgentSpec } from './agent-spec.js';
@@ -66,10 +66,29 @@ export function replayRequests(events: readonly Event[], options: ReplayOptions 
     let tools = listedTools.get(listed);
     if (!tools) listedTools.set(listed, (tools = withListedTools(agent.tools, listed)));
     const { request } = stepRequest({ history: events.slice(0, index), tools, view: () => view.view(), chat: renderer });
-    const wire = wireRequest(agent.llm, request, { stream: STEP_STREAMS });
+    const wire = wireRequest(agent.llm, withoutStoredBytes(request), { stream: STEP_STREAMS });
     replayed.push({ seq: event.seq, specSeq: spec.seq, provider: wire.provider, model: wire.model, body: wire.body });
   });
   return replayed;
+}
+
+/**
+ * The request with each stored image as a line naming it (its digest and size): its bytes are in
+ * the images bucket, not in the log, so a rebuilt body differs from the one sent exactly there.
+ */
+function withoutStoredBytes(request: GenerateRequest): GenerateRequest {
+  const stored = (message: ChatMessage): boolean => message.role !== 'system' && message.content.some((part) => part.type === 'image' && part.stored !== undefined);
+  if (!request.messages.some(stored)) return request;
+  return {
+    ...request,
+    messages: request.messages.map((message): ChatMessage => {
+      if (message.role === 'system' || !stored(message)) return message;
+      const content = message.content.map((part) =>
+        part.type === 'image' && part.stored !== undefined ? { type: 'text' as const, text: imageNote(part, `stored image ${part.stored.sha256}: its bytes are in the images bucket, not in the log`) } : part,
+      );
+      return { ...message, content } as ChatMessage;
+    }),
+  };
 }
 
 function agentOf(event: AgentSpecEvent, known: Map<AgentSpecEvent, { readonly tools: ToolCatalog; readonly llm: unknown }>, registry: ToolRegistry): { readonly tools: ToolCatalog; readonly llm: unknown } {
