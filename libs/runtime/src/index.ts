@@ -34,5 +34,5 @@ export type { PurgeOptions } from './conversation-purge.js';
 export { startServiceTracing } from './service-tracing.js';
 export { DEFAULT_IMAGES_BUCKET, describeImage, IMAGE_CHUNK_BYTES, ImageError, ImageErrorCode, ImageStore } from './image-store.js';
 export type { ImageStoreOptions, StoredImage } from './image-store.js';
-export { answerWorkspace, askWorkspace, FileVersion, MAX_WORKSPACE_CHUNK_BYTES, parseWorkspaceRequest, UploadId, workspaceBodyBytes, workspaceChunkBytes, WorkspaceFailureCode, WorkspaceHeader, WorkspaceOp, WorkspaceRequestError } from './workspace-requests.js';
+export { answerWorkspace, askWorkspace, FileVersion, ListedEntry, MAX_WORKSPACE_CHUNK_BYTES, parseWorkspaceRequest, UploadId, workspaceBodyBytes, workspaceChunkBytes, WorkspaceAnswers, WorkspaceFailureCode, WorkspaceHeader, WorkspaceOp, WorkspaceRequestError } from './workspace-requests.js';
 export type { AskOptions, WorkspaceAnswer, WorkspaceRequest } from './workspace-requests.js';

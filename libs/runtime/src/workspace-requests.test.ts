@@ -67,6 +67,15 @@ describe('workspace requests over core NATS', () => {
       taker.stop();
       stale.stop();
     }
+    // a runner that knows who owns it (the workspace is another conversation's: a sub-agent's shared one) says so, and is followed
+    const owner = fakeRunner('runner-owner', () => ({ meta: { listed: 'by the owner' } }));
+    const pointing = fakeRunner('runner-pointing', () => ({ code: 'moved', message: 'the parent’s workspace', owner: 'runner-owner' }), true);
+    try {
+      expect(await askWorkspace(nc, runners, { tenant: 'acme', conversation: 'child' }, { op: 'list', path: '' })).toMatchObject({ runner: 'runner-owner', meta: { listed: 'by the owner' } });
+    } finally {
+      owner.stop();
+      pointing.stop();
+    }
   });
 
   it('says no runner answers when none runs, and passes a refusal on with its code', async () => {

@@ -43,6 +43,26 @@ export const WorkspaceOp = z.discriminatedUnion('op', [
 ]);
 export type WorkspaceOp = z.infer<typeof WorkspaceOp>;
 
+/** One entry of a `list` answer's body (a JSON array of them); the gateway makes the API's FileEntry of it. */
+export const ListedEntry = z.strictObject({
+  name: z.string().min(1).max(1_024),
+  type: z.enum(['file', 'directory', 'symlink', 'other']),
+  size: z.number().int().nonnegative().nullable(),
+  modified_ms: z.number(),
+  link_target: z.string().max(8_192).optional(),
+});
+export type ListedEntry = z.infer<typeof ListedEntry>;
+
+/** The fields of each operation's success (its answer header); a `read`'s body is the bytes, a git answer's the text git printed. */
+export const WorkspaceAnswers = {
+  list: z.strictObject({ truncated: z.boolean() }),
+  read: z.strictObject({ version: FileVersion }),
+  write: z.union([z.strictObject({ done: z.literal(false), received: Offset }), z.strictObject({ done: z.literal(true), size: Offset, sha256: z.string().regex(/^[0-9a-f]{64}$/), created: z.boolean() })]),
+  abort: z.strictObject({}),
+  git_status: z.strictObject({ repository_root: z.string(), truncated: z.boolean() }),
+  git_diff: z.strictObject({ repository_root: z.string(), base: z.enum(['HEAD', 'empty_tree']), truncated: z.boolean() }),
+} as const satisfies Record<WorkspaceOp['op'], z.ZodType>;
+
 /** Why a workspace request was not done. `moved`: this runner does not own the workspace (ask the owner again). */
 export const WorkspaceFailureCode = z.enum([
   'moved',
@@ -63,7 +83,8 @@ export const WorkspaceFailureCode = z.enum([
 ]);
 export type WorkspaceFailureCode = z.infer<typeof WorkspaceFailureCode>;
 
-const Failure = z.strictObject({ ok: z.literal(false), code: WorkspaceFailureCode, message: z.string().max(8_000), runner: z.string().optional() });
+/** A failure; `moved` may name the live runner that owns the workspace (where it is not where the gateway looked: a sub-agent's shared workspace is its parent's). */
+const Failure = z.strictObject({ ok: z.literal(false), code: WorkspaceFailureCode, message: z.string().max(8_000), runner: z.string().optional(), owner: z.string().min(1).max(256).optional() });
 /** A success's own fields (a read's version, a write's progress, a diff's place) are the operation's; the gateway checks them as it uses them. */
 const Success = z.looseObject({ ok: z.literal(true), runner: z.string() });
 const AnswerMeta = z.discriminatedUnion('ok', [Success, Failure]);
@@ -145,7 +166,7 @@ export async function askWorkspace(nc: NatsConnection, runners: RunnerRegistry, 
     const answer = readAnswer(reply);
     if (answer.ok) return { meta: answer.meta, data: reply.data, runner: answer.runner };
     if (answer.code === 'moved' && attempt < ATTEMPTS) {
-      hint = undefined;
+      hint = answer.owner;
       anyRunner = false;
       continue;
     }
@@ -159,7 +180,7 @@ async function ownerSubject(runners: RunnerRegistry, ref: ConversationRef): Prom
   return owner?.runner && (await runners.isAlive(owner.runner)) ? RunnerSubjects.workspace(owner.runner) : RunnerSubjects.workspaceAny;
 }
 
-function readAnswer(reply: Msg): { ok: true; meta: Record<string, unknown>; runner: string } | { ok: false; code: WorkspaceFailureCode; message: string } {
+function readAnswer(reply: Msg): { ok: true; meta: Record<string, unknown>; runner: string } | { ok: false; code: WorkspaceFailureCode; message: string; owner?: string } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(reply.headers?.get(WorkspaceHeader.Answer) ?? '');
@@ -168,7 +189,7 @@ function readAnswer(reply: Msg): { ok: true; meta: Record<string, unknown>; runn
   }
   const answer = AnswerMeta.safeParse(parsed);
   if (!answer.success) throw new WorkspaceRequestError('unavailable', `A tool runner answered a workspace request with an answer this gateway cannot read: ${answer.error.issues[0]?.message ?? 'invalid'}.`);
-  if (!answer.data.ok) return { ok: false, code: answer.data.code, message: answer.data.message };
+  if (!answer.data.ok) return { ok: false, code: answer.data.code, message: answer.data.message, ...(answer.data.owner ? { owner: answer.data.owner } : {}) };
   const { ok: _ok, runner, ...meta } = answer.data;
   return { ok: true, meta, runner };
 }
@@ -206,10 +227,10 @@ export function parseWorkspaceRequest(message: Msg): WorkspaceRequest | string {
 }
 
 /** Answers a workspace request: a success with its fields and bytes, or a failure. */
-export function answerWorkspace(message: Msg, runner: string, answer: { readonly meta?: Readonly<Record<string, unknown>>; readonly data?: Uint8Array } | { readonly code: WorkspaceFailureCode; readonly message: string }): void {
+export function answerWorkspace(message: Msg, runner: string, answer: { readonly meta?: Readonly<Record<string, unknown>>; readonly data?: Uint8Array } | { readonly code: WorkspaceFailureCode; readonly message: string; readonly owner?: string }): void {
   const reply = headers();
   if ('code' in answer) {
-    reply.set(WorkspaceHeader.Answer, headerJson({ ok: false, code: answer.code, message: answer.message.slice(0, 8_000), runner }));
+    reply.set(WorkspaceHeader.Answer, headerJson({ ok: false, code: answer.code, message: answer.message.slice(0, 8_000), runner, ...(answer.owner ? { owner: answer.owner } : {}) }));
     message.respond(undefined, { headers: reply });
     return;
   }
