@@ -122,7 +122,7 @@ describe('delegator', () => {
     const children = await f.children();
     await f.finish(children[1]!, 'done early');
     const signals: string[] = [];
-    const subscription = f.nc.subscribe('flotilla.signal.interrupt.acme.*', { callback: (_error, message) => signals.push(message.subject) });
+    const subscription = f.nc.subscribe('flotilla.signal.interrupt.acme.*', { callback: (_error, message) => void signals.push(message.subject) });
     await f.nc.flush();
     await f.append(f.parent, [draftEvent({ ...f.parent, source: 'user' }, 'interrupt', { reason: 'stop' }), draftEvent(f.system(f.parent), 'state_change', { status: 'paused' })]);
     await f.deliver(f.parent);

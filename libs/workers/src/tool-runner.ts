@@ -1,7 +1,7 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { whileUnavailable } from '@flotilla/bus';
-import { actionPaths, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type AroundAction, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
+import { actionPaths, DelegationFold, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type AroundAction, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, withPositionalIds, type ActionEvent as LoggedAction, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
 import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { answerWorkspace, parseWorkspaceRequest, RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
@@ -87,6 +87,11 @@ export class ToolRunner {
   /** Each cached conversation's workspace context and the path rules it was shown. */
   readonly #skills = new IncrementalFold(
     () => new SkillsFold(),
+    (fold, events) => fold.append(events),
+  );
+  /** Each cached conversation's link to its parent, when it is a sub-agent's: whose workspace it works in. */
+  readonly #delegations = new IncrementalFold(
+    () => new DelegationFold(),
     (fold, events) => fold.append(events),
   );
   /** Each cached conversation's agent spec in force and what its MCP servers listed. */
@@ -176,17 +181,19 @@ export class ToolRunner {
    * run. A workspace taken from a dead owner is noted, for the next batch to tell the agent.
    */
   async #ownForRequest(ref: ConversationRef): Promise<boolean> {
-    if (this.#ownsRecently(ref)) return true;
+    // a sub-agent's shared workspace is its parent's: owned, and held, as the parent's
+    const home = this.#home(ref, (await this.#deps.cache.load(ref)).events);
+    if (this.#ownsRecently(home)) return true;
     const { runners, runnerId } = this.#deps;
-    const owner = await runners.owner(ref);
+    const owner = await runners.owner(home);
     if (owner?.runner === runnerId) {
-      this.#confirmOwned(ref);
+      this.#confirmOwned(home);
       return true;
     }
     if (owner?.runner && (await runners.isAlive(owner.runner))) return false;
-    const existed = await stat(join(this.#deps.workspaceRoot, ref.tenant, ref.conversation)).then(() => true, () => false);
-    if (!(await runners.claim(ref, runnerId, owner))) return false;
-    this.#confirmOwned(ref);
+    const existed = await stat(join(this.#deps.workspaceRoot, home.tenant, home.conversation)).then(() => true, () => false);
+    if (!(await runners.claim(home, runnerId, owner))) return false;
+    this.#confirmOwned(home);
     if (owner !== undefined && owner.runner !== '') {
       this.#untoldTakeOvers.set(key(ref), existed);
       this.#deps.logger.info({ conversation: ref.conversation, tenant: ref.tenant, previousOwner: owner.runner }, 'took over the workspace for a workspace request');
@@ -197,7 +204,7 @@ export class ToolRunner {
   /** The conversation's workspace, sandbox and secrets as its batches have them (the same sandbox environment: the spec's model key left out). */
   async #useWorkspace<T>(ref: ConversationRef, task: (opened: OpenedWorkspace) => Promise<T>): Promise<T> {
     const conversation = await this.#deps.cache.load(ref);
-    const { root } = await this.#workspaceDirectory(ref, false);
+    const { root } = await this.#workspaceDirectory(ref, this.#home(ref, conversation.events), false);
     const revealed = await this.#secrets(ref, this.#inForce(conversation.events).modelKey);
     const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
     return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: revealed.sandbox }, async ({ sandbox, restarted }) => {
@@ -213,6 +220,8 @@ export class ToolRunner {
    * are removed. A batch running for it finishes first (it cannot be appended to a purged log).
    */
   async deleteWorkspace(ref: ConversationRef): Promise<void> {
+    // a sub-agent's shared workspace is its parent's: only what is its own goes (asked before its log is purged)
+    const home = this.#home(ref, (await this.#deps.cache.load(ref)).events);
     await this.#executing.get(key(ref))?.catch(() => undefined);
     await this.#deps.tools.closeConversation(key(ref));
     await this.#mcp.close(key(ref));
@@ -222,9 +231,16 @@ export class ToolRunner {
     this.#workspaces.delete(key(ref));
     this.#owned.delete(key(ref));
     this.#deps.cache.forget(ref);
-    await rm(join(this.#deps.workspaceRoot, ref.tenant, ref.conversation), { recursive: true, force: true });
     await rm(join(this.#deps.privateRoot, ref.tenant, ref.conversation), { recursive: true, force: true });
+    if (home.conversation !== ref.conversation) return;
+    await rm(join(this.#deps.workspaceRoot, ref.tenant, ref.conversation), { recursive: true, force: true });
     await this.#deps.runners.release(ref);
+  }
+
+  /** The conversation whose workspace a conversation's tools act in: itself, or a sub-agent's parent's (its subagent_task says). */
+  #home(ref: ConversationRef, events: readonly Event[]): ConversationRef {
+    const workspace = this.#delegations.of(events).workspace(ref.conversation);
+    return workspace === ref.conversation ? ref : { tenant: ref.tenant, conversation: workspace };
   }
 
   async stop(): Promise<void> {
@@ -250,11 +266,13 @@ export class ToolRunner {
       // the workspace's context is read by its owner, as its actions are run; so are its MCP servers listed, before the step that may use them
       if (work.kind !== 'execute' && work.kind !== 'prepare' && this.#mcpOwed(work, conversation.events) === undefined) return { ack: true, outcome: 'nothing_to_run' };
 
-      if (this.#ownsRecently(ref)) {
+      // the workspace's owner runs the batch (a sub-agent's shared workspace: its parent's)
+      const home = this.#home(ref, conversation.events);
+      if (this.#ownsRecently(home)) {
         await inSpan('tool_batch', commitSpan(delivery, ref), () => this.#executeFor(ref, false, delivery.signal, conversation));
         return { ack: true, outcome: 'executed' };
       }
-      const owner = await this.#deps.runners.owner(ref);
+      const owner = await this.#deps.runners.owner(home);
       if (owner?.runner && owner.runner !== this.#deps.runnerId && (await this.#deps.runners.isAlive(owner.runner))) {
         // The owner answers once the batch is appended; if it takes longer, or dies, look again later.
         try {
@@ -275,10 +293,10 @@ export class ToolRunner {
         }
       }
       const tookOver = owner !== undefined && owner.runner !== '' && owner.runner !== this.#deps.runnerId;
-      if (owner?.runner !== this.#deps.runnerId && !(await this.#deps.runners.claim(ref, this.#deps.runnerId, owner))) {
+      if (owner?.runner !== this.#deps.runnerId && !(await this.#deps.runners.claim(home, this.#deps.runnerId, owner))) {
         return { ack: false, outcome: 'claim_lost', delayMs: 200 };
       }
-      this.#confirmOwned(ref);
+      this.#confirmOwned(home);
       if (tookOver) delivery.logger.info({ previousOwner: owner?.runner }, 'took over the workspace');
       await inSpan('tool_batch', commitSpan(delivery, ref, { 'flotilla.took_over': tookOver }), () => this.#executeFor(ref, tookOver, delivery.signal, conversation));
       return { ack: true, outcome: 'executed' };
@@ -310,8 +328,9 @@ export class ToolRunner {
 
   async #runForwarded(forwarded: Forwarded): Promise<void> {
     const { ref, streamSeq, data } = forwarded;
-    this.#confirmOwned(ref);
     const cached = this.#deps.cache.peek(ref);
+    // forwarded here because this runner owns the workspace (a sub-agent's shared one: its parent's)
+    this.#confirmOwned(this.#home(ref, (cached ?? (await this.#deps.cache.load(ref))).events));
     if (!cached || cached.tail.streamSeq >= streamSeq || this.#executing.has(key(ref))) return this.#executeFor(ref, false);
     const subject = this.#deps.log.subject(ref);
     const loaded = await this.#deps.cache.load(ref, streamSeq, { subject, seq: streamSeq, data });
@@ -390,7 +409,7 @@ export class ToolRunner {
       known = this.#deps.cache.peek(ref);
       if (known?.tail.streamSeq !== started.streamSeq) known = undefined;
       if (work.actions.length === 0) continue;
-      const observations = await this.#run(ref, work.actions, note, this.#inForce(conversation.events));
+      const observations = await this.#run(ref, work.actions, note, this.#inForce(conversation.events, ref));
       note = false;
       known = await this.#appendResults(ref, observations);
     }
@@ -403,7 +422,7 @@ export class ToolRunner {
    * holds just that; undefined (read the log again) after a conflict: another commit landed first.
    */
   async #prepare(ref: ConversationRef, conversation: CachedConversation, needs: PrepareNeeds): Promise<CachedConversation | undefined> {
-    const { root } = await this.#workspaceDirectory(ref, false);
+    const { root } = await this.#workspaceDirectory(ref, this.#home(ref, conversation.events), false);
     const hooks = this.#hooksInForce(conversation.events);
     const hooksOwed = needs.sessionStart || needs.prompts.length > 0 || needs.stop || needs.sessionEnd;
     const answer = async (sandbox: Sandbox | undefined, secrets: Readonly<Record<string, string>>): Promise<EventDraft[]> => {
@@ -445,9 +464,9 @@ export class ToolRunner {
   }
 
   /** What a batch of actions runs with, from the log: its skills, the spec's MCP servers and hooks, the secret that is its model's key. */
-  #inForce(events: readonly Event[]): InForce {
+  #inForce(events: readonly Event[], ref?: ConversationRef): InForce {
     const modelKey = this.#specInForce(events)?.llm.apiKeySecret;
-    return { skills: this.#skills.of(events), mcp: this.#mcpInForce(events), hooks: this.#hooksInForce(events), ...(modelKey ? { modelKey } : {}) };
+    return { skills: this.#skills.of(events), mcp: this.#mcpInForce(events), hooks: this.#hooksInForce(events), ...(modelKey ? { modelKey } : {}), ...(ref ? { home: this.#home(ref, events) } : {}) };
   }
 
   /**
@@ -492,7 +511,7 @@ export class ToolRunner {
    * undefined (read the log again) after a conflict.
    */
   async #listMcpServers(ref: ConversationRef, conversation: CachedConversation, owed: McpOwed): Promise<CachedConversation | undefined> {
-    const { root } = await this.#workspaceDirectory(ref, false);
+    const { root } = await this.#workspaceDirectory(ref, this.#home(ref, conversation.events), false);
     const revealed = await this.#secrets(ref, this.#inForce(conversation.events).modelKey);
     const secrets = revealed.all;
     const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
@@ -532,9 +551,9 @@ export class ToolRunner {
     }
   }
 
-  /** The conversation's workspace directory on this host, created when missing; `existed` only when asked. */
-  async #workspaceDirectory(ref: ConversationRef, checkExisted: boolean): Promise<{ root: string; existed: boolean }> {
-    const root = join(this.#deps.workspaceRoot, ref.tenant, ref.conversation);
+  /** The conversation's workspace directory on this host (`home`'s, #home), created when missing; `existed` only when asked. */
+  async #workspaceDirectory(ref: ConversationRef, home: ConversationRef, checkExisted: boolean): Promise<{ root: string; existed: boolean }> {
+    const root = join(this.#deps.workspaceRoot, home.tenant, home.conversation);
     const existed = checkExisted ? await stat(root).then(() => true, () => false) : true;
     if (checkExisted || !this.#workspaces.has(key(ref))) await mkdir(root, { recursive: true });
     return { root, existed };
@@ -565,7 +584,7 @@ export class ToolRunner {
     const untold = this.#untoldTakeOvers.get(key(ref));
     this.#untoldTakeOvers.delete(key(ref));
     const tookOver = note || untold !== undefined;
-    const { root, existed: existsNow } = await this.#workspaceDirectory(ref, tookOver);
+    const { root, existed: existsNow } = await this.#workspaceDirectory(ref, inForce.home ?? ref, tookOver);
     const existed = untold ?? existsNow;
     const revealed = await this.#secrets(ref, inForce.modelKey);
     const secrets = revealed.all;
@@ -673,7 +692,7 @@ export class ToolRunner {
 type Forwarded = { readonly ref: ConversationRef; readonly streamSeq: number; readonly data: Uint8Array; readonly traceparent?: string };
 
 /** What a batch of actions runs with (`#inForce`). */
-type InForce = { readonly skills: SkillsFold; readonly mcp: McpInForce | undefined; readonly hooks: HooksConfig | undefined; readonly modelKey?: string };
+type InForce = { readonly skills: SkillsFold; readonly mcp: McpInForce | undefined; readonly hooks: HooksConfig | undefined; readonly modelKey?: string; readonly home?: ConversationRef };
 
 /** A spec in force that names MCP servers, where it is, and what its servers listed. */
 type McpInForce = { readonly spec: AgentSpec; readonly specSeq: number; readonly listed: readonly McpToolsEvent[] };
