@@ -33,6 +33,14 @@ export type BrainTask = {
   readonly finalAnswerChars?: number;
   /** Tool calls to make instead, one per step: any tool with its input. */
   readonly calls?: readonly { readonly tool: string; readonly input: Readonly<Record<string, unknown>> }[];
+  /** Parallel tool calls to make instead, one batch per step (`steps` must be their number): any tools with their inputs. */
+  readonly batches?: readonly (readonly { readonly tool: string; readonly input: Readonly<Record<string, unknown>> }[])[];
+  /**
+   * The task's first model call waits until `count` first calls of tasks with the same `group`
+   * are in flight at once (at most `timeoutMs`, default 20 s); later calls pass. Shows calls that
+   * run in parallel, on as many step workers when each takes one call at a time.
+   */
+  readonly meet?: { readonly group: string; readonly count: number; readonly timeoutMs?: number };
   /**
    * A hostile model: `invalid_tool_calls` answers every turn with a call that cannot run (an
    * unknown tool, arguments that are not JSON, arguments failing the schema, in turn);
@@ -96,6 +104,25 @@ export async function startBrainServer(
   const authorizations: (string | undefined)[] = [];
   const server = createServer((request, response) => void handle(request, response));
   let counter = 0;
+  // the first calls waiting at each meeting point, and the points that met
+  const meetings = new Map<string, (() => void)[]>();
+  const met = new Set<string>();
+  const meet = async ({ group, count, timeoutMs = 20_000 }: NonNullable<BrainTask['meet']>): Promise<void> => {
+    if (met.has(group)) return;
+    const waiting = meetings.get(group) ?? [];
+    meetings.set(group, waiting);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      waiting.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      if (waiting.length >= count) {
+        met.add(group);
+        for (const release of waiting.splice(0)) release();
+      }
+    });
+  };
   // response ids unique across brain servers too, unless `recycled` asks for ids that repeat (the step
   // then gives a repeated one a suffix: the view groups a response's calls by it)
   const instance = randomBytes(4).toString('hex');
@@ -164,6 +191,7 @@ export async function startBrainServer(
     response.on('close', () => {
       call.closedAt = Date.now();
     });
+    if (task.meet && !messages.some((message) => message.role === 'assistant')) await meet(task.meet);
     if (task.latencyMs) await new Promise((resolve) => setTimeout(resolve, task.latencyMs));
     counter += 1;
     const id = options.responseIds === 'recycled' ? `chatcmpl-brain-${((counter - 1) % 4) + 1}` : `chatcmpl-brain${instance}-${counter}`;
@@ -238,6 +266,8 @@ export async function startBrainServer(
 export function brainReply(task: BrainTask, step: number): { toolCalls?: { id: string; name: string; arguments: string }[]; text?: string; promptTokens: number; completionTokens: number } {
   const tokens = { promptTokens: 100 + step * 20, completionTokens: 20 };
   if (step >= task.steps) return { text: task.finalAnswerChars ? 'x'.repeat(task.finalAnswerChars) : `Done: ${task.steps} steps for ${task.id}.`, ...tokens };
+  const batch = task.batches?.[step];
+  if (batch) return { toolCalls: batch.map((call, index) => ({ id: `call_${task.id}_${step}_${index}`, name: call.tool, arguments: JSON.stringify({ ...call.input, security_risk: 'low' }) })), ...tokens };
   const toolCalls = Array.from({ length: task.parallel ?? 1 }, (_, index) => ({
     id: `call_${task.id}_${step}_${index}`,
     ...(task.calls?.[step]

@@ -39,6 +39,10 @@ export type SystemOptions = {
   readonly gatewayEnv?: NodeJS.ProcessEnv;
   /** Extra environment of the tool runners only. */
   readonly toolRunnerEnv?: NodeJS.ProcessEnv;
+  /** Extra environment of the step workers only. */
+  readonly stepWorkerEnv?: NodeJS.ProcessEnv;
+  /** Delegators to start (default 0): they start sub-agents' conversations and answer their parents. */
+  readonly delegators?: number;
   /** Keep every request the model server receives (brain.requests). */
   readonly recordModelRequests?: boolean;
   /** How the model server makes its response ids (see startBrainServer). */
@@ -170,7 +174,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       name: `${service}-${index}`,
       entry: await serviceEntry(service === 'step-worker' && options.model === 'in-process' ? IN_PROCESS_MODEL_STEP_WORKER : join(ROOT, 'services', service, 'src', 'main.ts')),
       cwd: ROOT,
-      ...(service === 'tool-runner' ? { omitInherited: isModelSetting } : {}),
+      ...(service === 'tool-runner' || service === 'delegator' ? { omitInherited: isModelSetting } : {}),
       // FLOTILLA_TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every service process
       nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),
       env: {
@@ -180,13 +184,14 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
         FLOTILLA_HOME: home,
         FLOTILLA_HEALTH_PORT: String(healthPort),
         // the model's settings (and its key) go to the services that call the model, never to a tool runner
-        ...(service === 'tool-runner' || service === 'pg-sink' || service === 'webhooks' ? {} : { FLOTILLA_AGENT: JSON.stringify(agent), ...(options.catalog ? { FLOTILLA_AGENT_CATALOG: JSON.stringify(options.catalog) } : {}) }),
+        ...(service === 'tool-runner' || service === 'pg-sink' || service === 'webhooks' || service === 'delegator' ? {} : { FLOTILLA_AGENT: JSON.stringify(agent), ...(options.catalog ? { FLOTILLA_AGENT_CATALOG: JSON.stringify(options.catalog) } : {}) }),
         FLOTILLA_RUNNER_LIVENESS_MS: '3000',
         FLOTILLA_ACK_WAIT_MS: '4000',
         FLOTILLA_LOG_LEVEL: showLogs ? 'info' : 'warn',
         ...options.env,
         ...gatewayEnv,
         ...(service === 'tool-runner' ? options.toolRunnerEnv : {}),
+        ...(service === 'step-worker' ? options.stepWorkerEnv : {}),
         ...(service === 'webhooks' ? options.webhooksEnv : {}),
         ...(service === 'pg-sink' && options.databaseUrl ? { FLOTILLA_DATABASE_URL: options.databaseUrl, FLOTILLA_SINK_LAG_INTERVAL_MS: '200' } : {}),
       },
@@ -208,6 +213,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     ['gateway', options.gateways ?? (options.gateway ? 1 : 0)],
     ['pg-sink', options.pgSinks ?? 0],
     ['webhooks', options.webhooks ?? 0],
+    ['delegator', options.delegators ?? 0],
   ];
   const started = await Promise.allSettled(counts.flatMap(([service, count]) => Array.from({ length: count }, (_, index) => spawnService(service, index + 1))));
   const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
