@@ -34,13 +34,12 @@ class Receiver implements AsyncDisposable {
   ) {}
 
   static async start(failures: number): Promise<Receiver> {
-    let receiver!: Receiver;
     const server = createServer((request, response) => {
       let body = '';
       request.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
       request.on('end', () => response.writeHead(receiver.receive(request.headers, body)).end());
     });
-    receiver = new Receiver(server, failures);
+    const receiver = new Receiver(server, failures);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return receiver;
   }
