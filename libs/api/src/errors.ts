@@ -23,6 +23,10 @@ export const ERROR_CODES = [
   'conversation_running',
   'not_waiting',
   'nothing_pending',
+  /** A fork or rewind point where a call still waits for its result, or one that is not on the current branch. */
+  'not_a_branch_point',
+  /** A side question the conversation's model could not answer (the message says why). */
+  'ask_failed',
   'conflict',
   'rate_limited',
   'capacity_exhausted',

@@ -28,6 +28,36 @@ export const CreateConversationBody = z.strictObject({
 });
 export type CreateConversationBody = z.infer<typeof CreateConversationBody>;
 
+/** A new conversation that starts from this one's history (POST …/fork). */
+export const ForkConversationBody = z.strictObject({
+  /** The child's id (client-given, as at creation); default a fresh one. */
+  id: ConversationId.optional(),
+  /** Fork after this event of the parent (a point where no call waits for its result); default the parent's last. */
+  at_seq: z.number().int().positive().optional(),
+  /** Default the parent's title with " (fork)". */
+  title: Title.optional(),
+  tags: Tags.optional(),
+  /** The child's agent: a template and/or spec fields as at creation; default the parent's spec in force. */
+  template: SpecName.optional(),
+  spec: SpecFields.optional(),
+  /** A first user message of the child, and whether to start its run (needs the message). */
+  message: MessageText.optional(),
+  run: z.boolean().optional(),
+});
+export type ForkConversationBody = z.infer<typeof ForkConversationBody>;
+
+/** Go on from an earlier point of this conversation (POST …/rewind): the events after it leave the view. */
+export const RewindBody = z.strictObject({
+  /** The event to go on after: on the current branch, where no call waits for its result. */
+  to_seq: z.number().int().positive(),
+  reason: z.string().max(2_000).optional(),
+});
+export type RewindBody = z.infer<typeof RewindBody>;
+
+/** A side question about a conversation (POST …/ask), answered from its current view by its model; nothing is logged. */
+export const AskBody = z.strictObject({ question: MessageText });
+export type AskBody = z.infer<typeof AskBody>;
+
 export const UpdateConversationBody = z
   .strictObject({ title: Title.optional(), tags: Tags.optional() })
   .refine((body) => body.title !== undefined || body.tags !== undefined, { message: 'give title or tags', path: ['title'] });

@@ -39,8 +39,30 @@ export const Conversation = z.strictObject({
   last_error: z.strictObject({ code: z.string(), detail: z.string(), seq: z.number().int().positive() }).nullable(),
   /** The agent spec in force (GET …/spec has all of it); null for a conversation created before specs were logged. */
   agent: z.strictObject({ model: z.string().nullable(), template: z.string().nullable(), spec_seq: z.number().int().positive() }).nullable(),
+  /**
+   * Which of its events make the current branch: the conversation it was forked from (and after
+   * which of its events), and the seq ranges of its own log that rewinds left (still readable,
+   * out of the view). Every event outside those ranges is on the current branch.
+   */
+  branch: z.strictObject({
+    forked_from: z.strictObject({ conversation: ConversationId, seq: z.number().int().positive() }).nullable(),
+    abandoned: z.array(z.strictObject({ first: z.number().int().positive(), last: z.number().int().positive() })),
+  }),
 });
 export type Conversation = z.infer<typeof Conversation>;
+
+/**
+ * The answer to a side question: the model's text, which model gave it and what it used (not
+ * counted in the conversation's usage: it is in no event). With `Accept: text/event-stream` it
+ * comes as server-sent events: `delta` ({"text"}) as the model writes, then `answer` (this) or
+ * `error` (the API's error body).
+ */
+export const AskAnswer = z.strictObject({
+  answer: z.string(),
+  model: z.string(),
+  usage: z.strictObject({ input_tokens: Count, output_tokens: Count, cost_usd: z.number().nonnegative().nullable() }),
+});
+export type AskAnswer = z.infer<typeof AskAnswer>;
 
 /** A conversation's agent spec in force: the whole spec its steps follow, and the event that set it. */
 export const ConversationSpec = z.strictObject({

@@ -1,10 +1,10 @@
 export { BusVariables, DEFAULT_NATS_URL, describeBus, isBusCredentialSetting, loadBusSettings } from './bus-settings.js';
 export type { BusAuth, BusSettings, BusTls, SecretSource } from './bus-settings.js';
 export { requestAnswer } from './answered-request.js';
-export { answersPrefix, connectionInboxPrefix, connectionOptions, inboxPrefix } from './connection-options.js';
+export { answersPrefix, answersUnder, connectionInboxPrefix, connectionOptions, inboxPrefix } from './connection-options.js';
 export type { BusConnectionOptions } from './connection-options.js';
 export { BusConfigError } from './errors.js';
-export { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAME, DEFAULT_STREAM_NAMES, DEFAULT_SUBJECT_PREFIX, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
+export { AskSubjects, bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAME, DEFAULT_STREAM_NAMES, DEFAULT_SUBJECT_PREFIX, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
 export type { BucketRole, StreamNames } from './layout.js';
 export { appendsToLog, CONSUMER_GROUPS, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';
 export type { BucketAccess, Identity, Permissions, ServiceName } from './permissions.js';

@@ -53,6 +53,13 @@ export const RunnerSubjects = {
   workspaceAny: 'flotilla.runners.workspace',
 } as const;
 
+/**
+ * A side question about a conversation (POST …/ask), from the gateway to any one step worker
+ * (queue group `flotilla-askers`), which answers from the conversation's view with its model and
+ * streams the answer back under the gateway's answers branch. Nothing is appended to the log.
+ */
+export const AskSubjects = { ask: 'flotilla.ask', queue: 'flotilla-askers' } as const;
+
 /** The core subject on which the projector removes one conversation's log (the only purge a service may ask for). */
 export const PURGE_SUBJECT = 'flotilla.projector.purge';
 

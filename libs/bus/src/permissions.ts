@@ -1,5 +1,5 @@
 import { answersPrefix, inboxPrefix } from './connection-options.js';
-import { bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
+import { AskSubjects, bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
 export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const;
@@ -175,11 +175,13 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   if (appendsToLog(service)) publish.push(events);
   switch (service) {
     case 'gateway':
-      publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny, PURGE_SUBJECT);
+      publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny, PURGE_SUBJECT, AskSubjects.ask);
       subscribe.push(deltas);
       break;
     case 'step-worker':
-      publish.push(deltas);
+      // side questions (POST …/ask): taken from the gateway, answered (streamed) under its answers branch
+      publish.push(deltas, gatewayAnswers);
+      subscribe.push(AskSubjects.ask);
       break;
     case 'tool-runner':
       publish.push(RunnerSubjects.wake('*'), gatewayAnswers);

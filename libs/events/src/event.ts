@@ -25,6 +25,7 @@ import { McpToolsEvent } from './schemas/mcp-tools-events.js';
 import { WorkspaceContextEvent } from './schemas/workspace-context-events.js';
 import { SecretChangedEvent } from './schemas/secret-events.js';
 import { SubagentStartedEvent, SubagentTaskEvent } from './schemas/subagent-events.js';
+import { BranchEvent } from './schemas/branch-events.js';
 import { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
 
 /** Every Flotilla event, discriminated on `type`. */
@@ -51,6 +52,7 @@ export const Event = z.discriminatedUnion('type', [
   WorkspaceContextEvent,
   SubagentStartedEvent,
   SubagentTaskEvent,
+  BranchEvent,
 ]);
 export type Event = z.infer<typeof Event>;
 export type EventType = Event['type'];
@@ -79,6 +81,7 @@ export const EVENT_TYPES = [
   'workspace_context',
   'subagent_started',
   'subagent_task',
+  'branch',
 ] as const satisfies readonly EventType[];
 
 /** Compile-time check that EVENT_TYPES lists every member of the union, not just some. */

@@ -10,6 +10,7 @@ export { SecretChangedEvent, SecretName } from './schemas/secret-events.js';
 export { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spec-events.js';
 export { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
 export { SubAgentName, SubagentStartedEvent, SubagentTaskEvent } from './schemas/subagent-events.js';
+export { BranchEvent } from './schemas/branch-events.js';
 export { AgentSkill, ContextFile, KnowledgeSkill, PathRule, WorkspaceContextEvent, WorkspacePath } from './schemas/workspace-context-events.js';
 export {
   ActionEvent,

@@ -32,6 +32,7 @@ import { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spe
 import { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
 import { WorkspaceContextEvent, WorkspacePath } from './schemas/workspace-context-events.js';
 import { SubAgentName, SubagentStartedEvent, SubagentTaskEvent } from './schemas/subagent-events.js';
+import { BranchEvent } from './schemas/branch-events.js';
 import { CONTENT_FIELDS, CURRENT_PROTOCOL_VERSION, laterEventTypes, versionsSince } from './version.js';
 import { STORED_IMAGE_MEDIA_TYPES } from './schemas/content.js';
 
@@ -73,6 +74,7 @@ const NAMED_SCHEMAS = {
   SubagentStartedEvent,
   SubagentTaskEvent,
   SubAgentName,
+  BranchEvent,
   ContentPart,
   TextContent,
   ImageContent,

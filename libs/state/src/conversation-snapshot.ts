@@ -5,14 +5,15 @@ import { ConversationStateFields } from './conversation-state.js';
 /**
  * The snapshot format version this build writes. Version 2 added what commands decide from
  * (pending actions, early answers, the open condensation request), the final response's position
- * and the event counts by type and source. Version 3 added where the agent spec in force is.
+ * and the event counts by type and source. Version 3 added where the agent spec in force is;
+ * version 4 the conversation's branches (what it was forked from, what rewinds abandoned).
  */
-export const CURRENT_SNAPSHOT_VERSION = 3 as const;
+export const CURRENT_SNAPSHOT_VERSION = 4 as const;
 /**
  * Snapshot versions this build can read; anything newer fails loudly. An older one is outdated:
  * it is rebuilt from the log (the snapshot is derived, so nothing is lost).
  */
-export const SUPPORTED_SNAPSHOT_VERSIONS: readonly number[] = [3];
+export const SUPPORTED_SNAPSHOT_VERSIONS: readonly number[] = [4];
 
 const Count = z.number().int().nonnegative();
 
@@ -69,6 +70,14 @@ export const SnapshotAgentSpec = z.strictObject({
 });
 export type SnapshotAgentSpec = z.infer<typeof SnapshotAgentSpec>;
 
+/** A point of a conversation's history: after its event `seq`. */
+export const SnapshotBranchPoint = z.strictObject({ conversation: ConversationId, seq: z.number().int().positive() });
+export type SnapshotBranchPoint = z.infer<typeof SnapshotBranchPoint>;
+
+/** Seqs `first..last` of this conversation's log that a rewind left: still in the log, no longer in its view. */
+export const SnapshotSeqRange = z.strictObject({ first: z.number().int().positive(), last: z.number().int().positive() });
+export type SnapshotSeqRange = z.infer<typeof SnapshotSeqRange>;
+
 /** The last conversation_error, until a state change sets the status to running again. */
 export const SnapshotError = z.strictObject({
   code: z.string().min(1),
@@ -122,6 +131,13 @@ export const ConversationSnapshot = z
     final_response: SnapshotFinalResponse.nullable(),
     /** The agent spec in force: the last agent_spec event (null in a conversation that has none). */
     agent_spec: SnapshotAgentSpec.nullable(),
+    /** The conversation and point this one was forked from (its `branch` event of kind fork); null for one started afresh. */
+    forked_from: SnapshotBranchPoint.nullable(),
+    /**
+     * The ranges of seqs rewinds abandoned, in order, disjoint and not adjacent: the current
+     * branch is every other event. One range per rewind at most (a rewind past earlier ones merges them).
+     */
+    abandoned: z.array(SnapshotSeqRange),
   })
   .superRefine((snapshot, context) => {
     const empty = snapshot.last_seq === 0;

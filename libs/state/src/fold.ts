@@ -44,6 +44,8 @@ export function initialSnapshot(ref: ConversationRef): ConversationSnapshot {
     last_error: null,
     final_response: null,
     agent_spec: null,
+    forked_from: null,
+    abandoned: [],
   };
 }
 
@@ -178,6 +180,12 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
       snapshot.agent_spec = { seq: event.seq, stream_seq: streamSeq, model: typeof model === 'string' ? model : null, template: event.template ?? null };
       return;
     }
+    case 'branch':
+      // what the view held is forgotten; the copies that follow in the commit set the final response again
+      snapshot.final_response = null;
+      if (event.kind === 'fork') snapshot.forked_from = { ...event.from };
+      else snapshot.abandoned = withAbandoned(snapshot.abandoned, event.from.seq + 1, event.seq - 1);
+      return;
     case 'system_prompt':
     case 'approval':
     case 'execution_started':
@@ -194,6 +202,14 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
     default:
       assertNever(event);
   }
+}
+
+/** `ranges` with `first..last` abandoned too (nothing when the rewind leaves nothing behind), merged. */
+function withAbandoned(ranges: ConversationSnapshot['abandoned'], first: number, last: number): ConversationSnapshot['abandoned'] {
+  if (last < first) return ranges;
+  const kept = ranges.filter((range) => range.last < first - 1);
+  const joined = ranges.find((range) => range.last >= first - 1 && range.first < first);
+  return [...kept, { first: joined ? joined.first : first, last }];
 }
 
 function assertNever(event: never): never {

@@ -6,3 +6,4 @@ export type { ViewBlock } from './manipulation-indices.js';
 export { ChatRenderer, toChatMessages, type RenderedChat } from './chat-messages.js';
 export { hasThinking, isLlmEvent, isResultEvent, isToolItem } from './types.js';
 export type { CondensationSummary, LlmEvent, ResultEvent, View, ViewItem } from './types.js';
+export { planBranch, type BranchContext, type BranchPlan } from './branch.js';

@@ -94,6 +94,9 @@ export class LogIndex {
       case 'condensation_request':
         this.unhandledCondensationRequest = true;
         break;
+      case 'branch':
+        this.breakRun();
+        break;
       default:
         break;
     }

@@ -72,6 +72,12 @@ export class ViewBuilder {
       this.applyCondensation(event);
       return;
     }
+    if (event.type === 'branch') {
+      // the copies of the rest of the branch's view follow as ordinary events
+      this.forget(event.forgotten_event_ids);
+      this.resetSettled();
+      return;
+    }
     if (!isLlmEvent(event) || event.type === 'system_prompt') return;
     // A new call joining a batch that is already settled changes that batch: project again.
     if (event.type === 'action' && this.settledBatches.has(event.response_id)) this.resetSettled();
@@ -81,15 +87,8 @@ export class ViewBuilder {
 
   /** Forget the ids, then insert the summary where the condenser asked for it. */
   private applyCondensation(condensation: CondensationEvent): void {
-    const forgotten = new Set(condensation.forgotten_event_ids);
+    this.forget(condensation.forgotten_event_ids);
     const { projection } = this;
-    if (forgotten.size > 0) {
-      const kept = projection.raw.filter((item) => !forgotten.has(item.id));
-      projection.raw.length = 0;
-      projection.raw.push(...kept);
-      for (const id of forgotten) projection.present.delete(id);
-      projection.clearCaches();
-    }
     this.resetSettled();
     if (condensation.summary === undefined) return;
     const position = this.summaryPosition(condensation.summary_offset ?? 0);
@@ -101,6 +100,17 @@ export class ViewBuilder {
     projection.raw.splice(position, 0, summary);
     projection.present.add(summary.id);
     this.resetSettled();
+  }
+
+  private forget(ids: readonly string[]): void {
+    if (ids.length === 0) return;
+    const forgotten = new Set(ids);
+    const { projection } = this;
+    const kept = projection.raw.filter((item) => !forgotten.has(item.id));
+    projection.raw.length = 0;
+    projection.raw.push(...kept);
+    for (const id of forgotten) projection.present.delete(id);
+    projection.clearCaches();
   }
 
   /**

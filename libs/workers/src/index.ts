@@ -14,3 +14,4 @@ export { createCondenseHandler } from './condense-handler.js';
 export type { CondenseHandlerDependencies } from './condense-handler.js';
 export { CondensationWaits } from './condensation-waits.js';
 export type { CondensationWaitsOptions, OverdueWait } from './condensation-waits.js';
+export { ASK_PART_HEADER, AskFailure, AskRequest, AskResult, serveQuestions, type AskPart, type QuestionServerDependencies } from './ask.js';

@@ -144,7 +144,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       },
     },
   });
-  const routes = restRoutes({ conversations, index: deps.index, keys: deps.keys, secrets, webhooks, serverInfo });
+  const routes = restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, serverInfo });
   const openapi = openApiDocument(routes, { version: deps.version });
 
   // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────

@@ -13,11 +13,12 @@ import {
   runCommand,
   type CommandState,
 } from '@flotilla/agent';
-import type { CommandResult, Conversation, ConversationSpec, CreateConversationBody, FinalResponse, ImageUpload, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
+import type { CommandResult, Conversation, ConversationSpec, CreateConversationBody, FinalResponse, ForkConversationBody, ImageUpload, RewindBody, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
 import { draftEvent, newId, withPositionalIds, type AgentSpecEvent, type Event, type EventDraft } from '@flotilla/events';
 import { EMPTY_TAIL, isConflict, LogError, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
 import { publishInterrupt, requestPurge } from '@flotilla/runtime';
 import { foldCommits, initialState, isStateError, type ConversationSnapshot, type CurrentSnapshot, type SnapshotStore } from '@flotilla/state';
+import { buildView, planBranch, unmatchedActions } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ApiError } from './api-error.js';
 import { CommandQueue } from './command-queue.js';
@@ -32,7 +33,7 @@ export type Admission = {
   readonly maxQueuedMessages?: number;
 };
 
-type Decide = (state: CommandState) => EventDraft[];
+type Decide = (state: CommandState, current: CurrentSnapshot) => EventDraft[] | Promise<EventDraft[]>;
 
 /** Re-decisions after conflicts before a command gives up, and how long it retries transient failures (as appendWithRetry). */
 const MAX_CONFLICTS = 50;
@@ -110,6 +111,73 @@ export class ConversationService {
       return { conversation: await this.get(ref), created: false };
     }
     return { conversation: await this.get(ref), created: true };
+  }
+
+  /**
+   * A new conversation of the same tenant that starts from the parent's view after `at_seq`: its
+   * first commit holds its spec (the parent's in force, or the one asked for), a `branch` event
+   * naming the parent and the point, and copies of that view (nothing outside it: no control
+   * events, nothing a condensation forgot). The parent is not written to.
+   */
+  async fork(parent: ConversationRef, body: ForkConversationBody): Promise<{ conversation: Conversation; created: boolean }> {
+    if (body.run && !body.message) throw new ApiError(400, 'validation_failed', 'body.run: starting a run needs a first message', [{ path: 'body.run', message: 'needs body.message' }]);
+    const { snapshot, tail } = await this.current(parent);
+    const { events } = await this.log.readEvents(parent, { until: tail });
+    const seq = body.at_seq ?? tail.lastSeq;
+    checkBranchPoint(snapshot, events, seq, 'body.at_seq');
+    const ownSpec = body.template !== undefined || body.spec !== undefined;
+    const base = ownSpec ? undefined : await this.#specEvent(parent, snapshot);
+    const baseSpec = base ? readAgentSpec(base) : undefined;
+    const { spec, template } = ownSpec
+      ? this.#resolveSpec({ ...(body.template !== undefined ? { template: body.template } : {}), ...(body.spec !== undefined ? { spec: body.spec } : {}) })
+      : { spec: baseSpec?.ok ? baseSpec.spec : this.catalog.defaultSpec, template: base?.template };
+    const ref = { tenant: parent.tenant, conversation: body.id ?? newId() };
+    // a child with the parent's spec keeps the parent's system prompt; another spec makes its own
+    const plan = planBranch(undefined, buildView(events.filter((event) => event.seq <= seq)), ref, { systemPrompt: !ownSpec });
+    if (body.run) this.#admit(ref.tenant);
+    const title = body.title ?? (snapshot.title === null ? undefined : `${snapshot.title.slice(0, 193)} (fork)`);
+    const drafts: EventDraft[] = [
+      draftEvent({ ...ref, source: 'system' }, 'state_change', {
+        status: 'idle',
+        reason: `forked from ${parent.conversation} after event ${seq}`,
+        ...(title !== undefined ? { title } : {}),
+        tags: body.tags ?? snapshot.tags,
+      }),
+      specDraft(ref, spec, `forked from ${parent.conversation}`, template),
+      draftEvent({ ...ref, source: 'user' }, 'branch', { kind: 'fork', from: { conversation: parent.conversation, seq }, forgotten_event_ids: [], copied: plan.copies.length }),
+      ...plan.copies,
+    ];
+    if (body.message) drafts.push(...messageCommand(initialState(), ref, body.message, { run: body.run ?? false }));
+    try {
+      await this.log.append(ref, withPositionalIds(drafts, 1), { expected: EMPTY_TAIL });
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      return { conversation: await this.get(ref), created: false };
+    }
+    return { conversation: await this.get(ref), created: true };
+  }
+
+  /**
+   * Go on from after event `to_seq`: one commit with a `branch` event that forgets what the view
+   * holds past that point, copies of what it held there and no longer does (what condensations
+   * since forgot), and the status back to idle. The conversation must be at rest with no call
+   * waiting (pause or interrupt a run first; approve or reject pending calls).
+   */
+  rewind(ref: ConversationRef, body: RewindBody): Promise<CommandResult> {
+    return this.#command(ref, async (state, current) => {
+      if (state.status === 'running') throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
+      if (state.pending_actions.length > 0) throw new ApiError(409, 'conversation_running', 'Calls wait for their results or a confirmation: approve or reject them first.');
+      const { events } = await this.log.readEvents(ref, { until: current.tail });
+      checkBranchPoint(current.snapshot, events, body.to_seq, 'body.to_seq');
+      if (body.to_seq === current.tail.lastSeq) return [];
+      const branch = draftEvent({ ...ref, source: 'user' }, 'branch', { kind: 'rewind', from: { conversation: ref.conversation, seq: body.to_seq }, forgotten_event_ids: [], copied: 0, ...(body.reason !== undefined ? { reason: body.reason } : {}) });
+      const plan = planBranch(buildView(events), buildView(events.filter((event) => event.seq <= body.to_seq)), ref, { renameBatches: branch.id.slice(-12) });
+      return [
+        { ...branch, forgotten_event_ids: plan.forgottenEventIds, copied: plan.copies.length },
+        ...plan.copies,
+        ...(state.status === 'idle' ? [] : [draftEvent({ ...ref, source: 'user' }, 'state_change', { status: 'idle', reason: `rewound to event ${body.to_seq}` })]),
+      ];
+    });
   }
 
   async update(ref: ConversationRef, body: UpdateConversationBody): Promise<Conversation> {
@@ -245,7 +313,7 @@ export class ConversationService {
       const current = await this.current(ref);
       let drafts: EventDraft[];
       try {
-        drafts = decide(current.snapshot);
+        drafts = await decide(current.snapshot, current);
       } catch (error) {
         if (error instanceof CommandRefused) throw new ApiError(409, error.code, error.message);
         throw error;
@@ -328,6 +396,21 @@ export class ConversationService {
   }
 }
 
+/**
+ * 400 when `seq` is past the log, 409 not_a_branch_point when a rewind left it or a call waits for
+ * its result there (a branch copies answered calls only).
+ */
+function checkBranchPoint(snapshot: ConversationSnapshot, events: readonly Event[], seq: number, path: string): void {
+  const last = events.at(-1)?.seq ?? 0;
+  if (seq > last) throw new ApiError(400, 'validation_failed', `${path}: the conversation has ${last} events`, [{ path, message: `at most ${last}` }]);
+  const range = snapshot.abandoned.find((abandoned) => abandoned.first <= seq && seq <= abandoned.last);
+  if (range) throw new ApiError(409, 'not_a_branch_point', `${path}: event ${seq} is on a branch a rewind left (events ${range.first}–${range.last}); pick an event of the current branch`);
+  const waiting = unmatchedActions(events.filter((event) => event.seq <= seq));
+  if (waiting.length > 0) {
+    throw new ApiError(409, 'not_a_branch_point', `${path}: after event ${seq} ${waiting.length} call(s) still wait for their results (${waiting.map((action) => action.tool_name).join(', ')}); pick a point before the call or after its result`);
+  }
+}
+
 /** The event recording a conversation's spec: the user's choice (through the gateway, which made and checked it). */
 function specDraft(ref: ConversationRef, spec: AgentSpec, reason: string, template: string | undefined): EventDraft {
   return draftEvent({ ...ref, source: 'user' }, 'agent_spec', { spec, reason, ...(template !== undefined ? { template } : {}) });
@@ -353,6 +436,7 @@ export function toResource(snapshot: ConversationSnapshot): Conversation {
     usage: snapshot.usage,
     last_error: snapshot.last_error,
     agent: snapshot.agent_spec && { model: snapshot.agent_spec.model, template: snapshot.agent_spec.template, spec_seq: snapshot.agent_spec.seq },
+    branch: { forked_from: snapshot.forked_from, abandoned: snapshot.abandoned },
   };
 }
 

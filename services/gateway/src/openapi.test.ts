@@ -244,6 +244,9 @@ describe('probing every documented operation', () => {
       pauseConversation: { method: 'POST', url: `/v1/conversations/${id}/pause`, body: { reason: 'probe' } },
       interruptConversation: { method: 'POST', url: `/v1/conversations/${id}/interrupt`, body: {} },
       respondToConfirmation: { method: 'POST', url: `/v1/conversations/${id}/confirmation`, body: { decision: 'approve' } },
+      askConversation: { method: 'POST', url: `/v1/conversations/${id}/ask`, body: { question: 'what now?' } },
+      forkConversation: { method: 'POST', url: `/v1/conversations/${id}/fork`, body: { id: 'probe-fork', title: 'a fork' } },
+      rewindConversation: { method: 'POST', url: `/v1/conversations/${id}/rewind`, body: { to_seq: 1, reason: 'probe' } },
       getFinalResponse: { method: 'GET', url: `/v1/conversations/${id}/final-response` },
       searchEvents: { method: 'GET', url: `/v1/conversations/${id}/events?order=desc&limit=2` },
       countEvents: { method: 'GET', url: `/v1/conversations/${id}/events/count?source=user` },
@@ -289,12 +292,14 @@ describe('probing every documented operation', () => {
     // the happy paths really succeeded: each answered its (first) documented success status
     const expected = Object.fromEntries(
       Object.keys(probes)
-        .filter((operationId) => operationId !== 'respondToConfirmation')
-        .map((operationId) => [operationId, Number(operationId === 'createConversation' ? 201 : Object.keys(specOf(operationId).responses)[0])]),
+        .filter((operationId) => operationId !== 'respondToConfirmation' && operationId !== 'askConversation')
+        .map((operationId) => [operationId, Number(operationId === 'createConversation' || operationId === 'forkConversation' ? 201 : Object.keys(specOf(operationId).responses)[0])]),
     );
     expect(seen).toMatchObject(expected);
     // nothing awaits confirmation: a documented 409 with a stable code
     expect(seen['respondToConfirmation']).toBe(409);
+    // no step worker runs beside this gateway to answer: a documented 503 at once (nats-server's no responders)
+    expect(seen['askConversation']).toBe(503);
   });
 
   it('each status a bad request gets is documented for its operation', async () => {
@@ -339,6 +344,8 @@ describe('probing every documented operation', () => {
         updateConversation: { title: 't' },
         updateConversationSpec: { template: 'none' },
         sendMessage: { text: 'x' },
+        rewindConversation: { to_seq: 1 },
+        askConversation: { question: 'anyone?' },
         respondToConfirmation: { decision: 'approve' },
         setConversationSecret: { value: 'probe-secret-value' },
       };

@@ -17,6 +17,7 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'Body too large',
   415: 'Not JSON (unsupported_media_type)',
   429: 'Rate limited or run capacity exhausted (see Retry-After)',
+  502: "The conversation's model failed to answer (ask_failed)",
   503: 'NATS unreachable (unavailable: retry), or secrets not configured on this gateway (secrets_not_configured)',
 };
 

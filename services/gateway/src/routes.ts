@@ -1,5 +1,7 @@
 import {
   API_PREFIX,
+  AskAnswer,
+  AskBody,
   BatchConversations,
   BatchGetQuery,
   CommandResult,
@@ -15,9 +17,11 @@ import {
   CreatedApiKey,
   EventPage,
   FinalResponse,
+  ForkConversationBody,
   ListConversationsQuery,
   MAX_MESSAGE_BODY_BYTES,
   ReasonBody,
+  RewindBody,
   SearchEventsQuery,
   SendMessageBody,
   ServerInfo,
@@ -25,11 +29,14 @@ import {
   UpdateSpecBody,
 } from '@flotilla/api';
 import { ConversationId, Event, EventId } from '@flotilla/events';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
+import { ApiError } from './api-error.js';
 import type { ApiKeyStore } from './api-keys.js';
 import type { ConversationIndex } from './conversation-index.js';
 import type { ConversationService } from './conversation-service.js';
 import { listConversations } from './conversation-list.js';
+import { askConversation } from './ask.js';
 import { getEvent, searchEvents } from './event-search.js';
 import { route, type RouteSpec } from './route-table.js';
 import { secretRoutes } from './secret-routes.js';
@@ -38,6 +45,8 @@ import { webhookRoutes } from './webhook-routes.js';
 import type { WebhookService } from './webhook-service.js';
 
 export type RouteDependencies = {
+  /** Side questions go to the step workers over it. */
+  readonly nc: NatsConnection;
   readonly conversations: ConversationService;
   readonly index: ConversationIndex;
   readonly keys: ApiKeyStore;
@@ -233,6 +242,74 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
         },
       }),
     ),
+    route({
+      method: 'POST',
+      url: p('/conversations/:id/fork'),
+      operationId: 'forkConversation',
+      summary: "A new conversation that starts from this one's view after an event (idempotent by client-given id: 201 new, 200 existing)",
+      tag: 'conversations',
+      access: 'tenant',
+      params: IdParams,
+      body: ForkConversationBody.optional(),
+      responses: { 200: Conversation, 201: Conversation },
+      errors: [403, 404, 409, 429],
+      handler: async ({ tenant, params, body, reply }) => {
+        const result = await conversations.fork(ref(tenant, params.id), body ?? {});
+        reply.code(result.created ? 201 : 200);
+        return result.conversation;
+      },
+    }),
+    route({
+      method: 'POST',
+      url: p('/conversations/:id/ask'),
+      operationId: 'askConversation',
+      summary: "A side question answered from the conversation's current view by its model; nothing is logged. With Accept: text/event-stream, server-sent events: delta ({\"text\"}) as it is written, then answer or error",
+      tag: 'conversations',
+      access: 'tenant',
+      params: IdParams,
+      body: AskBody,
+      responses: { 200: AskAnswer },
+      errors: [404, 502],
+      handler: async ({ tenant, params, body, request, reply }) => {
+        const conversation = ref(tenant, params.id);
+        await conversations.snapshot(conversation); // 404 for another tenant's, or none
+        if (!String(request.headers.accept ?? '').includes('text/event-stream')) return askConversation(deps.nc, conversation, body.question);
+        // streamed: the head goes out with the first event, so a failure before it is still a plain error answer
+        let started = false;
+        const event = (name: string, data: unknown): void => {
+          if (!started) {
+            started = true;
+            reply.hijack();
+            reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+          }
+          reply.raw.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+        };
+        try {
+          event('answer', await askConversation(deps.nc, conversation, body.question, (text) => event('delta', { text })));
+        } catch (error) {
+          if (!started) throw error;
+          event('error', error instanceof ApiError ? error.body() : { error: { code: 'internal', message: 'the answer failed' } });
+        }
+        reply.raw.end();
+        return reply;
+      },
+    }),
+    route({
+      method: 'POST',
+      url: p('/conversations/:id/rewind'),
+      operationId: 'rewindConversation',
+      summary: 'Go on from after an earlier event: what came later leaves the view and stays in the log (409 while running or waiting)',
+      tag: 'commands',
+      access: 'tenant',
+      params: IdParams,
+      body: RewindBody,
+      responses: { 202: CommandResult },
+      errors: [404, 409],
+      handler: async ({ tenant, params, body, reply }) => {
+        reply.code(202);
+        return conversations.rewind(ref(tenant, params.id), body);
+      },
+    }),
     route({
       method: 'POST',
       url: p('/conversations/:id/confirmation'),

@@ -4,7 +4,7 @@ import { CheckpointStore, ConversationCache, ImageStore, runService, type Logger
 import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import type { EventLog } from '@flotilla/log';
-import { CondensationWaits, ConversationAgents, createStepHandler, loadAgentCatalog, type OverdueWait } from '@flotilla/workers';
+import { CondensationWaits, ConversationAgents, createStepHandler, loadAgentCatalog, serveQuestions, type OverdueWait } from '@flotilla/workers';
 import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 
 export type StepWorkerOptions = {
@@ -69,6 +69,8 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
         },
         onColdLoad: (source) => metrics.coldLoads.inc({ source }),
       });
+      // side questions (POST …/ask): answered from a conversation's view with its model, nothing appended
+      const questions = serveQuestions({ nc, log, agents, onError: (error) => logger.warn({ err: error }, 'answering a side question failed') });
       const { llm, tools: offered } = catalog.defaultSpec;
       logger.info({ model: llm.model, provider: llm.provider, tools: offered, profiles: catalog.profiles().length, templates: catalog.templateNames().length, secrets: secrets !== undefined }, "agent catalog (each conversation's spec is in its log)");
       return {
@@ -83,6 +85,7 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
         }),
         stop: async () => {
           clearInterval(sweep);
+          questions.unsubscribe();
           secrets?.close();
           await tools.close();
         },

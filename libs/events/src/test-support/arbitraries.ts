@@ -210,6 +210,16 @@ const payloads: { [T in EventType]: fc.Arbitrary<Payload<T>> } = {
     { action_id: eventId, tool_call_id: nonEmpty, agent: fc.stringMatching(/^[a-z0-9][a-z0-9_.-]{0,20}$/), child: subjectToken },
     { noNullPrototype: true },
   ),
+  branch: fc.record(
+    {
+      kind: fc.constantFrom('fork' as const, 'rewind' as const),
+      from: fc.record({ conversation: subjectToken, seq: fc.integer({ min: 1, max: 1_000_000 }) }, { noNullPrototype: true }),
+      forgotten_event_ids: fc.array(eventId, { maxLength: 3 }),
+      copied: fc.nat({ max: 50 }),
+      reason: fc.string({ maxLength: 40 }),
+    },
+    { noNullPrototype: true, requiredKeys: ['kind', 'from', 'forgotten_event_ids', 'copied'] },
+  ),
   subagent_task: fc.record(
     {
       parent_call: fc.record({ conversation: subjectToken, action_id: eventId, tool_call_id: nonEmpty }, { noNullPrototype: true }),
