@@ -29,6 +29,22 @@ export function isStepCommit(events: readonly Event[]): boolean {
   );
 }
 
+/** The commit's events but the copies that follow each `branch` event (its `copied` count). */
+export function withoutBranchCopies(events: readonly Event[]): readonly Event[] {
+  if (!events.some((event) => event.type === 'branch')) return events;
+  const kept: Event[] = [];
+  let skip = 0;
+  for (const event of events) {
+    if (skip > 0) {
+      skip -= 1;
+      continue;
+    }
+    kept.push(event);
+    if (event.type === 'branch') skip = event.copied;
+  }
+  return kept;
+}
+
 /**
  * Audits one conversation commit by commit, in log order, keeping only what the rules need.
  * Feed it with `commit` and `invalidMessage`, then call `finish` once.
@@ -70,12 +86,15 @@ export class ConversationAuditor {
     this.#positions.check(commit);
     const at = { commit: index, streamSeq: commit.streamSeq };
 
-    if (isStepCommit(commit.events)) {
+    // a branch's copies of another point's view were audited where they first happened: they are
+    // neither a step nor calls to answer here
+    const events = withoutBranchCopies(commit.events);
+    if (isStepCommit(events)) {
       this.#counts.steps += 1;
       this.#checkStep(commit);
     }
     let reopenNeededBy: Event | undefined;
-    for (const event of commit.events) {
+    for (const event of events) {
       switch (event.type) {
         case 'action':
           this.#counts.actions += 1;
