@@ -1,4 +1,4 @@
-import type { ActionEvent, AgentErrorEvent, ExecutionStartedEvent, ObservationEvent, UserRejectionEvent } from '@flotilla/events';
+import type { ActionEvent, AgentErrorEvent, ExecutionStartedEvent, ObservationEvent, SubagentStartedEvent, UserRejectionEvent } from '@flotilla/events';
 import { AuditRule } from './audit-rule.js';
 import type { PendingAction, Violation } from './audit-report.js';
 
@@ -12,9 +12,12 @@ type ActionRecord = {
   readonly at: Located;
   results: { readonly type: ResultEvent['type']; readonly commit: number }[];
   observations: number;
-  /** Index of the commit holding the first execution_started naming this action. */
+  /** Index of the commit holding the first execution_started (for a `task` call: subagent_started) naming this action. */
   startedInCommit: number | undefined;
 };
+
+/** The tool whose calls are answered by sub-agents' conversations (libs/agent's TASK_TOOL), never run by a tool runner. */
+const TASK_TOOL = 'task';
 
 /**
  * Pairs actions with their results and execution records, in log order, and reports every
@@ -73,7 +76,8 @@ export class ActionLedger {
     if (result.type === 'observation') {
       record.observations += 1;
       if (record.startedInCommit === undefined || record.startedInCommit >= at.commit) {
-        this.#report({ rule: AuditRule.ObservationWithoutStart, ...where, detail: `observation for ${callName} without an execution_started recorded in an earlier commit` });
+        const start = record.action.tool_name === TASK_TOOL ? 'a subagent_started' : 'an execution_started';
+        this.#report({ rule: AuditRule.ObservationWithoutStart, ...where, detail: `observation for ${callName} without ${start} recorded in an earlier commit` });
       }
     }
     if (result.type === 'observation' && record.observations > 1) {
@@ -97,11 +101,28 @@ export class ActionLedger {
         this.#report({ rule: AuditRule.ExecutionStartedTwice, ...where, detail: `action seq ${record.action.seq} (${record.action.tool_name}) started again by ${event.runner}` });
       }
       named.add(id);
+      if (record.action.tool_name === TASK_TOOL) {
+        this.#report({ rule: AuditRule.DelegationExecuted, ...where, detail: `execution_started by ${event.runner} names task call ${record.action.tool_call_id} (seq ${record.action.seq}), which only a sub-agent answers` });
+      }
       if (record.results.length > 0) {
         this.#report({ rule: AuditRule.ExecutionAfterResult, ...where, detail: `action seq ${record.action.seq} (${record.action.tool_name}) already has a ${record.results[0]!.type}` });
       }
       record.startedInCommit ??= at.commit;
     }
+  }
+
+  /** A child conversation started for a `task` call: its start, as execution_started is a tool's. */
+  subagentStarted(event: SubagentStartedEvent, at: Located): void {
+    const where = { seq: event.seq, streamSeq: at.streamSeq };
+    const record = this.#byId.get(event.action_id);
+    if (!record || record.action.tool_name !== TASK_TOOL || record.action.tool_call_id !== event.tool_call_id) {
+      const what = record ? `action seq ${record.action.seq} (${record.action.tool_name} call ${record.action.tool_call_id})` : `${event.action_id}, which is no earlier action`;
+      this.#report({ rule: AuditRule.SubagentOfUnknownCall, ...where, detail: `subagent_started (child ${event.child}, call ${event.tool_call_id}) names ${what}` });
+      return;
+    }
+    if (record.startedInCommit !== undefined) this.#report({ rule: AuditRule.SubagentStartedTwice, ...where, detail: `task call ${event.tool_call_id} (seq ${record.action.seq}) got a second child, ${event.child}` });
+    if (record.results.length > 0) this.#report({ rule: AuditRule.SubagentAfterResult, ...where, detail: `task call ${event.tool_call_id} (seq ${record.action.seq}) already has a ${record.results[0]!.type}` });
+    record.startedInCommit ??= at.commit;
   }
 
   /** Called after each commit: a call that could not be understood must be answered in its own commit. */

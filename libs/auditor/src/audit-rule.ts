@@ -54,6 +54,22 @@ export const AuditRule = {
   /** At the tail, an executable action (input not null) without a result while the final status is idle, finished, error or stuck: "running with nobody working", at rest. */
   PendingAtRest: 'pending-at-rest',
 
+  // --- sub-agents -----------------------------------------------------------------------------
+  /** subagent_started naming an id that is no earlier action, or an action of another tool than `task`. */
+  SubagentOfUnknownCall: 'subagent-of-unknown-call',
+  /** A second subagent_started for one action: one call, two children. */
+  SubagentStartedTwice: 'subagent-started-twice',
+  /** subagent_started for a call that already has a result. */
+  SubagentAfterResult: 'subagent-after-result',
+  /** subagent_started while the status is not running (children start only for a running parent). */
+  SubagentWhileNotRunning: 'subagent-while-not-running',
+  /** execution_started naming a `task` call: a tool runner ran what only sub-agents answer. */
+  DelegationExecuted: 'delegation-executed',
+  /** A subagent_task outside the conversation's first commit, or a second one. */
+  SubagentTaskMisplaced: 'subagent-task-misplaced',
+  /** (auditFamily) A child named by subagent_started whose log does not link back to that call (its subagent_task names another call, agent or depth), or that has no log while its call was not answered as deleted. */
+  SubagentLinkMismatch: 'subagent-link-mismatch',
+
   // --- status and steps -----------------------------------------------------------------------
   /** A state_change whose status is not allowed from the current status by STATUS_TRANSITIONS. */
   IllegalTransition: 'illegal-transition',

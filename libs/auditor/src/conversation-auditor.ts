@@ -58,6 +58,7 @@ export class ConversationAuditor {
   #commits = 0;
   #events = 0;
   #systemPromptSeq: number | undefined;
+  #subagentTaskSeq: number | undefined;
   #condensationPending = false;
   /** Actions already reported as pending at rest (settle may run many times on a followed conversation). */
   readonly #reportedAtRest = new Set<string>();
@@ -148,6 +149,19 @@ export class ConversationAuditor {
           break;
         case 'secret_changed':
           // bookkeeping of the secrets bucket (names only): no invariant of the log constrains it, and it moves no status
+          break;
+        case 'subagent_started':
+          if (this.#status !== 'running') {
+            this.#violations.push({ rule: AuditRule.SubagentWhileNotRunning, seq: event.seq, streamSeq: commit.streamSeq, detail: `subagent_started (child ${event.child}) while ${this.#status}` });
+          }
+          this.#ledger.subagentStarted(event, at);
+          break;
+        case 'subagent_task':
+          // a sub-agent's conversation says whose it is in its first commit, once
+          if (index !== 0 || this.#subagentTaskSeq !== undefined) {
+            this.#violations.push({ rule: AuditRule.SubagentTaskMisplaced, seq: event.seq, streamSeq: commit.streamSeq, detail: this.#subagentTaskSeq !== undefined ? `subagent_task already at seq ${this.#subagentTaskSeq}` : `subagent_task in commit ${index + 1}, not the first` });
+          }
+          this.#subagentTaskSeq ??= event.seq;
           break;
         default:
           break;

@@ -1,6 +1,8 @@
 export { auditCommits } from './audit-commits.js';
 export type { AuditOptions } from './audit-commits.js';
 export { auditAll, auditConversation } from './audit-conversation.js';
+export { auditFamily } from './audit-family.js';
+export type { FamilyReport } from './audit-family.js';
 export type { AuditAllOptions, AuditAllResult, AuditConversationOptions } from './audit-conversation.js';
 export { isClean } from './audit-report.js';
 export type { AuditReport, AuditSummary, PendingAction, Violation } from './audit-report.js';
