@@ -108,6 +108,16 @@ describe('sub-agents through the services', () => {
     expect((await workspace(parent.conversation)).split('\n').filter(Boolean).sort()).toEqual(['kid-a 0 0', 'kid-b 0 0']);
     expect((await workspace(children[2]!.conversation)).trim()).toBe('kid-c 0 0');
     await expectFamilyAudited(running, parent, 3);
+
+    // deleting the parent deletes its children: their logs, and the workspaces (its own, the builder's)
+    const deleted = await running.api('DELETE', `/conversations/${parent.conversation}`);
+    expect(deleted.status, deleted.text).toBe(204);
+    for (const ref of [parent, ...children]) {
+      expect(await running.events(ref)).toEqual([]);
+      expect((await running.api('GET', `/conversations/${ref.conversation}`)).status).toBe(404);
+    }
+    await expect.poll(() => workspace(parent.conversation)).toBe('');
+    await expect.poll(() => workspace(children[2]!.conversation)).toBe('');
   }, 180_000);
 
   it('a SIGKILL of any service while the children work changes nothing in the outcome', async () => {

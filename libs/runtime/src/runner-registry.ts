@@ -114,10 +114,11 @@ function key(ref: ConversationRef): string {
 /**
  * Asks the tool runner that owns the conversation's workspace (any runner when the owner is dead
  * or unknown) to remove the workspace, its shell and sandbox, and the ownership entry. Resolves
- * whether one answered that it did.
+ * whether one answered that it did. `workspace` is the conversation whose workspace it works in
+ * (a sub-agent's shared workspace is its parent's: its owner holds the child's shell and files).
  */
-export async function requestWorkspaceDeletion(nc: NatsConnection, runners: RunnerRegistry, ref: ConversationRef, timeoutMs = 10_000): Promise<boolean> {
-  const owner = await runners.owner(ref);
+export async function requestWorkspaceDeletion(nc: NatsConnection, runners: RunnerRegistry, ref: ConversationRef, timeoutMs = 10_000, workspace: ConversationRef = ref): Promise<boolean> {
+  const owner = await runners.owner(workspace);
   const alive = owner?.runner ? await runners.isAlive(owner.runner) : false;
   const request = headers();
   request.set(RunnerHeader.Tenant, ref.tenant);

@@ -86,8 +86,8 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   const webhooks = new WebhookService(deps.webhooks, log, logger);
   const runners = deps.runners;
   if (runners) {
-    conversations.onDelete(async (ref) => {
-      if (!(await requestWorkspaceDeletion(deps.nc, runners, ref))) logger.warn({ conversation: ref.conversation, tenant: ref.tenant }, 'no tool runner confirmed removing the workspace of a deleted conversation');
+    conversations.onDelete(async (ref, workspace) => {
+      if (!(await requestWorkspaceDeletion(deps.nc, runners, ref, undefined, workspace))) logger.warn({ conversation: ref.conversation, tenant: ref.tenant }, 'no tool runner confirmed removing the workspace of a deleted conversation');
     });
   }
   conversations.onDelete((ref) => secrets.removeConversationSecrets(ref));

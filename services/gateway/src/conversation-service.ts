@@ -1,5 +1,6 @@
 import {
   approveCommand,
+  childConversationId,
   CommandRefused,
   readAgentSpec,
   SpecRefused,
@@ -11,6 +12,7 @@ import {
   pauseCommand,
   rejectCommand,
   runCommand,
+  TASK_TOOL,
   type CommandState,
 } from '@flotilla/agent';
 import type { CommandResult, Conversation, ConversationSpec, CreateConversationBody, FinalResponse, ForkConversationBody, ImageUpload, RewindBody, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
@@ -48,7 +50,7 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  */
 export class ConversationService {
   /** What else a conversation's deletion removes (its workspace, its secrets), before its log goes. */
-  readonly #onDelete: ((ref: ConversationRef) => Promise<void>)[] = [];
+  readonly #onDelete: ((ref: ConversationRef, workspace: ConversationRef) => Promise<void>)[] = [];
   /** This gateway's commands, one at a time per conversation (see CommandQueue). */
   readonly #queue: CommandQueue;
 
@@ -220,7 +222,7 @@ export class ConversationService {
   }
 
   /** Also remove, when a conversation is deleted, what `hook` holds of it (called before the log is purged). */
-  onDelete(hook: (ref: ConversationRef) => Promise<void>): void {
+  onDelete(hook: (ref: ConversationRef, workspace: ConversationRef) => Promise<void>): void {
     this.#onDelete.push(hook);
   }
 
@@ -228,12 +230,54 @@ export class ConversationService {
   async delete(ref: ConversationRef): Promise<void> {
     const snapshot = await this.snapshot(ref);
     if (snapshot.status === 'running') throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
-    for (const hook of this.#onDelete) await hook(ref);
+    await this.#remove(ref, snapshot);
+  }
+
+  /**
+   * A conversation's removal, after the sub-agents' conversations it started (theirs first, each
+   * interrupted when it runs: nobody waits for it any more): what the delete hooks hold of it, its
+   * log, its snapshot. A crash half-way leaves the parent, so deleting it again finishes the job.
+   */
+  async #remove(ref: ConversationRef, snapshot: ConversationSnapshot): Promise<void> {
+    const { children, workspace } = await this.#delegationsOf(ref, snapshot);
+    for (const child of children) {
+      let state = await this.snapshot(child).catch((error: unknown) => {
+        if (error instanceof ApiError && error.statusCode === 404) return undefined;
+        throw error;
+      });
+      if (!state) continue;
+      if (state.status === 'running') {
+        await this.interrupt(child, 'its parent conversation is deleted');
+        state = await this.snapshot(child);
+      }
+      await this.#remove(child, state);
+    }
+    for (const hook of this.#onDelete) await hook(ref, workspace);
     await requestPurge(this.nc, ref).catch((error: unknown) => {
       throw new ApiError(503, 'unavailable', `The conversation's log could not be removed now (${(error as Error).message}); try again.`);
     });
     await this.snapshots.delete(ref);
     this.index.forget(ref.tenant, ref.conversation);
+  }
+
+  /**
+   * The sub-agents' conversations a conversation started (its subagent_started events, and the
+   * child a pending task call may have been given just before a crash) and whose workspace it works
+   * in (a sub-agent's shared one is its parent's): its log is read only when its snapshot counts such events.
+   */
+  async #delegationsOf(ref: ConversationRef, snapshot: ConversationSnapshot): Promise<{ children: ConversationRef[]; workspace: ConversationRef }> {
+    const counted = (type: 'subagent_started' | 'subagent_task'): number => Object.values(snapshot.event_counts[type] ?? {}).reduce((sum, count) => sum + (count ?? 0), 0);
+    const children = new Set(snapshot.pending_actions.filter((action) => action.tool_name === TASK_TOOL).map((action) => action.started_by ?? childConversationId(ref, action.id)));
+    let workspace = ref;
+    if (counted('subagent_started') > 0 || counted('subagent_task') > 0) {
+      for await (const commit of this.log.read(ref)) {
+        for (const event of commit.events) {
+          if (event.type === 'subagent_started') children.add(event.child);
+          else if (event.type === 'subagent_task') workspace = { tenant: ref.tenant, conversation: event.workspace };
+        }
+      }
+    }
+    return { children: [...children].map((conversation) => ({ tenant: ref.tenant, conversation })), workspace };
   }
 
   /**
