@@ -1,5 +1,6 @@
 import { API_KEY_HEADER, API_PREFIX } from '@flotilla/api/constants';
 import type {
+  AskAnswer,
   BatchConversations,
   CommandResult,
   ConfirmationBody,
@@ -98,6 +99,10 @@ export class FlotillaClient {
   async forkConversation(id: string, body: ForkConversationBody = {}): Promise<CreateResult> {
     const { status, data } = await this.#request<Conversation>('POST', `/conversations/${enc(id)}/fork`, { body });
     return { conversation: data, created: status === 201 };
+  }
+  /** A side question answered by the conversation's model from its current view; nothing is logged. */
+  ask(id: string, question: string): Promise<AskAnswer> {
+    return this.#json('POST', `/conversations/${enc(id)}/ask`, { body: { question } });
   }
   /** Go on from after event `to_seq`: the later events leave the view and stay in the log. */
   rewind(id: string, body: RewindBody): Promise<CommandResult> {

@@ -49,6 +49,10 @@ export type Command =
   | { readonly name: 'spec'; readonly id: string; readonly json: boolean; readonly template?: string; readonly settings: readonly string[]; readonly specFile?: string; readonly reason?: string }
   | { readonly name: 'model'; readonly id: string; readonly profile: string; readonly reason?: string }
   | { readonly name: 'replay'; readonly id: string; readonly check?: string }
+  /** A new conversation from this one's view after `atSeq` (default its last event). */
+  | { readonly name: 'fork'; readonly id: string; readonly childId?: string; readonly atSeq?: number; readonly title?: string; readonly message?: string; readonly run: boolean; readonly watch?: FollowOptions }
+  | { readonly name: 'rewind'; readonly id: string; readonly toSeq: number; readonly reason?: string }
+  | { readonly name: 'ask'; readonly id: string; readonly question: string }
   | { readonly name: 'keys-create'; readonly tenant: string; readonly keyName: string; readonly json: boolean }
   | SecretCommand
   | TapCommand
@@ -90,6 +94,8 @@ const OPTIONS = {
   source: { type: 'string' },
   since: { type: 'string' },
   'start-seq': { type: 'string' },
+  'at-seq': { type: 'string' },
+  'to-seq': { type: 'string' },
   new: { type: 'boolean' },
   event: { type: 'string', multiple: true },
   description: { type: 'string' },
@@ -124,6 +130,9 @@ const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
   spec: ['json', 'template', 'set', 'spec', 'reason'],
   model: ['reason'],
   replay: ['check'],
+  fork: ['id', 'at-seq', 'title', 'message', 'run', ...WATCHING],
+  rewind: ['to-seq', 'reason'],
+  ask: [],
   keys: ['tenant', 'name', 'json'],
   secret: ['tenant', 'value', 'value-file', 'json'],
   tap: ['tenant', 'conversation', 'type', 'source', 'since', 'start-seq', 'new', 'follow', 'name', 'json'],
@@ -199,6 +208,26 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
         ...optional('template', values.template === undefined ? undefined : specName(values.template, '--template')),
         ...optional('specFile', values.spec),
       };
+    }
+    case 'fork': {
+      const id = singleId(name, rest);
+      if (values.run && values.message === undefined) throw usageError('fork --run needs --message (the agent needs something to do)');
+      if (values.id !== undefined) conversationId(values.id, '--id');
+      const atSeq = integer('--at-seq', values['at-seq'], 1, Number.MAX_SAFE_INTEGER);
+      return { name, id, ...optional('childId', values.id), ...optional('atSeq', atSeq), ...optional('title', values.title), ...optional('message', values.message), run: values.run ?? false, ...withWatch };
+    }
+    case 'rewind': {
+      const id = singleId(name, rest);
+      const toSeq = integer('--to-seq', values['to-seq'], 1, Number.MAX_SAFE_INTEGER);
+      if (toSeq === undefined) throw usageError('rewind needs --to-seq N (the event to go on after: flotilla events ID lists them)');
+      return { name, id, toSeq, ...optional('reason', values.reason) };
+    }
+    case 'ask': {
+      if (rest.length < 2) throw usageError('ask needs ID and QUESTION, e.g. flotilla ask my-conversation "what is left to do?"');
+      const [id, ...words] = rest as [string, ...string[]];
+      const question = words.join(' ');
+      if (question.trim() === '') throw usageError('ask: QUESTION is empty');
+      return { name, id: conversationId(id), question };
     }
     case 'send': {
       const images = values.image ?? [];

@@ -106,6 +106,27 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
     case 'model':
       await executeSpecCommand(command, client, context);
       return ExitCode.Ok;
+    case 'fork': {
+      const { conversation, created } = await client.forkConversation(command.id, {
+        ...(command.childId === undefined ? {} : { id: command.childId }),
+        ...(command.atSeq === undefined ? {} : { at_seq: command.atSeq }),
+        ...(command.title === undefined ? {} : { title: command.title }),
+        ...(command.message === undefined ? {} : { message: command.message }),
+        ...(command.run ? { run: true } : {}),
+      });
+      out.line(conversation.id);
+      if (!created) context.err.line(`note: conversation ${conversation.id} already exists; it was left unchanged`);
+      return command.watch ? watch(client, conversation.id, 0, command.watch, context) : ExitCode.Ok;
+    }
+    case 'rewind': {
+      const result = await client.rewind(command.id, { to_seq: command.toSeq, ...(command.reason === undefined ? {} : { reason: command.reason }) });
+      out.line(result.appended ? `rewound ${command.id} to event ${command.toSeq} (now ${result.status})` : `${command.id} is already at event ${command.toSeq}`);
+      return ExitCode.Ok;
+    }
+    case 'ask': {
+      out.line((await client.ask(command.id, command.question)).answer);
+      return ExitCode.Ok;
+    }
     case 'replay': {
       const same = await replayConversation(client, command.id, command.check, { out, err: context.err, ...(context.input ? { input: context.input } : {}) });
       return same ? ExitCode.Ok : ExitCode.Failed;

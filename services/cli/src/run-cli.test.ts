@@ -95,6 +95,28 @@ describe('runCli', () => {
     expect(unknown.stderr).toMatch(/^flotilla: unknown command "launch"/);
   });
 
+  it('forks, rewinds and asks through the client, checking their arguments first', async () => {
+    const calls: unknown[] = [];
+    const client: Partial<CliClient> = {
+      forkConversation: async (id, body) => (calls.push(['fork', id, body]), { conversation: conversation('child-1'), created: true }),
+      rewind: async (id, body) => (calls.push(['rewind', id, body]), { conversation: id, status: 'idle', last_seq: 20, appended: true }),
+      ask: async (id, question) => (calls.push(['ask', id, question]), { answer: 'two files are left', model: 'gpt-test', usage: { input_tokens: 10, output_tokens: 4, cost_usd: null } }),
+    };
+    expect(await run(['fork', 'parent', '--at-seq', '7', '--id', 'child-1', '--message', 'go on', '--run'], client)).toMatchObject({ code: 0, stdout: 'child-1\n' });
+    expect(await run(['rewind', 'parent', '--to-seq', '5', '--reason', 'other way'], client)).toMatchObject({ code: 0, stdout: 'rewound parent to event 5 (now idle)\n' });
+    expect(await run(['ask', 'parent', 'what', 'is', 'left?'], client)).toMatchObject({ code: 0, stdout: 'two files are left\n' });
+    expect(calls).toEqual([
+      ['fork', 'parent', { id: 'child-1', at_seq: 7, message: 'go on', run: true }],
+      ['rewind', 'parent', { to_seq: 5, reason: 'other way' }],
+      ['ask', 'parent', 'what is left?'],
+    ]);
+    expect(await run(['rewind', 'parent'], client)).toMatchObject({ code: 2, stderr: expect.stringContaining('rewind needs --to-seq N') });
+    expect(await run(['fork', 'parent', '--at-seq', 'zero'], client)).toMatchObject({ code: 2, stderr: expect.stringContaining('--at-seq must be a whole number') });
+    expect(await run(['fork', 'parent', '--run'], client)).toMatchObject({ code: 2 });
+    expect(await run(['ask', 'parent'], client)).toMatchObject({ code: 2 });
+    expect(calls).toHaveLength(3);
+  });
+
   it('prints its version for --version and -V, without needing a gateway', async () => {
     for (const argv of [['--version'], ['-V'], ['list', '--version']]) {
       expect(await run(argv, {}, {})).toMatchObject({ code: 0, stdout: `flotilla ${FLOTILLA_VERSION} (API v1, protocol ${CURRENT_PROTOCOL_VERSION})\n`, stderr: '' });

@@ -18,6 +18,14 @@ Conversations:
   list [--status S] [--limit N] [--json]
   get ID [--json]
   events ID [--type a,b] [--text T] [--after-seq N] [--limit N] [--json]
+  fork ID [--at-seq N] [--id CHILD] [--title T] [--message TEXT] [--run] [--watch]
+                                   a new conversation from ID's view after event N (default
+                                   its last); prints the child's id
+  rewind ID --to-seq N [--reason R]
+                                   go on from after event N: later events leave the view
+                                   (they stay in the log)
+  ask ID QUESTION                  a side question answered by the conversation's model from
+                                   its view; nothing is logged
 
 Agent spec (how the conversation's steps are made; each change applies from the next step):
   spec ID [--json]                 the spec in force: model, tools, policies, limits
