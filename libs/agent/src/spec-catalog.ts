@@ -105,7 +105,7 @@ export type ResolvedSpec = { readonly spec: AgentSpec; readonly template?: strin
 export type ProfileSummary = { readonly name: string; readonly provider: string; readonly model: string };
 
 /** A sub-agent as `/v1/server-info` shows it: what a spec may name in `subAgents`. */
-export type SubAgentSummary = { readonly name: string; readonly description: string; readonly tools: readonly string[]; readonly workspace: string; readonly model: string | null };
+export type SubAgentSummary = { readonly name: string; readonly description: string; readonly tools: readonly string[]; readonly workspace: 'shared' | 'own'; readonly model: string | null };
 
 /**
  * The operator's catalog of agents and what it allows, and the one place a spec is made from a

@@ -135,6 +135,8 @@ export const ServerInfo = z.strictObject({
     default: z.strictObject({ model: z.string(), tools: z.array(z.string()) }),
     /** The MCP servers a spec may name: stdio commands (run in the conversation's sandbox) and HTTP URL prefixes; none by default. */
     mcp: z.strictObject({ commands: z.array(z.string()), url_prefixes: z.array(z.string()) }),
+    /** The sub-agents a spec may name (`subAgents`) for its `task` tool: what each is for, its tools, its workspace (shared or own) and its model's profile (null: the parent's model). */
+    sub_agents: z.array(z.strictObject({ name: z.string(), description: z.string(), tools: z.array(z.string()), workspace: z.enum(['shared', 'own']), model: z.string().nullable() })),
   }),
   capabilities: z.strictObject({
     websocket: z.boolean(),

@@ -33,6 +33,7 @@ describe('renderServerInfo', () => {
         custom_models: false,
         default: { model: 'gpt-small', tools: ['terminal', 'think', 'finish'] },
         mcp: { commands: ['node'], url_prefixes: ['https://mcp.example.com/'] },
+        sub_agents: [{ name: 'researcher', description: 'Reads code.', tools: ['terminal', 'finish'], workspace: 'shared', model: null }],
       },
       capabilities: { websocket: true, token_streaming: false, confirmation: true, condensation: false, event_search: true, secrets: true },
       sandbox: { runners: 1, kinds: ['bwrap'], networks: ['none'], unsandboxed_runners: 0 },
@@ -50,6 +51,8 @@ describe('renderServerInfo', () => {
       'mcp servers:  command node, URLs https://mcp.example.com/…',
       'templates:',
       '  reviewer  gpt-big, tools terminal, finish',
+      'sub-agents:',
+      "  researcher  Reads code. (the parent's model, tools terminal, finish, shared workspace)",
     ]);
   });
 });

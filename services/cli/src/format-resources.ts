@@ -60,6 +60,9 @@ function agentLines(agents: ServerInfo['agents']): string[] {
     `models:       ${agents.profiles.map((profile) => `${profile.name} (${profile.provider} ${profile.model})`).join(', ')}${custom === false ? '' : `; own models allowed at ${custom.base_urls.join(', ')}`}`,
     `mcp servers:  ${agents.mcp.commands.length + agents.mcp.url_prefixes.length === 0 ? 'none allowed' : [...agents.mcp.commands.map((command) => `command ${command}`), ...agents.mcp.url_prefixes.map((prefix) => `URLs ${prefix}…`)].join(', ')}`,
     ...(agents.templates.length === 0 ? [] : ['templates:', ...formatColumns(agents.templates.map((template) => [`  ${template.name}`, `${template.model}, tools ${template.tools.join(', ')}`]))]),
+    ...(agents.sub_agents.length === 0
+      ? []
+      : ['sub-agents:', ...formatColumns(agents.sub_agents.map((agent) => [`  ${agent.name}`, `${clip(agent.description, 80)} (${agent.model ?? "the parent's model"}, tools ${agent.tools.join(', ')}, ${agent.workspace} workspace)`]))]),
   ];
 }
 

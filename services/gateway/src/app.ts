@@ -441,5 +441,6 @@ function agentsInfo(catalog: AgentCatalog): ServerInfo['agents'] {
     custom_models: custom === false ? false : { providers: custom.providers ? [...custom.providers] : null, base_urls: [...custom.baseURLs] },
     default: { model: catalog.defaultSpec.llm.model, tools: [...catalog.defaultSpec.tools] },
     mcp: { commands: [...(catalog.limits.mcpCommands ?? [])], url_prefixes: [...(catalog.limits.mcpUrls ?? [])] },
+    sub_agents: catalog.subAgents().map((agent) => ({ ...agent, tools: [...agent.tools] })),
   };
 }

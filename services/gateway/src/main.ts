@@ -6,6 +6,7 @@ import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { DeadLetterStore, WebhookRegistry } from '@flotilla/webhooks';
 import { loadAgentCatalog } from '@flotilla/workers';
+import { taskToolSpec } from '@flotilla/agent';
 import { ApiKeyStore } from './api-keys.js';
 import { buildGateway } from './app.js';
 import { loadGatewayConfig } from './config.js';
@@ -35,7 +36,8 @@ const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
 // the operator's agents: each conversation's spec is made from them (a bad catalog stops the gateway here, naming the variable)
 const catalog = loadAgentCatalog();
-const builtins = new Map(createBuiltinTools().map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
+// the built-in tools and the task tool (whose calls start sub-agents), each described by its first line
+const builtins = new Map([...createBuiltinTools(), taskToolSpec([])].map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
 const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}) }, config);
