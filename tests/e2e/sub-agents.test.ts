@@ -5,6 +5,7 @@ import type { ConversationRef } from '@flotilla/log';
 import { describe, expect, it } from 'vitest';
 import { taskMessage, type BrainTask } from '../support/brain-server.js';
 import { startTestSystem, type RunningTestSystem, type SystemOptions } from '../support/system.js';
+import { replayRequests } from '@flotilla/agent';
 import { auditFamily, formatReport } from '@flotilla/auditor';
 import { effectCounts } from '../support/log-checks.js';
 
@@ -61,7 +62,7 @@ async function system(options: SystemOptions = {}): Promise<RunningTestSystem> {
 describe('sub-agents through the services', () => {
   it('delegates to three children in parallel, each on its own step worker; the parent resumes once with three answers', async () => {
     // each step worker takes one commit at a time: three first calls in flight at once are on three workers
-    await using running = await system({ stepWorkers: 3, stepWorkerEnv: { FLOTILLA_CONCURRENCY: '1', FLOTILLA_LOG_LEVEL: 'debug' }, captureLogs: true });
+    await using running = await system({ stepWorkers: 3, stepWorkerEnv: { FLOTILLA_CONCURRENCY: '1', FLOTILLA_LOG_LEVEL: 'debug' }, captureLogs: true, recordModelRequests: true });
     const kids: Child[] = [
       { agent: 'researcher', task: { id: 'kid-a', steps: 1, latencyMs: 200, meet: { group: 'kids', count: 3 } } },
       { agent: 'researcher', task: { id: 'kid-b', steps: 1, latencyMs: 200, meet: { group: 'kids', count: 3 } } },
@@ -108,6 +109,16 @@ describe('sub-agents through the services', () => {
     expect((await workspace(parent.conversation)).split('\n').filter(Boolean).sort()).toEqual(['kid-a 0 0', 'kid-b 0 0']);
     expect((await workspace(children[2]!.conversation)).trim()).toBe('kid-c 0 0');
     await expectFamilyAudited(running, parent, 3);
+    // every step of the parent and of a child is rebuilt from its log alone: the task tool as offered, the child's spec
+    for (const [ref, id] of [
+      [parent, 'lead-parallel'],
+      [children[2]!, 'kid-c'],
+    ] as const) {
+      const received = [...new Set(running.brain.requests.filter((body) => body.includes('"tools":[') && body.includes(`\\"id\\":\\"${id}\\"`)))];
+      expect(received.length, id).toBe(2);
+      expect(replayRequests(await running.events(ref)).map((request) => request.body), id).toEqual(received);
+    }
+    expect(running.brain.requests.find((body) => body.includes('lead-parallel'))).toContain('- builder: Builds things in a workspace of its own.');
 
     // deleting the parent deletes its children: their logs, and the workspaces (its own, the builder's)
     const deleted = await running.api('DELETE', `/conversations/${parent.conversation}`);
