@@ -26,6 +26,7 @@ import { WorkspaceContextEvent } from './schemas/workspace-context-events.js';
 import { SecretChangedEvent } from './schemas/secret-events.js';
 import { SubagentStartedEvent, SubagentTaskEvent } from './schemas/subagent-events.js';
 import { BranchEvent } from './schemas/branch-events.js';
+import { WorkspaceFileEvent } from './schemas/workspace-file-events.js';
 import { CURRENT_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from './version.js';
 
 /** Every Flotilla event, discriminated on `type`. */
@@ -53,6 +54,7 @@ export const Event = z.discriminatedUnion('type', [
   SubagentStartedEvent,
   SubagentTaskEvent,
   BranchEvent,
+  WorkspaceFileEvent,
 ]);
 export type Event = z.infer<typeof Event>;
 export type EventType = Event['type'];
@@ -82,6 +84,7 @@ export const EVENT_TYPES = [
   'subagent_started',
   'subagent_task',
   'branch',
+  'workspace_file',
 ] as const satisfies readonly EventType[];
 
 /** Compile-time check that EVENT_TYPES lists every member of the union, not just some. */

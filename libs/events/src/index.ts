@@ -11,6 +11,7 @@ export { AgentSpecDocument, AgentSpecEvent, SpecName } from './schemas/agent-spe
 export { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
 export { SubAgentName, SubagentStartedEvent, SubagentTaskEvent } from './schemas/subagent-events.js';
 export { BranchEvent } from './schemas/branch-events.js';
+export { WorkspaceFileEvent } from './schemas/workspace-file-events.js';
 export { AgentSkill, ContextFile, KnowledgeSkill, PathRule, WorkspaceContextEvent, WorkspacePath } from './schemas/workspace-context-events.js';
 export {
   ActionEvent,

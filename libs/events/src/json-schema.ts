@@ -33,6 +33,7 @@ import { McpServerName, McpToolsEvent } from './schemas/mcp-tools-events.js';
 import { WorkspaceContextEvent, WorkspacePath } from './schemas/workspace-context-events.js';
 import { SubAgentName, SubagentStartedEvent, SubagentTaskEvent } from './schemas/subagent-events.js';
 import { BranchEvent } from './schemas/branch-events.js';
+import { WorkspaceFileEvent } from './schemas/workspace-file-events.js';
 import { CONTENT_FIELDS, CURRENT_PROTOCOL_VERSION, laterEventTypes, versionsSince } from './version.js';
 import { STORED_IMAGE_MEDIA_TYPES } from './schemas/content.js';
 
@@ -75,6 +76,7 @@ const NAMED_SCHEMAS = {
   SubagentTaskEvent,
   SubAgentName,
   BranchEvent,
+  WorkspaceFileEvent,
   ContentPart,
   TextContent,
   ImageContent,

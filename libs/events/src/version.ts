@@ -14,11 +14,11 @@ export type ProtocolVersion = 1 | 2 | 3 | 4;
 /**
  * The version that introduced each event type that is not in v1. v2 = v1 + `secret_changed`;
  * v3 = v2 + `agent_spec`, `mcp_tools` and `workspace_context`; v4 = v3 + `subagent_started` and
- * `subagent_task`, `branch` (and stored images, FIELDS_INTRODUCED below). Every event of a version is also a valid event of each
+ * `subagent_task`, `branch`, `workspace_file` (and stored images, FIELDS_INTRODUCED below). Every event of a version is also a valid event of each
  * later one (with any `v` from its type's first version on); a type introduced later needs at
  * least its version.
  */
-const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = { secret_changed: 2, agent_spec: 3, mcp_tools: 3, workspace_context: 3, subagent_started: 4, subagent_task: 4, branch: 4 };
+const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = { secret_changed: 2, agent_spec: 3, mcp_tools: 3, workspace_context: 3, subagent_started: 4, subagent_task: 4, branch: 4, workspace_file: 4 };
 
 /** The event types introduced after v1, each with its version, in version order. */
 export function laterEventTypes(): readonly (readonly [string, ProtocolVersion])[] {

@@ -198,6 +198,7 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
     case 'workspace_context':
     case 'subagent_started': // the child a delegation waits for is the pending action's started_by (foldState)
     case 'subagent_task':
+    case 'workspace_file': // what is in the workspace is the workspace's; the event records who put it there
       return;
     default:
       assertNever(event);

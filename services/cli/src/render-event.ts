@@ -105,6 +105,8 @@ function linesOf(event: Event, context: Context): string[] {
       return [style.dim(`· sub-agent ${event.agent} started: conversation ${event.child}`)];
     case 'branch':
       return [style.dim(event.kind === 'fork' ? `· forked from ${event.from.conversation} after event ${event.from.seq} (${event.copied} events of its view copied)` : `· rewound to event ${event.from.seq}: events ${event.from.seq + 1}–${event.seq - 1} left the view${event.reason ? ` (${event.reason})` : ''}`)];
+    case 'workspace_file':
+      return [style.dim(`· file ${event.action === 'created' ? 'uploaded' : 'replaced'}: ${event.path} (${event.size} bytes)`)];
     case 'subagent_task':
       return [style.dim(`· sub-agent ${event.agent} of conversation ${event.parent_call.conversation} (depth ${event.depth}${event.workspace === event.conversation ? ', its own workspace' : `, in ${event.workspace}'s workspace`})`)];
     case 'llm_usage':

@@ -78,6 +78,8 @@ function body(event: Event): Child[] {
       return event.kind === 'fork'
         ? note(event, `Forked from ${event.from.conversation}`, `after event ${event.from.seq} · ${plural(event.copied, 'event')} of its view copied`)
         : note(event, `Rewound to event ${event.from.seq}`, `events ${event.from.seq + 1}–${event.seq - 1} left the view${event.reason ? ` · ${event.reason}` : ''}`);
+    case 'workspace_file':
+      return note(event, `${event.action === 'created' ? 'Uploaded' : 'Replaced'} ${event.path}`, `${count(event.size)} bytes · sha256 ${event.sha256.slice(0, 12)}…`);
     case 'subagent_task':
       return note(event, `Sub-agent ${event.agent} of ${event.parent_call.conversation}`, `depth ${event.depth} · ${event.workspace === event.conversation ? 'its own workspace' : `the workspace of ${event.workspace}`}`);
     case 'llm_usage':

@@ -220,6 +220,10 @@ const payloads: { [T in EventType]: fc.Arbitrary<Payload<T>> } = {
     },
     { noNullPrototype: true, requiredKeys: ['kind', 'from', 'forgotten_event_ids', 'copied'] },
   ),
+  workspace_file: fc.record(
+    { path: workspacePath, action: fc.constantFrom('created' as const, 'replaced' as const), size: fc.nat(), sha256: fc.stringMatching(/^[0-9a-f]{64}$/) },
+    { noNullPrototype: true },
+  ),
   subagent_task: fc.record(
     {
       parent_call: fc.record({ conversation: subjectToken, action_id: eventId, tool_call_id: nonEmpty }, { noNullPrototype: true }),
