@@ -88,7 +88,7 @@ export class ConversationService {
 
   /** Create with a client-given or fresh id; an existing id returns it (created false). */
   async create(tenant: string, body: CreateConversationBody): Promise<{ conversation: Conversation; created: boolean }> {
-    if (body.run && !body.message) throw new ApiError(400, 'validation_failed', 'body.run: starting a run needs a first message', [{ path: 'body.run', message: 'needs body.message' }]);
+    checkRunHasMessage(body);
     const ref = { tenant, conversation: body.id ?? newId() };
     const { spec, template } = this.#resolveSpec({ ...(body.template !== undefined ? { template: body.template } : {}), ...(body.spec !== undefined ? { spec: body.spec } : {}) });
     if (body.run) this.#admit(tenant);
@@ -103,16 +103,7 @@ export class ConversationService {
       // how its steps are made is in its log from the start (DESIGN invariant 14)
       specDraft(ref, spec, 'conversation created', template),
     ];
-    if (body.message) drafts.push(...messageCommand(initialState(), ref, body.message, { run: body.run ?? false }));
-    try {
-      // expecting an empty log: of two creates of one id, exactly one wins (a fixed commit id would
-      // let the stream's duplicate window swallow the second and report it created)
-      await this.log.append(ref, withPositionalIds(drafts, 1), { expected: EMPTY_TAIL });
-    } catch (error) {
-      if (!isConflict(error)) throw error;
-      return { conversation: await this.get(ref), created: false };
-    }
-    return { conversation: await this.get(ref), created: true };
+    return this.#createWith(ref, drafts, body);
   }
 
   /**
@@ -122,7 +113,7 @@ export class ConversationService {
    * events, nothing a condensation forgot). The parent is not written to.
    */
   async fork(parent: ConversationRef, body: ForkConversationBody): Promise<{ conversation: Conversation; created: boolean }> {
-    if (body.run && !body.message) throw new ApiError(400, 'validation_failed', 'body.run: starting a run needs a first message', [{ path: 'body.run', message: 'needs body.message' }]);
+    checkRunHasMessage(body);
     const { snapshot, tail } = await this.current(parent);
     const { events } = await this.log.readEvents(parent, { until: tail });
     const seq = body.at_seq ?? tail.lastSeq;
@@ -149,14 +140,7 @@ export class ConversationService {
       draftEvent({ ...ref, source: 'user' }, 'branch', { kind: 'fork', from: { conversation: parent.conversation, seq }, forgotten_event_ids: [], copied: plan.copies.length }),
       ...plan.copies,
     ];
-    if (body.message) drafts.push(...messageCommand(initialState(), ref, body.message, { run: body.run ?? false }));
-    try {
-      await this.log.append(ref, withPositionalIds(drafts, 1), { expected: EMPTY_TAIL });
-    } catch (error) {
-      if (!isConflict(error)) throw error;
-      return { conversation: await this.get(ref), created: false };
-    }
-    return { conversation: await this.get(ref), created: true };
+    return this.#createWith(ref, drafts, body);
   }
 
   /**
@@ -382,6 +366,23 @@ export class ConversationService {
     }
   }
 
+  /**
+   * A new conversation's first commit (with the body's first message and run, if any), expecting
+   * an empty log: of two creates of one id, exactly one wins and the other gets the existing
+   * conversation (a fixed commit id would let the stream's duplicate window swallow the second and
+   * report it created).
+   */
+  async #createWith(ref: ConversationRef, drafts: readonly EventDraft[], body: { readonly message?: string; readonly run?: boolean }): Promise<{ conversation: Conversation; created: boolean }> {
+    const first = body.message ? [...drafts, ...messageCommand(initialState(), ref, body.message, { run: body.run ?? false })] : drafts;
+    try {
+      await this.log.append(ref, withPositionalIds(first, 1), { expected: EMPTY_TAIL });
+    } catch (error) {
+      if (!isConflict(error)) throw error;
+      return { conversation: await this.get(ref), created: false };
+    }
+    return { conversation: await this.get(ref), created: true };
+  }
+
   /** A spec from a request, or the request's refusal as the API's error (400 invalid, 403 outside the operator's limits), naming the field. */
   #resolveSpec(request: SpecRequest, base?: AgentSpec): { spec: AgentSpec; template?: string } {
     try {
@@ -438,6 +439,11 @@ export class ConversationService {
       throw new ApiError(429, 'capacity_exhausted', 'Run capacity is exhausted: retry after the given delay, or send the message without run.', undefined, 5);
     }
   }
+}
+
+/** 400 for a body that starts a run without a first message. */
+function checkRunHasMessage(body: { readonly message?: string; readonly run?: boolean }): void {
+  if (body.run && !body.message) throw new ApiError(400, 'validation_failed', 'body.run: starting a run needs a first message', [{ path: 'body.run', message: 'needs body.message' }]);
 }
 
 /**
