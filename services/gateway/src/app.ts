@@ -24,6 +24,8 @@ import type { Access, RouteSpec } from './route-table.js';
 import { restRoutes } from './routes.js';
 import { SandboxSummary } from './sandbox-summary.js';
 import { SecretService } from './secret-service.js';
+import { fileRoutes } from './file-routes.js';
+import { WorkspaceService } from './workspace-service.js';
 import { WebhookService, type WebhookStores } from './webhook-service.js';
 import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
@@ -69,6 +71,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     access?: Access;
+    /** The route reads its body's bytes itself (an upload). */
+    rawBody?: boolean;
   }
 }
 
@@ -144,7 +148,8 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       },
     },
   });
-  const routes = restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, serverInfo });
+  const files = new WorkspaceService(deps.nc, runners, log, { maxFileBytes: config.maxFileBytes }, logger);
+  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, serverInfo }), ...fileRoutes(files)];
   const openapi = openApiDocument(routes, { version: deps.version });
 
   // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────
@@ -203,13 +208,19 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     request.tenant = record.tenant;
   });
 
+  // a route that takes raw bytes (an upload) reads the body's stream itself, bounded by its own limit; elsewhere bytes are refused like any body that is not JSON
+  app.addContentTypeParser('application/octet-stream', (request, payload, done) => {
+    if (request.routeOptions.config?.rawBody === true) return done(null, payload);
+    done(new ApiError(415, 'unsupported_media_type', 'Send JSON with content-type application/json.'), undefined);
+  });
+
   // ── REST routes from the table ──────────────────────────────────────────────────────────
   for (const spec of routes) {
     const isEvents = spec.operationId === 'searchEvents';
     app.route({
       method: spec.method,
       url: spec.url,
-      config: { access: spec.access },
+      config: { access: spec.access, ...(spec.rawBody ? { rawBody: true } : {}) },
       ...(spec.bodyLimit === undefined ? {} : { bodyLimit: Math.max(spec.bodyLimit, config.maxBodyBytes) }),
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const params = parse(spec.params, request.params, 'params');

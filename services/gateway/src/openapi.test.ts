@@ -176,6 +176,7 @@ describe('the OpenAPI document', () => {
         expect(Number(success)).toBeLessThan(300);
         const schema = spec.responses[Number(success)];
         if (schema) expect(operation.responses[success]!.content?.['application/json']?.schema, `${where} ${success} schema`).toBeTypeOf('object');
+        else if (spec.rawResponse?.status === Number(success)) expect(operation.responses[success]!.content?.['application/octet-stream']?.schema, `${where} ${success} bytes`).toEqual({ type: 'string', contentMediaType: 'application/octet-stream' });
         else expect(operation.responses[success]!.content, `${where} ${success} has no body`).toBeUndefined();
       }
       expect(statuses, where).toContain('400');
@@ -210,6 +211,9 @@ describe('the OpenAPI document', () => {
       if (spec.body) {
         expect(operation.requestBody?.content['application/json']?.schema, `${where} body`).toBeTypeOf('object');
         expect(operation.requestBody?.required, `${where} body required`).toBe(!spec.body.safeParse(undefined).success);
+      } else if (spec.rawBody) {
+        expect(operation.requestBody?.content[spec.rawBody.contentType]?.schema, `${where} raw body`).toEqual({ type: 'string', contentMediaType: spec.rawBody.contentType });
+        expect(operation.requestBody?.required, `${where} raw body required`).toBe(true);
       } else expect(operation.requestBody, `${where} has no body`).toBeUndefined();
     }
   });
@@ -225,6 +229,7 @@ describe('probing every documented operation', () => {
   });
 
   it('with a valid request, each answers a documented status (never route_not_found) with a body its schema accepts', async () => {
+    const WORKSPACE_OPERATIONS = ['listFiles', 'downloadFile', 'uploadFile', 'getGitStatus', 'getGitDiff'];
     const id = 'probe-openapi';
     const webhook = { url: 'https://hooks.example.com/probe', events: ['conversation.finished'] };
     const webhookId = ((await call('POST', '/v1/webhooks', { key: ACME_KEY, body: webhook })).json as { id: string }).id;
@@ -262,6 +267,11 @@ describe('probing every documented operation', () => {
       getWebhook: { method: 'GET', url: `/v1/webhooks/${webhookId}` },
       listWebhookDeadLetters: { method: 'GET', url: `/v1/webhooks/${webhookId}/dead-letters?limit=10` },
       removeWebhook: { method: 'DELETE', url: `/v1/webhooks/${webhookId}` },
+      listFiles: { method: 'GET', url: `/v1/conversations/${id}/files?path=src` },
+      downloadFile: { method: 'GET', url: `/v1/conversations/${id}/files/content?path=src/app.py` },
+      uploadFile: { method: 'PUT', url: `/v1/conversations/${id}/files/content?path=src/app.py` },
+      getGitStatus: { method: 'GET', url: `/v1/conversations/${id}/git/status` },
+      getGitDiff: { method: 'GET', url: `/v1/conversations/${id}/git/diff?path=src` },
       deleteConversation: { method: 'DELETE', url: `/v1/conversations/${id}` },
       createApiKey: { method: 'POST', url: '/v1/admin/api-keys', key: ADMIN_KEY, body: { tenant: 'probe', name: 'openapi probe' } },
     };
@@ -292,7 +302,7 @@ describe('probing every documented operation', () => {
     // the happy paths really succeeded: each answered its (first) documented success status
     const expected = Object.fromEntries(
       Object.keys(probes)
-        .filter((operationId) => operationId !== 'respondToConfirmation' && operationId !== 'askConversation')
+        .filter((operationId) => operationId !== 'respondToConfirmation' && operationId !== 'askConversation' && !WORKSPACE_OPERATIONS.includes(operationId))
         .map((operationId) => [operationId, Number(operationId === 'createConversation' || operationId === 'forkConversation' ? 201 : Object.keys(specOf(operationId).responses)[0])]),
     );
     expect(seen).toMatchObject(expected);
@@ -300,6 +310,8 @@ describe('probing every documented operation', () => {
     expect(seen['respondToConfirmation']).toBe(409);
     // no step worker runs beside this gateway to answer: a documented 503 at once (nats-server's no responders)
     expect(seen['askConversation']).toBe(503);
+    // nor a tool runner to reach the workspace (tests/e2e/workspace-files.test.ts has them answer)
+    for (const operationId of WORKSPACE_OPERATIONS) expect(seen[operationId], operationId).toBe(503);
   });
 
   it('each status a bad request gets is documented for its operation', async () => {
@@ -339,7 +351,9 @@ describe('probing every documented operation', () => {
     for (const { method, path, operation } of operations().filter(({ path: candidate }) => candidate.includes('{id}'))) {
       // a webhook route's id has a shape of its own: a well-formed one that is nobody's
       const webhookRoute = path.startsWith('/v1/webhooks/');
-      const url = path.replace('{id}', webhookRoute ? `wh_${'0'.repeat(32)}` : 'probe-nobody').replace('{event}', '1').replace('{name}', 'PROBE_TOKEN');
+      // a file route needs its file's path
+      const query = path.endsWith('/files/content') ? '?path=a.txt' : '';
+      const url = `${path.replace('{id}', webhookRoute ? `wh_${'0'.repeat(32)}` : 'probe-nobody').replace('{event}', '1').replace('{name}', 'PROBE_TOKEN')}${query}`;
       const bodies: Record<string, unknown> = {
         updateConversation: { title: 't' },
         updateConversationSpec: { template: 'none' },
@@ -349,7 +363,8 @@ describe('probing every documented operation', () => {
         respondToConfirmation: { decision: 'approve' },
         setConversationSecret: { value: 'probe-secret-value' },
       };
-      const body = method === 'POST' || method === 'PATCH' || method === 'PUT' ? (bodies[operation.operationId] ?? {}) : undefined;
+      // an upload's body is bytes, not JSON: sent without one, it is an empty file
+      const body = (method === 'POST' || method === 'PATCH' || method === 'PUT') && operation.operationId !== 'uploadFile' ? (bodies[operation.operationId] ?? {}) : undefined;
       const { status, json } = await call(method, url, { key: ACME_KEY, ...(body !== undefined ? { body } : {}) });
       expect(status, `${method} ${url}`).toBe(404);
       expect(Object.keys(operation.responses)).toContain('404');
