@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -275,6 +275,44 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
     expect(names).toEqual({ names: ['GITHUB_TOKEN'] });
     await listed.getByTestId('secret-remove').click();
     await poll(() => listed.count()).toBe(0);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  it('browses the workspace, uploads and downloads a file, and shows the git diff', async () => {
+    const id = 'ui-files';
+    const headers = { authorization: `Bearer ${system.apiKey}` };
+    await (await fetch(`${system.gatewayUrl}/v1/conversations`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ id, title: 'Files' }) })).arrayBuffer();
+    const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+    await page.locator(`[data-testid="conversation-item"][data-id="${id}"]`).click();
+    await poll(() => page.getByTestId('conversation-view').getAttribute('data-id')).toBe(id);
+    await page.getByTestId('files-panel').locator('summary').click();
+    await poll(async () => (await page.getByTestId('files-note').textContent()) || (await bannerText(page))).toBe('This folder is empty.');
+
+    // an upload from this computer lands in the folder shown, byte for byte
+    await page.getByTestId('files-upload').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from('hello from the browser\n') });
+    const entry = page.locator('[data-testid="file-entry"][data-name="hello.txt"]');
+    await poll(async () => (await entry.count()) || (await bannerText(page))).toBe(1);
+    const stored = await fetch(`${system.gatewayUrl}/v1/conversations/${id}/files/content?path=hello.txt`, { headers });
+    expect(await stored.text()).toBe('hello from the browser\n');
+    const [download] = await Promise.all([page.waitForEvent('download'), entry.getByTestId('file-download').click()]);
+    expect(download.suggestedFilename()).toBe('hello.txt');
+    expect(await readFile((await download.path())!, 'utf8')).toBe('hello from the browser\n');
+
+    // a repository in it (made here as the agent would make one): its diff, line by line
+    const workspace = join(system.home, 'workspaces', 'acme', id);
+    const git = (...args: string[]) => execFileSync('git', ['-C', workspace, '-c', 'safe.directory=*', '-c', 'user.email=ui@example.com', '-c', 'user.name=ui', ...args]);
+    git('init', '-q', '-b', 'main');
+    git('add', 'hello.txt');
+    git('commit', '-qm', 'first');
+    await writeFile(join(workspace, 'hello.txt'), 'hello, changed\n');
+    await page.getByTestId('files-diff').click();
+    await poll(async () => (await page.getByTestId('diff-view').isVisible()) || (await bannerText(page))).toBe(true);
+    expect(await page.getByTestId('diff-summary').textContent()).toBe('/workspace on main: 1 changed');
+    expect(await page.locator('[data-testid="git-status-entry"]').allTextContents()).toEqual(['.Mhello.txt']);
+    expect(await page.locator('#diff-text .diff-add').allTextContents()).toEqual(['+hello, changed\n']);
+    expect(await page.locator('#diff-text .diff-del').allTextContents()).toEqual(['-hello from the browser\n']);
     expect(problems).toEqual([]);
     await page.close();
   }, 60_000);

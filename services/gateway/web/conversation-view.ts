@@ -5,6 +5,7 @@ import type { ConversationStatus, Event } from '@flotilla/events';
 import { byId, h, show } from './dom.js';
 import { actionCard, renderEvent } from './event-view.js';
 import { count, statusBadge, usd } from './format.js';
+import { FilesPanel } from './files-panel.js';
 import { SecretsPanel } from './secrets-panel.js';
 import { SpecPanel } from './spec-panel.js';
 import { TypingArea } from './typing-area.js';
@@ -56,6 +57,7 @@ export class ConversationView {
   readonly #typing = new TypingArea(byId('typing'), byId('typing-body'));
   readonly #attachments = new ImageAttachments(byId<HTMLInputElement>('image-input'), byId('attachments'));
   readonly #secrets: SecretsPanel;
+  readonly #files: FilesPanel;
   readonly #spec = new SpecPanel();
 
   #id: string | undefined;
@@ -74,6 +76,7 @@ export class ConversationView {
     readonly hooks: ConversationViewHooks,
   ) {
     this.#secrets = new SecretsPanel(client, { onError: (error) => hooks.onError(error) });
+    this.#files = new FilesPanel(client, { onError: (error) => hooks.onError(error) });
     this.#buttons.run.addEventListener('click', () => this.#command((id) => this.client().run(id)));
     this.#buttons.pause.addEventListener('click', () => this.#command((id) => this.client().pause(id)));
     this.#buttons.interrupt.addEventListener('click', () => this.#command((id) => this.client().interrupt(id)));
@@ -118,6 +121,7 @@ export class ConversationView {
     show(this.#empty, false);
     show(this.#pane, true);
     this.#secrets.open(id);
+    this.#files.open(id);
     this.#spec.reset();
     this.#setConnection('connecting', 'connecting…');
     this.#render();
@@ -167,6 +171,7 @@ export class ConversationView {
     this.#id = undefined;
     subscription?.close();
     this.#secrets.close();
+    this.#files.close();
     show(this.#pane, false);
     show(this.#empty, true);
   }
@@ -184,6 +189,8 @@ export class ConversationView {
     // a change made elsewhere (the CLI, another tab); replay sends each old one too, so only live ones refresh
     if (event.type === 'agent_spec') this.#spec.show(event);
     if (event.type === 'secret_changed' && this.#connection.dataset['state'] === 'live') void this.#secrets.refresh();
+    // a file put in the workspace (here, or by another client) or a tool's result: the folder shown (when it is) is listed again
+    if ((event.type === 'workspace_file' || event.type === 'observation') && this.#connection.dataset['state'] === 'live') void this.#files.refresh();
     if (clearsTyping(event)) this.#typing.clear();
     this.#lastSeq = event.seq;
     this.#updatedAt = event.timestamp;

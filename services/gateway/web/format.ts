@@ -55,3 +55,16 @@ export function truncate(text: string, max: number): string {
 export function prettyJson(value: unknown): string {
   return JSON.stringify(value, null, 2) ?? String(value);
 }
+
+/** `512 B`, `1.5 KiB`, `3.2 MiB` for a size. */
+export function bytes(value: number): string {
+  if (value < 1024) return `${value} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let scaled = value / 1024;
+  let unit = 0;
+  while (scaled >= 1024 && unit < units.length - 1) {
+    scaled /= 1024;
+    unit += 1;
+  }
+  return `${scaled < 10 ? scaled.toFixed(1) : Math.round(scaled)} ${units[unit]}`;
+}
