@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { FlotillaApiError, FlotillaClient } from '@flotilla/client';
 import type { ErrorBody } from '@flotilla/api';
 import type { ConversationRef } from '@flotilla/log';
+import { RunnerRegistry } from '@flotilla/runtime';
 import { generateSecretsKey } from '@flotilla/secrets';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectAudited } from '../support/audited.js';
@@ -169,4 +170,32 @@ describe('workspace files through the API', () => {
     expect(existsSync(join(system.home, 'workspaces', 'globex', ref.conversation))).toBe(false);
     expect((await readFile(join(system.home, 'workspaces', 'acme', ref.conversation, 'max.bin'))).length).toBe(MAX_FILE_BYTES);
   }, 120_000);
+});
+
+describe('with two tool runners', () => {
+  it('reaches the runner that owns the workspace, and never moves it', async () => {
+    await using two = await startTestSystem({ gateway: true, toolRunners: 2 });
+    const api = new FlotillaClient({ baseUrl: two.gatewayUrl, apiKey: two.apiKey });
+    const runners = await RunnerRegistry.open(two.nc, { livenessMs: 3_000 });
+    const live = (await runners.list()).map((runner) => runner.runner);
+    expect(live).toHaveLength(2);
+    // each runner owns two of the workspaces (as if each had taken them first)
+    const refs = Array.from({ length: 4 }, (_, index) => ({ tenant: 'acme', conversation: `owned-${index}` }));
+    for (const [index, ref] of refs.entries()) {
+      await api.createConversation({ id: ref.conversation });
+      expect(await runners.claim(ref, live[index % 2]!, undefined)).toBe(true);
+      await two.start(ref, { id: ref.conversation, steps: 1, commands: ['echo from-the-agent > made.txt'] });
+    }
+    await two.waitForStatus(refs, ['finished', 'error', 'stuck'], 90_000);
+    const owners = await Promise.all(refs.map(async (ref) => (await runners.owner(ref))?.runner));
+    expect(owners).toEqual(refs.map((_, index) => live[index % 2]));
+    for (const [index, ref] of refs.entries()) {
+      for (let round = 0; round < 3; round += 1) {
+        expect(Buffer.from(await api.downloadFile(ref.conversation, 'made.txt')).toString()).toBe('from-the-agent\n');
+        await api.uploadFile(ref.conversation, `round-${round}.txt`, `${round}`);
+        expect((await api.listFiles(ref.conversation)).entries.map((entry) => entry.name)).toContain(`round-${round}.txt`);
+      }
+      expect((await runners.owner(ref))?.runner, ref.conversation).toBe(owners[index]);
+    }
+  }, 180_000);
 });

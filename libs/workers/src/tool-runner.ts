@@ -166,7 +166,9 @@ export class ToolRunner {
     if (typeof request === 'string') return answerWorkspace(message, runnerId, { code: 'invalid_request', message: request });
     const { ref } = request;
     const answered = async (): Promise<void> => {
-      if (!(await this.#ownForRequest(ref))) return answerWorkspace(message, runnerId, { code: 'moved', message: 'another tool runner owns this workspace' });
+      const owned = await this.#ownForRequest(ref);
+      // the owner, when this runner knows it, is asked next (a sub-agent's shared workspace is owned as its parent's)
+      if (owned !== true) return answerWorkspace(message, runnerId, { code: 'moved', message: 'another tool runner owns this workspace', ...(owned.owner ? { owner: owned.owner } : {}) });
       answerWorkspace(message, runnerId, await this.#files.handle(request));
     };
     answered().catch((error: unknown) => {
@@ -178,9 +180,10 @@ export class ToolRunner {
   /**
    * Whether this runner owns the workspace for a request, claiming it when no live runner does
    * (the conversation has run no tool yet, or its owner died): a user may upload before the first
-   * run. A workspace taken from a dead owner is noted, for the next batch to tell the agent.
+   * run. A workspace taken from a dead owner is noted, for the next batch to tell the agent. When
+   * another live runner owns it, says which (when known: a lost claim race says nothing).
    */
-  async #ownForRequest(ref: ConversationRef): Promise<boolean> {
+  async #ownForRequest(ref: ConversationRef): Promise<true | { readonly owner: string | undefined }> {
     // a sub-agent's shared workspace is its parent's: owned, and held, as the parent's
     const home = this.#home(ref, (await this.#deps.cache.load(ref)).events);
     if (this.#ownsRecently(home)) return true;
@@ -190,9 +193,9 @@ export class ToolRunner {
       this.#confirmOwned(home);
       return true;
     }
-    if (owner?.runner && (await runners.isAlive(owner.runner))) return false;
+    if (owner?.runner && (await runners.isAlive(owner.runner))) return { owner: owner.runner };
     const existed = await stat(join(this.#deps.workspaceRoot, home.tenant, home.conversation)).then(() => true, () => false);
-    if (!(await runners.claim(home, runnerId, owner))) return false;
+    if (!(await runners.claim(home, runnerId, owner))) return { owner: undefined };
     this.#confirmOwned(home);
     if (owner !== undefined && owner.runner !== '') {
       this.#untoldTakeOvers.set(key(ref), existed);
