@@ -23,7 +23,7 @@ const SINK_PROCESS = 'pg-sink-1';
 export async function benchSink(conversations = 400): Promise<string> {
   const backlog = await benchSinkBacklog(conversations);
   await using observer = await sinkLagObserver();
-  const load = await throughputRun(TOPOLOGIES[0]!, observer);
+  const { report: load } = await throughputRun(TOPOLOGIES[0]!, observer);
   return `${backlog}\n\n${load}`;
 }
 

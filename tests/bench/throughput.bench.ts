@@ -21,7 +21,7 @@ export const TOPOLOGIES: readonly Topology[] = [
 
 export async function benchThroughput(): Promise<string> {
   const sections: string[] = [];
-  for (const topology of TOPOLOGIES) sections.push(await throughputRun(topology));
+  for (const topology of TOPOLOGIES) sections.push((await throughputRun(topology)).report);
   return sections.join('\n\n');
 }
 
@@ -36,21 +36,42 @@ export type ThroughputObserver = {
   stop(system: RunningTestSystem): Promise<string>;
 };
 
+/** A throughput run's figures as numbers (its report prints them), for other benchmarks (peers). */
+export type ThroughputFigures = {
+  /** The unloaded cycle's p50 (ms) and how many cycles it was taken over. */
+  readonly cycleMs: number;
+  readonly cycles: number;
+  readonly idealPerSecond: number;
+  readonly stepsPerSecond: number;
+  /** CPU per step in the window (ms), by process: every service's, nats-server's and the bench's. */
+  readonly cpuMsPerStep: ReadonlyMap<string, number>;
+};
+
 /**
  * Steps per second of many concurrent conversations against a model with a fixed latency, over a
  * fixed window after warm-up, against the LLM-bound ideal: every conversation steps once per
- * (model latency + unloaded step-cycle time), the latter measured in the same run.
+ * (model latency + unloaded step-cycle time), the latter measured in the same run (over
+ * `calibrationSteps` steps of one conversation, the first 10 cycles left out as warm-up).
  */
-export async function throughputRun(topology: Topology, observer?: ThroughputObserver, conversations = 500, latencyMs = 1_000, warmupMs = 10_000, windowMs = 30_000): Promise<string> {
+export async function throughputRun(
+  topology: Topology,
+  observer?: ThroughputObserver,
+  conversations = 500,
+  latencyMs = 1_000,
+  warmupMs = 10_000,
+  windowMs = 30_000,
+  calibrationSteps = 40,
+): Promise<{ report: string; figures: ThroughputFigures }> {
   const { stepWorkers, toolRunners, model } = topology;
   // a condenser too, as the launcher runs one: it is delivered every commit (none here asks it to condense)
   await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, condensers: 1, model, agent: { condenser: { maxEvents: 100_000 } }, ...observer?.system });
 
   // unloaded cycle time with a zero-latency model (what a step costs besides the model)
   const probe = { tenant: 'bench', conversation: 'calibrate' };
-  await system.start(probe, { id: 'calibrate', steps: 40, tool: 'think' });
+  await system.start(probe, { id: 'calibrate', steps: calibrationSteps, tool: 'think' });
   await system.waitForStatus([probe], ['finished', 'error', 'stuck'], 60_000);
-  const cycle = percentile(stepCycleTimes(await commitTimeline(system.log, probe)).slice(10), 50);
+  const cycles = stepCycleTimes(await commitTimeline(system.log, probe)).slice(10);
+  const cycle = percentile(cycles, 50);
   const ideal = conversations / ((latencyMs + cycle) / 1_000);
 
   const refs = Array.from({ length: conversations }, (_, index) => ({ tenant: 'bench', conversation: `load-${index}` }));
@@ -117,7 +138,15 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
     const rates = [...after].map(([outcome, count]) => `${outcome} ${((count - (before.get(outcome) ?? 0)) / seconds).toFixed(1)}`);
     handledRows.push([name, rates.join(', ')]);
   }
-  return [
+  const labels = [...pids.keys(), 'bench'];
+  const figures: ThroughputFigures = {
+    cycleMs: cycle,
+    cycles: cycles.length,
+    idealPerSecond: ideal,
+    stepsPerSecond: steps / seconds,
+    cpuMsPerStep: new Map(cpu.map((used, index) => [labels[index]!, (1_000 * used) / steps])),
+  };
+  const report = [
     `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector, 1 condenser: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
     table(rows),
     `unloaded cycle (the same model without its latency, one conversation, p50): ${ms(cycle)}`,
@@ -131,4 +160,5 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
     table(handledRows),
     ...(observed === undefined ? [] : ['', observed]),
   ].join('\n');
+  return { report, figures };
 }
