@@ -4,6 +4,7 @@ import { benchColdLoad } from './cold-load.bench.js';
 import { benchCommandLatency } from './command-latency.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
 import { benchModelRequest } from './model-request.bench.js';
+import { benchPeers } from './peers.bench.js';
 import { benchSandbox } from './sandbox.bench.js';
 import { benchSink } from './sink.bench.js';
 import { benchStepCycle } from './step-cycle.bench.js';
@@ -52,6 +53,7 @@ const benches: Record<string, () => Promise<string>> = {
   'backlog-drain': () => benchBacklogDrain(),
   tracing: () => benchTracing(),
   sink: () => benchSink(),
+  peers: () => benchPeers(),
 };
 
 const names = args.length > 0 ? args : Object.keys(benches);

@@ -1,0 +1,190 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { testDatabaseAdminUrl } from '@flotilla/pg-sink/testing';
+import pg from 'pg';
+import type { PeerFigures, PeerOptions } from './peers/figures.js';
+import { runPeer, type PeerName } from './peers/run-peer.js';
+import { ms, table } from './stats.js';
+import { throughputRun, TOPOLOGIES, type ThroughputFigures } from './throughput.bench.js';
+
+export type PeersSettings = {
+  readonly conversations: number;
+  readonly latencyMs: number;
+  readonly warmupMs: number;
+  readonly windowMs: number;
+  /** Cycles of one conversation measured after 10 of warm-up, zero-latency model. */
+  readonly cycles: number;
+  readonly peers: readonly PeerName[];
+};
+
+const DEFAULTS: PeersSettings = { conversations: 500, latencyMs: 1_000, warmupMs: 10_000, windowMs: 30_000, cycles: 200, peers: ['dbos', 'langgraph', 'restate'] };
+const WARMUP_CYCLES = 10;
+
+const PEERS: Record<PeerName, { readonly title: string; readonly packages: readonly string[]; readonly database: boolean }> = {
+  dbos: { title: 'DBOS', packages: ['@dbos-inc/dbos-sdk'], database: true },
+  langgraph: { title: 'LangGraph.js', packages: ['@langchain/langgraph', '@langchain/langgraph-checkpoint-postgres'], database: true },
+  restate: { title: 'Restate', packages: ['@restatedev/restate-sdk', '@restatedev/restate-server'], database: false },
+};
+
+/**
+ * Flotilla beside its peers (issue 22), the same loop everywhere: a scripted model decides one
+ * tool call, a no-op tool runs, its result is made durable, the next model call follows. The
+ * peers run model and tool in their one process (tests/bench/peers/): DBOS and LangGraph.js with
+ * its Postgres checkpointer on the machine's PostgreSQL (a database each, dropped after), Restate
+ * with its server in a network namespace of its own (loopback only: it looks up its latest release
+ * at start). Flotilla runs the throughput benchmark's own code (`throughputRun`): one process of
+ * each service with the model in the step worker, then 2 step workers + 2 tool runners.
+ *
+ * Per system: the cycle's p50 (one conversation, zero-latency model); under load (500
+ * conversations, 1 s model) the CPU per step of every process involved (for the peers: theirs,
+ * and PostgreSQL's backends and server processes, or the Restate server) and the steps done against
+ * the model-bound ideal; then Flotilla over the best peer; then what each wrote per step.
+ */
+export async function benchPeers(settings: PeersSettings = DEFAULTS): Promise<string> {
+  const { conversations, latencyMs, warmupMs, windowMs, cycles } = settings;
+  const loadAverage = (await readFile('/proc/loadavg', 'utf8')).split(' ')[0]!;
+  const flotilla: [string, ThroughputFigures][] = [];
+  for (const [topology, title] of [
+    [TOPOLOGIES[0]!, 'Flotilla, one process of each service'],
+    [TOPOLOGIES[1]!, 'Flotilla, 2 step workers + 2 tool runners'],
+  ] as const) {
+    const { figures } = await throughputRun(topology, undefined, conversations, latencyMs, warmupMs, windowMs, WARMUP_CYCLES + cycles + 1);
+    flotilla.push([title, figures]);
+  }
+
+  const adminUrl = await testDatabaseAdminUrl();
+  const scratchDir = await mkdtemp(join(tmpdir(), 'peers-'));
+  const peers: [PeerName, PeerFigures][] = [];
+  try {
+    for (const peer of settings.peers) {
+      const options: PeerOptions = { cycles, warmupCycles: WARMUP_CYCLES, conversations, latencyMs, warmupMs, windowMs, scratchDir };
+      if (!PEERS[peer].database) {
+        peers.push([peer, await runPeer(peer, options, true)]);
+        continue;
+      }
+      const database = await createDatabase(adminUrl, `flotilla_bench_${peer}`);
+      try {
+        peers.push([peer, await runPeer(peer, { ...options, databaseUrl: database.url }, false)]);
+      } finally {
+        await database.drop();
+      }
+    }
+  } finally {
+    await rm(scratchDir, { recursive: true, force: true });
+  }
+  return report(settings, flotilla, peers, `${await postgresVersion(adminUrl)}; 1-minute load average at the start ${loadAverage}`);
+}
+
+function report(settings: PeersSettings, flotilla: readonly [string, ThroughputFigures][], peers: readonly [PeerName, PeerFigures][], postgres: string): string {
+  const { conversations, latencyMs, warmupMs, windowMs, cycles } = settings;
+  const sum = (values: Iterable<number>): number => [...values].reduce((total, value) => total + value, 0);
+  type Row = { readonly name: string; readonly title: string; readonly cycle: number; readonly cycles: number; readonly cpuMsPerStep: number; readonly stepsPerSecond: number; readonly ofIdeal: number; readonly cpu: string };
+  const flotillaRows: Row[] = flotilla.map(([title, figures]) => ({
+    name: title.replace('Flotilla, ', ''),
+    title,
+    cycle: figures.cycleMs,
+    cycles: figures.cycles,
+    cpuMsPerStep: sum(figures.cpuMsPerStep.values()),
+    stepsPerSecond: figures.stepsPerSecond,
+    ofIdeal: figures.stepsPerSecond / figures.idealPerSecond,
+    cpu: [...figures.cpuMsPerStep].map(([name, used]) => `${name} ${used.toFixed(2)}`).join(', '),
+  }));
+  const peerRows: Row[] = peers.map(([peer, figures]) => {
+    const cpu = figures.load.cpuSeconds;
+    return {
+      name: PEERS[peer].title,
+      title: `${PEERS[peer].title} (${PEERS[peer].packages.map(version).join(', ')})`,
+      cycle: figures.cycle.p50,
+      cycles: figures.cycle.n,
+      cpuMsPerStep: (1_000 * sum(Object.values(cpu))) / figures.load.steps,
+      stepsPerSecond: figures.load.steps / (figures.load.windowMs / 1_000),
+      ofIdeal: figures.load.steps / figures.load.idealSteps,
+      cpu: Object.entries(cpu)
+        .map(([name, seconds]) => {
+          const { counted, gone } = figures.load.processes[name]!;
+          const processes = counted > 1 ? ` (${counted} processes${gone > 0 ? `, ${gone} gone in the window, not counted` : ''})` : '';
+          return `${name}${processes} ${((1_000 * seconds) / figures.load.steps).toFixed(2)}`;
+        })
+        .join(', '),
+    };
+  });
+  const rows = [...flotillaRows, ...peerRows];
+  const percent = (value: number): string => `${(100 * value).toFixed(1)} %`;
+  const summary = table([
+    ['system', 'cycle p50', 'cycles', 'CPU per step, every process', 'steps/s', 'of ideal'],
+    ...rows.map((row) => [row.title, ms(row.cycle), String(row.cycles), `${row.cpuMsPerStep.toFixed(2)} ms`, row.stepsPerSecond.toFixed(1), percent(row.ofIdeal)]),
+  ]);
+  const lines = [
+    `Peers: the same loop (a scripted model decides one tool call, a no-op tool runs, its result is made durable, the next model call follows) on each system.`,
+    `Cycle: one conversation, zero-latency model, p50 over ${cycles} cycles after ${WARMUP_CYCLES} of warm-up. Load: ${conversations} conversations, ${latencyMs} ms model, ${windowMs / 1_000} s window after ${warmupMs / 1_000} s of warm-up;`,
+    `CPU per step of every process involved over the steps done in the window; of ideal: steps done / (conversations x window / (latency + cycle p50)).`,
+    `The peers run model and tool in their one process; Flotilla's tool runs in the tool runner's process (one NATS round trip each way). ${postgres}.`,
+    summary,
+    '',
+    'CPU per step in the window (ms), by process:',
+    ...rows.map((row) => `  ${row.title}: ${row.cpu}`),
+  ];
+  if (peerRows.length > 0) {
+    const bestCpu = peerRows.reduce((best, row) => (row.cpuMsPerStep < best.cpuMsPerStep ? row : best));
+    const bestCycle = peerRows.reduce((best, row) => (row.cycle < best.cycle ? row : best));
+    const ratio = (value: number, baseline: number): string => `${(value / baseline).toFixed(2)}x`;
+    lines.push(
+      '',
+      table([
+        ['Flotilla / best peer', 'Flotilla', 'best peer', 'ratio'],
+        ...flotillaRows.map((row) => [`CPU per step, ${row.name}`, `${row.cpuMsPerStep.toFixed(2)} ms`, `${bestCpu.cpuMsPerStep.toFixed(2)} ms (${bestCpu.name})`, ratio(row.cpuMsPerStep, bestCpu.cpuMsPerStep)]),
+        [`cycle p50, ${flotillaRows[0]!.name}`, ms(flotillaRows[0]!.cycle), `${ms(bestCycle.cycle)} (${bestCycle.name})`, ratio(flotillaRows[0]!.cycle, bestCycle.cycle)],
+      ]),
+    );
+  }
+  lines.push(
+    '',
+    'Written per step:',
+    `  Flotilla: 3 commits (action, execution start, observation), each one JetStream message delivered to 4 consumer groups (step workers, tool runners, projector, condenser); nats-server 2.9 syncs its files on an interval`,
+  );
+  for (const [peer, figures] of peers) {
+    lines.push(`  ${PEERS[peer].title}, the cycle's conversation:`, ...figures.writes.conversation.map((line) => `    ${line}`));
+    if (figures.writes.load.length > 0) lines.push(`  ${PEERS[peer].title}, under load:`, ...figures.writes.load.map((line) => `    ${line}`));
+  }
+  return lines.join('\n');
+}
+
+const NODE_MODULES = fileURLToPath(new URL('../../node_modules/', import.meta.url));
+
+/** A package's name without its scope and its installed version (the root's devDependencies pin them). */
+function version(name: string): string {
+  const { version } = JSON.parse(readFileSync(join(NODE_MODULES, name, 'package.json'), 'utf8')) as { version: string };
+  return `${name.split('/').at(-1)} ${version}`;
+}
+
+async function postgresVersion(adminUrl: string): Promise<string> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ server_version: string; synchronous_commit: string }>("SELECT current_setting('server_version') AS server_version, current_setting('synchronous_commit') AS synchronous_commit");
+    return `PostgreSQL ${rows[0]!.server_version} (synchronous_commit ${rows[0]!.synchronous_commit})`;
+  } finally {
+    await client.end();
+  }
+}
+
+/** A database of the peer's own (dropped first if an earlier run left it). */
+async function createDatabase(adminUrl: string, name: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const admin = async (sql: string): Promise<void> => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
