@@ -147,7 +147,7 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
   );
   for (const [peer, figures] of peers) {
     lines.push(`  ${PEERS[peer].title}, the cycle's conversation:`, ...figures.writes.conversation.map((line) => `    ${line}`));
-    if (figures.writes.load.length > 0) lines.push(`  ${PEERS[peer].title}, under load:`, ...figures.writes.load.map((line) => `    ${line}`));
+    if (figures.writes.load.length > 0) lines.push(`  ${PEERS[peer].title}, the whole load run (its start and end included):`, ...figures.writes.load.map((line) => `    ${line}`));
   }
   return lines.join('\n');
 }

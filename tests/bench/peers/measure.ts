@@ -11,8 +11,9 @@ export type PeerEngine = {
   /** Every process whose CPU is the peer's, by label (this one's included), listed anew at each call. */
   processes(): Promise<ReadonlyMap<string, readonly number[]>>;
   /**
-   * Called before the cycle's conversation (`conversation`) and as the load's window opens
-   * (`load`); what it returns, after them: what the engine wrote per step, one line each.
+   * Called before the cycle's conversation (`conversation`) and before the load's conversations
+   * start (`load`); what it returns, after they have all ended: what the engine wrote per step,
+   * one line each.
    */
   beginWrites(scope: 'conversation' | 'load'): Promise<(steps: number, conversation: string) => Promise<string[]>>;
   close(): Promise<void>;
@@ -37,19 +38,21 @@ export async function measurePeer(engine: PeerEngine, loop: ScriptedLoop, option
   const cycle = { p50: percentile(gaps, 50), p90: percentile(gaps, 90), n: gaps.length };
 
   loop.latencyMs = options.latencyMs;
+  const finishLoadWrites = await engine.beginWrites('load');
+  const loadStart = now();
   const failures: unknown[] = [];
   const running = Array.from({ length: options.conversations }, (_, index) => engine.run(`load-${index}`, Number.MAX_SAFE_INTEGER).catch((error: unknown) => void failures.push(error)));
   await sleep(options.warmupMs);
-  const finishLoadWrites = await engine.beginWrites('load');
   const before = await cpuSnapshot(engine);
   const from = now();
   await sleep(options.windowMs);
   const to = now();
   const after = await cpuSnapshot(engine);
-  const loadWrites = await finishLoadWrites(loop.toolRunsBetween(from, to), '');
   loop.stopping = true;
   await Promise.all(running);
   if (failures.length > 0) throw new Error(`${failures.length} of ${options.conversations} conversations failed under load; the first: ${String(failures[0])}`);
+  // over the whole load run, its start and end included: statistics read in a window lag behind
+  const loadWrites = await finishLoadWrites(loop.toolRunsBetween(loadStart, Number.POSITIVE_INFINITY), '');
 
   const cpu: Record<string, number> = {};
   const processes: Record<string, { counted: number; gone: number }> = {};

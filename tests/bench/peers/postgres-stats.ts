@@ -43,24 +43,23 @@ export class PostgresStats {
 
   /**
    * Counters before a run; the function it returns reads them again and prints, per step, each
-   * table's rows inserted, updated and deleted and its growth; under load also the transactions
+   * table's rows inserted, updated and deleted and its growth; for the load also the transactions
    * committed in the peer's database and the WAL flushes and bytes (server-wide: run on a quiet
-   * server). For one conversation the counters are read once the server's statistics have settled
-   * (an idle backend may report its last transactions 10 s later), and no transactions are printed:
-   * the peer's background work while they settle would count as its steps'. Under load, in the
-   * steady state, the reporting delay is the same at both ends of the window.
+   * server). Both readings wait for the server's statistics to settle (a backend reports its
+   * transactions up to 10 s later when idle, and later still when busy). The transactions of one
+   * conversation are not printed: the peer's background work while they settle would count as its
+   * steps'; under load they are a few among tens of thousands.
    */
   async beginWrites(scope: 'conversation' | 'load'): Promise<(steps: number) => Promise<string[]>> {
-    const settle = scope === 'conversation';
-    const before = settle ? await this.settledCounters() : await this.counters();
+    const before = await this.settledCounters();
     const tablesBefore = await this.tables();
     return async (steps) => {
-      const after = settle ? await this.settledCounters() : await this.counters();
+      const after = await this.settledCounters();
       const tablesAfter = await this.tables();
       // the benchmark's own statistics read on the peer's database, after the first counters
       const commits = after.commits - before.commits - 1;
       const per = (value: number): string => (value / steps).toFixed(2);
-      const lines = settle ? [] : [`${per(commits)} transactions committed (reads included), ${per(after.walSyncs - before.walSyncs)} WAL flushes (fdatasync), ${Math.round((after.walBytes - before.walBytes) / steps)} B of WAL`];
+      const lines = scope === 'conversation' ? [] : [`${per(commits)} transactions committed (reads included), ${per(after.walSyncs - before.walSyncs)} WAL flushes (fdatasync), ${Math.round((after.walBytes - before.walBytes) / steps)} B of WAL`];
       for (const [table, row] of tablesAfter) {
         const earlier = tablesBefore.get(table) ?? { inserted: 0, updated: 0, deleted: 0, bytes: 0 };
         const inserted = row.inserted - earlier.inserted;

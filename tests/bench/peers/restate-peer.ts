@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import './promise-with-resolvers.js';
@@ -81,8 +81,10 @@ export async function startRestate(loop: ScriptedLoop, options: PeerOptions): Pr
       ]);
     },
     async beginWrites(scope) {
+      const written = async (): Promise<number> => Number(/^write_bytes:\s+(\d+)/m.exec(await readFile(`/proc/${server.pid}/io`, 'utf8'))?.[1]);
+      const writtenBefore = await written();
       return async (steps, key) => {
-        if (scope === 'load') return [];
+        if (scope === 'load') return [`the server's writes to storage (write_bytes): ${Math.round((await written() - writtenBefore) / steps)} B per step`];
         const rows = await query(
           `SELECT j.entry_type AS entry_type, count(*) AS entries FROM sys_journal j JOIN sys_invocation i ON j.id = i.id WHERE i.target_service_name = 'Conversation' AND i.target_service_key = '${key}' GROUP BY j.entry_type ORDER BY j.entry_type`,
         );
