@@ -55,6 +55,28 @@ describe('CondensationWatch', () => {
     expect(watch.nothingDue(delivery(6, ['state_change']))).toBe(true);
   });
 
+  it('an owed title that could not land is tried again after a while or at a status change, not at every commit of the run', () => {
+    let now = 1_000;
+    const watch = new CondensationWatch({ titles: true, titleRetryMs: 250, now: () => now });
+    watch.note(ref, { streamSeq: 2, lastSeq: 3 }, false, 'owed');
+    // the title was held at the step's commit (or it was not the tail): the run's next commits are let by
+    watch.holdTitle(commit(3, { firstSeq: 4, lastSeq: 5 }, ['llm_usage', 'action']));
+    expect(watch.nothingDue(commit(4, { firstSeq: 6, lastSeq: 6 }, ['execution_started']))).toBe(true);
+    expect(watch.nothingDue(commit(5, { firstSeq: 7, lastSeq: 7 }, ['observation']))).toBe(true);
+    // a status change may be the run coming to rest: tried at once
+    expect(watch.nothingDue(commit(6, { firstSeq: 8, lastSeq: 8 }, ['state_change']))).toBe(false);
+    // after the wait, the next commit is tried
+    watch.note(ref, { streamSeq: 6, lastSeq: 8 }, false, 'owed');
+    watch.holdTitle(commit(6, { firstSeq: 8, lastSeq: 8 }, ['state_change']));
+    expect(watch.nothingDue(commit(7, { firstSeq: 9, lastSeq: 9 }, ['observation']))).toBe(true);
+    now += 250;
+    expect(watch.nothingDue(commit(8, { firstSeq: 10, lastSeq: 10 }, ['observation']))).toBe(false);
+    // condensation requests are never let by, held title or not
+    watch.note(ref, { streamSeq: 8, lastSeq: 10 }, false, 'owed');
+    watch.holdTitle(commit(8, { firstSeq: 10, lastSeq: 10 }, ['observation']));
+    expect(watch.nothingDue(commit(9, { firstSeq: 11, lastSeq: 11 }, ['condensation_request']))).toBe(false);
+  });
+
   it('does not dismiss what it cannot place: a conversation met midway, a gap, an old commit, a foreign message', () => {
     const watch = new CondensationWatch();
     expect(watch.nothingDue(commit(10, { firstSeq: 20, lastSeq: 20 }))).toBe(false);

@@ -7,7 +7,14 @@ import { setRecent, type Delivery } from '@flotilla/runtime';
  */
 export type WatchedTitle = 'settled' | 'no_message' | 'owed';
 
-type Known = { readonly streamSeq: number; readonly lastSeq: number; readonly requested: boolean; readonly title: WatchedTitle };
+type Known = {
+  readonly streamSeq: number;
+  readonly lastSeq: number;
+  readonly requested: boolean;
+  readonly title: WatchedTitle;
+  /** An owed title could not land (a step was due, or the commit was not the tail): commits before this time (ms) are not tried again. */
+  readonly titleHeldUntil?: number;
+};
 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
@@ -15,6 +22,12 @@ export type CondensationWatchOptions = {
   /** Titles are generated: a conversation's first user message can make one owed. Default false. */
   readonly titles?: boolean;
   readonly maxConversations?: number;
+  /**
+   * After an owed title could not land, how long the commits of a conversation that only go on
+   * with its run (no status change, no condensation) are let by without trying again. Default 250 ms.
+   */
+  readonly titleRetryMs?: number;
+  readonly now?: () => number;
 };
 
 /**
@@ -32,10 +45,14 @@ export class CondensationWatch {
   readonly #known = new Map<string, Known>();
   readonly #titles: boolean;
   readonly #maxConversations: number;
+  readonly #titleRetryMs: number;
+  readonly #now: () => number;
 
   constructor(options: CondensationWatchOptions = {}) {
     this.#titles = options.titles ?? false;
     this.#maxConversations = options.maxConversations ?? 100_000;
+    this.#titleRetryMs = options.titleRetryMs ?? 250;
+    this.#now = options.now ?? Date.now;
   }
 
   /** True when the delivered commit's headers show that nothing can be due at it (and it is noted). */
@@ -49,9 +66,26 @@ export class CondensationWatch {
     const first: Known = { streamSeq: 0, lastSeq: 0, requested: false, title: this.#titles ? 'no_message' : 'settled' };
     const known = this.#known.get(key(ref)) ?? (span.firstSeq === 1 ? first : undefined);
     if (!known || known.requested || span.firstSeq !== known.lastSeq + 1 || delivery.streamSeq <= known.streamSeq) return false;
-    if (known.title === 'owed' || (known.title === 'no_message' && types.includes('message'))) return false;
+    // a title that could not land is tried again after a while, or at a status change (the run may rest)
+    const held = known.title === 'owed' && known.titleHeldUntil !== undefined && this.#now() < known.titleHeldUntil && !types.includes('state_change');
+    if ((known.title === 'owed' && !held) || (known.title === 'no_message' && types.includes('message'))) return false;
     setRecent(this.#known, key(ref), { ...known, streamSeq: delivery.streamSeq, lastSeq: span.lastSeq }, this.#maxConversations);
     return true;
+  }
+
+  /**
+   * The conversation's owed title could not land at the delivered commit (a step was due, or a later
+   * commit had come): let its run's commits by for a while. The commit counts as seen when it
+   * follows the last one noted (a commit that was not the tail is not loaded, so nothing else notes it).
+   */
+  holdTitle(delivery: Delivery): void {
+    const { ref } = delivery;
+    const known = ref && this.#known.get(key(ref));
+    if (!ref || known?.title !== 'owed') return;
+    const span = delivery.eventSpan();
+    const follows = span !== undefined && span.firstSeq === known.lastSeq + 1 && delivery.streamSeq > known.streamSeq;
+    const position = follows ? { streamSeq: delivery.streamSeq, lastSeq: span.lastSeq } : {};
+    setRecent(this.#known, key(ref), { ...known, ...position, titleHeldUntil: this.#now() + this.#titleRetryMs }, this.#maxConversations);
   }
 
   /** Notes what a conversation's history says at `tail`. */

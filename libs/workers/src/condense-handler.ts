@@ -46,11 +46,19 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
   return async (delivery) => {
     if (watch.nothingDue(delivery)) return NOTHING_TO_DO;
     const loaded = await loadDelivered(delivery, deps.log, deps.cache);
-    if (isOutcome(loaded)) return loaded;
+    if (isOutcome(loaded)) {
+      if (loaded.outcome === NOT_TAIL.outcome) watch.holdTitle(delivery);
+      return loaded;
+    }
     const { ref, tail, conversation } = loaded;
     const owed = progress.of(conversation.events);
     watch.note(ref, tail, owed.condensationRequested, titles.watched(conversation.events));
-    if (owed.nextWork().kind !== 'condense') return await titles.handle(delivery, loaded);
+    if (owed.nextWork().kind !== 'condense') {
+      const outcome = await titles.handle(delivery, loaded);
+      // a title racing a running conversation's steps: not at every one of its commits
+      if (outcome.outcome === 'title_held' || outcome.outcome === NOT_TAIL.outcome) watch.holdTitle(delivery);
+      return outcome;
+    }
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
     // the summary's model call and the condensation's commit: one span, the child of the request's commit
     return inSpan('condense', commitSpan(delivery, ref), async () => {
