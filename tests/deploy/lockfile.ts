@@ -10,6 +10,8 @@ type LockPackage = {
   readonly link?: boolean;
   readonly resolved?: string;
   readonly dev?: boolean;
+  /** A dev dependency that is also an optional (peer) dependency of a production package: `npm ci --omit=dev` installs it. */
+  readonly devOptional?: boolean;
   readonly optional?: boolean;
   readonly dependencies?: Record<string, string>;
   readonly optionalDependencies?: Record<string, string>;
@@ -59,10 +61,20 @@ export function productionPackages(lock: Lockfile): Set<string> {
       continue;
     }
     const required = { ...entry.dependencies, ...entry.optionalDependencies };
-    for (const [peer] of Object.entries(entry.peerDependencies ?? {})) if (entry.peerDependenciesMeta?.[peer]?.optional !== true) required[peer] = '*';
+    const optionalPeers: string[] = [];
+    for (const [peer] of Object.entries(entry.peerDependencies ?? {})) {
+      if (entry.peerDependenciesMeta?.[peer]?.optional !== true) required[peer] = '*';
+      else optionalPeers.push(peer);
+    }
     for (const name of Object.keys(required)) {
       const target = resolveFrom(lock, path, name);
       if (target !== undefined) queue.push(target);
+    }
+    // an optional peer is installed when the tree holds it anyway: npm flags one a dev dependency
+    // also brings `devOptional`, and --omit=dev keeps it
+    for (const name of optionalPeers) {
+      const target = resolveFrom(lock, path, name);
+      if (target !== undefined && lock.packages[target]?.dev !== true) queue.push(target);
     }
   }
   return reached;
