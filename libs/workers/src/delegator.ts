@@ -4,6 +4,7 @@ import { EMPTY_TAIL, isConflict, type ConversationRef, type EventLog } from '@fl
 import { publishInterrupt, type CachedConversation, type CommitHandler, type ConversationCache, type Logger, type ServiceMetrics } from '@flotilla/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, loadDelivered } from './at-tail.js';
+import { DelegationWatch } from './delegation-watch.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
 
 export type DelegatorDependencies = {
@@ -14,6 +15,8 @@ export type DelegatorDependencies = {
   readonly nc: NatsConnection;
   readonly metrics: ServiceMetrics;
 };
+
+const NOTHING_DELEGATED = Object.freeze({ ack: true as const, outcome: 'nothing_delegated' });
 
 /** Rounds of deciding again after a conflict, within one delivery, before the next commit is left to decide. */
 const MAX_ROUNDS = 20;
@@ -39,6 +42,8 @@ export class Delegator {
     () => new SpecFold(),
     (fold, events) => fold.append(events),
   );
+  /** Which conversations are in a delegation, from the headers of the commits seen: most commits owe nothing and are not loaded. */
+  readonly #watch = new DelegationWatch();
   /** One settling of a parent at a time in this process (its children's commits arrive together). */
   readonly #settling = new Map<string, Promise<string>>();
 
@@ -48,6 +53,7 @@ export class Delegator {
 
   handler(): CommitHandler {
     return async (delivery) => {
+      if (this.#watch.nothingDue(delivery)) return NOTHING_DELEGATED;
       const loaded = await loadDelivered(delivery, this.#deps.log, this.#deps.cache);
       if (isOutcome(loaded)) return loaded;
       const { ref, conversation } = loaded;
@@ -55,7 +61,8 @@ export class Delegator {
       if (this.#progress.of(conversation.events).delegations().length > 0) parents.push(ref);
       const task = this.#delegations.of(conversation.events).task;
       if (task) parents.push({ tenant: ref.tenant, conversation: task.parent_call.conversation });
-      if (parents.length === 0) return { ack: true, outcome: 'nothing_delegated' };
+      this.#watch.note(ref, loaded.tail, parents.length > 0);
+      if (parents.length === 0) return NOTHING_DELEGATED;
       let outcome = '';
       for (const parent of parents) outcome = await this.settle(parent, delivery.logger);
       return { ack: true, outcome };
