@@ -5,6 +5,18 @@ import { AuthorizationError, ConnectionError, NoRespondersError, PermissionViola
 const CLUSTER_NOT_AVAILABLE = 10008;
 const NO_SUITABLE_PEERS = 10005;
 const SERVICE_UNAVAILABLE = 503;
+const STREAM_NAME_IN_USE = 10058;
+/** What nats-server 2.9 answers, instead of "name in use", to the second of two racing creations of one stream. */
+const STREAM_SUBJECTS_OVERLAP = 10065;
+
+/**
+ * True for the refusal of a stream's (or bucket's) creation that another instance may have won
+ * meanwhile: open or look it up instead. Were the overlap another stream's, that look-up fails
+ * and says so.
+ */
+export function isLostCreationRace(error: unknown): boolean {
+  return error instanceof JetStreamApiError && (error.code === STREAM_NAME_IN_USE || error.code === STREAM_SUBJECTS_OVERLAP);
+}
 
 /**
  * True for a failure that the same call may outlive: a timeout, no responders (a stream or bucket

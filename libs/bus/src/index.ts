@@ -13,7 +13,7 @@ export type { GeneratedUser } from './server-authorization.js';
 export { describeDrift, loadStorageSettings, replicasWarning, StorageVariables, streamDrift } from './storage-settings.js';
 export type { SettingDrift, StorageSettings, WantedStream } from './storage-settings.js';
 export { checkBucketStorage } from './storage-check.js';
-export { isTransientNatsError, whileUnavailable } from './availability.js';
+export { isLostCreationRace, isTransientNatsError, whileUnavailable } from './availability.js';
 export type { WhileUnavailableOptions } from './availability.js';
 export { BucketError, openBucket } from './open-bucket.js';
 export type { BucketErrorCode, OpenBucketOptions } from './open-bucket.js';

@@ -1,7 +1,7 @@
 import { jetstream, JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV, type KvOptions } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { whileUnavailable, type WhileUnavailableOptions } from './availability.js';
+import { isLostCreationRace, whileUnavailable, type WhileUnavailableOptions } from './availability.js';
 
 export type BucketErrorCode = 'jetstream_unavailable' | 'bucket_unavailable';
 
@@ -23,7 +23,6 @@ export type OpenBucketOptions = WhileUnavailableOptions & {
   readonly timeoutMs?: number;
 };
 
-const STREAM_NAME_IN_USE = 10058;
 const JETSTREAM_NOT_ENABLED_FOR_ACCOUNT = 10039;
 
 /**
@@ -44,7 +43,7 @@ export async function openBucket(nc: NatsConnection, bucket: string, settings: P
         return await kvm.create(bucket, settings);
       } catch (error) {
         // another instance created it between this one's lookup and its creation: open it now
-        if (error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE) return await kvm.create(bucket, settings);
+        if (isLostCreationRace(error)) return await kvm.create(bucket, settings);
         throw error;
       }
     }, options);

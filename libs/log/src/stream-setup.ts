@@ -1,6 +1,6 @@
 import { jetstreamManager, JetStreamApiError, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { describeDrift, streamDrift } from '@flotilla/bus';
+import { describeDrift, isLostCreationRace, streamDrift } from '@flotilla/bus';
 import { LogError, LogErrorCode } from './errors.js';
 import { assertServerSupported } from './server-check.js';
 
@@ -32,7 +32,6 @@ export { DEFAULT_STREAM_NAME } from '@flotilla/bus';
 export type EventStreamState = { readonly replicas: number; readonly warning: string | undefined };
 
 const STREAM_NOT_FOUND = 10059;
-const STREAM_NAME_IN_USE = 10058;
 
 export async function connectManager(nc: NatsConnection): Promise<JetStreamManager> {
   assertServerSupported(nc);
@@ -79,7 +78,7 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
         const created = await jsm.streams.add(wanted);
         return { replicas: created.config.num_replicas ?? 1, warning: undefined };
       } catch (error) {
-        if (error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE) continue; // lost a creation race
+        if (isLostCreationRace(error)) continue; // lost a creation race: read what won it
         throw error;
       }
     }

@@ -1,5 +1,5 @@
 import { WebhookEvent, WebhookId } from '@flotilla/api';
-import { WEBHOOK_DELIVERIES } from '@flotilla/bus';
+import { isLostCreationRace, WEBHOOK_DELIVERIES } from '@flotilla/bus';
 import { TenantId, Timestamp } from '@flotilla/events';
 import { JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
@@ -35,7 +35,6 @@ export function parseDeliveryJob(data: Uint8Array): { ok: true; job: DeliveryJob
 }
 
 const STREAM_NOT_FOUND = 10059;
-const STREAM_NAME_IN_USE = 10058;
 
 export type DeliveryQueueSettings = {
   readonly replicas: number;
@@ -67,9 +66,9 @@ export async function ensureDeliveryQueue(jsm: JetStreamManager, settings: Deliv
       num_replicas: settings.replicas,
       duplicate_window: nanos(settings.duplicateWindowMs),
     })
-    .catch((error: unknown) => {
-      // another instance made it meanwhile
-      if (!(error instanceof JetStreamApiError && error.code === STREAM_NAME_IN_USE)) throw error;
+    .catch(async (error: unknown) => {
+      if (!isLostCreationRace(error)) throw error;
+      await jsm.streams.info(WEBHOOK_DELIVERIES.stream); // another instance made it meanwhile (or another stream holds its subjects, which this says)
     });
 }
 
