@@ -20,13 +20,16 @@ export type PeersSettings = {
   readonly peers: readonly PeerName[];
 };
 
-const DEFAULTS: PeersSettings = { conversations: 500, latencyMs: 1_000, warmupMs: 10_000, windowMs: 30_000, cycles: 200, peers: ['dbos', 'langgraph', 'restate'] };
+const DEFAULTS: PeersSettings = { conversations: 500, latencyMs: 1_000, warmupMs: 10_000, windowMs: 30_000, cycles: 200, peers: ['dbos', 'langgraph', 'restate', 'floor', 'floor-4'] };
 const WARMUP_CYCLES = 10;
 
-const PEERS: Record<PeerName, { readonly title: string; readonly packages: readonly string[]; readonly database: boolean }> = {
+/** `floor`: not a peer but the bus traffic of Flotilla's design alone (peers/floor-peer.ts), left out of "best peer". */
+const PEERS: Record<PeerName, { readonly title: string; readonly packages: readonly string[]; readonly database: boolean; readonly floor?: true }> = {
   dbos: { title: 'DBOS', packages: ['@dbos-inc/dbos-sdk'], database: true },
   langgraph: { title: 'LangGraph.js', packages: ['@langchain/langgraph', '@langchain/langgraph-checkpoint-postgres'], database: true },
   restate: { title: 'Restate', packages: ['@restatedev/restate-sdk', '@restatedev/restate-server'], database: false },
+  floor: { title: 'bus floor, 3 groups', packages: ['@nats-io/jetstream'], database: false, floor: true },
+  'floor-4': { title: 'bus floor, 4 groups', packages: ['@nats-io/jetstream'], database: false, floor: true },
 };
 
 /**
@@ -62,7 +65,8 @@ export async function benchPeers(settings: PeersSettings = DEFAULTS): Promise<st
     for (const peer of settings.peers) {
       const options: PeerOptions = { cycles, warmupCycles: WARMUP_CYCLES, conversations, latencyMs, warmupMs, windowMs, scratchDir };
       if (!PEERS[peer].database) {
-        peers.push([peer, await runPeer(peer, options, true)]);
+        // Restate's server looks up its latest release at start: a network of its own, loopback only
+        peers.push([peer, await runPeer(peer, options, peer === 'restate')]);
         continue;
       }
       const database = await createDatabase(adminUrl, `flotilla_bench_${peer}`);
@@ -81,7 +85,7 @@ export async function benchPeers(settings: PeersSettings = DEFAULTS): Promise<st
 function report(settings: PeersSettings, flotilla: readonly [string, ThroughputFigures][], peers: readonly [PeerName, PeerFigures][], postgres: string): string {
   const { conversations, latencyMs, warmupMs, windowMs, cycles } = settings;
   const sum = (values: Iterable<number>): number => [...values].reduce((total, value) => total + value, 0);
-  type Row = { readonly name: string; readonly title: string; readonly cycle: number; readonly cycles: number; readonly cpuMsPerStep: number; readonly stepsPerSecond: number; readonly ofIdeal: number; readonly cpu: string };
+  type Row = { readonly name: string; readonly title: string; readonly cycle: number; readonly cycles: number; readonly cpuMsPerStep: number; readonly stepsPerSecond: number; readonly ofIdeal: number; readonly cpu: string; readonly floor?: true };
   const flotillaRows: Row[] = flotilla.map(([title, figures]) => ({
     name: title.replace('Flotilla, ', ''),
     title,
@@ -97,6 +101,7 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
     return {
       name: PEERS[peer].title,
       title: `${PEERS[peer].title} (${PEERS[peer].packages.map(version).join(', ')})`,
+      ...(PEERS[peer].floor ? { floor: true as const } : {}),
       cycle: figures.cycle.p50,
       cycles: figures.cycle.n,
       cpuMsPerStep: (1_000 * sum(Object.values(cpu))) / figures.load.steps,
@@ -122,24 +127,29 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
     `Cycle: one conversation, zero-latency model, p50 over ${cycles} cycles after ${WARMUP_CYCLES} of warm-up. Load: ${conversations} conversations, ${latencyMs} ms model, ${windowMs / 1_000} s window after ${warmupMs / 1_000} s of warm-up;`,
     `CPU per step of every process involved over the steps done in the window; of ideal: steps done / (conversations x window / (latency + cycle p50)).`,
     `The peers run model and tool in their one process; Flotilla's tool runs in the tool runner's process (one NATS round trip each way). ${postgres}.`,
+    `The bus floor is no peer: Flotilla's messages per step (3 commits, each delivered to every group, acked; 1 KV snapshot) with none of its code, on a nats-server of its own (peers/floor-peer.ts); "4 groups" adds one that acks unread, as Flotilla's condenser.`,
     summary,
     '',
     'CPU per step in the window (ms), by process:',
     ...rows.map((row) => `  ${row.title}: ${row.cpu}`),
   ];
-  if (peerRows.length > 0) {
-    const bestCpu = peerRows.reduce((best, row) => (row.cpuMsPerStep < best.cpuMsPerStep ? row : best));
-    const bestCycle = peerRows.reduce((best, row) => (row.cycle < best.cycle ? row : best));
-    const ratio = (value: number, baseline: number): string => `${(value / baseline).toFixed(2)}x`;
+  const ratio = (value: number, baseline: number): string => `${(value / baseline).toFixed(2)}x`;
+  const against = (heading: string, rows: readonly Row[]): void => {
+    if (rows.length === 0) return;
+    const bestCpu = rows.reduce((best, row) => (row.cpuMsPerStep < best.cpuMsPerStep ? row : best));
+    const bestCycle = rows.reduce((best, row) => (row.cycle < best.cycle ? row : best));
     lines.push(
       '',
       table([
-        ['Flotilla / best peer', 'Flotilla', 'best peer', 'ratio'],
+        [`Flotilla / ${heading}`, 'Flotilla', heading, 'ratio'],
         ...flotillaRows.map((row) => [`CPU per step, ${row.name}`, `${row.cpuMsPerStep.toFixed(2)} ms`, `${bestCpu.cpuMsPerStep.toFixed(2)} ms (${bestCpu.name})`, ratio(row.cpuMsPerStep, bestCpu.cpuMsPerStep)]),
         [`cycle p50, ${flotillaRows[0]!.name}`, ms(flotillaRows[0]!.cycle), `${ms(bestCycle.cycle)} (${bestCycle.name})`, ratio(flotillaRows[0]!.cycle, bestCycle.cycle)],
       ]),
     );
-  }
+  };
+  against('best peer', peerRows.filter((row) => !row.floor));
+  // the floor with Flotilla's four groups: what Flotilla's own code costs beyond its bus traffic
+  against('bus floor', peerRows.filter((row) => row.floor && row.name.includes('4 groups')));
   lines.push(
     '',
     'Written per step:',
