@@ -55,9 +55,9 @@ describe('CondensationWatch', () => {
     expect(watch.nothingDue(delivery(6, ['state_change']))).toBe(true);
   });
 
-  it('an owed title that could not land is tried again after a while or at a status change, not at every commit of the run', () => {
+  it('an owed title that could not land is tried again after a while (twice as long at each miss in a row, up to a limit) or at a status change, not at every commit of the run', () => {
     let now = 1_000;
-    const watch = new CondensationWatch({ titles: true, titleRetryMs: 250, now: () => now });
+    const watch = new CondensationWatch({ titles: true, titleRetryMs: 250, titleRetryMaxMs: 1_000, now: () => now });
     watch.note(ref, { streamSeq: 2, lastSeq: 3 }, false, 'owed');
     // the title was held at the step's commit (or it was not the tail): the run's next commits are let by
     watch.holdTitle(commit(3, { firstSeq: 4, lastSeq: 5 }, ['llm_usage', 'action']));
@@ -65,16 +65,34 @@ describe('CondensationWatch', () => {
     expect(watch.nothingDue(commit(5, { firstSeq: 7, lastSeq: 7 }, ['observation']))).toBe(true);
     // a status change may be the run coming to rest: tried at once
     expect(watch.nothingDue(commit(6, { firstSeq: 8, lastSeq: 8 }, ['state_change']))).toBe(false);
-    // after the wait, the next commit is tried
+    // missed again: the next wait is twice as long
     watch.note(ref, { streamSeq: 6, lastSeq: 8 }, false, 'owed');
     watch.holdTitle(commit(6, { firstSeq: 8, lastSeq: 8 }, ['state_change']));
+    now += 250;
     expect(watch.nothingDue(commit(7, { firstSeq: 9, lastSeq: 9 }, ['observation']))).toBe(true);
     now += 250;
     expect(watch.nothingDue(commit(8, { firstSeq: 10, lastSeq: 10 }, ['observation']))).toBe(false);
+    // and so on up to the limit: 1 s after the third and the fourth miss
+    let seq = 10;
+    for (const wait of [1_000, 1_000]) {
+      watch.note(ref, { streamSeq: seq - 2, lastSeq: seq }, false, 'owed');
+      watch.holdTitle(commit(seq - 2, { firstSeq: seq, lastSeq: seq }, ['observation']));
+      now += wait - 1;
+      expect(watch.nothingDue(commit(seq - 1, { firstSeq: seq + 1, lastSeq: seq + 1 }, ['observation']))).toBe(true);
+      now += 1;
+      expect(watch.nothingDue(commit(seq, { firstSeq: seq + 2, lastSeq: seq + 2 }, ['observation']))).toBe(false);
+      seq += 2;
+    }
     // condensation requests are never let by, held title or not
-    watch.note(ref, { streamSeq: 8, lastSeq: 10 }, false, 'owed');
-    watch.holdTitle(commit(8, { firstSeq: 10, lastSeq: 10 }, ['observation']));
-    expect(watch.nothingDue(commit(9, { firstSeq: 11, lastSeq: 11 }, ['condensation_request']))).toBe(false);
+    watch.note(ref, { streamSeq: seq - 2, lastSeq: seq }, false, 'owed');
+    watch.holdTitle(commit(seq - 2, { firstSeq: seq, lastSeq: seq }, ['observation']));
+    expect(watch.nothingDue(commit(seq - 1, { firstSeq: seq + 1, lastSeq: seq + 1 }, ['condensation_request']))).toBe(false);
+    // a title that landed ends the count: a conversation owed one again (after a fork, say) starts at the first wait
+    watch.note(ref, { streamSeq: seq - 1, lastSeq: seq + 1 }, false, 'settled');
+    watch.note(ref, { streamSeq: seq, lastSeq: seq + 2 }, false, 'owed');
+    watch.holdTitle(commit(seq, { firstSeq: seq + 2, lastSeq: seq + 2 }, ['observation']));
+    now += 250;
+    expect(watch.nothingDue(commit(seq + 1, { firstSeq: seq + 3, lastSeq: seq + 3 }, ['observation']))).toBe(false);
   });
 
   it('does not dismiss what it cannot place: a conversation met midway, a gap, an old commit, a foreign message', () => {

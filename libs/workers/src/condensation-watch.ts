@@ -14,6 +14,8 @@ type Known = {
   readonly title: WatchedTitle;
   /** An owed title could not land (a step was due, or the commit was not the tail): commits before this time (ms) are not tried again. */
   readonly titleHeldUntil?: number;
+  /** How many times in a row the owed title could not land: each wait is twice the one before. */
+  readonly titleHolds?: number;
 };
 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
@@ -24,9 +26,15 @@ export type CondensationWatchOptions = {
   readonly maxConversations?: number;
   /**
    * After an owed title could not land, how long the commits of a conversation that only go on
-   * with its run (no status change, no condensation) are let by without trying again. Default 250 ms.
+   * with its run (no status change, no condensation) are let by without trying again: this at the
+   * first miss, twice as long at each further one in a row, up to `titleRetryMaxMs`. Default 250 ms.
    */
   readonly titleRetryMs?: number;
+  /**
+   * The longest such wait. Default 30 s: a run that never rests (its every commit followed by
+   * the next within milliseconds) costs a load about this often, not at every step.
+   */
+  readonly titleRetryMaxMs?: number;
   readonly now?: () => number;
 };
 
@@ -46,12 +54,14 @@ export class CondensationWatch {
   readonly #titles: boolean;
   readonly #maxConversations: number;
   readonly #titleRetryMs: number;
+  readonly #titleRetryMaxMs: number;
   readonly #now: () => number;
 
   constructor(options: CondensationWatchOptions = {}) {
     this.#titles = options.titles ?? false;
     this.#maxConversations = options.maxConversations ?? 100_000;
     this.#titleRetryMs = options.titleRetryMs ?? 250;
+    this.#titleRetryMaxMs = Math.max(this.#titleRetryMs, options.titleRetryMaxMs ?? 30_000);
     this.#now = options.now ?? Date.now;
   }
 
@@ -75,8 +85,9 @@ export class CondensationWatch {
 
   /**
    * The conversation's owed title could not land at the delivered commit (a step was due, or a later
-   * commit had come): let its run's commits by for a while. The commit counts as seen when it
-   * follows the last one noted (a commit that was not the tail is not loaded, so nothing else notes it).
+   * commit had come): let its run's commits by for a while, longer at each miss in a row. The
+   * commit counts as seen when it follows the last one noted (a commit that was not the tail is not
+   * loaded, so nothing else notes it).
    */
   holdTitle(delivery: Delivery): void {
     const { ref } = delivery;
@@ -85,11 +96,15 @@ export class CondensationWatch {
     const span = delivery.eventSpan();
     const follows = span !== undefined && span.firstSeq === known.lastSeq + 1 && delivery.streamSeq > known.streamSeq;
     const position = follows ? { streamSeq: delivery.streamSeq, lastSeq: span.lastSeq } : {};
-    setRecent(this.#known, key(ref), { ...known, ...position, titleHeldUntil: this.#now() + this.#titleRetryMs }, this.#maxConversations);
+    const holds = (known.titleHolds ?? 0) + 1;
+    const waitMs = Math.min(this.#titleRetryMaxMs, this.#titleRetryMs * 2 ** Math.min(holds - 1, 30));
+    setRecent(this.#known, key(ref), { ...known, ...position, titleHeldUntil: this.#now() + waitMs, titleHolds: holds }, this.#maxConversations);
   }
 
-  /** Notes what a conversation's history says at `tail`. */
+  /** Notes what a conversation's history says at `tail` (a title still owed keeps its count of misses). */
   note(ref: ConversationRef, tail: Tail, requested: boolean, title: WatchedTitle = 'settled'): void {
-    setRecent(this.#known, key(ref), { streamSeq: tail.streamSeq, lastSeq: tail.lastSeq, requested, title: this.#titles ? title : 'settled' }, this.#maxConversations);
+    const watched = this.#titles ? title : 'settled';
+    const holds = watched === 'owed' ? this.#known.get(key(ref))?.titleHolds : undefined;
+    setRecent(this.#known, key(ref), { streamSeq: tail.streamSeq, lastSeq: tail.lastSeq, requested, title: watched, ...(holds ? { titleHolds: holds } : {}) }, this.#maxConversations);
   }
 }
