@@ -23,14 +23,20 @@ export function withStoredImages(model: LanguageModel, source: StoredImageSource
   return {
     info: model.info,
     generate: async (request: GenerateRequest, options?: GenerateOptions): Promise<GenerateResult> => {
-      const messages = model.info.vision === false ? request.messages.map(imagesAsText) : await Promise.all(request.messages.map((message) => readIn(message, source)));
+      // most requests hold no image: sent as they are, with no copy and no promise per message
+      if (model.info.vision === false) return model.generate(request.messages.some(hasImage) ? { ...request, messages: request.messages.map(imagesAsText) } : request, options);
+      if (!request.messages.some(hasUnreadImage)) return model.generate(request, options);
+      const messages = await Promise.all(request.messages.map((message) => (hasUnreadImage(message) ? readIn(message, source) : message)));
       return model.generate({ ...request, messages }, options);
     },
   };
 }
 
-function readIn(message: ChatMessage, source: StoredImageSource): Promise<ChatMessage> {
-  if (message.role === 'system' || !message.content.some((part) => part.type === 'image' && part.stored !== undefined && part.data === undefined)) return Promise.resolve(message);
+type WithParts = Exclude<ChatMessage, { readonly role: 'system' }>;
+const hasImage = (message: ChatMessage): message is WithParts => message.role !== 'system' && message.content.some((part) => part.type === 'image');
+const hasUnreadImage = (message: ChatMessage): message is WithParts => message.role !== 'system' && message.content.some((part) => part.type === 'image' && part.stored !== undefined && part.data === undefined);
+
+function readIn(message: WithParts, source: StoredImageSource): Promise<ChatMessage> {
   let resolved = resolvedForVision.get(message);
   if (resolved === undefined) {
     resolved = Promise.all(message.content.map((part) => readPart(part, source))).then((content) => ({ ...message, content }) as ChatMessage);
@@ -49,7 +55,7 @@ async function readPart(part: ContentPart, source: StoredImageSource): Promise<C
 }
 
 function imagesAsText(message: ChatMessage): ChatMessage {
-  if (message.role === 'system' || !message.content.some((part) => part.type === 'image')) return message;
+  if (!hasImage(message)) return message;
   let resolved = resolvedAsText.get(message);
   if (resolved === undefined) {
     const content = message.content.map((part): ContentPart => (part.type === 'image' ? { type: 'text', text: imageNote(part, 'this model does not take images') } : part));
