@@ -6,7 +6,7 @@ import { authorizationConfig, connectionOptions, ensureUsers, loadBusSettings, S
 import { draftEvent, type ConversationStatus, type Event, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
-import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import { startBrainServer, taskMessage, type BrainServer, type BrainTask, type SummaryBehaviour, type TitleBehaviour } from './brain-server.js';
 
@@ -175,6 +175,8 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       entry: await serviceEntry(service === 'step-worker' && options.model === 'in-process' ? IN_PROCESS_MODEL_STEP_WORKER : join(ROOT, 'services', service, 'src', 'main.ts')),
       cwd: ROOT,
       ...(service === 'tool-runner' || service === 'delegator' ? { omitInherited: isModelSetting } : {}),
+      // as the launcher runs them: services off the step's path at a lower CPU priority
+      niceness: serviceNiceness(service),
       // FLOTILLA_TEST_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles every service process
       nodeArgs: (process.env['FLOTILLA_TEST_NODE_ARGS'] ?? '').split(' ').filter(Boolean),
       env: {

@@ -1,8 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ServiceProcess } from './service-process.js';
+import { BACKGROUND_NICENESS, backgroundServices, serviceNiceness } from './service-priority.js';
 
 describe('ServiceProcess', () => {
   it('restarts a process that keeps failing at start with growing delays, then gives up with its last lines', async () => {
@@ -49,4 +50,29 @@ describe('ServiceProcess', () => {
       await rm(dir, { recursive: true, force: true });
     }
   }, 30_000);
+
+  it('starts a process at the niceness asked for, and again after a restart', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'flotilla-supervisor-'));
+    try {
+      const entry = join(dir, 'long.mjs');
+      await writeFile(entry, 'setInterval(() => {}, 1000);\n');
+      const child = new ServiceProcess({ name: 'background', entry, niceness: BACKGROUND_NICENESS });
+      child.start();
+      expect(getPriority(child.pid!)).toBe(getPriority() + BACKGROUND_NICENESS);
+      const first = child.pid;
+      await child.kill('SIGKILL');
+      for (let waited = 0; (child.pid === first || !child.running) && waited < 5_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(child.pid).not.toBe(first);
+      expect(getPriority(child.pid!)).toBe(getPriority() + BACKGROUND_NICENESS);
+      await child.stop();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('runs the services off the step path (and only those) as background', () => {
+    expect([...backgroundServices()].sort()).toEqual(['condenser', 'pg-sink', 'projector', 'webhooks']);
+    for (const service of ['gateway', 'step-worker', 'tool-runner', 'delegator']) expect(serviceNiceness(service)).toBe(0);
+    for (const service of backgroundServices()) expect(serviceNiceness(service)).toBe(BACKGROUND_NICENESS);
+  });
 });

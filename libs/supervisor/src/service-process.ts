@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { getPriority, setPriority } from 'node:os';
 import { createInterface } from 'node:readline';
 import { allocatorEnv } from './allocator.js';
 
@@ -13,6 +14,8 @@ export type ServiceProcessOptions = {
   readonly cwd?: string;
   /** Extra Node.js flags, e.g. `--cpu-prof` for profiling a service. */
   readonly nodeArgs?: readonly string[];
+  /** How much nicer than the supervisor's own the process runs (added to its niceness, at most 19; see serviceNiceness). Default 0. */
+  readonly niceness?: number;
   /** Restart after an unexpected exit (default true), with backoff. */
   readonly restart?: boolean;
   /** Receives every output line. */
@@ -99,6 +102,14 @@ export class ServiceProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.#child = child;
+    // raising one's own child's niceness needs no privilege; a process already gone has nothing to lower
+    if (this.options.niceness && child.pid !== undefined) {
+      try {
+        setPriority(child.pid, Math.min(19, getPriority() + this.options.niceness));
+      } catch {
+        // it exited at once: its exit is reported as any other
+      }
+    }
     const startedAt = Date.now();
     const reap = (): void => void child.kill('SIGKILL');
     process.once('exit', reap);

@@ -7,7 +7,7 @@ import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { loadServiceConfig } from '@flotilla/runtime';
 import { loadSandboxSettings } from '@flotilla/sandbox';
-import { bundleService, formatLogLine, isModelSetting, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { loadAgentSettings } from '@flotilla/workers';
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
@@ -174,6 +174,7 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
       const child = new ServiceProcess({
         name: service,
         entry: entries[index]!,
+        niceness: serviceNiceness(service),
         env: {
           FLOTILLA_NATS_URL: natsUrl,
           // its own credential on the embedded server; a server of your own: what the environment gives
