@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { startTestSystem, type RunningTestSystem, type SystemOptions } from '../support/system.js';
 import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js';
 import { sumByLabel, cpuSeconds } from './process-stats.js';
-import { ms, percentile, table } from './stats.js';
+import { FIRST_CYCLES_LEFT_OUT, ms, percentile, table, warmupConversations } from './stats.js';
 
 export type Topology = { readonly stepWorkers: number; readonly toolRunners: number; readonly model: 'in-process' | 'server'; readonly why: string };
 
@@ -47,30 +47,42 @@ export type ThroughputFigures = {
   readonly cpuMsPerStep: ReadonlyMap<string, number>;
 };
 
+/** The load of a throughput run, and the unloaded cycle measured before it. */
+export type ThroughputLoad = {
+  readonly conversations: number;
+  readonly latencyMs: number;
+  readonly warmupMs: number;
+  readonly windowMs: number;
+  /** Cycles of the conversations that warm the processes before the calibrating one (see warmupConversations). */
+  readonly warmupCycles: number;
+  /** Cycles of the calibrating conversation measured (after its first FIRST_CYCLES_LEFT_OUT). */
+  readonly cycles: number;
+};
+
+export const THROUGHPUT_LOAD: ThroughputLoad = { conversations: 500, latencyMs: 1_000, warmupMs: 10_000, windowMs: 30_000, warmupCycles: 0, cycles: 30 };
+
 /**
  * Steps per second of many concurrent conversations against a model with a fixed latency, over a
  * fixed window after warm-up, against the LLM-bound ideal: every conversation steps once per
- * (model latency + unloaded step-cycle time), the latter measured in the same run (over
- * `calibrationSteps` steps of one conversation, the first 10 cycles left out as warm-up).
+ * (model latency + unloaded step-cycle time), the latter measured in the same run (one
+ * conversation's `cycles`, after `warmupCycles` in earlier ones).
  */
-export async function throughputRun(
-  topology: Topology,
-  observer?: ThroughputObserver,
-  conversations = 500,
-  latencyMs = 1_000,
-  warmupMs = 10_000,
-  windowMs = 30_000,
-  calibrationSteps = 40,
-): Promise<{ report: string; figures: ThroughputFigures }> {
+export async function throughputRun(topology: Topology, observer?: ThroughputObserver, load: ThroughputLoad = THROUGHPUT_LOAD): Promise<{ report: string; figures: ThroughputFigures }> {
+  const { conversations, latencyMs, warmupMs, windowMs } = load;
   const { stepWorkers, toolRunners, model } = topology;
   // a condenser too, as the launcher runs one: it is delivered every commit (none here asks it to condense)
   await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, condensers: 1, model, agent: { condenser: { maxEvents: 100_000 } }, ...observer?.system });
 
   // unloaded cycle time with a zero-latency model (what a step costs besides the model)
+  for (const [index, steps] of warmupConversations(load.warmupCycles).entries()) {
+    const warmup = { tenant: 'bench', conversation: `warmup-${index}` };
+    await system.start(warmup, { id: warmup.conversation, steps, tool: 'think' });
+    await system.waitForStatus([warmup], ['finished', 'error', 'stuck'], 60_000);
+  }
   const probe = { tenant: 'bench', conversation: 'calibrate' };
-  await system.start(probe, { id: 'calibrate', steps: calibrationSteps, tool: 'think' });
+  await system.start(probe, { id: 'calibrate', steps: FIRST_CYCLES_LEFT_OUT + load.cycles + 1, tool: 'think' });
   await system.waitForStatus([probe], ['finished', 'error', 'stuck'], 60_000);
-  const cycles = stepCycleTimes(await commitTimeline(system.log, probe)).slice(10);
+  const cycles = stepCycleTimes(await commitTimeline(system.log, probe)).slice(FIRST_CYCLES_LEFT_OUT);
   const cycle = percentile(cycles, 50);
   const ideal = conversations / ((latencyMs + cycle) / 1_000);
 

@@ -1,5 +1,5 @@
 import { cpuSeconds } from '../process-stats.js';
-import { percentile } from '../stats.js';
+import { FIRST_CYCLES_LEFT_OUT, percentile, warmupConversations } from '../stats.js';
 import type { PeerFigures, PeerOptions } from './figures.js';
 import type { ScriptedLoop } from './loop.js';
 
@@ -23,17 +23,19 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const now = (): number => performance.timeOrigin + performance.now();
 
 /**
- * The cycle (one conversation, zero-latency model, `cycles` after `warmupCycles`), then the load
+ * The cycle (one conversation, zero-latency model, `cycles` of it, after `warmupCycles` in earlier
+ * conversations: see warmupConversations), then the load
  * (`conversations` at once, the model at `latencyMs`): CPU of every process and steps done over
  * `windowMs` after `warmupMs`. Each conversation under load runs until the window has closed.
  */
 export async function measurePeer(engine: PeerEngine, loop: ScriptedLoop, options: PeerOptions): Promise<PeerFigures> {
-  const finishWrites = await engine.beginWrites('conversation');
   loop.latencyMs = 0;
-  await engine.run('cycle', options.warmupCycles + options.cycles + 1);
+  for (const [index, steps] of warmupConversations(options.warmupCycles).entries()) await engine.run(`warmup-${index}`, steps);
+  const finishWrites = await engine.beginWrites('conversation');
+  await engine.run('cycle', FIRST_CYCLES_LEFT_OUT + options.cycles + 1);
   const runs = loop.toolRuns('cycle');
-  const gaps = runs.slice(1).map((at, index) => at - runs[index]!).slice(options.warmupCycles);
-  if (gaps.length !== options.cycles) throw new Error(`${engine.name}: the cycle's conversation ran ${runs.length} tools, not ${options.warmupCycles + options.cycles + 1} (a database left from an earlier run?)`);
+  const gaps = runs.slice(1).map((at, index) => at - runs[index]!).slice(FIRST_CYCLES_LEFT_OUT);
+  if (gaps.length !== options.cycles) throw new Error(`${engine.name}: the cycle's conversation ran ${runs.length} tools, not ${FIRST_CYCLES_LEFT_OUT + options.cycles + 1} (a database left from an earlier run?)`);
   const writes = await finishWrites(runs.length, 'cycle');
   const cycle = { p50: percentile(gaps, 50), p90: percentile(gaps, 90), n: gaps.length };
 
