@@ -5,7 +5,7 @@
  * several services share one machine's cores (the launcher; the test system and the benchmarks,
  * which measure what it runs), these run at a lower priority, so that when the cores are busy the
  * step workers, tool runners, gateway and delegator get them first: on 2 cores the unloaded step
- * cycle measured ~20 % shorter (`npm run bench -- peers`). They lose nothing while a core is free,
+ * cycle measured 4–22 % shorter in paired rounds (docs/benchmarks.md, peers). They lose nothing while a core is free,
  * and get ~10 % of a contended core (CFS weights) rather than none. On Kubernetes each service is
  * a pod with its own CPU requests, and this does not apply.
  */

@@ -68,7 +68,8 @@ export async function ensureDeliveryQueue(jsm: JetStreamManager, settings: Deliv
     })
     .catch(async (error: unknown) => {
       if (!isLostCreationRace(error)) throw error;
-      await jsm.streams.info(WEBHOOK_DELIVERIES.stream); // another instance made it meanwhile (or another stream holds its subjects, which this says)
+      // another instance made it meanwhile; if not, another stream holds its subjects, which the refusal says
+      await jsm.streams.info(WEBHOOK_DELIVERIES.stream).catch(() => Promise.reject(error));
     });
 }
 
