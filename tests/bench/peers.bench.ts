@@ -7,7 +7,7 @@ import { testDatabaseAdminUrl } from '@flotilla/pg-sink/testing';
 import pg from 'pg';
 import type { PeerFigures, PeerOptions } from './peers/figures.js';
 import { runPeer, type PeerName } from './peers/run-peer.js';
-import { FIRST_CYCLES_LEFT_OUT, ms, table } from './stats.js';
+import { FIRST_CYCLES_LEFT_OUT, ms, ratio, table } from './stats.js';
 import { throughputRun, TOPOLOGIES, type ThroughputFigures } from './throughput.bench.js';
 
 export type PeersSettings = {
@@ -90,7 +90,7 @@ export async function benchPeers(settings: PeersSettings = DEFAULTS): Promise<st
 function report(settings: PeersSettings, flotilla: readonly [string, ThroughputFigures][], peers: readonly [PeerName, PeerFigures][], postgres: string): string {
   const { conversations, latencyMs, warmupMs, windowMs, cycles } = settings;
   const sum = (values: Iterable<number>): number => [...values].reduce((total, value) => total + value, 0);
-  type Row = { readonly name: string; readonly title: string; readonly cycle: number; readonly cycles: number; readonly cpuMsPerStep: number; readonly stepsPerSecond: number; readonly ofIdeal: number; readonly cpu: string; readonly floor?: true };
+  type Row = { readonly name: string; readonly title: string; readonly cycle: number; readonly cycles: number; readonly cpuMsPerStep: number; readonly stepsPerSecond: number; readonly ofIdeal: number; readonly cpu: string; readonly peer?: PeerName };
   const flotillaRows: Row[] = flotilla.map(([title, figures]) => ({
     name: title.replace('Flotilla, ', ''),
     title,
@@ -106,7 +106,7 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
     return {
       name: PEERS[peer].title,
       title: `${PEERS[peer].title} (${PEERS[peer].packages.map(version).join(', ')})`,
-      ...(PEERS[peer].floor ? { floor: true as const } : {}),
+      peer,
       cycle: figures.cycle.p50,
       cycles: figures.cycle.n,
       cpuMsPerStep: (1_000 * sum(Object.values(cpu))) / figures.load.steps,
@@ -138,7 +138,6 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
     'CPU per step in the window (ms), by process:',
     ...rows.map((row) => `  ${row.title}: ${row.cpu}`),
   ];
-  const ratio = (value: number, baseline: number): string => `${(value / baseline).toFixed(2)}x`;
   const against = (heading: string, rows: readonly Row[]): void => {
     if (rows.length === 0) return;
     const bestCpu = rows.reduce((best, row) => (row.cpuMsPerStep < best.cpuMsPerStep ? row : best));
@@ -152,9 +151,9 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
       ]),
     );
   };
-  against('best peer', peerRows.filter((row) => !row.floor));
+  against('best peer', peerRows.filter((row) => !PEERS[row.peer!].floor));
   // the floor with Flotilla's four groups: what Flotilla's own code costs beyond its bus traffic
-  against('bus floor', peerRows.filter((row) => row.floor && row.name.includes('4 groups')));
+  against('bus floor', peerRows.filter((row) => row.peer === 'floor-4'));
   lines.push(
     '',
     'Written per step:',

@@ -59,7 +59,7 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, idleG
     });
 
     return {
-      name: idleGroup ? 'bus floor, 4 groups' : 'bus floor',
+      name: idleGroup ? 'bus floor, 4 groups' : 'bus floor, 3 groups',
       async run(conversation, maxSteps) {
         const finished = new Promise<void>((resolve) => conversations.set(conversation, { maxSteps, done: resolve }));
         await append(js, conversation, { type: 'message', step: 0 }, 0);
