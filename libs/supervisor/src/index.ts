@@ -4,4 +4,4 @@ export { formatLogLine } from './log-format.js';
 export { waitReady } from './wait-ready.js';
 export { forgetPreloadedAllocator } from './allocator.js';
 export { bundleService } from './service-bundle.js';
-export { BACKGROUND_NICENESS, backgroundServices, serviceNiceness } from './service-priority.js';
+export { BACKGROUND_NICENESS, serviceNiceness } from './service-priority.js';

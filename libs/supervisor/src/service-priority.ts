@@ -19,7 +19,7 @@ export function serviceNiceness(service: string): number {
   return BACKGROUND_SERVICES.has(service) ? BACKGROUND_NICENESS : 0;
 }
 
-/** The services that run as background (for documentation and tests). */
+/** The services that run as background (this library's tests read it). */
 export function backgroundServices(): readonly string[] {
   return [...BACKGROUND_SERVICES];
 }
