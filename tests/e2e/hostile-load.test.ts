@@ -294,7 +294,8 @@ describe('hostile load through the services', () => {
     // the services that act on a message first; the projector (its snapshot and checkpoints
     // follow the log, a command reads the log past them) may go on in the background
     const caughtUp = new Map<string, number>();
-    const acting = ['step-worker', 'tool-runner', 'condenser'];
+    // (the condenser is not delivered the log's commits: step workers wake it when it owes something)
+    const acting = ['step-worker', 'tool-runner'];
     let reported = performance.now();
     await expect
       .poll(
@@ -365,7 +366,9 @@ describe('hostile load through the services', () => {
     expect(firstStepMs).toBeLessThan(5_000);
     for (const [name, read] of Object.entries(reads)) {
       expect(read.status, `${name}: ${JSON.stringify(read.body).slice(0, 300)}`).toBe(200);
-      expect(read.ms, name).toBeLessThan(2_000);
+      // a filter no header or count answers (a source) reads the log until its page is full: here
+      // the whole log (2.5-3 s on a slow day of the 2-core machine); the other reads are located
+      expect(read.ms, name).toBeLessThan(name === 'events (user messages)' ? 10_000 : 2_000);
     }
     expect(reads['events/count'].body).toEqual({ count: events.length });
     expect(reads['event by id'].body).toMatchObject({ id: middle.id, seq: middle.seq });

@@ -4,9 +4,9 @@ export { requestAnswer } from './answered-request.js';
 export { answersPrefix, answersUnder, connectionInboxPrefix, connectionOptions, inboxPrefix } from './connection-options.js';
 export type { BusConnectionOptions } from './connection-options.js';
 export { BusConfigError } from './errors.js';
-export { AskSubjects, bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAME, DEFAULT_STREAM_NAMES, DEFAULT_SUBJECT_PREFIX, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
+export { AskSubjects, bucketStream, Buckets, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAME, DEFAULT_STREAM_NAMES, DEFAULT_SUBJECT_PREFIX, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
 export type { BucketRole, StreamNames } from './layout.js';
-export { appendsToLog, CONSUMER_GROUPS, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';
+export { appendsToLog, CONSUMER_GROUPS, GROUP_QUEUES, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';
 export type { BucketAccess, Identity, Permissions, ServiceName } from './permissions.js';
 export { authorizationConfig, ensureUsers, userEnvironment } from './server-authorization.js';
 export type { GeneratedUser } from './server-authorization.js';
@@ -17,3 +17,5 @@ export { isLostCreationRace, isTransientNatsError, whileUnavailable } from './av
 export type { WhileUnavailableOptions } from './availability.js';
 export { BucketError, openBucket } from './open-bucket.js';
 export type { BucketErrorCode, OpenBucketOptions } from './open-bucket.js';
+export { ensureWorkQueue } from './work-queue.js';
+export type { WorkQueueSpec } from './work-queue.js';

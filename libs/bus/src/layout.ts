@@ -70,6 +70,17 @@ export const PURGE_SUBJECT = 'flotilla.projector.purge';
  */
 export const WEBHOOK_DELIVERIES = { stream: 'FLOTILLA_WEBHOOK_DELIVERIES', subjectPrefix: 'flotilla.webhook' } as const;
 
+/**
+ * The condenser's wake-ups (a work queue, one subject per conversation:
+ * `<prefix>.<tenant>.<conversation>`). The condenser is not delivered the log's commits: a step
+ * worker, which decides from the log at every tail anyway, puts a wake-up here when a
+ * conversation waits for a condensation or is owed a title, before it acknowledges the commit
+ * it decided that at; the condenser decides from the log at the conversation's tail, and a
+ * wake-up leaves the queue once nothing it can do is owed. Step workers publish, the condenser
+ * consumes (its group `condenser`).
+ */
+export const CONDENSER_WAKEUPS = { stream: 'FLOTILLA_CONDENSER_WAKEUPS', subjectPrefix: 'flotilla.wake.condenser', group: 'condenser' } as const;
+
 /** The events stream's names a deployment chose (FLOTILLA_STREAM, FLOTILLA_SUBJECT_PREFIX). */
 export type StreamNames = { readonly stream: string; readonly subjectPrefix: string };
 

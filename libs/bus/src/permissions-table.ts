@@ -1,15 +1,15 @@
 import { answersPrefix } from './connection-options.js';
-import { Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
-import { appendsToLog, CONSUMER_GROUPS, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
+import { Buckets, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
+import { appendsToLog, CONSUMER_GROUPS, GROUP_QUEUES, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
 
 const ACCESS_WORDS = { read: 'reads', write: 'writes', 'read-write': 'reads, writes', 'write-only': 'writes, never reads' } as const;
 
 /** What each service may do besides reading the log and creating the stream if missing, in words. */
 const EXTRA: Readonly<Record<ServiceName, string>> = {
   gateway: `publishes interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`), deletion requests (\`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${PURGE_SUBJECT}\`), workspace requests (\`${RunnerSubjects.workspace('*')}\`, \`${RunnerSubjects.workspaceAny}\`: files, git); receives token deltas`,
-  'step-worker': 'publishes token deltas',
+  'step-worker': `publishes token deltas and the condenser's wake-ups (\`${CONDENSER_WAKEUPS.subjectPrefix}.<tenant>.<conversation>\`, creating the stream \`${CONDENSER_WAKEUPS.stream}\` when missing) and reads its group's consumer info`,
   'tool-runner': `receives wake-ups, deletions and workspace requests (\`${RunnerSubjects.wake('*')}\`, \`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${RunnerSubjects.workspace('*')}\`, \`${RunnerSubjects.workspaceAny}\`), forwards wake-ups; answers the gateway's deletions and workspace requests under \`${answersPrefix('gateway')}.>\``,
-  condenser: '—',
+  condenser: `pulls and acks its wake-ups from \`${CONDENSER_WAKEUPS.stream}\` (creating it when missing), not the events stream's commits`,
   projector: `purges one conversation's subject on the gateway's request (\`${PURGE_SUBJECT}\`), answered under \`${answersPrefix('gateway')}.>\`: the only purge right a service holds`,
   'pg-sink': 'nothing else: it reads the log into PostgreSQL, and may not even create the stream (it waits for it)',
   delegator: `publishes interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`: a parent's interrupt stops its sub-agents' work); no bucket: it starts child conversations and answers their parents from the logs alone`,
@@ -25,7 +25,8 @@ export function permissionsMarkdown(): string {
   const rows = SERVICES.map((service) => {
     const buckets = SERVICE_BUCKETS[service].map(([role, access]) => `\`${Buckets[role]}\` (${ACCESS_WORDS[access]})`).join(', ') || '—';
     const appends = appendsToLog(service) ? 'yes' : 'no';
-    const group = CONSUMER_GROUPS.includes(service) ? `\`${service}\`` : '—';
+    const queue = GROUP_QUEUES[service];
+    const group = CONSUMER_GROUPS.includes(service) ? `\`${service}\`${queue ? ` (on \`${queue}\`)` : ''}` : '—';
     return `| ${service} | ${appends} | ${group} | ${buckets} | ${EXTRA[service]} |`;
   });
   const raw = (identity: Identity, title: string): string => {

@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBusSettings } from './bus-settings.js';
 import { connectionOptions, inboxPrefix } from './connection-options.js';
 import { requestAnswer } from './answered-request.js';
-import { bucketStream, Buckets, DEFAULT_STREAM_NAME, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
-import { permissionsFor, SERVICES, type Identity } from './permissions.js';
+import { bucketStream, Buckets, CONDENSER_WAKEUPS, DEFAULT_STREAM_NAME, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
+import { CONSUMER_GROUPS, GROUP_QUEUES, permissionsFor, SERVICES, type Identity } from './permissions.js';
+import { ensureWorkQueue } from './work-queue.js';
 import { authorizationConfig, ensureUsers, userEnvironment, type GeneratedUser } from './server-authorization.js';
 
 // The permission matrix against a real nats-server configured from it: what each credential's
@@ -70,11 +71,34 @@ describe('the server configured from the matrix', () => {
   });
 
   it('lets each service open the events stream and its own group consumer', async () => {
-    for (const service of ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const) {
+    for (const service of CONSUMER_GROUPS.filter((group) => GROUP_QUEUES[group] === undefined)) {
       const jsm = await jetstreamManager(await as(service));
       expect((await jsm.streams.info(DEFAULT_STREAM_NAME)).config.name).toBe(DEFAULT_STREAM_NAME);
       await jsm.consumers.add(DEFAULT_STREAM_NAME, { durable_name: service, ack_policy: AckPolicy.Explicit, filter_subject: 'flotilla.ev.>' });
     }
+  });
+
+  it("lets step workers wake the condenser through its queue, which the condenser alone pulls; nobody takes the condenser's old group on the events stream", async () => {
+    const wakeSubject = `${CONDENSER_WAKEUPS.subjectPrefix}.acme.c1`;
+    const stepWorker = await as('step-worker');
+    const stepWorkerJsm = await jetstreamManager(stepWorker);
+    // either side creates the queue when it is missing
+    await ensureWorkQueue(stepWorkerJsm, { stream: CONDENSER_WAKEUPS.stream, description: 'wake-ups', subjects: [`${CONDENSER_WAKEUPS.subjectPrefix}.*.*`], replicas: 1, duplicateWindowMs: 60_000 });
+    await jetstream(stepWorker).publish(wakeSubject, '{"v":1,"reason":"condense","at":1}');
+    const condenser = await as('condenser');
+    const condenserJsm = await jetstreamManager(condenser);
+    await condenserJsm.consumers.add(CONDENSER_WAKEUPS.stream, { durable_name: CONDENSER_WAKEUPS.group, ack_policy: AckPolicy.Explicit, filter_subject: `${CONDENSER_WAKEUPS.subjectPrefix}.>` });
+    const wakeup = await (await jetstream(condenser).consumers.get(CONDENSER_WAKEUPS.stream, CONDENSER_WAKEUPS.group)).next({ expires: 2_000 });
+    expect(wakeup?.subject).toBe(wakeSubject);
+    await wakeup?.ackAck();
+    // the step worker may see whether a condenser group is there, not pull from it
+    expect((await stepWorkerJsm.consumers.info(CONDENSER_WAKEUPS.stream, CONDENSER_WAKEUPS.group)).name).toBe(CONDENSER_WAKEUPS.group);
+    expect(await attempt(() => stepWorkerJsm.consumers.add(CONDENSER_WAKEUPS.stream, { durable_name: 'peek', ack_policy: AckPolicy.None }))).toBe('refused');
+    for (const service of ['gateway', 'tool-runner', 'projector', 'delegator'] as const) {
+      const nc = await as(service);
+      expect(await attempt(() => jetstream(nc).publish(wakeSubject, '{}')), service).toBe('refused');
+    }
+    expect(await attempt(() => condenserJsm.consumers.add(DEFAULT_STREAM_NAME, { durable_name: 'condenser', ack_policy: AckPolicy.Explicit, filter_subject: 'flotilla.ev.>' }))).toBe('refused');
   });
 
   it('lets the gateway write secrets but never read them back', async () => {

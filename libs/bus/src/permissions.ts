@@ -1,11 +1,18 @@
 import { answersPrefix, inboxPrefix } from './connection-options.js';
-import { AskSubjects, bucketStream, Buckets, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
+import { AskSubjects, bucketStream, Buckets, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
 export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 /** Services whose instances share one durable consumer (named after the service). */
 export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'];
+/**
+ * Groups that pull from a queue of their own instead of the events stream: the stream their
+ * durable consumer is on. The condenser is woken through its queue (CONDENSER_WAKEUPS); its
+ * group's name on the events stream stays reserved (nobody may take it: its consumer there was
+ * the one an older condenser pulled).
+ */
+export const GROUP_QUEUES: Readonly<Partial<Record<ServiceName, string>>> = { condenser: CONDENSER_WAKEUPS.stream };
 /**
  * Services that only read the log: the projector (its read models are derived), the PostgreSQL
  * sink (analytics tables) and the webhooks service (POSTs to tenants' receivers).
@@ -171,7 +178,7 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   const subscribe = [inbox, interrupts];
   // answers to the gateway's requests (deletions, workspace requests) go to its answers branch, nowhere else in its inbox
   const gatewayAnswers = `${answersPrefix('gateway')}.>`;
-  if (CONSUMER_GROUPS.includes(service)) publish.push(...groupSubjects(stream, service));
+  if (CONSUMER_GROUPS.includes(service)) publish.push(...groupSubjects(GROUP_QUEUES[service] ?? stream, service));
   if (appendsToLog(service)) publish.push(events);
   switch (service) {
     case 'gateway':
@@ -179,8 +186,9 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       subscribe.push(deltas);
       break;
     case 'step-worker':
-      // side questions (POST …/ask): taken from the gateway, answered (streamed) under its answers branch
-      publish.push(deltas, gatewayAnswers);
+      // side questions (POST …/ask): taken from the gateway, answered (streamed) under its answers branch;
+      // the condenser's wake-ups, and whether its group is there to take them
+      publish.push(deltas, gatewayAnswers, ...createStream(CONDENSER_WAKEUPS.stream), `${CONDENSER_WAKEUPS.subjectPrefix}.*.*`, `${API}.CONSUMER.INFO.${CONDENSER_WAKEUPS.stream}.${CONDENSER_WAKEUPS.group}`);
       subscribe.push(AskSubjects.ask);
       break;
     case 'tool-runner':
@@ -188,6 +196,9 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       subscribe.push(RunnerSubjects.wake('*'), RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny);
       break;
     case 'condenser':
+      // its wake-ups' queue (its group's rights on it are granted above)
+      publish.push(...createStream(CONDENSER_WAKEUPS.stream));
+      break;
     case 'pg-sink':
       break;
     case 'delegator':
@@ -205,7 +216,8 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       subscribe.push(PURGE_SUBJECT);
       break;
   }
-  const deny = otherGroups(stream, service);
+  // a group pulling a queue of its own has no group on the events stream either
+  const deny = otherGroups(stream, GROUP_QUEUES[service] ? undefined : service);
   for (const [role, access] of SERVICE_BUCKETS[service]) {
     const grant = bucket(role, access);
     publish.push(...grant.publish);

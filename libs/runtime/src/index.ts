@@ -24,7 +24,7 @@ export { DEFAULT_RUNNERS_BUCKET, DEFAULT_WORKSPACES_BUCKET, requestWorkspaceDele
 export { RunnerSubjects } from '@flotilla/bus';
 export type { RunnerInfo, RunnerRegistryOptions, WorkspaceOwner } from './runner-registry.js';
 export { connectWithRetry, openLogWithRetry, runService } from './run-service.js';
-export type { ServiceContext, ServiceDefinition, ServiceParts } from './run-service.js';
+export type { ServiceContext, ServiceDefinition, ServiceParts, ServiceQueue } from './run-service.js';
 export { adoptAllocator } from './allocator.js';
 export { AckBatch } from './ack-batch.js';
 export { BatchedPull } from './batched-pull.js';
@@ -36,3 +36,5 @@ export { DEFAULT_IMAGES_BUCKET, describeImage, IMAGE_CHUNK_BYTES, ImageError, Im
 export type { ImageStoreOptions, StoredImage } from './image-store.js';
 export { answerWorkspace, askWorkspace, FileVersion, ListedEntry, MAX_WORKSPACE_CHUNK_BYTES, parseWorkspaceRequest, UploadId, workspaceBodyBytes, workspaceChunkBytes, WorkspaceAnswers, WorkspaceFailureCode, WorkspaceHeader, WorkspaceOp, WorkspaceRequestError } from './workspace-requests.js';
 export type { AskOptions, WorkspaceAnswer, WorkspaceRequest } from './workspace-requests.js';
+export type { WakeOptions } from './condenser-wakeups.js';
+export { CONDENSER_QUEUE, CondenserWakeup, CondenserWakeupReason, CondenserWakeups, condenserWakeupSubject, ensureCondenserWakeups, parseCondenserWakeup, removeRetiredCondenserGroup } from './condenser-wakeups.js';

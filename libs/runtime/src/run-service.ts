@@ -25,6 +25,8 @@ export type ServiceContext = {
   readonly jsm: JetStreamManager;
   readonly log: EventLog;
   readonly interrupts: InterruptRegistry;
+  /** Runs `call` again while NATS is transiently unavailable (a leader election, a node restarting), then fails. */
+  untilAvailable<T>(what: string, call: () => Promise<T>): Promise<T>;
 };
 
 export type ServiceParts = {
@@ -43,9 +45,21 @@ export type ServiceDefinition = {
   readonly defaults?: ServiceDefaults;
   /** Create the events stream when it is missing (default true); a service whose credential only reads waits for it instead. */
   readonly createsStream?: boolean;
+  /**
+   * Pull from a queue of the service's own instead of the events stream (the condenser's
+   * wake-ups): its stream, the prefix its subjects name conversations under
+   * (`<prefix>.<tenant>.<conversation>`), and how to create it when missing.
+   */
+  readonly queue?: ServiceQueue;
   /** The handler keeps a conversation's commits in order itself: they are handed to it without waiting for the previous one (CommitConsumerOptions). */
   readonly concurrentPerConversation?: boolean;
   start(context: ServiceContext): Promise<ServiceParts>;
+};
+
+export type ServiceQueue = {
+  readonly stream: string;
+  readonly subjectPrefix: string;
+  ensure(jsm: JetStreamManager, config: ServiceConfig): Promise<void>;
 };
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -76,7 +90,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   const js = jetstream(nc);
   const interrupts = new InterruptRegistry();
   interrupts.listen(nc, undefined, (error) => logger.error({ err: error }, 'interrupts cannot be followed: in-flight work will not be cancelled by an interrupt'));
-  const context: ServiceContext = { config, logger, metrics, nc, js, jsm, log, interrupts };
+  const context: ServiceContext = { config, logger, metrics, nc, js, jsm, log, interrupts, untilAvailable };
   const parts = await definition.start(context);
 
   let consumer: CommitConsumer | undefined;
@@ -91,18 +105,21 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       },
     });
     const name = definition.consumer ?? definition.service;
+    const { queue } = definition;
+    if (queue) await untilAvailable(`the ${queue.stream} stream`, () => queue.ensure(jsm, config));
+    const source = queue ?? { stream: log.streamName, subjectPrefix: log.subjectPrefix };
     await untilAvailable(`the ${name} consumer`, () => ensureDurableConsumer(jsm, {
-      stream: log.streamName,
+      stream: source.stream,
       name,
-      filterSubject: `${log.subjectPrefix}.>`,
+      filterSubject: `${source.subjectPrefix}.>`,
       ackWaitMs: config.ackWaitMs,
       maxAckPending: Math.max(config.concurrency * 4, 256),
     }));
     consumer = await untilAvailable(`the ${name} consumer`, () => startCommitConsumer({
       js,
-      stream: log.streamName,
+      stream: source.stream,
       consumer: name,
-      subjectPrefix: log.subjectPrefix,
+      subjectPrefix: source.subjectPrefix,
       concurrency: config.concurrency,
       ackWaitMs: config.ackWaitMs,
       handler,

@@ -1,8 +1,7 @@
 import { WebhookEvent, WebhookId } from '@flotilla/api';
-import { isLostCreationRace, WEBHOOK_DELIVERIES } from '@flotilla/bus';
+import { ensureWorkQueue, WEBHOOK_DELIVERIES } from '@flotilla/bus';
 import { TenantId, Timestamp } from '@flotilla/events';
-import { JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/transport-node';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { z } from 'zod';
 import { callNats } from './bucket-call.js';
 
@@ -34,8 +33,6 @@ export function parseDeliveryJob(data: Uint8Array): { ok: true; job: DeliveryJob
   return { ok: true, job: parsed.data };
 }
 
-const STREAM_NOT_FOUND = 10059;
-
 export type DeliveryQueueSettings = {
   readonly replicas: number;
   /** A job published again within this window (a commit handled twice) is stored once. */
@@ -44,33 +41,16 @@ export type DeliveryQueueSettings = {
 
 /**
  * The queue of deliveries still to make: a work-queue stream (a delivery leaves it when it is
- * acknowledged: done, or dead-lettered), file storage, one subject per webhook. Created by the
- * webhooks service when missing; an existing one is left as it is.
+ * acknowledged: done, or dead-lettered), one subject per webhook. Created by the webhooks service
+ * when missing; an existing one is left as it is.
  */
 export async function ensureDeliveryQueue(jsm: JetStreamManager, settings: DeliveryQueueSettings): Promise<void> {
-  const exists = await jsm.streams.info(WEBHOOK_DELIVERIES.stream).then(
-    () => true,
-    (error: unknown) => {
-      if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return false;
-      throw error;
-    },
-  );
-  if (exists) return;
-  await jsm.streams
-    .add({
-      name: WEBHOOK_DELIVERIES.stream,
-      description: 'Flotilla webhook deliveries still to make',
-      subjects: [`${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`],
-      retention: RetentionPolicy.Workqueue,
-      storage: StorageType.File,
-      num_replicas: settings.replicas,
-      duplicate_window: nanos(settings.duplicateWindowMs),
-    })
-    .catch(async (error: unknown) => {
-      if (!isLostCreationRace(error)) throw error;
-      // another instance made it meanwhile; if not, another stream holds its subjects, which the refusal says
-      await jsm.streams.info(WEBHOOK_DELIVERIES.stream).catch(() => Promise.reject(error));
-    });
+  await ensureWorkQueue(jsm, {
+    stream: WEBHOOK_DELIVERIES.stream,
+    description: 'Flotilla webhook deliveries still to make',
+    subjects: [`${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`],
+    ...settings,
+  });
 }
 
 /**

@@ -2,16 +2,16 @@ import { AgentCatalog, parseAgentConfig } from '@flotilla/agent';
 import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
 import { LlmError, ScriptedLanguageModel, type ScriptedReply } from '@flotilla/llm';
 import { EventLog, type ConversationRef, type Tail } from '@flotilla/log';
-import { ConversationCache, InterruptRegistry } from '@flotilla/runtime';
+import { ConversationCache, InterruptRegistry, type CondenserWakeupReason } from '@flotilla/runtime';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { connect } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import { createCondenseHandler } from './condense-handler.js';
 import { ConversationAgents } from './conversation-agents.js';
-import { storedDelivery } from './test-support/stored-delivery.js';
+import { wakeupDelivery } from './test-support/wakeup-delivery.js';
 
-/** A log on a real nats-server, a condense handler on it, and a way to deliver its commits. */
+/** A log on a real nats-server, a condense handler on it, and a way to wake it as a step worker would. */
 async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<ScriptedReply>), settings: Record<string, unknown> = {}) {
   const server = await startNats();
   const nc = await connect({ servers: server.url });
@@ -38,11 +38,11 @@ async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<Sc
     message: (text: string) => draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] }),
     status: (status: 'running' | 'finished') => draftEvent(system, 'state_change', { status }),
     answer: (text: string) => draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text }] }),
-    /** Delivers the commit at `streamSeq` as the consumer would (the log's last commit). */
-    async deliver(streamSeq: number) {
-      const delivery = await storedDelivery(log, ref, streamSeq);
-      return handle(delivery);
+    /** A wake-up for the conversation, delivered as the queue's consumer would (`deliveryCount`: its deliveries so far, this one included). */
+    async wake(reason: CondenserWakeupReason | 'garbage' = 'title', deliveryCount = 1) {
+      return handle(wakeupDelivery(ref, reason, deliveryCount));
     },
+    condensationRequest: () => draftEvent(system, 'condensation_request', { reason: 'the view is too large' }),
     async events(): Promise<Event[]> {
       return (await log.readEvents(ref)).events;
     },
@@ -58,26 +58,28 @@ const titles = (events: readonly Event[]) => events.flatMap((event) => (event.ty
 describe('condense handler: titles', () => {
   it('titles a resting conversation in one commit (usage, then the title) and then owes nothing', async () => {
     await using f = await fixture([{ text: '"Fix the login test"', usage: { inputTokens: 30, outputTokens: 5 } }]);
-    const seq = await f.append(f.created(), f.message('The login test is flaky, fix it'));
-    expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'titled' });
+    await f.append(f.created(), f.message('The login test is flaky, fix it'));
+    expect(await f.wake()).toEqual({ ack: true, outcome: 'titled' });
     const events = await f.events();
     expect(events.slice(2).map((event) => [event.type, event.type === 'llm_usage' ? event.purpose : '', event.type === 'state_change' ? event.reason : ''])).toEqual([
       ['llm_usage', 'other', ''],
       ['state_change', '', 'generated from the first message'],
     ]);
     expect(titles(events)).toEqual([['system', 'Fix the login test']]);
-    // the title's own commit, delivered: nothing is owed
-    expect(await f.deliver((await f.log.tail(f.ref)).streamSeq)).toEqual({ ack: true, outcome: 'nothing_to_do' });
+    // woken again (a duplicate wake-up): nothing is owed, and the wake-up leaves the queue
+    expect(await f.wake()).toEqual({ ack: true, outcome: 'nothing_to_do' });
     expect(f.llm.requests).toHaveLength(1);
   });
 
-  it('keeps the title in hand while a step is due, and appends it at the commit that ends the step without asking again', async () => {
+  it('keeps the title in hand while a step is due, its wake-up back later (longer at each miss), and appends it once no step is due without asking again', async () => {
     await using f = await fixture([{ text: 'Speed up CI' }]);
-    const started = await f.append(f.created(), f.message('CI takes 40 minutes'), f.status('running'));
-    expect(await f.deliver(started)).toEqual({ ack: true, outcome: 'title_held' });
+    await f.append(f.created(), f.message('CI takes 40 minutes'), f.status('running'));
+    expect(await f.wake('title', 1)).toEqual({ ack: false, outcome: 'title_held', delayMs: 250 });
+    expect(await f.wake('title', 2)).toEqual({ ack: false, outcome: 'title_held', delayMs: 500 });
+    expect(await f.wake('title', 20)).toEqual({ ack: false, outcome: 'title_held', delayMs: 30_000 });
     expect(titles(await f.events())).toEqual([]);
-    const stepped = await f.append(f.answer('Done.'), f.status('finished'));
-    expect(await f.deliver(stepped)).toEqual({ ack: true, outcome: 'titled' });
+    await f.append(f.answer('Done.'), f.status('finished'));
+    expect(await f.wake('title', 21)).toEqual({ ack: true, outcome: 'titled' });
     expect(titles(await f.events())).toEqual([['system', 'Speed up CI']]);
     expect(f.llm.requests).toHaveLength(1);
   });
@@ -90,29 +92,56 @@ describe('condense handler: titles', () => {
       return { text: 'Generated' };
     });
     meanwhile.user = () => f.append(draftEvent({ ...f.ref, source: 'user' }, 'state_change', { title: 'Mine', reason: 'updated by the user' }));
-    const seq = await f.append(f.created(), f.message('Write the docs'));
-    expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'title_not_owed' });
+    await f.append(f.created(), f.message('Write the docs'));
+    expect(await f.wake()).toEqual({ ack: true, outcome: 'title_not_owed' });
     expect(titles(await f.events())).toEqual([['user', 'Mine']]);
   });
 
   it('records a final failure once, as title_failed without a status, and never tries again', async () => {
     await using f = await fixture([new LlmError('auth', 'The API key was refused.'), { text: 'Never asked' }]);
-    const seq = await f.append(f.created(), f.message('Fix it'));
-    expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'title_failed' });
+    await f.append(f.created(), f.message('Fix it'));
+    expect(await f.wake()).toEqual({ ack: true, outcome: 'title_failed' });
     const failure = (await f.events()).at(-1)!;
     expect(failure).toMatchObject({ type: 'conversation_error', code: 'title_failed' });
-    const later = await f.append(f.message('Please'));
-    expect(await f.deliver(later)).toEqual({ ack: true, outcome: 'nothing_to_do' });
+    await f.append(f.message('Please'));
+    expect(await f.wake()).toEqual({ ack: true, outcome: 'nothing_to_do' });
     expect(f.llm.requests).toHaveLength(1);
     expect((await f.events()).filter((event) => event.type === 'state_change' && event.status !== undefined)).toHaveLength(1);
   });
 
   it('asks nothing for a conversation with a title given at creation, nor when titles are turned off', async () => {
     await using given = await fixture([{ text: 'Never asked' }]);
-    expect(await given.deliver(await given.append(given.created('Given'), given.message('Fix it')))).toEqual({ ack: true, outcome: 'nothing_to_do' });
+    await given.append(given.created('Given'), given.message('Fix it'));
+    expect(await given.wake()).toEqual({ ack: true, outcome: 'nothing_to_do' });
     expect(given.llm.requests).toHaveLength(0);
     await using off = await fixture([{ text: 'Never asked' }], { titles: { generate: false } });
-    expect(await off.deliver(await off.append(off.created(), off.message('Fix it')))).toEqual({ ack: true, outcome: 'nothing_to_do' });
+    await off.append(off.created(), off.message('Fix it'));
+    expect(await off.wake()).toEqual({ ack: true, outcome: 'nothing_to_do' });
     expect(off.llm.requests).toHaveLength(0);
+  });
+});
+
+describe('condense handler: condensations', () => {
+  const condensations = (events: readonly Event[]) => events.filter((event) => event.type === 'condensation');
+
+  it('answers an open request at the tail, once; the title waits for it', async () => {
+    await using f = await fixture([{ text: 'A summary of the work so far' }, { text: 'Long run' }]);
+    await f.append(f.created(), f.message('Do the long thing'), f.status('running'));
+    await f.append(f.answer('Working on it.'), f.condensationRequest());
+    // a title's wake-up first: it comes back after the condensation the run waits for
+    expect(await f.wake('title')).toEqual({ ack: false, outcome: 'title_after_condensation', delayMs: 250 });
+    expect(await f.wake('condense')).toEqual({ ack: true, outcome: 'condensed' });
+    expect(condensations(await f.events())).toHaveLength(1);
+    // the same wake-up again (redelivered, or another step worker's): answered already
+    expect(await f.wake('condense')).toEqual({ ack: true, outcome: 'nothing_to_do' });
+    expect(condensations(await f.events())).toHaveLength(1);
+  });
+
+  it('decides both duties from the log when a wake-up is not one', async () => {
+    await using f = await fixture([{ text: 'A summary' }, { text: 'Garbage in' }]);
+    await f.append(f.created(), f.message('Do it'), f.status('running'));
+    await f.append(f.answer('On it.'), f.condensationRequest());
+    expect(await f.wake('garbage')).toEqual({ ack: true, outcome: 'condensed' });
+    expect(condensations(await f.events())).toHaveLength(1);
   });
 });

@@ -1,16 +1,16 @@
 import { condenseOrFail, SpecFold, unreadableSpecDrafts } from '@flotilla/agent';
 import { withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
-import { isConflict, type EventLog } from '@flotilla/log';
-import type { CommitHandler, ConversationCache, HandleOutcome, InterruptRegistry } from '@flotilla/runtime';
+import { isConflict, type ConversationRef, type EventLog, type Tail } from '@flotilla/log';
+import { CondenserWakeupReason, parseCondenserWakeup, type CommitHandler, type ConversationCache, type Delivery, type HandleOutcome, type InterruptRegistry } from '@flotilla/runtime';
 import { inSpan } from '@flotilla/tracing';
-import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
 import { commitSpan } from './commit-span.js';
-import { CondensationWatch } from './condensation-watch.js';
 import type { ConversationAgents } from './conversation-agents.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
 import { TitleDuty } from './title-duty.js';
 
 const NOTHING_TO_DO: HandleOutcome = Object.freeze({ ack: true, outcome: 'nothing_to_do' });
+/** A condensation that met a later commit is decided again from the log at once. */
+const CONFLICT_RETRY_MS = 50;
 
 export type CondenseHandlerDependencies = {
   readonly log: EventLog;
@@ -21,10 +21,13 @@ export type CondenseHandlerDependencies = {
 };
 
 /**
- * The condenser's reaction to a delivered commit: answer an unhandled condensation request at the
- * tail; otherwise, where the conversation's spec asks for titles (`titles.generate`), give a
- * conversation owed a title its title (TitleDuty). A condensation comes first: the run waits for
- * it, not for a title.
+ * The condenser's reaction to a wake-up (CondenserWakeups, put by a step worker): the
+ * conversation it names is read up to its tail, and what is owed there is done. A `condense`
+ * wake-up answers an open condensation request; a `title` wake-up gives a conversation owed a
+ * title (where its spec asks for titles, `titles.generate`) its title (TitleDuty), after any
+ * condensation: the run waits for that, not for a title. A wake-up stays in the queue while its
+ * duty waits (redelivered later, to any instance) and leaves it once nothing it can do is owed.
+ * A body that is not a wake-up is reported, and both duties are decided from the log.
  */
 export function createCondenseHandler(deps: CondenseHandlerDependencies): CommitHandler {
   const progress = incrementalProgress();
@@ -41,27 +44,23 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     // a step owed, or the workspace context it waits for: a title landing now would make that append conflict
     stepDue: (events) => ['step', 'prepare'].includes(progress.of(events).nextWork().kind),
   });
-  // most commits need no history here: the cache is left as it is, and catches up when one does
-  const watch = new CondensationWatch({ titles: true });
   return async (delivery) => {
-    if (watch.nothingDue(delivery)) return NOTHING_TO_DO;
-    const loaded = await loadDelivered(delivery, deps.log, deps.cache);
-    if (isOutcome(loaded)) {
-      if (loaded.outcome === NOT_TAIL.outcome) watch.holdTitle(delivery);
-      return loaded;
+    const { ref } = delivery;
+    if (!ref) return { ack: true, outcome: 'foreign_subject' };
+    const wakeup = parseCondenserWakeup(delivery.message.data);
+    if (!wakeup.ok) delivery.logger.warn({ reason: wakeup.reason }, 'a wake-up that is not one: every duty is decided from the log');
+    const reason = wakeup.ok ? wakeup.wakeup.reason : undefined;
+    const conversation = await deps.cache.load(ref);
+    const { tail } = conversation;
+    if (progress.of(conversation.events).nextWork().kind !== 'condense') {
+      // a condensation answered (here or by another instance), or a conversation that moved on
+      if (reason === CondenserWakeupReason.Condense) return NOTHING_TO_DO;
+      return await titles.handle(delivery, { ref, tail, conversation });
     }
-    const { ref, tail, conversation } = loaded;
-    const owed = progress.of(conversation.events);
-    watch.note(ref, tail, owed.condensationRequested, titles.watched(conversation.events));
-    if (owed.nextWork().kind !== 'condense') {
-      const outcome = await titles.handle(delivery, loaded);
-      // a title racing a running conversation's steps: not at every one of its commits
-      if (outcome.outcome === 'title_held' || outcome.outcome === NOT_TAIL.outcome) watch.holdTitle(delivery);
-      return outcome;
-    }
-    if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
-    // the summary's model call and the condensation's commit: one span, the child of the request's commit
-    return inSpan('condense', commitSpan(delivery, ref), async () => {
+    // the title waits for the condensation the run waits for
+    if (reason === CondenserWakeupReason.Title) return { ack: false, outcome: 'title_after_condensation', delayMs: TitleDuty.retryDelayMs(delivery) };
+    // the summary's model call and the condensation's commit: one span, the child of the wake-up's trace
+    return inSpan('condense', commitSpan(delivery, ref, { 'flotilla.tail_stream_seq': tail.streamSeq }), async () => {
       const lookup = agentOf(conversation.events);
       const tracked = deps.interrupts.track(ref, delivery.signal);
       let drafts: EventDraft[];
@@ -71,21 +70,28 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
           : unreadableSpecDrafts(ref, lookup.reason);
       } catch (error) {
         // what the summarizer does is answered in the log (condenseOrFail's ladder); what is left is
-        // a shutdown, an interrupt, or a failure of this process (the commit is redelivered)
+        // a shutdown, an interrupt (the next run's step wakes this again if it still waits), or a
+        // failure of this process (the wake-up is redelivered)
         if (delivery.signal.aborted) throw error;
         if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
         throw error;
       } finally {
         tracked.done();
       }
-      try {
-        const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
-        deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
-        return { ack: true, outcome: 'condensed' };
-      } catch (error) {
-        if (isConflict(error)) return { ack: true, outcome: 'conflict' };
-        throw error;
-      }
+      return await appendCondensation(deps, delivery, { ref, tail }, drafts);
     });
   };
+}
+
+async function appendCondensation(deps: CondenseHandlerDependencies, delivery: Delivery, { ref, tail }: { readonly ref: ConversationRef; readonly tail: Tail }, drafts: EventDraft[]): Promise<HandleOutcome> {
+  try {
+    const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
+    deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+    return { ack: true, outcome: 'condensed' };
+  } catch (error) {
+    // a commit landed meanwhile (a user's message): decided again from the log
+    if (isConflict(error)) return { ack: false, outcome: 'conflict', delayMs: CONFLICT_RETRY_MS };
+    delivery.logger.debug({ err: error }, 'the condensation could not be appended');
+    throw error;
+  }
 }

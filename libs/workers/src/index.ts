@@ -3,6 +3,7 @@ export { ConversationAgents } from './conversation-agents.js';
 export type { AgentLookup, ConversationAgent, ConversationAgentsOptions, ImageReader, KeySecrets } from './conversation-agents.js';
 export { createStepHandler } from './step-handler.js';
 export type { StepHandlerDependencies } from './step-handler.js';
+export type { CondenserWakeupSink } from './condenser-waker.js';
 export { createProjectHandler } from './project-handler.js';
 export { CheckpointWriter, withCheckpoints } from './checkpoint-writer.js';
 export type { CheckpointOutcome, CheckpointWriterOptions, CommitNote } from './checkpoint-writer.js';

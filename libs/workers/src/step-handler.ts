@@ -2,12 +2,13 @@ import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, Sk
 import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
 import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
-import { inSpan, type Span } from '@flotilla/tracing';
+import { inSpan, TRACEPARENT_HEADER, type Span } from '@flotilla/tracing';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL, type Delivered } from './at-tail.js';
 import { commitSpan } from './commit-span.js';
 import type { CondensationWaits } from './condensation-waits.js';
+import { CondenserWaker, type CondenserWakeupSink } from './condenser-waker.js';
 import type { ConversationAgents } from './conversation-agents.js';
 import { IncrementalFold } from './incremental-fold.js';
 
@@ -27,6 +28,12 @@ export type StepHandlerDependencies = {
   readonly streamDeltas?: boolean;
   /** Told which conversations wait for a condensation, so a wait nobody answers gets noticed. */
   readonly condensationWaits?: CondensationWaits;
+  /**
+   * The condenser's queue: woken for a conversation waiting for a condensation or owed a title
+   * (CondenserWaker), before the commit that showed it is acknowledged. Without one, no condenser
+   * hears of either (tests of the step alone).
+   */
+  readonly condenser?: CondenserWakeupSink;
 };
 
 /**
@@ -47,6 +54,16 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
   const skills = new IncrementalFold((start: Start) => SkillsFold.resume(start?.state.skills), (fold, events) => fold.append(events));
   // renders what each step's view added; it follows the views itself, so events need not reach it
   const renderers = new IncrementalFold(() => new ChatRenderer(messageCharacters), () => undefined);
+  const waker = deps.condenser
+    ? new CondenserWaker<ConversationCheckpoint>({
+        wakeups: deps.condenser,
+        wantsTitles: (events, start) => {
+          const spec = specs.of(events, start);
+          const lookup = deps.agents.of(spec.event(), spec.listed());
+          return lookup.ok && lookup.agent.config.titles.generate;
+        },
+      })
+    : undefined;
   return async (delivery) => {
     const loaded = await loadDelivered(delivery, deps.log, deps.cache, (commit) =>
       // a commit of actions or execution starts never leaves a step due: no need to read the log for it
@@ -58,6 +75,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     const work = progress.of(events, start).nextWork();
     if (work.kind === 'condense') deps.condensationWaits?.waiting(ref, tail.streamSeq);
     else deps.condensationWaits?.settled(ref);
+    await waker?.decided(ref, tail, events, start, work, () => delivery.header(TRACEPARENT_HEADER));
     if (work.kind !== 'step' && work.kind !== 'finish') {
       // At rest, a conversation is woken next by a user, usually much later: keep the cache for running ones.
       if (work.kind === 'rest') deps.cache.forget(ref);

@@ -4,8 +4,7 @@ import type { LanguageModel } from '@flotilla/llm';
 import type { AgentLookup, ConversationAgent } from './conversation-agents.js';
 import { isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { setRecent, type ConversationCache, type Delivery, type HandleOutcome } from '@flotilla/runtime';
-import { isStillTail, NOT_TAIL, type Delivered } from './at-tail.js';
-import type { WatchedTitle } from './condensation-watch.js';
+import type { Delivered } from './at-tail.js';
 import { IncrementalFold } from './incremental-fold.js';
 
 export type TitleDutyDependencies = {
@@ -20,8 +19,12 @@ export type TitleDutyDependencies = {
   readonly maxInHand?: number;
 };
 
-/** Re-decisions after conflicting appends before the title waits for the next commit. */
+/** Re-decisions after conflicting appends before the title waits for its next try. */
 const MAX_CONFLICTS = 20;
+/** A title that could not land is tried again after this, twice as long at each miss in a row, up to TITLE_RETRY_MAX_MS. */
+const TITLE_RETRY_MS = 250;
+/** The longest wait: a run that never rests costs a try about this often, not at every step. */
+const TITLE_RETRY_MAX_MS = 30_000;
 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
@@ -32,11 +35,12 @@ const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}
  * The model is called at once, whatever the conversation is doing: the call runs beside the step.
  * Its commit (`titleOrFail`) is appended only where no step can be in flight: a step's append
  * expects the tail it read, so a commit landing under a step's model call would discard that step
- * and make it call the model again. While a step is due, the title is kept in hand and the commit
- * that ends the step (delivered here as every commit is) appends it. On a conflict the decision is
- * made again from the log: a title set meanwhile wins and the one in hand is dropped; the model is
- * never called again for a title in hand. A process that dies holding one leaves the title owed,
- * and the next commit decides again.
+ * and make it call the model again. While a step is due, the title is kept in hand and its
+ * wake-up comes back later (250 ms, twice as long at each miss in a row, up to 30 s) to try
+ * again at the tail then. On a conflict the decision is made again from the log: a title set
+ * meanwhile wins and the one in hand is dropped; the model is never called again for a title in
+ * hand. A process that dies holding one leaves the title owed and its wake-up in the queue, and
+ * the instance it is redelivered to decides again.
  */
 export class TitleDuty {
   readonly #titles = new IncrementalFold(
@@ -47,9 +51,9 @@ export class TitleDuty {
 
   constructor(private readonly deps: TitleDutyDependencies) {}
 
-  /** Where the conversation's title stands (for the CondensationWatch): settled for good where its spec wants none. */
-  watched(events: readonly Event[]): WatchedTitle {
-    return this.#agentWantingTitles(events) ? this.#titles.of(events).work().kind : 'settled';
+  /** How long a wake-up whose title could not land waits before its next try (by its deliveries so far). */
+  static retryDelayMs(delivery: Pick<Delivery, 'deliveryCount'>): number {
+    return Math.min(TITLE_RETRY_MAX_MS, TITLE_RETRY_MS * 2 ** Math.min(Math.max(0, delivery.deliveryCount - 1), 16));
   }
 
   /** The agent, if its spec (readable) asks for titles. */
@@ -58,7 +62,10 @@ export class TitleDuty {
     return lookup.ok && lookup.agent.config.titles.generate ? lookup.agent : undefined;
   }
 
-  /** Generates (or takes in hand) the title a delivered conversation is owed, and appends it where it may. */
+  /**
+   * Generates (or takes in hand) the title a conversation, read up to its tail, is owed, and
+   * appends it where it may; where it may not yet, the wake-up (`delivery`) comes back later.
+   */
   async handle(delivery: Delivery, { ref, conversation }: Delivered): Promise<HandleOutcome> {
     const agent = this.#agentWantingTitles(conversation.events);
     const work = this.#titles.of(conversation.events).work();
@@ -69,7 +76,6 @@ export class TitleDuty {
     let result = this.#inHand.get(key(ref));
     let current = conversation;
     if (!result) {
-      if (!(await isStillTail(delivery, ref, this.deps.log, this.deps.cache.tails))) return NOT_TAIL;
       result = await titleOrFail(work.message, await this.deps.model(ref, agent), { ...ref, source: 'system' }, delivery.signal);
       // the step went on meanwhile: decide at the tail as it is now
       current = await this.deps.cache.load(ref);
@@ -82,7 +88,7 @@ export class TitleDuty {
       }
       if (this.deps.stepDue(current.events) || conflicts >= MAX_CONFLICTS) {
         setRecent(this.#inHand, key(ref), result, this.deps.maxInHand ?? 10_000);
-        return { ack: true, outcome: 'title_held' };
+        return { ack: false, outcome: 'title_held', delayMs: TitleDuty.retryDelayMs(delivery) };
       }
       try {
         const { tail } = current;

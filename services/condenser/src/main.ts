@@ -1,12 +1,14 @@
-import { ConversationCache, runService } from '@flotilla/runtime';
+import { CONDENSER_QUEUE, ConversationCache, runService } from '@flotilla/runtime';
 import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { ConversationAgents, createCondenseHandler, loadAgentCatalog } from '@flotilla/workers';
 
 await runService({
   service: 'condenser',
-  // a condensation takes a model call: commits pulled in batches cost less and delay it little (BatchedPull)
-  defaults: { concurrency: 32, pullIntervalMs: 10 },
+  // not the log's commits: the wake-ups step workers put for conversations waiting for a
+  // condensation or owed a title (CondenserWaker); each is decided from the log at its tail
+  queue: CONDENSER_QUEUE,
+  defaults: { concurrency: 32 },
   async start({ config, nc, log, interrupts, logger }) {
     const catalog = loadAgentCatalog();
     // the summaries and titles are written by each conversation's own model, whose key may be a secret

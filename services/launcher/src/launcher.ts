@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { authorizationConfig, connectionOptions, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, userEnvironment, type GeneratedUser } from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
-import { loadServiceConfig } from '@flotilla/runtime';
+import { loadServiceConfig, removeRetiredCondenserGroup } from '@flotilla/runtime';
 import { loadSandboxSettings } from '@flotilla/sandbox';
 import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { loadAgentSettings } from '@flotilla/workers';
@@ -148,6 +148,11 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
     if (log.storageWarning) output.warn(log.storageWarning);
     const info = await log.jsm.streams.info(log.streamName);
     output.info(`events stream ${log.streamName} on ${log.subjectPrefix}.<tenant>.<conversation> (${info.state.messages} commits stored)`);
+    // an older condenser's group on the events stream: its condenser is woken through its queue now (docs/operations.md)
+    await removeRetiredCondenserGroup(log.jsm, log.streamName).then(
+      (removed) => removed && output.info(`removed the retired condenser group's consumer on ${log.streamName} (the condenser is woken through FLOTILLA_CONDENSER_WAKEUPS)`),
+      (error: unknown) => output.warn(`could not remove the retired condenser group's consumer on ${log.streamName}: ${(error as Error).message}`),
+    );
     await mkdir(config.home, { recursive: true });
     apiKey = await keyFile(join(config.home, 'api-key'));
     const adminKey = await keyFile(join(config.home, 'admin-key'));

@@ -1,6 +1,6 @@
 import { parseConversationCheckpoint, stuckStepsNeeded, type ConversationCheckpoint } from '@flotilla/agent';
 import type { LanguageModel, LlmConfig } from '@flotilla/llm';
-import { CheckpointStore, ConversationCache, ImageStore, runService, type Logger } from '@flotilla/runtime';
+import { CheckpointStore, CONDENSER_QUEUE, CondenserWakeupReason, CondenserWakeups, ConversationCache, ensureCondenserWakeups, ImageStore, runService, type Logger } from '@flotilla/runtime';
 import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import type { EventLog } from '@flotilla/log';
@@ -22,15 +22,18 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
     service: 'step-worker',
     // a step mostly waits on the model: in-flight steps, not CPU, bound a worker's throughput
     defaults: { concurrency: 1024 },
-    async start({ config, log, jsm, nc, interrupts, metrics, logger }) {
+    async start({ config, log, js, jsm, nc, interrupts, metrics, logger, untilAvailable }) {
       const catalog = loadAgentCatalog();
+      // the condenser is woken through its queue (CondenserWaker), not by the log's commits
+      await untilAvailable('the condenser wake-ups stream', () => ensureCondenserWakeups(jsm, config.storage.replicas));
+      const wakeups = new CondenserWakeups(js);
       const warnAfterMs = config.condensationWarnMs;
       const condensationWaits = new CondensationWaits({ warnAfterMs });
       let sweeping = false;
       const sweep = setInterval(() => {
         if (sweeping) return;
         sweeping = true;
-        void checkCondensationWaits(condensationWaits, log, jsm, logger)
+        void checkCondensationWaits(condensationWaits, log, jsm, wakeups, logger)
           .catch((error: unknown) => logger.debug({ err: error }, 'checking condensation waits failed; next sweep retries'))
           .finally(() => {
             const report = condensationWaits.report();
@@ -82,6 +85,7 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
           nc,
           metrics,
           condensationWaits,
+          condenser: wakeups,
         }),
         stop: async () => {
           clearInterval(sweep);
@@ -96,33 +100,35 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
 
 /**
  * Checks the waits past their threshold against the log: one whose conversation moved on was
- * answered (perhaps to another instance) and is dropped; one still at its request is real, and is
- * logged once, saying whether a condenser group exists at all.
+ * answered (perhaps to another instance) and is dropped; one still at its request is real: it is
+ * logged once, saying whether a condenser group exists at all, and its condenser is woken again
+ * (a wake-up the queue lost, or one put before this version woke condensers through it).
  */
-async function checkCondensationWaits(waits: CondensationWaits, log: EventLog, jsm: JetStreamManager, logger: Logger): Promise<void> {
+async function checkCondensationWaits(waits: CondensationWaits, log: EventLog, jsm: JetStreamManager, wakeups: CondenserWakeups, logger: Logger): Promise<void> {
   const confirmed: OverdueWait[] = [];
   for (const wait of waits.overdue()) {
     if ((await log.lastStreamSeq(wait.ref)) > wait.streamSeq) waits.settled(wait.ref);
     else if (waits.confirm(wait.ref)) confirmed.push(wait);
   }
   if (confirmed.length === 0) return;
-  const group = await condenserGroup(jsm, log.streamName);
+  for (const { ref, streamSeq } of confirmed) await wakeups.wake(ref, CondenserWakeupReason.Condense, streamSeq, { again: true });
+  const group = await condenserGroup(jsm);
   for (const { ref, waitedMs } of confirmed) {
     logger.warn(
       { conversation: ref.conversation, tenant: ref.tenant, waitedSeconds: Math.round(waitedMs / 1_000), condenserGroup: group },
       group === 'missing'
-        ? 'a conversation waits for a condensation, and no condenser group exists on the events stream: start the condenser service'
-        : 'a conversation has waited long for a condensation: is a condenser service running?',
+        ? "a conversation waits for a condensation, and no condenser group exists on the condenser's wake-up queue: start the condenser service"
+        : 'a conversation has waited long for a condensation (its condenser was woken again): is a condenser service running?',
     );
   }
 }
 
 const CONSUMER_NOT_FOUND = 10014;
 
-/** Whether the condenser's durable consumer exists on the stream ('unknown' when the server cannot say now). */
-async function condenserGroup(jsm: JetStreamManager, stream: string): Promise<'present' | 'missing' | 'unknown'> {
+/** Whether the condenser's durable consumer exists on its wake-up queue ('unknown' when the server cannot say now). */
+async function condenserGroup(jsm: JetStreamManager): Promise<'present' | 'missing' | 'unknown'> {
   try {
-    await jsm.consumers.info(stream, 'condenser');
+    await jsm.consumers.info(CONDENSER_QUEUE.stream, 'condenser');
     return 'present';
   } catch (error) {
     return error instanceof JetStreamApiError && error.code === CONSUMER_NOT_FOUND ? 'missing' : 'unknown';

@@ -1,0 +1,46 @@
+import { JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import { isLostCreationRace } from './availability.js';
+
+const STREAM_NOT_FOUND = 10059;
+
+export type WorkQueueSpec = {
+  readonly stream: string;
+  readonly description: string;
+  /** One subject per item's owner, e.g. `<prefix>.*.*`. */
+  readonly subjects: readonly string[];
+  readonly replicas: number;
+  /** A message published again within this window with the same message id is stored once. */
+  readonly duplicateWindowMs: number;
+};
+
+/**
+ * A work-queue stream (a message leaves it when it is acknowledged), file storage, created when
+ * missing; an existing one is left as it is (changing it takes the admin credential). Several
+ * instances creating it at once: the one that loses the race finds it made, or, when another
+ * stream holds its subjects, fails with the server's refusal.
+ */
+export async function ensureWorkQueue(jsm: JetStreamManager, spec: WorkQueueSpec): Promise<void> {
+  const exists = await jsm.streams.info(spec.stream).then(
+    () => true,
+    (error: unknown) => {
+      if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return false;
+      throw error;
+    },
+  );
+  if (exists) return;
+  await jsm.streams
+    .add({
+      name: spec.stream,
+      description: spec.description,
+      subjects: [...spec.subjects],
+      retention: RetentionPolicy.Workqueue,
+      storage: StorageType.File,
+      num_replicas: spec.replicas,
+      duplicate_window: nanos(spec.duplicateWindowMs),
+    })
+    .catch(async (error: unknown) => {
+      if (!isLostCreationRace(error)) throw error;
+      await jsm.streams.info(spec.stream).catch(() => Promise.reject(error));
+    });
+}
