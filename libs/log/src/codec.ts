@@ -56,6 +56,11 @@ export function placementOf(message: { readonly headers?: MsgHdrs | undefined })
   return { firstSeq, count };
 }
 
+/** The event types a commit's header names, read without parsing its body (none for a foreign message). */
+export function eventTypesOf(message: { readonly headers?: MsgHdrs | undefined }): string[] {
+  return (message.headers?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean);
+}
+
 /**
  * Decodes and validates one message of a conversation subject. Never throws for bad
  * input: foreign and corrupt messages come back as `{ ok: false, reason }`.

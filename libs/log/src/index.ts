@@ -7,7 +7,7 @@ export { EMPTY_TAIL, tailOf } from './stored-commit.js';
 export type { StoredCommit, Tail } from './stored-commit.js';
 export { DEFAULT_STREAM_NAME } from './stream-setup.js';
 export type { EventStreamOptions } from './stream-setup.js';
-export { decodeCommit, encodeCommit, placementOf } from './codec.js';
+export { decodeCommit, encodeCommit, eventTypesOf, placementOf } from './codec.js';
 export type { DecodeResult, RawMessage } from './codec.js';
 export { appendWithRetry } from './append-with-retry.js';
 export type { AppendWithRetryOptions } from './append-with-retry.js';

@@ -1,5 +1,5 @@
 import { CommitHeader } from '@flotilla/events';
-import { parseConversationSubject, type ConversationRef, type RawMessage } from '@flotilla/log';
+import { eventTypesOf, parseConversationSubject, type ConversationRef, type RawMessage } from '@flotilla/log';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -172,7 +172,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           streamSeq: message.seq,
           message: { subject: message.subject, seq: message.seq, data: message.data },
           likelyTail: isLikelyTail(message),
-          eventTypes: () => (message.headers?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean),
+          eventTypes: () => eventTypesOf(message),
           header: (name) => message.headers?.get(name) ?? '',
           eventSpan: () => eventSpan(message),
           // a higher sequence, not just any later delivery: a redelivered older commit can queue too

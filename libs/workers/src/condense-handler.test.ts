@@ -84,6 +84,21 @@ describe('condense handler: titles', () => {
     expect(f.llm.requests).toHaveLength(1);
   });
 
+  it('lets a held title wait on from the tail header alone while the log ends in tool results, and reads the log once the tail stops moving', async () => {
+    await using f = await fixture([{ text: 'Pause test' }]);
+    await f.append(f.created(), f.message('Run the suite'), f.status('running'));
+    expect(await f.wake('title', 1)).toEqual({ ack: false, outcome: 'title_held', delayMs: 250 });
+    // paused, then a tool's late result: at rest, but the tail's header (results, no status) says wait
+    await f.append(draftEvent({ ...f.ref, source: 'user' }, 'state_change', { status: 'paused', reason: 'paused by the user' }));
+    await f.append(draftEvent({ ...f.ref, source: 'environment' }, 'observation', { action_id: 'a1', tool_call_id: 'call_1', tool_name: 'terminal', content: [], is_error: false }));
+    expect(await f.wake('title', 2)).toEqual({ ack: false, outcome: 'title_held', delayMs: 500 });
+    expect(titles(await f.events())).toEqual([]);
+    // the tail did not move since: the log is read, the conversation rests, the title lands
+    expect(await f.wake('title', 3)).toEqual({ ack: true, outcome: 'titled' });
+    expect(titles(await f.events())).toEqual([['system', 'Pause test']]);
+    expect(f.llm.requests).toHaveLength(1);
+  });
+
   it('drops its title when a user set one while the model was writing it: theirs wins', async () => {
     // while the model writes the title, a user sets one (PATCH)
     const meanwhile: { user?: () => Promise<number> } = {};

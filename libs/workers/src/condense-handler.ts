@@ -50,6 +50,8 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     const wakeup = parseCondenserWakeup(delivery.message.data);
     if (!wakeup.ok) delivery.logger.warn({ reason: wakeup.reason }, 'a wake-up that is not one: every duty is decided from the log');
     const reason = wakeup.ok ? wakeup.wakeup.reason : undefined;
+    // a title in hand waiting for a run to rest: its tail's header alone may say it must wait on
+    if (reason === CondenserWakeupReason.Title && !(await titles.worthLoading(ref))) return titles.held(delivery);
     const conversation = await deps.cache.load(ref);
     const { tail } = conversation;
     if (progress.of(conversation.events).nextWork().kind !== 'condense') {

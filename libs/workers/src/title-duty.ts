@@ -48,6 +48,8 @@ export class TitleDuty {
     (progress, events) => progress.append(events),
   );
   readonly #inHand = new Map<string, TitleResult>();
+  /** Where each conversation's log ended when its title in hand was last held (its stream sequence). */
+  readonly #heldAt = new Map<string, number>();
 
   constructor(private readonly deps: TitleDutyDependencies) {}
 
@@ -63,6 +65,37 @@ export class TitleDuty {
   }
 
   /**
+   * Whether a wake-up for a conversation whose title is in hand is worth reading its log for now.
+   * While the log's last commit holds tool results and no status change, a step is due again (or
+   * the run decides its end): the title waits on (`held`) without the history being read, one
+   * direct get instead of a read of every commit since the last try. A tail that has not moved
+   * since the title was last held is read (there is nothing new to read), so a conversation that
+   * came to rest there is decided.
+   */
+  async worthLoading(ref: ConversationRef): Promise<boolean> {
+    if (!this.#inHand.has(key(ref))) return true;
+    const last = await this.deps.log.lastCommitTypes(ref);
+    if (!last || this.#heldAt.get(key(ref)) === last.streamSeq) return true;
+    if (!last.eventTypes.includes('observation') || last.eventTypes.includes('state_change')) return true;
+    this.#hold(ref, last.streamSeq);
+    return false;
+  }
+
+  /** The answer to a wake-up whose title waits: it comes back later, after a longer wait at each miss in a row. */
+  held(delivery: Pick<Delivery, 'deliveryCount'>): HandleOutcome {
+    return { ack: false, outcome: 'title_held', delayMs: TitleDuty.retryDelayMs(delivery) };
+  }
+
+  #hold(ref: ConversationRef, streamSeq: number): void {
+    setRecent(this.#heldAt, key(ref), streamSeq, this.deps.maxInHand ?? 10_000);
+  }
+
+  #drop(ref: ConversationRef): void {
+    this.#inHand.delete(key(ref));
+    this.#heldAt.delete(key(ref));
+  }
+
+  /**
    * Generates (or takes in hand) the title a conversation, read up to its tail, is owed, and
    * appends it where it may; where it may not yet, the wake-up (`delivery`) comes back later.
    */
@@ -70,7 +103,7 @@ export class TitleDuty {
     const agent = this.#agentWantingTitles(conversation.events);
     const work = this.#titles.of(conversation.events).work();
     if (!agent || work.kind !== 'owed') {
-      this.#inHand.delete(key(ref));
+      this.#drop(ref);
       return { ack: true, outcome: 'nothing_to_do' };
     }
     let result = this.#inHand.get(key(ref));
@@ -83,18 +116,19 @@ export class TitleDuty {
     for (let conflicts = 0; ; conflicts += 1) {
       if (this.#titles.of(current.events).work().kind !== 'owed') {
         // set meanwhile (theirs wins), or answered by another condenser
-        this.#inHand.delete(key(ref));
+        this.#drop(ref);
         return { ack: true, outcome: 'title_not_owed' };
       }
       if (this.deps.stepDue(current.events) || conflicts >= MAX_CONFLICTS) {
         setRecent(this.#inHand, key(ref), result, this.deps.maxInHand ?? 10_000);
-        return { ack: false, outcome: 'title_held', delayMs: TitleDuty.retryDelayMs(delivery) };
+        this.#hold(ref, current.tail.streamSeq);
+        return this.held(delivery);
       }
       try {
         const { tail } = current;
         const commit = await this.deps.log.append(ref, withPositionalIds(result.drafts, tail.lastSeq + 1), { expected: tail });
         this.deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
-        this.#inHand.delete(key(ref));
+        this.#drop(ref);
         return { ack: true, outcome: result.title === undefined ? 'title_failed' : 'titled' };
       } catch (error) {
         if (!isConflict(error)) {

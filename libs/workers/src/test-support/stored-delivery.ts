@@ -1,5 +1,4 @@
-import { CommitHeader } from '@flotilla/events';
-import type { ConversationRef, EventLog } from '@flotilla/log';
+import { eventTypesOf, type ConversationRef, type EventLog } from '@flotilla/log';
 import type { Delivery } from '@flotilla/runtime';
 import { pino } from 'pino';
 
@@ -16,7 +15,7 @@ export async function storedDelivery(log: EventLog, ref: ConversationRef, seq: n
   const stored = await log.jsm.direct.getMessage(log.streamName, { seq });
   if (!stored) throw new Error(`no message ${seq}`);
   const laterQueued = options.laterQueued ?? (() => false);
-  const eventTypes = options.eventTypes ?? (stored.header?.get(CommitHeader.EventTypes) ?? '').split(',').filter(Boolean);
+  const eventTypes = options.eventTypes ?? eventTypesOf({ headers: stored.header });
   return {
     ref,
     logger: pino({ level: 'silent' }),
