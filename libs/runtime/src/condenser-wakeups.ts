@@ -58,6 +58,10 @@ export async function ensureCondenserWakeups(jsm: JetStreamManager, replicas: nu
 export const CONDENSER_QUEUE: ServiceQueue = {
   stream: CONDENSER_WAKEUPS.stream,
   subjectPrefix: CONDENSER_WAKEUPS.subjectPrefix,
+  // a title waiting for its run to rest keeps its wake-up pending (redelivered later) for as long
+  // as the run goes on: a bound near the group's concurrency would let held titles hold back the
+  // wake-ups of conversations waiting for a condensation
+  maxAckPending: 100_000,
   ensure: (jsm, config) => ensureCondenserWakeups(jsm, config.storage.replicas),
 };
 
@@ -79,17 +83,29 @@ export type WakeOptions = {
  * instances) is stored once (within the queue's 2-minute de-duplication window).
  */
 export class CondenserWakeups {
-  constructor(private readonly js: JetStreamClient) {}
+  /** `ensureQueue` creates the queue when it is missing (ensureCondenserWakeups): a wake-up that finds no stream (an operator removed it) makes it again, once. */
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly ensureQueue: () => Promise<void>,
+  ) {}
 
   async wake(ref: ConversationRef, reason: CondenserWakeupReason, at: number, options: WakeOptions = {}): Promise<void> {
     const body: CondenserWakeup = { v: 1, reason, at };
     const traced = options.traceparent ? headers() : undefined;
     if (traced && options.traceparent) traced.set(TRACEPARENT_HEADER, options.traceparent);
-    await this.js.publish(condenserWakeupSubject(ref), JSON.stringify(body), {
-      msgID: `${reason}.${ref.tenant}.${ref.conversation}.${at}${options.again ? '.again' : ''}`,
-      expect: { streamName: CONDENSER_WAKEUPS.stream },
-      ...(traced ? { headers: traced } : {}),
-    });
+    const publish = () =>
+      this.js.publish(condenserWakeupSubject(ref), JSON.stringify(body), {
+        msgID: `${reason}.${ref.tenant}.${ref.conversation}.${at}${options.again ? '.again' : ''}`,
+        expect: { streamName: CONDENSER_WAKEUPS.stream },
+        ...(traced ? { headers: traced } : {}),
+      });
+    try {
+      await publish();
+    } catch (error) {
+      // the stream may be gone: made again, then the wake-up once more (a second failure is the caller's: its commit is redelivered)
+      await this.ensureQueue().catch(() => Promise.reject(error));
+      await publish();
+    }
   }
 }
 

@@ -25,8 +25,9 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
     async start({ config, log, js, jsm, nc, interrupts, metrics, logger, untilAvailable }) {
       const catalog = loadAgentCatalog();
       // the condenser is woken through its queue (CondenserWaker), not by the log's commits
-      await untilAvailable('the condenser wake-ups stream', () => ensureCondenserWakeups(jsm, config.storage.replicas));
-      const wakeups = new CondenserWakeups(js);
+      const ensureWakeups = () => ensureCondenserWakeups(jsm, config.storage.replicas);
+      await untilAvailable('the condenser wake-ups stream', ensureWakeups);
+      const wakeups = new CondenserWakeups(js, ensureWakeups);
       const warnAfterMs = config.condensationWarnMs;
       const condensationWaits = new CondensationWaits({ warnAfterMs });
       let sweeping = false;
