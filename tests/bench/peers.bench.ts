@@ -132,7 +132,7 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
     `Cycle: one conversation, zero-latency model, p50 over ${cycles} cycles (its first ${FIRST_CYCLES_LEFT_OUT} left out) after ${WARMUP_CYCLES} in earlier conversations. Load: ${conversations} conversations, ${latencyMs} ms model, ${windowMs / 1_000} s window after ${warmupMs / 1_000} s of warm-up;`,
     `CPU per step of every process involved over the steps done in the window; of ideal: steps done / (conversations x window / (latency + cycle p50)).`,
     `The peers run model and tool in their one process; Flotilla's tool runs in the tool runner's process (one NATS round trip each way). ${postgres}.`,
-    `The bus floor is no peer: Flotilla's messages per step (3 commits, each delivered to every group, acked; 1 KV snapshot) with none of its code, on a nats-server of its own (peers/floor-peer.ts); "4 groups" adds one that acks unread, as Flotilla's condenser.`,
+    `The bus floor is no peer: Flotilla's messages per step (3 commits, each delivered to each of its 3 groups, acked; 1 KV snapshot) with none of its code, on a nats-server of its own (peers/floor-peer.ts); "4 groups" adds one that acks unread, as Flotilla's condenser did until it was woken through a queue of its own.`,
     summary,
     '',
     'CPU per step in the window (ms), by process:',
@@ -152,12 +152,12 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
     );
   };
   against('best peer', peerRows.filter((row) => !PEERS[row.peer!].floor));
-  // the floor with Flotilla's four groups: what Flotilla's own code costs beyond its bus traffic
-  against('bus floor', peerRows.filter((row) => row.peer === 'floor-4'));
+  // the floor with Flotilla's three groups: what Flotilla's own code costs beyond its bus traffic
+  against('bus floor', peerRows.filter((row) => row.peer === 'floor'));
   lines.push(
     '',
     'Written per step:',
-    `  Flotilla: 3 commits (action, execution start, observation), each one JetStream message delivered to 4 consumer groups (step workers, tool runners, projector, condenser); nats-server 2.9 syncs its files on an interval`,
+    `  Flotilla: 3 commits (action, execution start, observation), each one JetStream message delivered to 3 consumer groups (step workers, tool runners, projector); the condenser is woken through its own queue only when it owes something (here one title per conversation, held while its run goes on); nats-server 2.9 syncs its files on an interval`,
   );
   for (const [peer, figures] of peers) {
     lines.push(`  ${PEERS[peer].title}, the cycle's conversation:`, ...figures.writes.conversation.map((line) => `    ${line}`));

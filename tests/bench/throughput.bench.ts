@@ -70,7 +70,7 @@ export const THROUGHPUT_LOAD: ThroughputLoad = { conversations: 500, latencyMs: 
 export async function throughputRun(topology: Topology, observer?: ThroughputObserver, load: ThroughputLoad = THROUGHPUT_LOAD): Promise<{ report: string; figures: ThroughputFigures }> {
   const { conversations, latencyMs, warmupMs, windowMs } = load;
   const { stepWorkers, toolRunners, model } = topology;
-  // a condenser too, as the launcher runs one: it is delivered every commit (none here asks it to condense)
+  // a condenser too, as the launcher runs one: woken by the step workers for each conversation's title (none here asks it to condense)
   await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, condensers: 1, model, agent: { condenser: { maxEvents: 100_000 } }, ...observer?.system });
 
   // unloaded cycle time with a zero-latency model (what a step costs besides the model)

@@ -8,7 +8,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
  */
 export const FLOOR = { stream: 'FLOOR', prefix: 'floor.ev', bucket: 'floor_snapshots' } as const;
 
-/** The floor's consumer groups; `idle` (with a fourth group) acks every commit unread, as a condenser that is owed nothing. */
+/** The floor's consumer groups; `idle` (with a fourth group) acks every commit unread, as Flotilla's condenser did when it was delivered every commit. */
 export type FloorGroup = 'deciders' | 'runners' | 'projectors' | 'idle';
 
 export type FloorCommit =

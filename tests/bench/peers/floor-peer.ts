@@ -23,8 +23,8 @@ const ROLE = fileURLToPath(new URL('./floor-role.ts', import.meta.url));
  * acks, so each group is delivered every commit as Flotilla's are; processes as Flotilla's: the
  * deciders in this process (the model beside them, as in Flotilla's step worker), the runner and
  * the projector in one each, the projector writing one KV snapshot per step. With `idleGroup`, a
- * fourth group in a process of its own acks every commit unread: what Flotilla's condenser costs
- * the bus when no commit owes it anything. No validation, no view, no headers, no tracing, no
+ * fourth group in a process of its own acks every commit unread: what Flotilla's condenser cost
+ * the bus when no commit owed it anything, before it was woken through a queue of its own. No validation, no view, no headers, no tracing, no
  * metrics, no batching: the design's traffic rather than a system. A step counts when the decider
  * reads its observation (in the steady state as many as tool runs).
  */
