@@ -17,5 +17,5 @@ export { isLostCreationRace, isTransientNatsError, whileUnavailable } from './av
 export type { WhileUnavailableOptions } from './availability.js';
 export { BucketError, openBucket } from './open-bucket.js';
 export type { BucketErrorCode, OpenBucketOptions } from './open-bucket.js';
-export { ensureWorkQueue } from './work-queue.js';
+export { ensureWorkQueue, parseQueueMessage } from './work-queue.js';
 export type { WorkQueueSpec } from './work-queue.js';

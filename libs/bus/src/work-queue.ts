@@ -1,5 +1,6 @@
 import { JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import type { z } from 'zod';
 import { isLostCreationRace } from './availability.js';
 
 const STREAM_NOT_FOUND = 10059;
@@ -43,4 +44,17 @@ export async function ensureWorkQueue(jsm: JetStreamManager, spec: WorkQueueSpec
       if (!isLostCreationRace(error)) throw error;
       await jsm.streams.info(spec.stream).catch(() => Promise.reject(error));
     });
+}
+
+/** A queue message's JSON body read with its schema: the value, or why it is not one (its first three issues). */
+export function parseQueueMessage<T>(schema: z.ZodType<T>, data: Uint8Array): { ok: true; value: T } | { ok: false; reason: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(data).toString('utf8'));
+  } catch {
+    return { ok: false, reason: 'not JSON' };
+  }
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return { ok: false, reason: parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).slice(0, 3).join('; ') };
 }

@@ -1,4 +1,4 @@
-import { CONDENSER_WAKEUPS, ensureWorkQueue } from '@flotilla/bus';
+import { CONDENSER_WAKEUPS, ensureWorkQueue, parseQueueMessage } from '@flotilla/bus';
 import type { ConversationRef } from '@flotilla/log';
 import { TRACEPARENT_HEADER } from '@flotilla/tracing';
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -25,14 +25,8 @@ export type CondenserWakeup = z.infer<typeof CondenserWakeup>;
 
 /** A wake-up read back: its body, or why it is not one. */
 export function parseCondenserWakeup(data: Uint8Array): { ok: true; wakeup: CondenserWakeup } | { ok: false; reason: string } {
-  let json: unknown;
-  try {
-    json = JSON.parse(Buffer.from(data).toString('utf8'));
-  } catch {
-    return { ok: false, reason: 'not JSON' };
-  }
-  const parsed = CondenserWakeup.safeParse(json);
-  return parsed.success ? { ok: true, wakeup: parsed.data } : { ok: false, reason: parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ') };
+  const parsed = parseQueueMessage(CondenserWakeup, data);
+  return parsed.ok ? { ok: true, wakeup: parsed.value } : parsed;
 }
 
 /** The queue's subject of a conversation's wake-ups. */

@@ -1,5 +1,5 @@
 import { WebhookEvent, WebhookId } from '@flotilla/api';
-import { ensureWorkQueue, WEBHOOK_DELIVERIES } from '@flotilla/bus';
+import { ensureWorkQueue, parseQueueMessage, WEBHOOK_DELIVERIES } from '@flotilla/bus';
 import { TenantId, Timestamp } from '@flotilla/events';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { z } from 'zod';
@@ -22,15 +22,8 @@ export function deliverySubject(tenant: string, webhook: string): string {
 
 /** A delivery read back from the queue: the job, or why it is not one. */
 export function parseDeliveryJob(data: Uint8Array): { ok: true; job: DeliveryJob } | { ok: false; reason: string } {
-  let json: unknown;
-  try {
-    json = JSON.parse(Buffer.from(data).toString('utf8'));
-  } catch {
-    return { ok: false, reason: 'not JSON' };
-  }
-  const parsed = DeliveryJob.safeParse(json);
-  if (!parsed.success) return { ok: false, reason: parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).slice(0, 3).join('; ') };
-  return { ok: true, job: parsed.data };
+  const parsed = parseQueueMessage(DeliveryJob, data);
+  return parsed.ok ? { ok: true, job: parsed.value } : parsed;
 }
 
 export type DeliveryQueueSettings = {
