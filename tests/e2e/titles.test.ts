@@ -77,6 +77,22 @@ describe('titles generated from the first message (through the services)', () =>
     for (const ref of [untitled, given, patched]) await expectAudited(system.log, ref);
   }, 150_000);
 
+  it("lands the title of a run that does not rest while it runs, beside a step (no step's model call is discarded for it)", async () => {
+    await using system = await startTestSystem({ condensers: 1, gateway: true });
+    const ref = await create(system, 'title-running', { steps: 12, latencyMs: 300, tool: 'think' });
+    await system.waitForStatus([ref], REST, 60_000);
+    const events = await system.events(ref);
+    const [title] = titleChanges(events);
+    expect(title).toMatchObject({ title: 'Work on title-running', reason: 'generated from the first message' });
+    // in the run, not at its end: actions came after it
+    const actions = events.filter((event) => event.type === 'action');
+    expect(actions).toHaveLength(12);
+    expect(actions.at(-1)!.seq).toBeGreaterThan(title!.seq);
+    // a title lands only where no step is due: every step's model call made it into the log
+    expect(system.brain.calls.filter((call) => call.task === 'title-running')).toHaveLength(13);
+    await expectAudited(system.log, ref);
+  }, 90_000);
+
   it('a title model that fails on every attempt leaves one visible title_failed, the status untouched, and is not asked again', async () => {
     // the test system's model client tries 4 times
     await using system = await startTestSystem({ condensers: 1, gateway: true, titles: ['error', 'error', 'error', 'error'] });

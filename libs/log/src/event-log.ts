@@ -2,7 +2,7 @@ import { CommitHeader, Event, ProtocolErrorCode, describeIssues, isValidEvent, n
 import { activeTraceparent } from '@flotilla/tracing';
 import { DeliverPolicy, jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { decodeCommit, encodeCommit, eventTypesOf, placementOf, type RawMessage } from './codec.js';
+import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
 import { conversationSubject, DEFAULT_SUBJECT_PREFIX, type ConversationRef } from './conversation-ref.js';
 import { LogError, LogErrorCode } from './errors.js';
 import { JetStreamPublisher } from './jetstream-publisher.js';
@@ -172,15 +172,6 @@ export class EventLog {
   async lastStreamSeq(ref: ConversationRef): Promise<number> {
     const last = await this.#direct({ last_by_subj: this.subject(ref) });
     return last?.seq ?? 0;
-  }
-
-  /**
-   * The subject's last message: its stream sequence and the event types its header names (none
-   * for a foreign message), without decoding its body; undefined when the subject has none.
-   */
-  async lastCommitTypes(ref: ConversationRef): Promise<{ readonly streamSeq: number; readonly eventTypes: readonly string[] } | undefined> {
-    const last = await this.#direct({ last_by_subj: this.subject(ref) });
-    return last ? { streamSeq: last.seq, eventTypes: eventTypesOf(last) } : undefined;
   }
 
   /** The conversation's current tail (EMPTY_TAIL for a conversation with no commits). */

@@ -11,10 +11,9 @@ export const CondenserWakeupReason = { Condense: 'condense', Title: 'title' } as
 export type CondenserWakeupReason = (typeof CondenserWakeupReason)[keyof typeof CondenserWakeupReason];
 
 /**
- * A wake-up's body: why, and where it was decided (`at`: for a condensation the conversation's
- * last stream sequence then, for a title the seq of the first user message it is owed for).
- * The condenser decides from the log at the conversation's tail whatever the body says; the
- * reason says which duty to look at.
+ * A wake-up's body: why, and where it was decided (`at`: the conversation's stream sequence then,
+ * or that of the step's commit of actions it follows). The condenser decides from the log at the
+ * conversation's tail whatever the body says; the reason says which duty to look at.
  */
 export const CondenserWakeup = z.strictObject({
   v: z.literal(1),
@@ -52,10 +51,6 @@ export async function ensureCondenserWakeups(jsm: JetStreamManager, replicas: nu
 export const CONDENSER_QUEUE: ServiceQueue = {
   stream: CONDENSER_WAKEUPS.stream,
   subjectPrefix: CONDENSER_WAKEUPS.subjectPrefix,
-  // a title waiting for its run to rest keeps its wake-up pending (redelivered later) for as long
-  // as the run goes on: a bound near the group's concurrency would let held titles hold back the
-  // wake-ups of conversations waiting for a condensation
-  maxAckPending: 100_000,
   ensure: (jsm, config) => ensureCondenserWakeups(jsm, config.storage.replicas),
 };
 

@@ -59,8 +59,6 @@ export type ServiceDefinition = {
 export type ServiceQueue = {
   readonly stream: string;
   readonly subjectPrefix: string;
-  /** Messages delivered and not yet acknowledged across the group (default: as for the events stream, four times the concurrency, at least 256). */
-  readonly maxAckPending?: number;
   ensure(jsm: JetStreamManager, config: ServiceConfig): Promise<void>;
 };
 
@@ -115,7 +113,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       name,
       filterSubject: `${source.subjectPrefix}.>`,
       ackWaitMs: config.ackWaitMs,
-      maxAckPending: queue?.maxAckPending ?? Math.max(config.concurrency * 4, 256),
+      maxAckPending: Math.max(config.concurrency * 4, 256),
     }));
     consumer = await untilAvailable(`the ${name} consumer`, () => startCommitConsumer({
       js,

@@ -38,9 +38,9 @@ async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<Sc
     message: (text: string) => draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] }),
     status: (status: 'running' | 'finished') => draftEvent(system, 'state_change', { status }),
     answer: (text: string) => draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text }] }),
-    /** A wake-up for the conversation, delivered as the queue's consumer would (`deliveryCount`: its deliveries so far, this one included). */
-    async wake(reason: CondenserWakeupReason | 'garbage' = 'title', deliveryCount = 1) {
-      return handle(wakeupDelivery(ref, reason, deliveryCount));
+    /** A wake-up for the conversation, delivered as the queue's consumer would. */
+    async wake(reason: CondenserWakeupReason | 'garbage' = 'title') {
+      return handle(wakeupDelivery(ref, reason));
     },
     condensationRequest: () => draftEvent(system, 'condensation_request', { reason: 'the view is too large' }),
     async events(): Promise<Event[]> {
@@ -71,31 +71,15 @@ describe('condense handler: titles', () => {
     expect(f.llm.requests).toHaveLength(1);
   });
 
-  it('keeps the title in hand while a step is due, its wake-up back later (longer at each miss), and appends it once no step is due without asking again', async () => {
+  it('keeps the title in hand while a step is due (the wake-up is done with), and appends it at the next wake-up where no step is due, without asking again', async () => {
     await using f = await fixture([{ text: 'Speed up CI' }]);
     await f.append(f.created(), f.message('CI takes 40 minutes'), f.status('running'));
-    expect(await f.wake('title', 1)).toEqual({ ack: false, outcome: 'title_held', delayMs: 250 });
-    expect(await f.wake('title', 2)).toEqual({ ack: false, outcome: 'title_held', delayMs: 500 });
-    expect(await f.wake('title', 20)).toEqual({ ack: false, outcome: 'title_held', delayMs: 30_000 });
+    expect(await f.wake('title')).toEqual({ ack: true, outcome: 'title_held' });
     expect(titles(await f.events())).toEqual([]);
-    await f.append(f.answer('Done.'), f.status('finished'));
-    expect(await f.wake('title', 21)).toEqual({ ack: true, outcome: 'titled' });
+    // the step's actions (the tools run: no step is due) wake it again
+    await f.append(draftEvent({ ...f.ref, source: 'agent' }, 'action', { tool_call_id: 'call_1', tool_name: 'think', arguments: '{"thought":"hm"}', input: { thought: 'hm' }, thought: [], response_id: 'r1', security_risk: 'low' }));
+    expect(await f.wake('title')).toEqual({ ack: true, outcome: 'titled' });
     expect(titles(await f.events())).toEqual([['system', 'Speed up CI']]);
-    expect(f.llm.requests).toHaveLength(1);
-  });
-
-  it('lets a held title wait on from the tail header alone while the log ends in tool results, and reads the log once the tail stops moving', async () => {
-    await using f = await fixture([{ text: 'Pause test' }]);
-    await f.append(f.created(), f.message('Run the suite'), f.status('running'));
-    expect(await f.wake('title', 1)).toEqual({ ack: false, outcome: 'title_held', delayMs: 250 });
-    // paused, then a tool's late result: at rest, but the tail's header (results, no status) says wait
-    await f.append(draftEvent({ ...f.ref, source: 'user' }, 'state_change', { status: 'paused', reason: 'paused by the user' }));
-    await f.append(draftEvent({ ...f.ref, source: 'environment' }, 'observation', { action_id: 'a1', tool_call_id: 'call_1', tool_name: 'terminal', content: [], is_error: false }));
-    expect(await f.wake('title', 2)).toEqual({ ack: false, outcome: 'title_held', delayMs: 500 });
-    expect(titles(await f.events())).toEqual([]);
-    // the tail did not move since: the log is read, the conversation rests, the title lands
-    expect(await f.wake('title', 3)).toEqual({ ack: true, outcome: 'titled' });
-    expect(titles(await f.events())).toEqual([['system', 'Pause test']]);
     expect(f.llm.requests).toHaveLength(1);
   });
 
@@ -143,8 +127,8 @@ describe('condense handler: condensations', () => {
     await using f = await fixture([{ text: 'A summary of the work so far' }, { text: 'Long run' }]);
     await f.append(f.created(), f.message('Do the long thing'), f.status('running'));
     await f.append(f.answer('Working on it.'), f.condensationRequest());
-    // a title's wake-up first: it comes back after the condensation the run waits for
-    expect(await f.wake('title')).toEqual({ ack: false, outcome: 'title_after_condensation', delayMs: 250 });
+    // a title's wake-up first: the title waits for the condensation the run waits for
+    expect(await f.wake('title')).toEqual({ ack: true, outcome: 'title_after_condensation' });
     expect(await f.wake('condense')).toEqual({ ack: true, outcome: 'condensed' });
     expect(condensations(await f.events())).toHaveLength(1);
     // the same wake-up again (redelivered, or another step worker's): answered already

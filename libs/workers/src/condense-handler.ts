@@ -25,9 +25,10 @@ export type CondenseHandlerDependencies = {
  * conversation it names is read up to its tail, and what is owed there is done. A `condense`
  * wake-up answers an open condensation request; a `title` wake-up gives a conversation owed a
  * title (where its spec asks for titles, `titles.generate`) its title (TitleDuty), after any
- * condensation: the run waits for that, not for a title. A wake-up stays in the queue while its
- * duty waits (redelivered later, to any instance) and leaves it once nothing it can do is owed.
- * A body that is not a wake-up is reported, and both duties are decided from the log.
+ * condensation: the run waits for that, not for a title. A wake-up leaves the queue once it is
+ * decided; a title that could not land yet is kept in hand for the next one (CondenserWaker puts
+ * them where no step is due). A body that is not a wake-up is reported, and both duties are
+ * decided from the log.
  */
 export function createCondenseHandler(deps: CondenseHandlerDependencies): CommitHandler {
   const progress = incrementalProgress();
@@ -50,8 +51,6 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     const wakeup = parseCondenserWakeup(delivery.message.data);
     if (!wakeup.ok) delivery.logger.warn({ reason: wakeup.reason }, 'a wake-up that is not one: every duty is decided from the log');
     const reason = wakeup.ok ? wakeup.wakeup.reason : undefined;
-    // a title in hand waiting for a run to rest: its tail's header alone may say it must wait on
-    if (reason === CondenserWakeupReason.Title && !(await titles.worthLoading(ref))) return titles.held(delivery);
     const conversation = await deps.cache.load(ref);
     const { tail } = conversation;
     if (progress.of(conversation.events).nextWork().kind !== 'condense') {
@@ -59,8 +58,8 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
       if (reason === CondenserWakeupReason.Condense) return NOTHING_TO_DO;
       return await titles.handle(delivery, { ref, tail, conversation });
     }
-    // the title waits for the condensation the run waits for
-    if (reason === CondenserWakeupReason.Title) return { ack: false, outcome: 'title_after_condensation', delayMs: TitleDuty.retryDelayMs(delivery) };
+    // the title waits for the condensation the run waits for (the step worker wakes it again where no step is due)
+    if (reason === CondenserWakeupReason.Title) return { ack: true, outcome: 'title_after_condensation' };
     // the summary's model call and the condensation's commit: one span, the child of the wake-up's trace
     return inSpan('condense', commitSpan(delivery, ref, { 'flotilla.tail_stream_seq': tail.streamSeq }), async () => {
       const lookup = agentOf(conversation.events);

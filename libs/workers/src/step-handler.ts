@@ -83,10 +83,10 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     }
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
     const takeStep = async (): Promise<HandleOutcome> => {
-      if (work.kind === 'finish') return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
+      if (work.kind === 'finish') return (await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished)).outcome;
       const spec = specs.of(events, start);
       const lookup = deps.agents.of(spec.event(), spec.listed());
-      if (!lookup.ok) return await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error);
+      if (!lookup.ok) return (await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error)).outcome;
       const { agent } = lookup;
       // the tool runner lists the spec's MCP servers at its first commit; that commit wakes the step (docs/architecture.md, "MCP servers")
       if (agent.unlisted.length > 0) return WAITING_FOR_MCP;
@@ -120,7 +120,12 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
         deps.metrics.llmSeconds.observe({ outcome: 'step' }, (performance.now() - started) / 1_000);
       }
       if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-      return await appendStep(deps, delivery, loaded, result.drafts, result.outcome);
+      const appended = await appendStep(deps, delivery, loaded, result.drafts, result.outcome);
+      // the tools run now, no step is due: the moment for a title owed in a run that goes on
+      if (appended.streamSeq !== undefined && appended.outcome.outcome === StepOutcome.Actions) {
+        await waker?.actionsAppended(ref, appended.streamSeq, events, start, () => delivery.header(TRACEPARENT_HEADER));
+      }
+      return appended.outcome;
     };
     // the step, its model call and its commit: one span, the child of the commit it reacts to
     return inSpan('step', commitSpan(delivery, ref), async (span) => withOutcome(span, await takeStep()));
@@ -133,10 +138,11 @@ function withOutcome(span: Span | undefined, outcome: HandleOutcome): HandleOutc
 }
 
 /**
- * Appends a step's commit at the tail it was decided on. A conflict means another writer got there
- * first (its commit wakes the group again); a reply too large to store ends the run instead, saying why.
+ * Appends a step's commit at the tail it was decided on, and says where it landed (`streamSeq`,
+ * none after a conflict). A conflict means another writer got there first (its commit wakes the
+ * group again); a reply too large to store ends the run instead, saying why.
  */
-async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { ref, tail }: Delivered<ConversationCheckpoint>, decided: readonly EventDraft[], decidedOutcome: string): Promise<HandleOutcome> {
+async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { ref, tail }: Delivered<ConversationCheckpoint>, decided: readonly EventDraft[], decidedOutcome: string): Promise<{ readonly outcome: HandleOutcome; readonly streamSeq?: number }> {
   let drafts = decided;
   let outcome = decidedOutcome;
   for (;;) {
@@ -145,11 +151,11 @@ async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { r
       deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       deps.metrics.appends.inc({ result: 'ok' });
       delivery.logger.debug({ outcome, seq: commit.lastSeq }, 'step appended');
-      return { ack: true, outcome };
+      return { outcome: { ack: true, outcome }, streamSeq: commit.streamSeq };
     } catch (error) {
       if (isConflict(error)) {
         deps.metrics.appends.inc({ result: 'conflict' });
-        return { ack: true, outcome: 'conflict' };
+        return { outcome: { ack: true, outcome: 'conflict' } };
       }
       // a reply too large to store would be retried forever: the run ends, saying why
       if (!(error instanceof LogError) || error.code !== LogErrorCode.TooLarge || outcome === 'too_large') throw error;

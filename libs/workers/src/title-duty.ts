@@ -21,11 +21,6 @@ export type TitleDutyDependencies = {
 
 /** Re-decisions after conflicting appends before the title waits for its next try. */
 const MAX_CONFLICTS = 20;
-/** A title that could not land is tried again after this, twice as long at each miss in a row, up to TITLE_RETRY_MAX_MS. */
-const TITLE_RETRY_MS = 250;
-/** The longest wait: a run that never rests costs a try about this often, not at every step. */
-const TITLE_RETRY_MAX_MS = 30_000;
-
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
 /**
@@ -35,12 +30,12 @@ const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}
  * The model is called at once, whatever the conversation is doing: the call runs beside the step.
  * Its commit (`titleOrFail`) is appended only where no step can be in flight: a step's append
  * expects the tail it read, so a commit landing under a step's model call would discard that step
- * and make it call the model again. While a step is due, the title is kept in hand and its
- * wake-up comes back later (250 ms, twice as long at each miss in a row, up to 30 s) to try
- * again at the tail then. On a conflict the decision is made again from the log: a title set
- * meanwhile wins and the one in hand is dropped; the model is never called again for a title in
- * hand. A process that dies holding one leaves the title owed and its wake-up in the queue, and
- * the instance it is redelivered to decides again.
+ * and make it call the model again. While a step is due, the title is kept in hand and the
+ * wake-up acknowledged: the step worker wakes the condenser again where no step is due (once the
+ * step's actions are appended, or where the run rests; CondenserWaker), and that wake-up lands
+ * it. On a conflict the decision is made again from the log: a title set meanwhile wins and the
+ * one in hand is dropped; the model is never called again for a title in hand. A process that
+ * dies holding one leaves the title owed, and the instance the next wake-up reaches decides again.
  */
 export class TitleDuty {
   readonly #titles = new IncrementalFold(
@@ -48,15 +43,8 @@ export class TitleDuty {
     (progress, events) => progress.append(events),
   );
   readonly #inHand = new Map<string, TitleResult>();
-  /** Where each conversation's log ended when its title in hand was last held (its stream sequence). */
-  readonly #heldAt = new Map<string, number>();
 
   constructor(private readonly deps: TitleDutyDependencies) {}
-
-  /** How long a wake-up whose title could not land waits before its next try (by its deliveries so far). */
-  static retryDelayMs(delivery: Pick<Delivery, 'deliveryCount'>): number {
-    return Math.min(TITLE_RETRY_MAX_MS, TITLE_RETRY_MS * 2 ** Math.min(Math.max(0, delivery.deliveryCount - 1), 16));
-  }
 
   /** The agent, if its spec (readable) asks for titles. */
   #agentWantingTitles(events: readonly Event[]): ConversationAgent | undefined {
@@ -64,40 +52,13 @@ export class TitleDuty {
     return lookup.ok && lookup.agent.config.titles.generate ? lookup.agent : undefined;
   }
 
-  /**
-   * Whether a wake-up for a conversation whose title is in hand is worth reading its log for now.
-   * While the log's last commit holds tool results and no status change, a step is due again (or
-   * the run decides its end): the title waits on (`held`) without the history being read, one
-   * direct get instead of a read of every commit since the last try. A tail that has not moved
-   * since the title was last held is read (there is nothing new to read), so a conversation that
-   * came to rest there is decided.
-   */
-  async worthLoading(ref: ConversationRef): Promise<boolean> {
-    if (!this.#inHand.has(key(ref))) return true;
-    const last = await this.deps.log.lastCommitTypes(ref);
-    if (!last || this.#heldAt.get(key(ref)) === last.streamSeq) return true;
-    if (!last.eventTypes.includes('observation') || last.eventTypes.includes('state_change')) return true;
-    this.#hold(ref, last.streamSeq);
-    return false;
-  }
-
-  /** The answer to a wake-up whose title waits: it comes back later, after a longer wait at each miss in a row. */
-  held(delivery: Pick<Delivery, 'deliveryCount'>): HandleOutcome {
-    return { ack: false, outcome: 'title_held', delayMs: TitleDuty.retryDelayMs(delivery) };
-  }
-
-  #hold(ref: ConversationRef, streamSeq: number): void {
-    setRecent(this.#heldAt, key(ref), streamSeq, this.deps.maxInHand ?? 10_000);
-  }
-
   #drop(ref: ConversationRef): void {
     this.#inHand.delete(key(ref));
-    this.#heldAt.delete(key(ref));
   }
 
   /**
    * Generates (or takes in hand) the title a conversation, read up to its tail, is owed, and
-   * appends it where it may; where it may not yet, the wake-up (`delivery`) comes back later.
+   * appends it where it may; where it may not yet, it keeps it for the next wake-up.
    */
   async handle(delivery: Delivery, { ref, conversation }: Delivered): Promise<HandleOutcome> {
     const agent = this.#agentWantingTitles(conversation.events);
@@ -121,8 +82,7 @@ export class TitleDuty {
       }
       if (this.deps.stepDue(current.events) || conflicts >= MAX_CONFLICTS) {
         setRecent(this.#inHand, key(ref), result, this.deps.maxInHand ?? 10_000);
-        this.#hold(ref, current.tail.streamSeq);
-        return this.held(delivery);
+        return { ack: true, outcome: 'title_held' };
       }
       try {
         const { tail } = current;

@@ -3,7 +3,7 @@ import { condenserWakeupSubject, type CondenserWakeupReason, type Delivery } fro
 import { pino } from 'pino';
 
 /** A condenser wake-up for the conversation, as its queue's consumer delivers it; `garbage`: a body that is not one. */
-export function wakeupDelivery(ref: ConversationRef, reason: CondenserWakeupReason | 'garbage', deliveryCount = 1): Delivery {
+export function wakeupDelivery(ref: ConversationRef, reason: CondenserWakeupReason | 'garbage'): Delivery {
   const subject = condenserWakeupSubject(ref);
   const body = reason === 'garbage' ? '{"not":"a wake-up"}' : JSON.stringify({ v: 1, reason, at: 1 });
   return {
@@ -17,7 +17,7 @@ export function wakeupDelivery(ref: ConversationRef, reason: CondenserWakeupReas
     header: () => '',
     eventSpan: () => undefined,
     laterQueued: () => false,
-    deliveryCount,
+    deliveryCount: 1,
     signal: new AbortController().signal,
   };
 }
