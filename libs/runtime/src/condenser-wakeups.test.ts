@@ -3,7 +3,7 @@ import { startNats, type NatsTestServer } from '@flotilla/testing';
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CondenserWakeups, condenserWakeupSubject, ensureCondenserWakeups, parseCondenserWakeup } from './condenser-wakeups.js';
+import { CondenserWakeups, condenserWakeupSubject, ensureCondenserWakeups, parseCondenserWakeup, removeRetiredCondenserGroup } from './condenser-wakeups.js';
 
 let server: NatsTestServer;
 let nc: NatsConnection;
@@ -55,5 +55,16 @@ describe('CondenserWakeups', () => {
     const message = await (await jetstream(nc).consumers.get(CONDENSER_WAKEUPS.stream, CONDENSER_WAKEUPS.group)).next({ expires: 2_000 });
     await message?.ackAck();
     expect(await stored()).toBe(0);
+  });
+
+  it("removes an older condenser's group on the events stream once, and says when there was none", async () => {
+    await jsm.streams.add({ name: 'OLD_EVENTS', subjects: ['old.ev.*.*'] });
+    await jsm.consumers.add('OLD_EVENTS', { durable_name: 'condenser', ack_policy: AckPolicy.Explicit });
+    await jsm.consumers.add('OLD_EVENTS', { durable_name: 'step-worker', ack_policy: AckPolicy.Explicit });
+    expect(await removeRetiredCondenserGroup(jsm, 'OLD_EVENTS')).toBe(true);
+    expect(await removeRetiredCondenserGroup(jsm, 'OLD_EVENTS')).toBe(false);
+    const left: string[] = [];
+    for await (const consumer of jsm.consumers.list('OLD_EVENTS')) left.push(consumer.name);
+    expect(left).toEqual(['step-worker']);
   });
 });

@@ -106,10 +106,11 @@ const CONSUMER_NOT_FOUND = 10014;
  * tracking every commit for it. Takes the admin credential (the launcher). True when one was removed.
  */
 export async function removeRetiredCondenserGroup(jsm: JetStreamManager, eventsStream: string): Promise<boolean> {
-  try {
-    return await jsm.consumers.delete(eventsStream, CONDENSER_WAKEUPS.group);
-  } catch (error) {
+  const missing = (error: unknown): false => {
     if (error instanceof JetStreamApiError && error.code === CONSUMER_NOT_FOUND) return false;
     throw error;
-  }
+  };
+  // looked up first: a credential that may read but not delete says nothing when there is none
+  const present = await jsm.consumers.info(eventsStream, CONDENSER_WAKEUPS.group).then(() => true, missing);
+  return present && (await jsm.consumers.delete(eventsStream, CONDENSER_WAKEUPS.group).catch(missing));
 }

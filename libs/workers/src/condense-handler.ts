@@ -1,7 +1,7 @@
 import { condenseOrFail, SpecFold, unreadableSpecDrafts } from '@flotilla/agent';
 import { withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
 import { isConflict, type ConversationRef, type EventLog, type Tail } from '@flotilla/log';
-import { CondenserWakeupReason, parseCondenserWakeup, type CommitHandler, type ConversationCache, type Delivery, type HandleOutcome, type InterruptRegistry } from '@flotilla/runtime';
+import { CondenserWakeupReason, parseCondenserWakeup, type CommitHandler, type ConversationCache, type HandleOutcome, type InterruptRegistry } from '@flotilla/runtime';
 import { inSpan } from '@flotilla/tracing';
 import { commitSpan } from './commit-span.js';
 import type { ConversationAgents } from './conversation-agents.js';
@@ -79,12 +79,12 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
       } finally {
         tracked.done();
       }
-      return await appendCondensation(deps, delivery, { ref, tail }, drafts);
+      return await appendCondensation(deps, { ref, tail }, drafts);
     });
   };
 }
 
-async function appendCondensation(deps: CondenseHandlerDependencies, delivery: Delivery, { ref, tail }: { readonly ref: ConversationRef; readonly tail: Tail }, drafts: EventDraft[]): Promise<HandleOutcome> {
+async function appendCondensation(deps: CondenseHandlerDependencies, { ref, tail }: { readonly ref: ConversationRef; readonly tail: Tail }, drafts: EventDraft[]): Promise<HandleOutcome> {
   try {
     const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
     deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
@@ -92,7 +92,6 @@ async function appendCondensation(deps: CondenseHandlerDependencies, delivery: D
   } catch (error) {
     // a commit landed meanwhile (a user's message): decided again from the log
     if (isConflict(error)) return { ack: false, outcome: 'conflict', delayMs: CONFLICT_RETRY_MS };
-    delivery.logger.debug({ err: error }, 'the condensation could not be appended');
     throw error;
   }
 }

@@ -21,6 +21,7 @@ export type TitleDutyDependencies = {
 
 /** Re-decisions after conflicting appends before the title waits for its next try. */
 const MAX_CONFLICTS = 20;
+
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
 /**
@@ -52,10 +53,6 @@ export class TitleDuty {
     return lookup.ok && lookup.agent.config.titles.generate ? lookup.agent : undefined;
   }
 
-  #drop(ref: ConversationRef): void {
-    this.#inHand.delete(key(ref));
-  }
-
   /**
    * Generates (or takes in hand) the title a conversation, read up to its tail, is owed, and
    * appends it where it may; where it may not yet, it keeps it for the next wake-up.
@@ -64,7 +61,7 @@ export class TitleDuty {
     const agent = this.#agentWantingTitles(conversation.events);
     const work = this.#titles.of(conversation.events).work();
     if (!agent || work.kind !== 'owed') {
-      this.#drop(ref);
+      this.#inHand.delete(key(ref));
       return { ack: true, outcome: 'nothing_to_do' };
     }
     let result = this.#inHand.get(key(ref));
@@ -77,7 +74,7 @@ export class TitleDuty {
     for (let conflicts = 0; ; conflicts += 1) {
       if (this.#titles.of(current.events).work().kind !== 'owed') {
         // set meanwhile (theirs wins), or answered by another condenser
-        this.#drop(ref);
+        this.#inHand.delete(key(ref));
         return { ack: true, outcome: 'title_not_owed' };
       }
       if (this.deps.stepDue(current.events) || conflicts >= MAX_CONFLICTS) {
@@ -88,7 +85,7 @@ export class TitleDuty {
         const { tail } = current;
         const commit = await this.deps.log.append(ref, withPositionalIds(result.drafts, tail.lastSeq + 1), { expected: tail });
         this.deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
-        this.#drop(ref);
+        this.#inHand.delete(key(ref));
         return { ack: true, outcome: result.title === undefined ? 'title_failed' : 'titled' };
       } catch (error) {
         if (!isConflict(error)) {
