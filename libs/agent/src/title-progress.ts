@@ -64,3 +64,22 @@ const NO_MESSAGE: TitleWork = Object.freeze({ kind: 'no_message' });
 export function titleWork(events: readonly Event[]): TitleWork {
   return TitleProgress.of(events).work();
 }
+
+/**
+ * True when these events (what landed after a tail a step was decided on) only title the
+ * conversation: a title set with nothing else changed, what generating one cost (`llm_usage` of
+ * purpose `other`), or the end of generation (`title_failed`). Nothing a step decides from moves
+ * with them (its view, what the log owes, the run's status), so a step decided at that tail is
+ * appended after them as it is, rather than thrown away with its model call.
+ */
+export function onlyTitles(events: readonly Event[]): boolean {
+  return (
+    events.length > 0 &&
+    events.every(
+      (event) =>
+        (event.type === 'state_change' && event.title !== undefined && event.status === undefined && event.tags === undefined && event.settings_ref === undefined) ||
+        (event.type === 'llm_usage' && event.purpose === 'other') ||
+        (event.type === 'conversation_error' && event.code === TITLE_FAILED),
+    )
+  );
+}

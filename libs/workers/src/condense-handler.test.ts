@@ -71,13 +71,9 @@ describe('condense handler: titles', () => {
     expect(f.llm.requests).toHaveLength(1);
   });
 
-  it('keeps the title in hand while a step is due (the wake-up is done with), and appends it at the next wake-up where no step is due, without asking again', async () => {
+  it('appends the title at once, even while a step is due (the step is appended after it unchanged)', async () => {
     await using f = await fixture([{ text: 'Speed up CI' }]);
     await f.append(f.created(), f.message('CI takes 40 minutes'), f.status('running'));
-    expect(await f.wake('title')).toEqual({ ack: true, outcome: 'title_held' });
-    expect(titles(await f.events())).toEqual([]);
-    // the step's actions (the tools run: no step is due) wake it again
-    await f.append(draftEvent({ ...f.ref, source: 'agent' }, 'action', { tool_call_id: 'call_1', tool_name: 'think', arguments: '{"thought":"hm"}', input: { thought: 'hm' }, thought: [], response_id: 'r1', security_risk: 'low' }));
     expect(await f.wake('title')).toEqual({ ack: true, outcome: 'titled' });
     expect(titles(await f.events())).toEqual([['system', 'Speed up CI']]);
     expect(f.llm.requests).toHaveLength(1);
@@ -128,7 +124,7 @@ describe('condense handler: condensations', () => {
     await f.append(f.created(), f.message('Do the long thing'), f.status('running'));
     await f.append(f.answer('Working on it.'), f.condensationRequest());
     // a title's wake-up first: the title waits for the condensation the run waits for
-    expect(await f.wake('title')).toEqual({ ack: true, outcome: 'title_after_condensation' });
+    expect(await f.wake('title')).toEqual({ ack: false, outcome: 'title_after_condensation', delayMs: 1_000 });
     expect(await f.wake('condense')).toEqual({ ack: true, outcome: 'condensed' });
     expect(condensations(await f.events())).toHaveLength(1);
     // the same wake-up again (redelivered, or another step worker's): answered already

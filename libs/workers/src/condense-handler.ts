@@ -6,7 +6,7 @@ import { inSpan } from '@flotilla/tracing';
 import { commitSpan } from './commit-span.js';
 import type { ConversationAgents } from './conversation-agents.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
-import { TitleDuty } from './title-duty.js';
+import { TITLE_RETRY_MS, TitleDuty } from './title-duty.js';
 
 const NOTHING_TO_DO: HandleOutcome = Object.freeze({ ack: true, outcome: 'nothing_to_do' });
 /** A condensation that met a later commit is decided again from the log at once. */
@@ -25,10 +25,9 @@ export type CondenseHandlerDependencies = {
  * conversation it names is read up to its tail, and what is owed there is done. A `condense`
  * wake-up answers an open condensation request; a `title` wake-up gives a conversation owed a
  * title (where its spec asks for titles, `titles.generate`) its title (TitleDuty), after any
- * condensation: the run waits for that, not for a title. A wake-up leaves the queue once it is
- * decided; a title that could not land yet is kept in hand for the next one (CondenserWaker puts
- * them where no step is due). A body that is not a wake-up is reported, and both duties are
- * decided from the log.
+ * condensation: the run waits for that, not for a title. A wake-up leaves the queue once its
+ * duty is done or no longer owed; one whose duty must wait comes back later. A body that is not a
+ * wake-up is reported, and both duties are decided from the log.
  */
 export function createCondenseHandler(deps: CondenseHandlerDependencies): CommitHandler {
   const progress = incrementalProgress();
@@ -42,8 +41,6 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     cache: deps.cache,
     agentOf,
     model: (ref, agent) => deps.agents.model(ref, agent),
-    // a step owed, or the workspace context it waits for: a title landing now would make that append conflict
-    stepDue: (events) => ['step', 'prepare'].includes(progress.of(events).nextWork().kind),
   });
   return async (delivery) => {
     const { ref } = delivery;
@@ -58,8 +55,8 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
       if (reason === CondenserWakeupReason.Condense) return NOTHING_TO_DO;
       return await titles.handle(delivery, { ref, tail, conversation });
     }
-    // the title waits for the condensation the run waits for (the step worker wakes it again where no step is due)
-    if (reason === CondenserWakeupReason.Title) return { ack: true, outcome: 'title_after_condensation' };
+    // the title waits for the condensation the run waits for (its wake-up comes back)
+    if (reason === CondenserWakeupReason.Title) return { ack: false, outcome: 'title_after_condensation', delayMs: TITLE_RETRY_MS };
     // the summary's model call and the condensation's commit: one span, the child of the wake-up's trace
     return inSpan('condense', commitSpan(delivery, ref, { 'flotilla.tail_stream_seq': tail.streamSeq }), async () => {
       const lookup = agentOf(conversation.events);

@@ -1,4 +1,4 @@
-import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, SkillsFold, SpecFold, step, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
+import { ConversationProgress, finishDrafts, messageCharacters, onlyTitles, RunStateFold, SkillsFold, SpecFold, step, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
 import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
 import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
@@ -83,10 +83,10 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     }
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
     const takeStep = async (): Promise<HandleOutcome> => {
-      if (work.kind === 'finish') return (await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished)).outcome;
+      if (work.kind === 'finish') return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
       const spec = specs.of(events, start);
       const lookup = deps.agents.of(spec.event(), spec.listed());
-      if (!lookup.ok) return (await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error)).outcome;
+      if (!lookup.ok) return await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error);
       const { agent } = lookup;
       // the tool runner lists the spec's MCP servers at its first commit; that commit wakes the step (docs/architecture.md, "MCP servers")
       if (agent.unlisted.length > 0) return WAITING_FOR_MCP;
@@ -120,12 +120,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
         deps.metrics.llmSeconds.observe({ outcome: 'step' }, (performance.now() - started) / 1_000);
       }
       if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-      const appended = await appendStep(deps, delivery, loaded, result.drafts, result.outcome);
-      // the tools run now, no step is due: the moment for a title owed in a run that goes on
-      if (appended.streamSeq !== undefined && appended.outcome.outcome === StepOutcome.Actions) {
-        await waker?.actionsAppended(ref, appended.streamSeq, events, start, () => delivery.header(TRACEPARENT_HEADER));
-      }
-      return appended.outcome;
+      return await appendStep(deps, delivery, loaded, result.drafts, result.outcome);
     };
     // the step, its model call and its commit: one span, the child of the commit it reacts to
     return inSpan('step', commitSpan(delivery, ref), async (span) => withOutcome(span, await takeStep()));
@@ -138,24 +133,32 @@ function withOutcome(span: Span | undefined, outcome: HandleOutcome): HandleOutc
 }
 
 /**
- * Appends a step's commit at the tail it was decided on, and says where it landed (`streamSeq`,
- * none after a conflict). A conflict means another writer got there first (its commit wakes the
- * group again); a reply too large to store ends the run instead, saying why.
+ * Appends a step's commit at the tail it was decided on. A conflict means another writer got there
+ * first (its commit wakes the group again), unless what landed meanwhile only titles the
+ * conversation (`onlyTitles`: the condenser's title, beside the run): the step is then appended
+ * after it as it is. A reply too large to store ends the run instead, saying why.
  */
-async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { ref, tail }: Delivered<ConversationCheckpoint>, decided: readonly EventDraft[], decidedOutcome: string): Promise<{ readonly outcome: HandleOutcome; readonly streamSeq?: number }> {
+async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { ref, tail: decidedAt }: Delivered<ConversationCheckpoint>, decided: readonly EventDraft[], decidedOutcome: string): Promise<HandleOutcome> {
   let drafts = decided;
   let outcome = decidedOutcome;
+  let tail = decidedAt;
   for (;;) {
     try {
       const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
       deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       deps.metrics.appends.inc({ result: 'ok' });
       delivery.logger.debug({ outcome, seq: commit.lastSeq }, 'step appended');
-      return { outcome: { ack: true, outcome }, streamSeq: commit.streamSeq };
+      return { ack: true, outcome };
     } catch (error) {
       if (isConflict(error)) {
+        const moved = await deps.cache.load(ref);
+        if (onlyTitles(moved.events.filter((event) => event.seq > tail.lastSeq))) {
+          deps.metrics.appends.inc({ result: 'rebased' });
+          tail = moved.tail;
+          continue;
+        }
         deps.metrics.appends.inc({ result: 'conflict' });
-        return { outcome: { ack: true, outcome: 'conflict' } };
+        return { ack: true, outcome: 'conflict' };
       }
       // a reply too large to store would be retried forever: the run ends, saying why
       if (!(error instanceof LogError) || error.code !== LogErrorCode.TooLarge || outcome === 'too_large') throw error;

@@ -13,14 +13,14 @@ export type TitleDutyDependencies = {
   /** The conversation's agent, from the spec at the end of these events: whether it wants titles, and its model. */
   readonly agentOf: (events: readonly Event[]) => AgentLookup;
   readonly model: (ref: ConversationRef, agent: ConversationAgent) => Promise<LanguageModel>;
-  /** Is a step due at the end of these events (a step worker may be calling the model on that tail)? */
-  readonly stepDue: (events: readonly Event[]) => boolean;
-  /** Titles kept in hand at most (conversations whose step was in flight when their title came). */
+  /** Titles kept in hand at most (conversations whose title met a conflict at every try). */
   readonly maxInHand?: number;
 };
 
-/** Re-decisions after conflicting appends before the title waits for its next try. */
+/** Re-decisions after conflicting appends before the title waits for its wake-up's next delivery. */
 const MAX_CONFLICTS = 20;
+/** How long a wake-up whose title met a conflict at every try waits for its next delivery. */
+export const TITLE_RETRY_MS = 1_000;
 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
@@ -28,15 +28,14 @@ const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}
  * The condenser's second duty: a title for each conversation owed one (`TitleProgress`, decided
  * from the log), written by the model from the first user message, beside the run.
  *
- * The model is called at once, whatever the conversation is doing: the call runs beside the step.
- * Its commit (`titleOrFail`) is appended only where no step can be in flight: a step's append
- * expects the tail it read, so a commit landing under a step's model call would discard that step
- * and make it call the model again. While a step is due, the title is kept in hand and the
- * wake-up acknowledged: the step worker wakes the condenser again where no step is due (once the
- * step's actions are appended, or where the run rests; CondenserWaker), and that wake-up lands
- * it. On a conflict the decision is made again from the log: a title set meanwhile wins and the
- * one in hand is dropped; the model is never called again for a title in hand. A process that
- * dies holding one leaves the title owed, and the instance the next wake-up reaches decides again.
+ * The model is called at once, whatever the conversation is doing: the call runs beside the step,
+ * and its commit (`titleOrFail`) is appended at the tail as soon as it is written. A step decided
+ * meanwhile is appended after it unchanged (a title is nothing a step decides from: `onlyTitles`
+ * in the step worker), so no model call is thrown away for it. On a conflict the decision is made
+ * again from the log: a title set meanwhile wins and the one generated is dropped; the model is
+ * never called again for a title in hand (one that met a conflict at every try waits for its
+ * wake-up's next delivery). A process that dies holding one leaves the title owed and its wake-up
+ * in the queue, and the instance it is redelivered to decides again.
  */
 export class TitleDuty {
   readonly #titles = new IncrementalFold(
@@ -55,7 +54,7 @@ export class TitleDuty {
 
   /**
    * Generates (or takes in hand) the title a conversation, read up to its tail, is owed, and
-   * appends it where it may; where it may not yet, it keeps it for the next wake-up.
+   * appends it at the tail.
    */
   async handle(delivery: Delivery, { ref, conversation }: Delivered): Promise<HandleOutcome> {
     const agent = this.#agentWantingTitles(conversation.events);
@@ -68,7 +67,7 @@ export class TitleDuty {
     let current = conversation;
     if (!result) {
       result = await titleOrFail(work.message, await this.deps.model(ref, agent), { ...ref, source: 'system' }, delivery.signal);
-      // the step went on meanwhile: decide at the tail as it is now
+      // the run went on meanwhile: decide at the tail as it is now
       current = await this.deps.cache.load(ref);
     }
     for (let conflicts = 0; ; conflicts += 1) {
@@ -77,9 +76,9 @@ export class TitleDuty {
         this.#inHand.delete(key(ref));
         return { ack: true, outcome: 'title_not_owed' };
       }
-      if (this.deps.stepDue(current.events) || conflicts >= MAX_CONFLICTS) {
+      if (conflicts >= MAX_CONFLICTS) {
         setRecent(this.#inHand, key(ref), result, this.deps.maxInHand ?? 10_000);
-        return { ack: true, outcome: 'title_held' };
+        return { ack: false, outcome: 'title_held', delayMs: TITLE_RETRY_MS };
       }
       try {
         const { tail } = current;

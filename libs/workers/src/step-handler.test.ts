@@ -1,0 +1,77 @@
+import { AgentCatalog, parseAgentConfig, type ConversationCheckpoint } from '@flotilla/agent';
+import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
+import { ScriptedLanguageModel } from '@flotilla/llm';
+import { EventLog, type ConversationRef } from '@flotilla/log';
+import { ConversationCache, InterruptRegistry, ServiceMetrics } from '@flotilla/runtime';
+import { startNats, uniqueName } from '@flotilla/testing';
+import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
+import { connect } from '@nats-io/transport-node';
+import { describe, expect, it } from 'vitest';
+import { ConversationAgents } from './conversation-agents.js';
+import { createStepHandler } from './step-handler.js';
+import { storedDelivery } from './test-support/stored-delivery.js';
+
+/**
+ * A log on a real nats-server and a step handler on it whose model, while it "thinks", lets
+ * `meanwhile` append to the log: what lands under a step's model call.
+ */
+async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<number>) => Promise<unknown>) {
+  const server = await startNats();
+  const nc = await connect({ servers: server.url });
+  const name = uniqueName('SH');
+  const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+  const ref: ConversationRef = { tenant: 'acme', conversation: uniqueName('c') };
+  const append = async (...drafts: EventDraft[]): Promise<number> => (await log.append(ref, drafts, { expected: await log.tail(ref) })).streamSeq;
+  const llm = new ScriptedLanguageModel({
+    replies: async () => {
+      await meanwhile(append);
+      return { toolCalls: [{ id: 'call_1', name: 'think', arguments: '{"thought":"plan"}' }] };
+    },
+  });
+  const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' } });
+  const agents = new ConversationAgents({ catalog: new AgentCatalog(agent), registry: new ToolRegistry(createBuiltinTools()), createModel: () => llm });
+  const metrics = new ServiceMetrics('step-worker');
+  const handle = createStepHandler({ log, cache: new ConversationCache<ConversationCheckpoint>(log, 10), agents, interrupts: new InterruptRegistry(), nc, metrics, streamDeltas: false });
+  const system = { ...ref, source: 'system' as const };
+  return {
+    ref,
+    append,
+    metrics,
+    start: () => append(draftEvent(system, 'state_change', { status: 'idle', reason: 'created' }), draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Plan it' }] }), draftEvent(system, 'state_change', { status: 'running' })),
+    deliver: async (streamSeq: number) => handle(await storedDelivery(log, ref, streamSeq)),
+    events: async (): Promise<Event[]> => (await log.readEvents(ref)).events,
+    async [Symbol.asyncDispose]() {
+      await nc.close();
+      await server[Symbol.asyncDispose]();
+    },
+  };
+}
+
+const system = (ref: ConversationRef) => ({ ...ref, source: 'system' as const });
+
+describe('step handler: what lands under a step', () => {
+  it('appends the step after a title that landed under its model call, unchanged, instead of throwing the call away', async () => {
+    let ref: ConversationRef | undefined;
+    await using f = await fixture(async (append) => {
+      await append(
+        draftEvent(system(ref!), 'llm_usage', { purpose: 'other', model: 'm', prompt_tokens: 10, completion_tokens: 3, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0, latency_ms: 5 }),
+        draftEvent(system(ref!), 'state_change', { title: 'Plan it', reason: 'generated from the first message' }),
+      );
+    });
+    ref = f.ref;
+    expect(await f.deliver(await f.start())).toEqual({ ack: true, outcome: 'actions' });
+    const types = (await f.events()).map((event) => event.type);
+    // the title's commit, then the step's (its first: the system prompt it was asked with first)
+    expect(types.slice(3)).toEqual(['llm_usage', 'state_change', 'system_prompt', 'llm_usage', 'action']);
+  });
+
+  it("throws the step away when a user's message landed under it (the next delivery decides again)", async () => {
+    let ref: ConversationRef | undefined;
+    await using f = await fixture(async (append) => {
+      await append(draftEvent({ ...ref!, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Also this' }] }));
+    });
+    ref = f.ref;
+    expect(await f.deliver(await f.start())).toEqual({ ack: true, outcome: 'conflict' });
+    expect((await f.events()).filter((event) => event.type === 'action')).toEqual([]);
+  });
+});
