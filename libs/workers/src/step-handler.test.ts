@@ -15,7 +15,7 @@ import { storedDelivery } from './test-support/stored-delivery.js';
  * A log on a real nats-server and a step handler on it whose model, while it "thinks", lets
  * `meanwhile` append to the log: what lands under a step's model call.
  */
-async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<number>) => Promise<unknown>) {
+async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<number>, ref: ConversationRef) => Promise<unknown>) {
   const server = await startNats();
   const nc = await connect({ servers: server.url });
   const name = uniqueName('SH');
@@ -24,7 +24,7 @@ async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<
   const append = async (...drafts: EventDraft[]): Promise<number> => (await log.append(ref, drafts, { expected: await log.tail(ref) })).streamSeq;
   const llm = new ScriptedLanguageModel({
     replies: async () => {
-      await meanwhile(append);
+      await meanwhile(append, ref);
       return { toolCalls: [{ id: 'call_1', name: 'think', arguments: '{"thought":"plan"}' }] };
     },
   });
@@ -51,14 +51,12 @@ const system = (ref: ConversationRef) => ({ ...ref, source: 'system' as const })
 
 describe('step handler: what lands under a step', () => {
   it('appends the step after a title that landed under its model call, unchanged, instead of throwing the call away', async () => {
-    let ref: ConversationRef | undefined;
-    await using f = await fixture(async (append) => {
+    await using f = await fixture(async (append, ref) => {
       await append(
-        draftEvent(system(ref!), 'llm_usage', { purpose: 'other', model: 'm', prompt_tokens: 10, completion_tokens: 3, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0, latency_ms: 5 }),
-        draftEvent(system(ref!), 'state_change', { title: 'Plan it', reason: 'generated from the first message' }),
+        draftEvent(system(ref), 'llm_usage', { purpose: 'other', model: 'm', prompt_tokens: 10, completion_tokens: 3, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0, latency_ms: 5 }),
+        draftEvent(system(ref), 'state_change', { title: 'Plan it', reason: 'generated from the first message' }),
       );
     });
-    ref = f.ref;
     expect(await f.deliver(await f.start())).toEqual({ ack: true, outcome: 'actions' });
     const types = (await f.events()).map((event) => event.type);
     // the title's commit, then the step's (its first: the system prompt it was asked with first)
@@ -66,11 +64,9 @@ describe('step handler: what lands under a step', () => {
   });
 
   it("throws the step away when a user's message landed under it (the next delivery decides again)", async () => {
-    let ref: ConversationRef | undefined;
-    await using f = await fixture(async (append) => {
-      await append(draftEvent({ ...ref!, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Also this' }] }));
+    await using f = await fixture(async (append, ref) => {
+      await append(draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Also this' }] }));
     });
-    ref = f.ref;
     expect(await f.deliver(await f.start())).toEqual({ ack: true, outcome: 'conflict' });
     expect((await f.events()).filter((event) => event.type === 'action')).toEqual([]);
   });
