@@ -327,6 +327,9 @@ describe('hostile load through the services', () => {
     await expect.poll(() => system.brain.calls.some((call) => call.task === 'long-task'), { timeout: 30_000, interval: 50 }).toBe(true);
     const firstStepMs = system.brain.calls.find((call) => call.task === 'long-task')!.startedAt - sentAt;
     const runMs = await waitForRest(system, ref, 60_000, 500);
+    // written untitled while the condenser was stopped, it is owed a title: the message woke the
+    // condenser for it, and it lands beside the run (awaited here, so the reads below see one log)
+    await expect.poll(async () => (await system.events(ref)).some((event) => event.type === 'state_change' && event.title !== undefined), { timeout: 30_000, interval: 250 }).toBe(true);
 
     const timed = async (path: string): Promise<{ ms: number; status: number; body: unknown }> => {
       const started = performance.now();

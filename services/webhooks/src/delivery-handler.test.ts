@@ -125,6 +125,8 @@ describe('the webhooks delivery handler', () => {
     const job = jobFor('acme', webhook.id);
     const delivery = await queue(job);
     await registry.remove('acme', webhook.id);
+    // the directory follows the registry: until it has seen the removal, the webhook is still delivered to
+    await directory.caughtUp();
     expect(await handler()(delivery)).toEqual({ ack: true, outcome: 'webhook_removed' });
     // a job claiming another tenant than its subject's
     const { webhook: globex } = await registered('globex');
