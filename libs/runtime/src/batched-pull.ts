@@ -47,7 +47,7 @@ const RETRY_AFTER_REFUSAL_MS = 1_000;
 
 /**
  * A durable pull consumer read in batches, for a group that need not hear of each message the
- * moment it lands (the projector, the condenser): while messages keep coming, one `no_wait` pull
+ * moment it lands (the projector): while messages keep coming, one `no_wait` pull
  * every `intervalMs` takes everything pending at once, so the process wakes once per batch
  * instead of once per message; while the consumer is idle, one standing pull for a single
  * message waits for the next, which is delivered at once.

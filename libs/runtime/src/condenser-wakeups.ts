@@ -11,9 +11,9 @@ export const CondenserWakeupReason = { Condense: 'condense', Title: 'title' } as
 export type CondenserWakeupReason = (typeof CondenserWakeupReason)[keyof typeof CondenserWakeupReason];
 
 /**
- * A wake-up's body: why, and where it was decided (`at`: the conversation's stream sequence then,
- * or that of the step's commit of actions it follows). The condenser decides from the log at the
- * conversation's tail whatever the body says; the reason says which duty to look at.
+ * A wake-up's body: why, and where it was decided (`at`: the conversation's last stream sequence
+ * then). The condenser decides from the log at the conversation's tail whatever the body says;
+ * the reason says which duty to look at.
  */
 export const CondenserWakeup = z.strictObject({
   v: z.literal(1),

@@ -22,7 +22,7 @@ export const ServiceConfig = z.object({
   /**
    * 0: a standing pull, each commit delivered the moment it lands (the step worker, the tool
    * runner). More: the commits that landed meanwhile pulled in one batch at most this often
-   * (BatchedPull), for groups that need not react at once (the projector, the condenser).
+   * (BatchedPull), for groups that need not react at once (the projector).
    */
   pullIntervalMs: z.coerce.number().int().min(0).max(1_000),
   logLevel: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),

@@ -1,7 +1,7 @@
 /**
  * Services off a step's critical path: the projector (the snapshot may trail the log), the
- * condenser (it is delivered every commit, and almost none asks it for anything; a condensation it
- * owes waits on the model more than on CPU), the PostgreSQL sink and the webhooks service. Where
+ * condenser (woken only for a condensation or a title, each of which waits on the model more than
+ * on CPU), the PostgreSQL sink and the webhooks service. Where
  * several services share one machine's cores (the launcher; the test system and the benchmarks,
  * which measure what it runs), these run at a lower priority, so that when the cores are busy the
  * step workers, tool runners, gateway and delegator get them first: on 2 cores the unloaded step
