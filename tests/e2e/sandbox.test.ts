@@ -13,9 +13,14 @@ import WebSocket from 'ws';
 import { taskMessage } from '../support/brain-server.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
 
-/** Runs `commands` in a conversation's terminal, through the services, and returns each command's observation text. */
+/**
+ * Runs `commands` in a conversation's terminal, through the services, and returns each command's
+ * observation text. Each call carries a hard timeout, so a slow command (a `find /` on a loaded
+ * machine) is waited for rather than returned early for printing nothing new for a while.
+ */
 async function runCommands(system: RunningTestSystem, ref: ConversationRef, commands: readonly string[], timeoutMs = 90_000): Promise<string[]> {
-  await system.start(ref, { id: ref.conversation, steps: commands.length, commands });
+  const calls = commands.map((command) => ({ tool: 'terminal', input: { command, timeout: timeoutMs / 1_000 } }));
+  await system.start(ref, { id: ref.conversation, steps: commands.length, calls });
   await system.waitForStatus([ref], ['finished', 'error', 'stuck'], timeoutMs);
   expect(await system.status(ref)).toBe('finished');
   return observationTexts(await system.events(ref));
