@@ -1,5 +1,7 @@
 import { auditConversation } from '@flotilla/auditor';
 import { INTERRUPTED_MESSAGE } from '@flotilla/agent';
+import { readFile } from 'node:fs/promises';
+import { RunnerRegistry } from '@flotilla/runtime';
 import { describe, expect, it } from 'vitest';
 import { startTestSystem } from '../support/system.js';
 import { expectAudited } from '../support/audited.js';
@@ -56,6 +58,47 @@ describe('the distributed runtime, one process per service', () => {
     expect(answers[0]).toMatchObject({ type: 'agent_error', error: INTERRUPTED_MESSAGE });
     const effects = await system.readEffects();
     expect(effects).not.toContain('cut-off 0 0');
+    await expectAudited(system.log, ref);
+  }, 150_000);
+
+  it('a tool runner stalled past the liveness window loses its workspace to another; resumed, it forwards to the new owner instead of running there', async () => {
+    await using system = await startTestSystem({ toolRunners: 2 });
+    const runners = await RunnerRegistry.open(system.nc, { livenessMs: 3_000 });
+    const ref = { tenant: 'acme', conversation: 'stalled-owner' };
+    // the first shell keeps MARK; any other runner's shell for this conversation starts without it
+    const commands = ['export MARK=first; echo set', ...Array.from({ length: 9 }, (_, step) => `echo "mark=[$MARK] step ${step + 1}"`)];
+    await system.start(ref, { id: ref.conversation, steps: commands.length, commands, latencyMs: 1_000 });
+    const observations = async (): Promise<string[]> =>
+      (await system.events(ref)).filter((event) => event.type === 'observation').map((event) => event.content.map((part) => (part.type === 'text' ? part.text : '')).join(''));
+    await expect.poll(observations, { timeout: 30_000, interval: 50 }).toHaveLength(1);
+    const first = (await runners.owner(ref))!.runner;
+    // the owner is the runner process holding the conversation's shell: a process under it names the conversation's workspace
+    const holds = async (pid: number): Promise<boolean> => {
+      const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).split(' ').filter(Boolean).map(Number);
+      for (const child of children) {
+        if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).includes(ref.conversation) || (await holds(child))) return true;
+      }
+      return false;
+    };
+    const toolRunners = system.processes.filter((process) => process.name.startsWith('tool-runner'));
+    const held = await Promise.all(toolRunners.map((process) => holds(process.pid!)));
+    expect(held.filter(Boolean)).toHaveLength(1);
+    const owner = toolRunners[held.indexOf(true)]!;
+
+    process.kill(owner.pid!, 'SIGSTOP');
+    try {
+      // its heartbeat ages out; the other runner takes the workspace for the next action
+      await expect.poll(async () => (await runners.owner(ref))?.runner, { timeout: 30_000, interval: 100 }).not.toBe(first);
+    } finally {
+      process.kill(owner.pid!, 'SIGCONT');
+    }
+    await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 90_000);
+    expect(await system.status(ref)).toBe('finished');
+    const texts = await observations();
+    expect(texts[0]).toContain('set');
+    // every later command ran in the new owner's shell, including those delivered to the resumed runner
+    expect(texts.slice(1)).toHaveLength(commands.length - 1);
+    for (const text of texts.slice(1)) expect(text).toContain('mark=[]');
     await expectAudited(system.log, ref);
   }, 150_000);
 });

@@ -2,6 +2,7 @@ import { Buckets, openBucket, requestAnswer, RunnerSubjects } from '@flotilla/bu
 import type { KV } from '@nats-io/kv';
 import type { ConversationRef } from '@flotilla/log';
 import { headers, type NatsConnection } from '@nats-io/transport-node';
+import { setRecent } from './recent-map.js';
 
 export const DEFAULT_RUNNERS_BUCKET = Buckets.runners;
 export const DEFAULT_WORKSPACES_BUCKET = Buckets.workspaces;
@@ -21,6 +22,8 @@ export type RunnerInfo = { readonly runner: string; readonly at: number; readonl
 
 export type WorkspaceOwner = { readonly runner: string; readonly revision: number };
 
+/** Heartbeats remembered (runners come and go with their processes; a deployment runs tens). */
+const MAX_REMEMBERED_RUNNERS = 1_000;
 
 /** Headers naming the conversation of a runner request; the body is what the request carries. */
 export const RunnerHeader = {
@@ -34,6 +37,9 @@ export const RunnerHeader = {
  * workspace ownership (which runner owns which conversation's workspace, updated with CAS).
  */
 export class RunnerRegistry {
+  /** Each runner's last heartbeat read that said alive: until when it says so. */
+  readonly #aliveUntil = new Map<string, number>();
+
   private constructor(
     private readonly runners: KV,
     private readonly workspaces: KV,
@@ -48,8 +54,11 @@ export class RunnerRegistry {
     return new RunnerRegistry(runners, workspaces, livenessMs, options.sandbox);
   }
 
-  async heartbeat(runner: string): Promise<void> {
-    await this.runners.put(runner, JSON.stringify({ at: Date.now(), ...(this.sandbox ? { sandbox: this.sandbox } : {}) }));
+  /** Writes the runner's heartbeat; resolves, once it is stored, with the time it carries. */
+  async heartbeat(runner: string): Promise<number> {
+    const at = Date.now();
+    await this.runners.put(runner, JSON.stringify({ at, ...(this.sandbox ? { sandbox: this.sandbox } : {}) }));
+    return at;
   }
 
   /** Every runner alive now, with what its heartbeat says. */
@@ -68,19 +77,49 @@ export class RunnerRegistry {
     return live;
   }
 
-  /** Is the runner alive? (a heartbeat newer than the liveness window) */
+  /** Is the runner alive? (a heartbeat newer than the liveness window, read now) */
   async isAlive(runner: string): Promise<boolean> {
+    return (await this.#readAliveUntil(runner)) !== undefined;
+  }
+
+  /**
+   * Until when (epoch ms) the runner is alive as its heartbeat says, or undefined when it is not.
+   * Answered without a read while the heartbeat this registry last read still says alive: a read
+   * could only find a newer one, and no runner takes over a workspace before its owner's last
+   * heartbeat is a whole window old. What only a read would see is a runner that retired (its
+   * heartbeat deleted as it stopped): `forget` one that did not answer a request.
+   */
+  async aliveUntil(runner: string): Promise<number | undefined> {
+    const remembered = this.#aliveUntil.get(runner);
+    if (remembered !== undefined && Date.now() < remembered) return remembered;
+    return await this.#readAliveUntil(runner);
+  }
+
+  /** Read the runner's heartbeat again next time (a request to it went unanswered). */
+  forget(runner: string): void {
+    this.#aliveUntil.delete(runner);
+  }
+
+  async #readAliveUntil(runner: string): Promise<number | undefined> {
     const entry = await this.runners.get(runner);
-    if (!entry || entry.operation !== 'PUT') return false;
-    try {
-      const { at } = entry.json<{ at: number }>();
-      return Date.now() - at < this.livenessMs;
-    } catch {
-      return false;
+    let until: number | undefined;
+    if (entry?.operation === 'PUT') {
+      try {
+        until = entry.json<{ at: number }>().at + this.livenessMs;
+      } catch {
+        // not a heartbeat of ours
+      }
     }
+    if (until !== undefined && Date.now() < until) {
+      setRecent(this.#aliveUntil, runner, until, MAX_REMEMBERED_RUNNERS);
+      return until;
+    }
+    this.#aliveUntil.delete(runner);
+    return undefined;
   }
 
   async retire(runner: string): Promise<void> {
+    this.#aliveUntil.delete(runner);
     await this.runners.delete(runner).catch(() => undefined);
   }
 

@@ -80,6 +80,10 @@ export class ToolRunner {
   readonly #executing = new Map<string, Promise<void>>();
   /** When this runner last confirmed it owns a conversation's workspace (claimed it, or read it in KV). */
   readonly #owned = new Map<string, number>();
+  /** This runner's heartbeats: the time the last stored one carries, and since when they have come without a gap (see #ownsRecently). */
+  readonly #beats = { lastAt: 0, unbrokenSince: Number.POSITIVE_INFINITY };
+  /** Workspaces another live runner owns (forwarded to it), and until when its heartbeat says it is alive. */
+  readonly #peerOwners = new Map<string, { readonly runner: string; readonly until: number }>();
   /** Opened workspaces, most recently used last. */
   readonly #workspaces = new Map<string, Workspace>();
   /** What each cached conversation owes, extended as the cache grows (no rescans per delivery). */
@@ -132,11 +136,11 @@ export class ToolRunner {
 
   async start(heartbeatMs = Math.max(250, Math.floor(this.#deps.runners.livenessMs / 4))): Promise<void> {
     // the first heartbeat may meet a bucket whose leader is still being elected (a cluster starting)
-    await whileUnavailable(() => this.#deps.runners.heartbeat(this.#deps.runnerId), {
+    await whileUnavailable(() => this.#beat(), {
       onRetry: (error, attempt) => this.#deps.logger.warn({ err: error, attempt }, 'first heartbeat failed; retrying'),
     });
     this.#heartbeat = setInterval(() => {
-      this.#deps.runners.heartbeat(this.#deps.runnerId).catch((error: unknown) => this.#deps.logger.warn({ err: error }, 'heartbeat failed'));
+      this.#beat().catch((error: unknown) => this.#deps.logger.warn({ err: error }, 'heartbeat failed'));
     }, heartbeatMs);
     const answer = <T>(parse: (message: Msg) => T | string, act: (request: T) => Promise<void>) => (_error: unknown, message: Msg) => {
       const request = parse(message);
@@ -188,15 +192,16 @@ export class ToolRunner {
     const home = this.#home(ref, (await this.#deps.cache.load(ref)).events);
     if (this.#ownsRecently(home)) return true;
     const { runners, runnerId } = this.#deps;
+    const asked = Date.now();
     const owner = await runners.owner(home);
     if (owner?.runner === runnerId) {
-      this.#confirmOwned(home);
+      this.#confirmOwned(home, asked);
       return true;
     }
     if (owner?.runner && (await runners.isAlive(owner.runner))) return { owner: owner.runner };
     const existed = await stat(join(this.#deps.workspaceRoot, home.tenant, home.conversation)).then(() => true, () => false);
     if (!(await runners.claim(home, runnerId, owner))) return { owner: undefined };
-    this.#confirmOwned(home);
+    this.#confirmOwned(home, asked);
     if (owner !== undefined && owner.runner !== '') {
       this.#untoldTakeOvers.set(key(ref), existed);
       this.#deps.logger.info({ conversation: ref.conversation, tenant: ref.tenant, previousOwner: owner.runner }, 'took over the workspace for a workspace request');
@@ -275,8 +280,12 @@ export class ToolRunner {
         await inSpan('tool_batch', commitSpan(delivery, ref), () => this.#executeFor(ref, false, delivery.signal, conversation));
         return { ack: true, outcome: 'executed' };
       }
-      const owner = await this.#deps.runners.owner(home);
-      if (owner?.runner && owner.runner !== this.#deps.runnerId && (await this.#deps.runners.isAlive(owner.runner))) {
+      // another live runner that owns it, remembered while its heartbeat says alive, else read
+      const remembered = this.#peerOwner(home);
+      const asked = Date.now();
+      const owner = remembered === undefined ? await this.#deps.runners.owner(home) : undefined;
+      const peer = remembered ?? (owner?.runner && owner.runner !== this.#deps.runnerId && (await this.#rememberPeer(home, owner.runner)) ? owner.runner : undefined);
+      if (peer !== undefined) {
         // The owner answers once the batch is appended; if it takes longer, or dies, look again later.
         try {
           const forward = headers();
@@ -285,13 +294,16 @@ export class ToolRunner {
           forward.set(RunnerHeader.StreamSeq, String(delivery.streamSeq));
           const traceparent = delivery.header(TRACEPARENT_HEADER);
           if (traceparent) forward.set(TRACEPARENT_HEADER, traceparent);
-          const reply = await this.#deps.nc.request(RunnerSubjects.wake(owner.runner), delivery.message.data, {
+          const reply = await this.#deps.nc.request(RunnerSubjects.wake(peer), delivery.message.data, {
             headers: forward,
             timeout: this.#deps.forwardTimeoutMs ?? this.#deps.runners.livenessMs * 2,
           });
           const answer = reply.json<{ ok: boolean; error?: string }>();
           return answer.ok ? { ack: true, outcome: 'forwarded' } : { ack: false, outcome: 'forward_failed', delayMs: 1_000 };
         } catch {
+          // unanswered: it may have stopped; the next delivery reads who owns the workspace again
+          this.#peerOwners.delete(key(home));
+          this.#deps.runners.forget(peer);
           return { ack: false, outcome: 'forward_pending', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
         }
       }
@@ -299,7 +311,7 @@ export class ToolRunner {
       if (owner?.runner !== this.#deps.runnerId && !(await this.#deps.runners.claim(home, this.#deps.runnerId, owner))) {
         return { ack: false, outcome: 'claim_lost', delayMs: 200 };
       }
-      this.#confirmOwned(home);
+      this.#confirmOwned(home, asked);
       if (tookOver) delivery.logger.info({ previousOwner: owner?.runner }, 'took over the workspace');
       await inSpan('tool_batch', commitSpan(delivery, ref, { 'flotilla.took_over': tookOver }), () => this.#executeFor(ref, tookOver, delivery.signal, conversation));
       return { ack: true, outcome: 'executed' };
@@ -315,7 +327,7 @@ export class ToolRunner {
     const progress = this.#progress.of(events);
     const alive = new Map<string, boolean>();
     for (const runner of progress.startedByRunners()) {
-      alive.set(runner, runner === this.#deps.runnerId ? selfBusy : await this.#deps.runners.isAlive(runner));
+      alive.set(runner, runner === this.#deps.runnerId ? selfBusy : (await this.#deps.runners.aliveUntil(runner)) !== undefined);
     }
     return progress.nextWork({ runnerAlive: (runner) => alive.get(runner) ?? false });
   }
@@ -332,27 +344,60 @@ export class ToolRunner {
   async #runForwarded(forwarded: Forwarded): Promise<void> {
     const { ref, streamSeq, data } = forwarded;
     const cached = this.#deps.cache.peek(ref);
-    // forwarded here because this runner owns the workspace (a sub-agent's shared one: its parent's)
-    this.#confirmOwned(this.#home(ref, (cached ?? (await this.#deps.cache.load(ref))).events));
+    // Forwarded here because another runner read that this one owns the workspace, at a time this
+    // runner does not know: its ownership is not noted from that (its own deliveries read it once).
     if (!cached || cached.tail.streamSeq >= streamSeq || this.#executing.has(key(ref))) return this.#executeFor(ref, false);
     const subject = this.#deps.log.subject(ref);
     const loaded = await this.#deps.cache.load(ref, streamSeq, { subject, seq: streamSeq, data });
     return this.#executeFor(ref, false, undefined, loaded);
   }
 
-  #confirmOwned(ref: ConversationRef): void {
-    setRecent(this.#owned, key(ref), Date.now(), MAX_REMEMBERED_OWNERSHIPS);
+  /**
+   * The other runner that owns the workspace, as read while its heartbeat still says it is alive:
+   * no runner takes a workspace over before its owner's last heartbeat is a whole window old, so
+   * until then a read of the owner could only find the same runner (or none, once deleted).
+   */
+  #peerOwner(ref: ConversationRef): string | undefined {
+    const peer = this.#peerOwners.get(key(ref));
+    if (peer === undefined) return undefined;
+    if (Date.now() < peer.until) return peer.runner;
+    this.#peerOwners.delete(key(ref));
+    return undefined;
+  }
+
+  /** Remembers `runner` as the workspace's owner when its heartbeat says it is alive; false when not. */
+  async #rememberPeer(ref: ConversationRef, runner: string): Promise<boolean> {
+    const until = await this.#deps.runners.aliveUntil(runner);
+    if (until === undefined) return false;
+    setRecent(this.#peerOwners, key(ref), { runner, until }, MAX_REMEMBERED_OWNERSHIPS);
+    return true;
+  }
+
+  /** Notes that the workspace was this runner's as of `asOf`, the time the read or claim that showed it began. */
+  #confirmOwned(ref: ConversationRef, asOf: number): void {
+    setRecent(this.#owned, key(ref), asOf, MAX_REMEMBERED_OWNERSHIPS);
+  }
+
+  /** Writes this runner's heartbeat and notes when it landed (see #ownsRecently). */
+  async #beat(): Promise<void> {
+    const at = await this.#deps.runners.heartbeat(this.#deps.runnerId);
+    const landed = Date.now();
+    // the last heartbeat others could see was older than half the window: they may have taken workspaces over meanwhile
+    if (landed - this.#beats.lastAt >= this.#deps.runners.livenessMs / 2) this.#beats.unbrokenSince = landed;
+    this.#beats.lastAt = Math.max(this.#beats.lastAt, at);
   }
 
   /**
-   * Whether this runner confirmed its ownership of the workspace within half the liveness window.
-   * Another runner takes a workspace over only after the owner's heartbeat is a whole window
-   * old, and the age here is wall-clock time, so a runner that stalled for longer asks KV again.
+   * Whether the workspace is this runner's, without asking KV. Another runner takes a workspace
+   * over only once its owner's last heartbeat is a whole window old; so an ownership shown since
+   * this runner's heartbeats last came without a gap of half the window, while its last one is
+   * younger than half the window, still holds (the half is a margin for clocks; the ages are
+   * wall-clock time, so a runner that stalled asks KV again).
    */
   #ownsRecently(ref: ConversationRef): boolean {
     const confirmedAt = this.#owned.get(key(ref));
     if (confirmedAt === undefined) return false;
-    if (Date.now() - confirmedAt < this.#deps.runners.livenessMs / 2) return true;
+    if (confirmedAt >= this.#beats.unbrokenSince && Date.now() - this.#beats.lastAt < this.#deps.runners.livenessMs / 2) return true;
     this.#owned.delete(key(ref));
     return false;
   }
