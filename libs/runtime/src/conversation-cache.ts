@@ -1,5 +1,5 @@
 import type { Event } from '@flotilla/events';
-import { decodeCommit, placementOf, type ConversationRef, type EventLog, type RawMessage, type Tail } from '@flotilla/log';
+import { decodeCommit, placementOf, type ConversationRef, type EventLog, type RawMessage, type StoredCommit, type Tail } from '@flotilla/log';
 import { loadConversation, type CheckpointReading, type ConversationStart } from './conversation-load.js';
 import { TailHints } from './tail-hints.js';
 
@@ -9,7 +9,14 @@ import { TailHints } from './tail-hints.js';
  */
 export type CachedConversation<S = never> = { readonly events: readonly Event[]; readonly tail: Tail; readonly start?: ConversationStart<S> };
 
-type Entry<S> = { events: Event[]; tail: Tail; start?: ConversationStart<S> };
+/**
+ * `ahead`: commits delivered to this process after a gap (commits another instance of the
+ * service was delivered), in stream order, held so that a catch-up reads only the gap.
+ */
+type Entry<S> = { events: Event[]; tail: Tail; start?: ConversationStart<S>; ahead?: StoredCommit[] };
+
+/** Commits held past a gap per conversation (the earliest kept: they are needed first). */
+const MAX_AHEAD = 16;
 
 export type ConversationCacheOptions<S> = {
   /**
@@ -77,10 +84,10 @@ export class ConversationCache<S = never> {
     let entry = this.#entries.get(key);
     if (entry) this.#entries.delete(key); // re-inserted below: most recently used last
     if (!entry || entry.tail.streamSeq > target) {
-      this.#events -= entry?.events.length ?? 0;
+      this.#events -= entry ? sizeOf(entry) : 0;
       entry = { events: [], tail: { streamSeq: 0, lastSeq: 0 } };
     }
-    if (delivered?.seq === target) this.#extend(ref, entry, delivered);
+    if (delivered?.seq === target) this.#extend(ref, entry, delivered, target);
     if (entry.tail.streamSeq === 0 && target > 0) {
       await this.#coldTurn();
       try {
@@ -119,38 +126,95 @@ export class ConversationCache<S = never> {
     else this.#coldLoads -= 1;
   }
 
+  /**
+   * Reads what the cache lacks up to `target`: only the gaps before commits held ahead (each read
+   * stops at the commit that the held one continues), then the rest.
+   */
   async #catchUp(ref: ConversationRef, entry: Entry<S>, target: number): Promise<void> {
-    const from = { afterStreamSeq: entry.tail.streamSeq };
-    await this.log.forEachCommit(ref, { afterSeq: entry.tail.lastSeq, untilStreamSeq: target, ...from }, (commit) => {
-      for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
-      this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
-      entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
-    });
+    this.#applyAhead(entry, target);
+    while (entry.tail.streamSeq < target) {
+      const held = entry.ahead?.[0];
+      const next = held !== undefined && held.streamSeq <= target ? held : undefined;
+      await this.log.forEachCommit(ref, { afterSeq: entry.tail.lastSeq, afterStreamSeq: entry.tail.streamSeq, untilStreamSeq: next ? next.streamSeq - 1 : target }, (commit) => {
+        for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
+        this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
+        entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+        return next === undefined || commit.lastSeq + 1 !== next.firstSeq;
+      });
+      if (next === undefined) break;
+      const before = entry.tail.streamSeq;
+      this.#applyAhead(entry, target);
+      // what lies before the held commits is no commit leading to them: read on from the log instead
+      if (entry.tail.streamSeq === before) this.#dropAhead(entry);
+    }
     // foreign messages after the last commit still move the subject's tail
     entry.tail = { streamSeq: target, lastSeq: entry.tail.lastSeq };
+  }
+
+  /** Appends the held commits that continue the cached events, up to stream sequence `upTo`; drops those already passed. */
+  #applyAhead(entry: Entry<S>, upTo: number): void {
+    const ahead = entry.ahead;
+    if (ahead === undefined) return;
+    while (ahead.length > 0) {
+      const next = ahead[0]!;
+      if (next.streamSeq > upTo) break;
+      const passed = next.streamSeq <= entry.tail.streamSeq || next.lastSeq <= entry.tail.lastSeq;
+      if (!passed && next.firstSeq !== entry.tail.lastSeq + 1) break;
+      ahead.shift();
+      this.#events -= next.events.length;
+      if (!passed) this.#append(entry, next);
+    }
+    if (ahead.length === 0) delete entry.ahead;
+  }
+
+  #holdAhead(entry: Entry<S>, commit: StoredCommit): void {
+    const ahead = (entry.ahead ??= []);
+    const at = ahead.findIndex((held) => held.streamSeq >= commit.streamSeq);
+    if (at !== -1 && ahead[at]!.streamSeq === commit.streamSeq) return;
+    ahead.splice(at === -1 ? ahead.length : at, 0, commit);
+    this.#events += commit.events.length;
+    if (ahead.length > MAX_AHEAD) this.#events -= ahead.pop()!.events.length;
+  }
+
+  #dropAhead(entry: Entry<S>): void {
+    for (const held of entry.ahead ?? []) this.#events -= held.events.length;
+    delete entry.ahead;
+  }
+
+  #append(entry: Entry<S>, commit: StoredCommit): void {
+    for (const event of commit.events) entry.events.push(event);
+    this.#events += commit.events.length;
+    entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
   }
 
   /**
    * Brings the cached conversation up to a delivered message without reading the log, when that
    * message is the commit right after the cached events (or is already cached). False when the
-   * conversation is not cached or the message does not directly continue it.
+   * conversation is not cached or the message does not directly continue it; a commit after a
+   * gap is held, and the catch-up that the next load makes reads only the gap.
    */
   extend(ref: ConversationRef, delivered: RawMessage): boolean {
     const entry = this.#entries.get(`${ref.tenant}.${ref.conversation}`);
-    return entry !== undefined && this.#extend(ref, entry, delivered);
+    // commits held here were delivered here: the cache may pass the delivered one with them
+    return entry !== undefined && this.#extend(ref, entry, delivered, Number.POSITIVE_INFINITY);
   }
 
-  #extend(ref: ConversationRef, entry: Entry<S>, delivered: RawMessage): boolean {
+  /** Appends the delivered commit when it continues the cached events, then the held ones that follow it up to `upTo`; else holds it. */
+  #extend(ref: ConversationRef, entry: Entry<S>, delivered: RawMessage, upTo: number): boolean {
     if (entry.tail.streamSeq === delivered.seq) return true;
     if (entry.tail.streamSeq === 0 || entry.tail.streamSeq > delivered.seq) return false;
-    // the next commit, as delivered: validated like a read, appended without one
+    if (entry.ahead?.some((held) => held.streamSeq === delivered.seq)) return false;
+    // the commit as delivered: validated like a read, appended (or held) without one
     const decoded = decodeCommit(delivered, ref);
-    if (!decoded.ok || decoded.commit.firstSeq !== entry.tail.lastSeq + 1) return false;
-    for (const event of decoded.commit.events) entry.events.push(event);
-    this.#events += decoded.commit.events.length;
-    entry.tail = { streamSeq: delivered.seq, lastSeq: decoded.commit.lastSeq };
+    if (!decoded.ok || decoded.commit.firstSeq <= entry.tail.lastSeq) return false;
+    if (decoded.commit.firstSeq === entry.tail.lastSeq + 1) {
+      this.#append(entry, decoded.commit);
+      this.#applyAhead(entry, upTo);
+    } else {
+      this.#holdAhead(entry, decoded.commit);
+    }
     this.#evict();
-    return true;
+    return entry.tail.streamSeq >= delivered.seq;
   }
 
   /** Record our own append so the next load need not read it back. */
@@ -162,6 +226,7 @@ export class ConversationCache<S = never> {
     entry.events.push(...events);
     entry.tail = after;
     this.#events += events.length;
+    this.#applyAhead(entry, after.streamSeq);
     this.#evict();
   }
 
@@ -169,7 +234,7 @@ export class ConversationCache<S = never> {
     const key = `${ref.tenant}.${ref.conversation}`;
     const entry = this.#entries.get(key);
     if (!entry) return;
-    this.#events -= entry.events.length;
+    this.#events -= sizeOf(entry);
     this.#entries.delete(key);
   }
 
@@ -177,8 +242,16 @@ export class ConversationCache<S = never> {
     while (this.#entries.size > this.maxConversations || (this.#events > this.maxEvents && this.#entries.size > 1)) {
       const oldest = this.#entries.keys().next().value;
       if (oldest === undefined) return;
-      this.#events -= this.#entries.get(oldest)?.events.length ?? 0;
+      const entry = this.#entries.get(oldest);
+      this.#events -= entry ? sizeOf(entry) : 0;
       this.#entries.delete(oldest);
     }
   }
+}
+
+/** The events an entry holds, its commits held ahead included (what the cache's bound counts). */
+function sizeOf(entry: Entry<unknown>): number {
+  let size = entry.events.length;
+  for (const held of entry.ahead ?? []) size += held.events.length;
+  return size;
 }

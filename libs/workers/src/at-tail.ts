@@ -11,8 +11,8 @@ export const NOT_TAIL: HandleOutcome = Object.freeze({ ack: true, outcome: 'not_
  *
  * This usually costs no round trip: a cache already past the commit says it is not the tail
  * (a later commit will be delivered and decided on), and the delivered commit extends the cached
- * conversation. A cache that misses commits reads them; a conversation not cached at all is
- * loaded only when the commit is its tail.
+ * conversation. A cache that misses commits reads only those (the ones delivered here are held);
+ * a conversation not cached at all is loaded only when the commit is its tail.
  *
  * A decision that there is nothing to do needs nothing more: the log's last commit is delivered
  * too, and decides. Before work that costs (a model call) or that waits (in progress), the
@@ -35,8 +35,8 @@ export async function loadDelivered<S = never>(
     if (cached) cache.extend(ref, delivery.message);
     return NOT_TAIL;
   }
-  // a commit the handler can tell from its header needs no history: it only extends a cache it
-  // directly continues, and a gap (commits another instance took) is read when one matters
+  // a commit the handler can tell from its header needs no history: it extends a cache it directly
+  // continues, or is held past a gap (commits another instance took), which is read when one matters
   const dismissed = dismiss?.(delivery);
   if (dismissed) {
     if (cached) cache.extend(ref, delivery.message);
