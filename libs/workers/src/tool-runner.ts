@@ -78,7 +78,7 @@ export class ToolRunner {
   readonly #deps: ToolRunnerDependencies;
   /** Conversations whose actions this process is executing right now. */
   readonly #executing = new Map<string, Promise<void>>();
-  /** When this runner last confirmed it owns a conversation's workspace (claimed it, or read it in KV). */
+  /** As of when this runner knows it owns a conversation's workspace (the start of the claim, or of the KV read, that showed it). */
   readonly #owned = new Map<string, number>();
   /** This runner's heartbeats: the time the last stored one carries, and since when they have come without a gap (see #ownsRecently). */
   readonly #beats = { lastAt: 0, unbrokenSince: Number.POSITIVE_INFINITY };
