@@ -59,11 +59,11 @@ function check(stats: Stats, request: RequestSpec, reply: Reply): void {
   const record = (kind: string): void => {
     if (!stats.violations.has(kind)) stats.violations.set(kind, `${request.method} ${request.url} ${request.contentType ?? ''} ${JSON.stringify(request.payload?.slice(0, 200) ?? null)} → ${reply.status} ${reply.text.slice(0, 300)}`);
   };
-  // the workspace routes are answered by a tool runner, which this harness does not run: for a well-formed request theirs is the documented 503 unavailable
-  // (a HEAD's answer has the GET's status and no body to read the code from)
+  // the workspace routes are answered by a tool runner and a side question by a step worker, neither of which this harness runs: for a
+  // well-formed request theirs is the documented 503 unavailable (a HEAD's answer has the GET's status and no body to read the code from)
   const unavailableCode = request.method === 'HEAD' || (reply.json as ErrorBody | undefined)?.error?.code === 'unavailable';
-  const noToolRunner = reply.status === 503 && /^\/v1\/conversations\/[^/?]+\/(files|git)\b/.test(request.url) && unavailableCode;
-  if (reply.status >= 500 && !noToolRunner) record(`status ${reply.status}`);
+  const noAnswerer = reply.status === 503 && /^\/v1\/conversations\/[^/?]+\/(files|git|ask)\b/.test(request.url) && unavailableCode;
+  if (reply.status >= 500 && !noAnswerer) record(`status ${reply.status}`);
   if (reply.status >= 400 && request.method !== 'HEAD') {
     const parsed = ErrorBody.safeParse(reply.json);
     if (!parsed.success) record(`status ${reply.status} without an ErrorBody (${reply.text.slice(0, 60)})`);
