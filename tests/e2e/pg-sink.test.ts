@@ -159,7 +159,7 @@ describe('the PostgreSQL sink', () => {
     // the chaos happened to the sink: killed twice, and it waited PostgreSQL out
     expect(sink.unexpectedExits.map((exit) => exit.signal ?? `exit ${exit.code}: ${exit.lastLines.slice(-3).join(' | ')}`)).toEqual(['SIGKILL', 'SIGKILL']);
     expect(system.logLines.some((line) => line.includes('PostgreSQL is not available') || line.includes('PostgreSQL is not reachable yet'))).toBe(true);
-    expect(toolCalls.every((call) => call.outcome === 'ok' && call.duration_ms >= 300)).toBe(true);
+    expect(toolCalls.filter((call) => call.outcome !== 'ok' || call.duration_ms < 300), 'tool calls not ok, or shorter than the tool sleeps').toEqual([]);
 
     // caught up: nothing pending, no lag; ready
     const health = system.healthUrls.get('pg-sink-1')!;
