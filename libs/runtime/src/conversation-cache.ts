@@ -136,9 +136,7 @@ export class ConversationCache<S = never> {
       const held = entry.ahead?.[0];
       const next = held !== undefined && held.streamSeq <= target ? held : undefined;
       await this.log.forEachCommit(ref, { afterSeq: entry.tail.lastSeq, afterStreamSeq: entry.tail.streamSeq, untilStreamSeq: next ? next.streamSeq - 1 : target }, (commit) => {
-        for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
-        this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
-        entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+        this.#append(entry, commit);
         return next === undefined || commit.lastSeq + 1 !== next.firstSeq;
       });
       if (next === undefined) break;
@@ -181,9 +179,10 @@ export class ConversationCache<S = never> {
     delete entry.ahead;
   }
 
+  /** Appends the commit's events after the cached ones (a read's first commit may hold some already). */
   #append(entry: Entry<S>, commit: StoredCommit): void {
-    for (const event of commit.events) entry.events.push(event);
-    this.#events += commit.events.length;
+    for (const event of commit.events) if (event.seq > entry.tail.lastSeq) entry.events.push(event);
+    this.#events += commit.lastSeq - Math.max(entry.tail.lastSeq, commit.firstSeq - 1);
     entry.tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
   }
 
