@@ -1,7 +1,7 @@
 import { newId, type EventDraft } from '@flotilla/events';
 import type { ConversationRef } from './conversation-ref.js';
 import { LogError, isConflict } from './errors.js';
-import type { EventLog } from './event-log.js';
+import type { AppendOptions, EventLog } from './event-log.js';
 import type { StoredCommit, Tail } from './stored-commit.js';
 
 export type AppendWithRetryOptions = {
@@ -12,12 +12,49 @@ export type AppendWithRetryOptions = {
   readonly signal?: AbortSignal;
 };
 
+export type AppendSurelyOptions = AppendOptions & {
+  /** Until when (epoch ms) a transient failure is retried. Default 30 s from now, well inside the stream's 2-minute duplicate window. */
+  readonly deadline?: number;
+  readonly signal?: AbortSignal;
+};
+
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits before the next try: 20 ms, doubling to 1 s, with jitter. */
+function backoff(): () => Promise<void> {
+  let next = 20;
+  return async () => {
+    await delay(next + Math.random() * next);
+    next = Math.min(next * 2, 1_000);
+  };
+}
+
+/**
+ * Appends one commit; on a transient failure (an answer lost to a restart or a leader election,
+ * JetStream busy) appends the very same commit again (same id, same expected tail) until the
+ * deadline. The stream answers a repeated commit id with the stored commit, so when this returns,
+ * a commit whose first answer was lost is known to be stored, once. A conflict, or a failure
+ * retrying cannot fix, is thrown; so is the last transient failure at the deadline.
+ */
+export async function appendSurely(log: EventLog, ref: ConversationRef, drafts: readonly EventDraft[], options: AppendSurelyOptions): Promise<StoredCommit> {
+  const deadline = options.deadline ?? Date.now() + 30_000;
+  const commitId = options.commitId ?? newId();
+  const pause = backoff();
+  for (;;) {
+    options.signal?.throwIfAborted();
+    try {
+      return await log.append(ref, drafts, { expected: options.expected, commitId });
+    } catch (error) {
+      if (isConflict(error) || !(error instanceof LogError && error.isRetryable) || Date.now() >= deadline) throw error;
+      await pause();
+    }
+  }
+}
 
 /**
  * The writer's loop: read the tail, decide what to append from it, append expecting that
  * tail. On a conflict, re-read and re-decide (a fresh commit id); on a transient failure,
- * retry the very same commit (same id, same expected tail) so a lost ack never duplicates.
+ * retry the very same commit (`appendSurely`) so a lost ack never duplicates.
  * `decide` returns null to append nothing. Returns the appended commit, or null.
  */
 export async function appendWithRetry(
@@ -28,11 +65,7 @@ export async function appendWithRetry(
 ): Promise<StoredCommit | null> {
   const maxConflicts = options.maxConflicts ?? 50;
   const deadline = Date.now() + (options.transientBudgetMs ?? 30_000);
-  let backoff = 20;
-  const pause = async (): Promise<void> => {
-    await delay(backoff + Math.random() * backoff);
-    backoff = Math.min(backoff * 2, 1_000);
-  };
+  const pause = backoff();
   for (let conflicts = 0; ; ) {
     options.signal?.throwIfAborted();
     let tail: Tail;
@@ -47,19 +80,10 @@ export async function appendWithRetry(
     }
     const drafts = await decide(tail);
     if (drafts === null || drafts.length === 0) return null;
-    const commitId = newId();
-    for (;;) {
-      options.signal?.throwIfAborted();
-      try {
-        return await log.append(ref, drafts, { expected: tail, commitId });
-      } catch (error) {
-        if (isConflict(error)) break;
-        if (error instanceof LogError && error.isRetryable && Date.now() < deadline) {
-          await pause();
-          continue;
-        }
-        throw error;
-      }
+    try {
+      return await appendSurely(log, ref, drafts, { expected: tail, deadline, ...(options.signal ? { signal: options.signal } : {}) });
+    } catch (error) {
+      if (!isConflict(error)) throw error;
     }
     conflicts += 1;
     if (conflicts > maxConflicts) {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { whileUnavailable } from '@flotilla/bus';
 import { actionPaths, DelegationFold, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type AroundAction, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
 import { draftEvent, newId, withPositionalIds, type ActionEvent as LoggedAction, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
-import { assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
+import { appendSurely, assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { answerWorkspace, parseWorkspaceRequest, RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { formatBytes, RestartReason, workspaceUsage, type Sandbox, type SandboxPool } from '@flotilla/sandbox';
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
@@ -448,7 +448,10 @@ export class ToolRunner {
       }
       let started;
       try {
-        started = await this.#deps.log.append(ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
+        // an append whose answer was lost is tried again until its outcome is known: thrown here
+        // instead, a redelivery would find the start recorded and answer the actions as interrupted,
+        // though none of them ran
+        started = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
       } catch (error) {
         if (isConflict(error)) continue;
         throw error;

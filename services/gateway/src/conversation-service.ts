@@ -17,7 +17,7 @@ import {
 } from '@flotilla/agent';
 import type { CommandResult, Conversation, ConversationSpec, CreateConversationBody, FinalResponse, ForkConversationBody, ImageUpload, RewindBody, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
 import { draftEvent, newId, withPositionalIds, type AgentSpecEvent, type Event, type EventDraft } from '@flotilla/events';
-import { EMPTY_TAIL, isConflict, LogError, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
+import { appendSurely, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
 import { publishInterrupt, requestPurge } from '@flotilla/runtime';
 import { foldCommits, initialState, isStateError, type ConversationSnapshot, type CurrentSnapshot, type SnapshotStore } from '@flotilla/state';
 import { buildView, planBranch, unmatchedActions } from '@flotilla/view';
@@ -327,7 +327,7 @@ export class ConversationService {
   /**
    * Decide from the state at the log's tail (the snapshot and the commits after it, read beside
    * the tail) and append expecting that tail; on a conflict, read and decide again. A transient
-   * failure retries the same commit (same id, same expected tail), as `appendWithRetry` does.
+   * failure retries the same commit (same id, same expected tail: `appendSurely`).
    * Commands on one conversation wait their turn on this gateway (`bounded` ones, messages, are
    * refused past the configured line length).
    */
@@ -418,15 +418,11 @@ export class ConversationService {
 
   /** Appends expecting `tail`; null when another writer moved the tail (a conflict). */
   async #append(ref: ConversationRef, drafts: readonly EventDraft[], tail: Tail, deadline: number): Promise<StoredCommit | null> {
-    const commitId = newId();
-    for (let backoff = 20; ; backoff = Math.min(backoff * 2, 1_000)) {
-      try {
-        return await this.log.append(ref, drafts, { expected: tail, commitId });
-      } catch (error) {
-        if (isConflict(error)) return null;
-        if (!(error instanceof LogError) || !error.isRetryable || Date.now() >= deadline) throw error;
-        await pause(backoff + Math.random() * backoff);
-      }
+    try {
+      return await appendSurely(this.log, ref, drafts, { expected: tail, deadline });
+    } catch (error) {
+      if (isConflict(error)) return null;
+      throw error;
     }
   }
 
