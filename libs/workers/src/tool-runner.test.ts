@@ -13,13 +13,13 @@ import { describe, expect, it } from 'vitest';
 import { storedDelivery } from './test-support/stored-delivery.js';
 import { ToolRunner } from './tool-runner.js';
 
-/** When the first append of an `execution_started` loses its answer: before it reached the stream, or after it was stored. */
-type LostAnswer = 'before_stored' | 'after_stored';
+/** Which of a batch's appends loses its answer (the first holding an event of this type), and whether before it reached the stream or after it was stored. */
+type LostAnswer = { readonly of: 'execution_started' | 'observation'; readonly when: 'before_stored' | 'after_stored' };
 
 /**
- * A tool runner on a real nats-server whose log loses the answer to its first append of an
- * `execution_started`, as a publish cut off by a nats-server restart or a leader election does:
- * the append throws the transient "did not complete", whether or not the commit was stored.
+ * A tool runner on a real nats-server whose log loses the answer to one append, as a publish cut
+ * off by a nats-server restart or a leader election does: the append throws the transient "did
+ * not complete", whether or not the commit was stored.
  */
 async function fixture(lost: LostAnswer) {
   const server = await startNats();
@@ -31,9 +31,9 @@ async function fixture(lost: LostAnswer) {
     get(target, property) {
       if (property === 'append') {
         return async (...args: Parameters<EventLog['append']>) => {
-          if (answersLost > 0 || !args[1].some((draft) => draft.type === 'execution_started')) return target.append(...args);
+          if (answersLost > 0 || !args[1].some((draft) => draft.type === lost.of)) return target.append(...args);
           answersLost += 1;
-          if (lost === 'after_stored') await target.append(...args);
+          if (lost.when === 'after_stored') await target.append(...args);
           throw new LogError(LogErrorCode.Transient, 'append: it did not complete (the answer was lost)');
         };
       }
@@ -95,8 +95,15 @@ async function fixture(lost: LostAnswer) {
   };
 }
 
-describe('tool runner: an execution_started whose answer was lost', () => {
-  it.each<LostAnswer>(['after_stored', 'before_stored'])('runs the action once and answers it (answer lost %s), instead of calling it interrupted on the redelivery', async (lost) => {
+const LOST_ANSWERS: LostAnswer[] = [
+  { of: 'execution_started', when: 'after_stored' },
+  { of: 'execution_started', when: 'before_stored' },
+  { of: 'observation', when: 'after_stored' },
+  { of: 'observation', when: 'before_stored' },
+];
+
+describe('tool runner: an append whose answer was lost', () => {
+  it.each(LOST_ANSWERS)('runs the action once and answers it once (the answer of $of lost $when), instead of calling it interrupted on a redelivery', async (lost) => {
     await using f = await fixture(lost);
     const seq = await f.act('echo ran >> effects.log');
     expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'executed' });

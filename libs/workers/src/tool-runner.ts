@@ -2,7 +2,7 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { whileUnavailable } from '@flotilla/bus';
 import { actionPaths, DelegationFold, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type AroundAction, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
-import { draftEvent, newId, withPositionalIds, type ActionEvent as LoggedAction, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
+import { draftEvent, withPositionalIds, type ActionEvent as LoggedAction, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
 import { appendSurely, assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { answerWorkspace, parseWorkspaceRequest, RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { formatBytes, RestartReason, workspaceUsage, type Sandbox, type SandboxPool } from '@flotilla/sandbox';
@@ -67,6 +67,10 @@ const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}
 
 const MAX_OPEN_WORKSPACES = 1_000;
 const MAX_REMEMBERED_OWNERSHIPS = 10_000;
+/** How long a batch's observations are tried again through transient failures (a nats-server restart, an election) before they are given up (the actions are then answered as interrupted). */
+const RESULTS_RETRY_MS = 100_000;
+/** Conflicting appends of a batch's observations before they are given up. */
+const MAX_RESULT_CONFLICTS = 200;
 
 /**
  * A tool runner: owns conversations' workspaces (ownership in KV, heartbeat), runs each action
@@ -705,36 +709,34 @@ export class ToolRunner {
   }
 
   /**
-   * Observations must land: on a conflict, append again at the new tail. Results for calls that
-   * got answered meanwhile (e.g. marked interrupted by a runner that thought we were dead) are
-   * dropped, so no call is ever answered twice. One commit id per distinct batch, so a retry
-   * after a lost ack never duplicates.
+   * Observations must land: a transient failure appends the same commit again (appendSurely), so a
+   * lost answer never duplicates it; on a conflict, append again at the new tail. Results for calls
+   * that got answered meanwhile (e.g. marked interrupted by a runner that thought we were dead) are
+   * dropped, so no call is ever answered twice.
    */
   async #appendResults(ref: ConversationRef, drafts: readonly EventDraft[]): Promise<CachedConversation | undefined> {
     let remaining = drafts;
-    let commitId = newId();
-    for (let attempt = 0; ; attempt += 1) {
+    const deadline = Date.now() + RESULTS_RETRY_MS;
+    for (let conflicts = 0; ; conflicts += 1) {
       // first at the tail our execution_started left (the usual case), then as the log says
-      const conversation = (attempt === 0 ? this.#deps.cache.peek(ref) : undefined) ?? (await this.#deps.cache.load(ref));
+      const conversation = (conflicts === 0 ? this.#deps.cache.peek(ref) : undefined) ?? (await this.#deps.cache.load(ref));
       const progress = this.#progress.of(conversation.events);
       const unanswered = remaining.filter((draft) => draft.type !== 'observation' || !progress.answered(draft.tool_call_id));
       if (unanswered.length === 0) return undefined;
       if (unanswered.length !== remaining.length) {
         this.#deps.logger.warn({ dropped: remaining.length - unanswered.length }, 'results already answered by another runner were dropped');
         remaining = unanswered;
-        commitId = newId();
       }
       try {
-        const commit = await this.#deps.log.append(ref, withPositionalIds(remaining, conversation.tail.lastSeq + 1), { expected: conversation.tail, commitId });
+        const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(remaining, conversation.tail.lastSeq + 1), { expected: conversation.tail, deadline });
         this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
         this.#deps.metrics.appends.inc({ result: 'ok' });
         const known = this.#deps.cache.peek(ref);
         return known?.tail.streamSeq === commit.streamSeq ? known : undefined;
       } catch (error) {
-        if (!isConflict(error) && !(error as { isRetryable?: boolean }).isRetryable) throw error;
-        this.#deps.metrics.appends.inc({ result: isConflict(error) ? 'conflict' : 'retry' });
-        if (attempt > 200) throw error;
-        await new Promise((resolve) => setTimeout(resolve, Math.min(1_000, 10 * 2 ** Math.min(attempt, 6))));
+        if (!isConflict(error) || conflicts >= MAX_RESULT_CONFLICTS) throw error;
+        this.#deps.metrics.appends.inc({ result: 'conflict' });
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(5 * (conflicts + 1), 50)));
       }
     }
   }
