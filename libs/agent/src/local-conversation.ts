@@ -1,6 +1,6 @@
 import { draftEvent, withPositionalIds, type ConversationStatus, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
 import type { LanguageModel, StreamDelta } from '@flotilla/llm';
-import { isConflict, type ConversationRef, type EventLog, type Tail, EMPTY_TAIL } from '@flotilla/log';
+import { appendSurely, isConflict, type ConversationRef, type EventLog, type Tail, EMPTY_TAIL } from '@flotilla/log';
 import { createToolContext, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import type { AgentConfig } from './agent-config.js';
 import { specOfConfig } from './agent-spec.js';
@@ -242,7 +242,7 @@ export class LocalConversation {
   /** Appends `drafts` (with positional ids for that tail) expecting `tail`. */
   async #appendAt(tail: Tail, drafts: readonly EventDraft[]): Promise<readonly Event[]> {
     if (drafts.length === 0) return [];
-    const commit = await this.#options.log.append(this.#options.ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
+    const commit = await appendSurely(this.#options.log, this.#options.ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
     // the commit directly follows `tail`: it extends the cache only if the cache is still there
     if (tail.streamSeq === this.#tail.streamSeq) this.#merge(commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
     return commit.events;

@@ -1,6 +1,6 @@
 import { condenseOrFail, SpecFold, unreadableSpecDrafts } from '@flotilla/agent';
 import { withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
-import { isConflict, type ConversationRef, type EventLog, type Tail } from '@flotilla/log';
+import { appendSurely, isConflict, type ConversationRef, type EventLog, type Tail } from '@flotilla/log';
 import { CondenserWakeupReason, parseCondenserWakeup, type CommitHandler, type ConversationCache, type HandleOutcome, type InterruptRegistry } from '@flotilla/runtime';
 import { inSpan } from '@flotilla/tracing';
 import { commitSpan } from './commit-span.js';
@@ -83,7 +83,7 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
 
 async function appendCondensation(deps: CondenseHandlerDependencies, { ref, tail }: { readonly ref: ConversationRef; readonly tail: Tail }, drafts: EventDraft[]): Promise<HandleOutcome> {
   try {
-    const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
+    const commit = await appendSurely(deps.log, ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
     deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
     return { ack: true, outcome: 'condensed' };
   } catch (error) {

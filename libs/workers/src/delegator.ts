@@ -1,6 +1,6 @@
 import { answerDrafts, childConversationId, childDrafts, DelegationFold, planDelegations, readAgentSpec, SpecFold, startedDrafts, steerChild, TaskInput, type ChildState } from '@flotilla/agent';
 import { withPositionalIds, type EventDraft } from '@flotilla/events';
-import { EMPTY_TAIL, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
+import { appendSurely, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { publishInterrupt, type CachedConversation, type CommitHandler, type ConversationCache, type Logger, type ServiceMetrics } from '@flotilla/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, loadDelivered } from './at-tail.js';
@@ -150,7 +150,7 @@ export class Delegator {
   /** A child's first commit, expecting an empty log: one that is there already (made before a crash) is left as it is. */
   async #create(ref: ConversationRef, drafts: readonly EventDraft[]): Promise<void> {
     try {
-      const commit = await this.#deps.log.append(ref, withPositionalIds(drafts, 1), { expected: EMPTY_TAIL });
+      const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, 1), { expected: EMPTY_TAIL });
       this.#deps.metrics.appends.inc({ result: 'ok' });
       this.#deps.cache.appended(ref, EMPTY_TAIL, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
     } catch (error) {
@@ -179,7 +179,7 @@ export class Delegator {
   async #appendAt(ref: ConversationRef, conversation: CachedConversation, drafts: readonly EventDraft[]): Promise<boolean> {
     if (drafts.length === 0) return false;
     try {
-      const commit = await this.#deps.log.append(ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
+      const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
       this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       this.#deps.metrics.appends.inc({ result: 'ok' });
       return true;

@@ -9,21 +9,26 @@ import { connect } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import { ConversationAgents } from './conversation-agents.js';
 import { createStepHandler } from './step-handler.js';
+import { losingFirstAnswer, type LostWhen } from './test-support/lost-answer-log.js';
 import { storedDelivery } from './test-support/stored-delivery.js';
 
 /**
  * A log on a real nats-server and a step handler on it whose model, while it "thinks", lets
- * `meanwhile` append to the log: what lands under a step's model call.
+ * `meanwhile` append to the log: what lands under a step's model call. With `lose`, the step's
+ * append loses its answer (`losingFirstAnswer`).
  */
-async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<number>, ref: ConversationRef) => Promise<unknown>) {
+async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<number>, ref: ConversationRef) => Promise<unknown>, lose?: LostWhen) {
   const server = await startNats();
   const nc = await connect({ servers: server.url });
   const name = uniqueName('SH');
   const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+  const handlerLog = lose ? losingFirstAnswer(log, 'action', lose).log : log;
+  let modelCalls = 0;
   const ref: ConversationRef = { tenant: 'acme', conversation: uniqueName('c') };
   const append = async (...drafts: EventDraft[]): Promise<number> => (await log.append(ref, drafts, { expected: await log.tail(ref) })).streamSeq;
   const llm = new ScriptedLanguageModel({
     replies: async () => {
+      modelCalls += 1;
       await meanwhile(append, ref);
       return { toolCalls: [{ id: 'call_1', name: 'think', arguments: '{"thought":"plan"}' }] };
     },
@@ -31,12 +36,13 @@ async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<
   const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' } });
   const agents = new ConversationAgents({ catalog: new AgentCatalog(agent), registry: new ToolRegistry(createBuiltinTools()), createModel: () => llm });
   const metrics = new ServiceMetrics('step-worker');
-  const handle = createStepHandler({ log, cache: new ConversationCache<ConversationCheckpoint>(log, 10), agents, interrupts: new InterruptRegistry(), nc, metrics, streamDeltas: false });
+  const handle = createStepHandler({ log: handlerLog, cache: new ConversationCache<ConversationCheckpoint>(handlerLog, 10), agents, interrupts: new InterruptRegistry(), nc, metrics, streamDeltas: false });
   const system = { ...ref, source: 'system' as const };
   return {
     ref,
     append,
     metrics,
+    modelCalls: () => modelCalls,
     start: () => append(draftEvent(system, 'state_change', { status: 'idle', reason: 'created' }), draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Plan it' }] }), draftEvent(system, 'state_change', { status: 'running' })),
     deliver: async (streamSeq: number) => handle(await storedDelivery(log, ref, streamSeq)),
     events: async (): Promise<Event[]> => (await log.readEvents(ref)).events,
@@ -69,5 +75,15 @@ describe('step handler: what lands under a step', () => {
     });
     expect(await f.deliver(await f.start())).toEqual({ ack: true, outcome: 'conflict' });
     expect((await f.events()).filter((event) => event.type === 'action')).toEqual([]);
+  });
+});
+
+describe('step handler: a step whose append lost its answer', () => {
+  it.each<LostWhen>(['before_stored', 'after_stored'])('appends the same commit again (answer lost %s): one model call, one step in the log', async (lost) => {
+    await using f = await fixture(async () => undefined, lost);
+    expect(await f.deliver(await f.start())).toEqual({ ack: true, outcome: 'actions' });
+    expect(f.modelCalls()).toBe(1);
+    const types = (await f.events()).map((event) => event.type);
+    expect(types.slice(3)).toEqual(['system_prompt', 'llm_usage', 'action']);
   });
 });

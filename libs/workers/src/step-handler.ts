@@ -1,6 +1,6 @@
 import { ConversationProgress, finishDrafts, messageCharacters, onlyTitles, RunStateFold, SkillsFold, SpecFold, step, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
 import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
-import { isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
+import { appendSurely, isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
 import { inSpan, TRACEPARENT_HEADER, type Span } from '@flotilla/tracing';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
@@ -144,7 +144,7 @@ async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { r
   let tail = decidedAt;
   for (;;) {
     try {
-      const commit = await deps.log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
+      const commit = await appendSurely(deps.log, ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail, signal: delivery.signal });
       deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       deps.metrics.appends.inc({ result: 'ok' });
       delivery.logger.debug({ outcome, seq: commit.lastSeq }, 'step appended');

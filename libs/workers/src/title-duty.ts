@@ -2,7 +2,7 @@ import { TitleProgress, titleOrFail, type TitleResult } from '@flotilla/agent';
 import { withPositionalIds, type Event } from '@flotilla/events';
 import type { LanguageModel } from '@flotilla/llm';
 import type { AgentLookup, ConversationAgent } from './conversation-agents.js';
-import { isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
+import { appendSurely, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
 import { setRecent, type ConversationCache, type Delivery, type HandleOutcome } from '@flotilla/runtime';
 import type { Delivered } from './at-tail.js';
 import { IncrementalFold } from './incremental-fold.js';
@@ -82,7 +82,7 @@ export class TitleDuty {
       }
       try {
         const { tail } = current;
-        const commit = await this.deps.log.append(ref, withPositionalIds(result.drafts, tail.lastSeq + 1), { expected: tail });
+        const commit = await appendSurely(this.deps.log, ref, withPositionalIds(result.drafts, tail.lastSeq + 1), { expected: tail });
         this.deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
         this.#inHand.delete(key(ref));
         return { ack: true, outcome: result.title === undefined ? 'title_failed' : 'titled' };

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { draftEvent, type Event } from '@flotilla/events';
-import { EventLog, LogError, LogErrorCode, type ConversationRef } from '@flotilla/log';
+import { EventLog, type ConversationRef } from '@flotilla/log';
 import { ConversationCache, InterruptRegistry, RunnerRegistry, ServiceMetrics } from '@flotilla/runtime';
 import { createNoneProvider, DEFAULT_SANDBOX_SETTINGS, SandboxPool } from '@flotilla/sandbox';
 import { startNats, uniqueName } from '@flotilla/testing';
@@ -10,37 +10,21 @@ import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { losingFirstAnswer, type LostWhen } from './test-support/lost-answer-log.js';
 import { storedDelivery } from './test-support/stored-delivery.js';
 import { ToolRunner } from './tool-runner.js';
 
-/** Which of a batch's appends loses its answer (the first holding an event of this type), and whether before it reached the stream or after it was stored. */
-type LostAnswer = { readonly of: 'execution_started' | 'observation'; readonly when: 'before_stored' | 'after_stored' };
+/** Which of a batch's appends loses its answer (the first holding an event of this type), and when. */
+type LostAnswer = { readonly of: 'execution_started' | 'observation'; readonly when: LostWhen };
 
-/**
- * A tool runner on a real nats-server whose log loses the answer to one append, as a publish cut
- * off by a nats-server restart or a leader election does: the append throws the transient "did
- * not complete", whether or not the commit was stored.
- */
+/** A tool runner on a real nats-server whose log loses the answer to one append (`losingFirstAnswer`). */
 async function fixture(lost: LostAnswer) {
   const server = await startNats();
   const nc = await connect({ servers: server.url });
   const name = uniqueName('TR');
   const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
-  let answersLost = 0;
-  const faulty = new Proxy(log, {
-    get(target, property) {
-      if (property === 'append') {
-        return async (...args: Parameters<EventLog['append']>) => {
-          if (answersLost > 0 || !args[1].some((draft) => draft.type === lost.of)) return target.append(...args);
-          answersLost += 1;
-          if (lost.when === 'after_stored') await target.append(...args);
-          throw new LogError(LogErrorCode.Transient, 'append: it did not complete (the answer was lost)');
-        };
-      }
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+  const losing = losingFirstAnswer(log, lost.of, lost.when);
+  const faulty = losing.log;
   const home = await mkdtemp(join(tmpdir(), 'flotilla-tool-runner-'));
   const runners = await RunnerRegistry.open(nc, { runnersBucket: uniqueName('runners'), workspacesBucket: uniqueName('workspaces'), livenessMs: 3_000 });
   const sandboxes = new SandboxPool(createNoneProvider(DEFAULT_SANDBOX_SETTINGS), { idleStopMs: 60_000 });
@@ -64,7 +48,7 @@ async function fixture(lost: LostAnswer) {
   const handle = runner.handler();
   return {
     ref,
-    answersLost: () => answersLost,
+    answersLost: losing.lost,
     workspace: join(home, 'workspaces', ref.tenant, ref.conversation),
     /** A running conversation whose step asked for `command` in the terminal; the commit of that action's stream sequence. */
     async act(command: string): Promise<number> {

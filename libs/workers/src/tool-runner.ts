@@ -595,7 +595,7 @@ export class ToolRunner {
    */
   async #appendAtTail(ref: ConversationRef, conversation: CachedConversation, drafts: readonly EventDraft[]): Promise<CachedConversation | undefined> {
     try {
-      const commit = await this.#deps.log.append(ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
+      const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
       this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       this.#deps.metrics.appends.inc({ result: 'ok' });
       const known = this.#deps.cache.peek(ref);

@@ -375,7 +375,7 @@ export class ConversationService {
   async #createWith(ref: ConversationRef, drafts: readonly EventDraft[], body: { readonly message?: string; readonly run?: boolean }): Promise<{ conversation: Conversation; created: boolean }> {
     const first = body.message ? [...drafts, ...messageCommand(initialState(), ref, body.message, { run: body.run ?? false })] : drafts;
     try {
-      await this.log.append(ref, withPositionalIds(first, 1), { expected: EMPTY_TAIL });
+      await appendSurely(this.log, ref, withPositionalIds(first, 1), { expected: EMPTY_TAIL });
     } catch (error) {
       if (!isConflict(error)) throw error;
       return { conversation: await this.get(ref), created: false };
