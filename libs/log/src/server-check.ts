@@ -1,31 +1,20 @@
+import { MINIMUM_SERVER_VERSION, isSupportedServerVersion } from '@flotilla/nats-embedded';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { LogError, LogErrorCode } from './errors.js';
 
-export const MINIMUM_SERVER_VERSION = '2.9.0';
-
-function parseVersion(version: string): [number, number, number] | undefined {
-  const match = /^v?(\d+)\.(\d+)\.(\d+)/.exec(version);
-  return match ? [Number(match[1]), Number(match[2]), Number(match[3])] : undefined;
-}
-
-export function compareVersions(a: string, b: string): number {
-  const left = parseVersion(a) ?? [0, 0, 0];
-  const right = parseVersion(b) ?? [0, 0, 0];
-  for (let index = 0; index < 3; index += 1) {
-    const difference = (left[index] ?? 0) - (right[index] ?? 0);
-    if (difference !== 0) return difference;
-  }
-  return 0;
-}
-
-/** Fails fast with a clear error on a server Flotilla cannot run on. */
+/**
+ * Fails fast with a clear error on a server Flotilla cannot run on: one older than
+ * MINIMUM_SERVER_VERSION (every service and the tap connect through here), or without JetStream.
+ */
 export function assertServerSupported(nc: NatsConnection): { version: string } {
   const info = nc.info;
   const version = info?.version ?? '0.0.0';
-  if (compareVersions(version, MINIMUM_SERVER_VERSION) < 0) {
+  if (!isSupportedServerVersion(version)) {
     throw new LogError(
       LogErrorCode.ServerTooOld,
-      `nats-server ${version} is too old: Flotilla needs ${MINIMUM_SERVER_VERSION} or newer (per-subject sequences, direct get).`,
+      `nats-server ${version} at ${nc.getServer()} is too old: Flotilla needs nats-server ${MINIMUM_SERVER_VERSION} or newer ` +
+        '(reads by direct-get batch without a consumer, the lost-answer check on the subject tail, atomic batches, message TTLs and schedules); ' +
+        'upgrade it (docs/operations.md, "NATS server version")',
     );
   }
   if (info && info.jetstream !== true) {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { clusterNodeConfig } from './cluster-node-config.js';
 import { freePorts } from './free-port.js';
 import { fetchJsz, findStreams, type Jsz, type JszStream } from './jsz.js';
-import { findNatsServerBinary } from './nats-binary.js';
+import { findNatsServerBinary, missingNatsServerHint } from './nats-binary.js';
 import { NatsEmbeddedError, NatsEmbeddedErrorCode } from './nats-embedded-error.js';
 import { NatsServerProcess } from './nats-server-process.js';
 import { pollUntil, type Observation } from './poll-until.js';
@@ -70,7 +70,7 @@ export class NatsCluster implements AsyncDisposable {
     // One node with a cluster block waits for routes forever in nats-server 2.9: use NatsServerProcess for a single server.
     if (!Number.isInteger(size) || size < 2) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.invalidArgument, `a cluster needs a whole number of nodes, at least 2 (got ${size}); use NatsServerProcess for one server`);
     const binary = options.binary ?? findNatsServerBinary();
-    if (!binary) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.binaryNotFound, 'nats-server not found on PATH: install it (e.g. apt-get install -y nats-server) or set NATS_SERVER_BIN');
+    if (!binary) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.binaryNotFound, missingNatsServerHint());
     const name = options.name ?? 'flotilla';
     const startTimeoutMs = options.startTimeoutMs ?? 30_000;
     const ownsDir = options.dir === undefined;

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { freePort } from './free-port.js';
-import { findNatsServerBinary } from './nats-binary.js';
+import { findNatsServerBinary, missingNatsServerHint } from './nats-binary.js';
 import { NatsEmbeddedError, NatsEmbeddedErrorCode } from './nats-embedded-error.js';
 import { forEachLine } from './stderr-lines.js';
 
@@ -67,7 +67,7 @@ export class NatsServerProcess implements AsyncDisposable {
 
   static async start(options: NatsServerProcessOptions = {}): Promise<NatsServerProcess> {
     const binary = options.binary ?? findNatsServerBinary();
-    if (!binary) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.binaryNotFound, 'nats-server not found on PATH: install it (e.g. apt-get install -y nats-server) or set NATS_URL');
+    if (!binary) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.binaryNotFound, missingNatsServerHint());
     const port = options.port ?? (await freePort());
     const ownsStore = options.storeDir === undefined;
     const storeDir = options.storeDir ?? (await mkdtemp(join(tmpdir(), 'flotilla-nats-')));

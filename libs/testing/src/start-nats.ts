@@ -1,10 +1,10 @@
 import { containerRuntimeAvailable, startNatsContainer, type NatsTestServer } from './nats-container.js';
-import { findNatsServerBinary, NatsServerProcess, type NatsServerProcessOptions } from '@flotilla/nats-embedded';
+import { findNatsServerBinary, missingNatsServerHint, NatsServerProcess, type NatsServerProcessOptions } from '@flotilla/nats-embedded';
 
 /**
  * A NATS server for one test suite, in order of preference:
  * 1. `NATS_URL` when set (a shared server; cannot be killed or restarted);
- * 2. a `nats-server` binary on PATH (own port and temp store dir);
+ * 2. a `nats-server` binary new enough (findNatsServerBinary; own port and temp store dir);
  * 3. a container when a Docker engine is reachable.
  * Use with `await using nats = await startNats()`.
  */
@@ -13,9 +13,7 @@ export async function startNats(options: NatsServerProcessOptions & { readonly p
   if (external && options.preferExternal !== false) return externalServer(external);
   if (options.binary ?? findNatsServerBinary()) return processServer(await NatsServerProcess.start(options));
   if (await containerRuntimeAvailable()) return await startNatsContainer();
-  throw new Error(
-    'No NATS server for tests: install nats-server (apt-get install -y nats-server), set NATS_URL, or make a Docker engine reachable.',
-  );
+  throw new Error(`No NATS server for tests: ${missingNatsServerHint()}, or make a Docker engine reachable.`);
 }
 
 function processServer(server: NatsServerProcess): NatsTestServer {
