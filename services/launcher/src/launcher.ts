@@ -11,6 +11,7 @@ import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceP
 import { loadAgentSettings } from '@flotilla/workers';
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
+import { lockHome, type HomeLock } from './home-lock.js';
 import { deploymentIdentities } from './nats-config.js';
 import { portIsFree } from './port-free.js';
 import { isSecretsKeySetting, secretsEnvironmentFor, secretsKeySettings } from './secrets-key-file.js';
@@ -86,7 +87,25 @@ async function keyFile(path: string): Promise<string> {
  * Starts the system on one machine: an embedded nats-server (unless one is configured), the
  * events stream, and one supervised process of each service (restarted if it crashes).
  */
-export async function launch(config: LauncherConfig, output: LauncherOutput): Promise<RunningSystem> {
+export async function launch(config: LauncherConfig, output: LauncherOutput, options: { homeLock?: HomeLock } = {}): Promise<RunningSystem> {
+  // one system per home: nothing in it (store, keys, cli.json) changes before this launcher holds it
+  const homeLock = options.homeLock ?? (await lockHome(config.home));
+  try {
+    const system = await launchOnHome(config, output, homeLock);
+    return {
+      ...system,
+      [Symbol.asyncDispose]: async () => {
+        await system[Symbol.asyncDispose]();
+        await homeLock.release();
+      },
+    };
+  } catch (error) {
+    await homeLock.release();
+    throw error;
+  }
+}
+
+async function launchOnHome(config: LauncherConfig, output: LauncherOutput, homeLock: HomeLock): Promise<RunningSystem> {
   checkServiceSettings(process.env);
   let server: NatsServerProcess | NatsCluster | undefined;
   let natsUrl = config.natsUrl;
@@ -166,6 +185,7 @@ export async function launch(config: LauncherConfig, output: LauncherOutput): Pr
       gatewayPort = fallback;
     }
     gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+    await homeLock.setGatewayUrl(gatewayUrl);
     // the CLI finds the local system through this file
     await writeFile(join(config.home, 'cli.json'), `${JSON.stringify({ url: gatewayUrl, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
     const launched = launchedServices(process.env);

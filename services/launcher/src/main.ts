@@ -1,5 +1,5 @@
 import { loadLauncherConfig } from './config.js';
-import { launch } from './launcher.js';
+import { lockHome } from './home-lock.js';
 
 const output = {
   info: (line: string) => console.log(`[flotilla] ${line}`),
@@ -9,7 +9,10 @@ const output = {
 
 try {
   const config = loadLauncherConfig();
-  const system = await launch(config, output);
+  // a second launcher on this home is refused before the services' code is even loaded
+  const homeLock = await lockHome(config.home);
+  const { launch } = await import('./launcher.js');
+  const system = await launch(config, output, { homeLock });
   output.info(`ready: NATS ${system.natsUrl}`);
   for (const service of system.services) output.info(`  ${service.name.padEnd(12)} ${service.health}/ready  /metrics`);
   output.info(`gateway ${system.gatewayUrl}  (web UI: ${system.gatewayUrl}/#key=${system.apiKey}, API docs: ${system.gatewayUrl}/docs)`);
