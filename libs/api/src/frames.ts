@@ -1,7 +1,7 @@
 import { ConversationId, ConversationStatus, Event, SecretName } from '@flotilla/events';
 import { z } from 'zod';
 import { ErrorCode } from './errors.js';
-import { MessageImages, MessageText, SecretValue } from './requests.js';
+import { MessageImages, MessageText, ReasonBody, SecretValue } from './requests.js';
 
 /**
  * WebSocket frames, server → client. Durable `event` frames carry the event's `seq` and arrive
@@ -53,8 +53,9 @@ export const ClientFrame = z.discriminatedUnion('type', [
     .strictObject({ type: z.literal('message'), id: FrameId, text: MessageText.optional(), images: MessageImages.optional(), run: z.boolean().optional() })
     .refine((frame) => frame.text !== undefined || frame.images !== undefined, { message: 'give text, images or both', path: ['text'] }),
   z.strictObject({ type: z.literal('run'), id: FrameId }),
-  z.strictObject({ type: z.literal('pause'), id: FrameId }),
-  z.strictObject({ type: z.literal('interrupt'), id: FrameId }),
+  /** Pause after the step / interrupt now, with the `reason` the REST routes take (validated the same). */
+  z.strictObject({ type: z.literal('pause'), id: FrameId, reason: ReasonBody.shape.reason }),
+  z.strictObject({ type: z.literal('interrupt'), id: FrameId, reason: ReasonBody.shape.reason }),
   z.strictObject({ type: z.literal('approve'), id: FrameId }),
   z.strictObject({ type: z.literal('reject'), id: FrameId, reason: z.string().min(1).max(2_000) }),
   z.strictObject({ type: z.literal('ping'), id: FrameId }),

@@ -328,6 +328,14 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       release = slot.release;
       if (socket.readyState !== socket.OPEN) return release(); // closed while the slot was taken: its close handler has run
       if (slot.feed.tail.lastSeq === 0) return fail(CloseCode.NotFound, `no conversation "${id.data}"`);
+      const afterSeq = query.data.after_seq;
+      if (afterSeq > slot.feed.tail.lastSeq) {
+        // past the feed's tail: the feed may trail another gateway's by a moment, so the log's own tail decides
+        const tail = await log.tail(ref).catch(() => undefined);
+        if (socket.readyState !== socket.OPEN) return;
+        if (tail === undefined) return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
+        if (afterSeq > tail.lastSeq) return fail(CloseCode.BadFrame, `after_seq ${afterSeq} is past the last seq ${tail.lastSeq}: reconnect with after_seq at most ${tail.lastSeq}`);
+      }
       const indexed = deps.index.get(ref.tenant, ref.conversation);
       let status: string;
       try {

@@ -114,10 +114,10 @@ export class SocketSession implements FeedListener {
           result = await conversations.run(ref);
           break;
         case 'pause':
-          result = await conversations.pause(ref);
+          result = await conversations.pause(ref, frame.reason);
           break;
         case 'interrupt':
-          result = await conversations.interrupt(ref);
+          result = await conversations.interrupt(ref, frame.reason);
           break;
         case 'approve':
           result = await conversations.approve(ref);

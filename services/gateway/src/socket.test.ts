@@ -169,6 +169,43 @@ describe('the event WebSocket', () => {
     raw.socket.close();
   });
 
+  it('takes the reason of a pause or interrupt frame, validated as the REST routes validate it', async () => {
+    await h.acme.createConversation({ id: 'reasons', message: 'hi' });
+    const raw = rawSocket(h, 'reasons');
+    await until(() => raw.frames.some((frame) => frame.type === 'live'), 5_000, 'live');
+    const answer = (id: string) => raw.frames.find((frame) => 'id' in frame && frame.id === id);
+    raw.socket.send(JSON.stringify({ type: 'pause', id: 'long', reason: 'x'.repeat(2_001) }));
+    await until(() => answer('long') !== undefined, 5_000, 'the long reason refused');
+    expect(answer('long')).toMatchObject({ type: 'error', code: 'validation_failed', message: expect.stringMatching(/^Bad frame: reason: /) });
+    raw.socket.send(JSON.stringify({ type: 'run', id: 'r1' }));
+    await until(() => answer('r1') !== undefined, 5_000, 'the run');
+    raw.socket.send(JSON.stringify({ type: 'pause', id: 'p1', reason: 'lunch break' }));
+    await until(() => raw.frames.some((frame) => frame.type === 'event' && frame.event.type === 'pause'), 5_000, 'the pause event');
+    expect(answer('p1')).toMatchObject({ type: 'ack', appended: true, status: 'paused' });
+    expect(raw.frames.find((frame) => frame.type === 'event' && frame.event.type === 'pause')).toMatchObject({ event: { reason: 'lunch break', source: 'user' } });
+    raw.socket.send(JSON.stringify({ type: 'run', id: 'r2' }));
+    raw.socket.send(JSON.stringify({ type: 'interrupt', id: 'i1', reason: 'wrong task' }));
+    await until(() => raw.frames.some((frame) => frame.type === 'event' && frame.event.type === 'interrupt'), 5_000, 'the interrupt event');
+    expect(raw.frames.find((frame) => frame.type === 'event' && frame.event.type === 'interrupt')).toMatchObject({ event: { reason: 'wrong task' } });
+    raw.socket.close();
+  });
+
+  it('refuses an after_seq past the conversation\'s last seq (4002, naming the last seq); at the tail, live reports the real tail', async () => {
+    await h.acme.createConversation({ id: 'past' });
+    const past = rawSocket(h, 'past', CREATED_EVENTS + 5);
+    const closed = await past.closed;
+    expect(closed.code).toBe(CloseCode.BadFrame);
+    expect(closed.reason).toBe(`after_seq ${CREATED_EVENTS + 5} is past the last seq ${CREATED_EVENTS}: reconnect with after_seq at most ${CREATED_EVENTS}`);
+    expect(past.frames).toEqual([]);
+    const atTail = rawSocket(h, 'past', CREATED_EVENTS);
+    await until(() => atTail.frames.some((frame) => frame.type === 'live'), 5_000, 'live');
+    expect(atTail.frames).toEqual([
+      { type: 'sync', conversation: 'past', after_seq: CREATED_EVENTS, last_seq: CREATED_EVENTS, status: 'idle' },
+      { type: 'live', last_seq: CREATED_EVENTS },
+    ]);
+    atTail.socket.close();
+  });
+
   it('keeps a socket live across a nats-server restart: events appended after it arrive, in order, once', async () => {
     await using own = await startGatewayHarness();
     const ref = { tenant: 'acme', conversation: 'restart' };
