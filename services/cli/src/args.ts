@@ -27,7 +27,8 @@ export type Command =
       readonly template?: string;
       readonly specFile?: string;
     }
-  | { readonly name: 'send'; readonly id: string; readonly text: string; readonly images: readonly string[]; readonly run: boolean; readonly watch?: FollowOptions }
+  /** `textFromStdin`: TEXT was `-`, the message is read from standard input (`text` is then empty). */
+  | { readonly name: 'send'; readonly id: string; readonly text: string; readonly textFromStdin?: true; readonly images: readonly string[]; readonly run: boolean; readonly watch?: FollowOptions }
   | { readonly name: 'run' | 'approve'; readonly id: string; readonly watch?: FollowOptions }
   | { readonly name: 'reject'; readonly id: string; readonly reason: string; readonly watch?: FollowOptions }
   | { readonly name: 'pause' | 'interrupt'; readonly id: string; readonly reason?: string }
@@ -233,10 +234,12 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
       const images = values.image ?? [];
       if (rest.length < (images.length > 0 ? 1 : 2)) throw usageError('send needs ID and TEXT (or --image FILE), e.g. flotilla send my-conversation "fix the failing test"');
       const [id, ...words] = rest as [string, ...string[]];
-      const text = words.join(' ');
-      if (text.trim() === '' && images.length === 0) throw usageError('send: TEXT is empty');
+      // TEXT `-`: the message is standard input (`git log | flotilla send ID -`)
+      const textFromStdin = words.length === 1 && words[0] === '-';
+      const text = textFromStdin ? '' : words.join(' ');
+      if (!textFromStdin && text.trim() === '' && images.length === 0) throw usageError('send: TEXT is empty');
       if (images.length > MAX_IMAGES_PER_MESSAGE) throw usageError(`send: at most ${MAX_IMAGES_PER_MESSAGE} --image files a message`);
-      return { name, id: conversationId(id), text, images, run: values.run ?? false, ...withWatch };
+      return { name, id: conversationId(id), text, ...(textFromStdin ? { textFromStdin: true as const } : {}), images, run: values.run ?? false, ...withWatch };
     }
     case 'run':
     case 'approve':

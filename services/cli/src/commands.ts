@@ -12,6 +12,7 @@ import { tailConversation } from './tail.js';
 import type { Terminal } from './terminal.js';
 import { watchConversation } from './watch.js';
 import { executeWebhookCommand } from './webhook-commands.js';
+import { usageError } from './errors.js';
 import { readImageFiles } from './image-files.js';
 
 export const ExitCode = { Ok: 0, Failed: 1, Usage: 2, Interrupted: 130 } as const;
@@ -53,10 +54,12 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
       if (!created) context.err.line(`note: conversation ${conversation.id} already exists; it was left unchanged`);
       return command.watch ? watch(client, conversation.id, 0, command.watch, context) : ExitCode.Ok;
     }
-    case 'send':
+    case 'send': {
+      const text = command.textFromStdin ? await messageFromStdin(context, command.images.length > 0) : command.text;
       return commandThenWatch(client, command.id, command.watch, context, 'sent to', async () =>
-        client.sendMessage(command.id, command.text, { run: command.run, ...(command.images.length === 0 ? {} : { images: await readImageFiles(command.images, context) }) }),
+        client.sendMessage(command.id, text, { run: command.run, ...(command.images.length === 0 ? {} : { images: await readImageFiles(command.images, context) }) }),
       );
+    }
     case 'run':
       return commandThenWatch(client, command.id, command.watch, context, 'run', () => client.run(command.id));
     case 'approve':
@@ -215,4 +218,12 @@ async function* searchEvents(client: CliClient, command: Extract<Command, { name
     remaining -= Math.min(remaining, page.items.length);
     cursor = page.next_cursor ?? undefined;
   } while (cursor !== undefined && remaining > 0);
+}
+
+/** `send ID -`: the message is all of standard input. */
+async function messageFromStdin(context: CommandContext, withImages: boolean): Promise<string> {
+  if (!context.input?.readStdinText) throw usageError('send: TEXT - reads standard input, which this caller does not give');
+  const text = await context.input.readStdinText();
+  if (text.trim() === '' && !withImages) throw usageError('send: standard input was empty: nothing to send (pipe the message in, or give TEXT)');
+  return text;
 }

@@ -5,7 +5,7 @@ import { FlotillaClient } from '@flotilla/client';
 import { NodeWebSocket } from '@flotilla/client/node';
 import { configFile } from './connection.js';
 import { runCli } from './run-cli.js';
-import { readStdinValue } from './stdin-value.js';
+import { readStdinText, readStdinValue } from './stdin-value.js';
 
 const interrupted = new AbortController();
 /** Set by a command that finishes on its own once interrupted (a named tap acknowledges what it printed). */
@@ -42,6 +42,7 @@ const code = await runCli(process.argv.slice(2), {
   },
   input: {
     readStdin: (prompt) => readStdinValue(prompt, process.stdin, process.stderr),
+    readStdinText: () => readStdinText(process.stdin, process.stderr, 'Type the message, then Ctrl-D on a line of its own to send it.\n'),
     readFile: (path) => readFile(path, 'utf8'),
     readBytes: (path) => readFile(path),
   },

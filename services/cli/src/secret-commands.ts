@@ -7,6 +7,8 @@ import type { Terminal } from './terminal.js';
 export type SecretInput = {
   /** All of stdin (a terminal reads one line without echoing it, after showing `prompt`). */
   readStdin(prompt: string): Promise<string>;
+  /** All of stdin as typed, one final line break dropped (`send ID -`). */
+  readStdinText?(): Promise<string>;
   readFile(path: string): Promise<string>;
   /** A file's bytes (`send --image`). */
   readBytes?(path: string): Promise<Uint8Array>;

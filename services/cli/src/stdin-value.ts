@@ -44,3 +44,14 @@ export async function readStdinValue(prompt: string, stdin: InputStream, stderr:
     stdin.on('data', onData);
   });
 }
+
+/**
+ * All of stdin as text, for `send ID -`: until end of input (Ctrl-D on a terminal, where the text
+ * is echoed as typed and `hint` is shown on stderr first). One final line break is dropped.
+ */
+export async function readStdinText(stdin: InputStream, stderr: { write(text: string): unknown }, hint: string): Promise<string> {
+  if (stdin.isTTY) stderr.write(hint);
+  const chunks: Buffer[] = [];
+  for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}

@@ -9,7 +9,8 @@ Conversations:
                                    the spec fields in FILE (JSON) over it
   send ID TEXT [--image FILE]... [--run] [--watch]
                                    send a user message (--run starts the agent), with images
-                                   (png, jpeg, gif, webp; TEXT may be left out with --image)
+                                   (png, jpeg, gif, webp; TEXT may be left out with --image);
+                                   TEXT - reads the message from standard input
   run ID [--watch]                 start (or continue) the agent
   approve ID [--watch]             approve the actions awaiting confirmation
   reject ID --reason R [--watch]   reject them, telling the agent why
