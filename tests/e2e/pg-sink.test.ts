@@ -88,7 +88,7 @@ describe('flotilla tap', () => {
     expect(parseLines(withCorrupt.stdout)).toEqual(eventsOf(await commitsOf(system.log, [acme[0]!])));
     expect(withCorrupt.stderr).toMatch(/is not a valid commit, skipped: foreign message/);
     expect(system.violations.length).toBeGreaterThan(0);
-    expect(system.violations.filter((line) => !(line.includes('"tap-acme"') && line.includes('flotilla.ev.globex.')))).toEqual([]);
+    expect(system.violations.filter((line) => !(line.includes('/user:tap-acme" - ') && line.includes('flotilla.ev.globex.')))).toEqual([]);
   }, 240_000);
 });
 

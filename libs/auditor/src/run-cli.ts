@@ -1,6 +1,6 @@
-import { connectionOptions, loadBusSettings } from '@flotilla/bus';
+import { connectBus, loadBusSettings } from '@flotilla/bus';
 import { jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { auditAll, auditConversation } from './audit-conversation.js';
 import type { AuditReport } from './audit-report.js';
 import { parseCliArgs, USAGE } from './cli-args.js';
@@ -52,7 +52,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     // a read-only credential is enough (a tap's); FLOTILLA_NATS_USER and the rest as for a service
     const bus = loadBusSettings({ ...io.env, FLOTILLA_NATS_URL: args.servers.join(',') });
     const identity = bus.auth.kind === 'user' ? bus.auth.user : 'tap';
-    nc = await connect({ ...connectionOptions(bus, { name: 'flotilla-audit', identity }), timeout: 5_000, maxReconnectAttempts: 0 });
+    nc = await connectBus(bus, { name: 'flotilla-audit', identity }, { timeout: 5_000, maxReconnectAttempts: 0 });
     const jsm = await jetstreamManager(nc, { checkAPI: true });
     await jsm.streams.info(args.streamName).catch((error: unknown) => {
       if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) {

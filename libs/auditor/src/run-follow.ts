@@ -1,6 +1,5 @@
-import { connectionOptions, loadBusSettings } from '@flotilla/bus';
+import { connectBus, loadBusSettings } from '@flotilla/bus';
 import { startHealthServer } from '@flotilla/runtime';
-import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { AuditFollower } from './audit-follower.js';
 import { AuditMetrics } from './audit-metrics.js';
@@ -31,7 +30,7 @@ export async function runFollow(args: FollowArgs, io: FollowIo): Promise<void> {
   const logger = pino({ level: io.env['FLOTILLA_LOG_LEVEL'] ?? 'info', base: { service: 'auditor' } }, { write: (line: string) => io.stdout(line) });
   const bus = loadBusSettings({ ...io.env, FLOTILLA_NATS_URL: args.servers.join(',') });
   const identity = bus.auth.kind === 'user' ? bus.auth.user : 'tap';
-  const nc = await connect({ ...connectionOptions(bus, { name: 'flotilla-audit-follow', identity }), waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000 });
+  const nc = await connectBus(bus, { name: 'flotilla-audit-follow', identity }, { waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000 });
   const metrics = new AuditMetrics();
   metrics.initialise(Object.values(AuditRule));
   const follower = new AuditFollower(

@@ -3,7 +3,10 @@ export type { BusAuth, BusSettings, BusTls, SecretSource } from './bus-settings.
 export { requestAnswer } from './answered-request.js';
 export { answersPrefix, answersUnder, connectionInboxPrefix, connectionOptions, inboxPrefix } from './connection-options.js';
 export type { BusConnectionOptions } from './connection-options.js';
-export { BusConfigError } from './errors.js';
+export { BusConfigError, UnsupportedServerError } from './errors.js';
+export type { UnsupportedServerErrorCode } from './errors.js';
+export { assertServerSupported, connectBus } from './connect-bus.js';
+export type { BusConnectOptions } from './connect-bus.js';
 export { AskSubjects, bucketStream, Buckets, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAME, DEFAULT_STREAM_NAMES, DEFAULT_SUBJECT_PREFIX, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
 export type { BucketRole, StreamNames } from './layout.js';
 export { appendsToLog, CONSUMER_GROUPS, GROUP_QUEUES, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';

@@ -13,8 +13,6 @@ export const LogErrorCode = {
   CorruptCommit: 'corrupt_commit',
   /** The server has no JetStream, or this account may not use it. */
   JetStreamUnavailable: 'jetstream_unavailable',
-  /** The server is older than the oldest version Flotilla runs on. */
-  ServerTooOld: 'server_too_old',
   /** The events stream exists with a configuration Flotilla cannot use. */
   StreamMisconfigured: 'stream_misconfigured',
   /** A commit written by a newer Flotilla: upgrade before reading this log. */

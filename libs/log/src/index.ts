@@ -11,6 +11,5 @@ export { decodeCommit, encodeCommit, eventTypesOf, placementOf } from './codec.j
 export type { DecodeResult, RawMessage } from './codec.js';
 export { appendSurely, appendWithRetry } from './append-with-retry.js';
 export type { AppendSurelyOptions, AppendWithRetryOptions } from './append-with-retry.js';
-export { assertServerSupported } from './server-check.js';
 export { tapConsumerName, tapStream } from './stream-tap.js';
 export type { StreamTapOptions, TapItem, TapResult, TapStart } from './stream-tap.js';

@@ -2,7 +2,6 @@ import { jetstreamManager, JetStreamApiError, type JetStreamManager, type Stream
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { describeDrift, isLostCreationRace, streamDrift } from '@flotilla/bus';
 import { LogError, LogErrorCode } from './errors.js';
-import { assertServerSupported } from './server-check.js';
 
 export type EventStreamOptions = {
   /** Stream name; default FLOTILLA_EVENTS. */
@@ -34,7 +33,6 @@ export type EventStreamState = { readonly replicas: number; readonly warning: st
 const STREAM_NOT_FOUND = 10059;
 
 export async function connectManager(nc: NatsConnection): Promise<JetStreamManager> {
-  assertServerSupported(nc);
   try {
     return await jetstreamManager(nc, { checkAPI: true });
   } catch (error) {

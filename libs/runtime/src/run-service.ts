@@ -1,8 +1,8 @@
-import { checkBucketStorage, connectionOptions, describeBus, whileUnavailable } from '@flotilla/bus';
+import { checkBucketStorage, connectBus, describeBus, UnsupportedServerError, whileUnavailable } from '@flotilla/bus';
 import { prepareValidation } from '@flotilla/events';
 import { EventLog } from '@flotilla/log';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { AckBatch } from './ack-batch.js';
 import { adoptAllocator } from './allocator.js';
@@ -164,17 +164,22 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
 /**
  * Connects as the service's own NATS user (its inbox prefix named after the service), retrying
  * while the server is unreachable. A refused credential is not retried: it will not get better.
+ * A server Flotilla cannot run on (older than the minimum version, or without JetStream) stops
+ * the process with exit code 1 and one log line saying what to do (connectBus).
  */
 export async function connectWithRetry(config: ServiceConfig, logger: Logger): Promise<NatsConnection> {
   for (const warning of config.bus.warnings) logger.warn(warning);
   const bus = describeBus(config.bus);
-  const options = connectionOptions(config.bus, { name: config.instanceId, identity: config.service });
   for (let attempt = 1; ; attempt += 1) {
     try {
       // noAsyncTraces: no Error (with a captured stack) per request just in case it times out; that
       // eager capture was a large share of every service's CPU under load (see tests/bench/throughput).
-      return await connect({ ...options, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000, noAsyncTraces: true });
+      return await connectBus(config.bus, { name: config.instanceId, identity: config.service }, { maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000, noAsyncTraces: true });
     } catch (error) {
+      if (error instanceof UnsupportedServerError) {
+        logger.fatal({ code: error.code, nats: bus }, error.message);
+        process.exit(1);
+      }
       if (isAuthenticationFailure(error)) {
         throw new Error(`NATS at ${bus.servers.join(', ')} refused ${bus.auth}: check FLOTILLA_NATS_USER and its password, or the nkey or .creds file (${(error as Error).message})`, { cause: error });
       }
@@ -211,7 +216,7 @@ export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig
       return log;
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (code === 'server_too_old' || code === 'stream_misconfigured') throw error;
+      if (code === 'stream_misconfigured') throw error;
       logger.warn({ err: error, attempt }, 'the events stream is not available yet; retrying');
       await delay(Math.min(5_000, 200 * attempt));
     }

@@ -1,7 +1,6 @@
-import { connectionOptions, loadBusSettings } from '@flotilla/bus';
+import { connectBus, loadBusSettings } from '@flotilla/bus';
 import type { Event } from '@flotilla/events';
 import { tapStream, type TapItem } from '@flotilla/log';
-import { connect } from '@nats-io/transport-node';
 import { ExitCode } from './commands.js';
 import { renderEvent } from './render-event.js';
 import { createStyle } from './style.js';
@@ -29,7 +28,8 @@ export async function runTap(command: TapCommand, context: TapContext): Promise<
   const settings = loadBusSettings(context.env as NodeJS.ProcessEnv);
   // replies come to the credential's own inbox: a user's name, else the tap identity it stands for
   const identity = settings.auth.kind === 'user' ? settings.auth.user : command.tenant === undefined ? 'tap' : `tap-${command.tenant}`;
-  const nc = await connect({ ...connectionOptions(settings, { name: 'flotilla-tap', identity }), maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  // a server older than Flotilla's minimum is refused here, with the version it needs
+  const nc = await connectBus(settings, { name: 'flotilla-tap', identity }, { maxReconnectAttempts: -1, reconnectTimeWait: 500 });
   const json = command.json || !context.interactive;
   const style = createStyle(context.color);
   const conversations = new Set(command.conversations);

@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { authorizationConfig, connectionOptions, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, userEnvironment, type GeneratedUser } from '@flotilla/bus';
+import { authorizationConfig, connectBus, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, userEnvironment, type GeneratedUser } from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { loadServiceConfig, removeRetiredCondenserGroup } from '@flotilla/runtime';
 import { loadSandboxSettings } from '@flotilla/sandbox';
 import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { loadAgentSettings } from '@flotilla/workers';
-import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
 import { lockHome, type HomeLock } from './home-lock.js';
 import { deploymentIdentities } from './nats-config.js';
@@ -143,7 +143,6 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
   // the launcher is the embedded system's admin; with a server of your own it connects as FLOTILLA_NATS_* say
   const bus = loadBusSettings(users ? { FLOTILLA_NATS_URL: natsUrl, ...userEnvironment(users.get('admin')!) } : process.env);
   for (const warning of bus.warnings) output.warn(warning);
-  const adminOptions: ConnectionOptions = connectionOptions(bus, { name: 'flotilla-launcher', identity: 'admin' });
   let nc: NatsConnection | undefined;
   const processes: ServiceProcess[] = [];
   const services: { name: string; health: string }[] = [];
@@ -162,7 +161,8 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
     await server?.stop();
   };
   try {
-    nc = await connect({ ...adminOptions, maxReconnectAttempts: -1 });
+    // a server of your own older than Flotilla's minimum is refused here, with the version it needs
+    nc = await connectBus(bus, { name: 'flotilla-launcher', identity: 'admin' }, { maxReconnectAttempts: -1 });
     const log = await EventLog.open(nc, { streamName: config.streamName, replicas: storage.replicas, maxAgeMs: storage.streamMaxAgeMs, maxBytes: storage.streamMaxBytes });
     if (log.storageWarning) output.warn(log.storageWarning);
     const info = await log.jsm.streams.info(log.streamName);
