@@ -13,7 +13,7 @@ export type AppendWithRetryOptions = {
 };
 
 export type AppendSurelyOptions = AppendOptions & {
-  /** Until when (epoch ms) a transient failure is retried. Default 30 s from now, well inside the stream's 2-minute duplicate window. */
+  /** Until when (epoch ms) a transient failure is retried. Default 30 s from now. */
   readonly deadline?: number;
   readonly signal?: AbortSignal;
 };
@@ -32,9 +32,11 @@ function backoff(): () => Promise<void> {
 /**
  * Appends one commit; on a transient failure (an answer lost to a restart or a leader election,
  * JetStream busy) appends the very same commit again (same id, same expected tail) until the
- * deadline. The stream answers a repeated commit id with the stored commit, so when this returns,
- * a commit whose first answer was lost is known to be stored, once. A conflict, or a failure
- * retrying cannot fix, is thrown; so is the last transient failure at the deadline.
+ * deadline. A repeat of a commit already stored is refused by the stream as a conflict and answered
+ * by `EventLog.append` with the stored commit (found right after the expected tail under its id),
+ * so when this returns, a commit whose first answer was lost is known to be stored, once. A
+ * conflict, or a failure retrying cannot fix, is thrown; so is the last transient failure at the
+ * deadline.
  */
 export async function appendSurely(log: EventLog, ref: ConversationRef, drafts: readonly EventDraft[], options: AppendSurelyOptions): Promise<StoredCommit> {
   const deadline = options.deadline ?? Date.now() + 30_000;
@@ -54,7 +56,7 @@ export async function appendSurely(log: EventLog, ref: ConversationRef, drafts: 
 /**
  * The writer's loop: read the tail, decide what to append from it, append expecting that
  * tail. On a conflict, re-read and re-decide (a fresh commit id); on a transient failure,
- * retry the very same commit (`appendSurely`) so a lost ack never duplicates.
+ * retry the very same commit (`appendSurely`) so a lost answer never duplicates.
  * `decide` returns null to append nothing. Returns the appended commit, or null.
  */
 export async function appendWithRetry(

@@ -166,13 +166,25 @@ describe('EventLog idempotent retries', () => {
     const first = await log.append(ref, drafts, { expected: EMPTY_TAIL, commitId });
     // the writer never saw this ack; meanwhile someone else appends
     await log.append(ref, [userMessage(ref, 'other writer')], { expected: { streamSeq: first.streamSeq, lastSeq: first.lastSeq } });
+    // the stream refuses the repeat (its expected sequence is checked before the duplicate window);
+    // the log finds the commit right after the position it expected, and answers with it
     const retried = await log.append(ref, drafts, { expected: EMPTY_TAIL, commitId });
-    expect(retried.streamSeq).toBe(first.streamSeq);
+    expect(retried).toEqual(first);
     const { events } = await log.readEvents(ref);
     expect(events.map((event) => (event.type === 'message' ? event.content[0] : undefined))).toEqual([
       { type: 'text', text: 'exactly once' },
       { type: 'text', text: 'other writer' },
     ]);
+  });
+
+  it('a commit id never stored is a conflict when the tail moved, even when the next commit is the same events under another id', async () => {
+    await using fixture = await logFixture();
+    const { log } = fixture;
+    const ref = newRef();
+    const drafts = [userMessage(ref, 'same words')];
+    await log.append(ref, drafts, { expected: EMPTY_TAIL, commitId: 'commit-of-another-writer' });
+    await expect(log.append(ref, drafts, { expected: EMPTY_TAIL, commitId: 'commit-never-stored' })).rejects.toBeInstanceOf(ConflictError);
+    expect((await log.readEvents(ref)).events).toHaveLength(1);
   });
 });
 

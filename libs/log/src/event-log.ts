@@ -4,7 +4,7 @@ import { DeliverPolicy, jetstream, type JetStreamClient, type JetStreamManager }
 import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
 import { conversationSubject, DEFAULT_SUBJECT_PREFIX, type ConversationRef } from './conversation-ref.js';
-import { LogError, LogErrorCode } from './errors.js';
+import { isConflict, LogError, LogErrorCode } from './errors.js';
 import { JetStreamPublisher } from './jetstream-publisher.js';
 import { classifyPublishAnswer } from './publish-errors.js';
 import { EMPTY_TAIL, type StoredCommit, type Tail } from './stored-commit.js';
@@ -37,7 +37,10 @@ export type EventLogOptions = EventStreamOptions & {
 export type AppendOptions = {
   /** The tail the writer read and decided on (optimistic concurrency). */
   readonly expected: Tail;
-  /** Stable across retries of the same commit, so that a retry after a lost ack is a no-op. */
+  /**
+   * Stable across retries of the same commit: a retry of a commit already stored (its answer lost)
+   * returns the stored commit instead of a conflict, and stores nothing.
+   */
   readonly commitId?: string;
 };
 
@@ -76,6 +79,7 @@ type ScanPlan = {
 };
 
 const READ_BATCH = 1024;
+const MSG_ID_HEADER = 'Nats-Msg-Id';
 /** Reads of at most this many events use direct gets (no consumer to create); longer ones an ordered consumer. */
 const DIRECT_READ_LIMIT = 16;
 
@@ -132,7 +136,9 @@ export class EventLog {
    * Validates the drafts, places them after `expected`, and appends them as ONE commit.
    * Throws ConflictError when the tail moved, a retryable LogError on transient failures
    * (retry with the same commitId), and LogError('invalid_event') before writing anything
-   * when an event is invalid.
+   * when an event is invalid. A commit refused as a conflict is looked for right after
+   * `expected` (one get): found there under this `commitId`, it was stored by an earlier try
+   * whose answer was lost, and is returned as stored.
    */
   async append(ref: ConversationRef, drafts: readonly EventDraft[], options: AppendOptions): Promise<StoredCommit> {
     const subject = this.subject(ref);
@@ -146,16 +152,26 @@ export class EventLog {
       );
     }
     const headers = encoded.headers;
-    headers.set('Nats-Msg-Id', commitId);
+    headers.set(MSG_ID_HEADER, commitId);
     headers.set('Nats-Expected-Last-Subject-Sequence', String(options.expected.streamSeq));
     // the span appending (a request, a step, a tool batch…) when this process traces
     const traceparent = activeTraceparent();
     if (traceparent !== undefined) headers.set(CommitHeader.Traceparent, traceparent);
     this.options.beforePublish?.();
     const answer = await this.#publisher.publish(subject, encoded.data, headers);
-    if (!answer.ok) throw classifyPublishAnswer(answer, subject);
+    let streamSeq: number;
+    if (answer.ok) streamSeq = answer.seq;
+    else {
+      const error = classifyPublishAnswer(answer, subject);
+      // a repeat of a commit stored already (its first answer was lost) is refused as a conflict,
+      // the stream checking the expected sequence before its duplicate window: the commit is ours
+      // when it is the message right after the one expected
+      const stored = isConflict(error) && options.commitId !== undefined ? await this.#storedAfter(subject, options.expected.streamSeq, commitId) : undefined;
+      if (stored === undefined) throw error;
+      streamSeq = stored;
+    }
     return {
-      streamSeq: answer.seq,
+      streamSeq,
       id: commitId,
       tenant: ref.tenant,
       conversation: ref.conversation,
@@ -396,6 +412,12 @@ export class EventLog {
     } catch (error) {
       throw new LogError(LogErrorCode.Transient, `${this.#fromLeader ? 'message' : 'direct'} get on ${this.streamName} failed: ${(error as Error).message}`, { cause: error });
     }
+  }
+
+  /** The stream sequence of the subject's message right after `expected` when it is commit `commitId` (its `Nats-Msg-Id`). */
+  async #storedAfter(subject: string, expected: number, commitId: string): Promise<number | undefined> {
+    const next = await this.#direct({ seq: expected + 1, next_by_subj: subject });
+    return next?.headers?.get(MSG_ID_HEADER) === commitId ? next.seq : undefined;
   }
 
   /** The first commit at or after `from` (skipping foreign messages) up to `limit`. */

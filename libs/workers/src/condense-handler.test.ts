@@ -1,7 +1,8 @@
 import { AgentCatalog, parseAgentConfig } from '@flotilla/agent';
-import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
+import { draftEvent, type Event, type EventDraft, type EventType } from '@flotilla/events';
 import { LlmError, ScriptedLanguageModel, type ScriptedReply } from '@flotilla/llm';
 import { EventLog, type ConversationRef, type Tail } from '@flotilla/log';
+import { losingFirstAnswer, type LostWhen } from '@flotilla/log/testing';
 import { ConversationCache, InterruptRegistry, type CondenserWakeupReason } from '@flotilla/runtime';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
@@ -11,8 +12,11 @@ import { createCondenseHandler } from './condense-handler.js';
 import { ConversationAgents } from './conversation-agents.js';
 import { wakeupDelivery } from './test-support/wakeup-delivery.js';
 
-/** A log on a real nats-server, a condense handler on it, and a way to wake it as a step worker would. */
-async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<ScriptedReply>), settings: Record<string, unknown> = {}) {
+/**
+ * A log on a real nats-server, a condense handler on it, and a way to wake it as a step worker
+ * would. With `lose`, the handler's first append holding an event of that type loses its answer.
+ */
+async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<ScriptedReply>), settings: Record<string, unknown> = {}, lose?: { of: EventType; when: LostWhen }) {
   const server = await startNats();
   const nc = await connect({ servers: server.url });
   const name = uniqueName('CH');
@@ -20,7 +24,8 @@ async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<Sc
   const llm = new ScriptedLanguageModel({ replies: Array.isArray(replies) ? replies : (_request, index) => replies(index) });
   const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' }, ...settings });
   const agents = new ConversationAgents({ catalog: new AgentCatalog(agent), registry: new ToolRegistry(createBuiltinTools()), createModel: () => llm });
-  const handle = createCondenseHandler({ log, cache: new ConversationCache(log, 10), agents, interrupts: new InterruptRegistry() });
+  const handlerLog = lose ? losingFirstAnswer(log, lose.of, lose.when).log : log;
+  const handle = createCondenseHandler({ log: handlerLog, cache: new ConversationCache(handlerLog, 10), agents, interrupts: new InterruptRegistry() });
   const ref: ConversationRef = { tenant: 'acme', conversation: uniqueName('c') };
   let tail: Tail = { streamSeq: 0, lastSeq: 0 };
   const system = { ...ref, source: 'system' as const };
@@ -116,9 +121,9 @@ describe('condense handler: titles', () => {
   });
 });
 
-describe('condense handler: condensations', () => {
-  const condensations = (events: readonly Event[]) => events.filter((event) => event.type === 'condensation');
+const condensations = (events: readonly Event[]) => events.filter((event) => event.type === 'condensation');
 
+describe('condense handler: condensations', () => {
   it('answers an open request at the tail, once; the title waits for it', async () => {
     await using f = await fixture([{ text: 'A summary of the work so far' }, { text: 'Long run' }]);
     await f.append(f.created(), f.message('Do the long thing'), f.status('running'));
@@ -138,5 +143,24 @@ describe('condense handler: condensations', () => {
     await f.append(f.answer('On it.'), f.condensationRequest());
     expect(await f.wake('garbage')).toEqual({ ack: true, outcome: 'condensed' });
     expect(condensations(await f.events())).toHaveLength(1);
+  });
+});
+
+describe('condense handler: an append whose answer was lost', () => {
+  it.each<LostWhen>(['before_stored', 'after_stored'])('appends the same summary again (answer lost %s): one summary call, one condensation', async (when) => {
+    await using f = await fixture([{ text: 'A summary' }, { text: 'Long run' }], {}, { of: 'condensation', when });
+    await f.append(f.created(), f.message('Do the long thing'), f.status('running'));
+    await f.append(f.answer('Working on it.'), f.condensationRequest());
+    expect(await f.wake('condense')).toEqual({ ack: true, outcome: 'condensed' });
+    expect(condensations(await f.events())).toHaveLength(1);
+    expect(f.llm.requests).toHaveLength(1);
+  });
+
+  it.each<LostWhen>(['before_stored', 'after_stored'])('appends the same title again (answer lost %s): one title call, one title', async (when) => {
+    await using f = await fixture([{ text: 'Fix the login test' }], {}, { of: 'state_change', when });
+    await f.append(f.created(), f.message('The login test is flaky, fix it'));
+    expect(await f.wake('title')).toEqual({ ack: true, outcome: 'titled' });
+    expect(titles(await f.events())).toEqual([['system', 'Fix the login test']]);
+    expect(f.llm.requests).toHaveLength(1);
   });
 });

@@ -1,6 +1,7 @@
 import { AgentCatalog, childConversationId, childDrafts, parseAgentConfig, planDelegations, readAgentSpec, type AgentSpec } from '@flotilla/agent';
-import { draftEvent, withPositionalIds, type ActionEvent, type Event, type EventDraft } from '@flotilla/events';
+import { draftEvent, withPositionalIds, type ActionEvent, type Event, type EventDraft, type EventType } from '@flotilla/events';
 import { EventLog, type ConversationRef } from '@flotilla/log';
+import { losingFirstAnswer, type LostWhen } from '@flotilla/log/testing';
 import { ConversationCache, ServiceMetrics } from '@flotilla/runtime';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { connect } from '@nats-io/transport-node';
@@ -10,15 +11,20 @@ import { storedDelivery } from './test-support/stored-delivery.js';
 
 const definition = (name: string): string => `---\nname: ${name}\ndescription: The ${name}.\ntools: [terminal, finish]\n---\nYou are the ${name}.`;
 
-/** A log on a real nats-server, a delegator on it, and a parent whose spec offers two sub-agents. */
-async function fixture(limits: Record<string, unknown> = {}) {
+/**
+ * A log on a real nats-server, a delegator on it, and a parent whose spec offers two sub-agents.
+ * With `lose`, the delegator's first append holding an event of that type loses its answer.
+ */
+async function fixture(limits: Record<string, unknown> = {}, lose?: { of: EventType; when: LostWhen }) {
   const server = await startNats();
   const nc = await connect({ servers: server.url });
   const name = uniqueName('DG');
   const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
   const catalog = new AgentCatalog(parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' }, tools: ['terminal', 'finish'] }), { subAgents: [definition('researcher'), definition('builder')], limits });
   const spec: AgentSpec = catalog.resolve({ spec: { tools: ['terminal', 'task', 'finish'], subAgents: ['researcher', 'builder'] } }).spec;
-  const delegator = new Delegator({ log, cache: new ConversationCache(log, 100), nc, metrics: new ServiceMetrics('delegator') });
+  const delegatorLog = lose ? losingFirstAnswer(log, lose.of, lose.when) : { log, lost: () => 0 };
+  const metrics = new ServiceMetrics('delegator');
+  const delegator = new Delegator({ log: delegatorLog.log, cache: new ConversationCache(delegatorLog.log, 100), nc, metrics });
   const handle = delegator.handler();
   const parent: ConversationRef = { tenant: 'acme', conversation: uniqueName('lead') };
   const system = (ref: ConversationRef) => ({ ...ref, source: 'system' as const });
@@ -32,6 +38,9 @@ async function fixture(limits: Record<string, unknown> = {}) {
     log,
     nc,
     spec,
+    answersLost: delegatorLog.lost,
+    /** The delegator's appends counted as conflicts. */
+    conflicts: async () => (await metrics.appends.get()).values.find((value) => value.labels.result === 'conflict')?.value ?? 0,
     parent,
     append,
     events,
@@ -151,5 +160,28 @@ describe('delegator', () => {
     await f.log.jsm.streams.purge(f.log.streamName, { filter: f.log.subject(child!) });
     await f.deliver(f.parent);
     expect((await f.events(f.parent)).at(-1)).toMatchObject({ type: 'observation', action_id: first!.id, is_error: true, details: { status: 'deleted' } });
+  }, 30_000);
+});
+
+describe('delegator: an append whose answer was lost', () => {
+  const cases = (['subagent_task', 'subagent_started', 'observation'] as const).flatMap((of) => (['before_stored', 'after_stored'] as const).map((when) => ({ of, when })));
+  it.each(cases)('appends the same commit again (the answer of $of lost $when): one child per call, recorded once, answered once, no conflict', async (lost) => {
+    await using f = await fixture({}, lost);
+    await f.delegate(['researcher', 'Find the bug.'], ['builder', 'Build the fix.']);
+    expect(await f.deliver(f.parent)).toMatchObject({ ack: true });
+    const children = await f.children();
+    expect(children).toHaveLength(2);
+    for (const child of children) expect((await f.events(child)).map((event) => event.type)).toEqual(['state_change', 'agent_spec', 'subagent_task', 'message', 'state_change']);
+    await f.finish(children[0]!, 'The bug is in parse().');
+    await f.finish(children[1]!, 'Fixed and tested.');
+    await f.deliver(children[1]!);
+    expect(f.answersLost()).toBe(1);
+    const parentEvents = await f.events(f.parent);
+    expect(parentEvents.filter((event) => event.type === 'subagent_started')).toHaveLength(2);
+    const answers = parentEvents.filter((event) => event.type === 'observation');
+    expect(answers).toMatchObject([{ content: [{ text: 'The bug is in parse().' }] }, { content: [{ text: 'Fixed and tested.' }] }]);
+    expect(answers).toHaveLength(2);
+    // the repeat was the same commit, stored once: never taken for another writer's
+    expect(await f.conflicts()).toBe(0);
   }, 30_000);
 });

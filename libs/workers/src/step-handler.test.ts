@@ -2,6 +2,7 @@ import { AgentCatalog, parseAgentConfig, type ConversationCheckpoint } from '@fl
 import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
 import { ScriptedLanguageModel } from '@flotilla/llm';
 import { EventLog, type ConversationRef } from '@flotilla/log';
+import { losingFirstAnswer, type LostWhen } from '@flotilla/log/testing';
 import { ConversationCache, InterruptRegistry, ServiceMetrics } from '@flotilla/runtime';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
@@ -9,7 +10,6 @@ import { connect } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import { ConversationAgents } from './conversation-agents.js';
 import { createStepHandler } from './step-handler.js';
-import { losingFirstAnswer, type LostWhen } from './test-support/lost-answer-log.js';
 import { storedDelivery } from './test-support/stored-delivery.js';
 
 /**

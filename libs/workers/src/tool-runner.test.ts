@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { draftEvent, type Event } from '@flotilla/events';
 import { EventLog, type ConversationRef } from '@flotilla/log';
+import { losingFirstAnswer, type LostWhen } from '@flotilla/log/testing';
 import { ConversationCache, InterruptRegistry, RunnerRegistry, ServiceMetrics } from '@flotilla/runtime';
 import { createNoneProvider, DEFAULT_SANDBOX_SETTINGS, SandboxPool } from '@flotilla/sandbox';
 import { startNats, uniqueName } from '@flotilla/testing';
@@ -10,7 +11,6 @@ import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { losingFirstAnswer, type LostWhen } from './test-support/lost-answer-log.js';
 import { storedDelivery } from './test-support/stored-delivery.js';
 import { ToolRunner } from './tool-runner.js';
 

@@ -369,7 +369,7 @@ export class ConversationService {
   /**
    * A new conversation's first commit (with the body's first message and run, if any), expecting
    * an empty log: of two creates of one id, exactly one wins and the other gets the existing
-   * conversation (a fixed commit id would let the stream's duplicate window swallow the second and
+   * conversation (under a fixed commit id the second would find the first's commit as its own and
    * report it created).
    */
   async #createWith(ref: ConversationRef, drafts: readonly EventDraft[], body: { readonly message?: string; readonly run?: boolean }): Promise<{ conversation: Conversation; created: boolean }> {

@@ -1,5 +1,6 @@
 import type { EventType } from '@flotilla/events';
-import { LogError, LogErrorCode, type EventLog } from '@flotilla/log';
+import { LogError, LogErrorCode } from '../errors.js';
+import type { EventLog } from '../event-log.js';
 
 /** When an append loses its answer: before the commit reached the stream, or after it was stored. */
 export type LostWhen = 'before_stored' | 'after_stored';

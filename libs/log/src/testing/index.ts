@@ -1,0 +1,1 @@
+export { losingFirstAnswer, type LostWhen } from './lost-answer-log.js';
