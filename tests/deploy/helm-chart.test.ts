@@ -35,6 +35,11 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
     networkPolicy: { gatewayIngressFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress' } } }] },
   },
 };
+VALUE_SETS['in-cluster model server'] = {
+  agent: { llm: { provider: 'openai-chat', model: 'qwen3-32b', baseURL: 'http://vllm.models.svc.cluster.local:8000/v1' } },
+  agentCatalog: { profiles: { own: { provider: 'anthropic', model: 'claude-sonnet-4-5', apiKeyEnv: 'ANTHROPIC_API_KEY', baseURL: 'https://llm-gateway.example.com:8443/anthropic' }, plain: { provider: 'openai-chat', model: 'm', baseURL: 'http://ollama.models' } } },
+  networkPolicy: { modelPorts: [443, 9000], modelEgress: [{ to: [{ ipBlock: { cidr: '10.9.0.1/32' } }], ports: [{ protocol: 'TCP', port: 3128 }] }] },
+};
 const KUBE_VERSION: Record<string, string> = { 'sandbox bwrap with egress, Kubernetes 1.29': '1.29.0' };
 
 let tools: KubeTools;
@@ -335,6 +340,35 @@ describe('the Helm chart', () => {
     expect(receivers?.ipBlock).toEqual({ cidr: '0.0.0.0/0', except: expect.arrayContaining(['169.254.0.0/16', '10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16']) });
     const gateway = find('catalog, ServiceMonitor, scheduling', 'NetworkPolicy', 'flotilla-gateway') as Policy;
     expect(gateway.spec.ingress[0]?.from).toContainEqual({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress' } } });
+  });
+
+  it("lets the step workers and the condenser reach the model servers on the configured ports and their base URLs' ports, anywhere", () => {
+    type Policy = Manifest & { spec: { egress: { to?: unknown[]; ports?: { protocol: string; port: number }[] }[] } };
+    const modelRules = (set: string, service: string) => {
+      const egress = (find(set, 'NetworkPolicy', `flotilla-${service}`) as Policy).spec.egress;
+      // past DNS and NATS
+      return egress.slice(2);
+    };
+    const tcp = (...ports: number[]) => ports.map((port) => ({ protocol: 'TCP', port }));
+    for (const service of ['step-worker', 'condenser']) {
+      // HTTPS to any address by default (no `to`: the providers, or a server inside the cluster)
+      expect(modelRules('defaults', service), service).toEqual([{ ports: tcp(443) }]);
+      // an in-cluster vLLM on 8000 (agent.llm.baseURL), a profile's gateway on 8443, a plain http: URL (80), the listed ports; then modelEgress
+      expect(modelRules('in-cluster model server', service), service).toEqual([
+        { ports: tcp(443, 9000, 8000, 8443, 80) },
+        { to: [{ ipBlock: { cidr: '10.9.0.1/32' } }], ports: tcp(3128) },
+      ]);
+    }
+    // the services that never call a model get none of it
+    for (const service of ['gateway', 'projector', 'delegator']) expect(modelRules('in-cluster model server', service), service).toEqual([]);
+    const toolRunner = (find('in-cluster model server', 'NetworkPolicy', 'flotilla-tool-runner') as Policy).spec.egress;
+    expect(toolRunner.flatMap((rule) => rule.ports ?? []).some((port) => port.port === 8000)).toBe(false);
+  });
+
+  it('refuses a model port that is not a TCP port number', async () => {
+    const refused = await templateChart(tools, { networkPolicy: { modelPorts: [70_000] } });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/\/networkPolicy\/modelPorts\/0/);
   });
 
   it('runs the webhooks service with its settings, refusing private networks unless listed, and not at all without a secrets key', async () => {
