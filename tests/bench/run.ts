@@ -4,6 +4,7 @@ import { benchColdLoad } from './cold-load.bench.js';
 import { benchCommandLatency } from './command-latency.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
 import { benchModelRequest } from './model-request.bench.js';
+import { benchModelTransport } from './model-transport.bench.js';
 import { benchPeers } from './peers.bench.js';
 import { benchSandbox } from './sandbox.bench.js';
 import { benchSink } from './sink.bench.js';
@@ -47,6 +48,7 @@ const benches: Record<string, () => Promise<string>> = {
   'step-worker-memory': () => benchStepWorkerMemory(),
   'agent-step': () => benchAgentStep(),
   'model-request': () => benchModelRequest(),
+  'model-transport': () => benchModelTransport(),
   'ws-fanout': () => benchWsFanout(),
   'ws-idle-memory': () => benchWsIdleMemory(),
   sandbox: () => benchSandbox(),

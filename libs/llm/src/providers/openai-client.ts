@@ -1,5 +1,5 @@
 import { OpenAI } from 'openai';
-import { httpFetch } from '../core/http-fetch.js';
+import { httpFetchFor } from '../core/http-fetch.js';
 import { nestFlatErrorFetch } from './nest-flat-error-fetch.js';
 
 export type OpenAIClientSettings = {
@@ -8,12 +8,16 @@ export type OpenAIClientSettings = {
   readonly fetch?: typeof fetch;
 };
 
-/** An OpenAI SDK client whose own retries and logging are off: ours are the only policy. */
+/**
+ * An OpenAI SDK client whose own retries and logging are off: ours are the only policy. Without a
+ * `fetch` of its own it goes through the proxies the process environment names now (HTTPS_PROXY,
+ * HTTP_PROXY, NO_PROXY).
+ */
 export function createOpenAIClient(settings: OpenAIClientSettings): OpenAI {
   return new OpenAI({
     apiKey: settings.apiKey,
     ...(settings.baseURL === undefined ? {} : { baseURL: settings.baseURL }),
-    fetch: nestFlatErrorFetch(settings.fetch ?? httpFetch),
+    fetch: nestFlatErrorFetch(settings.fetch ?? httpFetchFor(process.env)),
     maxRetries: 0,
     // Timeouts are enforced per attempt by the managed model, streaming included.
     timeout: 24 * 60 * 60 * 1000,

@@ -2,7 +2,7 @@ import { Anthropic } from '@anthropic-ai/sdk';
 import type { Stream } from '@anthropic-ai/sdk/core/streaming';
 import type { Message, MessageCreateParamsBase, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
 import { malformedResponse } from '../../core/errors.js';
-import { httpFetch } from '../../core/http-fetch.js';
+import { httpFetchFor } from '../../core/http-fetch.js';
 import { jsonBody } from '../../core/json-body.js';
 import type { ProviderAdapter, ProviderCallContext, ProviderRequest, ProviderResult } from '../../core/provider-adapter.js';
 import { AnthropicStreamAccumulator } from './anthropic-stream-accumulator.js';
@@ -19,12 +19,16 @@ export type AnthropicSettings = {
 
 export type AnthropicClientSettings = { readonly apiKey: string; readonly baseURL?: string; readonly fetch?: typeof fetch };
 
-/** An Anthropic SDK client whose own retries and logging are off: ours are the only policy. */
+/**
+ * An Anthropic SDK client whose own retries and logging are off: ours are the only policy. Without
+ * a `fetch` of its own it goes through the proxies the process environment names now (HTTPS_PROXY,
+ * HTTP_PROXY, NO_PROXY).
+ */
 export function createAnthropicClient(settings: AnthropicClientSettings): Anthropic {
   return new Anthropic({
     apiKey: settings.apiKey,
     ...(settings.baseURL === undefined ? {} : { baseURL: settings.baseURL }),
-    fetch: settings.fetch ?? httpFetch,
+    fetch: settings.fetch ?? httpFetchFor(process.env),
     maxRetries: 0,
     timeout: 24 * 60 * 60 * 1000,
     logLevel: 'off',
