@@ -60,6 +60,18 @@ const engine = await run('docker', ['info', '--format', '{{.ServerVersion}}'], {
 if (!engine) console.info('image.test.ts: no Docker engine reachable (docker info failed): the image build-and-start test is skipped');
 
 describe('the image', () => {
+  it("builds and runs on the Node.js major of .node-version (the one place the version is chosen)", async () => {
+    const wanted = (await readFile(join(ROOT, '.node-version'), 'utf8')).trim();
+    expect(wanted).toMatch(/^\d+\.\d+\.\d+$/);
+    const text = await readFile(join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
+    const image = /^ARG NODE_IMAGE=(\S+)$/m.exec(text)?.[1];
+    expect(image, 'deploy/Dockerfile declares ARG NODE_IMAGE=<image>').toBeDefined();
+    // node:<major>-<variant> or node:<major>.<minor>.<patch>-<variant>: the same major as .node-version
+    expect(/^node:(\d+)(?:[.-]|$)/.exec(image!)?.[1]).toBe(wanted.split('.')[0]);
+    // every stage starts from that image, none from another node
+    expect(text.match(/^FROM \S+/gm)).toEqual(['FROM ${NODE_IMAGE}', 'FROM ${NODE_IMAGE}', 'FROM ${NODE_IMAGE}']);
+  });
+
   it('runtime stage: bundles and production dependencies only, tini as PID 1, /data owned by its user, OCI labels', async () => {
     const stages = await dockerfileStages();
     expect(stages.map((stage) => stage.name)).toEqual(['build', 'deps', 'runtime']);
