@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { binaryVersion, compareVersions, findNatsServerBinary, MINIMUM_SERVER_VERSION } from '@flotilla/nats-embedded';
 import { CHART, helm, renderChart, templateChart, unpackKubeTools, type KubeTools, type Manifest } from './k8s-tools.js';
 
 const run = promisify(execFile);
@@ -18,6 +19,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
   defaults: {},
   'external NATS': { nats: { enabled: false }, bus: { url: 'tls://nats.messaging:4222', replicas: 3, auth: { secretName: 'our-nats-users', create: false } }, networkPolicy: { externalNatsTo: [{ ipBlock: { cidr: '10.20.0.0/16' } }] } },
   'KEDA on': { services: { stepWorker: { autoscaling: { keda: { enabled: true, maxReplicas: 30 } } } } },
+  'NATS monitoring closed': { networkPolicy: { natsMonitoringFrom: [] } },
   'HPA on': { services: { stepWorker: { autoscaling: { hpa: { enabled: true } } } } },
   'sandbox bwrap with egress, Kubernetes 1.29': { services: { toolRunner: { sandbox: { network: 'egress', installSeccompProfile: { enabled: true } } } } },
   'sandbox docker': { services: { toolRunner: { sandbox: { kind: 'docker', docker: { socketHostPath: '/var/run/docker.sock', workspacesHostPath: '/var/lib/flotilla/workspaces' } } } } },
@@ -65,7 +67,7 @@ function find(set: string, kind: string, name: string): Manifest {
 }
 
 type EnvVar = { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } } };
-type Container = { name: string; image: string; env?: EnvVar[]; envFrom?: unknown[]; volumeMounts?: { name: string; mountPath: string }[]; securityContext?: Record<string, unknown>; startupProbe?: unknown; livenessProbe?: unknown; readinessProbe?: unknown };
+type Container = { name: string; image: string; env?: EnvVar[]; envFrom?: unknown[]; volumeMounts?: { name: string; mountPath: string }[]; securityContext?: Record<string, unknown>; startupProbe?: unknown; resources?: { requests?: Record<string, string>; limits?: Record<string, string> }; livenessProbe?: unknown; readinessProbe?: unknown };
 type PodSpec = { containers: Container[]; volumes?: { name: string; secret?: { secretName: string }; configMap?: { name: string }; hostPath?: { path: string } }[]; automountServiceAccountToken?: boolean; securityContext?: Record<string, unknown>; topologySpreadConstraints?: { labelSelector?: unknown }[]; imagePullSecrets?: { name: string }[]; runtimeClassName?: string };
 type Workload = Manifest & { spec: { replicas?: number; template: { metadata: { annotations?: Record<string, string>; labels?: Record<string, string> }; spec: PodSpec } } };
 
@@ -243,6 +245,32 @@ describe('the Helm chart', () => {
     expect(envOf(pods('external NATS').get('step-worker')!).get('FLOTILLA_NATS_URL')?.value).toBe('tls://nats.messaging:4222');
     const policy = find('external NATS', 'NetworkPolicy', 'flotilla-step-worker') as Manifest & { spec: { egress: { to?: unknown[] }[] } };
     expect(policy.spec.egress).toContainEqual({ to: [{ ipBlock: { cidr: '10.20.0.0/16' } }], ports: [{ protocol: 'TCP', port: 4222 }] });
+  });
+
+  it('runs the bundled NATS on the server version the suite runs on, with resources, its monitoring port open to the metrics scrapers only', async () => {
+    const nats = find('defaults', 'StatefulSet', 'flotilla-nats') as Workload;
+    const server = nats.spec.template.spec.containers.find((container) => container.name === 'nats')!;
+    // the one pinned tag (values.yaml, nats.container.image.tag): a server at least the minimum every
+    // service checks at connect, and the very version this suite's tests run on (2.15.1 today)
+    const tag = /^nats:(\d+\.\d+\.\d+)(?:-alpine)?$/.exec(server.image)?.[1];
+    expect(tag, server.image).toBeDefined();
+    expect(compareVersions(tag!, MINIMUM_SERVER_VERSION)).toBeGreaterThanOrEqual(0);
+    const suiteServer = findNatsServerBinary();
+    expect(suiteServer, 'the nats-server the suite runs on (./dev fetches it)').toBeDefined();
+    expect(tag, `the chart's NATS image against the suite's server ${suiteServer}`).toBe(binaryVersion(suiteServer!));
+    // not BestEffort: requests and a memory limit
+    expect(server.resources?.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
+    expect(server.resources?.limits).toMatchObject({ memory: expect.any(String) });
+
+    type Policy = Manifest & { spec: { ingress: { from?: unknown[]; ports: { port: number }[] }[] } };
+    const monitoring = (set: string) => (find(set, 'NetworkPolicy', 'flotilla-nats') as Policy).spec.ingress.filter((rule) => rule.ports.some((port) => port.port === 8222));
+    const prometheus = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } };
+    const keda = { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'keda' } }, podSelector: { matchLabels: { app: 'keda-operator' } } };
+    // never from every source: a rule without `from` would be
+    expect(monitoring('defaults')).toEqual([{ ports: [{ protocol: 'TCP', port: 8222 }], from: [prometheus] }]);
+    // KEDA's scaler reads it only while the step workers scale with KEDA
+    expect(monitoring('KEDA on')).toEqual([{ ports: [{ protocol: 'TCP', port: 8222 }], from: [prometheus, keda] }]);
+    expect(monitoring('NATS monitoring closed')).toEqual([]);
   });
 
   it("gives the bundled NATS a config with the permission matrix that nats-server accepts, every user's password from the users Secret", async () => {
