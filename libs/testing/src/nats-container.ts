@@ -8,7 +8,7 @@ export type NatsTestServer = AsyncDisposable & {
   restart(): Promise<void>;
 };
 
-const NATS_IMAGE = process.env['NATS_IMAGE'] ?? 'nats:2.10-alpine';
+const NATS_IMAGE = process.env['NATS_IMAGE'] ?? 'nats:2.15.1-alpine';
 
 /** Is a Docker (or compatible) engine reachable? Never throws. */
 export async function containerRuntimeAvailable(): Promise<boolean> {
