@@ -5,7 +5,7 @@ import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { launch } from '@flotilla/launcher';
 import { freePort } from '@flotilla/nats-embedded';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runToExit } from '../support/run-to-exit.js';
 
 const LAUNCHER = fileURLToPath(new URL('../../services/launcher/src/main.ts', import.meta.url));
@@ -37,6 +37,14 @@ async function conversationStatus(gatewayUrl: string, apiKey: string, id: string
 }
 
 describe('./dev up: one system per home', () => {
+  // the deployment's default model needs a key to start (never called here)
+  beforeAll(() => {
+    if (!process.env['OPENAI_API_KEY']) vi.stubEnv('OPENAI_API_KEY', 'sk-home-lock-test');
+  });
+  afterAll(() => {
+    vi.unstubAllEnvs();
+  });
+
   it('refuses a second launcher on a live home at once, naming the first, and changes nothing; a stale lock is taken over', async () => {
     const home = await mkdtemp(join(tmpdir(), 'flotilla-home-'));
     const config = { home, natsUrl: undefined, natsPort: await freePort(), natsNodes: 1, streamName: 'FLOTILLA_EVENTS', gatewayPort: await freePort(), tenant: 'local', tenantTaps: [], fromSource: false };
