@@ -10,6 +10,8 @@ import { runToExit } from '../support/run-to-exit.js';
 
 const LAUNCHER = fileURLToPath(new URL('../../services/launcher/src/main.ts', import.meta.url));
 const quiet = { info: () => undefined, warn: () => undefined, log: () => undefined };
+// the services that call the default model start only with its key (no conversation here calls it)
+process.env['OPENAI_API_KEY'] ||= 'sk-launcher-test-unused';
 
 /**
  * What "the home is untouched" compares: every file outside the NATS store byte for byte (keys,

@@ -1,5 +1,5 @@
 import { SpecName } from '@flotilla/events';
-import { LlmConfig } from '@flotilla/llm';
+import { defaultApiKeyVariable, LlmConfig } from '@flotilla/llm';
 import { builtinToolNames } from '@flotilla/tools';
 import { z } from 'zod';
 import type { AgentConfig } from './agent-config.js';
@@ -172,9 +172,11 @@ export class AgentCatalog {
   }
 
   /**
-   * The key's source for a spec's profile model: the profile's `apiKey`/`apiKeyEnv`, only while the
-   * spec's endpoint is still the profile's (a profile moved elsewhere does not send its key where
-   * an older spec points). A reason when it cannot be used.
+   * The key's source for a spec's profile model: the profile's `apiKey`/`apiKeyEnv` (a profile that
+   * names neither reads its provider's usual variable, OPENAI_API_KEY or ANTHROPIC_API_KEY: it is
+   * the operator's, and so is the environment it is read from), only while the spec's endpoint is
+   * still the profile's (a profile moved elsewhere does not send its key where an older spec
+   * points). A reason when it cannot be used.
    */
   profileKey(model: SpecModel): { readonly ok: true; readonly key: Pick<LlmConfig, 'apiKey' | 'apiKeyEnv'> } | { readonly ok: false; readonly reason: string } {
     const name = model.profile;
@@ -183,7 +185,19 @@ export class AgentCatalog {
     if (profile.provider !== model.provider || profile.baseURL !== model.baseURL) {
       return { ok: false, reason: `the model profile "${name}" now points elsewhere than this conversation's spec: switch the conversation's model to use it` };
     }
-    return { ok: true, key: { ...(profile.apiKey !== undefined ? { apiKey: profile.apiKey } : {}), ...(profile.apiKeyEnv !== undefined ? { apiKeyEnv: profile.apiKeyEnv } : {}) } };
+    return { ok: true, key: keyOfProfile(profile) };
+  }
+
+  /**
+   * The variable each profile's key is read from, for those that read one (not a profile with
+   * `apiKey`, nor one with `apiKeyEnv: false`, a server that takes no key): what a service that
+   * calls the models checks at start.
+   */
+  keyVariables(): { readonly profile: string; readonly provider: string; readonly model: string; readonly variable: string }[] {
+    return [...this.#profiles].flatMap(([profile, config]) => {
+      const key = keyOfProfile(config);
+      return key.apiKey === undefined && typeof key.apiKeyEnv === 'string' ? [{ profile, provider: config.provider, model: config.model, variable: key.apiKeyEnv }] : [];
+    });
   }
 
   #apply(base: AgentSpec, patch: unknown, at: string): AgentSpec {
@@ -294,6 +308,12 @@ export class AgentCatalog {
     };
     return Object.freeze(JSON.stringify(limits) === JSON.stringify(spec.limits) ? spec : { ...spec, limits });
   }
+}
+
+/** Where a profile's key comes from: its `apiKey`, else its `apiKeyEnv`, else its provider's usual variable. */
+function keyOfProfile(profile: LlmConfig): Pick<LlmConfig, 'apiKey' | 'apiKeyEnv'> {
+  if (profile.apiKey !== undefined) return { apiKey: profile.apiKey, ...(profile.apiKeyEnv !== undefined ? { apiKeyEnv: profile.apiKeyEnv } : {}) };
+  return { apiKeyEnv: profile.apiKeyEnv ?? defaultApiKeyVariable(profile.provider) };
 }
 
 /** A profile's model as a spec holds it: everything but the key, and the profile's name. */

@@ -1,4 +1,4 @@
-import { defaultApiKeyVariable, loadApiKey } from './core/api-key.js';
+import { defaultApiKeyVariable, loadApiKey, NO_API_KEY } from './core/api-key.js';
 import { parseLlmConfig, type LlmConfig } from './core/config.js';
 import type { GenerateRequest, LanguageModel } from './core/language-model.js';
 import { silentLogger, type LlmLogger } from './core/logger.js';
@@ -16,7 +16,7 @@ export type CreateLanguageModelOptions = {
   readonly apiKey?: string;
   /** Wins over `config.baseURL`. */
   readonly baseURL?: string;
-  /** Where `apiKeyEnv` is looked up; defaults to `process.env`. */
+  /** Where `apiKeyEnv` (default the provider's variable) is looked up; defaults to `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly logger?: LlmLogger;
   readonly fetch?: typeof fetch;
@@ -28,12 +28,11 @@ export type CreateLanguageModelOptions = {
 export function createLanguageModel(config: unknown, options: CreateLanguageModelOptions = {}): LanguageModel {
   const parsed = parseLlmConfig(config);
   const baseURL = options.baseURL ?? parsed.baseURL;
-  const apiKey = loadApiKey({
-    explicit: options.apiKey ?? parsed.apiKey,
-    variable: parsed.apiKeyEnv ?? defaultApiKeyVariable(parsed.provider),
-    env: options.env ?? process.env,
-    provider: parsed.provider,
-  });
+  const explicit = options.apiKey ?? parsed.apiKey;
+  const apiKey =
+    parsed.apiKeyEnv === false
+      ? explicit || NO_API_KEY
+      : loadApiKey({ explicit, variable: parsed.apiKeyEnv ?? defaultApiKeyVariable(parsed.provider), env: options.env ?? process.env, provider: parsed.provider });
   const client = { apiKey, ...(baseURL === undefined ? {} : { baseURL }), ...(options.fetch ? { fetch: options.fetch } : {}) };
   return new ManagedLanguageModel({
     adapter: createAdapter(parsed, client, baseURL),

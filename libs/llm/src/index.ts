@@ -28,7 +28,7 @@ export {
   parseLlmConfig,
   type LlmConfigInput,
 } from './core/config.js';
-export { loadApiKey, type ApiKeySource } from './core/api-key.js';
+export { defaultApiKeyVariable, loadApiKey, NO_API_KEY, type ApiKeySource } from './core/api-key.js';
 export { silentLogger, type LlmLogger } from './core/logger.js';
 export { createLanguageModel, wireRequest, type CreateLanguageModelOptions, type WireRequest } from './create-language-model.js';
 export { ScriptedLanguageModel, type ScriptedLanguageModelOptions, type ScriptedReply } from './scripted-language-model.js';

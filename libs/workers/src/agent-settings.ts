@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
-import { AgentCatalog, AgentConfig, SpecRefused, TASK_TOOL } from '@flotilla/agent';
+import { AgentCatalog, AgentConfig, DEFAULT_PROFILE, SpecRefused, TASK_TOOL } from '@flotilla/agent';
 import { builtinToolNames } from '@flotilla/tools';
 
 /**
  * The agent configuration a service runs with: FLOTILLA_AGENT_FILE (a JSON file),
  * FLOTILLA_AGENT (inline JSON), or one built from FLOTILLA_LLM_PROVIDER / FLOTILLA_LLM_MODEL /
- * FLOTILLA_LLM_BASE_URL (API keys come from the provider's usual variable, e.g. OPENAI_API_KEY).
+ * FLOTILLA_LLM_BASE_URL. Its model is the deployment's `default` profile, whose key comes from
+ * the provider's usual variable (OPENAI_API_KEY, ANTHROPIC_API_KEY) unless `apiKeyEnv`
+ * (FLOTILLA_LLM_API_KEY_ENV) names another, or is false (`none`): a server that takes no key.
  */
 export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env): AgentConfig {
   const given = readJsonSetting(environment, 'FLOTILLA_AGENT');
@@ -13,12 +15,13 @@ export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env):
   const source = given?.source;
   if (raw === undefined) {
     const baseURL = environment['FLOTILLA_LLM_BASE_URL'];
+    const keyVariable = environment['FLOTILLA_LLM_API_KEY_ENV']?.trim();
     raw = {
       llm: {
         provider: environment['FLOTILLA_LLM_PROVIDER'] ?? 'openai-chat',
         model: environment['FLOTILLA_LLM_MODEL'] ?? 'gpt-4o-mini',
         ...(baseURL ? { baseURL } : {}),
-        ...(environment['FLOTILLA_LLM_API_KEY_ENV'] ? { apiKeyEnv: environment['FLOTILLA_LLM_API_KEY_ENV'] } : {}),
+        ...(keyVariable ? { apiKeyEnv: keyVariable === NO_KEY_VARIABLE ? false : keyVariable } : {}),
       },
     };
   }
@@ -43,6 +46,25 @@ export function loadAgentSettings(environment: NodeJS.ProcessEnv = process.env):
     return `${where}: ${issue.message}${given}`;
   });
   throw new Error(`invalid agent settings: ${problems.join('; ')}`);
+}
+
+/** FLOTILLA_LLM_API_KEY_ENV's value for a model server that takes no key (`"apiKeyEnv": false` in JSON). */
+export const NO_KEY_VARIABLE = 'none';
+
+/**
+ * Throws, naming each variable, when a profile of the deployment (its default model, the
+ * catalog's profiles) reads its key from a variable `environment` does not set: a service that
+ * calls the models stops at start, instead of every conversation failing at its first step.
+ */
+export function checkModelKeys(catalog: AgentCatalog, environment: NodeJS.ProcessEnv = process.env): void {
+  const missing = catalog.keyVariables().filter(({ variable }) => !environment[variable]?.trim());
+  if (missing.length === 0) return;
+  const problems = missing.map(({ profile, provider, model, variable }) =>
+    profile === DEFAULT_PROFILE
+      ? `the default model (${provider} ${model}) reads its key from ${variable}, which is not set: set ${variable}, or name the variable that holds it with FLOTILLA_LLM_API_KEY_ENV ("apiKeyEnv" in FLOTILLA_AGENT_FILE); a server that takes no key: FLOTILLA_LLM_API_KEY_ENV=${NO_KEY_VARIABLE} ("apiKeyEnv": false)`
+      : `the model profile "${profile}" (${provider} ${model}) reads its key from ${variable}, which is not set: set ${variable}, or give the profile's "apiKeyEnv" in the agent catalog ("apiKeyEnv": false for a server that takes no key)`,
+  );
+  throw new Error(`no API key for the deployment's models: ${problems.join('; ')}`);
 }
 
 /** The variables the settings are built from when no JSON is given, by the setting they fill. */

@@ -31,6 +31,8 @@ export type ConversationAgentsOptions = {
   readonly registry: ToolRegistry;
   /** Where keys named by `apiKeySecret` are read; without it such a model fails its calls, saying why. */
   readonly secrets?: KeySecrets;
+  /** Where the operator's profiles read their keys (their `apiKeyEnv`, by default the provider's variable). Default process.env. */
+  readonly environment?: Readonly<Record<string, string | undefined>>;
   /** Makes a model from its full configuration, key included (default createLanguageModel; benchmarks pass a scripted one). */
   readonly createModel?: (config: LlmConfig) => LanguageModel;
   /** Where stored images are read from; without it a step whose messages hold one fails its call, saying so. */
@@ -114,7 +116,9 @@ export class ConversationAgents {
     const id = JSON.stringify(config);
     let model = this.#models.get(id);
     if (!model) {
-      const create = this.#options.createModel ?? ((settings: LlmConfig) => createLanguageModel(settings, settings.apiKeyEnv === undefined ? { env: {} } : {}));
+      // only a profile's key names a variable, read where the operator's are; any other model's never reads one
+      const environment = this.#options.environment ?? process.env;
+      const create = this.#options.createModel ?? ((settings: LlmConfig) => createLanguageModel(settings, { env: typeof settings.apiKeyEnv === 'string' ? environment : {} }));
       try {
         model = create(config);
       } catch (error) {

@@ -1,4 +1,4 @@
-export { loadAgentCatalog, loadAgentSettings } from './agent-settings.js';
+export { checkModelKeys, loadAgentCatalog, loadAgentSettings, NO_KEY_VARIABLE } from './agent-settings.js';
 export { ConversationAgents } from './conversation-agents.js';
 export type { AgentLookup, ConversationAgent, ConversationAgentsOptions, ImageReader, KeySecrets } from './conversation-agents.js';
 export { createStepHandler } from './step-handler.js';

@@ -20,6 +20,10 @@ export function loadApiKey(source: ApiKeySource): string {
   );
 }
 
+/** What is sent as the key to an endpoint that takes none (`apiKeyEnv: false`): the SDKs require one. */
+export const NO_API_KEY = 'none';
+
+/** The variable a provider's key is read from by default (its SDK's own). */
 export function defaultApiKeyVariable(provider: string): string {
   return provider === 'anthropic' ? 'ANTHROPIC_API_KEY' : 'OPENAI_API_KEY';
 }

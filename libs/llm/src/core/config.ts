@@ -37,8 +37,11 @@ export const LlmConfig = z
     /** OpenAI-compatible servers (vLLM, Ollama, llama.cpp) or a proxy. */
     baseURL: z.url().optional(),
     apiKey: z.string().min(1).optional(),
-    /** Variable holding the key; defaults to OPENAI_API_KEY or ANTHROPIC_API_KEY. */
-    apiKeyEnv: z.string().min(1).optional(),
+    /**
+     * Variable holding the key; defaults to OPENAI_API_KEY or ANTHROPIC_API_KEY. `false`: the
+     * endpoint takes no key (a local server): no variable is read and a placeholder is sent.
+     */
+    apiKeyEnv: z.union([z.string().min(1), z.literal(false)]).optional(),
     /** Per-attempt timeout, streaming included. */
     timeoutMs: z.number().int().positive().default(300_000),
     /**
