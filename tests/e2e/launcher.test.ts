@@ -10,6 +10,9 @@ import { runToExit, type Exited } from '../support/run-to-exit.js';
 
 const LAUNCHER = fileURLToPath(new URL('../../services/launcher/src/main.ts', import.meta.url));
 
+// the services that call the default model start only with its key (no conversation here calls it)
+process.env['OPENAI_API_KEY'] ||= 'sk-launcher-test-unused';
+
 /** Runs `npm start`'s command with this environment until it exits. */
 function runLauncher(env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Exited> {
   return runToExit(process.execPath, ['--import', 'tsx', LAUNCHER], { env: { ...process.env, ...env }, timeoutMs });
@@ -35,6 +38,9 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
       const tap = await connect({ servers: system.natsUrl, user: 'tap', pass: (await readFile(join(users, 'tap.password'), 'utf8')).trim(), inboxPrefix: '_INBOX.tap', maxReconnectAttempts: 0 });
       await tap.close();
       await expect(connect({ servers: system.natsUrl, user: 'admin', pass: 'guess', maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
+      // tap and audit find the tap's URL and credential (never the admin's) in tap.json, owner-only
+      expect((await stat(join(home, 'tap.json'))).mode & 0o777).toBe(0o600);
+      expect(JSON.parse(await readFile(join(home, 'tap.json'), 'utf8'))).toEqual({ nats_url: system.natsUrl, user: 'tap', password_file: join(users, 'tap.password') });
       expect(lines.join('\n')).toContain('no anonymous clients');
       expect(lines.join('\n')).not.toMatch(/password[^s]*:[^\n]*[A-Za-z0-9_-]{40}/);
     } finally {
@@ -54,6 +60,18 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
       await rm(home, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it("stops at start, naming the variable, when the default model's key is nowhere", async () => {
+    const home = await mkdtemp(join(tmpdir(), 'flotilla-launcher-'));
+    try {
+      const run = await runLauncher({ FLOTILLA_HOME: home, OPENAI_API_KEY: '', FLOTILLA_LLM_API_KEY_ENV: '', FLOTILLA_NATS_PORT: String(await freePort()), FLOTILLA_GATEWAY_PORT: String(await freePort()) }, 90_000);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/could not start: (step-worker|condenser) could not start: .*the default model \(openai-chat gpt-4o-mini\) reads its key from OPENAI_API_KEY, which is not set/);
+      expect(run.stdout.match(/restarting/g) ?? []).toEqual([]);
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('stops, naming the service and its reason, when a service fails at start (no restart loop)', async () => {
     const home = await mkdtemp(join(tmpdir(), 'flotilla-launcher-'));

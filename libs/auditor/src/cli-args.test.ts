@@ -24,7 +24,7 @@ describe('parseCliArgs', () => {
   });
 
   it.each([
-    [[], /--nats is required/],
+    [[], /no NATS server: pass --nats/],
     [['--nats'], /argument missing|--nats/],
     [['--nats', 'http://x:80'], /not a NATS URL/],
     [['--nats', 'nats://x', '--bogus'], /Unknown option '--bogus'/],

@@ -17,12 +17,15 @@ export type CliArgs =
       readonly follow?: { readonly healthPort: number; readonly healthHost: string; readonly settleMs: number };
     };
 
-export const USAGE = `Usage: flotilla audit --nats <url> [options]
+export const USAGE = `Usage: flotilla audit [--nats <url>] [options]
 
 Audits conversation logs on the Flotilla events stream against the protocol's invariants.
 
 Options:
-  --nats <url>            NATS server URL(s), comma-separated (default: $NATS_URL)
+  --nats <url>            NATS server URL(s), comma-separated (default: $NATS_URL, else $FLOTILLA_NATS_URL, else
+                          the local system's: .flotilla/tap.json, or in $FLOTILLA_HOME, which ./dev up writes)
+                          Credential: FLOTILLA_NATS_USER with its password, an nkey or a .creds file, as for a
+                          service; else, on the local system's server, its read-only tap user from tap.json
   --stream <name>         events stream (default: ${DEFAULT_STREAM_NAME})
   --prefix <subject>      conversation subject prefix (default: ${DEFAULT_SUBJECT_PREFIX})
   --tenant <id>           audit only this tenant's conversations
@@ -70,8 +73,8 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
   }
   if (values.help) return { help: true };
 
-  const nats = values.nats ?? env['NATS_URL'];
-  if (nats === undefined || nats.trim() === '') throw usage('--nats is required (or set NATS_URL), e.g. --nats nats://127.0.0.1:4222');
+  const nats = [values.nats, env['NATS_URL'], env['FLOTILLA_NATS_URL']].find((value) => value !== undefined && value.trim() !== '');
+  if (nats === undefined) throw usage('no NATS server: pass --nats (e.g. --nats nats://127.0.0.1:14222), set FLOTILLA_NATS_URL, or start the local system with ./dev up (it writes .flotilla/tap.json)');
   const servers = nats.split(',').map((server) => server.trim());
   for (const server of servers) {
     if (!isServerUrl(server)) throw usage(`--nats: "${server}" is not a NATS URL; use nats://host:port`);

@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventLog } from '@flotilla/log';
@@ -14,7 +16,8 @@ type Run = { code: number | null; stdout: string; stderr: string };
 
 function runCli(args: readonly string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(tsx, [cli, ...args], { cwd: root, env: { ...process.env, NATS_URL: '' } });
+    // a home with no local system's tap.json: only what the test gives names a server
+    const child = spawn(tsx, [cli, ...args], { cwd: root, env: { ...process.env, NATS_URL: '', FLOTILLA_NATS_URL: '', FLOTILLA_HOME: join(tmpdir(), 'flotilla-audit-test-no-home') } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -79,7 +82,7 @@ describe('the audit CLI', () => {
   it('exits 2 on usage errors, with a message that says what to fix', async () => {
     const missing = await runCli([]);
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain('--nats is required');
+    expect(missing.stderr).toContain('no NATS server: pass --nats');
     const orphan = await runCli(['--nats', fixture.server.url, '--conversation', 'c1']);
     expect(orphan.code).toBe(2);
     expect(orphan.stderr).toContain('--conversation needs --tenant');

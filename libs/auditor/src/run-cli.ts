@@ -1,4 +1,4 @@
-import { connectBus, loadBusSettings } from '@flotilla/bus';
+import { connectBus, loadBusSettings, readLocalTap, withLocalTap, type LocalTap } from '@flotilla/bus';
 import { jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { auditAll, auditConversation } from './audit-conversation.js';
@@ -28,8 +28,11 @@ const STREAM_NOT_FOUND = 10059;
 /** The whole command: parse, connect, audit, print. Returns the exit code; never throws. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   let args;
+  let local: LocalTap | undefined;
   try {
-    args = parseCliArgs(argv, io.env);
+    // the local system's tap (./dev up's tap.json): its server when none is named, its credential for that server only
+    local = readLocalTap(io.env);
+    args = parseCliArgs(argv, local && !io.env['FLOTILLA_NATS_URL']?.trim() ? { ...io.env, FLOTILLA_NATS_URL: local.natsUrl } : io.env);
   } catch (error) {
     io.stderr(`flotilla audit: ${(error as Error).message}\n\n${USAGE}`);
     return ExitCode.Usage;
@@ -38,9 +41,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     io.stdout(USAGE);
     return ExitCode.Clean;
   }
+  const env = withLocalTap({ ...io.env, FLOTILLA_NATS_URL: args.servers.join(',') }, local);
   if (args.follow) {
     try {
-      await runFollow({ ...args, follow: args.follow }, { stdout: io.stdout, env: io.env, signal: io.signal ?? new AbortController().signal, ...(io.onListening ? { onListening: io.onListening } : {}) });
+      await runFollow({ ...args, follow: args.follow }, { stdout: io.stdout, env, signal: io.signal ?? new AbortController().signal, ...(io.onListening ? { onListening: io.onListening } : {}) });
       return ExitCode.Clean;
     } catch (error) {
       io.stderr(`flotilla audit: could not follow the stream: ${(error as Error).message}\n`);
@@ -50,7 +54,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
   let nc: NatsConnection | undefined;
   try {
     // a read-only credential is enough (a tap's); FLOTILLA_NATS_USER and the rest as for a service
-    const bus = loadBusSettings({ ...io.env, FLOTILLA_NATS_URL: args.servers.join(',') });
+    const bus = loadBusSettings(env);
     const identity = bus.auth.kind === 'user' ? bus.auth.user : 'tap';
     nc = await connectBus(bus, { name: 'flotilla-audit', identity }, { timeout: 5_000, maxReconnectAttempts: 0 });
     const jsm = await jetstreamManager(nc, { checkAPI: true });

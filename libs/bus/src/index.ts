@@ -22,3 +22,5 @@ export { BucketError, openBucket } from './open-bucket.js';
 export type { BucketErrorCode, OpenBucketOptions } from './open-bucket.js';
 export { ensureWorkQueue, parseQueueMessage } from './work-queue.js';
 export type { WorkQueueSpec } from './work-queue.js';
+export { LOCAL_TAP_FILE, localTapFile, readLocalTap, removeLocalTap, withLocalTap, writeLocalTap } from './local-tap.js';
+export type { LocalTap } from './local-tap.js';

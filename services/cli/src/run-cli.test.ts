@@ -90,6 +90,13 @@ describe('runCli', () => {
     // an entry that continues on the next lines keeps them; one word can start several entries
     expect((await run(['secret', '--help'], {}, {})).stdout).toContain('secret set|rm|ls --tenant [NAME] the same for your tenant');
     expect((await run(['create', '--help'], {}, {})).stdout).toContain('[--template NAME] [--spec FILE]');
+    // a tap reads NATS, not the gateway: its help lists what it takes, not --url and --api-key
+    const tap = (await run(['tap', '--help'], {}, {})).stdout;
+    expect(tap).toMatch(/^Usage: flotilla tap …\n\n  tap \[--tenant T\]/);
+    expect(tap).toContain('FLOTILLA_NATS_URL');
+    expect(tap).toContain('.flotilla/tap.json');
+    expect(tap).not.toMatch(/--url|--api-key|FLOTILLA_API_KEY|cli\.json/);
+    expect(tap).toContain('Exit status:');
     const unknown = await run(['help', 'launch'], {}, {});
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/^flotilla: unknown command "launch"/);

@@ -1,4 +1,4 @@
-import { connectBus, loadBusSettings } from '@flotilla/bus';
+import { BusConfigError, BusVariables, connectBus, loadBusSettings, localTapFile, readLocalTap, withLocalTap } from '@flotilla/bus';
 import type { Event } from '@flotilla/events';
 import { tapStream, type TapItem } from '@flotilla/log';
 import { ExitCode } from './commands.js';
@@ -18,14 +18,27 @@ export type TapContext = {
 };
 
 /**
+ * The tap's NATS settings: the environment's (FLOTILLA_NATS_URL and FLOTILLA_NATS_USER with its
+ * password, an nkey or a .creds file, as every service reads them), with what the local system's
+ * `tap.json` (`./dev up` writes it into its home) adds where they say nothing. No server named
+ * anywhere is an error: a tap never guesses one.
+ */
+export function tapEnvironment(env: Readonly<Record<string, string | undefined>>): NodeJS.ProcessEnv {
+  const environment = withLocalTap(env, readLocalTap(env));
+  if (!environment[BusVariables.url]?.trim()) {
+    throw new BusConfigError(`no NATS server to tap: start the system with ./dev up (it writes ${localTapFile(env)} with the URL and the tap's credential; FLOTILLA_HOME names another home), or set ${BusVariables.url} and ${BusVariables.user} with its password, an nkey or a .creds file`);
+  }
+  return environment;
+}
+
+/**
  * `flotilla tap`: reads the events stream directly from NATS (not through the gateway) with a
- * tap's credential (FLOTILLA_NATS_URL and FLOTILLA_NATS_USER with its password, an nkey or a
- * .creds file, as every service reads them), filters, and prints each event: one JSON line on a
+ * tap's credential (see tapEnvironment), filters, and prints each event: one JSON line on a
  * pipe, a readable rendering on a terminal. A message that is not a valid commit is reported on
  * stderr, never printed as an event.
  */
 export async function runTap(command: TapCommand, context: TapContext): Promise<ExitCode> {
-  const settings = loadBusSettings(context.env as NodeJS.ProcessEnv);
+  const settings = loadBusSettings(tapEnvironment(context.env));
   // replies come to the credential's own inbox: a user's name, else the tap identity it stands for
   const identity = settings.auth.kind === 'user' ? settings.auth.user : command.tenant === undefined ? 'tap' : `tap-${command.tenant}`;
   // a server older than Flotilla's minimum is refused here, with the version it needs

@@ -51,8 +51,8 @@ Following:
                                    every event as one JSON line; stops at the end of the log
                                    unless --follow
 
-Taps (straight from NATS with a tap's credential, not through the gateway: FLOTILLA_NATS_URL and
-FLOTILLA_NATS_USER with FLOTILLA_NATS_PASSWORD(_FILE), or an nkey or .creds file):
+Taps (straight from NATS with a tap's read-only credential, not through the gateway; see
+\`flotilla tap --help\` for where it finds them):
   tap [--tenant T] [--conversation ID]... [--type a,b] [--source s,...]
       [--since TIME|DURATION | --start-seq N | --new] [--follow] [--name NAME] [--json]
                                    every event of every conversation (or of the filters), in
@@ -114,6 +114,20 @@ export function commandUsage(command: string): string {
     else if (!/^ {3,}\S/.test(line)) inEntry = false;
     if (inEntry) entries.push(line);
   }
-  const shared = USAGE.slice(USAGE.indexOf('Connection ('));
+  // a tap reads NATS, not the gateway: its own settings instead of --url and --api-key
+  const shared = command === 'tap' ? `${TAP_CONNECTION}\n${USAGE.slice(USAGE.indexOf('Exit status:'))}` : USAGE.slice(USAGE.indexOf('Connection ('));
   return `Usage: flotilla ${command} …\n\n${entries.join('\n')}\n\n${shared}`;
 }
+
+/** Where `flotilla tap` finds its NATS server and credential. */
+const TAP_CONNECTION = `NATS (each: environment, else .flotilla/tap.json in the current directory, or in $FLOTILLA_HOME,
+which ./dev up writes: its nats-server's URL and the read-only tap user's password file):
+  FLOTILLA_NATS_URL                the NATS server(s)
+  FLOTILLA_NATS_USER with FLOTILLA_NATS_PASSWORD or FLOTILLA_NATS_PASSWORD_FILE,
+  FLOTILLA_NATS_NKEY_SEED_FILE or FLOTILLA_NATS_CREDS_FILE
+                                   the tap's credential (tap.json's only for its own server)
+  FLOTILLA_STREAM, FLOTILLA_SUBJECT_PREFIX
+                                   the events stream and its subjects (defaults: Flotilla's)
+
+  -h, --help                       show this help
+`;

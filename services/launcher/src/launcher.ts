@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { authorizationConfig, connectBus, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, userEnvironment, type GeneratedUser } from '@flotilla/bus';
+import { authorizationConfig, connectBus, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, removeLocalTap, userEnvironment, writeLocalTap, type GeneratedUser } from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { loadServiceConfig, removeRetiredCondenserGroup } from '@flotilla/runtime';
@@ -188,6 +188,9 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
     await homeLock.setGatewayUrl(gatewayUrl);
     // the CLI finds the local system through this file
     await writeFile(join(config.home, 'cli.json'), `${JSON.stringify({ url: gatewayUrl, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
+    // and `flotilla tap` and `npm run audit` through this one: the URL and the read-only tap's credential, never the admin's
+    const tap = users?.get('tap');
+    await (tap ? writeLocalTap(config.home, { natsUrl, user: tap.user, passwordFile: tap.passwordFile }) : removeLocalTap(config.home));
     const launched = launchedServices(process.env);
     const sources = launched.map((service) => join(SERVICES_ROOT, service, 'src', 'main.ts'));
     const bundlingStarted = performance.now();
