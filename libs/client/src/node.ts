@@ -1,5 +1,5 @@
 import WebSocket from 'ws';
 import type { WebSocketLike } from './subscription.js';
 
-/** The `ws` package as the client's WebSocket (Node 20 has no global WebSocket). */
+/** The `ws` package as the client's WebSocket on Node.js. */
 export const NodeWebSocket = WebSocket as unknown as new (url: string) => WebSocketLike;

@@ -46,7 +46,7 @@ export const PACKAGES: readonly PackageDefinition[] = [
       '',
       '```js',
       "import { FlotillaClient } from '@flotilla/client';",
-      "import { NodeWebSocket } from '@flotilla/client/node'; // Node 20 has no global WebSocket",
+      "import { NodeWebSocket } from '@flotilla/client/node';",
       '',
       "const client = new FlotillaClient({ baseUrl: 'http://localhost:8080', apiKey: process.env.FLOTILLA_API_KEY, WebSocket: NodeWebSocket });",
       'const { items } = await client.listConversations();',
@@ -115,13 +115,15 @@ async function buildPackage(root: string, outDir: string, version: string, defin
       for (const subpath of Object.keys(definition.exports ?? {})) exports[subpath] = { import: `./dist/${outputName(subpath)}.js` };
     }
 
+    // the packages run on the Node.js versions Flotilla itself declares (the workspace's engines)
+    const { engines } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { engines: { node: string } };
     const manifest = {
       name: definition.name,
       version,
       description: definition.description,
       license: 'Apache-2.0',
       type: 'module',
-      engines: { node: '>=20.19' },
+      engines: { node: engines.node },
       ...(Object.keys(exports).length > 0 ? { exports } : {}),
       ...(definition.bin ? { bin: { [definition.bin.name]: `./dist/${definition.bin.name}.js` } } : {}),
       files: ['dist'],

@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import './promise-with-resolvers.js';
 import * as restate from '@restatedev/restate-sdk';
 import type { PeerOptions } from './figures.js';
 import type { Decision, ScriptedLoop } from './loop.js';
