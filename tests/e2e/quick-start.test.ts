@@ -1,14 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isSupportedServerVersion } from '@flotilla/nats-embedded';
 import { describe, expect, it } from 'vitest';
 import { startQuickStartModel, type QuickStartProvider } from '../support/quick-start-model.js';
 import { runToExit, type Exited } from '../support/run-to-exit.js';
 
-// The README's quick start, as a new user follows it: `./dev up` (which is `npm start` once what is
-// missing is installed) with only the variables the README names for the model (provider, model,
+// The README's quick start, as a new user follows it: `./dev up` itself with only the variables the README names for the model (provider, model,
 // base URL, the key in the provider's usual variable), a local server speaking the provider's wire
 // protocol standing in for it, then the README's commands exactly as written. Each run has a home of
 // its own (FLOTILLA_HOME), so the repository's .flotilla/ is never touched.
@@ -20,8 +20,6 @@ function machineEnvironment(): NodeJS.ProcessEnv {
   return {
     PATH: process.env['PATH'] ?? '',
     HOME: process.env['HOME'] ?? tmpdir(),
-    // ./dev exports the nats-server it found or fetched (e.g. into .cache/) before it runs npm start
-    ...(process.env['NATS_SERVER_BIN'] ? { NATS_SERVER_BIN: process.env['NATS_SERVER_BIN'] } : {}),
   };
 }
 
@@ -30,9 +28,9 @@ function readmeCommand(command: string, args: readonly string[], env: NodeJS.Pro
   return runToExit(command, args, { env, cwd: ROOT, timeoutMs });
 }
 
-/** `./dev up`'s system: `npm start` in the repository, until it says it is ready; stopped with Ctrl-C (SIGINT to its process group). */
+/** `./dev up` in the repository, until it says it is ready; stopped with Ctrl-C (SIGINT to its process group). */
 async function devUp(env: NodeJS.ProcessEnv): Promise<AsyncDisposable & { readonly output: () => string }> {
-  const child: ChildProcess = spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn('./dev', ['up'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -46,10 +44,10 @@ async function devUp(env: NodeJS.ProcessEnv): Promise<AsyncDisposable & { readon
   };
   const deadline = Date.now() + 180_000;
   while (!output.includes('Press Ctrl-C to stop.')) {
-    if (child.exitCode !== null) throw new Error(`npm start exited (${child.exitCode}) before it was ready:\n${output}`);
+    if (child.exitCode !== null) throw new Error(`./dev up exited (${child.exitCode}) before it was ready:\n${output}`);
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`npm start was not ready in 180 s:\n${output}`);
+      throw new Error(`./dev up was not ready in 180 s:\n${output}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -135,4 +133,16 @@ describe("the README's quick start", () => {
     expect(packed.stdout).toMatch(/^@flotilla\/client: dist\/packages\/.*\.tgz$/m);
     expect(packed.stdout).toMatch(/^@flotilla\/cli: dist\/packages\/.*\.tgz$/m);
   }, 600_000);
+
+  it('eval "$(./dev env)" gives a shell the Node.js major of .node-version and a nats-server new enough', async () => {
+    // a shell as a user opens it: the machine's PATH without the Node.js ./dev put first for this run
+    const machinePath = (process.env['PATH'] ?? '').split(':').filter((dir) => !dir.includes('/.cache/node-')).join(':');
+    const shell = await readmeCommand('bash', ['-c', 'eval "$(./dev env)" && node --version && "$NATS_SERVER_BIN" --version'], { PATH: machinePath, HOME: machineEnvironment()['HOME'] });
+    expect(shell.code, shell.stderr).toBe(0);
+    const wanted = (await readFile(join(ROOT, '.node-version'), 'utf8')).trim();
+    const [node, nats] = shell.stdout.trim().split('\n');
+    // the machine's own node when it is that major already, else the one ./dev fetched
+    expect(node?.split('.')[0]).toBe(`v${wanted.split('.')[0]}`);
+    expect(isSupportedServerVersion(nats ?? '')).toBe(true);
+  });
 });
