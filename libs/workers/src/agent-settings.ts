@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { AgentCatalog, AgentConfig, DEFAULT_PROFILE, SpecRefused, TASK_TOOL } from '@flotilla/agent';
 import { builtinToolNames } from '@flotilla/tools';
+import { proxySettings } from '@flotilla/llm';
 
 /**
  * The agent configuration a service runs with: FLOTILLA_AGENT_FILE (a JSON file),
@@ -53,10 +54,12 @@ export const NO_KEY_VARIABLE = 'none';
 
 /**
  * Throws, naming each variable, when a profile of the deployment (its default model, the
- * catalog's profiles) reads its key from a variable `environment` does not set: a service that
- * calls the models stops at start, instead of every conversation failing at its first step.
+ * catalog's profiles) reads its key from a variable `environment` does not set, or when a proxy
+ * variable (HTTPS_PROXY, HTTP_PROXY) is not a URL: a service that calls the models stops at
+ * start, instead of every conversation failing at its first step.
  */
-export function checkModelKeys(catalog: AgentCatalog, environment: NodeJS.ProcessEnv = process.env): void {
+export function checkModelAccess(catalog: AgentCatalog, environment: NodeJS.ProcessEnv = process.env): void {
+  proxySettings(environment);
   const missing = catalog.keyVariables().filter(({ variable }) => !environment[variable]?.trim());
   if (missing.length === 0) return;
   const problems = missing.map(({ profile, provider, model, variable }) =>

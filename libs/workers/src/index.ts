@@ -1,4 +1,4 @@
-export { checkModelKeys, loadAgentCatalog, loadAgentSettings, NO_KEY_VARIABLE } from './agent-settings.js';
+export { checkModelAccess, loadAgentCatalog, loadAgentSettings, NO_KEY_VARIABLE } from './agent-settings.js';
 export { ConversationAgents } from './conversation-agents.js';
 export type { AgentLookup, ConversationAgent, ConversationAgentsOptions, ImageReader, KeySecrets } from './conversation-agents.js';
 export { createStepHandler } from './step-handler.js';

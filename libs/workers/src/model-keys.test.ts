@@ -6,7 +6,7 @@ import { fixtureReply, firstTurn, loadFixture, startTestServer, type LlmTestServ
 import type { ConversationRef } from '@flotilla/log';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkModelKeys, loadAgentCatalog } from './agent-settings.js';
+import { checkModelAccess, loadAgentCatalog } from './agent-settings.js';
 import { ConversationAgents } from './conversation-agents.js';
 
 // The deployment's models (its default, the catalog's profiles) read their keys from the
@@ -54,13 +54,13 @@ describe("the deployment's default model reads the provider's usual variable", (
     for (const provider of ['openai-chat', 'openai-responses'] as const) {
       const environment = { FLOTILLA_LLM_PROVIDER: provider, FLOTILLA_LLM_MODEL: 'm', FLOTILLA_LLM_BASE_URL: server.baseURL, OPENAI_API_KEY: 'sk-openai-env', ANTHROPIC_API_KEY: 'sk-ant-env' };
       const catalog = loadAgentCatalog(environment);
-      expect(() => checkModelKeys(catalog, environment)).not.toThrow();
+      expect(() => checkModelAccess(catalog, environment)).not.toThrow();
       expect(catalog.keyVariables()).toEqual([{ profile: 'default', provider, model: 'm', variable: 'OPENAI_API_KEY' }]);
       if (provider === 'openai-chat') expect(await keySent(catalog, environment)).toEqual({ provider: 'openai-chat', key: 'sk-openai-env' });
     }
     const environment = { FLOTILLA_LLM_PROVIDER: 'anthropic', FLOTILLA_LLM_MODEL: 'claude', FLOTILLA_LLM_BASE_URL: server.url, OPENAI_API_KEY: 'sk-openai-env', ANTHROPIC_API_KEY: 'sk-ant-env' };
     const catalog = loadAgentCatalog(environment);
-    checkModelKeys(catalog, environment);
+    checkModelAccess(catalog, environment);
     expect(await keySent(catalog, environment)).toEqual({ provider: 'anthropic', key: 'sk-ant-env' });
   });
 
@@ -70,7 +70,7 @@ describe("the deployment's default model reads the provider's usual variable", (
     const keyless = { FLOTILLA_LLM_BASE_URL: server.baseURL, FLOTILLA_LLM_API_KEY_ENV: 'none', OPENAI_API_KEY: 'sk-not-sent' };
     const catalog = loadAgentCatalog(keyless);
     expect(catalog.keyVariables()).toEqual([]);
-    expect(() => checkModelKeys(catalog, {})).not.toThrow();
+    expect(() => checkModelAccess(catalog, {})).not.toThrow();
     expect(await keySent(catalog, keyless)).toEqual({ provider: 'openai-chat', key: 'none' });
   });
 
@@ -89,7 +89,7 @@ describe("the deployment's default model reads the provider's usual variable", (
     await writeFile(file, JSON.stringify({ profiles: { big: { provider: 'anthropic', model: 'claude-big', baseURL: server.url, retry } } }));
     const environment = { FLOTILLA_LLM_BASE_URL: server.baseURL, FLOTILLA_AGENT_CATALOG_FILE: file, OPENAI_API_KEY: 'sk-openai', ANTHROPIC_API_KEY: 'sk-ant-profile' };
     const catalog = loadAgentCatalog(environment);
-    checkModelKeys(catalog, environment);
+    checkModelAccess(catalog, environment);
     const { spec } = catalog.resolve({ spec: { llm: { profile: 'big' } } });
     expect(await keySent(catalog, environment, spec)).toEqual({ provider: 'anthropic', key: 'sk-ant-profile' });
     expect(await keySent(catalog, environment)).toEqual({ provider: 'openai-chat', key: 'sk-openai' });
@@ -100,22 +100,27 @@ describe('a model with no key to be found', () => {
   it('stops the services that call it at start, naming the variable (the default model, and each profile)', async () => {
     const file = join(dir, 'catalog-missing.json');
     await writeFile(file, JSON.stringify({ profiles: { big: { provider: 'anthropic', model: 'claude-big' }, keyed: { provider: 'openai-chat', model: 'k', apiKeyEnv: 'KEYED_KEY' } } }));
-    expect(() => checkModelKeys(loadAgentCatalog({}), {})).toThrow(
+    expect(() => checkModelAccess(loadAgentCatalog({}), {})).toThrow(
       /^no API key for the deployment's models: the default model \(openai-chat gpt-4o-mini\) reads its key from OPENAI_API_KEY, which is not set: set OPENAI_API_KEY, .*FLOTILLA_LLM_API_KEY_ENV=none/,
     );
-    expect(() => checkModelKeys(loadAgentCatalog({ FLOTILLA_LLM_PROVIDER: 'anthropic', FLOTILLA_LLM_MODEL: 'claude' }), { OPENAI_API_KEY: 'sk' })).toThrow(/the default model \(anthropic claude\) reads its key from ANTHROPIC_API_KEY, which is not set/);
+    expect(() => checkModelAccess(loadAgentCatalog({ FLOTILLA_LLM_PROVIDER: 'anthropic', FLOTILLA_LLM_MODEL: 'claude' }), { OPENAI_API_KEY: 'sk' })).toThrow(/the default model \(anthropic claude\) reads its key from ANTHROPIC_API_KEY, which is not set/);
     // a blank value is no key
-    expect(() => checkModelKeys(loadAgentCatalog({}), { OPENAI_API_KEY: '  ' })).toThrow(/OPENAI_API_KEY, which is not set/);
+    expect(() => checkModelAccess(loadAgentCatalog({}), { OPENAI_API_KEY: '  ' })).toThrow(/OPENAI_API_KEY, which is not set/);
     const environment = { FLOTILLA_AGENT_CATALOG_FILE: file, OPENAI_API_KEY: 'sk' };
     let message = '';
     try {
-      checkModelKeys(loadAgentCatalog(environment), environment);
+      checkModelAccess(loadAgentCatalog(environment), environment);
     } catch (error) {
       message = (error as Error).message;
     }
     expect(message).toContain('the model profile "big" (anthropic claude-big) reads its key from ANTHROPIC_API_KEY, which is not set');
     expect(message).toContain('the model profile "keyed" (openai-chat k) reads its key from KEYED_KEY, which is not set');
     expect(message).not.toContain('default model');
+  });
+
+  it('stops them at start on a proxy variable that is not a URL, naming it', () => {
+    expect(() => checkModelAccess(loadAgentCatalog({}), { OPENAI_API_KEY: 'sk', HTTPS_PROXY: 'proxy.internal:3128' })).toThrow(/HTTPS_PROXY/);
+    expect(() => checkModelAccess(loadAgentCatalog({}), { OPENAI_API_KEY: 'sk', HTTPS_PROXY: 'http://proxy.internal:3128' })).not.toThrow();
   });
 });
 

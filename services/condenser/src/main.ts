@@ -1,7 +1,7 @@
 import { CONDENSER_QUEUE, ConversationCache, runService } from '@flotilla/runtime';
 import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
-import { checkModelKeys, ConversationAgents, createCondenseHandler, loadAgentCatalog } from '@flotilla/workers';
+import { checkModelAccess, ConversationAgents, createCondenseHandler, loadAgentCatalog } from '@flotilla/workers';
 
 await runService({
   service: 'condenser',
@@ -12,7 +12,7 @@ await runService({
   async start({ config, nc, log, interrupts, logger }) {
     const catalog = loadAgentCatalog();
     // a deployment model whose key is nowhere stops the condenser here, naming the variable
-    checkModelKeys(catalog);
+    checkModelAccess(catalog);
     // the summaries and titles are written by each conversation's own model, whose key may be a secret
     const secretsKey = loadSecretsKey();
     const secrets = secretsKey ? await SecretReader.open(nc, { key: secretsKey, replicas: config.storage.replicas }) : undefined;

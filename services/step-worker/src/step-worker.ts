@@ -4,7 +4,7 @@ import { CheckpointStore, CONDENSER_QUEUE, CondenserWakeupReason, CondenserWakeu
 import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import type { EventLog } from '@flotilla/log';
-import { checkModelKeys, CondensationWaits, ConversationAgents, createStepHandler, loadAgentCatalog, serveQuestions, type OverdueWait } from '@flotilla/workers';
+import { checkModelAccess, CondensationWaits, ConversationAgents, createStepHandler, loadAgentCatalog, serveQuestions, type OverdueWait } from '@flotilla/workers';
 import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 
 export type StepWorkerOptions = {
@@ -25,7 +25,7 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
     async start({ config, log, js, jsm, nc, interrupts, metrics, logger, untilAvailable }) {
       const catalog = loadAgentCatalog();
       // a deployment model whose key is nowhere stops the worker here, naming the variable (a model of the steps' own, in a benchmark, needs none)
-      if (!options.model) checkModelKeys(catalog);
+      if (!options.model) checkModelAccess(catalog);
       // the condenser is woken through its queue (CondenserWaker), not by the log's commits
       const ensureWakeups = () => ensureCondenserWakeups(jsm, config.storage.replicas);
       await untilAvailable('the condenser wake-ups stream', ensureWakeups);
