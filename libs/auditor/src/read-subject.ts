@@ -1,12 +1,9 @@
 import { ProtocolErrorCode } from '@flotilla/events';
-import { conversationSubject, decodeCommit, type ConversationRef, type StoredCommit } from '@flotilla/log';
-import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
+import { conversationSubject, decodeCommit, readSubjectRange, type ConversationRef, type RawMessage, type StoredCommit } from '@flotilla/log';
 import type { InvalidMessage } from './conversation-auditor.js';
 import type { LogLocation } from './log-location.js';
 
 export type SubjectEntry = { readonly kind: 'commit'; readonly commit: StoredCommit } | { readonly kind: 'invalid'; readonly message: InvalidMessage };
-
-const READ_BATCH = 1024;
 
 /**
  * Every message stored on a conversation's subject, up to its last message as of the call, decoded
@@ -20,26 +17,19 @@ export async function* readSubject(location: LogLocation, ref: ConversationRef, 
   const subject = conversationSubject(location.subjectPrefix, ref);
   const last = await location.jsm.streams.getMessage(location.streamName, { last_by_subj: subject });
   if (!last || signal?.aborted) return;
-  const consumer = await jetstream(location.nc).consumers.get(location.streamName, {
-    filter_subjects: subject,
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: 1,
-  });
-  const messages = await consumer.consume({ max_messages: READ_BATCH });
-  const onAbort = (): void => void messages.stop();
-  signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    for await (const message of messages) {
-      yield decode(message, ref);
-      if (message.seq >= last.seq || message.info.pending === 0) break;
-    }
-  } finally {
-    signal?.removeEventListener('abort', onAbort);
-    await messages.close().catch(() => undefined);
+  // direct-get batches (no consumer); what a replica that is behind leaves out, the leader answers
+  const leaderGet = async (seq: number): Promise<RawMessage | null> => {
+    // a message get takes `next_by_subj` as a direct get does (nats.js types only `seq`)
+    const query = { seq, next_by_subj: subject };
+    const message = await location.jsm.streams.getMessage(location.streamName, query);
+    return message && { subject: message.subject, seq: message.seq, data: message.data, headers: message.header };
+  };
+  for await (const message of readSubjectRange(location.nc, { stream: location.streamName, subject, from: 1, until: last.seq, signal, leaderGet })) {
+    yield decode(message, ref);
   }
 }
 
-function decode(message: Parameters<typeof decodeCommit>[0], ref: ConversationRef): SubjectEntry {
+function decode(message: RawMessage, ref: ConversationRef): SubjectEntry {
   try {
     const decoded = decodeCommit(message, ref);
     if (decoded.ok) return { kind: 'commit', commit: decoded.commit };

@@ -4,6 +4,7 @@ import { DeliverPolicy, jetstream, type JetStreamClient, type JetStreamManager }
 import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
 import { conversationSubject, DEFAULT_SUBJECT_PREFIX, type ConversationRef } from './conversation-ref.js';
+import { readSubjectBatches, readSubjectRange, type SubjectRange } from './direct-batch.js';
 import { isConflict, LogError, LogErrorCode } from './errors.js';
 import { JetStreamPublisher } from './jetstream-publisher.js';
 import { classifyPublishAnswer } from './publish-errors.js';
@@ -61,31 +62,25 @@ export type ReadOptions = {
   readonly untilStreamSeq?: number;
   /**
    * About how many of the subject's messages the read covers, when the caller can tell better than
-   * the log: a few are read with direct gets, more with an ordered consumer.
+   * the log: the first direct-get batch asks for that many (later ones for full batches).
    */
   readonly expectedMessages?: number;
   readonly signal?: AbortSignal;
   readonly invalidPolicy?: InvalidMessagePolicy;
 };
 
-/** A bounded or live read, resolved: where it starts and stops, and whether it uses direct gets. */
+/** A bounded or live read, resolved: where it starts and stops, and about how many messages it covers. */
 type ScanPlan = {
   readonly start: number;
   readonly until: number | undefined;
   readonly afterSeq: number;
   readonly policy: InvalidMessagePolicy | undefined;
   readonly signal: AbortSignal | undefined;
-  readonly small: boolean;
+  readonly expected: number | undefined;
 };
 
 const READ_BATCH = 1024;
 const MSG_ID_HEADER = 'Nats-Msg-Id';
-/** Reads of at most this many events use direct gets (no consumer to create); longer ones an ordered consumer. */
-const DIRECT_READ_LIMIT = 16;
-
-function isSmall(expected: number | undefined): boolean {
-  return expected !== undefined && expected <= DIRECT_READ_LIMIT;
-}
 
 /**
  * A conversation's event log on JetStream: one subject per conversation, one message per
@@ -200,7 +195,7 @@ export class EventLog {
     // The last message is foreign or corrupt: appends go after it, events continue the last valid commit.
     this.#report(subject, last.seq, decoded.reason, decoded.error?.issues ?? [], 'skip', decoded.error?.code);
     let lastSeq = 0;
-    for await (const commit of this.#scan(ref, { start: 1, until: last.seq, afterSeq: 0, policy: 'skip', signal: undefined, small: false })) lastSeq = commit.lastSeq;
+    for await (const commit of this.#scan(ref, { start: 1, until: last.seq, afterSeq: 0, policy: 'skip', signal: undefined, expected: undefined })) lastSeq = commit.lastSeq;
     return { streamSeq: last.seq, lastSeq };
   }
 
@@ -250,10 +245,13 @@ export class EventLog {
     const plan = await this.#plan(ref, options);
     if (!plan || plan.signal?.aborted) return;
     const accept = this.#acceptor(ref, plan);
-    for await (const message of this.#messages(this.subject(ref), plan.start, plan.until, plan.small, plan.signal)) {
-      const commit = accept(message);
-      // `false` from the visitor ends the read there
-      if (commit && visit(commit) === false) return;
+    // a batch at a time, each handled synchronously: no promise turn per commit
+    for await (const messages of this.#batches(this.subject(ref), plan.start, plan.until ?? 0, plan.expected, plan.signal)) {
+      for (const message of messages) {
+        const commit = accept(message);
+        // `false` from the visitor ends the read there
+        if (commit && visit(commit) === false) return;
+      }
     }
   }
 
@@ -275,16 +273,16 @@ export class EventLog {
     const common = { afterSeq, policy: options.invalidPolicy, signal: options.signal };
     if (options.untilStreamSeq !== undefined && options.afterStreamSeq !== undefined) {
       if (options.untilStreamSeq <= options.afterStreamSeq) return undefined;
-      // a catch-up from a known position: usually a commit or two, read with direct gets
-      const expected = options.expectedMessages ?? (options.afterStreamSeq > 0 ? 1 : undefined); // from the start: an ordered consumer
-      return { ...common, start: options.afterStreamSeq + 1, until: options.untilStreamSeq, small: isSmall(expected) };
+      // a catch-up from a known position: usually a commit or two
+      const expected = options.expectedMessages ?? (options.afterStreamSeq > 0 ? 1 : undefined);
+      return { ...common, start: options.afterStreamSeq + 1, until: options.untilStreamSeq, expected };
     }
     const tail = options.until ?? (await this.tail(ref));
     if (tail.streamSeq === 0 || tail.lastSeq <= afterSeq) return undefined;
     const start =
       options.afterStreamSeq !== undefined ? options.afterStreamSeq + 1 : afterSeq === 0 ? 1 : await this.locate(ref, afterSeq + 1, tail);
     if (start === undefined) return undefined;
-    return { ...common, start, until: tail.streamSeq, small: isSmall(options.expectedMessages ?? tail.lastSeq - afterSeq) };
+    return { ...common, start, until: tail.streamSeq, expected: options.expectedMessages ?? tail.lastSeq - afterSeq };
   }
 
   /**
@@ -300,13 +298,13 @@ export class EventLog {
       const located = await this.locate(ref, afterSeq + 1, tail);
       start = located ?? tail.streamSeq + 1;
     }
-    yield* this.#scan(ref, { start, until: undefined, afterSeq, policy: options.invalidPolicy, signal: options.signal, small: false });
+    yield* this.#scan(ref, { start, until: undefined, afterSeq, policy: options.invalidPolicy, signal: options.signal, expected: undefined });
   }
 
   async *#scan(ref: ConversationRef, plan: ScanPlan): AsyncGenerator<StoredCommit> {
     if (plan.signal?.aborted) return;
     const accept = this.#acceptor(ref, plan);
-    for await (const message of this.#messages(this.subject(ref), plan.start, plan.until, plan.small, plan.signal)) {
+    for await (const message of this.#messages(this.subject(ref), plan.start, plan.until, plan.expected, plan.signal)) {
       const commit = accept(message);
       if (commit) yield commit;
     }
@@ -340,49 +338,45 @@ export class EventLog {
   }
 
   /**
-   * The subject's messages from `start` (to `until`, or live). A short bounded range is read
-   * with direct gets (no consumer to create); a long or live one with an ordered consumer.
+   * The subject's messages from `start` (to `until`, or live). A bounded read pages through
+   * direct-get batches: no consumer is created, however long the read and however many readers.
    */
-  async *#messages(subject: string, start: number, until: number | undefined, small: boolean, signal?: AbortSignal): AsyncGenerator<RawMessage> {
-    let cursor = Math.max(1, start);
-    if (until !== undefined && small) {
-      for (let count = 0; count < DIRECT_READ_LIMIT; count += 1) {
-        if (cursor > until || signal?.aborted) return;
-        const message = await this.#direct({ seq: cursor, next_by_subj: subject });
-        if (!message || message.seq > until) return;
-        yield message;
-        cursor = message.seq + 1;
-      }
-      if (cursor > until) return;
-    }
+  #messages(subject: string, start: number, until: number | undefined, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage> {
+    if (until === undefined) return this.#live(subject, start, signal);
+    return readSubjectRange(this.nc, this.#range(subject, start, until, expected, signal));
+  }
+
+  /** A bounded read's messages a batch at a time. */
+  #batches(subject: string, start: number, until: number, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage[]> {
+    return readSubjectBatches(this.nc, this.#range(subject, start, until, expected, signal));
+  }
+
+  #range(subject: string, from: number, until: number, expected: number | undefined, signal: AbortSignal | undefined): SubjectRange {
+    // a replicated stream's batch may come from a replica that is behind: the leader answers the rest
+    const leaderGet = this.#fromLeader ? (seq: number): Promise<RawMessage | null> => this.#direct({ seq, next_by_subj: subject }) : undefined;
+    return { stream: this.streamName, subject, from, until, expected, signal, leaderGet };
+  }
+
+  /**
+   * The subject's messages from `start`, live, until the signal aborts: an ordered consumer
+   * (one per follower, for as long as it follows).
+   */
+  async *#live(subject: string, start: number, signal?: AbortSignal): AsyncGenerator<RawMessage> {
     const consumer = await this.#js.consumers.get(this.streamName, {
       filter_subjects: subject,
       deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: cursor,
+      opt_start_seq: Math.max(1, start),
     });
-    // a live follow pulls with short expiries: its heartbeats then notice a restarted server within
-    // seconds, and the ordered consumer is recreated where it left off
-    const messages = await consumer.consume({ max_messages: READ_BATCH, ...(until === undefined ? { expires: 5_000 } : {}) });
+    // pulls with short expiries: its heartbeats then notice a restarted server within seconds,
+    // and the ordered consumer is recreated where it left off
+    const messages = await consumer.consume({ max_messages: READ_BATCH, expires: 5_000 });
     const onAbort = (): void => void messages.stop();
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      for await (const message of messages) {
-        yield message;
-        cursor = message.seq + 1;
-        if (until !== undefined && (message.seq >= until || message.info.pending === 0)) break;
-      }
+      for await (const message of messages) yield message;
     } finally {
       signal?.removeEventListener('abort', onAbort);
       await messages.close().catch(() => undefined);
-    }
-    // An ordered consumer of a replicated stream may be placed on a replica that is behind (one
-    // catching up after a restart): it then runs out before `until`. The rest comes from gets,
-    // which a replicated stream's log sends to the leader, so a bounded read is always whole.
-    while (until !== undefined && cursor <= until && !signal?.aborted) {
-      const message = await this.#direct({ seq: cursor, next_by_subj: subject });
-      if (!message || message.seq > until) return;
-      yield message;
-      cursor = message.seq + 1;
     }
   }
 

@@ -9,6 +9,8 @@ export { DEFAULT_STREAM_NAME } from './stream-setup.js';
 export type { EventStreamOptions } from './stream-setup.js';
 export { decodeCommit, encodeCommit, eventTypesOf, placementOf } from './codec.js';
 export type { DecodeResult, RawMessage } from './codec.js';
+export { directBatch, DIRECT_BATCH_SIZE, readSubjectBatches, readSubjectRange } from './direct-batch.js';
+export type { DirectBatch, DirectBatchRequest, SubjectRange } from './direct-batch.js';
 export { appendSurely, appendWithRetry } from './append-with-retry.js';
 export type { AppendSurelyOptions, AppendWithRetryOptions } from './append-with-retry.js';
 export { tapConsumerName, tapStream } from './stream-tap.js';
