@@ -1,5 +1,5 @@
 import { fork } from 'node:child_process';
-import { createHttpFetch } from '../../libs/llm/src/core/http-fetch.js';
+import { createHttpFetch } from '@flotilla/llm';
 import { table } from './stats.js';
 
 /**

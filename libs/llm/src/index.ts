@@ -30,7 +30,7 @@ export {
 } from './core/config.js';
 export { defaultApiKeyVariable, loadApiKey, NO_API_KEY, type ApiKeySource } from './core/api-key.js';
 export { silentLogger, type LlmLogger } from './core/logger.js';
-export { proxySettings, type ProxySettings } from './core/http-fetch.js';
+export { createHttpFetch, proxySettings, type ProxySettings } from './core/http-fetch.js';
 export { createLanguageModel, wireRequest, type CreateLanguageModelOptions, type WireRequest } from './create-language-model.js';
 export { ScriptedLanguageModel, type ScriptedLanguageModelOptions, type ScriptedReply } from './scripted-language-model.js';
 export { renderToolPrompt } from './prompt-tools/tool-prompt.js';
