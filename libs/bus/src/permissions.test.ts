@@ -258,6 +258,35 @@ describe('the server configured from the matrix', () => {
     }))).toBe('refused');
   });
 
+  it("lets the gateway receive every tenant's publishes on conversations' subjects (what wakes its live follows), and no other user", async () => {
+    const gateway = await as('gateway');
+    const received: string[] = [];
+    for (const subject of ['flotilla.ev.acme.live', 'flotilla.ev.globex.live']) {
+      gateway.subscribe(subject, { max: 1, callback: (error, message) => void received.push(error ? `refused: ${error.message}` : message.subject) });
+    }
+    await gateway.flush();
+    const js = jetstream(await as('admin'));
+    await js.publish('flotilla.ev.acme.live', 'acme commit');
+    await js.publish('flotilla.ev.globex.live', 'globex commit');
+    await expect.poll(() => [...received].sort()).toEqual(['flotilla.ev.acme.live', 'flotilla.ev.globex.live']);
+    // subscribing is all it gains: nothing of another service's (their groups, their requests)
+    expect(permissionsFor('gateway').subscribe.allow).not.toContain(RunnerSubjects.wake('*'));
+    const others = [...SERVICES.filter((service) => service !== 'gateway'), 'tap', { tenantTap: 'acme' }] as const;
+    const outcomes = await Promise.all(
+      others.map(async (identity) => {
+        const nc = await as(identity);
+        return attempt(
+          () =>
+            new Promise((resolve, reject) => {
+              nc.subscribe('flotilla.ev.acme.c1', { callback: (error) => (error ? reject(error) : resolve(undefined)) });
+              nc.flush().then(() => setTimeout(resolve, 500), reject);
+            }),
+        );
+      }),
+    );
+    expect(outcomes).toEqual(others.map(() => 'refused'));
+  });
+
   it('refuses API-key and ownership writes to services that do not own them', async () => {
     const keys = await new Kvm(await as('tool-runner')).open(Buckets.apiKeys);
     expect(await attempt(() => keys.put('0123', '{"tenant":"evil"}'))).toBe('refused');

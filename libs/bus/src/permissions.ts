@@ -21,6 +21,13 @@ const READS_ONLY: readonly ServiceName[] = ['projector', 'pg-sink', 'webhooks'];
 /** Readers that may not even create the events stream: they wait for it. */
 const WAITS_FOR_STREAM: readonly ServiceName[] = ['pg-sink', 'webhooks'];
 
+/**
+ * Services that follow conversations live (EventLog.follow): a core subscription on a
+ * conversation's subject wakes their direct-get reads. Only the gateway (its WebSockets' feeds);
+ * the others read the log through their group's consumer or bounded reads.
+ */
+export const FOLLOWS_LOG: readonly ServiceName[] = ['gateway'];
+
 /** True when the service's credential may append to conversations' logs. */
 export function appendsToLog(service: ServiceName): boolean {
   return !READS_ONLY.includes(service);
@@ -180,6 +187,9 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   const gatewayAnswers = `${answersPrefix('gateway')}.>`;
   if (CONSUMER_GROUPS.includes(service)) publish.push(...groupSubjects(GROUP_QUEUES[service] ?? stream, service));
   if (appendsToLog(service)) publish.push(events);
+  // a follower's wake-ups: the publishes on conversations' subjects (every tenant's: the gateway
+  // serves them all, a request confined to its tenant by its API key)
+  if (FOLLOWS_LOG.includes(service)) subscribe.push(events);
   switch (service) {
     case 'gateway':
       publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny, PURGE_SUBJECT, AskSubjects.ask);

@@ -17,6 +17,8 @@ export const LogErrorCode = {
   StreamMisconfigured: 'stream_misconfigured',
   /** A commit written by a newer Flotilla: upgrade before reading this log. */
   UnsupportedVersion: 'unsupported_protocol_version',
+  /** This connection's NATS user may not do it (a subscription refused): grant the permission. */
+  Forbidden: 'forbidden',
   Closed: 'closed',
 } as const;
 export type LogErrorCode = (typeof LogErrorCode)[keyof typeof LogErrorCode];

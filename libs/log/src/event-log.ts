@@ -1,12 +1,13 @@
 import { CommitHeader, Event, ProtocolErrorCode, describeIssues, isValidEvent, newId, type EventDraft, type ProtocolIssue } from '@flotilla/events';
 import { activeTraceparent } from '@flotilla/tracing';
-import { DeliverPolicy, jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
 import { conversationSubject, DEFAULT_SUBJECT_PREFIX, type ConversationRef } from './conversation-ref.js';
 import { readSubjectBatches, readSubjectRange, type SubjectRange } from './direct-batch.js';
 import { isConflict, LogError, LogErrorCode } from './errors.js';
 import { JetStreamPublisher } from './jetstream-publisher.js';
+import { followSubject } from './live-follow.js';
 import { classifyPublishAnswer } from './publish-errors.js';
 import { EMPTY_TAIL, type StoredCommit, type Tail } from './stored-commit.js';
 import { connectManager, DEFAULT_STREAM_NAME, ensureEventStream, type EventStreamOptions } from './stream-setup.js';
@@ -33,6 +34,8 @@ export type EventLogOptions = EventStreamOptions & {
    * messages for this connection (a consumer's acks) sends them now, in the same socket write.
    */
   readonly beforePublish?: () => void;
+  /** How long a follower goes, at most, without looking at the stream when nothing woke it. Default 5 s. */
+  readonly followBackstopMs?: number;
 };
 
 export type AppendOptions = {
@@ -79,7 +82,6 @@ type ScanPlan = {
   readonly expected: number | undefined;
 };
 
-const READ_BATCH = 1024;
 const MSG_ID_HEADER = 'Nats-Msg-Id';
 
 /**
@@ -89,7 +91,6 @@ const MSG_ID_HEADER = 'Nats-Msg-Id';
 export class EventLog {
   readonly streamName: string;
   readonly subjectPrefix: string;
-  readonly #js: JetStreamClient;
   readonly #publisher: JetStreamPublisher;
   readonly #maxPayload: number;
   /** Set when the existing stream's settings differ from the configured ones (see ensureEventStream): log it. */
@@ -108,7 +109,6 @@ export class EventLog {
   ) {
     this.streamName = options.streamName ?? DEFAULT_STREAM_NAME;
     this.subjectPrefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
-    this.#js = jetstream(nc);
     this.#publisher = new JetStreamPublisher(nc, options.appendTimeoutMs ?? 5_000);
     this.#maxPayload = Math.min(nc.info?.max_payload ?? 1024 * 1024, options.maxMessageBytes ?? Number.POSITIVE_INFINITY);
   }
@@ -287,7 +287,11 @@ export class EventLog {
 
   /**
    * Follows the conversation live: the commits after `afterSeq`, then every new commit as
-   * it lands, until the signal aborts. Survives server restarts (ordered consumer).
+   * it lands, until the signal aborts, each once and in order. No consumer: a core subscription
+   * on the conversation's subject wakes the follower and direct-get batches read the stream from
+   * the last commit yielded (see followSubject), with a backstop poll and a look after every
+   * reconnect, so it survives server restarts. The connection's user must be allowed to subscribe
+   * to the subject (LogError('forbidden') otherwise).
    */
   async *follow(ref: ConversationRef, options: ReadOptions = {}): AsyncGenerator<StoredCommit> {
     const afterSeq = options.afterSeq ?? 0;
@@ -358,26 +362,13 @@ export class EventLog {
   }
 
   /**
-   * The subject's messages from `start`, live, until the signal aborts: an ordered consumer
-   * (one per follower, for as long as it follows).
+   * The subject's messages from `start`, live, until the signal aborts: woken by a core
+   * subscription on the subject, read with direct-get batches (no consumer, however many follow).
    */
   async *#live(subject: string, start: number, signal?: AbortSignal): AsyncGenerator<RawMessage> {
-    const consumer = await this.#js.consumers.get(this.streamName, {
-      filter_subjects: subject,
-      deliver_policy: DeliverPolicy.StartSequence,
-      opt_start_seq: Math.max(1, start),
-    });
-    // pulls with short expiries: its heartbeats then notice a restarted server within seconds,
-    // and the ordered consumer is recreated where it left off
-    const messages = await consumer.consume({ max_messages: READ_BATCH, expires: 5_000 });
-    const onAbort = (): void => void messages.stop();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      for await (const message of messages) yield message;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      await messages.close().catch(() => undefined);
-    }
+    const leaderGet = this.#fromLeader ? (seq: number): Promise<RawMessage | null> => this.#direct({ seq, next_by_subj: subject }) : undefined;
+    const follow = { stream: this.streamName, subject, from: start, signal, leaderGet, backstopMs: this.options.followBackstopMs };
+    for await (const messages of followSubject(this.nc, follow)) yield* messages;
   }
 
   #report(

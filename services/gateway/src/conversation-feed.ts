@@ -19,7 +19,8 @@ const RING_EVENTS = 1_024;
 
 /**
  * A gateway's one live reader of a conversation, shared by all its sockets on that
- * conversation: an ordered consumer from the tail it found at start, a ring of recent events
+ * conversation: a follow of the log from the tail it found at start (EventLog.follow: a core
+ * subscription wakes it, direct gets read the commits, no consumer), a ring of recent events
  * (frames serialised once), and the conversation's token deltas. Sockets that fall behind the
  * ring read the log themselves.
  */
