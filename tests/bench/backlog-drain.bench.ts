@@ -21,10 +21,10 @@ const GROUPS = ['step-worker', 'tool-runner', 'projector'] as const;
  * consumer draining the same backlog on the same server, acking each commit; and the runtime's
  * commit consumer as the services configure it, with a handler that only acks.
  *
- * Then the cause of issue 17's slow drain, on a server of its own: the same bare drain as a user
- * with response permissions (`allow_responses`) and as one without. nats-server 2.9 records every
- * reply subject delivered to such a user for two minutes and, past 4,096, walks them all at each
- * delivery; no Flotilla user has them any more (requestAnswer in libs/bus).
+ * Then, on a server of its own, the same bare drain as a user with response permissions
+ * (`allow_responses`) and as one without: a server that records every reply subject delivered to
+ * such a user and walks them at each delivery (2.9 did, past 4,096) drains slower; no Flotilla
+ * user has them (requestAnswer in libs/bus), and this row shows what they would cost.
  */
 export async function benchBacklogDrain(events = 30_000): Promise<string> {
   const drain = await serviceDrain(events);
@@ -176,7 +176,7 @@ async function responsePermissionsDrain(count: number): Promise<string> {
       try {
         const ms = await rawDrain(nc, await jetstreamManager(nc), 'BACKLOG', count);
         baseline ||= ms;
-        rows.push([user.permissions === everything ? 'no response permissions (baseline)' : 'allow_responses (nats-server 2.9)', seconds(ms), rate(count, ms), ratio(ms, baseline)]);
+        rows.push([user.permissions === everything ? 'no response permissions (baseline)' : 'allow_responses', seconds(ms), rate(count, ms), ratio(ms, baseline)]);
       } finally {
         await nc.close();
       }

@@ -157,7 +157,7 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
   lines.push(
     '',
     'Written per step:',
-    `  Flotilla: 3 commits (action, execution start, observation), each one JetStream message delivered to 3 consumer groups (step workers, tool runners, projector); the condenser is woken through its own queue only when it owes something (here each conversation's title, once or twice); nats-server 2.9 syncs its files on an interval`,
+    `  Flotilla: 3 commits (action, execution start, observation), each one JetStream message delivered to 3 consumer groups (step workers, tool runners, projector); the condenser is woken through its own queue only when it owes something (here each conversation's title, once or twice); nats-server syncs its files on an interval (sync_interval)`,
   );
   for (const [peer, figures] of peers) {
     lines.push(`  ${PEERS[peer].title}, the cycle's conversation:`, ...figures.writes.conversation.map((line) => `    ${line}`));
