@@ -19,8 +19,13 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
  * Resident memory of one step-worker process after its durable consumer delivered a store of many
  * finished conversations (deliver all: every commit is a wake-up, the tail ones are loaded and found
  * at rest), against the same worker started on an empty store, same server, same run.
+ *
+ * Both are read 30 s after the drain (or the start): the services run on jemalloc, which gives
+ * freed pages back in two decay stages of 10 s each (dirty, then muzzy: MADV_FREE'd pages still
+ * count in RSS until released), so a reading within 20 s of a burst counts memory already freed.
+ * A drain on direct-get batches ends in seconds, with that burst still decaying.
  */
-export async function benchStepWorkerMemory(conversations = 10_000, eventsEach = 100, settleMs = 15_000): Promise<string> {
+export async function benchStepWorkerMemory(conversations = 10_000, eventsEach = 100, settleMs = 30_000): Promise<string> {
   const home = await mkdtemp(join(tmpdir(), 'flotilla-bench-memory-'));
   await using server = await NatsServerProcess.start({ storeDir: join(home, 'nats') });
   const nc = await connect({ servers: server.url });
