@@ -120,7 +120,12 @@ describe.each(['none', 'egress'])('from inside a conversation’s terminal (netw
 
 describe('a conversation’s limits', () => {
   it('contain a fork bomb, a memory hog and a disk filler; the runner, its heartbeats and the other conversations go on', async () => {
+    // the runners' liveness window as deployments have it (10 s, not the harness's 3 s for quick
+    // takeovers): the sandbox's CPU is not capped, and on a 2-core machine a fork bomb beside a
+    // memory hog has delayed the runner's heartbeats past 3 s
+    const livenessMs = 10_000;
     await using system = await startTestSystem({
+      env: { FLOTILLA_RUNNER_LIVENESS_MS: String(livenessMs) },
       toolRunnerEnv: {
         FLOTILLA_SANDBOX_MAX_PROCESSES: '64',
         FLOTILLA_SANDBOX_MEMORY_MB: '256',
@@ -128,7 +133,7 @@ describe('a conversation’s limits', () => {
         FLOTILLA_SANDBOX_DISK_MB: '64',
       },
     });
-    const runners = await RunnerRegistry.open(system.nc, { livenessMs: 3_000 });
+    const runners = await RunnerRegistry.open(system.nc, { livenessMs });
     const runnerId = async (): Promise<string | undefined> => (await runners.list())[0]?.runner;
     const hostile = { tenant: 'acme', conversation: 'hostile' };
     const calm = { tenant: 'acme', conversation: 'calm' };
