@@ -81,7 +81,7 @@ describe('flotilla tap', () => {
     expect(refused.stderr).toMatch(/permission/i);
     expect(refused.stdout).toBe('');
     // a corrupt message in the log is reported on stderr, not printed as an event
-    system.nc.publish('flotilla.ev.acme.tap-acme-0', 'not a commit');
+    system.nc.publish('flotilla.ev.acme.tap-acme-0.user', 'not a commit');
     await system.nc.flush();
     const withCorrupt = await tap(system, 'tap', ['--conversation', 'tap-acme-0']);
     expect(withCorrupt.code).toBe(0);

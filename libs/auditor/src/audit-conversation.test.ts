@@ -78,7 +78,7 @@ describe('auditAll', () => {
     ];
     for (const ref of refs) await appendAll(log, ref, cleanConversation(draftsFor(ref)));
     await jetstream(nc).publish(log.subject(refs[1]!), 'junk');
-    await jetstream(nc).publish(`${log.subjectPrefix}.bad+tenant.c1`, 'junk');
+    await jetstream(nc).publish(`${log.subjectPrefix}.bad+tenant.c1.user`, 'junk');
 
     const all = await auditAll(log);
     expect(all.reports.map((report) => [report.conversation.conversation, report.violations.map((violation) => violation.rule)])).toEqual([
@@ -86,7 +86,7 @@ describe('auditAll', () => {
       ['a2', [AuditRule.InvalidMessage]],
       ['g1', []],
     ]);
-    expect(all.strays).toEqual([{ subject: `${log.subjectPrefix}.bad+tenant.c1`, messages: 1 }]);
+    expect(all.strays).toEqual([{ subject: `${log.subjectPrefix}.bad+tenant.c1.user`, messages: 1 }]);
 
     const seen: string[] = [];
     const globex = await auditAll(log, { tenant: 'globex', onReport: (report) => seen.push(report.conversation.conversation) });

@@ -32,7 +32,7 @@ const CONSUMER_NOT_FOUND = 10014;
  */
 export async function followStream(nc: NatsConnection, options: FollowStreamOptions, visit: (followed: FollowedMessage) => void): Promise<void> {
   const { streamName: stream, signal } = options;
-  const filter_subject = options.tenant === undefined ? `${options.subjectPrefix}.>` : `${options.subjectPrefix}.${options.tenant}.*`;
+  const filter_subject = options.tenant === undefined ? `${options.subjectPrefix}.>` : `${options.subjectPrefix}.${options.tenant}.>`;
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const js = jetstream(nc);
   let last = 0;

@@ -15,15 +15,23 @@ export type ConversationListing = {
  * optionally confined to one tenant. Sorted by tenant then conversation.
  */
 export async function listConversations(location: LogLocation, options: { readonly tenant?: string } = {}): Promise<ConversationListing> {
-  const filter = options.tenant === undefined ? `${location.subjectPrefix}.>` : `${location.subjectPrefix}.${options.tenant}.*`;
+  const filter = options.tenant === undefined ? `${location.subjectPrefix}.>` : `${location.subjectPrefix}.${options.tenant}.>`;
   const info = await location.jsm.streams.info(location.streamName, { subjects_filter: filter });
-  const conversations: (ConversationRef & { messages: number })[] = [];
+  // a conversation's commits are on a subject per kind (and, if it began before kinds were in the subject, its legacy one)
+  const counts = new Map<string, ConversationRef & { messages: number }>();
   const strays: StraySubject[] = [];
   for (const [subject, messages] of Object.entries(info.state.subjects ?? {})) {
     const ref = parseConversationSubject(location.subjectPrefix, subject);
-    if (ref) conversations.push({ ...ref, messages });
-    else strays.push({ subject, messages });
+    if (!ref) {
+      strays.push({ subject, messages });
+      continue;
+    }
+    const key = `${ref.tenant}.${ref.conversation}`;
+    const counted = counts.get(key);
+    if (counted) counted.messages += messages;
+    else counts.set(key, { ...ref, messages });
   }
+  const conversations = [...counts.values()];
   conversations.sort((a, b) => a.tenant.localeCompare(b.tenant) || a.conversation.localeCompare(b.conversation));
   strays.sort((a, b) => a.subject.localeCompare(b.subject));
   return { conversations, strays };

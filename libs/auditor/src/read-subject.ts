@@ -1,5 +1,5 @@
 import { ProtocolErrorCode } from '@flotilla/events';
-import { conversationSubject, decodeCommit, readSubjectRange, type ConversationRef, type RawMessage, type StoredCommit } from '@flotilla/log';
+import { conversationFilter, decodeCommit, legacyConversationSubject, readSubjectRange, type ConversationRef, type RawMessage, type StoredCommit } from '@flotilla/log';
 import type { InvalidMessage } from './conversation-auditor.js';
 import type { LogLocation } from './log-location.js';
 
@@ -14,18 +14,21 @@ export type SubjectEntry = { readonly kind: 'commit'; readonly commit: StoredCom
  * back as `invalid` entries, never as errors.
  */
 export async function* readSubject(location: LogLocation, ref: ConversationRef, signal?: AbortSignal): AsyncGenerator<SubjectEntry> {
-  const subject = conversationSubject(location.subjectPrefix, ref);
-  const last = await location.jsm.streams.getMessage(location.streamName, { last_by_subj: subject });
-  if (!last || signal?.aborted) return;
-  // direct-get batches (no consumer); what a replica that is behind leaves out, the leader answers
-  const leaderGet = async (seq: number): Promise<RawMessage | null> => {
-    // a message get takes `next_by_subj` as a direct get does (nats.js types only `seq`)
-    const query = { seq, next_by_subj: subject };
-    const message = await location.jsm.streams.getMessage(location.streamName, query);
-    return message && { subject: message.subject, seq: message.seq, data: message.data, headers: message.header };
-  };
-  for await (const message of readSubjectRange(location.nc, { stream: location.streamName, subject, from: 1, until: last.seq, signal, leaderGet })) {
-    yield decode(message, ref);
+  // a conversation begun before commits carried their kind has its first commits on its legacy subject
+  for (const subject of [legacyConversationSubject(location.subjectPrefix, ref), conversationFilter(location.subjectPrefix, ref)]) {
+    const last = await location.jsm.streams.getMessage(location.streamName, { last_by_subj: subject });
+    if (!last) continue;
+    if (signal?.aborted) return;
+    // direct-get batches (no consumer); what a replica that is behind leaves out, the leader answers
+    const leaderGet = async (seq: number): Promise<RawMessage | null> => {
+      // a message get takes `next_by_subj` as a direct get does (nats.js types only `seq`)
+      const query = { seq, next_by_subj: subject };
+      const message = await location.jsm.streams.getMessage(location.streamName, query);
+      return message && { subject: message.subject, seq: message.seq, data: message.data, headers: message.header };
+    };
+    for await (const message of readSubjectRange(location.nc, { stream: location.streamName, subject, from: 1, until: last.seq, signal, leaderGet })) {
+      yield decode(message, ref);
+    }
   }
 }
 

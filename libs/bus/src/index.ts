@@ -7,8 +7,29 @@ export { BusConfigError, UnsupportedServerError } from './errors.js';
 export type { UnsupportedServerErrorCode } from './errors.js';
 export { assertServerSupported, connectBus } from './connect-bus.js';
 export type { BusConnectOptions } from './connect-bus.js';
-export { AskSubjects, bucketStream, Buckets, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAME, DEFAULT_STREAM_NAMES, DEFAULT_SUBJECT_PREFIX, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
-export type { BucketRole, StreamNames } from './layout.js';
+export {
+  AskSubjects,
+  bucketStream,
+  Buckets,
+  COMMIT_KINDS,
+  commitKindOf,
+  commitSubjects,
+  CONDENSER_WAKEUPS,
+  DEFAULT_SIGNAL_ROOT,
+  DEFAULT_STREAM_NAME,
+  DEFAULT_STREAM_NAMES,
+  DEFAULT_SUBJECT_PREFIX,
+  groupFilterSubjects,
+  groupKinds,
+  isCommitKind,
+  legacyCommitSubjects,
+  PURGE_SUBJECT,
+  RunnerSubjects,
+  SELF_CONTINUING,
+  WEBHOOK_DELIVERIES,
+  WRITER_KINDS,
+} from './layout.js';
+export type { BucketRole, CommitKind, CommitWriter, StreamNames } from './layout.js';
 export { appendsToLog, CONSUMER_GROUPS, FOLLOWS_LOG, GROUP_QUEUES, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';
 export type { BucketAccess, Identity, Permissions, ServiceName } from './permissions.js';
 export { authorizationConfig, ensureUsers, userEnvironment } from './server-authorization.js';

@@ -6,6 +6,73 @@
 export const DEFAULT_STREAM_NAME = 'FLOTILLA_EVENTS';
 export const DEFAULT_SUBJECT_PREFIX = 'flotilla.ev';
 
+/**
+ * The kind of a commit: who wrote it, as the last token of its subject
+ * (`<prefix>.<tenant>.<conversation>.<kind>`). A service may publish only its own kind (the server
+ * refuses the others: permissions.ts), so a commit's subject says which service's credential
+ * wrote it, and a group's consumer can leave out the kinds it is never owed work by (GROUP_KINDS).
+ * Optimistic concurrency stays conversation-wide: an append expects the last sequence of
+ * `<prefix>.<tenant>.<conversation>.*`, whatever the kinds.
+ */
+export const COMMIT_KINDS = ['user', 'step', 'tool', 'condense', 'delegate'] as const;
+export type CommitKind = (typeof COMMIT_KINDS)[number];
+
+/** The kind each writing service appends; anyone else (the admin, tests, an in-process agent) appends `user`. */
+export const WRITER_KINDS = {
+  gateway: 'user',
+  'step-worker': 'step',
+  'tool-runner': 'tool',
+  condenser: 'condense',
+  delegator: 'delegate',
+} as const satisfies Record<string, CommitKind>;
+export type CommitWriter = keyof typeof WRITER_KINDS;
+
+/** The kind a writer appends (`user` for any writer that is not a service of WRITER_KINDS). */
+export function commitKindOf(writer: string | undefined): CommitKind {
+  return writer !== undefined && Object.hasOwn(WRITER_KINDS, writer) ? WRITER_KINDS[writer as CommitWriter] : 'user';
+}
+
+export function isCommitKind(value: string): value is CommitKind {
+  return (COMMIT_KINDS as readonly string[]).includes(value);
+}
+
+/**
+ * Groups that are not delivered their own kind: each carries on after its own commits in the
+ * process that wrote them, before acknowledging the commit that woke it (libs/runtime
+ * `carryOnAfterOwnCommits`), so a commit of theirs can never be the only wake-up they are owed.
+ * Every other group is delivered every kind.
+ */
+export const SELF_CONTINUING: Readonly<Partial<Record<string, CommitKind>>> = { 'step-worker': 'step', 'tool-runner': 'tool' };
+
+/** The kinds a group's consumer is delivered. */
+export function groupKinds(group: string): readonly CommitKind[] {
+  const own = SELF_CONTINUING[group];
+  return COMMIT_KINDS.filter((kind) => kind !== own);
+}
+
+/**
+ * The subjects a group's consumer filters on: every commit (`<prefix>.>`), or the legacy layout's
+ * and `<prefix>.*.*.<kind>` for each kind the group is delivered.
+ */
+export function groupFilterSubjects(group: string, prefix: string): string[] {
+  const kinds = groupKinds(group);
+  return kinds.length === COMMIT_KINDS.length ? [`${prefix}.>`] : [legacyCommitSubjects(prefix), ...kinds.map((kind) => `${prefix}.*.*.${kind}`)];
+}
+
+/**
+ * Every commit's subject in the events stream (`<prefix>.<tenant>.<conversation>.<kind>`). Logs
+ * written before commits carried their kind are on `<prefix>.<tenant>.<conversation>`
+ * (LEGACY_SUBJECTS): still read, never written.
+ */
+export function commitSubjects(prefix: string): string {
+  return `${prefix}.*.*.*`;
+}
+
+/** The subjects of commits written before kinds were in the subject: read, never appended to. */
+export function legacyCommitSubjects(prefix: string): string {
+  return `${prefix}.*.*`;
+}
+
 export const Buckets = {
   /** Conversation snapshots (read model, rebuilt from the log). */
   snapshots: 'flotilla_conversations',

@@ -1,12 +1,12 @@
 import { answersPrefix } from './connection-options.js';
-import { Buckets, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
+import { Buckets, commitKindOf, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, SELF_CONTINUING, WEBHOOK_DELIVERIES } from './layout.js';
 import { appendsToLog, CONSUMER_GROUPS, GROUP_QUEUES, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
 
 const ACCESS_WORDS = { read: 'reads', write: 'writes', 'read-write': 'reads, writes', 'write-only': 'writes, never reads' } as const;
 
 /** What each service may do besides reading the log and creating the stream if missing, in words. */
 const EXTRA: Readonly<Record<ServiceName, string>> = {
-  gateway: `publishes interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`), deletion requests (\`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${PURGE_SUBJECT}\`), workspace requests (\`${RunnerSubjects.workspace('*')}\`, \`${RunnerSubjects.workspaceAny}\`: files, git); receives token deltas, and the conversations' commits as they are published (\`${DEFAULT_STREAM_NAMES.subjectPrefix}.*.*\`: what wakes its live follows, which read the stream with direct gets, no consumer)`,
+  gateway: `publishes interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`), deletion requests (\`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${PURGE_SUBJECT}\`), workspace requests (\`${RunnerSubjects.workspace('*')}\`, \`${RunnerSubjects.workspaceAny}\`: files, git); receives token deltas, and the conversations' commits as they are published (\`${DEFAULT_STREAM_NAMES.subjectPrefix}.*.*.*\`: what wakes its live follows, which read the stream with direct gets, no consumer)`,
   'step-worker': `publishes token deltas and the condenser's wake-ups (\`${CONDENSER_WAKEUPS.subjectPrefix}.<tenant>.<conversation>\`, creating the stream \`${CONDENSER_WAKEUPS.stream}\` when missing) and reads its group's consumer info`,
   'tool-runner': `receives wake-ups, deletions and workspace requests (\`${RunnerSubjects.wake('*')}\`, \`${RunnerSubjects.delete('*')}\`, \`${RunnerSubjects.deleteAny}\`, \`${RunnerSubjects.workspace('*')}\`, \`${RunnerSubjects.workspaceAny}\`), forwards wake-ups; answers the gateway's deletions and workspace requests under \`${answersPrefix('gateway')}.>\``,
   condenser: `pulls and acks its wake-ups from \`${CONDENSER_WAKEUPS.stream}\` (creating it when missing), not the events stream's commits`,
@@ -24,9 +24,10 @@ export function permissionsMarkdown(): string {
   const { stream, subjectPrefix } = DEFAULT_STREAM_NAMES;
   const rows = SERVICES.map((service) => {
     const buckets = SERVICE_BUCKETS[service].map(([role, access]) => `\`${Buckets[role]}\` (${ACCESS_WORDS[access]})`).join(', ') || '—';
-    const appends = appendsToLog(service) ? 'yes' : 'no';
+    const appends = appendsToLog(service) ? `\`${commitKindOf(service)}\` commits only` : 'no';
     const queue = GROUP_QUEUES[service];
-    const group = CONSUMER_GROUPS.includes(service) ? `\`${service}\`${queue ? ` (on \`${queue}\`)` : ''}` : '—';
+    const own = SELF_CONTINUING[service];
+    const group = CONSUMER_GROUPS.includes(service) ? `\`${service}\`${queue ? ` (on \`${queue}\`)` : own ? ` (every kind but its own \`${own}\`)` : ''}` : '—';
     return `| ${service} | ${appends} | ${group} | ${buckets} | ${EXTRA[service]} |`;
   });
   const raw = (identity: Identity, title: string): string => {
@@ -42,14 +43,14 @@ export function permissionsMarkdown(): string {
     ].join('\n');
   };
   return [
-    `Every identity may read the events stream \`${stream}\` (subjects \`${subjectPrefix}.<tenant>.<conversation>\`) and receive replies under its own inbox prefix \`_INBOX.<user>.>\`; every service receives interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`); a service may also create the stream and its buckets when they are missing (a create never changes an existing stream). Updating, purging or deleting the stream, and deleting a group's consumer, take the admin credential.`,
+    `Every identity may read the events stream \`${stream}\` (subjects \`${subjectPrefix}.<tenant>.<conversation>.<kind>\`, and \`${subjectPrefix}.<tenant>.<conversation>\` for commits stored before kinds were in the subject) and receive replies under its own inbox prefix \`_INBOX.<user>.>\`; every service receives interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`); a service may also create the stream and its buckets when they are missing (a create never changes an existing stream). Updating, purging or deleting the stream, and deleting a group's consumer, take the admin credential.`,
     '',
     '| user | appends to the log | consumer group (pull, ack) | buckets | core subjects, other rights |',
     '|---|---|---|---|---|',
     ...rows,
     `| tap | no | — (consumers of its own only) | \`${Buckets.snapshots}\` (reads) | read-only over every tenant: no publish to the log or a bucket, no purge, no group's consumer |`,
-    `| tap-<tenant> | no | — (consumers of its own, filtered to \`${subjectPrefix}.<tenant>.*\`) | — | direct gets of its tenant's subjects only; no stream info (it would list other tenants' subjects) |`,
-    '| admin | yes | any | all | everything (the launcher, operators, `nats stream edit`) |',
+    `| tap-<tenant> | no | — (consumers of its own, filtered to \`${subjectPrefix}.<tenant>.>\`) | — | direct gets of its tenant's subjects only; no stream info (it would list other tenants' subjects) |`,
+    '| admin | any kind | any | all | everything (the launcher, operators, `nats stream edit`) |',
     '',
     'The exact subjects, as the embedded server and the chart configure them:',
     '',

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadBusSettings } from './bus-settings.js';
 import { connectionOptions, inboxPrefix } from './connection-options.js';
 import { requestAnswer } from './answered-request.js';
-import { bucketStream, Buckets, CONDENSER_WAKEUPS, DEFAULT_STREAM_NAME, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
-import { CONSUMER_GROUPS, GROUP_QUEUES, permissionsFor, SERVICES, type Identity } from './permissions.js';
+import { bucketStream, Buckets, COMMIT_KINDS, commitKindOf, CONDENSER_WAKEUPS, DEFAULT_STREAM_NAME, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES } from './layout.js';
+import { appendsToLog, CONSUMER_GROUPS, GROUP_QUEUES, permissionsFor, SERVICES, type Identity } from './permissions.js';
 import { ensureWorkQueue } from './work-queue.js';
 import { authorizationConfig, ensureUsers, userEnvironment, type GeneratedUser } from './server-authorization.js';
 
@@ -49,12 +49,12 @@ beforeAll(async () => {
   // the admin sets up what the services would create at start
   const admin = await as('admin');
   const jsm = await jetstreamManager(admin);
-  await jsm.streams.add({ name: DEFAULT_STREAM_NAME, subjects: ['flotilla.ev.*.*'], allow_direct: true });
+  await jsm.streams.add({ name: DEFAULT_STREAM_NAME, subjects: ['flotilla.ev.*.*.*'], allow_direct: true });
   const kvm = new Kvm(admin);
   for (const name of Object.values(Buckets)) await kvm.create(name, { history: 1 });
   const js = jetstream(admin);
-  await js.publish('flotilla.ev.acme.c1', 'acme commit');
-  await js.publish('flotilla.ev.globex.c1', 'globex commit');
+  await js.publish('flotilla.ev.acme.c1.user', 'acme commit');
+  await js.publish('flotilla.ev.globex.c1.user', 'globex commit');
   await (await kvm.open(Buckets.secrets)).put('acme.defaults.TOKEN', 'ciphertext');
 }, 30_000);
 
@@ -155,14 +155,29 @@ describe('the server configured from the matrix', () => {
     expect(await attempt(() => nc.request(`$JS.API.CONSUMER.MSG.NEXT.${DEFAULT_STREAM_NAME}.tool-runner`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2_000 }))).toBe('refused');
     expect(await attempt(() => jsm.streams.delete(bucketStream(Buckets.apiKeys)))).toBe('refused');
     // its own work is allowed: appending
-    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c2', 'a step'))).toBe('allowed');
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c2.step', 'a step'))).toBe('allowed');
+  });
+
+  it('lets each service append only its own kind of commit: a forged commit of another kind is refused by the server', async () => {
+    for (const service of SERVICES) {
+      const nc = await as(service);
+      const js = jetstream(nc);
+      for (const kind of COMMIT_KINDS) {
+        const outcome = await attempt(() => js.publish(`flotilla.ev.acme.kinds.${kind}`, `a ${kind} commit from the ${service}`));
+        expect(outcome, `${service} appending a ${kind} commit`).toBe(appendsToLog(service) && commitKindOf(service) === kind ? 'allowed' : 'refused');
+      }
+      // and never on the legacy layout's subjects, which no current writer appends to
+      expect(await attempt(() => js.publish('flotilla.ev.acme.kinds', 'a legacy commit')), service).toBe('refused');
+    }
+    // what each writes, as WRITER_KINDS says: the gateway users' and control commits, a step worker steps, a tool runner its results
+    expect(['gateway', 'step-worker', 'tool-runner', 'condenser', 'delegator'].map((service) => commitKindOf(service))).toEqual(['user', 'step', 'tool', 'condense', 'delegate']);
   });
 
   it('lets the PostgreSQL sink read the log and pull its group, and nothing else: no append, no stream create, no other group', async () => {
     const nc = await as('pg-sink');
     const jsm = await jetstreamManager(nc);
-    expect((await jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.globex.c1' }))?.string()).toBe('globex commit');
-    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c3', 'forged'))).toBe('refused');
+    expect((await jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.globex.c1.user' }))?.string()).toBe('globex commit');
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c3.user', 'forged'))).toBe('refused');
     expect(await attempt(() => jsm.streams.add({ name: 'FLOTILLA_OTHER', subjects: ['other.>'] }))).toBe('refused');
     expect(await attempt(() => jsm.streams.purge(DEFAULT_STREAM_NAME))).toBe('refused');
     expect(await attempt(() => nc.request(`$JS.API.CONSUMER.MSG.NEXT.${DEFAULT_STREAM_NAME}.projector`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2_000 }))).toBe('refused');
@@ -173,8 +188,8 @@ describe('the server configured from the matrix', () => {
     const nc = await as('webhooks');
     const jsm = await jetstreamManager(nc);
     const js = jetstream(nc);
-    expect((await jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.acme.c1' }))?.string()).toBe('acme commit');
-    expect(await attempt(() => js.publish('flotilla.ev.acme.c3', 'forged'))).toBe('refused');
+    expect((await jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.acme.c1.user' }))?.string()).toBe('acme commit');
+    expect(await attempt(() => js.publish('flotilla.ev.acme.c3.user', 'forged'))).toBe('refused');
     expect(await attempt(() => jsm.streams.add({ name: 'FLOTILLA_OTHER', subjects: ['other.>'] }))).toBe('refused');
     // its queue: created, filled, pulled and acked by it
     await jsm.streams.add({ name: WEBHOOK_DELIVERIES.stream, subjects: [`${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`], retention: RetentionPolicy.Workqueue });
@@ -200,19 +215,19 @@ describe('the server configured from the matrix', () => {
   it('lets the delegator append to the log, pull its group and publish interrupts, and touch no bucket', async () => {
     const nc = await as('delegator');
     const jsm = await jetstreamManager(nc);
-    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.sub-1', 'a child'))).toBe('allowed');
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.sub-1.delegate', 'a child'))).toBe('allowed');
     expect(await attempt(() => nc.flush().then(() => nc.publish('flotilla.signal.interrupt.acme.sub-1', '{}')).then(() => nc.flush()))).toBe('allowed');
     for (const bucket of [Buckets.snapshots, Buckets.secrets, Buckets.workspaces, Buckets.runners]) {
       expect(await attempt(() => new Kvm(nc).open(bucket).then((kv) => kv.get('acme.c1'))), bucket).toBe('refused');
     }
-    expect(await attempt(() => jsm.streams.purge(DEFAULT_STREAM_NAME, { filter: 'flotilla.ev.acme.c1' }))).toBe('refused');
+    expect(await attempt(() => jsm.streams.purge(DEFAULT_STREAM_NAME, { filter: 'flotilla.ev.acme.c1.user' }))).toBe('refused');
     expect(await attempt(() => nc.request(`$JS.API.CONSUMER.MSG.NEXT.${DEFAULT_STREAM_NAME}.step-worker`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2_000 }))).toBe('refused');
     expect(await attempt(() => requestAnswer(nc, RunnerSubjects.deleteAny, undefined, { timeout: 2_000 }))).toBe('refused');
   });
 
   it('lets the projector purge (a conversation’s log, on the gateway’s request) but not append', async () => {
     const nc = await as('projector');
-    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c3', 'forged'))).toBe('refused');
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c3.user', 'forged'))).toBe('refused');
     expect(await attempt(() => jetstreamManager(nc).then((jsm) => jsm.streams.purge(DEFAULT_STREAM_NAME, { filter: 'flotilla.ev.acme.nothing' })))).toBe('allowed');
     // the gateway may ask for it, nobody else
     const gateway = await as('gateway');
@@ -261,14 +276,14 @@ describe('the server configured from the matrix', () => {
   it("lets the gateway receive every tenant's publishes on conversations' subjects (what wakes its live follows), and no other user", async () => {
     const gateway = await as('gateway');
     const received: string[] = [];
-    for (const subject of ['flotilla.ev.acme.live', 'flotilla.ev.globex.live']) {
+    for (const subject of ['flotilla.ev.acme.live.user', 'flotilla.ev.globex.live.user']) {
       gateway.subscribe(subject, { max: 1, callback: (error, message) => void received.push(error ? `refused: ${error.message}` : message.subject) });
     }
     await gateway.flush();
     const js = jetstream(await as('admin'));
-    await js.publish('flotilla.ev.acme.live', 'acme commit');
-    await js.publish('flotilla.ev.globex.live', 'globex commit');
-    await expect.poll(() => [...received].sort()).toEqual(['flotilla.ev.acme.live', 'flotilla.ev.globex.live']);
+    await js.publish('flotilla.ev.acme.live.user', 'acme commit');
+    await js.publish('flotilla.ev.globex.live.user', 'globex commit');
+    await expect.poll(() => [...received].sort()).toEqual(['flotilla.ev.acme.live.user', 'flotilla.ev.globex.live.user']);
     // subscribing is all it gains: nothing of another service's (their groups, their requests)
     expect(permissionsFor('gateway').subscribe.allow).not.toContain(RunnerSubjects.wake('*'));
     const others = [...SERVICES.filter((service) => service !== 'gateway'), 'tap', { tenantTap: 'acme' }] as const;
@@ -278,7 +293,7 @@ describe('the server configured from the matrix', () => {
         return attempt(
           () =>
             new Promise((resolve, reject) => {
-              nc.subscribe('flotilla.ev.acme.c1', { callback: (error) => (error ? reject(error) : resolve(undefined)) });
+              nc.subscribe('flotilla.ev.acme.c1.user', { callback: (error) => (error ? reject(error) : resolve(undefined)) });
               nc.flush().then(() => setTimeout(resolve, 500), reject);
             }),
         );
@@ -326,8 +341,8 @@ describe('the server configured from the matrix', () => {
   it('lets a tap read every tenant but write nothing', async () => {
     const nc = await as('tap');
     const jsm = await jetstreamManager(nc);
-    expect((await jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.globex.c1' }))?.string()).toBe('globex commit');
-    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c1', 'forged'))).toBe('refused');
+    expect((await jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.globex.c1.user' }))?.string()).toBe('globex commit');
+    expect(await attempt(() => jetstream(nc).publish('flotilla.ev.acme.c1.user', 'forged'))).toBe('refused');
     expect(await attempt(() => jsm.streams.purge(DEFAULT_STREAM_NAME))).toBe('refused');
     expect(await attempt(() => new Kvm(nc).open(Buckets.secrets).then((kv) => kv.get('acme.defaults.TOKEN')))).toBe('refused');
   });
@@ -337,15 +352,15 @@ describe('the server configured from the matrix', () => {
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     // a consumer of its own on its tenant's subjects (not nats.js' ordered consumer: that reads the stream's info, which lists every subject)
-    await jsm.consumers.add(DEFAULT_STREAM_NAME, { name: 'acme-audit', filter_subject: 'flotilla.ev.acme.*', ack_policy: AckPolicy.Explicit });
+    await jsm.consumers.add(DEFAULT_STREAM_NAME, { name: 'acme-audit', filter_subject: 'flotilla.ev.acme.>', ack_policy: AckPolicy.Explicit });
     const first = await (await js.consumers.get(DEFAULT_STREAM_NAME, 'acme-audit')).next({ expires: 2_000 });
-    expect(first?.subject).toBe('flotilla.ev.acme.c1');
+    expect(first?.subject).toBe('flotilla.ev.acme.c1.user');
     first?.ack();
-    expect(await attempt(() => jsm.consumers.add(DEFAULT_STREAM_NAME, { name: 'peek', filter_subject: 'flotilla.ev.globex.*', ack_policy: AckPolicy.None }))).toBe('refused');
+    expect(await attempt(() => jsm.consumers.add(DEFAULT_STREAM_NAME, { name: 'peek', filter_subject: 'flotilla.ev.globex.>', ack_policy: AckPolicy.None }))).toBe('refused');
     expect(await attempt(() => jsm.consumers.add(DEFAULT_STREAM_NAME, { name: 'all', ack_policy: AckPolicy.None }))).toBe('refused');
-    expect(await attempt(() => jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.globex.c1' }))).toBe('refused');
+    expect(await attempt(() => jsm.direct.getMessage(DEFAULT_STREAM_NAME, { last_by_subj: 'flotilla.ev.globex.c1.user' }))).toBe('refused');
     expect(await attempt(() => jsm.streams.info(DEFAULT_STREAM_NAME, { subjects_filter: '>' }))).toBe('refused');
-    expect(await attempt(() => js.publish('flotilla.ev.acme.c1', 'forged'))).toBe('refused');
+    expect(await attempt(() => js.publish('flotilla.ev.acme.c1.user', 'forged'))).toBe('refused');
   });
 
   it('reports every refusal in the server log (what the system tests watch for)', () => {

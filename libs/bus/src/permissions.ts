@@ -1,5 +1,5 @@
 import { answersPrefix, inboxPrefix } from './connection-options.js';
-import { AskSubjects, bucketStream, Buckets, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
+import { AskSubjects, bucketStream, Buckets, commitKindOf, commitSubjects, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
 export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const;
@@ -166,7 +166,7 @@ function bucket(role: BucketRole, access: BucketAccess): { publish: string[]; de
 export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_STREAM_NAMES): Permissions {
   const { stream, subjectPrefix } = names;
   const inbox = `${inboxPrefix(identityName(identity))}.>`;
-  const events = `${subjectPrefix}.*.*`;
+  const events = commitSubjects(subjectPrefix);
   const interrupts = `${DEFAULT_SIGNAL_ROOT}.interrupt.*.*`;
   const deltas = `${DEFAULT_SIGNAL_ROOT}.delta.*.*`;
   if (identity === 'admin') return { publish: { allow: ['>'] }, subscribe: { allow: ['>'] } };
@@ -186,7 +186,8 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   // answers to the gateway's requests (deletions, workspace requests) go to its answers branch, nowhere else in its inbox
   const gatewayAnswers = `${answersPrefix('gateway')}.>`;
   if (CONSUMER_GROUPS.includes(service)) publish.push(...groupSubjects(GROUP_QUEUES[service] ?? stream, service));
-  if (appendsToLog(service)) publish.push(events);
+  // its own kind of commit only (layout.ts, WRITER_KINDS): the server refuses a commit of another service's kind
+  if (appendsToLog(service)) publish.push(`${subjectPrefix}.*.*.${commitKindOf(service)}`);
   // a follower's wake-ups: the publishes on conversations' subjects (every tenant's: the gateway
   // serves them all, a request confined to its tenant by its API key)
   if (FOLLOWS_LOG.includes(service)) subscribe.push(events);
@@ -246,7 +247,8 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
  */
 function tenantTap(tenant: string, names: StreamNames, inbox: string): Permissions {
   const { stream, subjectPrefix } = names;
-  const own = `${subjectPrefix}.${tenant}.*`;
+  // both layouts: `<prefix>.<tenant>.<conversation>` (legacy) and `….<kind>`
+  const own = `${subjectPrefix}.${tenant}.>`;
   return {
     publish: {
       allow: [

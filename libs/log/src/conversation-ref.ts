@@ -1,3 +1,4 @@
+import { isCommitKind, type CommitKind } from '@flotilla/bus';
 import { isSubjectToken } from '@flotilla/events';
 import { LogError, LogErrorCode } from './errors.js';
 
@@ -19,17 +20,36 @@ export function assertConversationRef(ref: ConversationRef): void {
   }
 }
 
-/** `<prefix>.<tenant>.<conversation>`: one subject per conversation. */
-export function conversationSubject(prefix: string, ref: ConversationRef): string {
+/** `<prefix>.<tenant>.<conversation>.<kind>`: the subject of a conversation's commits of one kind. */
+export function conversationSubject(prefix: string, ref: ConversationRef, kind: CommitKind): string {
+  assertConversationRef(ref);
+  return `${prefix}.${ref.tenant}.${ref.conversation}.${kind}`;
+}
+
+/** `<prefix>.<tenant>.<conversation>.*`: every commit of a conversation (its log, and what an append's expected sequence is checked against). */
+export function conversationFilter(prefix: string, ref: ConversationRef): string {
+  assertConversationRef(ref);
+  return `${prefix}.${ref.tenant}.${ref.conversation}.*`;
+}
+
+/** `<prefix>.<tenant>.<conversation>`: where a conversation's commits were before they carried their kind (read, never written). */
+export function legacyConversationSubject(prefix: string, ref: ConversationRef): string {
   assertConversationRef(ref);
   return `${prefix}.${ref.tenant}.${ref.conversation}`;
 }
 
-/** The inverse of conversationSubject, or undefined for a subject outside the prefix. */
+/** The conversation a commit's subject names (either layout), or undefined for a subject outside the prefix. */
 export function parseConversationSubject(prefix: string, subject: string): ConversationRef | undefined {
   if (!subject.startsWith(`${prefix}.`)) return undefined;
   const tokens = subject.slice(prefix.length + 1).split('.');
-  if (tokens.length !== 2) return undefined;
+  if (tokens.length !== 2 && !(tokens.length === 3 && isCommitKind(tokens[2]!))) return undefined;
   const [tenant, conversation] = tokens as [string, string];
   return isSubjectToken(tenant) && isSubjectToken(conversation) ? { tenant, conversation } : undefined;
+}
+
+/** The kind a commit's subject carries; `undefined` for the legacy layout or a subject outside the prefix. */
+export function subjectKind(prefix: string, subject: string): CommitKind | undefined {
+  if (!subject.startsWith(`${prefix}.`)) return undefined;
+  const tokens = subject.slice(prefix.length + 1).split('.');
+  return tokens.length === 3 && isCommitKind(tokens[2]!) ? tokens[2] : undefined;
 }

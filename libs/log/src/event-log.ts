@@ -3,9 +3,10 @@ import { activeTraceparent } from '@flotilla/tracing';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
-import { conversationSubject, DEFAULT_SUBJECT_PREFIX, type ConversationRef } from './conversation-ref.js';
+import { commitKindOf, legacyCommitSubjects, type CommitKind } from '@flotilla/bus';
+import { conversationFilter, conversationSubject, DEFAULT_SUBJECT_PREFIX, legacyConversationSubject, type ConversationRef } from './conversation-ref.js';
 import { readSubjectBatches, readSubjectRange, type SubjectRange } from './direct-batch.js';
-import { isConflict, LogError, LogErrorCode } from './errors.js';
+import { ConflictError, isConflict, LogError, LogErrorCode } from './errors.js';
 import { JetStreamPublisher } from './jetstream-publisher.js';
 import { followSubject } from './live-follow.js';
 import { classifyPublishAnswer } from './publish-errors.js';
@@ -36,6 +37,13 @@ export type EventLogOptions = EventStreamOptions & {
   readonly beforePublish?: () => void;
   /** How long a follower goes, at most, without looking at the stream when nothing woke it. Default 5 s. */
   readonly followBackstopMs?: number;
+  /**
+   * The service appending (libs/bus WRITER_KINDS): its commits' kind, the last token of their
+   * subject, which its NATS user may publish. Anyone else appends `user` commits.
+   */
+  readonly writer?: string;
+  /** Told of every commit this log appended, as stored (a group carrying on after its own commits: libs/runtime OwnCommits). */
+  readonly onAppended?: (ref: ConversationRef, message: RawMessage) => void;
 };
 
 export type AppendOptions = {
@@ -83,14 +91,22 @@ type ScanPlan = {
 };
 
 const MSG_ID_HEADER = 'Nats-Msg-Id';
+const EXPECTED_SUBJECT_HEADER = 'Nats-Expected-Last-Subject-Sequence-Subject';
+/** Conversations whose legacy-layout tail a log remembers (those commits never change). */
+const LEGACY_TAILS_KEPT = 10_000;
 
 /**
- * A conversation's event log on JetStream: one subject per conversation, one message per
- * commit, optimistic concurrency on the subject's last sequence, idempotent retries.
+ * A conversation's event log on JetStream: its commits on `<prefix>.<tenant>.<conversation>.<kind>`,
+ * one message per commit, optimistic concurrency on the last sequence of the conversation's
+ * subjects (whatever the kinds), idempotent retries. Logs written before commits carried their
+ * kind (`<prefix>.<tenant>.<conversation>`) are read as the start of the conversation's log and
+ * continued in the current layout.
  */
 export class EventLog {
   readonly streamName: string;
   readonly subjectPrefix: string;
+  /** The kind of every commit this log appends (its writer's). */
+  readonly kind: CommitKind;
   readonly #publisher: JetStreamPublisher;
   readonly #maxPayload: number;
   /** Set when the existing stream's settings differ from the configured ones (see ensureEventStream): log it. */
@@ -101,6 +117,12 @@ export class EventLog {
    * decision made on a stale tail could miss that an action started. Set for a replicated stream.
    */
   #fromLeader = false;
+  /**
+   * Whether the stream holds commits of the legacy layout; if so, the stream sequence of each
+   * conversation's last legacy commit (0: none), as read once (they are never written again).
+   */
+  #legacy = false;
+  readonly #legacyTails = new Map<string, number>();
 
   private constructor(
     readonly nc: NatsConnection,
@@ -109,6 +131,7 @@ export class EventLog {
   ) {
     this.streamName = options.streamName ?? DEFAULT_STREAM_NAME;
     this.subjectPrefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
+    this.kind = commitKindOf(options.writer);
     this.#publisher = new JetStreamPublisher(nc, options.appendTimeoutMs ?? 5_000);
     this.#maxPayload = Math.min(nc.info?.max_payload ?? 1024 * 1024, options.maxMessageBytes ?? Number.POSITIVE_INFINITY);
   }
@@ -120,11 +143,18 @@ export class EventLog {
     const stream = await ensureEventStream(jsm, log.streamName, log.subjectPrefix, options);
     log.storageWarning = stream.warning;
     log.#fromLeader = stream.replicas > 1;
+    log.#legacy = (await log.#direct({ last_by_subj: legacyCommitSubjects(log.subjectPrefix) })) !== null;
     return log;
   }
 
-  subject(ref: ConversationRef): string {
-    return conversationSubject(this.subjectPrefix, ref);
+  /** The subject this log appends the conversation's commits to (of `kind`, default its own). */
+  subject(ref: ConversationRef, kind: CommitKind = this.kind): string {
+    return conversationSubject(this.subjectPrefix, ref, kind);
+  }
+
+  /** Every commit of the conversation (in the current layout). */
+  filter(ref: ConversationRef): string {
+    return conversationFilter(this.subjectPrefix, ref);
   }
 
   /**
@@ -148,7 +178,8 @@ export class EventLog {
     }
     const headers = encoded.headers;
     headers.set(MSG_ID_HEADER, commitId);
-    headers.set('Nats-Expected-Last-Subject-Sequence', String(options.expected.streamSeq));
+    headers.set('Nats-Expected-Last-Subject-Sequence', String(await this.#expectedOnFilter(ref, options.expected.streamSeq)));
+    headers.set(EXPECTED_SUBJECT_HEADER, this.filter(ref));
     // the span appending (a request, a step, a tool batch…) when this process traces
     const traceparent = activeTraceparent();
     if (traceparent !== undefined) headers.set(CommitHeader.Traceparent, traceparent);
@@ -161,10 +192,11 @@ export class EventLog {
       // a repeat of a commit stored already (its first answer was lost) is refused as a conflict,
       // the stream checking the expected sequence before its duplicate window: the commit is ours
       // when it is the message right after the one expected
-      const stored = isConflict(error) && options.commitId !== undefined ? await this.#storedAfter(subject, options.expected.streamSeq, commitId) : undefined;
+      const stored = isConflict(error) && options.commitId !== undefined ? await this.#storedAfter(ref, options.expected.streamSeq, commitId) : undefined;
       if (stored === undefined) throw error;
       streamSeq = stored;
     }
+    this.options.onAppended?.(ref, { subject, seq: streamSeq, data: encoded.data, headers });
     return {
       streamSeq,
       id: commitId,
@@ -177,19 +209,29 @@ export class EventLog {
   }
 
   /**
+   * Removes every commit of the conversation from the stream (both layouts), returning how many.
+   * Takes a credential that may purge the stream (the projector's, on the gateway's request).
+   */
+  async purge(ref: ConversationRef): Promise<number> {
+    let purged = (await this.jsm.streams.purge(this.streamName, { filter: this.filter(ref) })).purged;
+    if (this.#legacy) purged += (await this.jsm.streams.purge(this.streamName, { filter: legacyConversationSubject(this.subjectPrefix, ref) })).purged;
+    this.#legacyTails.delete(`${ref.tenant}.${ref.conversation}`);
+    return purged;
+  }
+
+  /**
    * The stream sequence of the subject's last message (0 when none), without reading its body:
    * enough to tell whether a delivered commit is still the tail.
    */
   async lastStreamSeq(ref: ConversationRef): Promise<number> {
-    const last = await this.#direct({ last_by_subj: this.subject(ref) });
-    return last?.seq ?? 0;
+    return (await this.#last(ref))?.seq ?? 0;
   }
 
   /** The conversation's current tail (EMPTY_TAIL for a conversation with no commits). */
   async tail(ref: ConversationRef): Promise<Tail> {
-    const subject = this.subject(ref);
-    const last = await this.#direct({ last_by_subj: subject });
+    const last = await this.#last(ref);
     if (!last) return EMPTY_TAIL;
+    const subject = last.subject;
     const decoded = decodeCommit(last, ref);
     if (decoded.ok) return { streamSeq: last.seq, lastSeq: decoded.commit.lastSeq };
     // The last message is foreign or corrupt: appends go after it, events continue the last valid commit.
@@ -205,7 +247,7 @@ export class EventLog {
    * the stream's retention limits).
    */
   async firstCommitSeq(ref: ConversationRef): Promise<number | undefined> {
-    return (await this.#nextPlaced(this.subject(ref), 1, Number.MAX_SAFE_INTEGER))?.seq;
+    return (await this.#nextPlaced(ref, 1, Number.MAX_SAFE_INTEGER))?.seq;
   }
 
   /**
@@ -213,16 +255,15 @@ export class EventLog {
    * O(log n) round trips), or undefined when no commit holds it.
    */
   async locate(ref: ConversationRef, seq: number, knownTail?: Tail): Promise<number | undefined> {
-    const subject = this.subject(ref);
     const tail = knownTail ?? (await this.tail(ref));
     if (seq < 1 || seq > tail.lastSeq) return undefined;
-    const first = await this.#nextPlaced(subject, 1, tail.streamSeq);
+    const first = await this.#nextPlaced(ref, 1, tail.streamSeq);
     if (!first) return undefined;
     let low = first.seq;
     let high = tail.streamSeq;
     while (low < high) {
       const middle = Math.ceil((low + high) / 2);
-      const probe = await this.#nextPlaced(subject, middle, high);
+      const probe = await this.#nextPlaced(ref, middle, high);
       if (probe && probe.firstSeq <= seq) low = probe.seq;
       else high = middle - 1;
     }
@@ -246,7 +287,7 @@ export class EventLog {
     if (!plan || plan.signal?.aborted) return;
     const accept = this.#acceptor(ref, plan);
     // a batch at a time, each handled synchronously: no promise turn per commit
-    for await (const messages of this.#batches(this.subject(ref), plan.start, plan.until ?? 0, plan.expected, plan.signal)) {
+    for await (const messages of this.#batches(ref, plan.start, plan.until ?? 0, plan.expected, plan.signal)) {
       for (const message of messages) {
         const commit = accept(message);
         // `false` from the visitor ends the read there
@@ -308,7 +349,7 @@ export class EventLog {
   async *#scan(ref: ConversationRef, plan: ScanPlan): AsyncGenerator<StoredCommit> {
     if (plan.signal?.aborted) return;
     const accept = this.#acceptor(ref, plan);
-    for await (const message of this.#messages(this.subject(ref), plan.start, plan.until, plan.expected, plan.signal)) {
+    for await (const message of this.#messages(ref, plan.start, plan.until, plan.expected, plan.signal)) {
       const commit = accept(message);
       if (commit) yield commit;
     }
@@ -320,10 +361,10 @@ export class EventLog {
    * thrown, by policy).
    */
   #acceptor(ref: ConversationRef, plan: ScanPlan): (message: RawMessage) => StoredCommit | undefined {
-    const subject = this.subject(ref);
     const { afterSeq, policy } = plan;
     let expectedFirst: number | undefined;
     return (message) => {
+      const subject = message.subject;
       const decoded = decodeCommit(message, ref);
       if (!decoded.ok) {
         this.#report(subject, message.seq, decoded.reason, decoded.error?.issues ?? [], policy, decoded.error?.code);
@@ -342,17 +383,36 @@ export class EventLog {
   }
 
   /**
-   * The subject's messages from `start` (to `until`, or live). A bounded read pages through
+   * The conversation's messages from `start` (to `until`, or live). A bounded read pages through
    * direct-get batches: no consumer is created, however long the read and however many readers.
+   * A conversation begun in the legacy layout is read there first, up to its last legacy commit.
    */
-  #messages(subject: string, start: number, until: number | undefined, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage> {
-    if (until === undefined) return this.#live(subject, start, signal);
-    return readSubjectRange(this.nc, this.#range(subject, start, until, expected, signal));
+  #messages(ref: ConversationRef, start: number, until: number | undefined, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage> {
+    if (this.#legacy) return this.#messagesAcrossLayouts(ref, start, until, expected, signal);
+    if (until === undefined) return this.#live(this.filter(ref), start, signal);
+    return readSubjectRange(this.nc, this.#range(this.filter(ref), start, until, expected, signal));
+  }
+
+  async *#messagesAcrossLayouts(ref: ConversationRef, start: number, until: number | undefined, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage> {
+    let from = start;
+    const legacyLast = await this.#legacyTail(ref);
+    if (legacyLast >= from) {
+      yield* readSubjectRange(this.nc, this.#range(legacyConversationSubject(this.subjectPrefix, ref), from, Math.min(until ?? legacyLast, legacyLast), expected, signal));
+      from = legacyLast + 1;
+    }
+    if (until === undefined) yield* this.#live(this.filter(ref), from, signal);
+    else if (from <= until) yield* readSubjectRange(this.nc, this.#range(this.filter(ref), from, until, expected, signal));
   }
 
   /** A bounded read's messages a batch at a time. */
-  #batches(subject: string, start: number, until: number, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage[]> {
-    return readSubjectBatches(this.nc, this.#range(subject, start, until, expected, signal));
+  async *#batches(ref: ConversationRef, start: number, until: number, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage[]> {
+    let from = start;
+    const legacyLast = this.#legacy ? await this.#legacyTail(ref) : 0;
+    if (legacyLast >= from) {
+      yield* readSubjectBatches(this.nc, this.#range(legacyConversationSubject(this.subjectPrefix, ref), from, Math.min(until, legacyLast), expected, signal));
+      from = legacyLast + 1;
+    }
+    if (from <= until) yield* readSubjectBatches(this.nc, this.#range(this.filter(ref), from, until, expected, signal));
   }
 
   #range(subject: string, from: number, until: number, expected: number | undefined, signal: AbortSignal | undefined): SubjectRange {
@@ -399,17 +459,58 @@ export class EventLog {
     }
   }
 
-  /** The stream sequence of the subject's message right after `expected` when it is commit `commitId` (its `Nats-Msg-Id`). */
-  async #storedAfter(subject: string, expected: number, commitId: string): Promise<number | undefined> {
-    const next = await this.#direct({ seq: expected + 1, next_by_subj: subject });
+  /** The conversation's last message (either layout), or null when it has none. */
+  async #last(ref: ConversationRef): Promise<RawMessage | null> {
+    const last = await this.#direct({ last_by_subj: this.filter(ref) });
+    if (last || !this.#legacy) return last;
+    return await this.#direct({ last_by_subj: legacyConversationSubject(this.subjectPrefix, ref) });
+  }
+
+  /** The conversation's next message at or after `seq` (either layout), or null. */
+  async #next(ref: ConversationRef, seq: number): Promise<RawMessage | null> {
+    const legacyLast = this.#legacy ? await this.#legacyTail(ref) : 0;
+    if (legacyLast >= seq) {
+      const legacy = await this.#direct({ seq, next_by_subj: legacyConversationSubject(this.subjectPrefix, ref) });
+      if (legacy) return legacy;
+    }
+    return await this.#direct({ seq: Math.max(seq, legacyLast + 1), next_by_subj: this.filter(ref) });
+  }
+
+  /** The stream sequence of the conversation's last legacy-layout commit (0: none; always 0 on a stream without any). */
+  async #legacyTail(ref: ConversationRef): Promise<number> {
+    if (!this.#legacy) return 0;
+    const key = `${ref.tenant}.${ref.conversation}`;
+    const known = this.#legacyTails.get(key);
+    if (known !== undefined) return known;
+    const last = (await this.#direct({ last_by_subj: legacyConversationSubject(this.subjectPrefix, ref) }))?.seq ?? 0;
+    if (this.#legacyTails.size >= LEGACY_TAILS_KEPT) this.#legacyTails.delete(this.#legacyTails.keys().next().value!);
+    this.#legacyTails.set(key, last);
+    return last;
+  }
+
+  /**
+   * The expected last sequence of the conversation's current-layout subjects for an append after
+   * `streamSeq`: the same, unless the conversation's tail is its last legacy commit (then none of
+   * its commits is in the current layout yet: 0). A tail older than that is stale: a conflict.
+   */
+  async #expectedOnFilter(ref: ConversationRef, streamSeq: number): Promise<number> {
+    const legacyLast = await this.#legacyTail(ref);
+    if (streamSeq > legacyLast) return streamSeq;
+    if (streamSeq === legacyLast) return 0;
+    throw new ConflictError(`${this.filter(ref)} moved on since it was read: the append expects #${streamSeq}, but the conversation's legacy log goes on to #${legacyLast}`, legacyLast);
+  }
+
+  /** The stream sequence of the conversation's message right after `expected` when it is commit `commitId` (its `Nats-Msg-Id`). */
+  async #storedAfter(ref: ConversationRef, expected: number, commitId: string): Promise<number | undefined> {
+    const next = await this.#direct({ seq: expected + 1, next_by_subj: this.filter(ref) });
     return next?.headers?.get(MSG_ID_HEADER) === commitId ? next.seq : undefined;
   }
 
   /** The first commit at or after `from` (skipping foreign messages) up to `limit`. */
-  async #nextPlaced(subject: string, from: number, limit: number): Promise<{ seq: number; firstSeq: number } | undefined> {
+  async #nextPlaced(ref: ConversationRef, from: number, limit: number): Promise<{ seq: number; firstSeq: number } | undefined> {
     let cursor = from;
     while (cursor <= limit) {
-      const message = await this.#direct({ seq: cursor, next_by_subj: subject });
+      const message = await this.#next(ref, cursor);
       if (!message || message.seq > limit) return undefined;
       const placement = placementOf(message);
       if (placement) return { seq: message.seq, firstSeq: placement.firstSeq };

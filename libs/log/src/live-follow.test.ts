@@ -238,14 +238,14 @@ describe('EventLog.follow without a consumer', () => {
       const gateway = await as('gateway');
       const worker = await as('step-worker');
       try {
-        const log = await EventLog.open(gateway, { streamName: DEFAULT_STREAM_NAMES.stream, subjectPrefix: DEFAULT_STREAM_NAMES.subjectPrefix, ...NO_BACKSTOP });
+        const log = await EventLog.open(gateway, { streamName: DEFAULT_STREAM_NAMES.stream, subjectPrefix: DEFAULT_STREAM_NAMES.subjectPrefix, writer: 'gateway', ...NO_BACKSTOP });
         const ref = newRef();
         const first = await appendEvents(log, ref, EMPTY_TAIL);
         const controller = new AbortController();
         const followed = follower(log, ref, controller.signal);
         await expect.poll(() => followed.seqs).toEqual([1]);
         // another service appends (the step worker may): the gateway's follower is woken
-        const workerLog = await EventLog.open(worker, { streamName: DEFAULT_STREAM_NAMES.stream, subjectPrefix: DEFAULT_STREAM_NAMES.subjectPrefix });
+        const workerLog = await EventLog.open(worker, { streamName: DEFAULT_STREAM_NAMES.stream, subjectPrefix: DEFAULT_STREAM_NAMES.subjectPrefix, writer: 'step-worker' });
         await appendEvents(workerLog, ref, first, 2);
         await expect.poll(() => followed.seqs).toEqual([1, 2, 3]);
         expect(await consumerCount(log)).toBe(0);

@@ -1,12 +1,12 @@
 import { jetstreamManager, JetStreamApiError, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { describeDrift, isLostCreationRace, streamDrift } from '@flotilla/bus';
+import { commitSubjects, describeDrift, isLostCreationRace, legacyCommitSubjects, streamDrift } from '@flotilla/bus';
 import { LogError, LogErrorCode } from './errors.js';
 
 export type EventStreamOptions = {
   /** Stream name; default FLOTILLA_EVENTS. */
   readonly streamName?: string;
-  /** Subject prefix; conversations live on `<prefix>.<tenant>.<conversation>`. Default flotilla.ev. */
+  /** Subject prefix; conversations' commits live on `<prefix>.<tenant>.<conversation>.<kind>`. Default flotilla.ev. */
   readonly subjectPrefix?: string;
   /** 1 locally, 3 in a cluster. */
   readonly replicas?: number;
@@ -23,6 +23,12 @@ export type EventStreamOptions = {
    * it (the PostgreSQL sink) says false: a missing stream is then a transient error, to wait out.
    */
   readonly createIfMissing?: boolean;
+  /**
+   * Move an existing stream that captures the legacy subjects (`<prefix>.*.*`, written before
+   * commits carried their kind) to the current ones: only the admin credential may (the launcher
+   * does, on its own server). Its stored commits stay where they are and are read as before.
+   */
+  readonly upgradeSubjects?: boolean;
 };
 
 export { DEFAULT_STREAM_NAME } from '@flotilla/bus';
@@ -54,7 +60,7 @@ export async function connectManager(nc: NatsConnection): Promise<JetStreamManag
 export async function ensureEventStream(jsm: JetStreamManager, streamName: string, prefix: string, options: EventStreamOptions): Promise<EventStreamState> {
   const wanted: Partial<StreamConfig> & { name: string } = {
     name: streamName,
-    subjects: [`${prefix}.*.*`],
+    subjects: [commitSubjects(prefix)],
     retention: 'limits' as StreamConfig['retention'],
     storage: 'file' as StreamConfig['storage'],
     num_replicas: options.replicas ?? 1,
@@ -81,10 +87,24 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
       }
     }
     const config = existing.config;
-    if (!config.subjects?.includes(`${prefix}.*.*`)) {
+    const legacy = config.subjects?.includes(legacyCommitSubjects(prefix)) === true;
+    if ((legacy || !config.subjects?.includes(commitSubjects(prefix))) && options.upgradeSubjects === true && (legacy || config.subjects?.length === 0)) {
+      await jsm.streams.update(streamName, { subjects: [commitSubjects(prefix)] });
+      continue;
+    }
+    if (legacy) {
+      // an older service still running would append there, on a subject an append of the current
+      // layout does not expect: both must never write one log
       throw new LogError(
         LogErrorCode.StreamMisconfigured,
-        `stream ${streamName} exists but does not capture ${prefix}.*.* (it has ${JSON.stringify(config.subjects)})`,
+        `stream ${streamName} captures ${legacyCommitSubjects(prefix)}, the subjects older versions of Flotilla append to (commits now carry their kind: ${commitSubjects(prefix)}). ` +
+          `Stop every service of the older version, then run with the admin credential: nats stream edit ${streamName} --subjects '${commitSubjects(prefix)}' (the commits stored stay and are read as before)`,
+      );
+    }
+    if (!config.subjects?.includes(commitSubjects(prefix))) {
+      throw new LogError(
+        LogErrorCode.StreamMisconfigured,
+        `stream ${streamName} exists but does not capture ${commitSubjects(prefix)} (it has ${JSON.stringify(config.subjects)})`,
       );
     }
     if (config.retention !== 'limits') {

@@ -66,8 +66,10 @@ export function tapConsumerName(name: string): string {
 export async function tapStream(nc: NatsConnection, options: StreamTapOptions, visit: (item: TapItem) => void): Promise<TapResult> {
   const stream = options.streamName ?? DEFAULT_STREAM_NAME;
   const prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
-  const filter = `${prefix}.${options.tenant ?? '*'}.${options.conversation ?? '*'}`;
-  const filterSubject = options.tenant === undefined && options.conversation === undefined ? `${prefix}.>` : filter;
+  // a tenant's commits of both layouts (legacy `<prefix>.<tenant>.<conversation>`, current `….<kind>`);
+  // one conversation's in the current layout (its legacy commits are in its tenant's tap)
+  const filterSubject =
+    options.conversation !== undefined ? `${prefix}.${options.tenant ?? '*'}.${options.conversation}.*` : options.tenant !== undefined ? `${prefix}.${options.tenant}.>` : `${prefix}.>`;
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const js = jetstream(nc);
   const durable = options.name === undefined ? undefined : tapConsumerName(options.name);
@@ -105,7 +107,7 @@ export async function tapStream(nc: NatsConnection, options: StreamTapOptions, v
 
   const decode = (message: JsMsg): TapItem => {
     const ref = parseConversationSubject(prefix, message.subject);
-    if (!ref) return { kind: 'invalid', streamSeq: message.seq, subject: message.subject, reason: 'the subject is not <prefix>.<tenant>.<conversation>' };
+    if (!ref) return { kind: 'invalid', streamSeq: message.seq, subject: message.subject, reason: 'the subject is not <prefix>.<tenant>.<conversation>.<kind>' };
     const decoded = decodeCommit({ subject: message.subject, seq: message.seq, data: message.data }, ref);
     return decoded.ok ? { kind: 'commit', commit: decoded.commit } : { kind: 'invalid', streamSeq: message.seq, subject: message.subject, reason: decoded.reason };
   };

@@ -1,5 +1,6 @@
 import { draftEvent } from '@flotilla/events';
-import { EventLog } from '@flotilla/log';
+import { groupFilterSubjects } from '@flotilla/bus';
+import { EventLog, subjectKind } from '@flotilla/log';
 import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -10,6 +11,7 @@ import type { ConsumedMessage } from './batched-pull.js';
 import { startCommitConsumer, type CommitConsumerOptions, type Delivery, type HandleOutcome } from './commit-consumer.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
 import { ServiceMetrics } from './metrics.js';
+import { OwnCommits } from './own-commits.js';
 
 type Seen = { readonly seq: number; readonly deliveryCount: number; readonly laterQueued: boolean };
 
@@ -30,13 +32,55 @@ afterAll(async () => {
 async function group(ackWaitMs: number, maxAckPending: number): Promise<{ log: EventLog; js: JetStreamClient; options: Omit<CommitConsumerOptions, 'handler' | 'concurrency'> }> {
   const name = uniqueName('CC');
   const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
-  await ensureDurableConsumer(log.jsm, { stream: name, name: 'group', filterSubject: `${log.subjectPrefix}.>`, ackWaitMs, maxAckPending });
+  await ensureDurableConsumer(log.jsm, { stream: name, name: 'group', filterSubjects: [`${log.subjectPrefix}.>`], ackWaitMs, maxAckPending });
   const js = jetstream(nc);
   const options = { js, stream: name, consumer: 'group', subjectPrefix: log.subjectPrefix, ackWaitMs, logger: pino({ level: 'silent' }), metrics: new ServiceMetrics('test') };
   return { log, js, options };
 }
 
 describe('commit consumer', () => {
+  it("hands a self-continuing group its own commits from its own process, before acknowledging the commit that woke it; the server delivers it only the others' kinds", async () => {
+    const name = uniqueName('CC');
+    const prefix = `t.${name.toLowerCase()}`;
+    const own = new OwnCommits();
+    // the step workers' group: its log appends `step` commits, its consumer is delivered every kind but those
+    const worker = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'step-worker', onAppended: (ref, message) => own.appended(ref, message) });
+    const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
+    const runner = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'tool-runner' });
+    await ensureDurableConsumer(worker.jsm, { stream: name, name: 'step-worker', filterSubjects: groupFilterSubjects('step-worker', prefix), ackWaitMs: 30_000, maxAckPending: 100 });
+    const ref = { tenant: 'acme', conversation: 'chain' };
+    const say = (text: string) => [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })];
+    const seen: { seq: number; kind: string | undefined; deliveryCount: number }[] = [];
+    let acked = 0;
+    const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
+      seen.push({ seq: delivery.streamSeq, kind: subjectKind(prefix, delivery.subject), deliveryCount: delivery.deliveryCount });
+      const tail = await worker.tail(ref);
+      // two commits of its own after the gateway's, one after another: each is handed back to it
+      if (seen.filter((entry) => entry.kind === 'step').length < 2 && tail.streamSeq === delivery.streamSeq && delivery.streamSeq !== runnerSeq) await worker.append(ref, say('a step'), { expected: tail });
+      return { ack: true, outcome: 'ok' };
+    };
+    let runnerSeq = -1;
+    const first = await gateway.append(ref, say('hello'), { expected: { streamSeq: 0, lastSeq: 0 } });
+    const consumer = await startCommitConsumer({ js: jetstream(nc), stream: name, consumer: 'step-worker', subjectPrefix: prefix, ackWaitMs: 30_000, logger: pino({ level: 'silent' }), metrics: new ServiceMetrics('test'), concurrency: 4, handler, ownCommits: own });
+    try {
+      await expect.poll(() => seen.length).toBe(3);
+      // the tool runner's commit is delivered by the server
+      const tail = await worker.tail(ref);
+      runnerSeq = (await runner.append(ref, say('a result'), { expected: tail })).streamSeq;
+      await expect.poll(() => seen.length).toBe(4);
+      await expect.poll(async () => (acked = (await worker.jsm.consumers.info(name, 'step-worker')).ack_floor.stream_seq)).toBe(runnerSeq);
+      expect(seen.map((entry) => entry.kind)).toEqual(['user', 'step', 'step', 'tool']);
+      expect(seen[0]!.seq).toBe(first.streamSeq);
+      // the server never delivered the group's own commits: nothing pending, nothing redelivered
+      const info = await worker.jsm.consumers.info(name, 'step-worker');
+      expect(info.delivered.consumer_seq).toBe(2);
+      expect(info.num_pending).toBe(0);
+      expect(acked).toBe(runnerSeq);
+    } finally {
+      await consumer.stop();
+    }
+  });
+
   it('tells a handler a later commit is queued behind it only when its sequence is higher', async () => {
     const { log, js, options } = await group(30_000, 100);
     const subject = log.subject({ tenant: 'acme', conversation: 'one' });

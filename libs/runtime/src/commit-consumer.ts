@@ -1,12 +1,13 @@
 import { CommitHeader } from '@flotilla/events';
 import { eventTypesOf, parseConversationSubject, type ConversationRef, type RawMessage } from '@flotilla/log';
 import type { JetStreamClient } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { AckBatch } from './ack-batch.js';
 import { BatchedPull, type ConsumedMessage } from './batched-pull.js';
 import type { HeapRelease } from './heap-release.js';
 import type { ServiceMetrics } from './metrics.js';
+import type { OwnCommits } from './own-commits.js';
 
 /** One delivered commit, as a wake-up for a conversation. */
 export type Delivery = {
@@ -81,7 +82,16 @@ export type CommitConsumerOptions = {
    * PostgreSQL sink writes those it holds together). Default: one after another.
    */
   readonly concurrentPerConversation?: boolean;
+  /**
+   * For a group not delivered its own kind of commit: the commits the handler appended to the
+   * conversation, each handed back to it as a delivery before the one that woke it is
+   * acknowledged (see OwnCommits).
+   */
+  readonly ownCommits?: OwnCommits;
 };
+
+/** Own commits handed back to the handler after one delivery, at most (a step or tool loop goes on through later deliveries). */
+const MAX_OWN_ROUNDS = 50;
 
 export type CommitConsumer = {
   /** Stop pulling, abort in-flight work and hand its commits back (nak) at once. */
@@ -162,24 +172,35 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
         return;
       }
       let outcome = 'error';
+      const own = ref ? options.ownCommits : undefined;
+      own?.watch(key);
       try {
-        const result = await options.handler({
+        const delivered = (stored: RawMessage, count: number, likelyTail: boolean): Delivery => ({
           ref,
           get logger() {
             return logger();
           },
-          subject: message.subject,
-          streamSeq: message.seq,
-          message: { subject: message.subject, seq: message.seq, data: message.data },
-          likelyTail: isLikelyTail(message),
-          eventTypes: () => eventTypesOf(message),
-          header: (name) => message.headers?.get(name) ?? '',
-          eventSpan: () => eventSpan(message),
+          subject: stored.subject,
+          streamSeq: stored.seq,
+          message: stored,
+          likelyTail,
+          eventTypes: () => eventTypesOf(stored),
+          header: (name) => stored.headers?.get(name) ?? '',
+          eventSpan: () => eventSpan(stored),
           // a higher sequence, not just any later delivery: a redelivered older commit can queue too
-          laterQueued: () => (newest.get(key) ?? 0) > message.seq,
-          deliveryCount: message.info.deliveryCount,
+          laterQueued: () => (newest.get(key) ?? 0) > stored.seq,
+          deliveryCount: count,
           signal: shutdown.signal,
         });
+        let result = await options.handler(delivered({ subject: message.subject, seq: message.seq, data: message.data, headers: message.headers }, message.info.deliveryCount, isLikelyTail(message)));
+        // the group's own commits, as if delivered: the process that wrote one carries on after it
+        for (let round = 0; own && result.ack && round < MAX_OWN_ROUNDS && !shutdown.signal.aborted; round += 1) {
+          const appended = own.take(key);
+          if (!appended) break;
+          const next = await options.handler(delivered(appended, 1, true));
+          // "look again later" about what it owes after its own commit holds the waking commit back
+          if (!next.ack) result = next;
+        }
         outcome = result.outcome;
         if (shutdown.signal.aborted) message.nak();
         else if (result.ack) acks.add(message);
@@ -194,6 +215,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           message.nak(delay);
         }
       } finally {
+        own?.unwatch(key);
         handling.delete(message);
         options.metrics.inFlight.dec();
         options.metrics.commits.inc({ outcome });
@@ -238,7 +260,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   };
 }
 
-function eventSpan(message: ConsumedMessage): EventSpan | undefined {
+function eventSpan(message: { readonly headers?: MsgHdrs | undefined }): EventSpan | undefined {
   const firstSeq = Number(message.headers?.get(CommitHeader.FirstSeq) || Number.NaN);
   const count = Number(message.headers?.get(CommitHeader.EventCount) || Number.NaN);
   if (!Number.isSafeInteger(firstSeq) || firstSeq < 1 || !Number.isSafeInteger(count) || count < 1) return undefined;

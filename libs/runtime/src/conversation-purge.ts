@@ -8,7 +8,7 @@ const PURGE_QUEUE = 'flotilla-purge';
 
 /**
  * Answers requests to remove one conversation's log (the gateway's delete): the purge of exactly
- * that conversation's subject, and nothing else whatever the request says. The service that runs
+ * that conversation's subjects, and nothing else whatever the request says. The service that runs
  * this is the only one whose credential may purge (see docs/operations.md, "Permissions").
  */
 export type PurgeOptions = {
@@ -32,9 +32,9 @@ export function servePurges(nc: NatsConnection, log: EventLog, logger: Logger, o
         return;
       }
       const purge = async (): Promise<{ purged: number }> => {
-        const result = await log.jsm.streams.purge(log.streamName, { filter: log.subject(ref) });
+        const purged = await log.purge(ref);
         await options.alsoRemove?.(ref);
-        return result;
+        return { purged };
       };
       purge().then(
         (result) => {

@@ -5,7 +5,8 @@ export type DurableConsumerSpec = {
   readonly stream: string;
   /** The service group: every instance of a service shares this durable consumer. */
   readonly name: string;
-  readonly filterSubject: string;
+  /** The subjects it is delivered (one, or several that do not overlap). */
+  readonly filterSubjects: readonly string[];
   readonly ackWaitMs: number;
   /** Unacknowledged commits in flight across the whole group (size it to the group's concurrency). */
   readonly maxAckPending: number;
@@ -14,8 +15,9 @@ export type DurableConsumerSpec = {
 const CONSUMER_NOT_FOUND = 10014;
 
 /**
- * Creates the group's durable pull consumer, or updates the settings that may change. Every
- * commit reaches every group (deliver all, explicit acks, unlimited redeliveries).
+ * Creates the group's durable pull consumer, or updates the settings that may change (its
+ * filters among them: a group delivered fewer kinds than an older version's). Every commit on its
+ * subjects reaches the group (deliver all, explicit acks, unlimited redeliveries).
  */
 export async function ensureDurableConsumer(jsm: JetStreamManager, spec: DurableConsumerSpec): Promise<void> {
   const existing = await jsm.consumers.info(spec.stream, spec.name).catch((error: unknown) => {
@@ -27,7 +29,7 @@ export async function ensureDurableConsumer(jsm: JetStreamManager, spec: Durable
       durable_name: spec.name,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
-      filter_subject: spec.filterSubject,
+      ...filters(spec.filterSubjects),
       ack_wait: nanos(spec.ackWaitMs),
       max_ack_pending: spec.maxAckPending,
       max_deliver: -1,
@@ -37,7 +39,14 @@ export async function ensureDurableConsumer(jsm: JetStreamManager, spec: Durable
     });
     return;
   }
-  if (existing.config.ack_wait !== nanos(spec.ackWaitMs) || existing.config.max_ack_pending !== spec.maxAckPending || existing.config.headers_only === true) {
-    await jsm.consumers.update(spec.stream, spec.name, { ack_wait: nanos(spec.ackWaitMs), max_ack_pending: spec.maxAckPending, headers_only: false });
+  const current = existing.config.filter_subjects ?? (existing.config.filter_subject ? [existing.config.filter_subject] : []);
+  const sameFilters = current.length === spec.filterSubjects.length && spec.filterSubjects.every((subject) => current.includes(subject));
+  if (!sameFilters || existing.config.ack_wait !== nanos(spec.ackWaitMs) || existing.config.max_ack_pending !== spec.maxAckPending || existing.config.headers_only === true) {
+    await jsm.consumers.update(spec.stream, spec.name, { ack_wait: nanos(spec.ackWaitMs), max_ack_pending: spec.maxAckPending, headers_only: false, ...filters(spec.filterSubjects) });
   }
+}
+
+/** One filter as `filter_subject` (what nats-server answers for a single one), several as `filter_subjects`. */
+function filters(subjects: readonly string[]): { filter_subject?: string; filter_subjects?: string[] } {
+  return subjects.length === 1 ? { filter_subject: subjects[0]!, filter_subjects: [] } : { filter_subject: '', filter_subjects: [...subjects] };
 }

@@ -6,6 +6,7 @@ export { ServiceMetrics } from './metrics.js';
 export { startHealthServer } from './health-server.js';
 export type { HealthChecks, HealthServer } from './health-server.js';
 export { ensureDurableConsumer } from './durable-consumer.js';
+export { OwnCommits } from './own-commits.js';
 export type { DurableConsumerSpec } from './durable-consumer.js';
 export { startCommitConsumer } from './commit-consumer.js';
 export type { CommitConsumer, CommitConsumerOptions, CommitHandler, Delivery, EventSpan, HandleOutcome } from './commit-consumer.js';

@@ -1,6 +1,6 @@
-import { checkBucketStorage, connectBus, describeBus, UnsupportedServerError, whileUnavailable } from '@flotilla/bus';
+import { checkBucketStorage, connectBus, describeBus, groupFilterSubjects, SELF_CONTINUING, UnsupportedServerError, whileUnavailable } from '@flotilla/bus';
 import { prepareValidation } from '@flotilla/events';
-import { EventLog } from '@flotilla/log';
+import { EventLog, type EventLogOptions } from '@flotilla/log';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
@@ -8,6 +8,7 @@ import { AckBatch } from './ack-batch.js';
 import { adoptAllocator } from './allocator.js';
 import { startCommitConsumer, type CommitConsumer, type CommitHandler } from './commit-consumer.js';
 import { ensureDurableConsumer } from './durable-consumer.js';
+import { OwnCommits } from './own-commits.js';
 import { startHealthServer } from './health-server.js';
 import { HeapRelease } from './heap-release.js';
 import { createLogger } from './logger.js';
@@ -81,7 +82,9 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   const nc = await connectWithRetry(config, logger);
   // acks of handled commits ride along with the next append's write
   const acks = new AckBatch(config.ackHoldMs);
-  const log = await openLogWithRetry(nc, config, logger, () => acks.flush(), definition.createsStream ?? true);
+  // a group not delivered its own commits carries on after them itself (libs/bus SELF_CONTINUING)
+  const ownCommits = SELF_CONTINUING[definition.consumer ?? definition.service] !== undefined ? new OwnCommits() : undefined;
+  const log = await openLogWithRetry(nc, config, logger, { beforePublish: () => acks.flush(), ...(ownCommits ? { onAppended: (ref, message) => ownCommits.appended(ref, message) } : {}) }, definition.createsStream ?? true);
   // start-up outlives a leader election or a node's restart in a cluster (transient failures are waited out, then it fails)
   const untilAvailable = <T>(what: string, call: () => Promise<T>): Promise<T> =>
     whileUnavailable(call, { onRetry: (error, attempt, waitMs) => logger.warn({ err: error, attempt, waitMs }, `${what}: NATS is not available yet; retrying`) });
@@ -111,7 +114,8 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     await untilAvailable(`the ${name} consumer`, () => ensureDurableConsumer(jsm, {
       stream: source.stream,
       name,
-      filterSubject: `${source.subjectPrefix}.>`,
+      // the events stream: the kinds the group can be owed work by (libs/bus groupFilterSubjects); a queue of its own: all of it
+      filterSubjects: queue ? [`${source.subjectPrefix}.>`] : groupFilterSubjects(name, source.subjectPrefix),
       ackWaitMs: config.ackWaitMs,
       maxAckPending: Math.max(config.concurrency * 4, 256),
     }));
@@ -129,6 +133,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       acks,
       ...(config.pullIntervalMs > 0 ? { batched: { nc, intervalMs: config.pullIntervalMs } } : {}),
       ...(definition.concurrentPerConversation ? { concurrentPerConversation: true } : {}),
+      ...(ownCommits && !queue ? { ownCommits } : {}),
     }));
     heapRelease.idle(consumer.inFlight());
   }
@@ -200,7 +205,13 @@ async function reportStorage(jsm: JetStreamManager, config: ServiceConfig, logge
   for (const warning of warnings) logger.warn(warning);
 }
 
-export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig, logger: Logger, beforePublish?: () => void, createIfMissing = true): Promise<EventLog> {
+export async function openLogWithRetry(
+  nc: NatsConnection,
+  config: ServiceConfig,
+  logger: Logger,
+  hooks: Pick<EventLogOptions, 'beforePublish' | 'onAppended'> = {},
+  createIfMissing = true,
+): Promise<EventLog> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       const log = await EventLog.open(nc, {
@@ -210,7 +221,9 @@ export async function openLogWithRetry(nc: NatsConnection, config: ServiceConfig
         maxAgeMs: config.storage.streamMaxAgeMs,
         maxBytes: config.storage.streamMaxBytes,
         createIfMissing,
-        ...(beforePublish ? { beforePublish } : {}),
+        // its commits' kind (libs/bus WRITER_KINDS), which its NATS user may publish
+        writer: config.service,
+        ...hooks,
       });
       if (log.storageWarning) logger.warn(log.storageWarning);
       return log;

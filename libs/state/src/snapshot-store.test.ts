@@ -332,7 +332,7 @@ describe('SnapshotStore current (the state at the tail, for commands)', () => {
     const ref = newRef();
     const old = await appendAll(fixture.log, ref, someConversation(ref, 6));
     await fixture.store.advance(ref, old);
-    await fixture.log.jsm.streams.purge(fixture.log.streamName, { filter: fixture.log.subject(ref) });
+    await fixture.log.purge(ref);
     const shorter = await appendAll(fixture.log, ref, someConversation(ref, 3));
     const current = await fixture.store.current(ref, fixture.log);
     expect(current.snapshot).toEqual(foldCommits(initialSnapshot(ref), shorter));

@@ -18,6 +18,12 @@ export const NOT_TAIL: HandleOutcome = Object.freeze({ ack: true, outcome: 'not_
  * too, and decides. Before work that costs (a model call) or that waits (in progress), the
  * handler asks `isStillTail`. An append always expects the tail it loaded, so a commit that
  * landed meanwhile makes it conflict rather than fork the log.
+ *
+ * A group is not delivered its own kind of commit (libs/bus SELF_CONTINUING): a later commit of
+ * that kind was written by an instance that decided after this one and carries on after it
+ * before acknowledging the commit that woke it, or, if it died, that commit is delivered again.
+ * So a first delivery may be dismissed for a later commit of any kind; a redelivery never is: it
+ * decides at the conversation's current tail, whatever lies between.
  */
 export async function loadDelivered<S = never>(
   delivery: Delivery,
@@ -28,6 +34,10 @@ export async function loadDelivered<S = never>(
 ): Promise<Delivered<S> | HandleOutcome> {
   const ref = delivery.ref;
   if (!ref) return { ack: true, outcome: 'foreign_subject' };
+  if (delivery.deliveryCount > 1 && !delivery.laterQueued()) {
+    const conversation = await cache.load(ref);
+    return { ref, tail: conversation.tail, conversation };
+  }
   const cached = cache.peek(ref);
   if (cached && cached.tail.streamSeq > delivery.streamSeq) return NOT_TAIL;
   if (delivery.laterQueued()) {
@@ -50,16 +60,17 @@ export async function loadDelivered<S = never>(
 }
 
 /**
- * Is the delivered commit still the conversation's last message? Free when a later message is
- * already known, or when the server had nothing pending behind it a moment ago; otherwise one
- * direct get, whose answer is remembered in `hints`.
+ * Is the tail a handler decided at (`at`: the delivered commit, unless loadDelivered read on past
+ * it) still the conversation's last message? Free when a later message is already known, or when
+ * the server had nothing pending behind the delivered commit a moment ago; otherwise one direct
+ * get, whose answer is remembered in `hints`.
  */
-export async function isStillTail(delivery: Delivery, ref: ConversationRef, log: EventLog, hints: TailHints): Promise<boolean> {
-  if (hints.pastTail(ref, delivery.streamSeq)) return false;
-  if (delivery.likelyTail) return true;
+export async function isStillTail(delivery: Delivery, ref: ConversationRef, log: EventLog, hints: TailHints, at = delivery.streamSeq): Promise<boolean> {
+  if (hints.pastTail(ref, at)) return false;
+  if (at === delivery.streamSeq && delivery.likelyTail) return true;
   const last = await log.lastStreamSeq(ref);
   hints.note(ref, last);
-  return last <= delivery.streamSeq;
+  return last <= at;
 }
 
 export function isOutcome<S>(value: Delivered<S> | HandleOutcome): value is HandleOutcome {

@@ -157,7 +157,7 @@ describe('delegator', () => {
     expect(parentEvents.filter((event) => event.type === 'agent_error')).toMatchObject([{ action_id: second!.id, tool_call_id: 'call_1', error: expect.stringContaining('At most 1 sub-agents') }]);
     // the child's log is purged (its conversation deleted): its call is answered as such
     const [child] = await f.children();
-    await f.log.jsm.streams.purge(f.log.streamName, { filter: f.log.subject(child!) });
+    await f.log.purge(child!);
     await f.deliver(f.parent);
     expect((await f.events(f.parent)).at(-1)).toMatchObject({ type: 'observation', action_id: first!.id, is_error: true, details: { status: 'deleted' } });
   }, 30_000);

@@ -81,7 +81,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
       if (work.kind === 'rest') deps.cache.forget(ref);
       return NO_STEP_DUE;
     }
-    if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails))) return NOT_TAIL;
+    if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails, tail.streamSeq))) return NOT_TAIL;
     const takeStep = async (): Promise<HandleOutcome> => {
       if (work.kind === 'finish') return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
       const spec = specs.of(events, start);

@@ -270,7 +270,7 @@ export class ToolRunner {
       const { ref, conversation } = loaded;
       const work = await this.#decide(conversation.events, this.#executing.has(key(ref)));
       if (work.kind === 'in_progress') {
-        if (!(await isStillTail(delivery, ref, this.#deps.log, this.#deps.cache.tails))) return NOT_TAIL;
+        if (!(await isStillTail(delivery, ref, this.#deps.log, this.#deps.cache.tails, conversation.tail.streamSeq))) return NOT_TAIL;
         // Someone (maybe us) is running these. Never ack on a liveness judgement: the runner may
         // die before it appends, so look again later until the results are in the log.
         return { ack: false, outcome: 'in_progress', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
@@ -351,8 +351,7 @@ export class ToolRunner {
     // Forwarded here because another runner read that this one owns the workspace, at a time this
     // runner does not know: its ownership is not noted from that (its own deliveries read it once).
     if (!cached || cached.tail.streamSeq >= streamSeq || this.#executing.has(key(ref))) return this.#executeFor(ref, false);
-    const subject = this.#deps.log.subject(ref);
-    const loaded = await this.#deps.cache.load(ref, streamSeq, { subject, seq: streamSeq, data });
+    const loaded = await this.#deps.cache.load(ref, streamSeq, { subject: this.#deps.log.filter(ref), seq: streamSeq, data });
     return this.#executeFor(ref, false, undefined, loaded);
   }
 

@@ -163,10 +163,11 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
   try {
     // a server of your own older than Flotilla's minimum is refused here, with the version it needs
     nc = await connectBus(bus, { name: 'flotilla-launcher', identity: 'admin' }, { maxReconnectAttempts: -1 });
-    const log = await EventLog.open(nc, { streamName: config.streamName, replicas: storage.replicas, maxAgeMs: storage.streamMaxAgeMs, maxBytes: storage.streamMaxBytes });
+    // no service runs yet: a stream of an older version moves to the current subjects here (docs/operations.md, "Upgrading")
+    const log = await EventLog.open(nc, { streamName: config.streamName, replicas: storage.replicas, maxAgeMs: storage.streamMaxAgeMs, maxBytes: storage.streamMaxBytes, upgradeSubjects: true });
     if (log.storageWarning) output.warn(log.storageWarning);
     const info = await log.jsm.streams.info(log.streamName);
-    output.info(`events stream ${log.streamName} on ${log.subjectPrefix}.<tenant>.<conversation> (${info.state.messages} commits stored)`);
+    output.info(`events stream ${log.streamName} on ${log.subjectPrefix}.<tenant>.<conversation>.<kind> (${info.state.messages} commits stored)`);
     // an older condenser's group on the events stream: its condenser is woken through its queue now (docs/operations.md)
     await removeRetiredCondenserGroup(log.jsm, log.streamName).then(
       (removed) => removed && output.info(`removed the retired condenser group's consumer on ${log.streamName} (the condenser is woken through FLOTILLA_CONDENSER_WAKEUPS)`),

@@ -100,7 +100,7 @@ describe('the webhooks commit handler', () => {
     await handle(await delivered(await setStatus(ref, 'running')));
     const before = (await queued()).length;
     expect(await handle(await delivered(await setStatus(ref, 'running')))).toEqual({ ack: true, outcome: 'no_events' });
-    await jetstream(nc).publish('flotilla.ev.acme.unchanged', 'not a commit');
+    await jetstream(nc).publish('flotilla.ev.acme.unchanged.user', 'not a commit');
     expect(await handle(await delivered({ streamSeq: await streamLastSeq() } as StoredCommit))).toEqual({ ack: true, outcome: 'invalid' });
     expect((await queued()).length).toBe(before);
   });

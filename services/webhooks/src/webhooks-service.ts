@@ -37,7 +37,7 @@ export async function startWebhooks({ config, logger, js, jsm, nc, log, metrics 
   await ensureDurableConsumer(jsm, {
     stream: WEBHOOK_DELIVERIES.stream,
     name: WEBHOOKS_GROUP,
-    filterSubject: `${WEBHOOK_DELIVERIES.subjectPrefix}.>`,
+    filterSubjects: [`${WEBHOOK_DELIVERIES.subjectPrefix}.>`],
     ackWaitMs: Math.max(config.ackWaitMs, settings.timeoutMs * 2),
     maxAckPending: Math.max(settings.deliveryConcurrency * 4, 256),
   });
