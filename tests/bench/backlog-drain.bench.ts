@@ -123,7 +123,7 @@ export async function rawDrain(nc: NatsConnection, jsm: JetStreamManager, stream
 export async function runtimeConsumerDrain(system: RunningTestSystem, count: number, batched: boolean, work: (delivery: Delivery) => void = () => undefined): Promise<number> {
   const { log, nc } = system;
   const name = `runtime-${batched ? 'batched' : 'consume'}-${Date.now()}`;
-  await ensureDurableConsumer(log.jsm, { stream: log.streamName, name, filterSubject: `${log.subjectPrefix}.>`, ackWaitMs: 30_000, maxAckPending: 256 });
+  await ensureDurableConsumer(log.jsm, { stream: log.streamName, name, filterSubjects: [`${log.subjectPrefix}.>`], ackWaitMs: 30_000, maxAckPending: 256 });
   let handled = 0;
   let done!: () => void;
   const drained = new Promise<void>((resolve) => (done = resolve));

@@ -111,7 +111,7 @@ async function writeNoting(log: EventLog, writer: CheckpointWriter, ref: Convers
 
 /** Every message of the subject delivered by an ordered consumer, nothing decoded. */
 async function replay(js: JetStreamClient, log: EventLog, ref: ConversationRef, tail: Tail): Promise<number> {
-  const consumer = await js.consumers.get(log.streamName, { filter_subjects: log.subject(ref), deliver_policy: DeliverPolicy.All });
+  const consumer = await js.consumers.get(log.streamName, { filter_subjects: log.filter(ref), deliver_policy: DeliverPolicy.All });
   const messages = await consumer.consume({ max_messages: 1024 });
   let count = 0;
   for await (const message of messages) {

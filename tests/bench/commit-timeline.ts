@@ -8,7 +8,7 @@ export type TimedCommit = { readonly streamSeq: number; readonly eventTypes: rea
 export async function commitTimeline(log: EventLog, ref: ConversationRef): Promise<TimedCommit[]> {
   const tail = await log.tail(ref);
   if (tail.streamSeq === 0) return [];
-  const consumer = await jetstream(log.nc).consumers.get(log.streamName, { filter_subjects: log.subject(ref) });
+  const consumer = await jetstream(log.nc).consumers.get(log.streamName, { filter_subjects: log.filter(ref) });
   const messages = await consumer.consume({ max_messages: 1024 });
   const commits: TimedCommit[] = [];
   for await (const message of messages as AsyncIterable<JsMsg>) {

@@ -1,6 +1,7 @@
 import { benchAgentStep } from './agent-step.bench.js';
 import { benchBacklogDrain } from './backlog-drain.bench.js';
 import { benchColdLoad } from './cold-load.bench.js';
+import { benchConversationScale } from './conversation-scale.bench.js';
 import { benchCommandLatency } from './command-latency.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
 import { benchModelRequest } from './model-request.bench.js';
@@ -22,6 +23,7 @@ import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
  * `--model in-process|server` measures the step cycle with one of its two models only.
  * `log-append-r3` and `step-cycle-r3` are the same two on a 3-node JetStream cluster (R3), each
  * against its floor on the same cluster; `--cycles` and `--model` apply to `step-cycle-r3` too.
+ * `--big` adds 10,000 conversations x 30 s to `conversation-scale`.
  */
 const args = process.argv.slice(2).filter((arg) => arg !== '--');
 const cyclesAt = args.indexOf('--cycles');
@@ -30,6 +32,9 @@ if (!Number.isInteger(cycles) || cycles < 10) {
   console.error('--cycles takes a whole number of at least 10');
   process.exit(2);
 }
+const bigAt = args.indexOf('--big');
+const big = bigAt >= 0;
+if (big) args.splice(bigAt, 1);
 const modelAt = args.indexOf('--model');
 const model = modelAt < 0 ? undefined : args.splice(modelAt, 2)[1];
 if (model !== undefined && model !== 'in-process' && model !== 'server') {
@@ -45,6 +50,7 @@ const benches: Record<string, () => Promise<string>> = {
   'log-append-r3': () => benchLogAppend(20, 100, 3),
   'step-cycle-r3': () => benchStepCycle(cycles, model === undefined ? ['in-process', 'server'] : [model], 20, 3),
   throughput: () => benchThroughput(),
+  'conversation-scale': () => benchConversationScale(big),
   'step-worker-memory': () => benchStepWorkerMemory(),
   'agent-step': () => benchAgentStep(),
   'model-request': () => benchModelRequest(),

@@ -45,6 +45,8 @@ export type ThroughputFigures = {
   readonly stepsPerSecond: number;
   /** CPU per step in the window (ms), by process: every service's, nats-server's and the bench's. */
   readonly cpuMsPerStep: ReadonlyMap<string, number>;
+  /** Messages per step in the window as nats-server counted them (/varz): received from clients, and sent to them. */
+  readonly busMessagesPerStep: { readonly in: number; readonly out: number };
 };
 
 /** The load of a throughput run, and the unloaded cycle measured before it. */
@@ -57,6 +59,12 @@ export type ThroughputLoad = {
   readonly warmupCycles: number;
   /** Cycles of the calibrating conversation measured (after its first FIRST_CYCLES_LEFT_OUT). */
   readonly cycles: number;
+  /** Each step worker's FLOTILLA_CONCURRENCY (concurrent model calls), when the service's default would cap the load. */
+  readonly concurrency?: number;
+  /** Settings of every service beside the test system's (e.g. the production ack wait, for model calls longer than the tests' 4 s). */
+  readonly serviceEnv?: Readonly<Record<string, string>>;
+  /** Generate conversations' titles (default true): each conversation's first commit costs the condenser one model call and the log one commit. */
+  readonly titles?: boolean;
 };
 
 export const THROUGHPUT_LOAD: ThroughputLoad = { conversations: 500, latencyMs: 1_000, warmupMs: 10_000, windowMs: 30_000, warmupCycles: 0, cycles: 30 };
@@ -71,7 +79,19 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
   const { conversations, latencyMs, warmupMs, windowMs } = load;
   const { stepWorkers, toolRunners, model } = topology;
   // a condenser too, as the launcher runs one: woken by the step workers for each conversation's title (none here asks it to condense)
-  await using system = await startTestSystem({ stepWorkers, toolRunners, projectors: 1, condensers: 1, model, agent: { condenser: { maxEvents: 100_000 } }, ...observer?.system });
+  await using system = await startTestSystem({
+    stepWorkers,
+    toolRunners,
+    projectors: 1,
+    condensers: 1,
+    model,
+    agent: { condenser: { maxEvents: 100_000 }, ...(load.titles === false ? { titles: { generate: false } } : {}) },
+    natsMonitor: true,
+    ...(load.serviceEnv === undefined ? {} : { env: load.serviceEnv }),
+    ...(load.concurrency === undefined ? {} : { stepWorkerEnv: { FLOTILLA_CONCURRENCY: String(load.concurrency) } }),
+    ...observer?.system,
+  });
+  const varz = async (): Promise<{ in_msgs: number; out_msgs: number }> => (await (await fetch(`${system.natsMonitorUrl!}/varz`)).json()) as { in_msgs: number; out_msgs: number };
 
   // unloaded cycle time with a zero-latency model (what a step costs besides the model)
   for (const [index, steps] of warmupConversations(load.warmupCycles).entries()) {
@@ -97,9 +117,11 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
   const cpuBefore = await Promise.all([...pids.values()].map(cpuSeconds));
   const benchBefore = process.cpuUsage();
   const handledBefore = await outcomes();
+  const busBefore = await varz();
   observer?.start(system);
   await new Promise((resolve) => setTimeout(resolve, windowMs));
   const windowEnd = Date.now();
+  const busAfter = await varz();
   const cpuAfter = await Promise.all([...pids.values()].map(cpuSeconds));
   const bench = process.cpuUsage(benchBefore);
   const handledAfter = await outcomes();
@@ -157,6 +179,7 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
     idealPerSecond: ideal,
     stepsPerSecond: steps / seconds,
     cpuMsPerStep: new Map(cpu.map((used, index) => [labels[index]!, (1_000 * used) / steps])),
+    busMessagesPerStep: { in: (busAfter.in_msgs - busBefore.in_msgs) / steps, out: (busAfter.out_msgs - busBefore.out_msgs) / steps },
   };
   const report = [
     `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector, 1 condenser: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
@@ -168,6 +191,7 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
     table(cpuRows),
     // the CPU a step may cost across all processes for 90 % of the ideal on this machine's cores
     `CPU budget per step at 90 % of ideal on ${availableParallelism()} cores: ${((1_000 * availableParallelism()) / (0.9 * ideal)).toFixed(2)} ms`,
+    `bus messages per step, as nats-server counted them (/varz): ${figures.busMessagesPerStep.in.toFixed(1)} in (publishes, acks, pulls, gets, KV puts), ${figures.busMessagesPerStep.out.toFixed(1)} out (deliveries, answers)`,
     '',
     table(handledRows),
     ...(observed === undefined ? [] : ['', observed]),

@@ -15,6 +15,8 @@ const IN_PROCESS_MODEL_STEP_WORKER = fileURLToPath(new URL('./in-process-model-s
 
 export type SystemOptions = {
   readonly stepWorkers?: number;
+  /** Give the (single) nats-server a monitoring endpoint (`natsMonitorUrl`: /varz counts every message in and out). */
+  readonly natsMonitor?: boolean;
   readonly toolRunners?: number;
   readonly condensers?: number;
   readonly projectors?: number;
@@ -82,6 +84,8 @@ export type RunningTestSystem = AsyncDisposable & {
   readonly cluster: NatsCluster | undefined;
   /** What a client's `servers` option takes (every node of a cluster). */
   readonly natsUrl: string;
+  /** The single nats-server's monitoring endpoint, with `natsMonitor`. */
+  readonly natsMonitorUrl: string | undefined;
   /** Options to connect as one of the generated users (each service's, `admin`, `tap`); the test's own `nc` is the admin's. */
   natsOptions(identity: Identity): ConnectionOptions;
   /** The generated users, by name (each with its password and password file). */
@@ -131,7 +135,10 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
   };
   const natsNodes = options.natsNodes ?? 1;
   const cluster = natsNodes > 1 ? await NatsCluster.start({ size: natsNodes, config: authorization, onLog: (_node, line) => watchViolations(line) }) : undefined;
-  const nats = cluster?.nodes[0] ?? (await NatsServerProcess.start({ storeDir: join(home, 'nats'), config: authorization, onLog: watchViolations }));
+  const monitorPort = options.natsMonitor && !cluster ? await freePort() : undefined;
+  const nats =
+    cluster?.nodes[0] ??
+    (await NatsServerProcess.start({ storeDir: join(home, 'nats'), config: monitorPort === undefined ? authorization : `${authorization}\nhttp: "127.0.0.1:${monitorPort}"\n`, onLog: watchViolations }));
   const natsUrl = cluster?.url ?? nats.url;
   const natsOptions = (identity: Identity): ConnectionOptions => {
     const user = users.get(typeof identity === 'string' ? identity : `tap-${identity.tenantTap}`);
@@ -243,6 +250,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     nats,
     cluster,
     natsUrl,
+    natsMonitorUrl: monitorPort === undefined ? undefined : `http://127.0.0.1:${monitorPort}`,
     natsOptions,
     users,
     violations,
@@ -293,16 +301,22 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       const deadline = Date.now() + timeoutMs;
       const pending = new Set(refs);
       while (pending.size > 0) {
-        for (const ref of [...pending]) {
-          const current = await status(ref).catch(() => undefined);
-          if (current && statuses.includes(current)) pending.delete(ref);
+        const all = [...pending];
+        for (let at = 0; at < all.length; at += 64) {
+          await Promise.all(
+            all.slice(at, at + 64).map(async (ref) => {
+              const current = await status(ref).catch(() => undefined);
+              if (current && statuses.includes(current)) pending.delete(ref);
+            }),
+          );
         }
         if (pending.size === 0) return;
         if (Date.now() > deadline) {
           const left = await Promise.all([...pending].map(async (ref) => `${ref.conversation}=${await status(ref).catch(() => '?')}`));
           throw new Error(`${pending.size} conversations did not reach ${statuses.join('/')} in ${timeoutMs} ms: ${left.slice(0, 10).join(', ')}`);
         }
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // thousands of conversations are read less often: the reads compete with the system for the cores
+        await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 200 + pending.size)));
       }
     },
     async [Symbol.asyncDispose]() {

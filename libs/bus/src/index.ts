@@ -19,6 +19,7 @@ export {
   DEFAULT_STREAM_NAME,
   DEFAULT_STREAM_NAMES,
   DEFAULT_SUBJECT_PREFIX,
+  everyCommit,
   groupFilterSubjects,
   groupKinds,
   isCommitKind,

@@ -12,7 +12,7 @@ export const DEFAULT_SUBJECT_PREFIX = 'flotilla.ev';
  * refuses the others: permissions.ts), so a commit's subject says which service's credential
  * wrote it, and a group's consumer can leave out the kinds it is never owed work by (GROUP_KINDS).
  * Optimistic concurrency stays conversation-wide: an append expects the last sequence of
- * `<prefix>.<tenant>.<conversation>.*`, whatever the kinds.
+ * `<prefix>.<tenant>.<conversation>.>`, whatever the kinds.
  */
 export const COMMIT_KINDS = ['user', 'step', 'tool', 'condense', 'delegate'] as const;
 export type CommitKind = (typeof COMMIT_KINDS)[number];
@@ -57,6 +57,11 @@ export function groupKinds(group: string): readonly CommitKind[] {
 export function groupFilterSubjects(group: string, prefix: string): string[] {
   const kinds = groupKinds(group);
   return kinds.length === COMMIT_KINDS.length ? [`${prefix}.>`] : [legacyCommitSubjects(prefix), ...kinds.map((kind) => `${prefix}.*.*.${kind}`)];
+}
+
+/** Every commit of every conversation, as a reader that follows them all subscribes to it (its tokens after the conversation's may grow). */
+export function everyCommit(prefix: string): string {
+  return `${prefix}.*.*.>`;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { answersPrefix, inboxPrefix } from './connection-options.js';
-import { AskSubjects, bucketStream, Buckets, commitKindOf, commitSubjects, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
+import { AskSubjects, bucketStream, Buckets, commitKindOf, CONDENSER_WAKEUPS, everyCommit, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
 export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const;
@@ -166,7 +166,7 @@ function bucket(role: BucketRole, access: BucketAccess): { publish: string[]; de
 export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_STREAM_NAMES): Permissions {
   const { stream, subjectPrefix } = names;
   const inbox = `${inboxPrefix(identityName(identity))}.>`;
-  const events = commitSubjects(subjectPrefix);
+  const events = everyCommit(subjectPrefix);
   const interrupts = `${DEFAULT_SIGNAL_ROOT}.interrupt.*.*`;
   const deltas = `${DEFAULT_SIGNAL_ROOT}.delta.*.*`;
   if (identity === 'admin') return { publish: { allow: ['>'] }, subscribe: { allow: ['>'] } };

@@ -26,10 +26,14 @@ export function conversationSubject(prefix: string, ref: ConversationRef, kind: 
   return `${prefix}.${ref.tenant}.${ref.conversation}.${kind}`;
 }
 
-/** `<prefix>.<tenant>.<conversation>.*`: every commit of a conversation (its log, and what an append's expected sequence is checked against). */
+/**
+ * `<prefix>.<tenant>.<conversation>.>`: every commit of a conversation (its log, and what an
+ * append's expected sequence is checked against), whatever follows the conversation's token:
+ * tokens added after the kind later (a partition, say) leave every reader and writer as it is.
+ */
 export function conversationFilter(prefix: string, ref: ConversationRef): string {
   assertConversationRef(ref);
-  return `${prefix}.${ref.tenant}.${ref.conversation}.*`;
+  return `${prefix}.${ref.tenant}.${ref.conversation}.>`;
 }
 
 /** `<prefix>.<tenant>.<conversation>`: where a conversation's commits were before they carried their kind (read, never written). */

@@ -69,7 +69,7 @@ export async function tapStream(nc: NatsConnection, options: StreamTapOptions, v
   // a tenant's commits of both layouts (legacy `<prefix>.<tenant>.<conversation>`, current `….<kind>`);
   // one conversation's in the current layout (its legacy commits are in its tenant's tap)
   const filterSubject =
-    options.conversation !== undefined ? `${prefix}.${options.tenant ?? '*'}.${options.conversation}.*` : options.tenant !== undefined ? `${prefix}.${options.tenant}.>` : `${prefix}.>`;
+    options.conversation !== undefined ? `${prefix}.${options.tenant ?? '*'}.${options.conversation}.>` : options.tenant !== undefined ? `${prefix}.${options.tenant}.>` : `${prefix}.>`;
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const js = jetstream(nc);
   const durable = options.name === undefined ? undefined : tapConsumerName(options.name);

@@ -34,7 +34,13 @@ export const ServiceConfig = z.object({
   runnerLivenessMs: z.coerce.number().int().min(1_000).max(600_000),
   /** Tool runner: the workspaces' root. */
   workspaces: z.string().min(1),
-  /** Step worker: running conversations kept in memory between steps. */
+  /**
+   * Step workers, tool runners, the delegator: the events of the conversations they work on, kept in
+   * memory between commits, at most this many in all (a measure of memory: the least recently used
+   * conversations go first), and at most `cacheConversations` conversations (a safety bound far
+   * above the live conversations an instance serves, so a cache never thrashes by count).
+   */
+  cacheEvents: z.coerce.number().int().min(1_000).max(100_000_000),
   cacheConversations: z.coerce.number().int().min(1).max(1_000_000),
   /** Step worker: a conversation waiting longer than this for a condensation is logged once. */
   condensationWarnMs: z.coerce.number().int().min(1_000),
@@ -75,6 +81,7 @@ const VARIABLES: Record<string, string> = {
   healthHost: 'FLOTILLA_HEALTH_HOST',
   runnerLivenessMs: 'FLOTILLA_RUNNER_LIVENESS_MS',
   workspaces: 'FLOTILLA_WORKSPACES',
+  cacheEvents: 'FLOTILLA_CACHE_EVENTS',
   cacheConversations: 'FLOTILLA_CACHE_CONVERSATIONS',
   condensationWarnMs: 'FLOTILLA_CONDENSATION_WARN_MS',
   projectorSettleMs: 'FLOTILLA_PROJECTOR_SETTLE_MS',
@@ -100,7 +107,8 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     healthHost: environment['FLOTILLA_HEALTH_HOST'] || '127.0.0.1',
     runnerLivenessMs: environment['FLOTILLA_RUNNER_LIVENESS_MS'] ?? 10_000,
     workspaces: resolve(environment['FLOTILLA_WORKSPACES'] || join(home, 'workspaces')),
-    cacheConversations: environment['FLOTILLA_CACHE_CONVERSATIONS'] ?? 1_000,
+    cacheEvents: environment['FLOTILLA_CACHE_EVENTS'] ?? 500_000,
+    cacheConversations: environment['FLOTILLA_CACHE_CONVERSATIONS'] ?? 100_000,
     condensationWarnMs: environment['FLOTILLA_CONDENSATION_WARN_MS'] ?? 60_000,
     projectorSettleMs: environment['FLOTILLA_PROJECTOR_SETTLE_MS'] ?? 25,
     otlpEndpoint: environment['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined,

@@ -61,7 +61,7 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
       // the images of user messages, read in where the model is called (the log names them)
       const images = await ImageStore.open(nc, { replicas: config.storage.replicas });
       const agents = new ConversationAgents({ catalog, registry: tools, images, ...(secrets ? { secrets } : {}), ...(options.model ? { createModel: options.model } : {}) });
-      const cache = new ConversationCache<ConversationCheckpoint>(log, config.cacheConversations, undefined, undefined, {
+      const cache = new ConversationCache<ConversationCheckpoint>(log, config.cacheConversations, config.cacheEvents, undefined, {
         checkpoints: {
           store: checkpoints,
           // stuck detection past what a checkpoint's reader reads before it needs the whole log

@@ -29,7 +29,7 @@ await runService({
     const runner = new ToolRunner({
       runnerId: config.instanceId,
       log,
-      cache: new ConversationCache(log, 500),
+      cache: new ConversationCache(log, config.cacheConversations, config.cacheEvents),
       tools,
       runners,
       interrupts,

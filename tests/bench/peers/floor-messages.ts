@@ -1,15 +1,19 @@
 import { jetstream, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { headers, type NatsConnection } from '@nats-io/transport-node';
 
 /**
  * The bus floor (floor-peer.ts): the messages Flotilla's design needs per step, with none of its
- * code. A commit is a small JSON message on its conversation's subject, appended with the
- * optimistic-concurrency check Flotilla's log makes (the subject's last sequence expected).
+ * code. A commit is a small JSON message on `<prefix>.<conversation>.<kind>` (its writer: `user`,
+ * `step` for the deciders', `tool` for the runner's), appended with the optimistic-concurrency
+ * check Flotilla's log makes (the last sequence of the conversation's subjects expected).
  */
 export const FLOOR = { stream: 'FLOOR', prefix: 'floor.ev', bucket: 'floor_snapshots' } as const;
 
-/** The floor's consumer groups; `idle` (with a fourth group) acks every commit unread, as Flotilla's condenser did when it was delivered every commit. */
-export type FloorGroup = 'deciders' | 'runners' | 'projectors' | 'idle';
+/** The floor's consumer groups, each a durable consumer. */
+export type FloorGroup = 'deciders' | 'runners' | 'projectors';
+
+/** The kind of commit each group writes, which Flotilla's design does not deliver back to it (libs/bus SELF_CONTINUING). */
+export const OWN_KIND: Readonly<Record<FloorGroup, string | undefined>> = { deciders: 'step', runners: 'tool', projectors: undefined };
 
 export type FloorCommit =
   | { readonly type: 'message' | 'finish'; readonly step: number }
@@ -18,12 +22,17 @@ export type FloorCommit =
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export const conversationOf = (message: JsMsg): string => message.subject.slice(FLOOR.prefix.length + 1);
+export const conversationOf = (message: JsMsg): string => message.subject.slice(FLOOR.prefix.length + 1).split('.')[0]!;
+
+const KIND: Readonly<Record<FloorCommit['type'], string>> = { message: 'user', action: 'step', finish: 'step', started: 'tool', observation: 'tool' };
 export const readCommit = (message: JsMsg): FloorCommit => JSON.parse(decoder.decode(message.data)) as FloorCommit;
 
 /** Appends `commit` after the commit at stream sequence `after` (0: the conversation's first); resolves with its stream sequence. */
 export async function append(js: JetStreamClient, conversation: string, commit: FloorCommit, after: number): Promise<number> {
-  const ack = await js.publish(`${FLOOR.prefix}.${conversation}`, encoder.encode(JSON.stringify(commit)), { expect: { lastSubjectSequence: after } });
+  const expect = headers();
+  expect.set('Nats-Expected-Last-Subject-Sequence', String(after));
+  expect.set('Nats-Expected-Last-Subject-Sequence-Subject', `${FLOOR.prefix}.${conversation}.*`);
+  const ack = await js.publish(`${FLOOR.prefix}.${conversation}.${KIND[commit.type]}`, encoder.encode(JSON.stringify(commit)), { headers: expect });
   return ack.seq;
 }
 

@@ -9,7 +9,7 @@ import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } 
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import type { PeerOptions } from './figures.js';
-import { append, consumeGroup, conversationOf, FLOOR, readCommit, type FloorGroup } from './floor-messages.js';
+import { append, consumeGroup, conversationOf, FLOOR, OWN_KIND, readCommit, type FloorGroup } from './floor-messages.js';
 import type { Decision, ScriptedLoop } from './loop.js';
 import type { PeerEngine } from './measure.js';
 
@@ -18,27 +18,31 @@ const ROLE = fileURLToPath(new URL('./floor-role.ts', import.meta.url));
 /**
  * The bus floor: what the messages of Flotilla's design cost on nats-server, with none of
  * Flotilla's code. Per step the same three commits as Flotilla's (an action, its durable start,
- * its observation), each a small JSON message appended with the subject's last sequence
- * expected, on one JetStream file stream; three groups, each a durable pull consumer with explicit
- * acks, so each group is delivered every commit as Flotilla's are; processes as Flotilla's: the
- * deciders in this process (the model beside them, as in Flotilla's step worker), the runner and
- * the projector in one each, the projector writing one KV snapshot per step. With `idleGroup`, a
- * fourth group in a process of its own acks every commit unread: what Flotilla's condenser cost
- * the bus when no commit owed it anything, before it was woken through a queue of its own. No validation, no view, no headers, no tracing, no
- * metrics, no batching: the design's traffic rather than a system. A step counts when the decider
- * reads its observation (in the steady state as many as tool runs).
+ * its observation), each a small JSON message on a subject naming its kind, appended with the
+ * conversation's last sequence expected, on one JetStream file stream; three groups, each a
+ * durable pull consumer with explicit acks; processes as Flotilla's: the deciders in this process
+ * (the model beside them, as in Flotilla's step worker), the runner and the projector in one each,
+ * the projector writing one KV snapshot per step. `filtered`: the deciders and the runner are not
+ * delivered their own kind (Flotilla's design, 6 deliveries per step); else every group is
+ * delivered every commit (9). No validation, no view, no headers, no tracing, no metrics, no
+ * batching: the design's traffic rather than a system. A step counts when the decider reads its
+ * observation (in the steady state as many as tool runs).
  */
-export async function startFloor(loop: ScriptedLoop, options: PeerOptions, idleGroup: boolean): Promise<PeerEngine> {
-  const groups: FloorGroup[] = ['deciders', 'runners', 'projectors', ...(idleGroup ? (['idle'] as const) : [])];
-  const roles = ['runner', 'projector', ...(idleGroup ? ['idle'] : [])];
+export async function startFloor(loop: ScriptedLoop, options: PeerOptions, filtered: boolean): Promise<PeerEngine> {
+  const groups: FloorGroup[] = ['deciders', 'runners', 'projectors'];
+  const roles = ['runner', 'projector'];
   const server = await NatsServerProcess.start({ storeDir: await mkdtemp(join(options.scratchDir, 'floor-')) });
   const children: ChildProcess[] = [];
   try {
     const nc = await connect({ servers: server.url });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({ name: FLOOR.stream, subjects: [`${FLOOR.prefix}.*`], retention: RetentionPolicy.Limits, storage: StorageType.File });
-    for (const group of groups) await jsm.consumers.add(FLOOR.stream, { durable_name: group, ack_policy: AckPolicy.Explicit, max_ack_pending: 10_000 });
+    await jsm.streams.add({ name: FLOOR.stream, subjects: [`${FLOOR.prefix}.*.*`], retention: RetentionPolicy.Limits, storage: StorageType.File });
+    for (const group of groups) {
+      const own = filtered ? OWN_KIND[group] : undefined;
+      const filter = own === undefined ? {} : { filter_subjects: ['user', 'step', 'tool'].filter((kind) => kind !== own).map((kind) => `${FLOOR.prefix}.*.${kind}`) };
+      await jsm.consumers.add(FLOOR.stream, { durable_name: group, ack_policy: AckPolicy.Explicit, max_ack_pending: 10_000, ...filter });
+    }
     await new Kvm(js).create(FLOOR.bucket, { history: 1 });
     for (const role of roles) children.push(await startRole(role, server.url));
 
@@ -59,7 +63,7 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, idleG
     });
 
     return {
-      name: idleGroup ? 'bus floor, 4 groups' : 'bus floor, 3 groups',
+      name: filtered ? 'bus floor, kinds filtered' : 'bus floor, every commit to every group',
       async run(conversation, maxSteps) {
         const finished = new Promise<void>((resolve) => conversations.set(conversation, { maxSteps, done: resolve }));
         await append(js, conversation, { type: 'message', step: 0 }, 0);
@@ -73,7 +77,8 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, idleG
         return async (steps) => {
           const after = (await jsm.streams.info(FLOOR.stream)).state;
           const perStep = (value: number): string => (value / Math.max(1, steps)).toFixed(2);
-          return [`${perStep(after.messages - before.messages)} commits of ${((after.bytes - before.bytes) / Math.max(1, after.messages - before.messages)).toFixed(0)} bytes each (stored), each delivered to ${groups.length} groups; 1 KV snapshot put`];
+          const delivered = filtered ? 'each delivered to the groups that did not write it' : `each delivered to ${groups.length} groups`;
+          return [`${perStep(after.messages - before.messages)} commits of ${((after.bytes - before.bytes) / Math.max(1, after.messages - before.messages)).toFixed(0)} bytes each (stored), ${delivered}; 1 KV snapshot put`];
         };
       },
       async close() {

@@ -4,11 +4,10 @@ import { connect } from '@nats-io/transport-node';
 import { append, consumeGroup, conversationOf, FLOOR, readCommit } from './floor-messages.js';
 
 /**
- * A process of the bus floor (floor-peer.ts starts them): `floor-role.ts runner|projector|idle <url>`.
+ * A process of the bus floor (floor-peer.ts starts them): `floor-role.ts runner|projector <url>`.
  * The runner answers each action with a durable start, then (the no-op tool having run) its
  * observation; the projector writes a conversation's snapshot to KV once per step, at its
- * observation; the idle group acks every commit unread. Prints `ready` once consuming; ends at
- * SIGTERM.
+ * observation. Prints `ready` once consuming; ends at SIGTERM.
  */
 const [role, url] = process.argv.slice(2);
 const nc = await connect({ servers: url });
@@ -30,10 +29,8 @@ if (role === 'runner') {
     if (commit.type !== 'observation' && commit.type !== 'finish') return;
     await kv.put(conversationOf(message), encoder.encode(JSON.stringify({ last_stream_seq: message.seq, step: commit.step, status: commit.type === 'finish' ? 'finished' : 'running' })));
   });
-} else if (role === 'idle') {
-  await consumeGroup(nc, 'idle', async () => {});
 } else {
-  throw new Error(`unknown role "${role}": runner, projector or idle`);
+  throw new Error(`unknown role "${role}": runner or projector`);
 }
 process.stdout.write('ready\n');
 process.once('SIGTERM', () => void nc.close().then(() => process.exit(0)));
