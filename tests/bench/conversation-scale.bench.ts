@@ -35,7 +35,8 @@ export async function benchConversationScale(big = false): Promise<string> {
       conversations: load.conversations,
       latencyMs: load.latencyMs,
       warmupMs: Math.max(THROUGHPUT_LOAD.warmupMs, 2 * load.latencyMs),
-      concurrency: load.conversations + 64,
+      // FLOTILLA_CONCURRENCY takes at most 10,000: enough for 10,000 conversations whose cycles are a fraction of their model latency
+      concurrency: Math.min(10_000, load.conversations + 64),
       // the services' own ack wait (30 s), not the tests' 4 s: model calls of 10 s and more are kept
       // alive by in-progress acks either way, but a 4 s window redelivers the ones a busy moment delays
       serviceEnv: { FLOTILLA_ACK_WAIT_MS: '30000' },

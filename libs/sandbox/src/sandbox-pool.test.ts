@@ -22,9 +22,31 @@ describe('SandboxPool', () => {
     const again = await pool.use(spec, async (acquired) => acquired);
     expect(again.sandbox).toBe(first.sandbox);
     expect(again.restarted).toBeUndefined();
+    // a shell in it: replacing it loses the shell, and the next use is told why
+    const shell = await first.sandbox.spawn('sleep', ['30']);
     const changed = await pool.use({ ...spec, env: { TOKEN: 'two2' } }, async (acquired) => acquired);
     expect(changed.sandbox).not.toBe(first.sandbox);
     expect(changed.restarted).toBe(RestartReason.Environment);
+    expect(await shell.exited).toMatchObject({ signal: 'SIGKILL' });
+    // one that never ran anything lost nothing: replaced without a word
+    const quiet = await pool.use({ ...spec, env: { TOKEN: 'three3' } }, async (acquired) => acquired);
+    expect(quiet.sandbox).not.toBe(changed.sandbox);
+    expect(quiet.restarted).toBeUndefined();
+    await pool.closeAll();
+  });
+
+  it('counts only sandboxes that hold something toward its bound: thousands of conversations that never ran a process are never stopped for room', async () => {
+    const pool = new SandboxPool(createNoneProvider(DEFAULT_SANDBOX_SETTINGS), { idleStopMs: 60_000, maxOpen: 2 });
+    const quiet = await Promise.all(Array.from({ length: 20 }, (_, index) => pool.use({ id: `quiet-${index}`, workspace }, async ({ sandbox }) => sandbox)));
+    expect(pool.size).toBe(20);
+    const shells = [];
+    for (const id of ['busy-1', 'busy-2', 'busy-3']) shells.push(await pool.use({ id, workspace }, async ({ sandbox }) => sandbox.spawn('sleep', ['30'])));
+    // the third shell's sandbox stopped the least recently used one that held a shell; the quiet ones stay
+    await pool.use({ id: 'busy-4', workspace }, async () => undefined);
+    expect(await shells[0]!.exited).toMatchObject({ signal: 'SIGKILL' });
+    expect(pool.size).toBe(20 + 3);
+    for (const [index, sandbox] of quiet.entries()) expect((await pool.use({ id: `quiet-${index}`, workspace }, async (acquired) => acquired)).sandbox).toBe(sandbox);
+    expect((await pool.use({ id: 'busy-1', workspace }, async (acquired) => acquired)).restarted).toBe(RestartReason.Idle);
     await pool.closeAll();
   });
 

@@ -18,7 +18,11 @@ export type Acquired = {
 
 export type SandboxPoolOptions = {
   readonly idleStopMs: number;
-  /** Sandboxes kept open at once; past it the least recently used is stopped as idle. */
+  /**
+   * Sandboxes holding something (a process, a container) kept open at once; past it the least
+   * recently used is stopped as idle. One that holds nothing is not counted (it costs nothing),
+   * nor noted as restarted when stopped (nothing was lost).
+   */
   readonly maxOpen?: number;
   readonly onError?: (error: unknown, id: string) => void;
 };
@@ -105,9 +109,13 @@ export class SandboxPool {
 
   async #evictBeyondLimit(): Promise<void> {
     const maxOpen = this.options.maxOpen ?? 2_000;
+    let holding = 0;
+    for (const entry of this.#open.values()) if (entry.sandbox.holding) holding += 1;
     for (const [id, entry] of this.#open) {
-      if (this.#open.size <= maxOpen) return;
-      if (entry.users === 0) await this.#stop(id, RestartReason.Idle);
+      if (holding <= maxOpen) return;
+      if (entry.users !== 0 || !entry.sandbox.holding) continue;
+      holding -= 1;
+      await this.#stop(id, RestartReason.Idle);
     }
   }
 
@@ -115,7 +123,8 @@ export class SandboxPool {
     const entry = this.#open.get(id);
     if (!entry) return;
     this.#open.delete(id);
-    this.#stopped.set(id, reason);
+    // a sandbox that held nothing lost nothing: its next use is not told of a restart
+    if (entry.sandbox.holding) this.#stopped.set(id, reason);
     if (this.#stopped.size > 10_000) this.#stopped.delete(this.#stopped.keys().next().value as string);
     await entry.sandbox.close().catch((error: unknown) => this.options.onError?.(error, id));
   }

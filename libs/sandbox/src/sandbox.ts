@@ -63,6 +63,12 @@ export interface Sandbox {
   spawn(command: string, args: readonly string[], options?: SpawnOptions): Promise<SandboxProcess>;
   /** Kill every process it runs and release what it holds (the workspace stays). */
   close(): Promise<void>;
+  /**
+   * Whether it holds anything beyond its description: a process started in it (a terminal's
+   * shell lives on between commands), or its container. One that holds nothing costs nothing open
+   * and loses nothing when stopped.
+   */
+  readonly holding: boolean;
 }
 
 /** What a provider reports of itself (in logs and `/v1/server-info`). */

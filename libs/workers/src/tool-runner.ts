@@ -65,8 +65,9 @@ export const SANDBOX_RESTARTED_NOTES: Readonly<Record<RestartReason, string>> = 
 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
-const MAX_OPEN_WORKSPACES = 1_000;
-const MAX_REMEMBERED_OWNERSHIPS = 10_000;
+/** Workspaces kept open (a resolved root and a few paths each), and ownerships remembered: well above the live conversations one runner serves. */
+const MAX_OPEN_WORKSPACES = 100_000;
+const MAX_REMEMBERED_OWNERSHIPS = 100_000;
 /** How long a batch's observations are tried again through transient failures (a nats-server restart, an election) before they are given up (the actions are then answered as interrupted). */
 const RESULTS_RETRY_MS = 100_000;
 /** Conflicting appends of a batch's observations before they are given up. */

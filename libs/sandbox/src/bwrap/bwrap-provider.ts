@@ -99,8 +99,12 @@ class BwrapSandbox implements Sandbox {
     return isolatedInsidePath(hostPath, this.spec.workspace, this.privateDir);
   }
 
+  /** Set at the first process started in it (a terminal's shell outlives its command). */
+  holding = false;
+
   async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.#closed) throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
+    this.holding = true;
     const egress = this.settings.network === NetworkMode.Egress;
     // the child's fds: 0-2 pipes, then the network's two
     const networkFds = { infoFd: 3, blockFd: 4 };

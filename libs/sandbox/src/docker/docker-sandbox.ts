@@ -73,6 +73,9 @@ export class DockerSandbox implements Sandbox {
     return isolatedInsidePath(hostPath, this.spec.workspace, this.privateDir);
   }
 
+  /** Its container, from the start. */
+  readonly holding = true;
+
   async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.#closed) throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
     const environment = sandboxEnvironment(SANDBOX_HOME, this.spec.env, options.env);

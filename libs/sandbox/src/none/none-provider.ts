@@ -67,8 +67,12 @@ class HostProcesses implements Sandbox {
     return HOST_FIFOS.make(hostPath);
   }
 
+  /** Set at the first process started in it (a terminal's shell outlives its command). */
+  holding = false;
+
   async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.#closed) throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
+    this.holding = true;
     const child = spawn(command, args, {
       cwd: options.cwd ?? this.spec.workspace,
       env: sandboxEnvironment(this.spec.workspace, this.spec.env, options.env),
