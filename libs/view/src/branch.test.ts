@@ -5,6 +5,7 @@ import { planBranch } from './branch.js';
 import { toChatMessages } from './chat-messages.js';
 import { play, scenarioArbitrary } from './testing/arbitrary-log.js';
 import { TestLog } from './testing/test-log.js';
+import type { View } from './types.js';
 import { buildView, unmatchedActions } from './view-builder.js';
 
 const context = { tenant: 'acme', conversation: 'c1', now: () => new Date('2026-02-01T00:00:00.000Z') };
@@ -30,6 +31,13 @@ function branchEvent(log: readonly Event[], from: number, forgotten: readonly st
   };
 }
 
+/**
+ * What the model is sent for a view. A rewind's copies carry their batch's response id renamed
+ * (`~r1`, see planBranch); response ids never reach a provider, so the suffix is taken off.
+ */
+const forModel = (view: View) =>
+  toChatMessages(view).map((message) => ('responseId' in message && message.responseId !== undefined ? { ...message, responseId: message.responseId.replace(/~r1$/, '') } : message));
+
 /** The seqs of a log where no call waits for its result: the points a branch may start from. */
 const restPoints = (events: readonly Event[]): number[] =>
   events.flatMap((event, index) => (unmatchedActions(events.slice(0, index + 1)).length === 0 ? [event.seq] : []));
@@ -45,13 +53,13 @@ describe('planBranch', () => {
         const target = buildView(events.slice(0, to));
         const plan = planBranch(buildView(events), target, context, { renameBatches: 'r1' });
         const after = appended(events, [branchEvent(events, to, plan.forgottenEventIds, plan.copies.length), ...plan.copies]);
-        expect(toChatMessages(buildView(after))).toEqual(toChatMessages(target));
+        expect(forModel(buildView(after))).toEqual(forModel(target));
         // and what follows the branch builds on it as it would have on that point
         const next = new TestLog();
         next.user('now the other way');
         const message = next.events[0]!;
-        expect(toChatMessages(buildView([...after, { ...message, id: 'next', seq: after.length + 1 }]))).toEqual(
-          toChatMessages(buildView([...events.slice(0, to), { ...message, id: 'next', seq: to + 1 }])),
+        expect(forModel(buildView([...after, { ...message, id: 'next', seq: after.length + 1 }]))).toEqual(
+          forModel(buildView([...events.slice(0, to), { ...message, id: 'next', seq: to + 1 }])),
         );
       }),
       { numRuns: 300 },
@@ -88,6 +96,24 @@ describe('planBranch', () => {
     const plan = planBranch(buildView(log.events), buildView(log.events.slice(0, to)), context, { renameBatches: 'r1' });
     expect(plan.copies).toEqual([]);
     expect(plan.forgottenEventIds).toEqual(log.events.slice(to).map((event) => event.id));
+  });
+
+  it('a rewind into a tool loop keeps the loop up to its point: the calls it forgets do not cut what came before', () => {
+    const log = new TestLog();
+    log.system();
+    log.user('first');
+    const [opening] = log.batch({ size: 1, thinking: true });
+    log.observe(opening!);
+    const to = log.events.length;
+    const [next] = log.batch({ size: 1 });
+    log.observe(next!);
+    log.agent('done');
+    const target = buildView(log.events.slice(0, to));
+    const plan = planBranch(buildView(log.events), target, context, { renameBatches: 'r1' });
+    expect(plan.copies).toEqual([]);
+    const after = appended(log.events, [branchEvent(log.events, to, plan.forgottenEventIds, 0)]);
+    expect(toChatMessages(buildView(after)).map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+    expect(toChatMessages(buildView(after))).toEqual(toChatMessages(target));
   });
 
   it('a rewind past a condensation copies what it forgot, the copied calls in batches of their own', () => {

@@ -95,6 +95,7 @@ export class LogIndex {
         this.unhandledCondensationRequest = true;
         break;
       case 'branch':
+        this.truncateLoops(event.forgotten_event_ids);
         this.breakRun();
         break;
       default:
@@ -212,6 +213,22 @@ export class LogIndex {
   private breakRun(): void {
     this.run += 1;
     this.runLoop = undefined;
+  }
+
+  /**
+   * A branch forgets the calls after its point: the tool loops they were in end where it cut
+   * them, as they had at that point (a condensation instead cuts a loop as a whole).
+   */
+  private truncateLoops(forgottenIds: readonly string[]): void {
+    for (const id of forgottenIds) {
+      const action = this.actions.get(id);
+      const batch = action === undefined ? undefined : this.batches.get(action.response_id);
+      const loop = batch?.loop;
+      if (batch === undefined || loop === undefined) continue;
+      const at = loop.batchKeys.indexOf(batch.key);
+      if (at !== -1) loop.batchKeys.splice(at, 1);
+      batch.loop = undefined;
+    }
   }
 
   private addAction(action: ActionEvent): void {
