@@ -81,6 +81,7 @@ export { approveCommand, CommandRefused, interruptCommand, messageCommand, pause
 export type { CommandState } from './commands.js';
 export { CHECKPOINT_STUCK_STEPS, checkpointFolds, foldLoaded, parseConversationCheckpoint, resumeFolds, stepLookback } from './conversation-checkpoint.js';
 export type { CheckpointParse, ConversationCheckpoint, StepFolds } from './conversation-checkpoint.js';
+export { stepStandsAfter } from './step-stands.js';
 export { GENERATED_TITLE_REASON, messageText, onlyTitles, TITLE_FAILED, TitleProgress, titleWork } from './title-progress.js';
 export type { TitleWork } from './title-progress.js';
 export { cleanTitle, MAX_TITLE_CHARS, TITLE_MESSAGE_CHARS, TITLE_SYSTEM_PROMPT, titleRequest } from './title-request.js';

@@ -1,4 +1,4 @@
-import { AgentCatalog, parseAgentConfig, type ConversationCheckpoint } from '@flotilla/agent';
+import { AgentCatalog, nextWork, parseAgentConfig, pauseCommand, runCommand, type CommandState, type ConversationCheckpoint } from '@flotilla/agent';
 import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
 import { ScriptedLanguageModel } from '@flotilla/llm';
 import { EventLog, type ConversationRef } from '@flotilla/log';
@@ -55,6 +55,9 @@ async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<
 
 const system = (ref: ConversationRef) => ({ ...ref, source: 'system' as const });
 
+/** Drafts as the events they would be after `log`. */
+const appended = (log: readonly Event[], drafts: readonly EventDraft[]): Event[] => drafts.map((draft, index) => ({ ...draft, seq: log.length + index + 1 }) as Event);
+
 describe('step handler: what lands under a step', () => {
   it('appends the step after a title that landed under its model call, unchanged, instead of throwing the call away', async () => {
     await using f = await fixture(async (append, ref) => {
@@ -67,6 +70,19 @@ describe('step handler: what lands under a step', () => {
     const types = (await f.events()).map((event) => event.type);
     // the title's commit, then the step's (its first: the system prompt it was asked with first)
     expect(types.slice(3)).toEqual(['llm_usage', 'state_change', 'system_prompt', 'llm_usage', 'action']);
+  });
+
+  it('appends the step after a pause that landed under its model call, and the run then rests paused (pause after the current step)', async () => {
+    await using f = await fixture(async (append, ref) => {
+      await append(...pauseCommand({ status: 'running' } as CommandState, ref));
+    });
+    expect(await f.deliver(await f.start())).toEqual({ ack: true, outcome: 'actions' });
+    const events = await f.events();
+    expect(events.slice(3).map((event) => event.type)).toEqual(['pause', 'state_change', 'system_prompt', 'llm_usage', 'action']);
+    // paid for and kept: the reply and its usage; nothing runs until the user resumes
+    expect(f.modelCalls()).toBe(1);
+    expect(nextWork(events).kind).toBe('rest');
+    expect(nextWork([...events, ...appended(events, runCommand({ status: 'paused' } as CommandState, f.ref))]).kind).toBe('execute');
   });
 
   it("throws the step away when a user's message landed under it (the next delivery decides again)", async () => {

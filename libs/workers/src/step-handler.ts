@@ -1,4 +1,4 @@
-import { ConversationProgress, finishDrafts, messageCharacters, onlyTitles, RunStateFold, SkillsFold, SpecFold, step, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
+import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, SkillsFold, SpecFold, step, stepStandsAfter, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
 import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
 import { appendSurely, isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
 import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
@@ -134,9 +134,9 @@ function withOutcome(span: Span | undefined, outcome: HandleOutcome): HandleOutc
 
 /**
  * Appends a step's commit at the tail it was decided on. A conflict means another writer got there
- * first (its commit wakes the group again), unless what landed meanwhile only titles the
- * conversation (`onlyTitles`: the condenser's title, beside the run): the step is then appended
- * after it as it is. A reply too large to store ends the run instead, saying why.
+ * first (its commit wakes the group again), unless what landed meanwhile leaves the step standing
+ * (`stepStandsAfter`: a title, or a pause): the step is then appended after it as it is. A reply
+ * too large to store ends the run instead, saying why.
  */
 async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { ref, tail: decidedAt }: Delivered<ConversationCheckpoint>, decided: readonly EventDraft[], decidedOutcome: string): Promise<HandleOutcome> {
   let drafts = decided;
@@ -152,7 +152,7 @@ async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { r
     } catch (error) {
       if (isConflict(error)) {
         const moved = await deps.cache.load(ref);
-        if (onlyTitles(moved.events.filter((event) => event.seq > tail.lastSeq))) {
+        if (stepStandsAfter(moved.events.filter((event) => event.seq > tail.lastSeq))) {
           deps.metrics.appends.inc({ result: 'rebased' });
           tail = moved.tail;
           continue;
