@@ -269,11 +269,18 @@ export class ConversationService {
    * the event; refused with 400 images_not_supported when the spec in force has a model that does
    * not take images, before anything is stored).
    */
-  async sendMessage(ref: ConversationRef, message: { readonly text?: string; readonly images?: readonly ImageUpload[] }, run: boolean): Promise<CommandResult> {
-    const uploads = message.images ?? [];
-    if (uploads.length > 0) await this.#takesImages(ref);
-    const images = await storeMessageImages(this.images, ref.tenant, uploads, 'body.images');
-    return this.#command(ref, (state) => messageCommand(state, ref, message.text ?? '', { run, images }), { admit: run, bounded: true });
+  sendMessage(ref: ConversationRef, message: { readonly text?: string; readonly images?: readonly ImageUpload[] }, run: boolean): Promise<CommandResult> {
+    // the turn is taken on arrival, the images stored in it: a message keeps its place among the commands around it
+    return this.inTurn(
+      ref,
+      async () => {
+        const uploads = message.images ?? [];
+        if (uploads.length > 0) await this.#takesImages(ref);
+        const images = await storeMessageImages(this.images, ref.tenant, uploads, 'body.images');
+        return this.#decideAndAppend(ref, (state) => messageCommand(state, ref, message.text ?? '', { run, images }), { admit: run });
+      },
+      { bounded: true },
+    );
   }
   run(ref: ConversationRef): Promise<CommandResult> {
     return this.#command(ref, (state) => runCommand(state, ref), { admit: true });
@@ -331,8 +338,17 @@ export class ConversationService {
    * Commands on one conversation wait their turn on this gateway (`bounded` ones, messages, are
    * refused past the configured line length).
    */
-  #command(ref: ConversationRef, decide: Decide, options: { admit?: boolean; bounded?: boolean } = {}): Promise<CommandResult> {
-    return this.#queue.run(`${ref.tenant}.${ref.conversation}`, () => this.#decideAndAppend(ref, decide, options), { bounded: options.bounded ?? false });
+  #command(ref: ConversationRef, decide: Decide, options: { admit?: boolean } = {}): Promise<CommandResult> {
+    return this.inTurn(ref, () => this.#decideAndAppend(ref, decide, options));
+  }
+
+  /**
+   * Runs `work` in the conversation's line of commands on this gateway, its place taken now (in
+   * the order callers arrive); `bounded` work (a message) is refused past the line's bound. Every
+   * command that appends to a conversation's log goes through here (the secrets' changes too).
+   */
+  inTurn<T>(ref: ConversationRef, work: () => Promise<T>, options: { bounded?: boolean } = {}): Promise<T> {
+    return this.#queue.run(`${ref.tenant}.${ref.conversation}`, work, { bounded: options.bounded ?? false });
   }
 
   async #decideAndAppend(ref: ConversationRef, decide: Decide, options: { admit?: boolean }): Promise<CommandResult> {

@@ -29,14 +29,15 @@ export class SecretService {
   }
 
   /**
-   * Sets a conversation's secret and appends `secret_changed` (set). The store is written after
-   * the tail is read and the event appended expecting that tail, so concurrent changes of one
+   * Sets a conversation's secret and appends `secret_changed` (set), in the conversation's line of
+   * commands (`ConversationService.inTurn`). The store is written after the tail is read and the event appended expecting that tail, so concurrent changes of one
    * name land in the log in the order the store saw them (a loser re-reads, re-writes, re-appends).
    */
   async setForConversation(ref: ConversationRef, name: string, value: string): Promise<CommandResult> {
     const store = this.#require();
     let written = false;
-    const commit = await this.#guard(name, () =>
+    const commit = await this.conversations.inTurn(ref, () =>
+      this.#guard(name, () =>
       appendWithRetry(this.#log, ref, async (tail) => {
         if (tail.lastSeq === 0) {
           // deleted while we wrote: take the value back out rather than leave it to a future namesake
@@ -47,6 +48,7 @@ export class SecretService {
         written = true;
         return withPositionalIds([draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'set' })], tail.lastSeq + 1);
       }),
+      ),
     );
     return this.#result(ref, commit!.lastSeq);
   }
@@ -55,12 +57,14 @@ export class SecretService {
   async removeForConversation(ref: ConversationRef, name: string): Promise<CommandResult> {
     const store = this.#require();
     let removed = false;
-    const commit = await this.#guard(name, () =>
+    const commit = await this.conversations.inTurn(ref, () =>
+      this.#guard(name, () =>
       appendWithRetry(this.#log, ref, async (tail) => {
         if (tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
         if (await store.remove(ref, name)) removed = true;
         return removed ? withPositionalIds([draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'removed' })], tail.lastSeq + 1) : null;
       }),
+      ),
     );
     if (!commit) throw secretNotFound(name, 'this conversation');
     return this.#result(ref, commit.lastSeq);

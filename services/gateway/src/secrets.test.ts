@@ -213,6 +213,30 @@ describe('secrets over the WebSocket', () => {
   });
 });
 
+describe('commands in the order they arrived', () => {
+  it('secret_set, message, secret_remove sent back to back on one socket are logged in that order', async () => {
+    for (let round = 0; round < 5; round += 1) {
+      const id = (await h.acme.createConversation({ title: `order ${round}` })).conversation.id;
+      const s = await liveSocket(h, id);
+      s.socket.send(JSON.stringify({ type: 'secret_set', id: 'set', name: 'ORDER_TOKEN', value: VALUE }));
+      s.socket.send(JSON.stringify({ type: 'message', id: 'msg', text: 'between the two' }));
+      s.socket.send(JSON.stringify({ type: 'secret_remove', id: 'rm', name: 'ORDER_TOKEN' }));
+      const acks = new Map<string, number>();
+      for (let index = 0; acks.size < 3; index += 1) {
+        const frame = await s.frame(index);
+        if (frame.type === 'ack') acks.set(frame.id!, frame.last_seq);
+        if (frame.type === 'error') throw new Error(JSON.stringify(frame));
+      }
+      expect([acks.get('set')! < acks.get('msg')!, acks.get('msg')! < acks.get('rm')!]).toEqual([true, true]);
+      const { items: events } = await h.acme.searchEvents(id, { limit: 100 });
+      const logged = events.flatMap((event) => (event.type === 'secret_changed' ? [`secret ${event.action}`] : event.type === 'message' ? ['message'] : []));
+      expect(logged).toEqual(['secret set', 'message', 'secret removed']);
+      s.socket.close(1000);
+      await s.closed;
+    }
+  });
+});
+
 describe('what the gateway keeps and says', () => {
   it('no value is in any stored event, snapshot, or gateway log line, and the bucket holds ciphertexts only', async () => {
     const id = (await h.acme.createConversation({ title: 'leak check' })).conversation.id;
