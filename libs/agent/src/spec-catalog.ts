@@ -52,9 +52,9 @@ export const OperatorLimits = z.strictObject({
   maxIterationsPerRun: z.number().int().positive().optional(),
   /** Also the budget of a spec that sets none. */
   maxBudgetPerRunUsd: z.number().positive().optional(),
-  /** Sub-agents one conversation may have at work at once; also the limit of a spec that sets none (default 8). */
+  /** Sub-agents one conversation may have at work at once, at most; also the limit of a spec that sets none (default 8). */
   maxSubAgents: z.number().int().min(1).max(64).optional(),
-  /** Levels of sub-agents below a conversation a user started; also the limit of a spec that sets none (default 2). */
+  /** Levels of sub-agents below a conversation a user started, at most; also the limit of a spec that sets none (default 2). */
   maxSubAgentDepth: z.number().int().min(1).max(8).optional(),
 });
 export type OperatorLimits = z.infer<typeof OperatorLimits>;
@@ -294,16 +294,17 @@ export class AgentCatalog {
     if (maxBudgetPerRunUsd !== undefined && (spec.limits.maxBudgetPerRunUsd ?? 0) > maxBudgetPerRunUsd) {
       issues.push({ path: `${at}.limits.maxBudgetPerRunUsd`, message: `at most ${maxBudgetPerRunUsd} USD here` });
     }
-    const { maxSubAgents, maxSubAgentDepth } = this.limits;
-    if (maxSubAgents !== undefined && (spec.limits.maxSubAgents ?? 0) > maxSubAgents) issues.push({ path: `${at}.limits.maxSubAgents`, message: `at most ${maxSubAgents} here` });
-    if (maxSubAgentDepth !== undefined && (spec.limits.maxSubAgentDepth ?? 0) > maxSubAgentDepth) issues.push({ path: `${at}.limits.maxSubAgentDepth`, message: `at most ${maxSubAgentDepth} here` });
+    // the defaults are caps too: what one conversation may spawn is bounded unless the operator raises it
+    const { maxSubAgents = DEFAULT_MAX_SUB_AGENTS, maxSubAgentDepth = DEFAULT_MAX_SUB_AGENT_DEPTH } = this.limits;
+    if ((spec.limits.maxSubAgents ?? 0) > maxSubAgents) issues.push({ path: `${at}.limits.maxSubAgents`, message: `at most ${maxSubAgents} here` });
+    if ((spec.limits.maxSubAgentDepth ?? 0) > maxSubAgentDepth) issues.push({ path: `${at}.limits.maxSubAgentDepth`, message: `at most ${maxSubAgentDepth} here` });
     if (issues.length > 0) throw new SpecRefused(403, issues);
     // limits the spec leaves unset are the operator's, written into the spec: the log says what held
     const limits = {
       ...spec.limits,
       ...(maxBudgetPerRunUsd !== undefined && spec.limits.maxBudgetPerRunUsd === undefined ? { maxBudgetPerRunUsd } : {}),
       ...(spec.subAgents.length > 0
-        ? { maxSubAgents: spec.limits.maxSubAgents ?? maxSubAgents ?? DEFAULT_MAX_SUB_AGENTS, maxSubAgentDepth: spec.limits.maxSubAgentDepth ?? maxSubAgentDepth ?? DEFAULT_MAX_SUB_AGENT_DEPTH }
+        ? { maxSubAgents: spec.limits.maxSubAgents ?? maxSubAgents, maxSubAgentDepth: spec.limits.maxSubAgentDepth ?? maxSubAgentDepth }
         : {}),
     };
     return Object.freeze(JSON.stringify(limits) === JSON.stringify(spec.limits) ? spec : { ...spec, limits });

@@ -95,6 +95,17 @@ describe('AgentCatalog and sub-agents', () => {
     expect(refusal(() => catalog.resolve({ template: 'lead', spec: { subAgents: ['coder', 'coder'] } }))).toEqual({ status: 400, paths: ['spec.subAgents.1'] });
   });
 
+  it('caps a spec at the documented 8 sub-agents and 2 levels where the operator set no limits, and at what the operator raised them to', () => {
+    const unlimited = new AgentCatalog(defaults, { ...settings, limits: {} });
+    expect(refusal(() => unlimited.resolve({ template: 'lead', spec: { limits: { maxSubAgents: 64, maxSubAgentDepth: 8 } } }))).toEqual({
+      status: 403,
+      paths: ['spec.limits.maxSubAgents', 'spec.limits.maxSubAgentDepth'],
+    });
+    expect(unlimited.resolve({ template: 'lead', spec: { limits: { maxSubAgents: 8, maxSubAgentDepth: 2 } } }).spec.limits).toMatchObject({ maxSubAgents: 8, maxSubAgentDepth: 2 });
+    const raised = new AgentCatalog(defaults, { ...settings, limits: { maxSubAgents: 64, maxSubAgentDepth: 8 } });
+    expect(raised.resolve({ template: 'lead', spec: { limits: { maxSubAgents: 64, maxSubAgentDepth: 8 } } }).spec.limits).toMatchObject({ maxSubAgents: 64, maxSubAgentDepth: 8 });
+  });
+
   it('checks its own definitions at start: unknown profiles and tools, names given twice', () => {
     expect(refusal(() => new AgentCatalog(defaults, { subAgents: [RESEARCHER] })).paths).toEqual(['subAgents.0.model']);
     expect(refusal(() => new AgentCatalog(defaults, { ...settings, subAgents: [RESEARCHER.replace('finish]', 'browser]')] })).paths).toEqual(['subAgents.0.tools']);
