@@ -23,6 +23,11 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
     const home = await mkdtemp(join(tmpdir(), 'flotilla-launcher-'));
     const lines: string[] = [];
     const output = { info: (line: string) => lines.push(line), warn: (line: string) => lines.push(`warning: ${line}`), log: () => undefined };
+    // the operator's own keys, as docs/operations.md says they are provisioned at start
+    const operatorKey = 'acme-operator-key-0123456789abcdef';
+    const operatorAdminKey = 'operator-admin-key-0123456789abcdef';
+    process.env['FLOTILLA_API_KEYS'] = `acme:${operatorKey}`;
+    process.env['FLOTILLA_ADMIN_KEY'] = operatorAdminKey;
     try {
       await using system = await launch({ home, natsUrl: undefined, natsPort: await freePort(), natsNodes: 1, streamName: 'FLOTILLA_EVENTS', gatewayPort: await freePort(), tenant: 'local', tenantTaps: ['acme'], fromSource: false }, output);
       await expect(connect({ servers: system.natsUrl, maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
@@ -34,6 +39,15 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
       // the services are ready (launch waits for /ready of each): they connected as themselves
       const response = await fetch(`${system.gatewayUrl}/v1/server-info`, { headers: { authorization: `Bearer ${system.apiKey}` } });
       expect(response.status).toBe(200);
+      // the operator's key works beside the local one, for its own tenant; its admin key mints keys
+      const operator = await fetch(`${system.gatewayUrl}/v1/server-info`, { headers: { authorization: `Bearer ${operatorKey}` } });
+      expect([operator.status, ((await operator.json()) as { tenant: string }).tenant]).toEqual([200, 'acme']);
+      const minted = await fetch(`${system.gatewayUrl}/v1/admin/api-keys`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${operatorAdminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ tenant: 'acme', name: 'ci' }),
+      });
+      expect(minted.status).toBe(201);
       // the tap's credential reads, and the admin's too; a wrong password does not
       const tap = await connect({ servers: system.natsUrl, user: 'tap', pass: (await readFile(join(users, 'tap.password'), 'utf8')).trim(), inboxPrefix: '_INBOX.tap', maxReconnectAttempts: 0 });
       await tap.close();
@@ -44,6 +58,8 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
       expect(lines.join('\n')).toContain('no anonymous clients');
       expect(lines.join('\n')).not.toMatch(/password[^s]*:[^\n]*[A-Za-z0-9_-]{40}/);
     } finally {
+      delete process.env['FLOTILLA_API_KEYS'];
+      delete process.env['FLOTILLA_ADMIN_KEY'];
       await rm(home, { recursive: true, force: true });
     }
   }, 120_000);

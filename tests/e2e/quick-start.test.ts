@@ -117,6 +117,23 @@ describe("the README's quick start", () => {
       expect(audited.code, `${audited.stdout}\n${audited.stderr}`).toBe(0);
       expect(audited.stdout).toMatch(/audited 1 conversation\(s\) on FLOTILLA_EVENTS: 0 with violations, 0 violation\(s\) in all/);
 
+      // docs/operations.md's audit examples, as written there (the conversation's id, this run's home and server put in)
+      // create prints the id first, after npm's own lines
+      const id = created.stdout
+        .split('\n')
+        .map((line) => line.trim())
+        .find((line) => line !== '' && !line.startsWith('>'))!;
+      const natsUrl = (JSON.parse(await readFile(tapFile, 'utf8')) as { nats_url: string }).nats_url;
+      const operations = await readFile(join(ROOT, 'docs/operations.md'), 'utf8');
+      const examples = /For example, after `\.\/dev up`[^\n]*\n\n```sh\n([^`]*)```/.exec(operations)?.[1]?.trim().split('\n') ?? [];
+      expect(examples).toHaveLength(3);
+      for (const example of examples) {
+        const line = example.replaceAll('<id>', id).replaceAll('.flotilla/', `${home}/`).replaceAll('nats://127.0.0.1:14222', natsUrl);
+        const run = await readmeCommand('bash', ['-c', line], env);
+        expect(run.code, `${line}\n${run.stdout}\n${run.stderr}`).toBe(0);
+        expect(run.stdout).toMatch(line.includes('--json') ? /"conversations": 1,/ : /audited 1 conversation\(s\)/);
+      }
+
       // flotilla info (npm run flotilla -- info)
       const info = await readmeCommand('npm', ['run', 'flotilla', '--', 'info'], env);
       expect(info.code, info.stderr).toBe(0);

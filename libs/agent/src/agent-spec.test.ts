@@ -55,6 +55,17 @@ describe('AgentCatalog', () => {
     expect(catalog.templateNames()).toEqual(['reviewer']);
   });
 
+  it('takes an llm of tuning only as tuning of the model in force (what --set llm.temperature=0.5 sends), keeping its earlier tuning', () => {
+    const reviewer = catalog.resolve({ template: 'reviewer' }).spec;
+    const tuned = catalog.resolve({ spec: { llm: { maxOutputTokens: 500 } } }, reviewer).spec;
+    expect(tuned.llm).toMatchObject({ profile: 'big', model: 'big-model', temperature: 0.2, maxOutputTokens: 500 });
+    expect(catalog.resolve({ spec: { llm: { temperature: 0.5 } } }).spec.llm).toMatchObject({ profile: 'default', model: 'house-model', temperature: 0.5 });
+    const own = catalog.resolve({ spec: { llm: { provider: 'openai-chat', model: 'own', baseURL: 'https://own.example/v1', apiKeySecret: 'OWN_KEY' } } }).spec;
+    expect(catalog.resolve({ spec: { llm: { temperature: 0.1 } } }, own).spec.llm).toMatchObject({ model: 'own', apiKeySecret: 'OWN_KEY', temperature: 0.1 });
+    // anything but tuning is a whole model, as before
+    expect(refusal(() => catalog.resolve({ spec: { llm: { model: 'big-model' } } }, reviewer)).status).toBe(403);
+  });
+
   it('takes a model of the spec’s own only where the operator allows it, its key a secret’s name', () => {
     const own = { provider: 'openai-chat', model: 'own', baseURL: 'https://own.example/v1', apiKeySecret: 'OWN_KEY' };
     expect(catalog.resolve({ spec: { llm: own } }).spec.llm).toMatchObject(own);

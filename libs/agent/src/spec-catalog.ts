@@ -13,6 +13,19 @@ export const DEFAULT_PROFILE = 'default';
 const TUNING_KEYS = ['temperature', 'maxOutputTokens', 'reasoningEffort', 'thinkingBudgetTokens', 'timeoutMs', 'promptCacheKey'] as const;
 
 /**
+ * An `llm` of tuning only (`{"temperature": 0.5}`, what `flotilla spec ID --set llm.temperature=0.5`
+ * sends) tunes the model in force: its profile, or its own model, with its earlier tuning, the
+ * given keys over it. Any other `llm` is a whole model (a profile or one of the spec's own).
+ */
+function tunedModel(requested: unknown, current: AgentSpec['llm']): unknown {
+  if (typeof requested !== 'object' || requested === null || Array.isArray(requested)) return requested;
+  const keys = Object.keys(requested);
+  if (keys.length === 0 || !keys.every((key) => (TUNING_KEYS as readonly string[]).includes(key))) return requested;
+  const tuning = Object.fromEntries(TUNING_KEYS.flatMap((key) => (current[key] === undefined ? [] : [[key, current[key]]])));
+  return current.profile === undefined ? { ...current, ...requested } : { profile: current.profile, ...tuning, ...requested };
+}
+
+/**
  * What an operator allows the specs of its users: which models beyond its profiles (none by
  * default: a model the user names is called from the step workers, with what they can reach),
  * which built-in tools, which MCP servers (none by default), and the most a run may take.
@@ -204,7 +217,7 @@ export class AgentCatalog {
     const fields = SpecPatch.safeParse(patch);
     if (!fields.success) throw new SpecRefused(400, fieldIssues(fields.error, at));
     const given = Object.fromEntries(Object.entries(fields.data).filter(([, value]) => value !== undefined));
-    const llm = given['llm'] === undefined ? base.llm : this.#model(given['llm'], `${at}.llm`);
+    const llm = given['llm'] === undefined ? base.llm : this.#model(tunedModel(given['llm'], base.llm), `${at}.llm`);
     const subAgents = given['subAgents'] === undefined ? base.subAgents : this.#namedSubAgents(given['subAgents'], `${at}.subAgents`);
     return this.#finish({ ...base, ...given, llm, subAgents }, at);
   }

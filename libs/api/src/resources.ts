@@ -7,6 +7,21 @@ export const Title = z.string().min(1).max(200);
 export const Tag = z.string().min(1).max(64);
 export const Tags = z.array(Tag).max(32);
 
+/**
+ * Tokens and cost of model calls, as `llm_usage` events count them (a conversation's sums them;
+ * a side question's is its one call): prompt tokens include cached ones; `cost_usd` is 0 where
+ * the model's price is unknown.
+ */
+export const Usage = z.strictObject({
+  prompt_tokens: Count,
+  completion_tokens: Count,
+  cache_read_tokens: Count,
+  cache_write_tokens: Count,
+  reasoning_tokens: Count,
+  cost_usd: z.number().nonnegative(),
+});
+export type Usage = z.infer<typeof Usage>;
+
 /** A conversation as the API shows it (its snapshot, derived from the log). */
 export const Conversation = z.strictObject({
   id: ConversationId,
@@ -28,14 +43,7 @@ export const Conversation = z.strictObject({
     condensations: Count,
     llm_calls: Count,
   }),
-  usage: z.strictObject({
-    prompt_tokens: Count,
-    completion_tokens: Count,
-    cache_read_tokens: Count,
-    cache_write_tokens: Count,
-    reasoning_tokens: Count,
-    cost_usd: z.number().nonnegative(),
-  }),
+  usage: Usage,
   last_error: z.strictObject({ code: z.string(), detail: z.string(), seq: z.number().int().positive() }).nullable(),
   /** The agent spec in force (GET …/spec has all of it); null for a conversation created before specs were logged. */
   agent: z.strictObject({ model: z.string().nullable(), template: z.string().nullable(), spec_seq: z.number().int().positive() }).nullable(),
@@ -60,7 +68,7 @@ export type Conversation = z.infer<typeof Conversation>;
 export const AskAnswer = z.strictObject({
   answer: z.string(),
   model: z.string(),
-  usage: z.strictObject({ input_tokens: Count, output_tokens: Count, cost_usd: z.number().nonnegative().nullable() }),
+  usage: Usage,
 });
 export type AskAnswer = z.infer<typeof AskAnswer>;
 

@@ -42,9 +42,12 @@ export async function workspaceUsage(root: string, budget: UsageBudget = {}): Pr
   return { bytes, complete: true };
 }
 
-/** A readable size: 5.0 GiB, 312 MiB. */
+/** A readable size, never rounded to nothing: 5.0 GiB, 312 MiB, 100 KiB, 17 bytes. */
 export function formatBytes(bytes: number): string {
-  const MiB = 1024 * 1024;
+  const KiB = 1024;
+  const MiB = 1024 * KiB;
   if (bytes >= 1024 * MiB) return `${(bytes / (1024 * MiB)).toFixed(1)} GiB`;
-  return `${Math.round(bytes / MiB)} MiB`;
+  if (bytes >= MiB) return `${Math.round(bytes / MiB)} MiB`;
+  if (bytes >= KiB) return `${Math.round(bytes / KiB)} KiB`;
+  return `${bytes} byte${bytes === 1 ? '' : 's'}`;
 }

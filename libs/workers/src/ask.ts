@@ -1,4 +1,5 @@
 import { SpecFold, stepRequest } from '@flotilla/agent';
+import { AskAnswer } from '@flotilla/api';
 import { AskSubjects } from '@flotilla/bus';
 import { ConversationId, draftEvent, TenantId, type Event } from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
@@ -14,13 +15,9 @@ export type AskPart = 'delta' | 'answer' | 'error';
 export const AskRequest = z.strictObject({ tenant: TenantId, conversation: ConversationId, question: z.string().min(1).max(100_000) });
 export type AskRequest = z.infer<typeof AskRequest>;
 
-/** The last part of an answer. */
-export const AskResult = z.strictObject({
-  answer: z.string(),
-  model: z.string(),
-  usage: z.strictObject({ input_tokens: z.number().int().nonnegative(), output_tokens: z.number().int().nonnegative(), cost_usd: z.number().nonnegative().nullable() }),
-});
-export type AskResult = z.infer<typeof AskResult>;
+/** The last part of an answer: the API's answer as it is sent on. */
+export const AskResult = AskAnswer;
+export type AskResult = AskAnswer;
 
 /** Why a question got no answer: `not_found` (no such conversation), `bad_request`, `unreadable_spec`, `model_failed`. */
 export const AskFailure = z.strictObject({ code: z.enum(['not_found', 'bad_request', 'unreadable_spec', 'model_failed']), message: z.string() });
@@ -93,7 +90,25 @@ async function answer(deps: QuestionServerDependencies, message: Msg): Promise<v
       signal: AbortSignal.timeout(deps.timeoutMs ?? 120_000),
     });
     const text = result.content.map((part) => part.text).join('');
-    const answered: AskResult = { answer: text, model: result.model, usage: { input_tokens: result.usage.inputTokens, output_tokens: result.usage.outputTokens, cost_usd: result.costUsd ?? null } };
+    if (text.trim() === '' && result.toolCalls.length > 0) {
+      // the question asks for words; offered the spec's tools, the model may still reach for one
+      fail({ code: 'model_failed', message: `the model called ${result.toolCalls.map((call) => call.name).join(', ')} instead of answering in words; ask again` });
+      return;
+    }
+    const { usage } = result;
+    const answered: AskResult = {
+      answer: text,
+      model: result.model,
+      // the keys and meanings of llm_usage events and a conversation's usage
+      usage: {
+        prompt_tokens: usage.inputTokens,
+        completion_tokens: usage.outputTokens,
+        cache_read_tokens: usage.cacheReadTokens,
+        cache_write_tokens: usage.cacheWriteTokens,
+        reasoning_tokens: usage.reasoningTokens,
+        cost_usd: result.costUsd ?? 0,
+      },
+    };
     send('answer', JSON.stringify(answered));
   } catch (error) {
     fail({ code: 'model_failed', message: (error as Error).message.slice(0, 2_000) });

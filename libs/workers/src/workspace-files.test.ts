@@ -179,7 +179,10 @@ describe('uploads', () => {
     expect(codeOf(await write('out/new.txt', 'UPLOAD0000000000000006', 0, 'x', true))).toBe('outside_workspace');
     expect(existsSync(path.join(root, 'new.txt'))).toBe(false);
     quota = 64 * 1024;
-    expect(codeOf(await write('huge.bin', 'UPLOAD0000000000000007', 0, Buffer.alloc(100 * 1024), true))).toBe('quota_exceeded');
+    const refused = await write('huge.bin', 'UPLOAD0000000000000007', 0, Buffer.alloc(100 * 1024), true);
+    expect(codeOf(refused)).toBe('quota_exceeded');
+    // the sizes as they are (not rounded down to "0 MiB")
+    expect(JSON.stringify(refused)).toContain("the workspace's size quota of 64 KiB");
     expect(existsSync(path.join(workspaceDir, 'huge.bin'))).toBe(false);
   });
 });

@@ -107,7 +107,7 @@ describe('runCli', () => {
     const client: Partial<CliClient> = {
       forkConversation: async (id, body) => (calls.push(['fork', id, body]), { conversation: conversation('child-1'), created: true }),
       rewind: async (id, body) => (calls.push(['rewind', id, body]), { conversation: id, status: 'idle', last_seq: 20, appended: true }),
-      ask: async (id, question) => (calls.push(['ask', id, question]), { answer: 'two files are left', model: 'gpt-test', usage: { input_tokens: 10, output_tokens: 4, cost_usd: null } }),
+      ask: async (id, question) => (calls.push(['ask', id, question]), { answer: 'two files are left', model: 'gpt-test', usage: { prompt_tokens: 10, completion_tokens: 4, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0 } }),
     };
     expect(await run(['fork', 'parent', '--at-seq', '7', '--id', 'child-1', '--message', 'go on', '--run'], client)).toMatchObject({ code: 0, stdout: 'child-1\n' });
     expect(await run(['rewind', 'parent', '--to-seq', '5', '--reason', 'other way'], client)).toMatchObject({ code: 0, stdout: 'rewound parent to event 5 (now idle)\n' });

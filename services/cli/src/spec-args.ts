@@ -5,7 +5,8 @@ const PATH = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$/;
 /**
  * Spec fields from `--set PATH=VALUE` settings: `llm.profile=fast` gives `{ llm: { profile: 'fast' } }`.
  * A value that is JSON (`0.2`, `true`, `["terminal","finish"]`, `{"mode":"always"}`) is that value;
- * any other is a string. As in the API, each top-level field given replaces the current one whole.
+ * any other is a string. As in the API, each top-level field given replaces the current one whole
+ * (an llm of tuning only tunes the model in force: docs/api.md, "Agent specs").
  */
 export function specFieldsOf(settings: readonly string[]): Record<string, unknown> {
   const fields: Record<string, unknown> = {};

@@ -34,7 +34,8 @@ Agent spec (how the conversation's steps are made; each change applies from the 
                                    change it: a template, and/or fields over the current spec
                                    (--set llm.profile=fast, --set 'tools=["terminal","finish"]';
                                    a VALUE that is JSON is that value; each top-level field
-                                   given replaces the current one whole)
+                                   given replaces the current one whole, but an llm of tuning
+                                   only, e.g. --set llm.temperature=0.5, tunes the model in force)
   model ID PROFILE [--reason R]    switch the model to the operator's profile PROFILE
   replay ID [--check FILE]         rebuild every step's model request from the log alone: one
                                    JSON line each (seq, spec_seq, provider, model, body);

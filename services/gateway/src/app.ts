@@ -10,7 +10,7 @@ import fastifyWebsocket from '@fastify/websocket';
 import type { NatsConnection } from '@nats-io/transport-node';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { WebSocket } from 'ws';
 import type { ZodError } from 'zod';
 import { ApiError, validationError } from './api-error.js';
@@ -183,6 +183,9 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   });
 
   // ── authentication and rate limiting ────────────────────────────────────────────────────
+  // A socket's key refused in its header: the upgrade goes through and the socket is closed with
+  // 4001 and the reason (a browser sees close codes, never an upgrade's HTTP status).
+  const refusedUpgrades = new WeakMap<FastifyRequest, string>();
   app.addHook('onRequest', async (request, reply) => {
     const started = performance.now();
     reply.raw.once('finish', () => {
@@ -197,17 +200,23 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       if (isUpgrade(request)) return; // the socket may authenticate with its first frame
       throw new ApiError(401, 'unauthorized', `Send an API key as "Authorization: Bearer <key>" or "${API_KEY_HEADER}: <key>".`);
     }
+    const refuse = (error: ApiError): void => {
+      if (!isUpgrade(request)) throw error;
+      refusedUpgrades.set(request, error.statusCode === 429 ? 'rate limited: retry later' : 'the API key is not valid');
+    };
     const wait = limiter.take(hashApiKey(key));
-    if (wait > 0) throw new ApiError(429, 'rate_limited', 'Too many requests for this API key.', undefined, Math.ceil(wait / 1_000));
+    if (wait > 0) return refuse(new ApiError(429, 'rate_limited', 'Too many requests for this API key.', undefined, Math.ceil(wait / 1_000)));
     if (access === 'admin') {
       if (!config.adminKey || !sameKey(key, config.adminKey)) throw new ApiError(403, 'forbidden', 'This route needs the admin key.');
       return;
     }
     const record = await deps.keys.resolve(key);
-    if (!record) throw new ApiError(401, 'unauthorized', 'The API key is not valid.');
+    if (!record) return refuse(new ApiError(401, 'unauthorized', 'The API key is not valid.'));
     request.tenant = record.tenant;
   });
 
+  // the API takes JSON: fastify's own text/plain parser would hand a route a string to refuse as 400
+  app.removeContentTypeParser('text/plain');
   // a route that takes raw bytes (an upload) reads the body's stream itself, bounded by its own limit; elsewhere bytes are refused like any body that is not JSON
   app.addContentTypeParser('application/octet-stream', (request, payload, done) => {
     if (request.routeOptions.config?.rawBody === true) return done(null, payload);
@@ -256,9 +265,12 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     let authenticating = false;
     let alive = true;
     const fail = (code: number, reason: string): void => socket.close(code, reason);
+    const refused = refusedUpgrades.get(request);
+    if (refused !== undefined) return fail(CloseCode.Unauthorized, refused);
     const id = ConversationId.safeParse((request.params as { id?: unknown }).id);
     const query = SocketQuery.safeParse(request.query ?? {});
-    if (!id.success || !query.success) return fail(CloseCode.BadFrame, !id.success ? 'invalid conversation id' : 'after_seq must be a non-negative integer');
+    if (!id.success) return fail(CloseCode.BadFrame, 'invalid conversation id');
+    if (!query.success) return fail(CloseCode.BadFrame, socketQueryProblem(query.error));
     const authTimer = authed ? undefined : setTimeout(() => fail(CloseCode.Unauthorized, 'no auth frame in time'), config.authTimeoutMs);
     const ping = setInterval(() => {
       if (!alive) return socket.terminate();
@@ -396,6 +408,13 @@ function presentedKey(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
+/** Why a socket's query string was refused, in a close reason's few bytes. */
+function socketQueryProblem(error: ZodError): string {
+  const unknown = error.issues.find((issue) => issue.code === 'unrecognized_keys');
+  if (unknown) return `unknown query parameter ${unknown.keys.map((key) => `"${key.slice(0, 32)}"`).join(', ')}: only after_seq is taken`;
+  return 'after_seq must be a non-negative integer';
+}
+
 function isUpgrade(request: FastifyRequest): boolean {
   return (request.headers.upgrade ?? '').toLowerCase() === 'websocket';
 }
@@ -435,6 +454,7 @@ async function isReady(deps: GatewayDependencies): Promise<boolean> {
 function gatewayMetrics(hub: SocketHub) {
   const registry = new Registry();
   registry.setDefaultLabels({ service: 'gateway' });
+  collectDefaultMetrics({ register: registry });
   const requests = new Counter({ name: 'flotilla_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'], registers: [registry] });
   const latency = new Histogram({
     name: 'flotilla_http_request_seconds',

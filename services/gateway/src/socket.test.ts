@@ -206,6 +206,21 @@ describe('the event WebSocket', () => {
     atTail.socket.close();
   });
 
+  it('closes a socket whose header key is not valid with 4001, as a bad auth frame is; names an unknown query parameter (4002)', async () => {
+    await h.acme.createConversation({ id: 'closes' });
+    const badHeader = openSocket(h, '/v1/conversations/closes/events', { auth: { header: 'not-a-key-of-anyone-here' } });
+    expect(await badHeader.closed).toEqual({ code: CloseCode.Unauthorized, reason: 'the API key is not valid' });
+    expect(badHeader.frames).toEqual([]);
+    const badFrame = openSocket(h, '/v1/conversations/closes/events', { auth: { frame: 'not-a-key-of-anyone-here' } });
+    expect(await badFrame.closed).toEqual({ code: CloseCode.Unauthorized, reason: 'the API key is not valid' });
+    const unknown = openSocket(h, '/v1/conversations/closes/events?after=3', { auth: { header: ACME_KEY } });
+    expect(await unknown.closed).toEqual({ code: CloseCode.BadFrame, reason: 'unknown query parameter "after": only after_seq is taken' });
+    const negative = openSocket(h, '/v1/conversations/closes/events?after_seq=-1', { auth: { header: ACME_KEY } });
+    expect(await negative.closed).toEqual({ code: CloseCode.BadFrame, reason: 'after_seq must be a non-negative integer' });
+    const past = openSocket(h, '/v1/conversations/closes/events', { auth: { header: ACME_KEY }, afterSeq: CREATED_EVENTS + 1 });
+    expect((await past.closed).code).toBe(CloseCode.BadFrame);
+  });
+
   it('keeps a socket live across a nats-server restart: events appended after it arrive, in order, once', async () => {
     await using own = await startGatewayHarness();
     const ref = { tenant: 'acme', conversation: 'restart' };

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { authorizationConfig, connectBus, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, removeLocalTap, userEnvironment, writeLocalTap, type GeneratedUser } from '@flotilla/bus';
+import { authorizationConfig, connectBus, CONSUMER_GROUPS, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, removeLocalTap, userEnvironment, writeLocalTap, type GeneratedUser } from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { loadServiceConfig, removeRetiredCondenserGroup } from '@flotilla/runtime';
@@ -71,6 +71,32 @@ export function launchedServices(environment: NodeJS.ProcessEnv): readonly strin
   return environment[DATABASE_URL_VARIABLE]?.trim() ? [...EMBEDDED_SERVICES, 'pg-sink'] : EMBEDDED_SERVICES;
 }
 
+/** The consumer groups on the events stream whose service is not among `launched`, with what they have not handled. */
+export async function groupsLeftBehind(log: EventLog, launched: readonly string[]): Promise<{ readonly group: string; readonly pending: number }[]> {
+  const left: { group: string; pending: number }[] = [];
+  for (const group of CONSUMER_GROUPS.filter((name) => !launched.includes(name))) {
+    const info = await log.jsm.consumers.info(log.streamName, group).catch(() => undefined);
+    if (info) left.push({ group, pending: info.num_pending + info.num_ack_pending });
+  }
+  return left;
+}
+
+/**
+ * The local key is provisioned for FLOTILLA_TENANT at each launch: launched with another tenant
+ * than the last time, it (and the CLI) sees that tenant's conversations only. Returns the warning
+ * to say so, and keeps the tenant of this launch in `$FLOTILLA_HOME/tenant`.
+ */
+export async function tenantChange(home: string, tenant: string): Promise<string | undefined> {
+  const file = join(home, 'tenant');
+  const last = await readFile(file, 'utf8').then(
+    (text) => text.trim(),
+    () => '',
+  );
+  if (last !== tenant) await writeFile(file, `${tenant}\n`, { mode: 0o600 });
+  if (last === '' || last === tenant) return undefined;
+  return `FLOTILLA_TENANT is ${tenant}, the last launch's was ${last}: the local key and the CLI now see ${tenant}'s conversations only; ${last}'s are still stored (launch with FLOTILLA_TENANT=${last} to see them)`;
+}
+
 /** A key kept in a file of the home directory (created with a fresh random key, readable by the owner only). */
 async function keyFile(path: string): Promise<string> {
   const existing = await readFile(path, 'utf8').then(
@@ -81,6 +107,20 @@ async function keyFile(path: string): Promise<string> {
   const key = `flt_${randomBytes(32).toString('base64url')}`;
   await writeFile(path, `${key}\n`, { mode: 0o600 });
   return key;
+}
+
+/**
+ * The gateway's keys: the local key (`$FLOTILLA_HOME/api-key`, for FLOTILLA_TENANT: the CLI's)
+ * beside the operator's own FLOTILLA_API_KEYS, and the operator's FLOTILLA_ADMIN_KEY or else the
+ * home's (`$FLOTILLA_HOME/admin-key`). The gateway checks both as it would anywhere.
+ */
+export async function gatewayKeysFor(config: { readonly home: string; readonly tenant: string }, apiKey: string, env: NodeJS.ProcessEnv): Promise<{ FLOTILLA_API_KEYS: string; FLOTILLA_ADMIN_KEY: string }> {
+  const operatorKeys = env['FLOTILLA_API_KEYS']?.trim();
+  const operatorAdminKey = env['FLOTILLA_ADMIN_KEY']?.trim();
+  return {
+    FLOTILLA_API_KEYS: [`${config.tenant}:${apiKey}`, ...(operatorKeys ? [operatorKeys] : [])].join(','),
+    FLOTILLA_ADMIN_KEY: operatorAdminKey || (await keyFile(join(config.home, 'admin-key'))),
+  };
 }
 
 /**
@@ -173,9 +213,16 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
       (removed) => removed && output.info(`removed the retired condenser group's consumer on ${log.streamName} (the condenser is woken through FLOTILLA_CONDENSER_WAKEUPS)`),
       (error: unknown) => output.warn(`could not remove the retired condenser group's consumer on ${log.streamName}: ${(error as Error).message}`),
     );
+    const launched = launchedServices(process.env);
+    // a group whose service no longer runs here keeps its place in the log (it resumes from it), and its pending count grows: say so
+    for (const left of await groupsLeftBehind(log, launched)) {
+      output.warn(`the ${left.group} group's consumer is on ${log.streamName} with ${left.pending} commit(s) it has not handled, and no ${left.group} runs here${left.group === 'pg-sink' ? ` (${DATABASE_URL_VARIABLE} is unset)` : ''}: start it to catch up, or remove the consumer (nats consumer rm ${log.streamName} ${left.group})`);
+    }
     await mkdir(config.home, { recursive: true });
     apiKey = await keyFile(join(config.home, 'api-key'));
-    const adminKey = await keyFile(join(config.home, 'admin-key'));
+    const tenantChanged = await tenantChange(config.home, config.tenant);
+    if (tenantChanged) output.warn(tenantChanged);
+    const gatewayKeys = await gatewayKeysFor(config, apiKey, process.env);
     const secretsKey = await secretsKeySettings(config.home, process.env);
     if (secretsKey.created) output.info(`secrets key created in ${secretsKey.file} (keep it: secrets set with it cannot be read without it)`);
     if (secretsKey.warning) output.warn(secretsKey.warning);
@@ -192,7 +239,6 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
     // and `flotilla tap` and `npm run audit` through this one: the URL and the read-only tap's credential, never the admin's
     const tap = users?.get('tap');
     await (tap ? writeLocalTap(config.home, { natsUrl, user: tap.user, passwordFile: tap.passwordFile }) : removeLocalTap(config.home));
-    const launched = launchedServices(process.env);
     const sources = launched.map((service) => join(SERVICES_ROOT, service, 'src', 'main.ts'));
     const bundlingStarted = performance.now();
     const entries = config.fromSource ? sources : await Promise.all(sources.map((source) => bundleService(source)));
@@ -212,7 +258,7 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
           FLOTILLA_STREAM: config.streamName,
           FLOTILLA_HEALTH_PORT: String(healthPort),
           FLOTILLA_REPLICAS: String(storage.replicas),
-          ...(isGateway ? { FLOTILLA_GATEWAY_PORT: String(gatewayPort), FLOTILLA_API_KEYS: `${config.tenant}:${apiKey}`, FLOTILLA_ADMIN_KEY: adminKey } : {}),
+          ...(isGateway ? { FLOTILLA_GATEWAY_PORT: String(gatewayPort), ...gatewayKeys } : {}),
           // the secrets key only where secrets are set (gateway) and given to the sandbox (tool runner)
           ...secretsEnvironmentFor(service, secretsKey),
         },

@@ -18,7 +18,7 @@ export function isSecretsKeySetting(name: string): boolean {
 export const SECRETS_SERVICES: ReadonlySet<string> = new Set(['gateway', 'tool-runner', 'step-worker', 'condenser', 'webhooks']);
 
 export type SecretsKeySettings = {
-  /** What the gateway and the tool runner get (and no other service). */
+  /** What the services of SECRETS_SERVICES get (and no other service). */
   readonly env: Readonly<Record<string, string>>;
   /** The key file the launcher keeps, when it is the one in use. */
   readonly file?: string;
