@@ -55,8 +55,10 @@ describe('continuous audit (flotilla audit --follow)', () => {
       const forged = (await appendWithRetry(system.log, victim, () => [draftEvent(agent, 'message', { role: 'assistant', content: [{ type: 'text', text: 'a step nobody asked for' }] })]))!;
 
       await expect.poll(async () => sample(await metrics(), 'flotilla_audit_violations_total', 'rule="step-while-not-running"'), { timeout: 30_000 }).toBe(1);
-      const logged = lines.filter((line) => line['msg'] === 'invariant violated');
-      expect(logged).toEqual([expect.objectContaining({ level: 50, tenant: 'acme', conversation: victim.conversation, rule: 'step-while-not-running', streamSeq: forged.streamSeq, seq: forged.firstSeq })]);
+      // the line reaches this process through the auditor's stdout a moment after the metric counts it
+      await expect
+        .poll(() => lines.filter((line) => line['msg'] === 'invariant violated'), { timeout: 5_000 })
+        .toEqual([expect.objectContaining({ level: 50, tenant: 'acme', conversation: victim.conversation, rule: 'step-while-not-running', streamSeq: forged.streamSeq, seq: forged.firstSeq })]);
       // nothing else, after the quiet period's end-of-log checks too
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       const text = await metrics();
