@@ -7,6 +7,7 @@ import type { NodeWebSocket } from '@flotilla/client/node';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { RunnerRegistry } from '@flotilla/runtime';
+import { detectCgroups } from '@flotilla/sandbox';
 import { generateSecretsKey } from '@flotilla/secrets';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -46,6 +47,9 @@ async function sandboxGroups(): Promise<{ leaders: string[]; members: number }> 
   const leaders = stats.filter((entry) => entry.command.startsWith('bwrap\0') && entry.group === entry.pid).map((entry) => entry.pid);
   return { leaders, members: stats.filter((entry) => entry.group !== undefined && leaders.includes(entry.group)).length };
 }
+
+const cgroups = await detectCgroups();
+if (cgroups.kind === 'none') console.warn(`sandbox memory test SKIPPED: this machine gives no cgroups to make (${cgroups.reason})`);
 
 const PROBE_PORT_SCRIPT = (ports: readonly number[], host: string): string =>
   `for port in ${ports.join(' ')}; do if (exec 3<>/dev/tcp/${host}/$port) 2>/dev/null; then echo "OPEN ${host}:$port"; else echo "closed ${host}:$port"; fi; done`;
@@ -180,6 +184,31 @@ describe('a conversation’s limits', () => {
     expect(cleaned).toContain('cleaned');
     expect(Number(/^(\d+)$/m.exec(cleaned!)?.[1])).toBeLessThan(64);
   }, 180_000);
+
+  it.skipIf(cgroups.kind === 'none')('hold a sandbox’s processes to its memory together: 4 × 1.5 GB in a 2 GB sandbox are killed in it, the host never gives more, the agent reads why, and another conversation goes on', async () => {
+    await using system = await startTestSystem({ env: { FLOTILLA_RUNNER_LIVENESS_MS: '10000' }, toolRunnerEnv: { FLOTILLA_SANDBOX_MEMORY_MB: '2048' } });
+    const hostile = { tenant: 'acme', conversation: 'hogs' };
+    const calm = { tenant: 'acme', conversation: 'calm-hogs' };
+    const available = async (): Promise<number> => Number(/^MemAvailable:\s+(\d+) kB$/m.exec(await readFile('/proc/meminfo', 'utf8'))?.[1]) * 1024;
+    const before = await available();
+    let least = before;
+    const watch = setInterval(() => void available().then((bytes) => (least = Math.min(least, bytes))), 100);
+    try {
+      await system.start(hostile, { id: 'hogs', steps: 2, commands: ['for i in 1 2 3 4; do (head -c 1500M /dev/zero | tail > /dev/null) & done; wait; echo hogs-waited', 'echo after-the-hogs'] });
+      await system.start(calm, { id: 'calm-hogs', steps: 6, sleep: 1 });
+      await system.waitForStatus([hostile, calm], ['finished', 'error', 'stuck'], 120_000);
+    } finally {
+      clearInterval(watch);
+    }
+    expect(await system.status(hostile)).toBe('finished');
+    expect(await system.status(calm)).toBe('finished');
+    expect((await system.readEffects()).filter((line) => line.startsWith('calm-hogs '))).toHaveLength(6);
+    const [hogs, after] = observationTexts(await system.events(hostile));
+    expect(hogs).toMatch(/\[The sandbox ran out of memory \(its limit holds all its processes together\), so the kernel killed (a process|\d+ processes) in it\./);
+    expect(after).toContain('after-the-hogs');
+    // 6 GB asked for: the host gave the sandbox its 2 GB and no more (the services' own use beside it)
+    expect(before - least).toBeLessThan(2.5 * 1024 ** 3);
+  }, 150_000);
 
   it('a grep pattern that backtracks without end returns an error within its bound while the runner’s other actions complete', async () => {
     await using system = await startTestSystem({ agent: { tools: ['terminal', 'file_editor', 'grep', 'think', 'finish'] } });

@@ -145,6 +145,7 @@ catalog.json: {{ .Values.agentCatalog | toJson | quote }}
 - { name: FLOTILLA_SANDBOX_MAX_PROCESSES, value: {{ $sandbox.limits.processes | int64 | quote }} }
 - { name: FLOTILLA_SANDBOX_MEMORY_MB, value: {{ $sandbox.limits.memoryMb | int64 | quote }} }
 - { name: FLOTILLA_SANDBOX_CPU_SECONDS, value: {{ $sandbox.limits.cpuSeconds | int64 | quote }} }
+- { name: FLOTILLA_SANDBOX_CPUS, value: {{ $sandbox.limits.cpus | toString | quote }} }
 - { name: FLOTILLA_SANDBOX_FILE_MB, value: {{ $sandbox.limits.fileMb | int64 | quote }} }
 - { name: FLOTILLA_SANDBOX_DISK_MB, value: {{ $sandbox.limits.diskMb | int64 | quote }} }
 - { name: FLOTILLA_SANDBOX_TMP_MB, value: {{ $sandbox.limits.tmpMb | int64 | quote }} }

@@ -22,3 +22,4 @@ export type { Acquired, SandboxPoolOptions } from './sandbox-pool.js';
 export { formatBytes, workspaceUsage } from './workspace-usage.js';
 export { sandboxStateDir } from './state-dir.js';
 export type { UsageBudget, WorkspaceUsage } from './workspace-usage.js';
+export { detectCgroups, SandboxCgroup, type CgroupSupport } from './cgroups.js';

@@ -1,4 +1,5 @@
 import { createBwrapProvider } from './bwrap/bwrap-provider.js';
+import { detectCgroups } from './cgroups.js';
 import { createNoneProvider } from './none/none-provider.js';
 import type { SandboxProvider } from './sandbox.js';
 import { SandboxKind, type SandboxSettings } from './settings.js';
@@ -25,7 +26,7 @@ export async function openSandboxProvider(settings: SandboxSettings, options: Op
 async function providerOf(settings: SandboxSettings, options: OpenSandboxProviderOptions): Promise<SandboxProvider> {
   switch (settings.kind) {
     case SandboxKind.Bwrap:
-      return createBwrapProvider(settings, { stateDir: options.stateDir, ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }) });
+      return createBwrapProvider(settings, { stateDir: options.stateDir, cgroups: await detectCgroups(), ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }) });
     case SandboxKind.None:
       return createNoneProvider(settings);
     case SandboxKind.Docker: {

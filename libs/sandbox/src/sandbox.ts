@@ -69,6 +69,11 @@ export interface Sandbox {
    * and loses nothing when stopped.
    */
   readonly holding: boolean;
+  /**
+   * Processes the kernel killed so far because the sandbox as a whole went past its memory (a
+   * cgroup's or a container's OOM kills); absent where memory is limited per process only.
+   */
+  outOfMemoryKills?(): Promise<number>;
 }
 
 /** What a provider reports of itself (in logs and `/v1/server-info`). */
@@ -80,6 +85,8 @@ export type SandboxDescription = {
   readonly limits: SandboxLimits;
   /** How limits are enforced here (e.g. `rlimits`, `cgroup v2`, `docker`). */
   readonly enforcement: string;
+  /** What falls short of the limits' promise here (said at start), e.g. memory limited per process where no cgroups can be made. */
+  readonly warning?: string;
 };
 
 /** Makes sandboxes of one kind. */

@@ -21,6 +21,8 @@ export const SandboxLimits = z.strictObject({
   memoryBytes: z.number().int().min(64 * MiB),
   /** CPU seconds one process may use. */
   cpuSeconds: z.number().int().min(1),
+  /** CPUs the whole sandbox may keep busy at once (under cgroups or Docker; 1.5 = one and a half). */
+  cpus: z.number().min(0.01).max(1_024),
   /** Largest file a process may write. */
   fileBytes: z.number().int().min(MiB),
   /** The workspace's size quota. */
@@ -53,6 +55,7 @@ export const DEFAULT_SANDBOX_SETTINGS: SandboxSettings = {
     processes: 256,
     memoryBytes: 2048 * MiB,
     cpuSeconds: 3_600,
+    cpus: 1,
     fileBytes: 1024 * MiB,
     workspaceBytes: 5120 * MiB,
     tmpBytes: 256 * MiB,
@@ -71,6 +74,7 @@ const VARIABLES = {
   FLOTILLA_SANDBOX_MAX_PROCESSES: { path: ['limits', 'processes'], parse: Number },
   FLOTILLA_SANDBOX_MEMORY_MB: { path: ['limits', 'memoryBytes'], parse: (text: string) => Number(text) * MiB },
   FLOTILLA_SANDBOX_CPU_SECONDS: { path: ['limits', 'cpuSeconds'], parse: Number },
+  FLOTILLA_SANDBOX_CPUS: { path: ['limits', 'cpus'], parse: Number },
   FLOTILLA_SANDBOX_FILE_MB: { path: ['limits', 'fileBytes'], parse: (text: string) => Number(text) * MiB },
   FLOTILLA_SANDBOX_DISK_MB: { path: ['limits', 'workspaceBytes'], parse: (text: string) => Number(text) * MiB },
   FLOTILLA_SANDBOX_TMP_MB: { path: ['limits', 'tmpBytes'], parse: (text: string) => Number(text) * MiB },

@@ -14,6 +14,7 @@ await runService({
     const provider = await openSandboxProvider(sandboxSettings, { stateDir: await sandboxStateDir(join(config.home, 'sandbox')), ownedRoot: config.home });
     const sandbox = provider.describe();
     if (sandbox.isolated) logger.info({ sandbox }, 'sandbox ready');
+    if (sandbox.warning) logger.warn({ sandbox }, sandbox.warning);
     else logger.warn({ sandbox }, 'FLOTILLA_SANDBOX=none: the agent runs commands UNSANDBOXED, with this service’s privileges; use it only for a trusted single user');
     const sandboxes = new SandboxPool(provider, {
       idleStopMs: sandboxSettings.idleStopMs,

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Sandbox, SandboxProcess } from '../sandbox.js';
+import { detectCgroups } from '../cgroups.js';
 import { DEFAULT_SANDBOX_SETTINGS, NetworkMode, type SandboxSettings } from '../settings.js';
 import { createBwrapProvider } from './bwrap-provider.js';
 
@@ -25,6 +26,8 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   let root: string;
   let workspace: string;
   let sandbox: Sandbox;
+  /** Another conversation's sandbox on the same provider. */
+  let neighbour: Sandbox;
   let server: Server;
   let port: number;
   // an operator's read-only path under the host's /tmp (where a checkout may be): seen inside, over the private /tmp
@@ -48,13 +51,16 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
     server = createServer((socket) => socket.end('hello from the host\n'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as { port: number }).port;
-    const provider = createBwrapProvider(settings, { stateDir: path.join(root, 'state'), ownedRoot: root });
+    // with a cgroup of its own where this machine allows it, as the tool runner makes them
+    const provider = createBwrapProvider(settings, { stateDir: path.join(root, 'state'), ownedRoot: root, cgroups: await detectCgroups() });
     await provider.selfTest();
     sandbox = await provider.open({ id: 'acme.one', workspace, env: { GREETING: 'hi there' } });
+    neighbour = await provider.open({ id: 'acme.two', workspace: path.join(root, 'workspaces', 'acme', 'two') });
   });
 
   afterAll(async () => {
     await sandbox?.close();
+    await neighbour?.close();
     server?.close();
     await rm(root, { recursive: true, force: true });
     await rm(shared, { recursive: true, force: true });
@@ -117,7 +123,7 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
       // bwrap's monitor and its pid 1 are in the group too, outside the sandbox's own count
       expect(count).toBeGreaterThan(10);
       expect(count).toBeLessThanOrEqual(64 + 2);
-      expect(await run(sandbox, 'echo still fine')).toMatchObject({ output: 'still fine\n' });
+      expect(await run(neighbour, 'echo still fine')).toMatchObject({ output: 'still fine\n' });
     } finally {
       bomb.signal('SIGKILL');
       await bomb.exited;

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, chown, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
+import { inCgroup, SandboxCgroup, type CgroupSupport } from '../cgroups.js';
 import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environment.js';
 import { FifoFactory } from '../fifo-factory.js';
 import { defaultPrivateDir, isolatedInsidePath } from '../inside-path.js';
@@ -26,6 +27,11 @@ export type BwrapProviderOptions = {
   readonly ownedRoot?: string;
   /** How long a sandboxed process may take to start (its network included). */
   readonly startTimeoutMs?: number;
+  /**
+   * Where each sandbox gets a cgroup of its own (memory, processes and CPU of all its processes
+   * together: detectCgroups); `none`: the rlimits alone (per process), and the description says why.
+   */
+  readonly cgroups?: CgroupSupport;
 };
 
 /**
@@ -40,17 +46,26 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
   const credentials: Credentials = process.getuid?.() === 0 ? { uid: settings.uid, gid: settings.gid } : undefined;
   const startTimeoutMs = options.startTimeoutMs ?? 10_000;
   const fifos = new FifoFactory(path.join(options.stateDir, 'fifos'));
+  const cgroups = options.cgroups ?? { kind: 'none', reason: 'not asked for' };
 
   const provider: SandboxProvider = {
     describe(): SandboxDescription {
-      return { kind: 'bwrap', network: settings.network, isolated: true, limits: settings.limits, enforcement: 'rlimits' };
+      if (cgroups.kind !== 'none') return { kind: 'bwrap', network: settings.network, isolated: true, limits: settings.limits, enforcement: `cgroup ${cgroups.kind} per sandbox, and rlimits per process` };
+      return {
+        kind: 'bwrap',
+        network: settings.network,
+        isolated: true,
+        limits: settings.limits,
+        enforcement: 'rlimits per process',
+        warning: `no cgroups can be made here (${cgroups.reason}): memory is limited per process, not for a sandbox's processes together, and CPU time per process, not its share (docs/security.md, "Limits")`,
+      };
     },
     async open(spec: SandboxSpec): Promise<Sandbox> {
       if (credentials) await chown(spec.workspace, credentials.uid, credentials.gid);
       const privateDir = spec.privateDir ?? defaultPrivateDir(options.stateDir, spec.id);
       await mkdir(privateDir, { recursive: true, mode: 0o755 });
       for (const directory of [spec.workspace, privateDir, etc]) await assertTraversable(directory, credentials, options.ownedRoot);
-      return new BwrapSandbox({ ...spec, privateDir }, settings, { system, credentials, startTimeoutMs, fifos });
+      return new BwrapSandbox({ ...spec, privateDir }, settings, { system, credentials, startTimeoutMs, fifos, cgroups });
     },
     selfTest: () => runSelfTest(provider, options.stateDir),
   };
@@ -62,12 +77,15 @@ type Prepared = {
   readonly credentials: Credentials;
   readonly startTimeoutMs: number;
   readonly fifos: FifoFactory;
+  readonly cgroups: CgroupSupport;
 };
 
 class BwrapSandbox implements Sandbox {
   readonly workspacePath = SANDBOX_WORKSPACE;
   readonly #processes = new Set<SandboxProcess>();
   #closed = false;
+  /** Made at the first process (and again after the sandbox was closed and opened anew). */
+  #cgroup: Promise<SandboxCgroup> | undefined;
 
   constructor(
     private readonly spec: SandboxSpec,
@@ -113,13 +131,20 @@ class BwrapSandbox implements Sandbox {
       command,
       args,
     );
+    const cgroup = await this.#cgroupOf();
+    const { credentials } = this.prepared;
+    // in a cgroup: a shell of the service's joins it, then becomes bwrap as the sandbox user
+    // (setpriv), so that every process of the sandbox is born inside; else bwrap as that user
+    const invocation = cgroup
+      ? inCgroup(cgroup.procsFiles, [...(credentials ? ['setpriv', `--reuid=${credentials.uid}`, `--regid=${credentials.gid}`, '--clear-groups', '--'] : []), 'bwrap', ...argv])
+      : { command: 'bwrap', args: argv };
     let child: ChildProcess;
     try {
-      child = spawn('bwrap', argv, {
+      child = spawn(invocation.command, invocation.args, {
         env: sandboxEnvironment(SANDBOX_HOME, this.spec.env, options.env),
         detached: true,
         stdio: egress ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
-        ...(this.prepared.credentials ?? {}),
+        ...(cgroup ? {} : (credentials ?? {})),
       });
       await spawned(child);
     } catch (error) {
@@ -147,11 +172,30 @@ class BwrapSandbox implements Sandbox {
     return sandboxed;
   }
 
+  /** Processes the kernel killed for the sandbox's memory (all its processes together) so far; 0 without cgroups. */
+  async outOfMemoryKills(): Promise<number> {
+    return this.#cgroup ? await (await this.#cgroup).outOfMemoryKills() : 0;
+  }
+
+  #cgroupOf(): Promise<SandboxCgroup | undefined> {
+    const support = this.prepared.cgroups;
+    if (support.kind === 'none') return Promise.resolve(undefined);
+    this.#cgroup ??= SandboxCgroup.create(support, this.spec.id, this.settings.limits).catch((error: unknown) => {
+      this.#cgroup = undefined;
+      throw new SandboxError(SandboxErrorCode.StartFailed, `the sandbox's cgroup could not be made: ${(error as Error).message}`, { cause: error });
+    });
+    return this.#cgroup;
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     const running = [...this.#processes];
     for (const member of running) member.signal('SIGKILL');
     await Promise.race([Promise.all(running.map((member) => member.exited)), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+    const cgroup = this.#cgroup;
+    this.#cgroup = undefined;
+    // a process that outlived its group's kill keeps the cgroup busy: it is left, limits and all, and reused by the next sandbox of this id
+    await (await cgroup?.catch(() => undefined))?.remove().catch(() => undefined);
   }
 }
 

@@ -10,9 +10,8 @@ const plan: ContainerPlan = {
   hostPrivate: '/var/lib/flotilla/conversations/acme/conversation-1',
   uid: 1000,
   gid: 1000,
-  limits: DEFAULT_SANDBOX_SETTINGS.limits,
+  limits: { ...DEFAULT_SANDBOX_SETTINGS.limits, cpus: 1.5 },
   networkMode: 'none',
-  cpus: 1.5,
   labels: { 'flotilla.sandbox': '1' },
 };
 

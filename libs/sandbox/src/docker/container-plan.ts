@@ -43,8 +43,6 @@ export type ContainerPlan = {
   readonly limits: SandboxLimits;
   /** `none`, or the name of the egress network. */
   readonly networkMode: string;
-  /** CPUs the container may use at once (fractions allowed). */
-  readonly cpus: number;
   readonly labels: Readonly<Record<string, string>>;
 };
 
@@ -99,7 +97,7 @@ export function containerOptions(plan: ContainerPlan): Dockerode.ContainerCreate
       Memory: limits.memoryBytes,
       // no swap beyond the memory limit
       MemorySwap: limits.memoryBytes,
-      NanoCpus: Math.round(plan.cpus * 1e9),
+      NanoCpus: Math.round(limits.cpus * 1e9),
       // a sandbox is what the kernel kills first when the host runs out of memory
       OomScoreAdj: 500,
       // per process, like the other kinds; RLIMIT_NPROC is left alone (it counts the uid's

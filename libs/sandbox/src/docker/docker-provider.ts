@@ -18,8 +18,6 @@ export type DockerProviderOptions = {
   /** The engine client (default: `new Dockerode()`, which follows DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH). */
   readonly docker?: Dockerode;
   readonly logger?: DockerSandboxLogger;
-  /** CPUs one sandbox may use at once (a CFS quota; fractions allowed). Default 1. */
-  readonly cpus?: number;
   /** The user-defined bridge network of the egress mode, made when missing. */
   readonly egressNetwork?: string;
   /**
@@ -56,12 +54,10 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
   const docker = options.docker ?? new Dockerode();
   const logger = options.logger ?? silentDockerLogger;
   const owner = options.owner ?? (process.env['FLOTILLA_INSTANCE_ID'] || hostname());
-  const cpus = options.cpus ?? 1;
   const egressNetwork = options.egressNetwork ?? DEFAULT_EGRESS_NETWORK;
   const hostPath = options.hostPath ?? ((servicePath: string) => servicePath);
   const stateDir = options.stateDir ?? path.join(process.env['FLOTILLA_WORKSPACES'] || tmpdir(), '.flotilla-self-test');
   const fifos = new FifoFactory(path.join(stateDir, 'fifos'));
-  if (!(cpus > 0)) throw new SandboxError(SandboxErrorCode.InvalidSettings, `the docker sandbox's cpus must be above 0 (got ${cpus})`);
 
   // made once, on first need; a failure is not kept, so that the next call tries again
   let image: Promise<string[]> | undefined;
@@ -104,7 +100,6 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
         gid: user.gid,
         limits: settings.limits,
         networkMode: mode,
-        cpus,
         labels: { [SANDBOX_LABEL]: '1', [SANDBOX_ID_LABEL]: spec.id, [SANDBOX_OWNER_LABEL]: owner },
       });
       // one this instance left for the conversation (a previous sandbox, or a previous run of

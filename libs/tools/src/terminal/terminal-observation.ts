@@ -13,6 +13,8 @@ export type ObservationInput = {
   readonly hardTimeoutSeconds?: number;
   readonly quotaBytes?: number;
   readonly killed: boolean;
+  /** Processes the kernel killed in the sandbox for its memory while the command ran. */
+  readonly outOfMemoryKills?: number;
   readonly notes: readonly string[];
   readonly outputDir: string;
   readonly outputLimit: number;
@@ -32,6 +34,11 @@ function statusLines(input: ObservationInput): { lines: string[]; isError: boole
           ? `The workspace went over its size quota of ${formatBytes(input.quotaBytes ?? 0)}, so the command was stopped; delete files to make room`
           : 'The run was cancelled';
     lines.push(input.killed ? `[${why}; it did not stop after C-c, so the shell was killed.]` : `[${why} and was interrupted with C-c.]`);
+  }
+  if ((input.outOfMemoryKills ?? 0) > 0) {
+    isError = true;
+    const count = input.outOfMemoryKills === 1 ? 'a process' : `${input.outOfMemoryKills} processes`;
+    lines.push(`[The sandbox ran out of memory (its limit holds all its processes together), so the kernel killed ${count} in it. Use less memory at once: fewer processes side by side, or smaller data.]`);
   }
   if (collected.shellExitCode !== undefined) {
     lines.push(

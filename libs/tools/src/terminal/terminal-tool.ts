@@ -72,6 +72,7 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
   async function observe(session: BashSession, context: ToolContext, hardTimeoutSeconds: number | undefined, notes: string[]): Promise<ToolResult> {
     const hardTimeoutMs = hardTimeoutSeconds === undefined ? undefined : hardTimeoutSeconds * 1_000;
     const quota = context.workspaceQuotaBytes;
+    const killsBefore = await context.sandbox.outOfMemoryKills?.();
     const outcome: WaitOutcome = await waitForCommand(session, {
       ...(hardTimeoutMs === undefined ? { softTimeoutMs: softTimeoutSeconds * 1_000 } : { hardTimeoutMs }),
       maxWaitMs: Math.max(maxWaitMs, hardTimeoutMs ?? 0),
@@ -83,7 +84,8 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
       killed = (await interruptCommand(session, graceMs)).killed;
     }
     const collected = await session.collect();
-    return terminalObservation({ collected, outcome, softTimeoutSeconds, hardTimeoutSeconds, ...(quota === undefined ? {} : { quotaBytes: quota }), killed, notes, outputDir: context.outputDir, outputLimit, ...(context.redact ? { redact: context.redact } : {}) });
+    const outOfMemoryKills = killsBefore === undefined ? 0 : ((await context.sandbox.outOfMemoryKills?.()) ?? killsBefore) - killsBefore;
+    return terminalObservation({ collected, outcome, softTimeoutSeconds, hardTimeoutSeconds, ...(quota === undefined ? {} : { quotaBytes: quota }), killed, outOfMemoryKills, notes, outputDir: context.outputDir, outputLimit, ...(context.redact ? { redact: context.redact } : {}) });
   }
 
   async function sendInput(session: BashSession, input: string, context: ToolContext, notes: string[]): Promise<ToolResult> {
