@@ -98,7 +98,7 @@ describe('lockHome', () => {
 
   it('gives a stale lock to exactly one of several taking it over at once', async () => {
     await writeFile(join(home, 'launcher.lock'), JSON.stringify(staleRecord({})));
-    const attempts = await Promise.allSettled(Array.from({ length: 6 }, () => lockHome(home)));
+    const attempts = await Promise.allSettled(Array.from({ length: 12 }, () => lockHome(home)));
     const taken = attempts.filter((attempt) => attempt.status === 'fulfilled');
     expect(taken).toHaveLength(1);
     for (const attempt of attempts) if (attempt.status === 'rejected') expect(attempt.reason).toBeInstanceOf(HomeInUseError);

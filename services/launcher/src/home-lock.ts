@@ -125,8 +125,8 @@ export async function lockHome(home: string): Promise<HomeLock> {
     if (existing === 'unreadable') throw new HomeInUseError(`${path} is not a launcher lock this version can read: if no launcher runs on ${home}, delete it and start again`, undefined);
     const state = await holderState(existing);
     if (state !== 'gone') throw new HomeInUseError(inUseMessage(home, existing, state), existing);
-    if (attempt >= 5) throw new HomeInUseError(`could not take over the stale lock ${path} (other launchers are starting on ${home} at the same time): start again`, existing);
-    await takeOver(path, existing);
+    if (attempt >= 100) throw new HomeInUseError(`could not take over the stale lock ${path} (other launchers are starting on ${home} at the same time): start again`, existing);
+    if (!(await takeOver(path, existing, record))) await new Promise((resolve) => setTimeout(resolve, 10));
   }
   const rewrite = async (next: HomeLockRecord): Promise<void> => {
     // replaced whole (write, then rename over it): a reader never sees it missing or half-written
@@ -171,19 +171,30 @@ async function createExclusively(path: string, record: HomeLockRecord): Promise<
 }
 
 /**
- * Moves a stale lock aside (rename is atomic: of two launchers taking over the same stale lock, one
- * moves it). If what was moved is not the stale record judged (another launcher took over in
- * between), it is linked back, unless a lock exists again, and the caller tries again.
+ * Removes a stale lock, one launcher at a time: the one that creates `<lock>.takeover` (exclusively,
+ * like the lock) reads the lock again and removes it only if it is still the stale record judged,
+ * so a lock another launcher made meanwhile is never removed. (Moving the stale lock aside and
+ * linking back what was not it let a third launcher create a lock in between, and two held the
+ * home.) Returns false when another launcher is taking it over: the caller looks again shortly.
+ * A takeover whose own launcher is gone is removed first.
  */
-async function takeOver(path: string, stale: HomeLockRecord): Promise<void> {
-  const aside = `${path}.stale.${process.pid}.${randomBytes(6).toString('hex')}`;
-  try {
-    await rename(path, aside);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
+async function takeOver(path: string, stale: HomeLockRecord, record: HomeLockRecord): Promise<boolean> {
+  const guard = `${path}.takeover`;
+  if (!(await createExclusively(guard, record))) {
+    const holder = await readRecord(guard);
+    if (typeof holder === 'object' && (await holderState(holder)) === 'gone') await unlinkIfToken(guard, holder.token);
+    return false;
   }
-  const moved = await readRecord(aside);
-  if (typeof moved === 'object' && moved.token !== stale.token) await link(aside, path).catch(() => undefined);
-  await unlink(aside).catch(() => undefined);
+  try {
+    await unlinkIfToken(path, stale.token);
+    return true;
+  } finally {
+    await unlink(guard).catch(() => undefined);
+  }
+}
+
+/** Removes the record at `path` if it is still the one with `token` (only the takeover's holder calls this for the lock). */
+async function unlinkIfToken(path: string, token: string): Promise<void> {
+  const current = await readRecord(path);
+  if (typeof current === 'object' && current.token === token) await unlink(path).catch(() => undefined);
 }
