@@ -2,16 +2,20 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBwrapProvider, createNoneProvider, DEFAULT_SANDBOX_SETTINGS, SandboxPool, type SandboxProvider } from '@flotilla/sandbox';
+import { createBwrapProvider, createNoneProvider, DEFAULT_SANDBOX_SETTINGS, detectCgroups, SandboxPool, type SandboxProvider } from '@flotilla/sandbox';
 import { createToolContext, createTerminalTool, openWorkspace, ToolRegistry } from '@flotilla/tools';
 import { median, ms, percentile, ratio, table } from './stats.js';
 
-type Kind = 'bwrap' | 'none';
+/** `cgroup`: bwrap with each sandbox in a cgroup of its own (the tool runner's default where it may make them); `bwrap`: rlimits only. */
+type Kind = 'bwrap' | 'cgroup' | 'none';
 
 /** One tool runner's worth of sandboxes of `kind`: the same classes the tool runner uses (a pool, the terminal tool). */
 async function harness(root: string, kind: Kind): Promise<{ provider: SandboxProvider; pool: SandboxPool; tools: ToolRegistry; run: (conversation: string, command: string) => Promise<string>; close: () => Promise<void> }> {
-  const settings = { ...DEFAULT_SANDBOX_SETTINGS, kind };
-  const provider = kind === 'bwrap' ? createBwrapProvider(settings, { stateDir: join(root, `state-${kind}`), ownedRoot: root }) : createNoneProvider(settings);
+  const settings = { ...DEFAULT_SANDBOX_SETTINGS, kind: kind === 'none' ? ('none' as const) : ('bwrap' as const) };
+  const provider =
+    kind === 'none'
+      ? createNoneProvider(settings)
+      : createBwrapProvider(settings, { stateDir: join(root, `state-${kind}`), ownedRoot: root, cgroups: kind === 'cgroup' ? await detectCgroups() : { kind: 'none', reason: 'the rlimits-only baseline' } });
   const pool = new SandboxPool(provider, { idleStopMs: 3_600_000, maxOpen: 100_000 });
   const tools = new ToolRegistry([createTerminalTool()]);
   const run = async (conversation: string, command: string): Promise<string> => {
@@ -86,8 +90,10 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
   const rows: string[][] = [['figure', 'sandboxed (bwrap)', 'baseline', 'ratio', 'difference', 'goal']];
   try {
     // round trips
-    const trips: Record<Kind, number[]> = { bwrap: [], none: [] };
-    for (const kind of ['none', 'bwrap'] as const) {
+    const cgroups = await detectCgroups();
+    const kinds: Kind[] = cgroups.kind === 'none' ? ['none', 'bwrap'] : ['none', 'bwrap', 'cgroup'];
+    const trips: Record<Kind, number[]> = { bwrap: [], cgroup: [], none: [] };
+    for (const kind of kinds) {
       const h = await harness(root, kind);
       await h.run('trip', 'true');
       for (let index = 0; index < 20; index += 1) await h.run('trip', 'true'); // warm-up
@@ -101,6 +107,10 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
     const [tripSandboxed, tripBare] = [median(trips.bwrap), median(trips.none)];
     rows.push(['terminal round trip, p50', ms(tripSandboxed), `${ms(tripBare)} unsandboxed`, ratio(tripSandboxed, tripBare), `${(tripSandboxed - tripBare).toFixed(3)} ms`, '≤ 1.2x or ≤ 1 ms more']);
     rows.push(['terminal round trip, p99', ms(percentile(trips.bwrap, 99)), `${ms(percentile(trips.none, 99))} unsandboxed`, ratio(percentile(trips.bwrap, 99), percentile(trips.none, 99)), '', '']);
+    if (cgroups.kind !== 'none') {
+      const inCgroup = median(trips.cgroup);
+      rows.push([`terminal round trip in a cgroup ${cgroups.kind}, p50`, ms(inCgroup), `${ms(tripSandboxed)} rlimits only`, ratio(inCgroup, tripSandboxed), `${(inCgroup - tripSandboxed).toFixed(3)} ms`, '≤ 1.2x']);
+    } else rows.push(['terminal round trip in a cgroup', 'n/a', `no cgroups here: ${cgroups.reason}`, '', '', '']);
 
     // start to a ready shell
     const startTimes: number[] = [];
@@ -121,9 +131,31 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
       await h.close();
     }
     rows.push(['sandbox start to a ready shell (first command back), p50', ms(median(startTimes)), `${ms(median(bare))} bare bwrap … true`, ratio(median(startTimes), median(bare)), `${(median(startTimes) - median(bare)).toFixed(3)} ms`, '≤ 25 ms']);
+    if (cgroups.kind !== 'none') {
+      // the same starts, alternating with the rlimits-only sandbox, each sandbox in a cgroup of its own
+      const [withCgroup, without] = [await harness(root, 'cgroup'), await harness(root, 'bwrap')];
+      const cgroupStarts: number[] = [];
+      const plainStarts: number[] = [];
+      for (let index = 0; index < 5; index += 1) {
+        await withCgroup.run(`cgroup-warm-${index}`, 'true');
+        await without.run(`plain-warm-${index}`, 'true');
+      }
+      for (let index = 0; index < starts; index += 1) {
+        let started = performance.now();
+        await withCgroup.run(`cgroup-start-${index}`, 'true');
+        cgroupStarts.push(performance.now() - started);
+        started = performance.now();
+        await without.run(`plain-start-${index}`, 'true');
+        plainStarts.push(performance.now() - started);
+      }
+      await withCgroup.close();
+      await without.close();
+      const [a, b] = [median(cgroupStarts), median(plainStarts)];
+      rows.push([`sandbox start in a cgroup ${cgroups.kind}, p50`, ms(a), `${ms(b)} rlimits only`, ratio(a, b), `${(a - b).toFixed(3)} ms`, '≤ +10 ms']);
+    }
 
     // idle memory
-    const perConversation: Record<Kind, number> = { bwrap: 0, none: 0 };
+    const perConversation: Record<Kind, number> = { bwrap: 0, cgroup: 0, none: 0 };
     for (const kind of ['none', 'bwrap'] as const) {
       const h = await harness(root, kind);
       await h.run('memory-warm', 'true');

@@ -80,30 +80,38 @@ describe.skipIf(support.kind === 'none')('a sandbox in a cgroup of its own', () 
     const sandbox = await open('memory');
     const neighbour = await open('beside');
     try {
-      // four processes of 150 MiB each, every one under the per-process limit, 600 MiB together
-      const hogs = await run(sandbox, 'for i in 1 2 3 4; do (head -c 150M /dev/zero | tail > /dev/null) & done; wait; echo done');
+      // four processes of 100 MiB each, every one under the per-process limit, 400 MiB together
+      const hogs = await run(sandbox, 'for i in 1 2 3 4; do (head -c 100M /dev/zero | tail > /dev/null) & done; wait; echo done', 50_000);
       expect(hogs.output).toContain('done');
-      expect(await sandbox.outOfMemoryKills!()).toBeGreaterThan(0);
+      expect(sandbox.outOfMemoryKills!()).toBeGreaterThan(0);
       if (support.kind === 'v1') {
         const peak = Number(await readFile(path.join(await cgroupDir('memory', 'memory'), 'memory.max_usage_in_bytes'), 'utf8'));
         expect(peak).toBeLessThanOrEqual(256 * MiB);
       }
       expect(await run(neighbour, 'echo still fine')).toMatchObject({ output: 'still fine\n', code: 0 });
-      expect(await neighbour.outOfMemoryKills!()).toBe(0);
+      expect(neighbour.outOfMemoryKills!()).toBe(0);
     } finally {
       await sandbox.close();
       await neighbour.close();
     }
-  });
+  }, 60_000);
 
   it('counts its processes together: past its limit no more start in it', async () => {
     const sandbox = await open('pids');
     try {
-      // more sleeps than the sandbox may hold processes: bash is refused forks, and waits for room
-      await run(sandbox, 'for i in $(seq 40); do sleep 1 & done 2>/dev/null; wait');
+      // more sleeps than the sandbox may hold processes; its cgroup counts every one of them
+      const running = run(sandbox, 'for i in $(seq 40); do sleep 2 & done 2>/dev/null; wait');
+      await new Promise((resolve) => setTimeout(resolve, 300));
       const pids = await cgroupDir('pids', 'pids');
+      let most = 0;
+      for (let sample = 0; sample < 50; sample += 1) {
+        most = Math.max(most, Number((await readFile(path.join(pids, 'pids.current'), 'utf8')).trim()));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await running;
       expect((await readFile(path.join(pids, 'pids.max'), 'utf8')).trim()).toBe('32');
-      expect(Number(/^max (\d+)$/m.exec(await readFile(path.join(pids, 'pids.events'), 'utf8'))?.[1])).toBeGreaterThan(0);
+      expect(most).toBeGreaterThan(20);
+      expect(most).toBeLessThanOrEqual(32);
     } finally {
       await sandbox.close();
     }

@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
@@ -126,15 +127,23 @@ export class SandboxCgroup {
     return new SandboxCgroup(support, [dir]);
   }
 
-  /** The files a process writes `0` to, to join the cgroup itself (every one, under v1). */
-  get procsFiles(): string[] {
-    return this.dirs.map((dir) => path.join(dir, 'cgroup.procs'));
+  /**
+   * Puts a process in the cgroup (every controller's, under v1). Done to the sandbox's first
+   * process while it waits at bwrap's gate, before the command starts: all it starts is born inside.
+   */
+  join(pid: number): void {
+    for (const dir of this.dirs) writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
   }
 
-  /** Processes the kernel killed for the sandbox's memory so far. */
-  async outOfMemoryKills(): Promise<number> {
+  /** Processes the kernel killed for the sandbox's memory so far (a kernel file of a few lines, read at once: microseconds). */
+  outOfMemoryKills(): number {
     const file = this.support.kind === 'v1' ? path.join(this.dirs[0]!, 'memory.oom_control') : path.join(this.dirs[0]!, 'memory.events');
-    const text = await readFile(file, 'utf8').catch(() => '');
+    let text = '';
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      // removed with its sandbox
+    }
     return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0);
   }
 
@@ -163,12 +172,3 @@ function cgroupName(id: string): string {
   return `${id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}-${hash.toString(16)}`;
 }
 
-/**
- * The command that runs `command` inside the cgroup: a shell that moves itself into it (writing
- * 0 to each procs file: "this process"), refusing to go on when it cannot, then becomes `command`.
- * Every process the command starts is born inside.
- */
-export function inCgroup(procsFiles: readonly string[], command: readonly string[]): { readonly command: string; readonly args: string[] } {
-  const script = 'while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"';
-  return { command: '/bin/sh', args: ['-c', script, 'sh', ...procsFiles, '--', ...command] };
-}

@@ -73,7 +73,7 @@ export interface Sandbox {
    * Processes the kernel killed so far because the sandbox as a whole went past its memory (a
    * cgroup's or a container's OOM kills); absent where memory is limited per process only.
    */
-  outOfMemoryKills?(): Promise<number>;
+  outOfMemoryKills?(): number;
 }
 
 /** What a provider reports of itself (in logs and `/v1/server-info`). */

@@ -10,8 +10,11 @@ export type BwrapInvocation = {
   readonly privateDir: string;
   readonly cwd: string;
   readonly limits: SandboxLimits;
-  /** The child's fds of `--info-fd` and `--block-fd`: the caller sets up the network before the command starts. */
-  readonly network?: { readonly infoFd: number; readonly blockFd: number };
+  /**
+   * The child's fds of `--info-fd` and `--block-fd`: the caller, told the sandbox's first process,
+   * puts it in its cgroup and gives it its network before the command starts.
+   */
+  readonly gate?: { readonly infoFd: number; readonly blockFd: number };
 };
 
 /**
@@ -64,7 +67,7 @@ export function bwrapArguments(invocation: BwrapInvocation, command: string, arg
     '--remount-ro', '/',
     '--chdir', invocation.cwd,
   );
-  if (invocation.network) out.push('--info-fd', String(invocation.network.infoFd), '--block-fd', String(invocation.network.blockFd));
+  if (invocation.gate) out.push('--info-fd', String(invocation.gate.infoFd), '--block-fd', String(invocation.gate.blockFd));
   out.push('--', ...rlimitArguments(invocation.limits), command, ...args);
   return out;
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, chown, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { inCgroup, SandboxCgroup, type CgroupSupport } from '../cgroups.js';
+import { SandboxCgroup, type CgroupSupport } from '../cgroups.js';
 import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environment.js';
 import { FifoFactory } from '../fifo-factory.js';
 import { defaultPrivateDir, isolatedInsidePath } from '../inside-path.js';
@@ -86,6 +86,7 @@ class BwrapSandbox implements Sandbox {
   #closed = false;
   /** Made at the first process (and again after the sandbox was closed and opened anew). */
   #cgroup: Promise<SandboxCgroup> | undefined;
+  #made: SandboxCgroup | undefined;
 
   constructor(
     private readonly spec: SandboxSpec,
@@ -124,27 +125,22 @@ class BwrapSandbox implements Sandbox {
     if (this.#closed) throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
     this.holding = true;
     const egress = this.settings.network === NetworkMode.Egress;
-    // the child's fds: 0-2 pipes, then the network's two
-    const networkFds = { infoFd: 3, blockFd: 4 };
+    const cgroup = await this.#cgroupOf();
+    // the child's fds: 0-2 pipes, then the gate's two: its first process waits there until it is
+    // in the sandbox's cgroup and has its network, so that everything the command starts is born in both
+    const gate = egress || cgroup ? { infoFd: 3, blockFd: 4 } : undefined;
     const argv = bwrapArguments(
-      { system: this.prepared.system, workspace: this.spec.workspace, privateDir: this.privateDir, cwd: options.cwd ?? SANDBOX_WORKSPACE, limits: this.settings.limits, ...(egress ? { network: networkFds } : {}) },
+      { system: this.prepared.system, workspace: this.spec.workspace, privateDir: this.privateDir, cwd: options.cwd ?? SANDBOX_WORKSPACE, limits: this.settings.limits, ...(gate ? { gate } : {}) },
       command,
       args,
     );
-    const cgroup = await this.#cgroupOf();
-    const { credentials } = this.prepared;
-    // in a cgroup: a shell of the service's joins it, then becomes bwrap as the sandbox user
-    // (setpriv), so that every process of the sandbox is born inside; else bwrap as that user
-    const invocation = cgroup
-      ? inCgroup(cgroup.procsFiles, [...(credentials ? ['setpriv', `--reuid=${credentials.uid}`, `--regid=${credentials.gid}`, '--clear-groups', '--'] : []), 'bwrap', ...argv])
-      : { command: 'bwrap', args: argv };
     let child: ChildProcess;
     try {
-      child = spawn(invocation.command, invocation.args, {
+      child = spawn('bwrap', argv, {
         env: sandboxEnvironment(SANDBOX_HOME, this.spec.env, options.env),
         detached: true,
-        stdio: egress ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
-        ...(cgroup ? {} : (credentials ?? {})),
+        stdio: gate ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+        ...(this.prepared.credentials ?? {}),
       });
       await spawned(child);
     } catch (error) {
@@ -156,34 +152,38 @@ class BwrapSandbox implements Sandbox {
       if (network) detachEgress(network);
     });
     this.#processes.add(sandboxed);
-    if (egress) {
+    if (gate) {
       let pid: number | undefined;
       try {
-        pid = await readChildPid(child.stdio[networkFds.infoFd] as Readable, this.prepared.startTimeoutMs);
-        network = await attachEgress(pid, this.prepared.credentials, this.prepared.startTimeoutMs);
-        (child.stdio[networkFds.blockFd] as Writable).end('1');
+        pid = await readChildPid(child.stdio[gate.infoFd] as Readable, this.prepared.startTimeoutMs);
+        cgroup?.join(pid);
+        if (egress) network = await attachEgress(pid, this.prepared.credentials, this.prepared.startTimeoutMs);
+        (child.stdio[gate.blockFd] as Writable).end('1');
       } catch (error) {
         sandboxed.signal('SIGKILL');
-        // bwrap's pid 1, still waiting for its network, may not have its parent-death signal yet
+        // bwrap's pid 1, still waiting at its gate, may not have its parent-death signal yet
         if (pid !== undefined) killQuietly(pid);
-        throw error instanceof SandboxError ? error : new SandboxError(SandboxErrorCode.StartFailed, `the sandbox's network could not be set up: ${(error as Error).message}`, { cause: error });
+        throw error instanceof SandboxError ? error : new SandboxError(SandboxErrorCode.StartFailed, `the sandbox could not be set up: ${(error as Error).message}`, { cause: error });
       }
     }
     return sandboxed;
   }
 
   /** Processes the kernel killed for the sandbox's memory (all its processes together) so far; 0 without cgroups. */
-  async outOfMemoryKills(): Promise<number> {
-    return this.#cgroup ? await (await this.#cgroup).outOfMemoryKills() : 0;
+  outOfMemoryKills(): number {
+    return this.#made?.outOfMemoryKills() ?? 0;
   }
 
   #cgroupOf(): Promise<SandboxCgroup | undefined> {
     const support = this.prepared.cgroups;
     if (support.kind === 'none') return Promise.resolve(undefined);
-    this.#cgroup ??= SandboxCgroup.create(support, this.spec.id, this.settings.limits).catch((error: unknown) => {
-      this.#cgroup = undefined;
-      throw new SandboxError(SandboxErrorCode.StartFailed, `the sandbox's cgroup could not be made: ${(error as Error).message}`, { cause: error });
-    });
+    this.#cgroup ??= SandboxCgroup.create(support, this.spec.id, this.settings.limits).then(
+      (made) => (this.#made = made),
+      (error: unknown) => {
+        this.#cgroup = undefined;
+        throw new SandboxError(SandboxErrorCode.StartFailed, `the sandbox's cgroup could not be made: ${(error as Error).message}`, { cause: error });
+      },
+    );
     return this.#cgroup;
   }
 
@@ -194,6 +194,7 @@ class BwrapSandbox implements Sandbox {
     await Promise.race([Promise.all(running.map((member) => member.exited)), new Promise((resolve) => setTimeout(resolve, 2_000))]);
     const cgroup = this.#cgroup;
     this.#cgroup = undefined;
+    this.#made = undefined;
     // a process that outlived its group's kill keeps the cgroup busy: it is left, limits and all, and reused by the next sandbox of this id
     await (await cgroup?.catch(() => undefined))?.remove().catch(() => undefined);
   }

@@ -72,7 +72,7 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
   async function observe(session: BashSession, context: ToolContext, hardTimeoutSeconds: number | undefined, notes: string[]): Promise<ToolResult> {
     const hardTimeoutMs = hardTimeoutSeconds === undefined ? undefined : hardTimeoutSeconds * 1_000;
     const quota = context.workspaceQuotaBytes;
-    const killsBefore = await context.sandbox.outOfMemoryKills?.();
+    const killsBefore = context.sandbox.outOfMemoryKills?.();
     const outcome: WaitOutcome = await waitForCommand(session, {
       ...(hardTimeoutMs === undefined ? { softTimeoutMs: softTimeoutSeconds * 1_000 } : { hardTimeoutMs }),
       maxWaitMs: Math.max(maxWaitMs, hardTimeoutMs ?? 0),
@@ -84,7 +84,7 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
       killed = (await interruptCommand(session, graceMs)).killed;
     }
     const collected = await session.collect();
-    const outOfMemoryKills = killsBefore === undefined ? 0 : ((await context.sandbox.outOfMemoryKills?.()) ?? killsBefore) - killsBefore;
+    const outOfMemoryKills = killsBefore === undefined ? 0 : (context.sandbox.outOfMemoryKills?.() ?? killsBefore) - killsBefore;
     return terminalObservation({ collected, outcome, softTimeoutSeconds, hardTimeoutSeconds, ...(quota === undefined ? {} : { quotaBytes: quota }), killed, outOfMemoryKills, notes, outputDir: context.outputDir, outputLimit, ...(context.redact ? { redact: context.redact } : {}) });
   }
 
