@@ -4,6 +4,7 @@ import { benchColdLoad } from './cold-load.bench.js';
 import { benchConversationScale } from './conversation-scale.bench.js';
 import { benchCommandLatency } from './command-latency.bench.js';
 import { benchLogAppend } from './log-append.bench.js';
+import { benchMasking } from './masking.bench.js';
 import { benchModelRequest } from './model-request.bench.js';
 import { benchModelTransport } from './model-transport.bench.js';
 import { benchPeers } from './peers.bench.js';
@@ -58,6 +59,7 @@ const benches: Record<string, () => Promise<string>> = {
   'ws-fanout': () => benchWsFanout(),
   'ws-idle-memory': () => benchWsIdleMemory(),
   sandbox: () => benchSandbox(),
+  masking: () => benchMasking(),
   'backlog-drain': () => benchBacklogDrain(),
   tracing: () => benchTracing(),
   sink: () => benchSink(),

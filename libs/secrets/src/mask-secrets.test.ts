@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { maskSecrets } from './mask-secrets.js';
 
@@ -69,4 +70,35 @@ describe('maskSecrets', () => {
   it('takes text with regular-expression characters literally', () => {
     expect(maskSecrets('p: a.*b+(c)|[d]$ and aXXb', { PATTERN: 'a.*b+(c)|[d]$' })).toBe('p: <secret:PATTERN> and aXXb');
   });
+
+  it('masks what one shell command makes of a value: base64 at any offset, hex, reversed, case-changed, URL- and JSON-escaped', () => {
+    const value = 'ghp_Sup3rS3cret_4817_zebra';
+    const secrets = { TOKEN: value };
+    const shell = (command: string): string => execFileSync('bash', ['-c', command], { env: { S: value, PATH: process.env['PATH'] ?? '' } }).toString('utf8');
+    const commands = [
+      'echo "$S" | rev',
+      'printf %s "$S" | xxd -p',
+      'printf %s "$S" | od -An -tx1 | tr -d " \n"; echo',
+      'echo "${S^^}"',
+      'echo "${S,,}"',
+      'echo "$S" | base64',
+      'printf %s "x$S" | base64',
+      'printf %s "xy$S" | base64',
+      'printf %s "xyz$S" | base64 -w0 | tr "+/" "-_"',
+      'printf %s "ab$S-tail" | basenc --base64url',
+      'printf %s "$S" | jq -sRr @uri 2>/dev/null || node -e "process.stdout.write(encodeURIComponent(process.env.S))"',
+    ];
+    for (const command of commands) {
+      const output = shell(command);
+      const masked = maskSecrets(output, secrets);
+      expect(masked, `${command} → ${output}`).toContain('<secret:TOKEN>');
+      // no run of 8 characters of the encoded value is left beside the mask
+      expect(masked.replace(/<secret:TOKEN>/g, '').replace(/[^A-Za-z0-9+/_-]/g, '').length, `${command} → ${masked}`).toBeLessThan(12);
+    }
+  });
+
+  it('leaves text that merely shares a few characters with an encoding alone', () => {
+    expect(maskSecrets('a commit 5f3e, a word STAR, plain output', { TOKEN: 'ghp_Sup3rS3cret_4817_zebra' })).toBe('a commit 5f3e, a word STAR, plain output');
+  });
 });
+

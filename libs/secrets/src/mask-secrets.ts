@@ -10,14 +10,15 @@ type Occurrence = { readonly start: number; readonly end: number; readonly name:
  * Replaces every occurrence of each value in `text` by `<secret:NAME>`. Besides the value as it
  * is, it masks the forms a value commonly leaks in: its base64 and base64url (of its UTF-8,
  * padding left out, so `echo -n $X | base64` is caught), its JSON string escaping, its CRLF form
- * (a terminal turns `\n` into `\r\n`), and each line of 8 or more characters of a multi-line value
- * (`head -3 key.pem`). Occurrences that overlap are masked together (no fragment of either is
+ * (a terminal turns `\n` into `\r\n`), each line of 8 or more characters of a multi-line value
+ * (`head -3 key.pem`), and what one shell command makes of it (MaskedForms: base64 at any offset,
+ * hex, reversed, case-changed, URL-escaped). Occurrences that overlap are masked together (no fragment of either is
  * left), a value inside a longer one is masked as the longer one, and a value two names share is
  * shown under the first name in sorted order. Values shorter than 4 characters (which a store
  * never holds) are ignored, not masked everywhere.
  */
-export function maskSecrets(text: string, secrets: Readonly<Record<string, string>>): string {
-  const needles = needlesOf(secrets);
+export function maskSecrets(text: string, secrets: Readonly<Record<string, string>>, forms: MaskedForms = 'encodings'): string {
+  const needles = needlesOf(secrets, forms);
   if (needles.length === 0 || text.length === 0) return text;
   const occurrences: Occurrence[] = [];
   for (const needle of needles) {
@@ -48,8 +49,20 @@ export function maskSecrets(text: string, secrets: Readonly<Record<string, strin
   return output + text.slice(position);
 }
 
+/** Encoded forms shorter than this are not masked (a few characters of base64 or hex would match too much). */
+const MIN_ENCODED_CHARS = 8;
+
+/**
+ * The forms of a value masked besides the value itself: `anchored` are the forms masked from the
+ * start (base64 and base64url of the value alone, JSON escaping, CRLF, long lines); `encodings` adds
+ * what one shell command makes of a value: base64 and base64url at any offset in a longer text
+ * (`base64` of "x"+value, `echo $S | base64`), hex in either case, reversed, upper- and
+ * lower-cased, URL-escaped.
+ */
+export type MaskedForms = 'anchored' | 'encodings';
+
 /** Every text to mask and the name it is shown as, longest first, each text once. */
-export function needlesOf(secrets: Readonly<Record<string, string>>): Needle[] {
+export function needlesOf(secrets: Readonly<Record<string, string>>, forms: MaskedForms = 'encodings'): Needle[] {
   const byText = new Map<string, string>();
   const add = (value: string, name: string, minimum = MIN_SECRET_VALUE_CHARS): void => {
     if (value.length >= minimum && !byText.has(value)) byText.set(value, name);
@@ -66,6 +79,30 @@ export function needlesOf(secrets: Readonly<Record<string, string>>): Needle[] {
       add(value.replace(/\r?\n/g, '\r\n'), name);
       for (const line of value.split(/\r?\n/)) add(line.trim(), name, MIN_LINE_CHARS);
     }
+    if (forms === 'anchored') continue;
+    for (const core of base64Cores(bytes)) {
+      add(core, name, MIN_ENCODED_CHARS);
+      add(core.replaceAll('+', '-').replaceAll('/', '_'), name, MIN_ENCODED_CHARS);
+    }
+    add(bytes.toString('hex'), name, MIN_ENCODED_CHARS);
+    add(bytes.toString('hex').toUpperCase(), name, MIN_ENCODED_CHARS);
+    add([...value].reverse().join(''), name);
+    add(value.toUpperCase(), name);
+    add(value.toLowerCase(), name);
+    add(encodeURIComponent(value), name);
   }
   return [...byText].map(([text, name]) => ({ text, name })).sort((a, b) => b.text.length - a.text.length);
+}
+
+/**
+ * The part of the value's base64 that the value alone decides, at each of the three offsets it
+ * may start at in a longer text: the characters that mix in bytes before it (two at offset 1,
+ * three at offset 2) and after it (a last group left incomplete) are left out.
+ */
+function base64Cores(bytes: Buffer): string[] {
+  const skip = [0, 2, 3];
+  return [0, 1, 2].map((offset) => {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString('base64');
+    return encoded.slice(skip[offset], 4 * Math.floor((offset + bytes.length) / 3));
+  });
 }
