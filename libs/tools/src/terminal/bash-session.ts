@@ -99,9 +99,11 @@ export class BashSession {
     const session = new BashSession(sandbox, child, fifo, tempDir, options.cwd, marker, options.bufferCapacity);
     // Merge stderr into stdout. The runner is a function, so a syntax error inside `eval` cannot
     // derail the shell's own parser, and the SIGINT trap (C-c) can abandon the rest of the command
-    // with status 130 while the shell itself survives.
+    // with status 130 while the shell itself survives. SIGXFSZ is ignored (and so in every command):
+    // a write past the sandbox's file-size limit fails with EFBIG, which the command reports in its
+    // own words, instead of killing it without a word.
     child.stdin.write(
-      `exec 2>&1\ntrap '[[ -n $__flotilla_busy ]] && return 130' INT\n` +
+      `exec 2>&1\ntrap '[[ -n $__flotilla_busy ]] && return 130' INT\ntrap '' XFSZ\n` +
         `__flotilla_eval() { eval "$__flotilla_cmd" < '${sandbox.toInside(fifo)}'; }\n` +
         `__flotilla_run() { __flotilla_busy=1; __flotilla_eval; __flotilla_rc=$?; __flotilla_busy=; ` +
         `printf '\\n%s %s %s\\n' '${marker}' "$__flotilla_rc" "$PWD"; }\n`,

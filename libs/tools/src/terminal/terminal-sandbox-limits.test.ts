@@ -36,3 +36,24 @@ describe.skipIf(cgroups.kind === 'none')('the terminal in a sandbox past its mem
     }
   }, 60_000);
 });
+
+describe('the terminal in a sandbox past its file-size limit', () => {
+  it('shows the command’s own error (File too large), not a silent kill', async () => {
+    const root = await mkdtemp(path.join(os.tmpdir(), 'flotilla-terminal-fsize-'));
+    const terminal = createTerminalTool({ softTimeoutSeconds: 5, interruptGraceSeconds: 1 });
+    try {
+      const workspace = path.join(root, 'workspace');
+      await mkdir(workspace, { recursive: true });
+      const settings = { ...DEFAULT_SANDBOX_SETTINGS, limits: { ...DEFAULT_SANDBOX_SETTINGS.limits, fileBytes: 4 * MiB } };
+      const provider = await openSandboxProvider(settings, { stateDir: path.join(root, 'state'), ownedRoot: root, skipSelfTest: true });
+      const sandbox = await provider.open({ id: 'acme.fsize', workspace });
+      const context = createToolContext({ workspace: await openWorkspace(workspace), conversationId: 'acme.fsize', sandbox });
+      const text = resultText(await terminal.execute({ command: 'dd if=/dev/zero of=big bs=1M count=8', is_input: false, reset: false, timeout: 30 }, context));
+      expect(text).toMatch(/dd: error writing 'big': File too large/);
+      await sandbox.close();
+    } finally {
+      await terminal.close?.();
+      await rm(root, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
