@@ -111,6 +111,13 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
     expect(output).toContain('done');
   });
 
+  it('shows no host path in what its processes can read of bwrap (its pid 1’s command line)', async () => {
+    const { output } = await run(sandbox, 'tr "\\0" " " < /proc/1/cmdline; echo');
+    expect(output).toMatch(/^bwrap --args \d+ -- /);
+    expect(output).not.toContain(root);
+    expect(output).not.toContain('/state');
+  });
+
   it('contains a fork bomb by its process limit; the other sandboxes go on', async () => {
     const bomb = await sandbox.spawn('bash', ['-c', 'bomb() { bomb | bomb & }; bomb; sleep 30']);
     bomb.stdout.resume();

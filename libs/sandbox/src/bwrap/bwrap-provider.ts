@@ -134,14 +134,19 @@ class BwrapSandbox implements Sandbox {
       command,
       args,
     );
+    // bwrap's options (host paths among them) go through a pipe (`--args`), not its command line:
+    // its pid 1 inside shows only `bwrap --args N -- <command>` in /proc/1/cmdline
+    const end = argv.indexOf('--');
+    const argsFd = gate ? 5 : 3;
     let child: ChildProcess;
     try {
-      child = spawn('bwrap', argv, {
+      child = spawn('bwrap', ['--args', String(argsFd), ...argv.slice(end)], {
         env: sandboxEnvironment(SANDBOX_HOME, this.spec.env, options.env),
         detached: true,
-        stdio: gate ? ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
+        stdio: Array.from({ length: argsFd + 1 }, () => 'pipe' as const),
         ...(this.prepared.credentials ?? {}),
       });
+      ((child.stdio as readonly unknown[])[argsFd] as Writable).end(Buffer.from(`${argv.slice(0, end).join('\0')}\0`));
       await spawned(child);
     } catch (error) {
       throw new SandboxError(SandboxErrorCode.Unavailable, `bwrap could not start (${(error as Error).message}): install bubblewrap (Debian: apt-get install bubblewrap)`, { cause: error });
