@@ -84,7 +84,7 @@ class BwrapSandbox implements Sandbox {
   readonly workspacePath = SANDBOX_WORKSPACE;
   readonly #processes = new Set<SandboxProcess>();
   #closed = false;
-  /** Made at the first process (and again after the sandbox was closed and opened anew). */
+  /** Made at the first process, removed when the sandbox is closed. */
   #cgroup: Promise<SandboxCgroup> | undefined;
   #made: SandboxCgroup | undefined;
 
