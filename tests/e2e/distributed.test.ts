@@ -72,11 +72,12 @@ describe('the distributed runtime, one process per service', () => {
       (await system.events(ref)).filter((event) => event.type === 'observation').map((event) => event.content.map((part) => (part.type === 'text' ? part.text : '')).join(''));
     await expect.poll(observations, { timeout: 30_000, interval: 50 }).toHaveLength(1);
     const first = (await runners.owner(ref))!.runner;
-    // the owner is the runner process holding the conversation's shell: a process under it names the conversation's workspace
+    // the owner is the runner process holding the conversation's shell (the only sandbox here): a bwrap under it
+    // (whose command line names no host path: its options come through a pipe)
     const holds = async (pid: number): Promise<boolean> => {
       const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).split(' ').filter(Boolean).map(Number);
       for (const child of children) {
-        if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).includes(ref.conversation) || (await holds(child))) return true;
+        if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).startsWith('bwrap\0') || (await holds(child))) return true;
       }
       return false;
     };
