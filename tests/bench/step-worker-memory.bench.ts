@@ -6,6 +6,7 @@ import { draftEvent, newId, type Event } from '@flotilla/events';
 import { encodeCommit, EventLog, placeEvents } from '@flotilla/log';
 import { freePort, NatsServerProcess } from '@flotilla/nats-embedded';
 import { formatLogLine, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import { groupBacklog } from '@flotilla/runtime';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { serviceEntry } from '../support/system.js';
@@ -96,8 +97,7 @@ async function measureWorker(log: EventLog, natsUrl: string, home: string, settl
     await waitReady(health, 60_000);
     const started = performance.now();
     for (;;) {
-      const info = await log.jsm.consumers.info(log.streamName, 'step-worker');
-      if (info.num_pending === 0 && info.num_ack_pending === 0) break;
+      if ((await groupBacklog(log.jsm, log.streamName, 'step-worker')) === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
     const drainSeconds = (performance.now() - started) / 1_000;

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { binaryVersion, compareVersions, findNatsServerBinary, MINIMUM_SERVER_VERSION } from '@flotilla/nats-embedded';
+import { PARTITIONS } from '@flotilla/bus';
 import { CHART, helm, renderChart, templateChart, unpackKubeTools, type KubeTools, type Manifest } from './k8s-tools.js';
 
 const run = promisify(execFile);
@@ -312,10 +313,12 @@ describe('the Helm chart', () => {
   it('scales step workers on their durable consumer backlog with KEDA, or with an HPA', () => {
     const scaled = find('KEDA on', 'ScaledObject', 'flotilla-step-worker') as Manifest & { spec: { maxReplicaCount: number; triggers: { type: string; metadata: Record<string, string> }[] } };
     expect(scaled.spec.maxReplicaCount).toBe(30);
-    expect(scaled.spec.triggers[0]).toEqual({
-      type: 'nats-jetstream',
-      metadata: { natsServerMonitoringEndpoint: 'flotilla-nats-headless.agents.svc.cluster.local:8222', account: '$G', stream: 'FLOTILLA_EVENTS', consumer: 'step-worker', lagThreshold: '200' },
-    });
+    // a trigger per consumer: the group's own, then each partition's with its share of the threshold
+    const metadata = { natsServerMonitoringEndpoint: 'flotilla-nats-headless.agents.svc.cluster.local:8222', account: '$G', stream: 'FLOTILLA_EVENTS' };
+    expect(scaled.spec.triggers).toEqual([
+      { type: 'nats-jetstream', metadata: { ...metadata, consumer: 'step-worker', lagThreshold: '200' } },
+      ...Array.from({ length: PARTITIONS }, (_, partition) => ({ type: 'nats-jetstream', metadata: { ...metadata, consumer: `step-worker-p${partition}`, lagThreshold: String(Math.floor(200 / PARTITIONS)) } })),
+    ]);
     // the autoscaler owns the replicas
     expect((find('KEDA on', 'Deployment', 'flotilla-step-worker') as Workload).spec.replicas).toBeUndefined();
     expect((find('defaults', 'Deployment', 'flotilla-step-worker') as Workload).spec.replicas).toBe(2);

@@ -14,23 +14,30 @@ export {
   COMMIT_KINDS,
   commitKindOf,
   commitSubjects,
+  commitSubjectTransform,
   CONDENSER_WAKEUPS,
   DEFAULT_SIGNAL_ROOT,
   DEFAULT_STREAM_NAME,
   DEFAULT_STREAM_NAMES,
   DEFAULT_SUBJECT_PREFIX,
   everyCommit,
+  groupConsumerNames,
+  groupConsumers,
   groupFilterSubjects,
   groupKinds,
   isCommitKind,
   legacyCommitSubjects,
+  PARTITION_PRIORITY_GROUP,
+  PARTITIONED_GROUPS,
+  PARTITIONS,
+  partitionPriority,
   PURGE_SUBJECT,
   RunnerSubjects,
   SELF_CONTINUING,
   WEBHOOK_DELIVERIES,
   WRITER_KINDS,
 } from './layout.js';
-export type { BucketRole, CommitKind, CommitWriter, StreamNames } from './layout.js';
+export type { BucketRole, CommitKind, CommitWriter, GroupConsumer, StreamNames } from './layout.js';
 export { appendsToLog, CONSUMER_GROUPS, FOLLOWS_LOG, GROUP_QUEUES, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';
 export type { BucketAccess, Identity, Permissions, ServiceName } from './permissions.js';
 export { authorizationConfig, ensureUsers, userEnvironment } from './server-authorization.js';

@@ -51,12 +51,84 @@ export function groupKinds(group: string): readonly CommitKind[] {
 }
 
 /**
- * The subjects a group's consumer filters on: every commit (`<prefix>.>`), or the legacy layout's
- * and `<prefix>.*.*.<kind>` for each kind the group is delivered.
+ * The subjects a group's own consumer filters on: every commit (`<prefix>.>`), or the legacy
+ * layout's and `<prefix>.*.*.<kind>` (stored before the stream partitioned commits) for each kind
+ * the group is delivered.
  */
 export function groupFilterSubjects(group: string, prefix: string): string[] {
   const kinds = groupKinds(group);
   return kinds.length === COMMIT_KINDS.length ? [`${prefix}.>`] : [legacyCommitSubjects(prefix), ...kinds.map((kind) => `${prefix}.*.*.${kind}`)];
+}
+
+/**
+ * Conversations are spread over PARTITIONS partitions by nats-server itself: the events stream's
+ * subject transform (commitSubjectTransform) stores each commit at
+ * `<prefix>.<tenant>.<conversation>.<kind>.<partition>`, the partition a hash of tenant and
+ * conversation. A group that caches conversations (PARTITIONED_GROUPS) has a consumer per
+ * partition besides its own, each in a priority group: every instance pulls from every partition
+ * with a priority of its own per partition (partitionPriority), and the server delivers a
+ * partition's commits to the live instance with the best one, so a conversation's commits reach
+ * one instance while it lives and has room, and move to the next at once when it dies or is
+ * full. A protocol constant: the consumers' names carry the partition and the permissions name
+ * each of them.
+ */
+export const PARTITIONS = 16;
+
+/** The groups delivered through partition consumers: those whose instances hold conversations in a cache. */
+export const PARTITIONED_GROUPS: readonly string[] = ['step-worker', 'tool-runner'];
+
+/** The priority group of every partition consumer (nats-server's `prioritized` policy). */
+export const PARTITION_PRIORITY_GROUP = 'holders';
+
+/** The priorities nats-server's `prioritized` policy takes (0 is served first). */
+const PRIORITY_LEVELS = 10;
+
+/** How the events stream stores what is published on `<prefix>.<tenant>.<conversation>.<kind>`: with the partition appended. */
+export function commitSubjectTransform(prefix: string): { readonly src: string; readonly dest: string } {
+  return { src: commitSubjects(prefix), dest: `${prefix}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(${PARTITIONS},1,2)}}` };
+}
+
+/** A consumer a group pulls from: the group's own, or one of its partitions'. */
+export type GroupConsumer = { readonly name: string; readonly filterSubjects: readonly string[]; readonly partition?: number };
+
+/**
+ * Every consumer a group pulls from. First the group's own (named after it), delivered what the
+ * stream holds outside the partitions (the legacy layout, and commits stored before the stream
+ * partitioned them) or, for a group delivered every kind, everything; then, for a partitioned
+ * group, one per partition, filtered to its kinds in that partition.
+ */
+export function groupConsumers(group: string, prefix: string): GroupConsumer[] {
+  const own: GroupConsumer = { name: group, filterSubjects: groupFilterSubjects(group, prefix) };
+  if (!PARTITIONED_GROUPS.includes(group)) return [own];
+  const kinds = groupKinds(group);
+  return [
+    own,
+    ...Array.from({ length: PARTITIONS }, (_, partition) => ({ name: partitionConsumerName(group, partition), filterSubjects: kinds.map((kind) => `${prefix}.*.*.${kind}.${partition}`), partition })),
+  ];
+}
+
+/** The names of every consumer a group pulls from (its permissions name each). */
+export function groupConsumerNames(group: string): string[] {
+  return groupConsumers(group, 'x').map((consumer) => consumer.name);
+}
+
+function partitionConsumerName(group: string, partition: number): string {
+  return `${group}-p${partition}`;
+}
+
+/**
+ * An instance's priority for a partition: a hash of its id and the partition, so instances rank
+ * differently on each partition and share them without talking to each other (two that tie share
+ * that partition's commits; pinning is never exclusivity).
+ */
+export function partitionPriority(instanceId: string, partition: number): number {
+  // FNV-1a over the id and the partition
+  let hash = 0x811c9dc5;
+  for (const char of `${instanceId}#${partition}`) {
+    hash ^= char.charCodeAt(0);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % PRIORITY_LEVELS;
 }
 
 /** Every commit of every conversation, as a reader that follows them all subscribes to it (its tokens after the conversation's may grow). */

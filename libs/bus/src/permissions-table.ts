@@ -1,5 +1,5 @@
 import { answersPrefix } from './connection-options.js';
-import { Buckets, commitKindOf, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, SELF_CONTINUING, WEBHOOK_DELIVERIES } from './layout.js';
+import { Buckets, commitKindOf, CONDENSER_WAKEUPS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PARTITIONS, PURGE_SUBJECT, RunnerSubjects, SELF_CONTINUING, WEBHOOK_DELIVERIES } from './layout.js';
 import { appendsToLog, CONSUMER_GROUPS, GROUP_QUEUES, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
 
 const ACCESS_WORDS = { read: 'reads', write: 'writes', 'read-write': 'reads, writes', 'write-only': 'writes, never reads' } as const;
@@ -36,14 +36,14 @@ export function permissionsMarkdown(): string {
       `<details><summary>${title}</summary>`,
       '',
       '```json',
-      JSON.stringify(permissions, null, 2),
+      JSON.stringify(collapsePartitions(permissions), null, 2),
       '```',
       '',
       '</details>',
     ].join('\n');
   };
   return [
-    `Every identity may read the events stream \`${stream}\` (subjects \`${subjectPrefix}.<tenant>.<conversation>.<kind>\`, and \`${subjectPrefix}.<tenant>.<conversation>\` for commits stored before kinds were in the subject) and receive replies under its own inbox prefix \`_INBOX.<user>.>\`; every service receives interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`); a service may also create the stream and its buckets when they are missing (a create never changes an existing stream). Updating, purging or deleting the stream, and deleting a group's consumer, take the admin credential.`,
+    `Every identity may read the events stream \`${stream}\` (commits are published on \`${subjectPrefix}.<tenant>.<conversation>.<kind>\` and stored with their partition appended, \`….<kind>.<partition>\`; \`${subjectPrefix}.<tenant>.<conversation>.<kind>\` and \`${subjectPrefix}.<tenant>.<conversation>\` hold commits stored before partitions and kinds were in the subject) and receive replies under its own inbox prefix \`_INBOX.<user>.>\`; every service receives interrupts (\`${DEFAULT_SIGNAL_ROOT}.interrupt.*.*\`); a service may also create the stream and its buckets when they are missing (a create never changes an existing stream). Updating, purging or deleting the stream, and deleting a group's consumer, take the admin credential.`,
     '',
     '| user | appends to the log | consumer group (pull, ack) | buckets | core subjects, other rights |',
     '|---|---|---|---|---|',
@@ -52,12 +52,27 @@ export function permissionsMarkdown(): string {
     `| tap-<tenant> | no | — (consumers of its own, filtered to \`${subjectPrefix}.<tenant>.>\`) | — | direct gets of its tenant's subjects only; no stream info (it would list other tenants' subjects) |`,
     '| admin | any kind | any | all | everything (the launcher, operators, `nats stream edit`) |',
     '',
-    'The exact subjects, as the embedded server and the chart configure them:',
+    `The exact subjects, as the embedded server and the chart configure them (\`-p{0..${PARTITIONS - 1}}\` stands for each of a partitioned group's ${PARTITIONS} partition consumers, \`<group>-p0\` to \`<group>-p${PARTITIONS - 1}\`):`,
     '',
     ...SERVICES.map((service) => raw(service, service)),
     raw('tap', 'tap'),
     raw({ tenantTap: '<tenant>' }, 'tap-&lt;tenant&gt;'),
   ].join('\n');
+}
+
+/** The same subject for each partition consumer, written once as `<group>-p{0..N}` (what the docs show; the servers get every one). */
+function collapsePartitions<T extends object>(permissions: T): T {
+  const partition = /-p(\d+)(?=\.|$)/;
+  const collapse = (subjects: readonly string[]): string[] => {
+    const seen = new Set<string>();
+    return subjects.flatMap((subject) => {
+      const template = subject.replace(partition, `-p{0..${PARTITIONS - 1}}`);
+      if (seen.has(template)) return [];
+      seen.add(template);
+      return [template];
+    });
+  };
+  return JSON.parse(JSON.stringify(permissions), (_key, value: unknown) => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? collapse(value) : value)) as T;
 }
 
 const START = '<!-- permissions:start -->';

@@ -1,5 +1,5 @@
 import { answersPrefix, inboxPrefix } from './connection-options.js';
-import { AskSubjects, bucketStream, Buckets, commitKindOf, CONDENSER_WAKEUPS, everyCommit, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
+import { AskSubjects, bucketStream, Buckets, commitKindOf, CONDENSER_WAKEUPS, everyCommit, DEFAULT_SIGNAL_ROOT, groupConsumerNames, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
 export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const;
@@ -80,23 +80,23 @@ function createStream(stream: string): string[] {
   return [`${API}.STREAM.INFO.${stream}`, `${API}.STREAM.CREATE.${stream}`];
 }
 
-/** Everything one consumer group's durable consumer takes: only its members, never deleted by them. */
+/** Everything one consumer group's durable consumers (its own and its partitions': groupConsumerNames) take: only its members, never deleted by them. */
 function groupSubjects(stream: string, group: string): string[] {
-  return [
-    `${API}.CONSUMER.DURABLE.CREATE.${stream}.${group}`,
-    `${API}.CONSUMER.CREATE.${stream}.${group}`,
-    `${API}.CONSUMER.CREATE.${stream}.${group}.>`,
-    `${API}.CONSUMER.INFO.${stream}.${group}`,
-    `${API}.CONSUMER.MSG.NEXT.${stream}.${group}`,
-    `$JS.ACK.${stream}.${group}.>`,
-  ];
+  return groupConsumerNames(group).flatMap((consumer) => [
+    `${API}.CONSUMER.DURABLE.CREATE.${stream}.${consumer}`,
+    `${API}.CONSUMER.CREATE.${stream}.${consumer}`,
+    `${API}.CONSUMER.CREATE.${stream}.${consumer}.>`,
+    `${API}.CONSUMER.INFO.${stream}.${consumer}`,
+    `${API}.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
+    `$JS.ACK.${stream}.${consumer}.>`,
+  ]);
 }
 
 /** The groups' consumers as seen by someone outside them: no create, pull, ack or delete (their info may be read: the step worker checks that a condenser group exists). */
 function otherGroups(stream: string, except?: string): string[] {
   return CONSUMER_GROUPS.filter((group) => group !== except).flatMap((group) => [
     ...groupSubjects(stream, group).filter((subject) => !subject.startsWith(`${API}.CONSUMER.INFO.`)),
-    `${API}.CONSUMER.DELETE.${stream}.${group}`,
+    ...groupConsumerNames(group).map((consumer) => `${API}.CONSUMER.DELETE.${stream}.${consumer}`),
   ]);
 }
 

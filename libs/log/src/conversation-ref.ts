@@ -1,4 +1,4 @@
-import { isCommitKind, type CommitKind } from '@flotilla/bus';
+import { isCommitKind, PARTITIONS, type CommitKind } from '@flotilla/bus';
 import { isSubjectToken } from '@flotilla/events';
 import { LogError, LogErrorCode } from './errors.js';
 
@@ -42,18 +42,33 @@ export function legacyConversationSubject(prefix: string, ref: ConversationRef):
   return `${prefix}.${ref.tenant}.${ref.conversation}`;
 }
 
-/** The conversation a commit's subject names (either layout), or undefined for a subject outside the prefix. */
-export function parseConversationSubject(prefix: string, subject: string): ConversationRef | undefined {
+/**
+ * The tokens after the prefix of a commit's subject, when it has one of the three layouts:
+ * `<tenant>.<conversation>` (legacy), `….<kind>` (as published, and as stored before the stream
+ * partitioned commits) and `….<kind>.<partition>` (as stored: libs/bus commitSubjectTransform).
+ */
+function commitTokens(prefix: string, subject: string): { tenant: string; conversation: string; kind: CommitKind | undefined } | undefined {
   if (!subject.startsWith(`${prefix}.`)) return undefined;
   const tokens = subject.slice(prefix.length + 1).split('.');
-  if (tokens.length !== 2 && !(tokens.length === 3 && isCommitKind(tokens[2]!))) return undefined;
-  const [tenant, conversation] = tokens as [string, string];
-  return isSubjectToken(tenant) && isSubjectToken(conversation) ? { tenant, conversation } : undefined;
+  const [tenant, conversation, kind, partition] = tokens as [string, string, string | undefined, string | undefined];
+  if (tokens.length > 4 || tokens.length < 2 || !isSubjectToken(tenant) || !isSubjectToken(conversation)) return undefined;
+  if (kind === undefined) return { tenant, conversation, kind: undefined };
+  if (!isCommitKind(kind)) return undefined;
+  if (partition !== undefined && !isPartition(partition)) return undefined;
+  return { tenant, conversation, kind };
 }
 
-/** The kind a commit's subject carries; `undefined` for the legacy layout or a subject outside the prefix. */
+function isPartition(token: string): boolean {
+  return /^(0|[1-9][0-9]?)$/.test(token) && Number(token) < PARTITIONS;
+}
+
+/** The conversation a commit's subject names (any layout), or undefined for a subject outside them. */
+export function parseConversationSubject(prefix: string, subject: string): ConversationRef | undefined {
+  const tokens = commitTokens(prefix, subject);
+  return tokens ? { tenant: tokens.tenant, conversation: tokens.conversation } : undefined;
+}
+
+/** The kind a commit's subject carries; `undefined` for the legacy layout or a subject outside the layouts. */
 export function subjectKind(prefix: string, subject: string): CommitKind | undefined {
-  if (!subject.startsWith(`${prefix}.`)) return undefined;
-  const tokens = subject.slice(prefix.length + 1).split('.');
-  return tokens.length === 3 && isCommitKind(tokens[2]!) ? tokens[2] : undefined;
+  return commitTokens(prefix, subject)?.kind;
 }

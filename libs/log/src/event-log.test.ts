@@ -24,7 +24,7 @@ describe('EventLog append and read', () => {
       { type: 'text', text: 'a' },
       { type: 'text', text: 'b' },
     ]);
-    const raw = await log.jsm.direct.getMessage(log.streamName, { last_by_subj: log.subject(ref) });
+    const raw = await log.jsm.direct.getMessage(log.streamName, { last_by_subj: log.filter(ref) });
     expect(raw?.header.get(CommitHeader.EventTypes)).toBe('message');
     expect(raw?.header.get(CommitHeader.FirstSeq)).toBe('2');
     expect(raw?.header.get(CommitHeader.EventCount)).toBe('2');
@@ -225,7 +225,7 @@ describe('EventLog with foreign and corrupt messages', () => {
     const secret = draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name: 'API_TOKEN', action: 'set' });
     await log.append(ref, [secret], { expected: { streamSeq: first.streamSeq, lastSeq: first.lastSeq } });
     const stored = async (seq: number) => {
-      const message = await log.jsm.direct.getMessage(log.streamName, { seq, next_by_subj: log.subject(ref) });
+      const message = await log.jsm.direct.getMessage(log.streamName, { seq, next_by_subj: log.filter(ref) });
       return { header: message?.header.get(CommitHeader.Protocol), body: message?.json<{ v: number; events: { v: number }[] }>() };
     };
     const v1 = await stored(first.streamSeq);

@@ -4,7 +4,9 @@ import { jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import { encodeCommit } from './codec.js';
-import { legacyConversationSubject, type ConversationRef } from './conversation-ref.js';
+import { legacyConversationSubject, parseConversationSubject, subjectKind, type ConversationRef } from './conversation-ref.js';
+import { EMPTY_TAIL } from './stored-commit.js';
+import { commitSubjectTransform } from '@flotilla/bus';
 import { ConflictError } from './errors.js';
 import { EventLog, placeEvents } from './event-log.js';
 import { logFixture, userMessage } from './test-support/fixtures.js';
@@ -74,7 +76,10 @@ describe('logs written before commits carried their kind', () => {
     expect((await log.readEvents(ref, { afterSeq: 3 })).events.map((event) => event.seq)).toEqual([4, 5, 6]);
     expect(await log.tail(ref)).toEqual({ streamSeq: fourth.streamSeq, lastSeq: 6 });
     const stored = await log.jsm.direct.getMessage(log.streamName, { seq: third.streamSeq });
-    expect(stored?.subject).toBe(`${log.subjectPrefix}.${ref.tenant}.${ref.conversation}.user`);
+    // stored with its partition, which the server computes from tenant and conversation
+    expect(stored?.subject).toMatch(new RegExp(`^${log.subjectPrefix.replaceAll('.', '\\.')}\\.${ref.tenant}\\.${ref.conversation}\\.user\\.(\\d+)$`));
+    expect(parseConversationSubject(log.subjectPrefix, stored!.subject)).toEqual(ref);
+    expect(subjectKind(log.subjectPrefix, stored!.subject)).toBe('user');
 
     // a follower reads the legacy commits, then the current ones, then what lands next
     const controller = new AbortController();
@@ -89,5 +94,47 @@ describe('logs written before commits carried their kind', () => {
     await log.append(ref, [userMessage(ref, 'live')], { expected: { streamSeq: fourth.streamSeq, lastSeq: 6 } });
     await following;
     expect(seen).toEqual([3, 4, 5, 6, 7]);
+  });
+
+  it('commits stored before the stream partitioned them are read, followed and continued once it does', async () => {
+    // a stream as the version before partitions created it: kinds in the subject, no transform
+    await using fixture = await logFixture();
+    const { log: current } = fixture;
+    const config = (await current.jsm.streams.info(current.streamName)).config;
+    await current.jsm.streams.update(current.streamName, { ...config, subject_transform: undefined });
+    expect((await current.jsm.streams.info(current.streamName)).config.subject_transform).toBeUndefined();
+    const options = { streamName: current.streamName, subjectPrefix: current.subjectPrefix };
+    const before = await EventLog.open(fixture.nc, { ...options, writer: 'gateway' });
+    // a service says what is missing, and works: each group's own consumer is delivered every commit
+    expect(before.storageWarning).toMatch(/does not partition its commits/);
+    const ref = { tenant: 'acme', conversation: 'before-partitions' };
+    const first = await before.append(ref, [userMessage(ref, 'unpartitioned')], { expected: EMPTY_TAIL });
+    expect((await before.jsm.direct.getMessage(before.streamName, { seq: first.streamSeq }))?.subject).toBe(`${before.subjectPrefix}.acme.before-partitions.user`);
+
+    // the admin (the launcher) partitions it; the stored commits stay where they are
+    await EventLog.open(fixture.nc, { ...options, upgradeSubjects: true });
+    expect((await current.jsm.streams.info(current.streamName)).config.subject_transform).toEqual(commitSubjectTransform(current.subjectPrefix));
+    const log = await EventLog.open(fixture.nc, { ...options, writer: 'gateway' });
+    expect(log.storageWarning).toBeUndefined();
+    // a stale writer conflicts across both layouts; the one at the tail continues the log
+    const second = await log.append(ref, [userMessage(ref, 'partitioned')], { expected: { streamSeq: first.streamSeq, lastSeq: 1 } });
+    await expect(log.append(ref, [userMessage(ref, 'stale')], { expected: { streamSeq: first.streamSeq, lastSeq: 1 } })).rejects.toBeInstanceOf(ConflictError);
+    expect((await log.jsm.direct.getMessage(log.streamName, { seq: second.streamSeq }))?.subject).toMatch(/\.acme\.before-partitions\.user\.\d+$/);
+    expect((await log.readEvents(ref)).events.map((event) => event.seq)).toEqual([1, 2]);
+    expect(await log.tail(ref)).toEqual({ streamSeq: second.streamSeq, lastSeq: 2 });
+    expect(await log.locate(ref, 1)).toBe(first.streamSeq);
+
+    const controller = new AbortController();
+    const seen: number[] = [];
+    const following = (async () => {
+      for await (const commit of log.follow(ref, { signal: controller.signal })) {
+        seen.push(commit.lastSeq);
+        if (commit.lastSeq === 3) controller.abort();
+      }
+    })();
+    await expect.poll(() => seen).toEqual([1, 2]);
+    await log.append(ref, [userMessage(ref, 'live')], { expected: { streamSeq: second.streamSeq, lastSeq: 2 } });
+    await following;
+    expect(seen).toEqual([1, 2, 3]);
   });
 });

@@ -1,6 +1,6 @@
 import { jetstreamManager, JetStreamApiError, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { commitSubjects, describeDrift, isLostCreationRace, legacyCommitSubjects, streamDrift } from '@flotilla/bus';
+import { commitSubjects, commitSubjectTransform, describeDrift, isLostCreationRace, legacyCommitSubjects, streamDrift } from '@flotilla/bus';
 import { LogError, LogErrorCode } from './errors.js';
 
 export type EventStreamOptions = {
@@ -25,8 +25,9 @@ export type EventStreamOptions = {
   readonly createIfMissing?: boolean;
   /**
    * Move an existing stream that captures the legacy subjects (`<prefix>.*.*`, written before
-   * commits carried their kind) to the current ones: only the admin credential may (the launcher
-   * does, on its own server). Its stored commits stay where they are and are read as before.
+   * commits carried their kind) or does not partition its commits yet to the current layout:
+   * only the admin credential may (the launcher does, on its own server). Its stored commits stay
+   * where they are and are read as before.
    */
   readonly upgradeSubjects?: boolean;
 };
@@ -61,6 +62,8 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
   const wanted: Partial<StreamConfig> & { name: string } = {
     name: streamName,
     subjects: [commitSubjects(prefix)],
+    // nats-server appends each commit's partition to its subject (libs/bus PARTITIONS)
+    subject_transform: commitSubjectTransform(prefix),
     retention: 'limits' as StreamConfig['retention'],
     storage: 'file' as StreamConfig['storage'],
     num_replicas: options.replicas ?? 1,
@@ -88,8 +91,13 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
     }
     const config = existing.config;
     const legacy = config.subjects?.includes(legacyCommitSubjects(prefix)) === true;
-    if ((legacy || !config.subjects?.includes(commitSubjects(prefix))) && options.upgradeSubjects === true && (legacy || config.subjects?.length === 0)) {
-      await jsm.streams.update(streamName, { subjects: [commitSubjects(prefix)] });
+    const transform = commitSubjectTransform(prefix);
+    const partitioned = config.subject_transform?.src === transform.src && config.subject_transform.dest === transform.dest;
+    const current = config.subjects?.includes(commitSubjects(prefix)) === true;
+    // the legacy subjects, none, or the current ones not partitioned yet: moved to the current layout
+    const upgradable = legacy || config.subjects?.length === 0 || (current && !config.subject_transform);
+    if (options.upgradeSubjects === true && upgradable && !(current && partitioned)) {
+      await jsm.streams.update(streamName, { subjects: [commitSubjects(prefix)], subject_transform: transform });
       continue;
     }
     if (legacy) {
@@ -107,6 +115,12 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
         `stream ${streamName} exists but does not capture ${commitSubjects(prefix)} (it has ${JSON.stringify(config.subjects)})`,
       );
     }
+    if (config.subject_transform && !partitioned) {
+      throw new LogError(
+        LogErrorCode.StreamMisconfigured,
+        `stream ${streamName} transforms its subjects as ${JSON.stringify(config.subject_transform)}; Flotilla's commits are stored as ${JSON.stringify(transform)} (their partitions are protocol)`,
+      );
+    }
     if (config.retention !== 'limits') {
       throw new LogError(LogErrorCode.StreamMisconfigured, `stream ${streamName} must use limits retention, not ${config.retention}`);
     }
@@ -118,7 +132,17 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
       const ms = (nanoseconds: number): string => `${Math.round(nanoseconds / 1e6)}ms`;
       drifts.push({ setting: 'duplicate window', actual: ms(config.duplicate_window), configured: ms(wanted.duplicate_window ?? 0), flag: `--dupe-window ${ms(wanted.duplicate_window ?? 0)}` });
     }
-    return { replicas: config.num_replicas ?? 1, warning: drifts.length > 0 ? describeDrift(streamName, drifts) : undefined };
+    const warnings = [
+      ...(drifts.length > 0 ? [describeDrift(streamName, drifts)] : []),
+      // it works: every commit then reaches each group through its own consumer, and a group's instances share conversations at random
+      ...(partitioned
+        ? []
+        : [
+            `stream ${streamName} does not partition its commits (no subject transform): conversations are not held by one instance of a group. ` +
+              `Once every service of an older version has stopped, run with the admin credential: nats stream edit ${streamName} --transform-source '${transform.src}' --transform-destination '${transform.dest}' (the launcher does it on its own server)`,
+          ]),
+    ];
+    return { replicas: config.num_replicas ?? 1, warning: warnings.length > 0 ? warnings.join('; ') : undefined };
   }
   throw new LogError(LogErrorCode.StreamMisconfigured, `could not create or read stream ${streamName}`);
 }

@@ -1,5 +1,5 @@
 import { draftEvent } from '@flotilla/events';
-import { groupFilterSubjects } from '@flotilla/bus';
+import { PARTITIONS, partitionPriority } from '@flotilla/bus';
 import { EventLog, subjectKind } from '@flotilla/log';
 import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AckBatch } from './ack-batch.js';
 import type { ConsumedMessage } from './batched-pull.js';
 import { startCommitConsumer, type CommitConsumerOptions, type Delivery, type HandleOutcome } from './commit-consumer.js';
-import { ensureDurableConsumer } from './durable-consumer.js';
+import { ensureDurableConsumer, ensureGroupConsumers } from './durable-consumer.js';
 import { ServiceMetrics } from './metrics.js';
 import { OwnCommits } from './own-commits.js';
 
@@ -47,13 +47,13 @@ describe('commit consumer', () => {
     const worker = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'step-worker', onAppended: (ref, message) => own.appended(ref, message) });
     const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
     const runner = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'tool-runner' });
-    await ensureDurableConsumer(worker.jsm, { stream: name, name: 'step-worker', filterSubjects: groupFilterSubjects('step-worker', prefix), ackWaitMs: 30_000, maxAckPending: 100 });
+    const partitions = await ensureGroupConsumers(worker.jsm, { stream: name, group: 'step-worker', subjectPrefix: prefix, instanceId: 'worker-a', ackWaitMs: 30_000, maxAckPending: 100 });
     const ref = { tenant: 'acme', conversation: 'chain' };
     const say = (text: string) => [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })];
-    const seen: { seq: number; kind: string | undefined; deliveryCount: number }[] = [];
+    const seen: { seq: number; subject: string; kind: string | undefined; deliveryCount: number }[] = [];
     let acked = 0;
     const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
-      seen.push({ seq: delivery.streamSeq, kind: subjectKind(prefix, delivery.subject), deliveryCount: delivery.deliveryCount });
+      seen.push({ seq: delivery.streamSeq, subject: delivery.subject, kind: subjectKind(prefix, delivery.subject), deliveryCount: delivery.deliveryCount });
       const tail = await worker.tail(ref);
       // two commits of its own after the gateway's, one after another: each is handed back to it
       if (seen.filter((entry) => entry.kind === 'step').length < 2 && tail.streamSeq === delivery.streamSeq && delivery.streamSeq !== runnerSeq) await worker.append(ref, say('a step'), { expected: tail });
@@ -61,19 +61,22 @@ describe('commit consumer', () => {
     };
     let runnerSeq = -1;
     const first = await gateway.append(ref, say('hello'), { expected: { streamSeq: 0, lastSeq: 0 } });
-    const consumer = await startCommitConsumer({ js: jetstream(nc), stream: name, consumer: 'step-worker', subjectPrefix: prefix, ackWaitMs: 30_000, logger: pino({ level: 'silent' }), metrics: new ServiceMetrics('test'), concurrency: 4, handler, ownCommits: own });
+    const consumer = await startCommitConsumer({ js: jetstream(nc), stream: name, consumer: 'step-worker', partitions, subjectPrefix: prefix, ackWaitMs: 30_000, logger: pino({ level: 'silent' }), metrics: new ServiceMetrics('test'), concurrency: 4, handler, ownCommits: own });
     try {
       await expect.poll(() => seen.length).toBe(3);
       // the tool runner's commit is delivered by the server
       const tail = await worker.tail(ref);
       runnerSeq = (await runner.append(ref, say('a result'), { expected: tail })).streamSeq;
       await expect.poll(() => seen.length).toBe(4);
-      await expect.poll(async () => (acked = (await worker.jsm.consumers.info(name, 'step-worker')).ack_floor.stream_seq)).toBe(runnerSeq);
+      // the conversation's partition's consumer delivered them (stored as <prefix>.<tenant>.<conversation>.<kind>.<partition>)
+      const partitionConsumer = `step-worker-p${seen[0]!.subject.split('.').at(-1)}`;
+      await expect.poll(async () => (acked = (await worker.jsm.consumers.info(name, partitionConsumer)).ack_floor.stream_seq)).toBe(runnerSeq);
       expect(seen.map((entry) => entry.kind)).toEqual(['user', 'step', 'step', 'tool']);
       expect(seen[0]!.seq).toBe(first.streamSeq);
       // the server never delivered the group's own commits: nothing pending, nothing redelivered
-      const info = await worker.jsm.consumers.info(name, 'step-worker');
+      const info = await worker.jsm.consumers.info(name, partitionConsumer);
       expect(info.delivered.consumer_seq).toBe(2);
+      expect((await worker.jsm.consumers.info(name, 'step-worker')).delivered.consumer_seq).toBe(0);
       expect(info.num_pending).toBe(0);
       expect(acked).toBe(runnerSeq);
     } finally {
@@ -290,4 +293,106 @@ describe('commit consumer', () => {
       await consumer.stop();
     }
   });
+});
+
+describe('partitioned groups', () => {
+  /** Instance ids whose priorities never tie on a partition, so each partition has one holder among them. */
+  const distinctIds = (count: number): string[] => {
+    const ids: string[] = [];
+    for (let candidate = 0; ids.length < count; candidate += 1) {
+      const id = `worker-${candidate}`;
+      const clash = Array.from({ length: PARTITIONS }, (_, partition) => partition).some((partition) => ids.some((other) => partitionPriority(other, partition) === partitionPriority(id, partition)));
+      if (!clash) ids.push(id);
+    }
+    return ids;
+  };
+
+  it("delivers each conversation's commits to the live instance holding its partition, and moves them at once when it dies or a better one starts", async () => {
+    const name = uniqueName('CC');
+    const prefix = `t.${name.toLowerCase()}`;
+    const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
+    const [a, b, c] = distinctIds(3) as [string, string, string];
+    const handled = new Map<string, Set<string>>();
+    const partitionOf = new Map<string, number>();
+    let count = 0;
+    const start = async (instance: string) => {
+      const connection = await connect({ servers: server.url });
+      const partitions = await ensureGroupConsumers(gateway.jsm, { stream: name, group: 'step-worker', subjectPrefix: prefix, instanceId: instance, ackWaitMs: 30_000, maxAckPending: 1_000 });
+      const consumer = await startCommitConsumer({
+        js: jetstream(connection),
+        stream: name,
+        consumer: 'step-worker',
+        partitions,
+        subjectPrefix: prefix,
+        ackWaitMs: 30_000,
+        logger: pino({ level: 'silent' }),
+        metrics: new ServiceMetrics('test'),
+        concurrency: 64,
+        handler: async (delivery) => {
+          const conversation = delivery.ref!.conversation;
+          partitionOf.set(conversation, Number(delivery.subject.split('.').at(-1)));
+          handled.set(conversation, (handled.get(conversation) ?? new Set()).add(instance));
+          count += 1;
+          return { ack: true, outcome: 'ok' };
+        },
+      });
+      return { connection, consumer };
+    };
+    const conversations = Array.from({ length: 64 }, (_, index) => `c${index}`);
+    const tails = new Map<string, { streamSeq: number; lastSeq: number }>(conversations.map((conversation) => [conversation, { streamSeq: 0, lastSeq: 0 }]));
+    const round = async (): Promise<void> => {
+      const before = count;
+      handled.clear();
+      for (const conversation of conversations) {
+        const ref = { tenant: 'acme', conversation };
+        const appended = await gateway.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: tails.get(conversation)! });
+        tails.set(conversation, { streamSeq: appended.streamSeq, lastSeq: appended.lastSeq });
+      }
+      await expect.poll(() => count - before, { timeout: 10_000 }).toBe(conversations.length);
+    };
+    /** Who handled each conversation this round, and who holds its partition among `live` (the best priority). */
+    const holders = (live: readonly string[]) =>
+      conversations.map((conversation) => {
+        const partition = partitionOf.get(conversation)!;
+        const best = [...live].sort((x, y) => partitionPriority(x, partition) - partitionPriority(y, partition))[0];
+        return { conversation, handledBy: [...handled.get(conversation)!], holder: best };
+      });
+
+    /** Until every partition's consumer holds a waiting pull of each of `instances` live instances. */
+    const pullsWaiting = async (instances: number): Promise<void> => {
+      await expect
+        .poll(async () => Math.min(...(await Promise.all(Array.from({ length: PARTITIONS }, async (_, partition) => (await gateway.jsm.consumers.info(name, `step-worker-p${partition}`)).num_waiting)))), { timeout: 10_000 })
+        .toBeGreaterThanOrEqual(instances);
+    };
+    const first = await start(a);
+    const second = await start(b);
+    try {
+      await pullsWaiting(2);
+      await round();
+      for (const entry of holders([a, b])) expect(entry.handledBy).toEqual([entry.holder]);
+      expect(new Set(holders([a, b]).map((entry) => entry.holder)).size).toBe(2);
+
+      // the holder of half the partitions dies without a word (its connection gone, as a SIGKILL leaves it)
+      await first.connection.close();
+      await round();
+      for (const entry of holders([b])) expect(entry.handledBy).toEqual([b]);
+
+      // a new instance takes the partitions it ranks best on at once
+      const third = await start(c);
+      try {
+        await pullsWaiting(2);
+        await round();
+        const now = holders([b, c]);
+        for (const entry of now) expect(entry.handledBy).toEqual([entry.holder]);
+        expect(now.some((entry) => entry.holder === c)).toBe(true);
+      } finally {
+        await third.consumer.stop();
+        await third.connection.close();
+      }
+    } finally {
+      await second.consumer.stop();
+      await second.connection.close();
+      await first.consumer.stop().catch(() => undefined);
+    }
+  }, 60_000);
 });

@@ -59,7 +59,14 @@ const LIKELY_TAIL_WINDOW_MS = 250;
 export type CommitConsumerOptions = {
   readonly js: JetStreamClient;
   readonly stream: string;
+  /** The group's own consumer. */
   readonly consumer: string;
+  /**
+   * A partitioned group's partition consumers (libs/bus groupConsumers), pulled from besides its
+   * own with this instance's priority on each: the server delivers a partition's commits to the
+   * live instance of best priority that has room (`prioritized` policy).
+   */
+  readonly partitions?: readonly PartitionPull[];
   readonly subjectPrefix: string;
   readonly concurrency: number;
   readonly ackWaitMs: number;
@@ -90,6 +97,8 @@ export type CommitConsumerOptions = {
   readonly ownCommits?: OwnCommits;
 };
 
+export type PartitionPull = { readonly consumer: string; readonly group: string; readonly priority: number };
+
 /** Own commits handed back to the handler after one delivery, at most (a step or tool loop goes on through later deliveries). */
 const MAX_OWN_ROUNDS = 50;
 
@@ -107,16 +116,24 @@ export type CommitConsumer = {
  */
 export async function startCommitConsumer(options: CommitConsumerOptions): Promise<CommitConsumer> {
   let slots = options.concurrency;
-  const messages: AsyncIterable<ConsumedMessage> & { close(): Promise<unknown>; capacityFreed?: () => void } = options.batched
-    ? new BatchedPull({
-        nc: options.batched.nc,
-        stream: options.stream,
-        consumer: options.consumer,
-        intervalMs: options.batched.intervalMs,
-        capacity: () => slots,
-        logger: options.logger,
-      })
-    : await (await options.js.consumers.get(options.stream, options.consumer)).consume({ max_messages: Math.max(1, Math.min(options.concurrency, 1_000)) });
+  const partitions = options.partitions ?? [];
+  if (options.batched && partitions.length > 0) throw new Error('a batched pull takes one consumer, not partitions');
+  // what each pull holds for this process: the whole concurrency through one consumer, a share of it through several
+  const maxMessages = Math.max(1, Math.min(options.concurrency, 1_000, partitions.length === 0 ? Infinity : Math.max(16, Math.ceil(options.concurrency / partitions.length))));
+  const consume = async (consumer: string, priority?: PartitionPull): Promise<AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> }> =>
+    (await options.js.consumers.get(options.stream, consumer)).consume({ max_messages: maxMessages, ...(priority ? { group: priority.group, priority: priority.priority } : {}) });
+  const sources: (AsyncIterable<ConsumedMessage> & { close(): Promise<unknown>; capacityFreed?: () => void })[] = options.batched
+    ? [
+        new BatchedPull({
+          nc: options.batched.nc,
+          stream: options.stream,
+          consumer: options.consumer,
+          intervalMs: options.batched.intervalMs,
+          capacity: () => slots,
+          logger: options.logger,
+        }),
+      ]
+    : await Promise.all([consume(options.consumer), ...partitions.map((partition) => consume(partition.consumer, partition))]);
   const shutdown = new AbortController();
   const tails = new Map<string, Promise<void>>();
   /** Per conversation with work queued here: the highest stream sequence delivered to this process. */
@@ -149,7 +166,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     if (next) next();
     else {
       slots += 1;
-      messages.capacityFreed?.();
+      for (const source of sources) source.capacityFreed?.();
     }
   };
 
@@ -234,8 +251,12 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     }
   };
 
-  const loop = (async () => {
+  // one loop per consumer, all sharing the process's slots
+  const names = options.batched ? [options.consumer] : [options.consumer, ...partitions.map((partition) => partition.consumer)];
+  const loops = sources.map(async (messages, index) => {
+    const delivered = options.metrics.deliveries.labels(names[index]!);
     for await (const message of messages) {
+      delivered.inc();
       if (shutdown.signal.aborted) {
         message.nak();
         continue;
@@ -244,18 +265,18 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       await acquire();
       void handleOne(message).finally(release);
     }
-  })();
+  });
 
   return {
     inFlight: () => running.size,
     async stop() {
       shutdown.abort();
       clearInterval(keepAlive);
-      await messages.close().catch(() => undefined);
+      await Promise.allSettled(sources.map((messages) => messages.close()));
       for (const waiter of waiters.splice(0)) waiter();
       await Promise.allSettled([...running]);
       acks.flush();
-      await loop.catch(() => undefined);
+      await Promise.allSettled(loops);
     },
   };
 }

@@ -1,5 +1,7 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
+import { groupConsumerNames, groupConsumers, PARTITION_PRIORITY_GROUP, partitionPriority } from '@flotilla/bus';
+import type { PartitionPull } from './commit-consumer.js';
 
 export type DurableConsumerSpec = {
   readonly stream: string;
@@ -10,6 +12,8 @@ export type DurableConsumerSpec = {
   readonly ackWaitMs: number;
   /** Unacknowledged commits in flight across the whole group (size it to the group's concurrency). */
   readonly maxAckPending: number;
+  /** A partition's consumer: its pulls carry priorities in this group (nats-server's `prioritized` policy). */
+  readonly priorityGroup?: string;
 };
 
 const CONSUMER_NOT_FOUND = 10014;
@@ -36,6 +40,7 @@ export async function ensureDurableConsumer(jsm: JetStreamManager, spec: Durable
       // the body comes with the wake-up: a service holding the conversation in its cache extends
       // it from the delivered commit instead of reading it back from the log
       headers_only: false,
+      ...(spec.priorityGroup ? { priority_groups: [spec.priorityGroup], priority_policy: 'prioritized' } : {}),
     });
     return;
   }
@@ -49,4 +54,36 @@ export async function ensureDurableConsumer(jsm: JetStreamManager, spec: Durable
 /** One filter as `filter_subject` (what nats-server answers for a single one), several as `filter_subjects`. */
 function filters(subjects: readonly string[]): { filter_subject?: string; filter_subjects?: string[] } {
   return subjects.length === 1 ? { filter_subject: subjects[0]!, filter_subjects: [] } : { filter_subject: '', filter_subjects: [...subjects] };
+}
+
+/**
+ * Creates (or updates) every consumer a group pulls from on the events stream (libs/bus
+ * groupConsumers: its own, and its partitions' where it has them) and returns the partitions'
+ * pulls of this instance: each with its priority (partitionPriority of the instance's id).
+ */
+export async function ensureGroupConsumers(
+  jsm: JetStreamManager,
+  spec: Omit<DurableConsumerSpec, 'name' | 'filterSubjects' | 'priorityGroup'> & { readonly group: string; readonly subjectPrefix: string; readonly instanceId: string },
+): Promise<PartitionPull[]> {
+  const consumers = groupConsumers(spec.group, spec.subjectPrefix);
+  await Promise.all(
+    consumers.map((each) =>
+      ensureDurableConsumer(jsm, {
+        stream: spec.stream,
+        name: each.name,
+        filterSubjects: each.filterSubjects,
+        ackWaitMs: spec.ackWaitMs,
+        maxAckPending: spec.maxAckPending,
+        ...(each.partition === undefined ? {} : { priorityGroup: PARTITION_PRIORITY_GROUP }),
+      }),
+    ),
+  );
+  return consumers.flatMap((each) => (each.partition === undefined ? [] : [{ consumer: each.name, group: PARTITION_PRIORITY_GROUP, priority: partitionPriority(spec.instanceId, each.partition) }]));
+}
+
+/** What a group has not handled: commits pending and unacknowledged over all its consumers (undefined when it has none). */
+export async function groupBacklog(jsm: JetStreamManager, stream: string, group: string): Promise<number | undefined> {
+  const infos = await Promise.all(groupConsumerNames(group).map((name) => jsm.consumers.info(stream, name).catch(() => undefined)));
+  const found = infos.filter((info) => info !== undefined);
+  return found.length === 0 ? undefined : found.reduce((sum, info) => sum + info.num_pending + info.num_ack_pending, 0);
 }

@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export class ServiceMetrics {
   readonly registry = new Registry();
   readonly commits: Counter<'outcome'>;
+  readonly deliveries: Counter<'consumer'>;
   readonly handleSeconds: Histogram<'outcome'>;
   readonly appends: Counter<'result'>;
   readonly inFlight: Gauge;
@@ -18,6 +19,12 @@ export class ServiceMetrics {
     this.registry.setDefaultLabels({ service });
     collectDefaultMetrics({ register: this.registry });
     this.commits = new Counter({ name: 'flotilla_commits_handled_total', help: 'Delivered commits handled, by outcome', labelNames: ['outcome'], registers: [this.registry] });
+    this.deliveries = new Counter({
+      name: 'flotilla_deliveries_total',
+      help: "Commits delivered to this instance, by consumer (a partitioned group's partition consumers: which partitions it holds)",
+      labelNames: ['consumer'],
+      registers: [this.registry],
+    });
     this.handleSeconds = new Histogram({
       name: 'flotilla_commit_handle_seconds',
       help: 'Time to handle one delivered commit',

@@ -1,4 +1,4 @@
-import { checkBucketStorage, connectBus, describeBus, groupFilterSubjects, SELF_CONTINUING, UnsupportedServerError, whileUnavailable } from '@flotilla/bus';
+import { checkBucketStorage, connectBus, describeBus, SELF_CONTINUING, UnsupportedServerError, whileUnavailable } from '@flotilla/bus';
 import { prepareValidation } from '@flotilla/events';
 import { EventLog, type EventLogOptions } from '@flotilla/log';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -6,8 +6,8 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { AckBatch } from './ack-batch.js';
 import { adoptAllocator } from './allocator.js';
-import { startCommitConsumer, type CommitConsumer, type CommitHandler } from './commit-consumer.js';
-import { ensureDurableConsumer } from './durable-consumer.js';
+import { startCommitConsumer, type CommitConsumer, type CommitHandler, type PartitionPull } from './commit-consumer.js';
+import { ensureDurableConsumer, ensureGroupConsumers } from './durable-consumer.js';
 import { OwnCommits } from './own-commits.js';
 import { startHealthServer } from './health-server.js';
 import { HeapRelease } from './heap-release.js';
@@ -111,18 +111,19 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     const { queue } = definition;
     if (queue) await untilAvailable(`the ${queue.stream} stream`, () => queue.ensure(jsm, config));
     const source = queue ?? { stream: log.streamName, subjectPrefix: log.subjectPrefix };
-    await untilAvailable(`the ${name} consumer`, () => ensureDurableConsumer(jsm, {
-      stream: source.stream,
-      name,
-      // the events stream: the kinds the group can be owed work by (libs/bus groupFilterSubjects); a queue of its own: all of it
-      filterSubjects: queue ? [`${source.subjectPrefix}.>`] : groupFilterSubjects(name, source.subjectPrefix),
-      ackWaitMs: config.ackWaitMs,
-      maxAckPending: Math.max(config.concurrency * 4, 256),
-    }));
+    const consumerSpec = { stream: source.stream, ackWaitMs: config.ackWaitMs, maxAckPending: Math.max(config.concurrency * 4, 256) };
+    // the events stream: the kinds the group can be owed work by, through its partitions' consumers
+    // too where it has them (libs/bus groupConsumers); a queue of its own: all of it
+    const partitions = await untilAvailable(`the ${name} consumers`, async (): Promise<PartitionPull[]> => {
+      if (!queue) return ensureGroupConsumers(jsm, { ...consumerSpec, group: name, subjectPrefix: source.subjectPrefix, instanceId: config.instanceId });
+      await ensureDurableConsumer(jsm, { ...consumerSpec, name, filterSubjects: [`${source.subjectPrefix}.>`] });
+      return [];
+    });
     consumer = await untilAvailable(`the ${name} consumer`, () => startCommitConsumer({
       js,
       stream: source.stream,
       consumer: name,
+      partitions,
       subjectPrefix: source.subjectPrefix,
       concurrency: config.concurrency,
       ackWaitMs: config.ackWaitMs,

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { authorizationConfig, connectBus, CONSUMER_GROUPS, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, removeLocalTap, userEnvironment, writeLocalTap, type GeneratedUser } from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
-import { loadServiceConfig, removeRetiredCondenserGroup } from '@flotilla/runtime';
+import { groupBacklog, loadServiceConfig, removeRetiredCondenserGroup } from '@flotilla/runtime';
 import { loadSandboxSettings } from '@flotilla/sandbox';
 import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { loadAgentSettings } from '@flotilla/workers';
@@ -75,8 +75,8 @@ export function launchedServices(environment: NodeJS.ProcessEnv): readonly strin
 export async function groupsLeftBehind(log: EventLog, launched: readonly string[]): Promise<{ readonly group: string; readonly pending: number }[]> {
   const left: { group: string; pending: number }[] = [];
   for (const group of CONSUMER_GROUPS.filter((name) => !launched.includes(name))) {
-    const info = await log.jsm.consumers.info(log.streamName, group).catch(() => undefined);
-    if (info) left.push({ group, pending: info.num_pending + info.num_ack_pending });
+    const pending = await groupBacklog(log.jsm, log.streamName, group);
+    if (pending !== undefined) left.push({ group, pending });
   }
   return left;
 }
