@@ -138,3 +138,17 @@ describe('logs written before commits carried their kind', () => {
     expect(seen).toEqual([1, 2, 3]);
   });
 });
+
+describe('commit subjects of every layout', () => {
+  it('name their conversation and kind as stored now, before partitions and before kinds, and nothing else', () => {
+    const prefix = 'flotilla.ev';
+    expect(parseConversationSubject(prefix, 'flotilla.ev.acme.c1.step.15')).toEqual({ tenant: 'acme', conversation: 'c1' });
+    expect(subjectKind(prefix, 'flotilla.ev.acme.c1.step.0')).toBe('step');
+    expect(subjectKind(prefix, 'flotilla.ev.acme.c1.tool')).toBe('tool');
+    expect(parseConversationSubject(prefix, 'flotilla.ev.acme.c1')).toEqual({ tenant: 'acme', conversation: 'c1' });
+    expect(subjectKind(prefix, 'flotilla.ev.acme.c1')).toBeUndefined();
+    for (const subject of ['flotilla.ev.acme.c1.step.16', 'flotilla.ev.acme.c1.step.01', 'flotilla.ev.acme.c1.step.x', 'flotilla.ev.acme.c1.nope.1', 'flotilla.ev.acme.c1.step.1.2', 'flotilla.ev.acme', 'other.acme.c1.step.1']) {
+      expect(parseConversationSubject(prefix, subject), subject).toBeUndefined();
+    }
+  });
+});
