@@ -1,6 +1,6 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { draftEvent, type Event } from '@flotilla/events';
 import { EventLog, type ConversationRef } from '@flotilla/log';
 import { losingFirstAnswer, type LostWhen } from '@flotilla/log/testing';
@@ -98,5 +98,17 @@ describe('tool runner: an append whose answer was lost', () => {
     const observations = events.filter((event) => event.type === 'observation');
     expect(observations.map((event) => event.is_error)).toEqual([false]);
     expect(await readFile(join(f.workspace, 'effects.log'), 'utf8')).toBe('ran\n');
+  });
+});
+
+describe('tool runner: workspaces on the host', () => {
+  it("are traversable but not listable by other users, each its owner's alone", async () => {
+    await using f = await fixture(LOST_ANSWERS[0]!);
+    const seq = await f.act('echo ran >> effects.log');
+    expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'executed' });
+    const mode = async (directory: string): Promise<string> => ((await stat(directory)).mode & 0o777).toString(8);
+    expect(await mode(f.workspace)).toBe('700');
+    expect(await mode(dirname(f.workspace))).toBe('711');
+    expect(await mode(dirname(dirname(f.workspace)))).toBe('711');
   });
 });

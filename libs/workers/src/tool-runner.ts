@@ -1,5 +1,5 @@
-import { mkdir, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, mkdir, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { whileUnavailable } from '@flotilla/bus';
 import { actionPaths, DelegationFold, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type AroundAction, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
 import { draftEvent, withPositionalIds, type ActionEvent as LoggedAction, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
@@ -66,6 +66,10 @@ export const SANDBOX_RESTARTED_NOTES: Readonly<Record<RestartReason, string>> = 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
 /** Workspaces kept open (a resolved root and a few paths each), and ownerships remembered: well above the live conversations one runner serves. */
+/** The workspaces' folder and each tenant's: traversable by the sandbox user, listable by no other user. */
+const WORKSPACE_PARENTS_MODE = 0o711;
+/** A workspace: its owner's alone (the sandbox user's, once its sandbox opens). */
+const WORKSPACE_MODE = 0o700;
 const MAX_OPEN_WORKSPACES = 100_000;
 const MAX_REMEMBERED_OWNERSHIPS = 100_000;
 /** How long a batch's observations are tried again through transient failures (a nats-server restart, an election) before they are given up (the actions are then answered as interrupted). */
@@ -140,6 +144,9 @@ export class ToolRunner {
   }
 
   async start(heartbeatMs = Math.max(250, Math.floor(this.#deps.runners.livenessMs / 4))): Promise<void> {
+    // traversed by the sandbox user on the way to its workspace, listed by nobody else (an older version made it 0755)
+    await mkdir(this.#deps.workspaceRoot, { recursive: true, mode: WORKSPACE_PARENTS_MODE });
+    await chmod(this.#deps.workspaceRoot, WORKSPACE_PARENTS_MODE);
     // the first heartbeat may meet a bucket whose leader is still being elected (a cluster starting)
     await whileUnavailable(() => this.#beat(), {
       onRetry: (error, attempt) => this.#deps.logger.warn({ err: error, attempt }, 'first heartbeat failed; retrying'),
@@ -610,7 +617,14 @@ export class ToolRunner {
   async #workspaceDirectory(ref: ConversationRef, home: ConversationRef, checkExisted: boolean): Promise<{ root: string; existed: boolean }> {
     const root = join(this.#deps.workspaceRoot, home.tenant, home.conversation);
     const existed = checkExisted ? await stat(root).then(() => true, () => false) : true;
-    if (checkExisted || !this.#workspaces.has(key(ref))) await mkdir(root, { recursive: true });
+    if (checkExisted || !this.#workspaces.has(key(ref))) {
+      // the workspaces and each tenant's folder may be traversed (the sandbox user must reach its
+      // workspace) but not listed; a workspace is its owner's alone (docs/security.md)
+      await mkdir(dirname(root), { recursive: true, mode: WORKSPACE_PARENTS_MODE });
+      await mkdir(root, { recursive: true, mode: WORKSPACE_MODE });
+      // a tenant's folder an older version made (0755) is closed as its next workspace is made
+      if (checkExisted && !existed) await chmod(dirname(root), WORKSPACE_PARENTS_MODE);
+    }
     return { root, existed };
   }
 
