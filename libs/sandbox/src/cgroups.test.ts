@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBwrapProvider } from './bwrap/bwrap-provider.js';
-import { cgroupMounts, detectCgroups, ownCgroups, type CgroupSupport } from './cgroups.js';
+import { cgroupMounts, detectCgroups, ownCgroups, sweepIdleCgroups, type CgroupSupport } from './cgroups.js';
 import type { Sandbox, SandboxProvider } from './sandbox.js';
 import { DEFAULT_SANDBOX_SETTINGS, type SandboxSettings } from './settings.js';
 
@@ -114,6 +114,29 @@ describe.skipIf(support.kind === 'none')('a sandbox in a cgroup of its own', () 
       expect(most).toBeLessThanOrEqual(32);
     } finally {
       await sandbox.close();
+    }
+  });
+
+  it('an idle cgroup is swept (what a killed runner left), one with a process never; a sandbox whose cgroup was swept makes it again', async () => {
+    const busy = await open('swept-busy');
+    const idle = await open('swept-idle');
+    try {
+      const running = run(busy, 'sleep 2');
+      // its cgroup made, its processes gone: as a runner killed before closing its sandboxes leaves it
+      await run(idle, 'true');
+      const [busyDir, idleDir] = [await cgroupDir('pids', 'swept-busy'), await cgroupDir('pids', 'swept-idle')];
+      // young ones may be a sibling runner's being made: left
+      await sweepIdleCgroups(support, 60_000);
+      await expect(readdir(idleDir)).resolves.toContain('cgroup.procs');
+      expect(await sweepIdleCgroups(support, 0)).toBeGreaterThan(0);
+      await expect(readdir(idleDir)).rejects.toThrow(/ENOENT/);
+      await expect(readdir(busyDir)).resolves.toContain('cgroup.procs');
+      expect((await running).code).toBe(0);
+      expect(await run(idle, 'echo again')).toMatchObject({ output: 'again\n', code: 0 });
+      expect((await readFile(path.join(await cgroupDir('pids', 'swept-idle'), 'pids.max'), 'utf8')).trim()).toBe('32');
+    } finally {
+      await busy.close();
+      await idle.close();
     }
   });
 

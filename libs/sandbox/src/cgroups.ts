@@ -1,5 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -135,6 +135,11 @@ export class SandboxCgroup {
     for (const dir of this.dirs) writeFileSync(path.join(dir, 'cgroup.procs'), String(pid));
   }
 
+  /** Whether its folders are still there (a sweep removes an idle one). */
+  exists(): boolean {
+    return this.dirs.every((dir) => existsSync(dir));
+  }
+
   /** Processes the kernel killed for the sandbox's memory so far (a kernel file of a few lines, read at once: microseconds). */
   outOfMemoryKills(): number {
     const file = this.support.kind === 'v1' ? path.join(this.dirs[0]!, 'memory.oom_control') : path.join(this.dirs[0]!, 'memory.events');
@@ -163,6 +168,29 @@ export class SandboxCgroup {
       }
     }
   }
+}
+
+/**
+ * Removes sandbox cgroups nobody uses (no process in them, made longer than `olderThanMs` ago):
+ * what a tool runner killed before it closed its sandboxes left behind. A cgroup with processes
+ * is never removed (the kernel refuses), and a young one may be a sibling runner's being made,
+ * before its first process joins. Returns how many it removed.
+ */
+export async function sweepIdleCgroups(support: CgroupSupport, olderThanMs: number): Promise<number> {
+  if (support.kind === 'none') return 0;
+  const bases = support.kind === 'v1' ? Object.values(support.bases) : [support.base];
+  let removed = 0;
+  for (const base of bases) {
+    for (const entry of await readdir(base, { withFileTypes: true }).catch(() => [])) {
+      if (!entry.isDirectory()) continue;
+      const dir = path.join(base, entry.name);
+      const made = await stat(dir).then((info) => info.mtimeMs, () => Number.NaN);
+      if (!(Date.now() - made >= olderThanMs)) continue;
+      // the kernel refuses (EBUSY) while a process is in it
+      if (await rmdir(dir).then(() => true, () => false)) removed += 1;
+    }
+  }
+  return removed;
 }
 
 /** A cgroup folder's name for a sandbox id: its safe characters, and a hash of it so two ids never share one. */

@@ -1,8 +1,11 @@
 import { createBwrapProvider } from './bwrap/bwrap-provider.js';
-import { detectCgroups } from './cgroups.js';
+import { detectCgroups, sweepIdleCgroups } from './cgroups.js';
 import { createNoneProvider } from './none/none-provider.js';
 import type { SandboxProvider } from './sandbox.js';
 import { SandboxKind, type SandboxSettings } from './settings.js';
+
+/** How long ago an empty sandbox cgroup must have been made before a starting tool runner removes it. */
+const IDLE_CGROUP_SWEEP_MS = 60_000;
 
 export type OpenSandboxProviderOptions = {
   /** A directory of the service's own for what the sandboxes need (generated /etc files, self-test scratch). */
@@ -25,8 +28,12 @@ export async function openSandboxProvider(settings: SandboxSettings, options: Op
 
 async function providerOf(settings: SandboxSettings, options: OpenSandboxProviderOptions): Promise<SandboxProvider> {
   switch (settings.kind) {
-    case SandboxKind.Bwrap:
-      return createBwrapProvider(settings, { stateDir: options.stateDir, cgroups: await detectCgroups(), ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }) });
+    case SandboxKind.Bwrap: {
+      const cgroups = await detectCgroups();
+      // empty cgroups a runner killed before closing its sandboxes left (a minute old at least: a sibling runner's being made is younger)
+      await sweepIdleCgroups(cgroups, IDLE_CGROUP_SWEEP_MS);
+      return createBwrapProvider(settings, { stateDir: options.stateDir, cgroups, ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }) });
+    }
     case SandboxKind.None:
       return createNoneProvider(settings);
     case SandboxKind.Docker: {

@@ -182,6 +182,8 @@ class BwrapSandbox implements Sandbox {
   #cgroupOf(): Promise<SandboxCgroup | undefined> {
     const support = this.prepared.cgroups;
     if (support.kind === 'none') return Promise.resolve(undefined);
+    // swept while none of its processes was left (sweepIdleCgroups, by a runner starting beside this one): made again
+    if (this.#made && !this.#made.exists()) this.#cgroup = undefined;
     this.#cgroup ??= SandboxCgroup.create(support, this.spec.id, this.settings.limits).then(
       (made) => (this.#made = made),
       (error: unknown) => {
