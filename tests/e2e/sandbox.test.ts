@@ -273,7 +273,7 @@ describe('a sandbox’s life', () => {
 });
 
 describe('a secret set over the API', () => {
-  it('reaches the command that uses it, and its value appears nowhere: not the store, the logs, the socket or the model’s requests', async () => {
+  it('reaches the command that uses it, and neither its value nor what one command makes of it (base64 at any offset, hex, reversed, upper-cased, URL- and JSON-escaped) appears anywhere: not the store, the logs, the socket or the model’s requests', async () => {
     const key = generateSecretsKey();
     await using system = await startTestSystem({
       gateway: true,
@@ -283,7 +283,8 @@ describe('a secret set over the API', () => {
       gatewayEnv: { FLOTILLA_SECRETS_KEY: key },
       toolRunnerEnv: { FLOTILLA_SECRETS_KEY: key },
     });
-    const value = `tok-${randomBytes(12).toString('hex')}`;
+    // characters URL- and JSON-escaping change, so each of those forms differs from the value
+    const value = `tok/${randomBytes(12).toString('hex')}+"q`;
     const frames: string[] = [];
     class RecordingSocket extends WebSocket {
       constructor(url: string) {
@@ -305,6 +306,14 @@ describe('a secret set over the API', () => {
       'printf %s "$MY_TOKEN" | base64',
       // too long for an observation: the whole output is saved in the conversation's private directory
       'for i in $(seq 3000); do echo "line $i of a long output: $MY_TOKEN"; done',
+      // what one shell command makes of it (docs/security.md, "Masking")
+      'printf %s "$MY_TOKEN" | rev',
+      `printf %s "$MY_TOKEN" | xxd -p | tr -d '\\n'`,
+      `printf %s "$MY_TOKEN" | xxd -p -u | tr -d '\\n'`,
+      'echo "${MY_TOKEN^^}"',
+      'printf %s "x$MY_TOKEN" | base64 -w0',
+      `jq -rn --arg t "$MY_TOKEN" '$t|@uri'`,
+      `jq -cn --arg t "$MY_TOKEN" '{t:$t}'`,
     ];
     await client.sendMessage('secretive', taskMessage({ id: 'secretive', steps: commands.length, effects: system.effects, commands }), { run: true });
     const ref = { tenant: 'acme', conversation: 'secretive' };
@@ -320,11 +329,24 @@ describe('a secret set over the API', () => {
     expect(outputs[3]).toContain('<secret:MY_TOKEN>');
     expect(outputs[4]).toContain('<response clipped');
     expect(outputs[4]).toContain('<secret:MY_TOKEN>');
+    for (const output of outputs.slice(5)) expect(output).toContain('<secret:MY_TOKEN>');
     expect((await system.events(ref)).some((event) => event.type === 'secret_changed' && event.name === 'MY_TOKEN')).toBe(true);
     expect(events.some((event) => event.type === 'observation')).toBe(true);
 
-    const forms = [value, Buffer.from(value).toString('base64')];
-    const leaks = (where: string, text: string): string[] => forms.filter((form) => text.includes(form)).map((form) => `${where} holds ${form === value ? 'the value' : 'its base64'}`);
+    const hex = Buffer.from(value).toString('hex');
+    const forms: Record<string, string> = {
+      'the value': value,
+      'its base64': Buffer.from(value).toString('base64'),
+      // the middle of the base64 of "x" and the value: what base64 at another offset holds of it
+      'its base64 at another offset': Buffer.from(`x${value}`).toString('base64').slice(4, -4),
+      'its hex': hex,
+      'its upper-case hex': hex.toUpperCase(),
+      'it reversed': [...value].reverse().join(''),
+      'it upper-cased': value.toUpperCase(),
+      'it URL-escaped': encodeURIComponent(value),
+      'it JSON-escaped': JSON.stringify(value).slice(1, -1),
+    };
+    const leaks = (where: string, text: string): string[] => Object.entries(forms).filter(([, form]) => text.includes(form)).map(([name]) => `${where} holds ${name}`);
     const found: string[] = [];
     // the JetStream store, and everything the tool runner keeps of the conversation (saved outputs)
     const kept = [...(await listFiles(join(system.home, 'nats'))), ...(await listFiles(join(system.home, 'conversations')))];
