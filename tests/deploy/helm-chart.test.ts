@@ -22,7 +22,7 @@ const VALUE_SETS: Record<string, Record<string, unknown>> = {
   'KEDA on': { services: { stepWorker: { autoscaling: { keda: { enabled: true, maxReplicas: 30 } } } } },
   'NATS monitoring closed': { networkPolicy: { natsMonitoringFrom: [] } },
   'HPA on': { services: { stepWorker: { autoscaling: { hpa: { enabled: true } } } } },
-  'sandbox bwrap with egress, Kubernetes 1.29': { services: { toolRunner: { sandbox: { network: 'egress', installSeccompProfile: { enabled: true } } } } },
+  'sandbox bwrap with egress, Kubernetes 1.29': { services: { toolRunner: { sandbox: { network: 'egress', installSeccompProfile: { enabled: false } } } } },
   'sandbox docker': { services: { toolRunner: { sandbox: { kind: 'docker', docker: { socketHostPath: '/var/run/docker.sock', workspacesHostPath: '/var/lib/flotilla/workspaces' } } } } },
   'sandbox none in gVisor': { services: { toolRunner: { sandbox: { kind: 'none' }, runtimeClassName: 'gvisor' } } },
   'catalog, ServiceMonitor, scheduling': {
@@ -341,7 +341,11 @@ describe('the Helm chart', () => {
     // before 1.30 AppArmor is the annotation
     const old = find('sandbox bwrap with egress, Kubernetes 1.29', 'StatefulSet', 'flotilla-tool-runner') as Workload;
     expect(old.spec.template.metadata.annotations?.['container.apparmor.security.beta.kubernetes.io/tool-runner']).toBe('unconfined');
-    expect(find('sandbox bwrap with egress, Kubernetes 1.29', 'DaemonSet', 'flotilla-seccomp-installer')).toBeDefined();
+    // the profile is installed on every node by default (a stock cluster needs no node setup), not when the operator does it
+    expect(find('defaults', 'DaemonSet', 'flotilla-seccomp-installer')).toBeDefined();
+    for (const values of ['sandbox bwrap with egress, Kubernetes 1.29', 'sandbox docker', 'sandbox none in gVisor']) {
+      expect(manifests(values).some((manifest) => manifest.kind === 'DaemonSet'), values).toBe(false);
+    }
 
     const docker = pods('sandbox docker').get('tool-runner')!;
     expect(docker.volumes).toContainEqual({ name: 'docker-socket', hostPath: { path: '/var/run/docker.sock', type: 'Socket' } });
