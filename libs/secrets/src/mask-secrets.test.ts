@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { maskSecrets } from './mask-secrets.js';
 
@@ -100,5 +101,17 @@ describe('maskSecrets', () => {
   it('leaves text that merely shares a few characters with an encoding alone', () => {
     expect(maskSecrets('a commit 5f3e, a word STAR, plain output', { TOKEN: 'ghp_Sup3rS3cret_4817_zebra' })).toBe('a commit 5f3e, a word STAR, plain output');
   });
-});
 
+  it('masks a long text in one pass exactly as a search per needle does, overlaps, neighbours and regular-expression characters included', () => {
+    // values built of few letters (so they overlap and nest), some with characters a pattern would read
+    const value = fc.oneof(fc.stringMatching(/^[ab]{4,8}$/), fc.stringMatching(/^[ab.*()|?+$^\\-]{4,9}$/));
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom('A', 'B', 'C'), value, { minKeys: 1 }), fc.array(fc.oneof(value, fc.stringMatching(/^[ab]{0,6}$/), fc.stringMatching(/^[abc. ]{0,6}$/)), { maxLength: 40 }), (secrets, parts) => {
+        // past the length from which the whole text is searched at once
+        const text = `${'-'.repeat(40_000)}${parts.join('')}`;
+        expect(maskSecrets(text, secrets)).toBe(maskSecrets(text, secrets, 'encodings', 'per-needle'));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

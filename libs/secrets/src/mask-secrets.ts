@@ -17,15 +17,10 @@ type Occurrence = { readonly start: number; readonly end: number; readonly name:
  * shown under the first name in sorted order. Values shorter than 4 characters (which a store
  * never holds) are ignored, not masked everywhere.
  */
-export function maskSecrets(text: string, secrets: Readonly<Record<string, string>>, forms: MaskedForms = 'encodings'): string {
+export function maskSecrets(text: string, secrets: Readonly<Record<string, string>>, forms: MaskedForms = 'encodings', search: MaskSearch = 'auto'): string {
   const needles = needlesOf(secrets, forms);
   if (needles.length === 0 || text.length === 0) return text;
-  const occurrences: Occurrence[] = [];
-  for (const needle of needles) {
-    for (let at = text.indexOf(needle.text); at !== -1; at = text.indexOf(needle.text, at + 1)) {
-      occurrences.push({ start: at, end: at + needle.text.length, name: needle.name });
-    }
-  }
+  const occurrences = search === 'per-needle' || text.length < ONE_PASS_FROM_CHARS ? eachNeedle(text, needles) : onePass(text, needles);
   if (occurrences.length === 0) return text;
   // by start, longest first: a run of overlapping occurrences becomes one masked range
   occurrences.sort((a, b) => a.start - b.start || b.end - a.end);
@@ -47,6 +42,45 @@ export function maskSecrets(text: string, secrets: Readonly<Record<string, strin
     position = end;
   }
   return output + text.slice(position);
+}
+
+/**
+ * How the text is searched: `per-needle`, one scan of the text for each needle (cheapest on short
+ * texts); `auto`, that below ONE_PASS_FROM_CHARS and one scan for every needle at once above it.
+ */
+export type MaskSearch = 'auto' | 'per-needle';
+
+/**
+ * From this length on, one regular expression of every needle (V8 scans the text once for all of
+ * them) beats a scan per needle, whose cost grows with the forms masked (`npm run bench -- masking`).
+ */
+const ONE_PASS_FROM_CHARS = 32 * 1024;
+
+function eachNeedle(text: string, needles: readonly Needle[]): Occurrence[] {
+  const occurrences: Occurrence[] = [];
+  for (const needle of needles) {
+    for (let at = text.indexOf(needle.text); at !== -1; at = text.indexOf(needle.text, at + 1)) {
+      occurrences.push({ start: at, end: at + needle.text.length, name: needle.name });
+    }
+  }
+  return occurrences;
+}
+
+/**
+ * The longest needle at each position where one starts (needles come longest first, and an
+ * alternation takes its first match): a shorter one starting there lies inside it, and is masked
+ * as the longer one anyway. Each search resumes one character after the last match's start, so
+ * overlapping occurrences are all found.
+ */
+function onePass(text: string, needles: readonly Needle[]): Occurrence[] {
+  const names = new Map(needles.map((needle) => [needle.text, needle.name]));
+  const pattern = new RegExp(needles.map((needle) => needle.text.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&')).join('|'), 'g');
+  const occurrences: Occurrence[] = [];
+  for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+    occurrences.push({ start: match.index, end: match.index + match[0].length, name: names.get(match[0])! });
+    pattern.lastIndex = match.index + 1;
+  }
+  return occurrences;
 }
 
 /** Encoded forms shorter than this are not masked (a few characters of base64 or hex would match too much). */
