@@ -99,6 +99,9 @@ export type CommitConsumerOptions = {
 
 export type PartitionPull = { readonly consumer: string; readonly group: string; readonly priority: number };
 
+/** How long a partition's pull waits on the server: how long a stalled instance holds its partitions, at most. */
+const PARTITION_PULL_EXPIRES_MS = 3_000;
+
 /** Own commits handed back to the handler after one delivery, at most (a step or tool loop goes on through later deliveries). */
 const MAX_OWN_ROUNDS = 50;
 
@@ -121,7 +124,12 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   // what each pull holds for this process: the whole concurrency through one consumer, a share of it through several
   const maxMessages = Math.max(1, Math.min(options.concurrency, 1_000, partitions.length === 0 ? Infinity : Math.max(16, Math.ceil(options.concurrency / partitions.length))));
   const consume = async (consumer: string, priority?: PartitionPull): Promise<AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> }> =>
-    (await options.js.consumers.get(options.stream, consumer)).consume({ max_messages: maxMessages, ...(priority ? { group: priority.group, priority: priority.priority } : {}) });
+    (await options.js.consumers.get(options.stream, consumer)).consume({
+      max_messages: maxMessages,
+      // a stalled instance (stopped, paused, cut off) keeps its connection, and its waiting pulls keep its partitions
+      // until they expire: short pulls hand them to the next instance within seconds
+      ...(priority ? { group: priority.group, priority: priority.priority, expires: PARTITION_PULL_EXPIRES_MS } : {}),
+    });
   const sources: (AsyncIterable<ConsumedMessage> & { close(): Promise<unknown>; capacityFreed?: () => void })[] = options.batched
     ? [
         new BatchedPull({
