@@ -2,20 +2,29 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBwrapProvider, createNoneProvider, DEFAULT_SANDBOX_SETTINGS, detectCgroups, SandboxPool, type SandboxProvider } from '@flotilla/sandbox';
+import { createBwrapProvider, createNoneProvider, DEFAULT_SANDBOX_SETTINGS, detectCgroups, detectWorkspaceDisks, DiskLimit, SandboxPool, type SandboxProvider } from '@flotilla/sandbox';
 import { createToolContext, createTerminalTool, openWorkspace, ToolRegistry } from '@flotilla/tools';
 import { median, ms, percentile, ratio, table } from './stats.js';
 
-/** `cgroup`: bwrap with each sandbox in a cgroup of its own (the tool runner's default where it may make them); `bwrap`: rlimits only. */
-type Kind = 'bwrap' | 'cgroup' | 'none';
+/**
+ * `cgroup`: bwrap with each sandbox in a cgroup of its own (the tool runner's default where it may
+ * make them); `disk`: bwrap with each workspace a filesystem of its own (the same); `bwrap`: neither.
+ */
+type Kind = 'bwrap' | 'cgroup' | 'disk' | 'none';
 
 /** One tool runner's worth of sandboxes of `kind`: the same classes the tool runner uses (a pool, the terminal tool). */
 async function harness(root: string, kind: Kind): Promise<{ provider: SandboxProvider; pool: SandboxPool; tools: ToolRegistry; run: (conversation: string, command: string) => Promise<string>; close: () => Promise<void> }> {
   const settings = { ...DEFAULT_SANDBOX_SETTINGS, kind: kind === 'none' ? ('none' as const) : ('bwrap' as const) };
+  const owner = { uid: settings.uid, gid: settings.gid };
   const provider =
     kind === 'none'
       ? createNoneProvider(settings)
-      : createBwrapProvider(settings, { stateDir: join(root, `state-${kind}`), ownedRoot: root, cgroups: kind === 'cgroup' ? await detectCgroups() : { kind: 'none', reason: 'the rlimits-only baseline' } });
+      : createBwrapProvider(settings, {
+          stateDir: join(root, `state-${kind}`),
+          ownedRoot: root,
+          cgroups: kind === 'cgroup' ? await detectCgroups() : { kind: 'none', reason: 'the rlimits-only baseline' },
+          ...(kind === 'disk' ? { disks: await detectWorkspaceDisks(DiskLimit.Filesystem, root, { bytes: settings.limits.workspaceBytes, owner }) } : {}),
+        });
   const pool = new SandboxPool(provider, { idleStopMs: 3_600_000, maxOpen: 100_000 });
   const tools = new ToolRegistry([createTerminalTool()]);
   const run = async (conversation: string, command: string): Promise<string> => {
@@ -91,8 +100,9 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
   try {
     // round trips
     const cgroups = await detectCgroups();
-    const kinds: Kind[] = cgroups.kind === 'none' ? ['none', 'bwrap'] : ['none', 'bwrap', 'cgroup'];
-    const trips: Record<Kind, number[]> = { bwrap: [], cgroup: [], none: [] };
+    const disks = await detectWorkspaceDisks(DiskLimit.Auto, root, { bytes: DEFAULT_SANDBOX_SETTINGS.limits.workspaceBytes, owner: { uid: DEFAULT_SANDBOX_SETTINGS.uid, gid: DEFAULT_SANDBOX_SETTINGS.gid } });
+    const kinds: Kind[] = ['none', 'bwrap', ...(cgroups.kind === 'none' ? [] : (['cgroup'] as const)), ...(disks.kind === 'check' ? [] : (['disk'] as const))];
+    const trips: Record<Kind, number[]> = { bwrap: [], cgroup: [], disk: [], none: [] };
     for (const kind of kinds) {
       const h = await harness(root, kind);
       await h.run('trip', 'true');
@@ -111,6 +121,10 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
       const inCgroup = median(trips.cgroup);
       rows.push([`terminal round trip in a cgroup ${cgroups.kind}, p50`, ms(inCgroup), `${ms(tripSandboxed)} rlimits only`, ratio(inCgroup, tripSandboxed), `${(inCgroup - tripSandboxed).toFixed(3)} ms`, '≤ 1.2x']);
     } else rows.push(['terminal round trip in a cgroup', 'n/a', `no cgroups here: ${cgroups.reason}`, '', '', '']);
+    if (disks.kind !== 'check') {
+      const onItsOwn = median(trips.disk);
+      rows.push(['terminal round trip, workspace a filesystem of its own, p50', ms(onItsOwn), `${ms(tripSandboxed)} checked`, ratio(onItsOwn, tripSandboxed), `${(onItsOwn - tripSandboxed).toFixed(3)} ms`, '≤ 1.2x']);
+    } else rows.push(['terminal round trip, workspace a filesystem of its own', 'n/a', `not here: ${disks.reason}`, '', '', '']);
 
     // start to a ready shell
     const startTimes: number[] = [];
@@ -131,31 +145,50 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
       await h.close();
     }
     rows.push(['sandbox start to a ready shell (first command back), p50', ms(median(startTimes)), `${ms(median(bare))} bare bwrap … true`, ratio(median(startTimes), median(bare)), `${(median(startTimes) - median(bare)).toFixed(3)} ms`, '≤ 25 ms']);
-    if (cgroups.kind !== 'none') {
-      // the same starts, alternating with the rlimits-only sandbox, each sandbox in a cgroup of its own
-      const [withCgroup, without] = [await harness(root, 'cgroup'), await harness(root, 'bwrap')];
-      const cgroupStarts: number[] = [];
+    // the same starts, alternating with the rlimits-only sandbox: each sandbox in a cgroup of its own, each workspace a filesystem of its own (new, then mounted again)
+    const alternating = async (kind: Kind, label: string, againLabel?: string): Promise<void> => {
+      const [limited, plain] = [await harness(root, kind), await harness(root, 'bwrap')];
+      const limitedStarts: number[] = [];
       const plainStarts: number[] = [];
       for (let index = 0; index < 5; index += 1) {
-        await withCgroup.run(`cgroup-warm-${index}`, 'true');
-        await without.run(`plain-warm-${index}`, 'true');
+        await limited.run(`${kind}-warm-${index}`, 'true');
+        await plain.run(`plain-${kind}-warm-${index}`, 'true');
       }
       for (let index = 0; index < starts; index += 1) {
         let started = performance.now();
-        await withCgroup.run(`cgroup-start-${index}`, 'true');
-        cgroupStarts.push(performance.now() - started);
+        await limited.run(`${kind}-start-${index}`, 'true');
+        limitedStarts.push(performance.now() - started);
         started = performance.now();
-        await without.run(`plain-start-${index}`, 'true');
+        await plain.run(`plain-${kind}-start-${index}`, 'true');
         plainStarts.push(performance.now() - started);
       }
-      await withCgroup.close();
-      await without.close();
-      const [a, b] = [median(cgroupStarts), median(plainStarts)];
-      rows.push([`sandbox start in a cgroup ${cgroups.kind}, p50`, ms(a), `${ms(b)} rlimits only`, ratio(a, b), `${(a - b).toFixed(3)} ms`, '≤ +10 ms']);
-    }
+      await limited.close();
+      await plain.close();
+      const [a, b] = [median(limitedStarts), median(plainStarts)];
+      rows.push([`sandbox start, ${label}, p50`, ms(a), `${ms(b)} rlimits only`, ratio(a, b), `${(a - b).toFixed(3)} ms`, '≤ +10 ms']);
+      if (againLabel === undefined) return;
+      // the same workspaces again, after the runner that made them stopped (their filesystems made, unmounted)
+      const [again, plainAgain] = [await harness(root, kind), await harness(root, 'bwrap')];
+      const mounts: number[] = [];
+      const plainMounts: number[] = [];
+      for (let index = 0; index < starts; index += 1) {
+        let started = performance.now();
+        await again.run(`${kind}-start-${index}`, 'true');
+        mounts.push(performance.now() - started);
+        started = performance.now();
+        await plainAgain.run(`plain-${kind}-start-${index}`, 'true');
+        plainMounts.push(performance.now() - started);
+      }
+      await again.close();
+      await plainAgain.close();
+      const [c, d] = [median(mounts), median(plainMounts)];
+      rows.push([`sandbox start, ${againLabel}, p50`, ms(c), `${ms(d)} rlimits only`, ratio(c, d), `${(c - d).toFixed(3)} ms`, '≤ +10 ms']);
+    };
+    if (cgroups.kind !== 'none') await alternating('cgroup', `in a cgroup ${cgroups.kind}`);
+    if (disks.kind !== 'check') await alternating('disk', 'a new workspace, a filesystem of its own', 'a workspace made before, its filesystem mounted');
 
     // idle memory
-    const perConversation: Record<Kind, number> = { bwrap: 0, cgroup: 0, none: 0 };
+    const perConversation: Record<Kind, number> = { bwrap: 0, cgroup: 0, disk: 0, none: 0 };
     for (const kind of ['none', 'bwrap'] as const) {
       const h = await harness(root, kind);
       await h.run('memory-warm', 'true');

@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, statfs } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FlotillaClient } from '@flotilla/client';
 import type { NodeWebSocket } from '@flotilla/client/node';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { RunnerRegistry } from '@flotilla/runtime';
-import { detectCgroups } from '@flotilla/sandbox';
+import { DEFAULT_SANDBOX_SETTINGS, detectCgroups, detectWorkspaceDisks, DiskLimit, WorkspaceDisks } from '@flotilla/sandbox';
 import { generateSecretsKey } from '@flotilla/secrets';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -49,6 +50,16 @@ async function sandboxGroups(): Promise<{ leaders: string[]; members: number }> 
 }
 
 const cgroups = await detectCgroups();
+/** Whether a tool runner here gives each workspace a filesystem of its own (root, loop devices, util-linux and e2fsprogs). */
+const disks = await (async () => {
+  const scratch = await mkdtemp(join(tmpdir(), 'flotilla-disk-probe-'));
+  try {
+    return await detectWorkspaceDisks(DiskLimit.Auto, scratch, { bytes: DEFAULT_SANDBOX_SETTINGS.limits.workspaceBytes, owner: { uid: DEFAULT_SANDBOX_SETTINGS.uid, gid: DEFAULT_SANDBOX_SETTINGS.gid } });
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+})();
+if (disks.kind === 'check') console.warn(`the workspace filesystem test is SKIPPED: ${disks.reason}`);
 if (cgroups.kind === 'none') console.warn(`sandbox memory test SKIPPED: this machine gives no cgroups to make (${cgroups.reason})`);
 
 const PROBE_PORT_SCRIPT = (ports: readonly number[], host: string): string =>
@@ -135,6 +146,8 @@ describe('a conversation’s limits', () => {
         FLOTILLA_SANDBOX_MEMORY_MB: '256',
         FLOTILLA_SANDBOX_FILE_MB: '16',
         FLOTILLA_SANDBOX_DISK_MB: '64',
+        // the check from outside, where a workspace cannot be a filesystem of its own (that limit's test is below)
+        FLOTILLA_SANDBOX_DISK_LIMIT: 'check',
       },
     });
     const runners = await RunnerRegistry.open(system.nc, { livenessMs });
@@ -184,6 +197,41 @@ describe('a conversation’s limits', () => {
     expect(cleaned).toContain('cleaned');
     expect(Number(/^(\d+)$/m.exec(cleaned!)?.[1])).toBeLessThan(64);
   }, 180_000);
+
+  it.skipIf(disks.kind === 'check')('refuse an allocation past the quota inside the sandbox: 12 × fallocate 1000M against 5 GiB fail past it at once, and the host keeps its disk', async () => {
+    await using system = await startTestSystem({ toolRunnerEnv: { FLOTILLA_SANDBOX_DISK_MB: '5120' } });
+    const free = async (): Promise<number> => {
+      const fs = await statfs(system.home);
+      return fs.bavail * fs.bsize;
+    };
+    const before = await free();
+    let least = before;
+    const watch = setInterval(() => void free().then((bytes) => (least = Math.min(least, bytes))), 50);
+    let texts: string[];
+    try {
+      texts = await runCommands(system, { tenant: 'acme', conversation: 'filler' }, [
+        'for i in $(seq 1 12); do fallocate -l 1000M big-$i && echo "allocated $i"; done; df -B1 --output=size,used . | tail -1',
+        'rm -f big-*; df -B1 --output=used . | tail -1; echo cleaned',
+      ]);
+    } finally {
+      clearInterval(watch);
+    }
+    const [filled = '', cleaned = ''] = texts;
+    // 4 × 1000 MiB fit in 5 GiB (less its own journal and inode tables); each one after is refused by the kernel, in the command
+    expect(filled).toMatch(/allocated 1\nallocated 2\nallocated 3\nallocated 4\n/);
+    expect(filled).not.toMatch(/allocated ([5-9]|1[0-2])/);
+    expect(filled.match(/fallocate: fallocate failed: No space left on device/g)).toHaveLength(8);
+    expect(filled).not.toContain('over its size quota'); // nothing measured it from outside
+    const [size, used] = /^\s*(\d+)\s+(\d+)\s*$/m.exec(filled)!.slice(1).map(Number) as [number, number];
+    const quota = 5120 * 1024 * 1024;
+    expect(size).toBeLessThanOrEqual(quota);
+    expect(used).toBeLessThanOrEqual(quota + 4096);
+    // the host gave the workspace what it holds and no more, and has it back once the files are gone
+    expect(before - least).toBeLessThan(quota + 256 * 1024 * 1024);
+    expect(cleaned).toContain('cleaned');
+    expect(Number(/^\s*(\d+)\s*$/m.exec(cleaned)?.[1])).toBeLessThan(64 * 1024 * 1024);
+    expect(before - (await free())).toBeLessThan(256 * 1024 * 1024);
+  }, 150_000);
 
   it.skipIf(cgroups.kind === 'none')('hold a sandbox’s processes to its memory together: 4 × 1.5 GB in a 2 GB sandbox are killed in it, the host never gives more, the agent reads why, and another conversation goes on', async () => {
     await using system = await startTestSystem({ env: { FLOTILLA_RUNNER_LIVENESS_MS: '10000' }, toolRunnerEnv: { FLOTILLA_SANDBOX_MEMORY_MB: '2048' } });
@@ -257,6 +305,7 @@ describe('a sandbox’s life', () => {
     await runCommands(system, ref, ['sleep 600 & echo kept > kept.txt']);
     const workspace = join(system.home, 'workspaces', 'acme', 'doomed');
     expect(existsSync(join(workspace, 'kept.txt'))).toBe(true);
+    expect(existsSync(WorkspaceDisks.imageOf(workspace))).toBe(disks.kind === 'filesystem');
     const before = await sandboxedProcesses();
     expect(before.length).toBeGreaterThan(0);
     const runners = await RunnerRegistry.open(system.nc, { livenessMs: 3_000 });
@@ -265,6 +314,9 @@ describe('a sandbox’s life', () => {
     const response = await fetch(`${system.gatewayUrl}/v1/conversations/doomed`, { method: 'DELETE', headers: { authorization: `Bearer ${system.apiKey}` } });
     expect(response.status).toBe(204);
     expect(existsSync(workspace)).toBe(false);
+    // and its filesystem, where it had one: unmounted, its image gone
+    expect(existsSync(WorkspaceDisks.imageOf(workspace))).toBe(false);
+    expect(await readFile('/proc/self/mountinfo', 'utf8')).not.toContain(workspace);
     expect((await runners.owner(ref))?.runner ?? '').toBe(''); // purged: nobody owns it
     const deadline = Date.now() + 5_000;
     while ((await sandboxedProcesses()).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));

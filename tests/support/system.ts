@@ -6,6 +6,7 @@ import { authorizationConfig, connectionOptions, ensureUsers, loadBusSettings, S
 import { draftEvent, type ConversationStatus, type Event, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
+import { unmountWorkspacesUnder } from '@flotilla/sandbox';
 import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
 import { startBrainServer, taskMessage, type BrainServer, type BrainTask, type SummaryBehaviour, type TitleBehaviour } from './brain-server.js';
@@ -324,6 +325,8 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       await nc.close().catch(() => undefined);
       await brain.close();
       await (cluster ?? nats)[Symbol.asyncDispose]();
+      // workspace filesystems outlive their tool runners, as the launcher's do (it unmounts them as it stops)
+      await unmountWorkspacesUnder(home);
       await rm(home, { recursive: true, force: true });
       if (violations.length > 0 && !options.expectPermissionViolations) {
         throw new Error(`nats-server refused ${violations.length} operations a service's credential does not allow (docs/operations.md, "Permissions"):\n${violations.slice(0, 10).join('\n')}`);

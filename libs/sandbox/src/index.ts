@@ -23,3 +23,4 @@ export { formatBytes, workspaceUsage } from './workspace-usage.js';
 export { sandboxStateDir } from './state-dir.js';
 export type { UsageBudget, WorkspaceUsage } from './workspace-usage.js';
 export { detectCgroups, SandboxCgroup, type CgroupSupport } from './cgroups.js';
+export { detectWorkspaceDisks, DiskLimit, unmountWorkspacesUnder, WorkspaceDisks, type DiskSupport, type WorkspaceDiskKind, type WorkspaceDisksOptions } from './workspace-disk.js';

@@ -3,6 +3,7 @@ import { detectCgroups, sweepIdleCgroups } from './cgroups.js';
 import { createNoneProvider } from './none/none-provider.js';
 import type { SandboxProvider } from './sandbox.js';
 import { SandboxKind, type SandboxSettings } from './settings.js';
+import { detectWorkspaceDisks } from './workspace-disk.js';
 
 /** How long ago an empty sandbox cgroup must have been made before a starting tool runner removes it. */
 const IDLE_CGROUP_SWEEP_MS = 60_000;
@@ -32,7 +33,9 @@ async function providerOf(settings: SandboxSettings, options: OpenSandboxProvide
       const cgroups = await detectCgroups();
       // empty cgroups a runner killed before closing its sandboxes left (a minute old at least: a sibling runner's being made is younger)
       await sweepIdleCgroups(cgroups, IDLE_CGROUP_SWEEP_MS);
-      return createBwrapProvider(settings, { stateDir: options.stateDir, cgroups, ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }) });
+      const owner = { uid: settings.uid, gid: settings.gid };
+      const disks = await detectWorkspaceDisks(settings.diskLimit, options.stateDir, { bytes: settings.limits.workspaceBytes, owner });
+      return createBwrapProvider(settings, { stateDir: options.stateDir, cgroups, disks, ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }) });
     }
     case SandboxKind.None:
       return createNoneProvider(settings);

@@ -77,6 +77,11 @@ export class SandboxPool {
     await entry?.sandbox.close();
   }
 
+  /** The workspace is being deleted, its sandboxes removed: what the provider holds of it goes (its filesystem). */
+  async releaseWorkspace(workspace: string): Promise<void> {
+    await this.provider.releaseWorkspace?.(workspace);
+  }
+
   /** Stops every sandbox idle for longer than the idle time. */
   async sweep(now = Date.now()): Promise<void> {
     const idle = [...this.#open].filter(([, entry]) => entry.users === 0 && now - entry.lastUsed >= this.options.idleStopMs);

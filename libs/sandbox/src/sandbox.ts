@@ -74,6 +74,16 @@ export interface Sandbox {
    * cgroup's or a container's OOM kills); absent where memory is limited per process only.
    */
   outOfMemoryKills?(): number;
+  /**
+   * True when the workspace is a filesystem of its own, as large as the quota: a write past it
+   * fails inside at once (ENOSPC), so nothing needs to measure it from outside.
+   */
+  readonly diskLimited?: boolean;
+  /**
+   * Makes the workspace ready to be written (its filesystem, where it gets one, made and mounted):
+   * called before the service writes into it; a process started in the sandbox does it itself.
+   */
+  prepareWorkspace?(): Promise<void>;
 }
 
 /** What a provider reports of itself (in logs and `/v1/server-info`). */
@@ -85,6 +95,8 @@ export type SandboxDescription = {
   readonly limits: SandboxLimits;
   /** How limits are enforced here (e.g. `rlimits`, `cgroup v2`, `docker`). */
   readonly enforcement: string;
+  /** How the workspace's quota is held: `filesystem` (one per workspace) or `checked` from outside, and why not the first. */
+  readonly disk: { readonly kind: 'filesystem' } | { readonly kind: 'checked'; readonly reason: string };
   /** What falls short of the limits' promise here (said at start), e.g. memory limited per process where no cgroups can be made. */
   readonly warning?: string;
 };
@@ -99,4 +111,6 @@ export interface SandboxProvider {
    * SandboxError saying what to install or configure.
    */
   selfTest(): Promise<void>;
+  /** The workspace is being deleted (its sandbox closed): what the provider holds of it (its filesystem) goes too. */
+  releaseWorkspace?(workspace: string): Promise<void>;
 }

@@ -47,6 +47,7 @@ export async function probeSandbox(provider: SandboxProvider, scratchDir: string
     }
   } finally {
     server.close();
+    await provider.releaseWorkspace?.(workspace);
     await rm(root, { recursive: true, force: true });
   }
 }

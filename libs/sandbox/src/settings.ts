@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SandboxError, SandboxErrorCode } from './errors.js';
+import { DiskLimit } from './workspace-disk.js';
 
 /** How a conversation's processes are isolated. */
 export const SandboxKind = { Bwrap: 'bwrap', Docker: 'docker', None: 'none' } as const;
@@ -36,6 +37,8 @@ export const SandboxSettings = z.strictObject({
   kind: z.enum([SandboxKind.Bwrap, SandboxKind.Docker, SandboxKind.None]),
   network: z.enum([NetworkMode.None, NetworkMode.Egress]),
   limits: SandboxLimits,
+  /** How the workspace's quota is held (DiskLimit): a filesystem per workspace where the tool runner may mount one, or a check from outside. */
+  diskLimit: z.enum([DiskLimit.Auto, DiskLimit.Filesystem, DiskLimit.Check]),
   /** Host uid and gid sandboxed processes run as when the service runs as root (never root itself). */
   uid: z.number().int().min(1).max(2 ** 31),
   gid: z.number().int().min(1).max(2 ** 31),
@@ -60,6 +63,7 @@ export const DEFAULT_SANDBOX_SETTINGS: SandboxSettings = {
     workspaceBytes: 5120 * MiB,
     tmpBytes: 256 * MiB,
   },
+  diskLimit: DiskLimit.Auto,
   uid: 65_534,
   gid: 65_534,
   idleStopMs: 15 * 60_000,
@@ -77,6 +81,7 @@ const VARIABLES = {
   FLOTILLA_SANDBOX_CPUS: { path: ['limits', 'cpus'], parse: Number },
   FLOTILLA_SANDBOX_FILE_MB: { path: ['limits', 'fileBytes'], parse: (text: string) => Number(text) * MiB },
   FLOTILLA_SANDBOX_DISK_MB: { path: ['limits', 'workspaceBytes'], parse: (text: string) => Number(text) * MiB },
+  FLOTILLA_SANDBOX_DISK_LIMIT: { path: ['diskLimit'], parse: (text: string) => text },
   FLOTILLA_SANDBOX_TMP_MB: { path: ['limits', 'tmpBytes'], parse: (text: string) => Number(text) * MiB },
   FLOTILLA_SANDBOX_UID: { path: ['uid'], parse: Number },
   FLOTILLA_SANDBOX_GID: { path: ['gid'], parse: Number },

@@ -229,6 +229,8 @@ export class ToolRunner {
     const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
     return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: revealed.sandbox }, async ({ sandbox, restarted }) => {
       if (restarted) this.#restartNotes.set(key(ref), restarted);
+      // a request may write (an upload): the workspace's filesystem, where it gets one, is made first
+      await sandbox.prepareWorkspace?.();
       const workspace = this.#workspaces.get(key(ref)) ?? (await openWorkspace(root, { shownRoot: sandbox.workspacePath, owner: sandbox.owner, readOnly: { root: sandbox.privateDir, shownRoot: sandbox.toInside(sandbox.privateDir) } }));
       setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
       return await task({ workspace, sandbox, secrets: revealed.all });
@@ -253,7 +255,10 @@ export class ToolRunner {
     this.#deps.cache.forget(ref);
     await rm(join(this.#deps.privateRoot, ref.tenant, ref.conversation), { recursive: true, force: true });
     if (home.conversation !== ref.conversation) return;
-    await rm(join(this.#deps.workspaceRoot, ref.tenant, ref.conversation), { recursive: true, force: true });
+    const root = join(this.#deps.workspaceRoot, ref.tenant, ref.conversation);
+    // a workspace of its own filesystem is unmounted first (its image goes too), or rm would stop at its mount point
+    await this.#deps.sandboxes.releaseWorkspace(root);
+    await rm(root, { recursive: true, force: true });
     await this.#deps.runners.release(ref);
   }
 
@@ -670,12 +675,17 @@ export class ToolRunner {
           workspace = await openWorkspace(root, { shownRoot: sandbox.workspacePath, owner: sandbox.owner, readOnly });
         }
         setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
+        // read-only tools cannot fill the workspace: a batch of only those needs no filesystem made for it, nor a walk of it after
+        const mayWrite = actions.some((action) => this.#deps.tools.get(action.tool_name)?.annotations.readOnly !== true);
+        if (mayWrite) await sandbox.prepareWorkspace?.();
+        // a workspace of its own filesystem refuses a write past its quota itself: nothing to measure from outside
+        const checkedQuota = sandbox.diskLimited ? undefined : this.#deps.workspaceQuotaBytes;
         const toolContext = createToolContext({
           workspace,
           sandbox,
           conversationId: key(ref),
           signal: tracked.signal,
-          ...(this.#deps.workspaceQuotaBytes === undefined ? {} : { workspaceQuotaBytes: this.#deps.workspaceQuotaBytes }),
+          ...(checkedQuota === undefined ? {} : { workspaceQuotaBytes: checkedQuota }),
           // outputs too long for an observation are saved to the private directory: masked first
           ...(this.#deps.mask && Object.keys(secrets).length > 0 ? { redact: (text: string) => this.#deps.mask!(text, secrets) } : {}),
         });
@@ -695,8 +705,7 @@ export class ToolRunner {
         if (notes.length > 0 && first?.type === 'observation') {
           drafts[firstIndex] = { ...first, content: [...notes.map((text) => ({ type: 'text' as const, text })), ...first.content] };
         }
-        // read-only tools cannot fill the workspace: no walk of it after a batch of only those
-        if (actions.some((action) => this.#deps.tools.get(action.tool_name)?.annotations.readOnly !== true)) await this.#checkQuota(root, drafts);
+        if (mayWrite && checkedQuota !== undefined) await this.#checkQuota(root, drafts);
         // what leaves this runner shows host paths as the agent sees them, and no secret's value
         const present = (text: string): string => {
           const shown = workspace.show(text);

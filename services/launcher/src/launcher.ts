@@ -6,7 +6,7 @@ import { authorizationConfig, connectBus, CONSUMER_GROUPS, DEFAULT_SUBJECT_PREFI
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { groupBacklog, loadServiceConfig, removeRetiredCondenserGroup } from '@flotilla/runtime';
-import { loadSandboxSettings } from '@flotilla/sandbox';
+import { loadSandboxSettings, unmountWorkspacesUnder } from '@flotilla/sandbox';
 import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceProcess, waitReady } from '@flotilla/supervisor';
 import { loadAgentSettings } from '@flotilla/workers';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -49,10 +49,24 @@ function reasonOf(lines: readonly string[]): string {
  * before anything starts, so a typo stops the launch with one message naming the variable.
  */
 function checkServiceSettings(environment: NodeJS.ProcessEnv): void {
-  const withoutBus = Object.fromEntries(Object.entries(environment).filter(([name]) => !isBusCredentialSetting(name) && name !== 'FLOTILLA_NATS_URL'));
-  loadServiceConfig('tool-runner', withoutBus);
+  loadServiceConfig('tool-runner', withoutBus(environment));
   loadAgentSettings(environment);
   loadSandboxSettings(environment);
+}
+
+function withoutBus(environment: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(environment).filter(([name]) => !isBusCredentialSetting(name) && name !== 'FLOTILLA_NATS_URL'));
+}
+
+/**
+ * Unmounts the workspace filesystems a tool runner of this home left mounted (one killed, or
+ * stopped: its mounts outlive it, docs/security.md, "Disk"). Only while none runs: before the
+ * services start and after they stop, this launcher holding the home.
+ */
+async function unmountLeftWorkspaces(home: string, output: LauncherOutput): Promise<void> {
+  const { workspaces } = loadServiceConfig('tool-runner', { ...withoutBus(process.env), FLOTILLA_HOME: home });
+  const unmounted = await unmountWorkspacesUnder(workspaces);
+  if (unmounted > 0) output.info(`unmounted ${unmounted} workspace filesystem(s) a tool runner left in ${workspaces}`);
 }
 
 const SERVICES_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -197,6 +211,7 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
   const ready = new Set<string>();
   const stopAll = async (): Promise<void> => {
     await Promise.allSettled(processes.map((child) => child.stop()));
+    await unmountLeftWorkspaces(config.home, output).catch((error: unknown) => output.warn(`could not unmount the workspaces' filesystems: ${(error as Error).message}`));
     await nc?.drain().catch(() => undefined);
     await server?.stop();
   };
@@ -239,6 +254,7 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
     // and `flotilla tap` and `npm run audit` through this one: the URL and the read-only tap's credential, never the admin's
     const tap = users?.get('tap');
     await (tap ? writeLocalTap(config.home, { natsUrl, user: tap.user, passwordFile: tap.passwordFile }) : removeLocalTap(config.home));
+    await unmountLeftWorkspaces(config.home, output);
     const sources = launched.map((service) => join(SERVICES_ROOT, service, 'src', 'main.ts'));
     const bundlingStarted = performance.now();
     const entries = config.fromSource ? sources : await Promise.all(sources.map((source) => bundleService(source)));

@@ -3,6 +3,7 @@ import { chmod, chown, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { SandboxCgroup, type CgroupSupport } from '../cgroups.js';
+import type { DiskSupport, WorkspaceDiskKind, WorkspaceDisks } from '../workspace-disk.js';
 import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environment.js';
 import { FifoFactory } from '../fifo-factory.js';
 import { defaultPrivateDir, isolatedInsidePath } from '../inside-path.js';
@@ -32,6 +33,8 @@ export type BwrapProviderOptions = {
    * together: detectCgroups); `none`: the rlimits alone (per process), and the description says why.
    */
   readonly cgroups?: CgroupSupport;
+  /** Where each workspace is a filesystem of its own (detectWorkspaceDisks); `check`: measured from outside. */
+  readonly disks?: DiskSupport;
 };
 
 /**
@@ -47,27 +50,35 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
   const startTimeoutMs = options.startTimeoutMs ?? 10_000;
   const fifos = new FifoFactory(path.join(options.stateDir, 'fifos'));
   const cgroups = options.cgroups ?? { kind: 'none', reason: 'not asked for' };
+  const disks = options.disks ?? { kind: 'check', reason: 'not asked for' };
+  const disk = disks.kind === 'filesystem' ? ({ kind: 'filesystem' } as const) : ({ kind: 'checked', reason: disks.reason } as const);
 
   const provider: SandboxProvider = {
     describe(): SandboxDescription {
-      if (cgroups.kind !== 'none') return { kind: 'bwrap', network: settings.network, isolated: true, limits: settings.limits, enforcement: `cgroup ${cgroups.kind} per sandbox, and rlimits per process` };
+      if (cgroups.kind !== 'none') return { kind: 'bwrap', network: settings.network, isolated: true, limits: settings.limits, enforcement: `cgroup ${cgroups.kind} per sandbox, and rlimits per process`, disk };
       return {
         kind: 'bwrap',
         network: settings.network,
         isolated: true,
         limits: settings.limits,
         enforcement: 'rlimits per process',
+        disk,
         warning: `no cgroups can be made here (${cgroups.reason}): memory is limited per process, not for a sandbox's processes together, and CPU time per process, not its share (docs/security.md, "Limits")`,
       };
     },
     async open(spec: SandboxSpec): Promise<Sandbox> {
+      // a workspace with a filesystem is mounted before anything reads it; one is made before anything writes (prepareWorkspace)
+      const workspaceDisk = disks.kind === 'filesystem' ? { disks: disks.disks, found: await disks.disks.ensure(spec.workspace, false) } : undefined;
       if (credentials) await chown(spec.workspace, credentials.uid, credentials.gid);
       const privateDir = spec.privateDir ?? defaultPrivateDir(options.stateDir, spec.id);
       await mkdir(privateDir, { recursive: true, mode: 0o755 });
       for (const directory of [spec.workspace, privateDir, etc]) await assertTraversable(directory, credentials, options.ownedRoot);
-      return new BwrapSandbox({ ...spec, privateDir }, settings, { system, credentials, startTimeoutMs, fifos, cgroups });
+      return new BwrapSandbox({ ...spec, privateDir }, settings, { system, credentials, startTimeoutMs, fifos, cgroups }, workspaceDisk);
     },
     selfTest: () => runSelfTest(provider, options.stateDir),
+    releaseWorkspace: async (workspace) => {
+      if (disks.kind === 'filesystem') await disks.disks.remove(workspace);
+    },
   };
   return provider;
 }
@@ -92,7 +103,34 @@ class BwrapSandbox implements Sandbox {
     private readonly spec: SandboxSpec,
     private readonly settings: SandboxSettings,
     private readonly prepared: Prepared,
-  ) {}
+    /** Where workspaces have filesystems: how this one was found at open (undefined: none made yet). */
+    workspaceDisk: { readonly disks: WorkspaceDisks; readonly found: WorkspaceDiskKind | undefined } | undefined,
+  ) {
+    this.#disks = workspaceDisk?.disks;
+    this.#disk = workspaceDisk ? workspaceDisk.found : 'checked';
+  }
+
+  readonly #disks: WorkspaceDisks | undefined;
+  #disk: WorkspaceDiskKind | undefined;
+  #making: Promise<void> | undefined;
+
+  get diskLimited(): boolean {
+    return this.#disk === 'filesystem';
+  }
+
+  prepareWorkspace(): Promise<void> {
+    if (this.#disk !== undefined || !this.#disks) return Promise.resolve();
+    this.#making ??= this.#disks.ensure(this.spec.workspace, true).then(
+      (kind) => {
+        this.#disk = kind;
+      },
+      (error: unknown) => {
+        this.#making = undefined;
+        throw error;
+      },
+    );
+    return this.#making;
+  }
 
   get id(): string {
     return this.spec.id;
@@ -123,6 +161,7 @@ class BwrapSandbox implements Sandbox {
 
   async spawn(command: string, args: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
     if (this.#closed) throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
+    await this.prepareWorkspace();
     this.holding = true;
     const egress = this.settings.network === NetworkMode.Egress;
     const cgroup = await this.#cgroupOf();

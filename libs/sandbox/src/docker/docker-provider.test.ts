@@ -110,7 +110,7 @@ describe('docker sandbox provider (stand-in engine)', () => {
       expect(sandbox.owner).toEqual(uid === 0 ? { uid: settings.uid, gid: settings.gid } : undefined);
       expect(sandbox.workspacePath).toBe('/workspace');
       expect(sandbox.toInside(path.join(workspace, 'src', 'a.ts'))).toBe('/workspace/src/a.ts');
-      expect(provider.describe()).toEqual({ kind: 'docker', network: 'none', isolated: true, limits: settings.limits, enforcement: 'docker (cgroups)' });
+      expect(provider.describe()).toEqual({ kind: 'docker', network: 'none', isolated: true, limits: settings.limits, enforcement: 'docker (cgroups)', disk: { kind: 'checked', reason: expect.stringContaining('docker kind') } });
     } finally {
       await sandbox.close();
     }

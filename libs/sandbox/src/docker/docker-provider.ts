@@ -44,6 +44,9 @@ export type DockerProviderOptions = {
   readonly pingTimeoutMs?: number;
 };
 
+/** The engine binds a workspace from its own mount namespace, which sees none of the tool runner's mounts. */
+const DOCKER_DISK = { kind: 'checked', reason: 'the docker kind: the engine binds workspaces as its host sees them, not the tool runner’s mounts' } as const;
+
 /**
  * Sandboxes that are Docker containers: one per conversation, made through the engine's API.
  * Isolation is the engine's: namespaces, cgroup limits (processes, memory, CPU), a read-only
@@ -82,7 +85,7 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
 
   const provider: SandboxProvider = {
     describe(): SandboxDescription {
-      return { kind: 'docker', network: settings.network, isolated: true, limits: settings.limits, enforcement: 'docker (cgroups)' };
+      return { kind: 'docker', network: settings.network, isolated: true, limits: settings.limits, enforcement: 'docker (cgroups)', disk: DOCKER_DISK };
     },
 
     async open(spec: SandboxSpec): Promise<Sandbox> {

@@ -15,7 +15,7 @@ import { defaultPrivateDir } from '../inside-path.js';
  */
 export function createNoneProvider(settings: SandboxSettings): SandboxProvider {
   return {
-    describe: () => ({ kind: 'none', network: settings.network, isolated: false, limits: settings.limits, enforcement: 'none' }),
+    describe: () => ({ kind: 'none', network: settings.network, isolated: false, limits: settings.limits, enforcement: 'none', disk: { kind: 'checked', reason: 'the none kind (no isolation)' } }),
     open: (spec) => Promise.resolve(openHostSandbox(spec)),
     async selfTest() {
       const child = spawn('bash', ['-c', 'true'], { stdio: 'ignore' });
