@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBwrapProvider, createNoneProvider, DEFAULT_SANDBOX_SETTINGS, detectCgroups, detectWorkspaceDisks, DiskLimit, SandboxPool, type SandboxProvider } from '@flotilla/sandbox';
+import { createBwrapProvider, createNoneProvider, DEFAULT_SANDBOX_SETTINGS, detectCgroups, detectWorkspaceDisks, DiskLimit, SandboxPool, unmountWorkspacesUnder, type SandboxProvider } from '@flotilla/sandbox';
 import { createToolContext, createTerminalTool, openWorkspace, ToolRegistry } from '@flotilla/tools';
 import { median, ms, percentile, ratio, table } from './stats.js';
 
@@ -167,6 +167,8 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
       const [a, b] = [median(limitedStarts), median(plainStarts)];
       rows.push([`sandbox start, ${label}, p50`, ms(a), `${ms(b)} rlimits only`, ratio(a, b), `${(a - b).toFixed(3)} ms`, '≤ +10 ms']);
       if (againLabel === undefined) return;
+      // as after the tool runner's host restarted: made, not mounted
+      await unmountWorkspacesUnder(join(root, kind));
       // the same workspaces again, after the runner that made them stopped (their filesystems made, unmounted)
       const [again, plainAgain] = [await harness(root, kind), await harness(root, 'bwrap')];
       const mounts: number[] = [];
@@ -211,6 +213,7 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
       '≤ 4 MiB',
     ]);
   } finally {
+    await unmountWorkspacesUnder(root);
     await rm(root, { recursive: true, force: true });
   }
   return table(rows);

@@ -45,6 +45,7 @@ describe.skipIf(support.kind === 'check')('a workspace as a filesystem of its ow
     disks = new WorkspaceDisks({ bytes: QUOTA, owner: OWNER });
   });
   afterEach(async () => {
+    await disks.settle();
     await unmountWorkspacesUnder(root);
   });
 
@@ -60,6 +61,23 @@ describe.skipIf(support.kind === 'check')('a workspace as a filesystem of its ow
     const image = await stat(WorkspaceDisks.imageOf(directory));
     expect(image.mode & 0o777).toBe(0o600);
     expect(image.blocks * 512).toBeLessThan(QUOTA / 2);
+  });
+
+  it('takes a new workspace’s filesystem from the spares made ahead, and makes them again', async () => {
+    const first = await workspace();
+    await disks.ensure(first, true);
+    await disks.settle();
+    const spares = path.join(root, '.disk-spares');
+    const ready = await readdir(spares);
+    expect(ready).toHaveLength(2);
+    const inodes = new Set(await Promise.all(ready.map(async (name) => (await stat(path.join(spares, name))).ino)));
+    const second = await workspace();
+    expect(await disks.ensure(second, true)).toBe('filesystem');
+    expect(inodes.has((await stat(WorkspaceDisks.imageOf(second))).ino)).toBe(true);
+    expect(await readdir(second)).toEqual([]);
+    expect((await stat(second)).mode & 0o777).toBe(0o700);
+    await disks.settle();
+    expect(await readdir(spares)).toHaveLength(2);
   });
 
   it('refuses an allocation past the quota at once (ENOSPC), and holds no more than the quota', async () => {

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, link, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxError, SandboxErrorCode } from './errors.js';
@@ -22,55 +23,47 @@ export type WorkspaceDiskKind = 'filesystem' | 'checked';
 /** Where workspaces get a filesystem each, and why not where they do not. */
 export type DiskSupport = { readonly kind: 'filesystem'; readonly disks: WorkspaceDisks } | { readonly kind: 'check'; readonly reason: string };
 
-/** Exit codes of the mount script: the workspace holds files of its own and no image (it stays checked); it has no image yet and none was to be made. */
-const HOLDS_FILES = 75;
-const UNMADE = 76;
-
-/**
- * Run under an exclusive lock of the workspace's parent (every tool runner of a host takes the same
- * lock), so that one image is never attached to two loop devices: two would be two filesystems
- * over one file, and corrupt it. `mount -o loop` attaches the image to the loop device that already
- * holds it, if any, so that every mount of it is one filesystem.
- * Arguments: image, workspace, size in KiB, owner uid, owner gid, whether to make a missing image (1).
- */
-const MOUNT_SCRIPT = `set -eu
-umask 077
-image=$1 dir=$2
-if mountpoint -q "$dir"; then exit 0; fi
-if [ ! -e "$image" ]; then
-  if [ "$6" != 1 ]; then exit ${UNMADE}; fi
-  if [ -n "$(ls -A "$dir")" ]; then exit ${HOLDS_FILES}; fi
-  mkfs.ext4 -q -F -m 0 -E root_owner=$4:$5,lazy_itable_init=1,lazy_journal_init=1 "$image.new" "$3k" >/dev/null
-  mv "$image.new" "$image"
-fi
-mount -o loop,nosuid,nodev,discard "$image" "$dir"
-`;
-
 /** The commands the filesystem limit runs (util-linux and e2fsprogs). */
-const COMMANDS = ['flock', 'mountpoint', 'mkfs.ext4', 'mount', 'umount'];
+const COMMANDS = ['flock', 'mkfs.ext4', 'mount', 'umount'];
+
+/** Filesystems made ahead, beside the workspaces (`.disk-spares`), so that a new workspace's is not made on its first write's path. */
+const SPARES = 2;
+const SPARES_DIR = '.disk-spares';
 
 export type WorkspaceDisksOptions = {
   /** The size of each workspace's filesystem (the quota). */
   readonly bytes: number;
   /** The owner of a new filesystem's root: the sandbox user (root's own where it runs none). */
   readonly owner: { readonly uid: number; readonly gid: number };
+  /** Filesystems kept made ahead (default 2). */
+  readonly spares?: number;
 };
 
 /**
  * Each workspace a filesystem of its own, of the quota's size: an ext4 image beside it
- * (`.<name>.ext4`, sparse, mode 0600), made before the first write into the workspace and mounted
- * over it. Mounts are made in the host's mount namespace, where every tool runner of the host and
- * whoever reads the workspace's folder see them; they outlive the runner (the next one finds them
- * mounted), and go when the workspace is deleted or its home's launcher sweeps them
- * (unmountWorkspacesUnder). A workspace that already holds files and no image (made without the
- * limit) stays as it is, checked from outside.
+ * (`.<name>.ext4`, sparse, mode 0600), made before the first write into the workspace (taken from
+ * the spares made ahead, when one is ready) and mounted over it. Mounts are made in the host's
+ * mount namespace, where every tool runner of the host and whoever reads the workspace's folder
+ * see them; they outlive the runner (the next one finds them mounted), and go when the workspace
+ * is deleted or its home's launcher sweeps them (unmountWorkspacesUnder). A workspace that already
+ * holds files and no image (made without the limit) stays as it is, checked from outside.
  */
 export class WorkspaceDisks {
   /** Workspaces found to hold files of their own (checked). */
   readonly #checked = new Set<string>();
   readonly #pending = new Map<string, Promise<WorkspaceDiskKind | undefined>>();
+  /** Spares are made in the background, one at a time, after a workspace's filesystem is made. */
+  #refilling: Promise<void> | undefined;
+  /** A spare is made for one owner and size (`<uid>-<gid>-<KiB>-<random>.ext4`): a runner of other settings takes none of it. */
+  readonly #sparePrefix: string;
 
-  constructor(readonly options: WorkspaceDisksOptions) {}
+  constructor(readonly options: WorkspaceDisksOptions) {
+    this.#sparePrefix = `${options.owner.uid}-${options.owner.gid}-${Math.floor(options.bytes / 1024)}-`;
+  }
+
+  #isSpare(name: string): boolean {
+    return name.startsWith(this.#sparePrefix) && name.endsWith('.ext4');
+  }
 
   /** The image file of `workspace`. */
   static imageOf(workspace: string): string {
@@ -95,25 +88,92 @@ export class WorkspaceDisks {
   async #ensure(workspace: string, make: boolean): Promise<WorkspaceDiskKind | undefined> {
     // mounted already (by this runner, a sibling, or one before it), or nothing to mount: stats, no process
     if (await isMountPoint(workspace)) return 'filesystem';
-    if (!make && !(await exists(WorkspaceDisks.imageOf(workspace)))) return undefined;
-    const kib = Math.floor(this.options.bytes / 1024);
-    const { uid, gid } = this.options.owner;
-    try {
-      await run('flock', ['-x', path.dirname(workspace), 'sh', '-c', MOUNT_SCRIPT, 'sh', WorkspaceDisks.imageOf(workspace), workspace, String(kib), String(uid), String(gid), make ? '1' : '0']);
-    } catch (error) {
-      const failed = error as { code?: number; stderr?: string };
-      if (failed.code === UNMADE) return undefined;
-      if (failed.code === HOLDS_FILES) {
+    const image = WorkspaceDisks.imageOf(workspace);
+    let made = false;
+    if (!(await exists(image))) {
+      if (!make) return undefined;
+      if ((await readdir(workspace)).length > 0) {
         this.#checked.add(workspace);
         return 'checked';
       }
-      throw new SandboxError(SandboxErrorCode.StartFailed, `the workspace's filesystem could not be mounted: ${failed.stderr?.trim() || (error as Error).message}`, { cause: error });
+      made = await this.#place(image, path.dirname(path.dirname(workspace)));
     }
-    // a new filesystem's own lost+found is not the agent's (fsck makes it again when it needs one);
-    // its root is the workspace, its owner's alone
-    await rm(path.join(workspace, 'lost+found'), { recursive: true, force: true });
-    await chmod(workspace, 0o700);
+    // under an exclusive lock of the tenant's folder, which every tool runner of the host takes:
+    // `mount -o loop` attaches the image to the loop device that already holds it, if any, and two
+    // mounts at once could each attach a device of their own (two filesystems over one file)
+    try {
+      await run('flock', ['-x', path.dirname(workspace), 'mount', '-o', 'loop,nosuid,nodev,discard', image, workspace]);
+    } catch (error) {
+      throw new SandboxError(SandboxErrorCode.StartFailed, `the workspace's filesystem could not be mounted: ${(error as { stderr?: string }).stderr?.trim() || (error as Error).message}`, { cause: error });
+    }
+    if (made) {
+      // a new filesystem's own lost+found is not the agent's (fsck makes it again when it needs one);
+      // its root is the workspace, its owner's alone
+      await rm(path.join(workspace, 'lost+found'), { recursive: true, force: true });
+      await chmod(workspace, 0o700);
+    }
     return 'filesystem';
+  }
+
+  /**
+   * Puts a new filesystem at `image` (a spare, or one made now), unless a sibling runner put one
+   * there first (then that one is the workspace's); whether this one was.
+   */
+  async #place(image: string, root: string): Promise<boolean> {
+    const spares = path.join(root, SPARES_DIR);
+    const ready = (await this.#takeSpare(spares)) ?? (await this.#make(path.dirname(image)));
+    try {
+      // a link never replaces: of two runners making one workspace's filesystem at once, one is kept
+      await link(ready, image);
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+      throw error;
+    } finally {
+      await rm(ready, { force: true });
+      this.#refill(spares);
+    }
+  }
+
+  /** A spare made ahead, claimed by renaming it to a name of this call's (two runners never take one); undefined when none is ready. */
+  async #takeSpare(spares: string): Promise<string | undefined> {
+    for (const name of (await readdir(spares).catch(() => [])).filter((entry) => this.#isSpare(entry))) {
+      const claimed = path.join(spares, `claimed-${randomBytes(8).toString('hex')}`);
+      const taken = await rename(path.join(spares, name), claimed).then(() => true, () => false);
+      if (taken) return claimed;
+    }
+    return undefined;
+  }
+
+  /** A new filesystem in `directory`, of the quota's size, its root the owner's: a sparse image, only root's. */
+  async #make(directory: string, name = `.made-${randomBytes(8).toString('hex')}.ext4`): Promise<string> {
+    const image = path.join(directory, name);
+    await writeFile(image, '', { mode: 0o600 });
+    try {
+      await truncate(image, this.options.bytes);
+      const { uid, gid } = this.options.owner;
+      await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', `root_owner=${uid}:${gid},lazy_itable_init=1,lazy_journal_init=1`, image]);
+      return image;
+    } catch (error) {
+      await rm(image, { force: true });
+      throw new SandboxError(SandboxErrorCode.StartFailed, `the workspace's filesystem could not be made: ${(error as { stderr?: string }).stderr?.trim() || (error as Error).message}`, { cause: error });
+    }
+  }
+
+  /** Makes spares in the background until `SPARES` are ready (a failure leaves the next workspace to make its own). */
+  #refill(spares: string): void {
+    const wanted = this.options.spares ?? SPARES;
+    if (wanted === 0 || this.#refilling) return;
+    this.#refilling = (async () => {
+      await mkdir(spares, { recursive: true, mode: 0o700 });
+      while ((await readdir(spares)).filter((entry) => this.#isSpare(entry)).length < wanted) {
+        const made = await this.#make(spares, `.${randomBytes(8).toString('hex')}.ext4`);
+        // ready only once whole: a spare is taken by its name
+        await rename(made, path.join(spares, `${this.#sparePrefix}${randomBytes(8).toString('hex')}.ext4`));
+      }
+    })()
+      .catch(() => undefined)
+      .finally(() => (this.#refilling = undefined));
   }
 
   /** Unmounts `workspace` and removes its image (the workspace is being deleted, its sandboxes closed). */
@@ -122,6 +182,11 @@ export class WorkspaceDisks {
     this.#checked.delete(workspace);
     if (await isMountPoint(workspace)) await run('umount', [workspace]);
     await rm(WorkspaceDisks.imageOf(workspace), { force: true });
+  }
+
+  /** Spares being made finish (a test, or a service stopping, before its folder goes). */
+  async settle(): Promise<void> {
+    await this.#refilling;
   }
 }
 
@@ -175,7 +240,7 @@ async function unavailableReason(scratch: string, options: WorkspaceDisksOptions
   await mkdir(scratch, { recursive: true });
   const directory = await mkdtemp(path.join(scratch, 'disk-probe-'));
   const workspace = path.join(directory, 'workspace');
-  const disks = new WorkspaceDisks({ ...options, bytes: 8 * 1024 * 1024 });
+  const disks = new WorkspaceDisks({ ...options, bytes: 8 * 1024 * 1024, spares: 0 });
   try {
     await mkdir(workspace);
     if ((await disks.ensure(workspace, true)) !== 'filesystem') return 'the probe workspace was not mounted';
