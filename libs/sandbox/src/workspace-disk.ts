@@ -184,7 +184,7 @@ export class WorkspaceDisks {
     await rm(WorkspaceDisks.imageOf(workspace), { force: true });
   }
 
-  /** Spares being made finish (a test, or a service stopping, before its folder goes). */
+  /** Resolves once the spares being made are (tests, before their folder goes). */
   async settle(): Promise<void> {
     await this.#refilling;
   }
