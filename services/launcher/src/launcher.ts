@@ -59,14 +59,14 @@ function withoutBus(environment: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 /**
- * Unmounts the workspace filesystems a tool runner of this home left mounted (one killed, or
- * stopped: its mounts outlive it, docs/security.md, "Disk"). Only while none runs: before the
- * services start and after they stop, this launcher holding the home.
+ * Unmounts the workspace filesystems the tool runners of this home mounted (a mount outlives its
+ * runner, docs/security.md, "Disk"; their files stay in their images). Only while none runs: before
+ * the services start (what a killed launcher left) and after they stop, this launcher holding the home.
  */
 async function unmountLeftWorkspaces(home: string, output: LauncherOutput): Promise<void> {
   const { workspaces } = loadServiceConfig('tool-runner', { ...withoutBus(process.env), FLOTILLA_HOME: home });
   const unmounted = await unmountWorkspacesUnder(workspaces);
-  if (unmounted > 0) output.info(`unmounted ${unmounted} workspace filesystem(s) a tool runner left in ${workspaces}`);
+  if (unmounted > 0) output.info(`unmounted ${unmounted} workspace filesystem(s) in ${workspaces}`);
 }
 
 const SERVICES_ROOT = fileURLToPath(new URL('../../', import.meta.url));
