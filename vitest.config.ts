@@ -12,8 +12,10 @@ export default defineConfig({
     reporters: ['default', './tests/support/summary-reporter.ts'],
     projects: [
       {
-        // libraries: unit and integration tests (each suite starts its own nats-server)
-        test: { ...shared, name: 'libs', include: ['libs/**/*.test.ts', 'services/**/*.test.ts'], exclude: ['**/node_modules/**', '**/dist/**'] },
+        // libraries: unit and integration tests (each suite starts its own nats-server), two files
+        // at a time even on 2 cores (vitest's default leaves one core idle, and they wait on I/O);
+        // the system tests run after them, one file at a time
+        test: { ...shared, name: 'libs', maxWorkers: 2, include: ['libs/**/*.test.ts', 'services/**/*.test.ts'], exclude: ['**/node_modules/**', '**/dist/**'] },
       },
       {
         // whole-system tests: several service processes each, so one file at a time

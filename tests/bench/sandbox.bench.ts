@@ -23,7 +23,7 @@ async function harness(root: string, kind: Kind): Promise<{ provider: SandboxPro
           stateDir: join(root, `state-${kind}`),
           ownedRoot: root,
           cgroups: kind === 'cgroup' ? await detectCgroups() : { kind: 'none', reason: 'the rlimits-only baseline' },
-          ...(kind === 'disk' ? { disks: await detectWorkspaceDisks(DiskLimit.Filesystem, root, { bytes: settings.limits.workspaceBytes, owner }) } : {}),
+          ...(kind === 'disk' ? { disks: await detectWorkspaceDisks(DiskLimit.Filesystem, root, { bytes: settings.limits.workspaceBytes, owner, workspaces: root }) } : {}),
         });
   const pool = new SandboxPool(provider, { idleStopMs: 3_600_000, maxOpen: 100_000 });
   const tools = new ToolRegistry([createTerminalTool()]);

@@ -13,6 +13,8 @@ export type OpenSandboxProviderOptions = {
   readonly stateDir: string;
   /** The service's home: folders in it on the way to a workspace may be made traversable (see BwrapProviderOptions). */
   readonly ownedRoot?: string;
+  /** The workspaces' root, where workspace filesystems are made ahead (WorkspaceDisksOptions.workspaces). */
+  readonly workspaces?: string;
   /** Skip the self-test (tests that make many providers); never in a service. */
   readonly skipSelfTest?: boolean;
 };
@@ -34,7 +36,7 @@ async function providerOf(settings: SandboxSettings, options: OpenSandboxProvide
       // empty cgroups a runner killed before closing its sandboxes left (a minute old at least: a sibling runner's being made is younger)
       await sweepIdleCgroups(cgroups, IDLE_CGROUP_SWEEP_MS);
       const owner = { uid: settings.uid, gid: settings.gid };
-      const disks = await detectWorkspaceDisks(settings.diskLimit, options.stateDir, { bytes: settings.limits.workspaceBytes, owner });
+      const disks = await detectWorkspaceDisks(settings.diskLimit, options.stateDir, { bytes: settings.limits.workspaceBytes, owner, ...(options.workspaces === undefined ? {} : { workspaces: options.workspaces }) });
       return createBwrapProvider(settings, { stateDir: options.stateDir, cgroups, disks, ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }) });
     }
     case SandboxKind.None:

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -32,7 +33,8 @@ export async function probeSandbox(provider: SandboxProvider, scratchDir: string
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   try {
-    const sandbox = await provider.open({ id: 'self-test', workspace });
+    // an id of its own: two runners of one host testing at once must not share a cgroup (one's close removes it under the other)
+    const sandbox = await provider.open({ id: `self-test-${randomBytes(4).toString('hex')}`, workspace });
     try {
       const child = await sandbox.spawn('bash', ['-c', PROBE, 'probe', outside, String(port)]);
       let output = '';

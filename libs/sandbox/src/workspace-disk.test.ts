@@ -42,7 +42,7 @@ describe.skipIf(support.kind === 'check')('a workspace as a filesystem of its ow
 
   beforeAll(async () => {
     root = await mkdtemp(path.join(scratch, 'workspaces-'));
-    disks = new WorkspaceDisks({ bytes: QUOTA, owner: OWNER });
+    disks = new WorkspaceDisks({ bytes: QUOTA, owner: OWNER, workspaces: root });
   });
   afterEach(async () => {
     await disks.settle();

@@ -35,8 +35,8 @@ export type WorkspaceDisksOptions = {
   readonly bytes: number;
   /** The owner of a new filesystem's root: the sandbox user (root's own where it runs none). */
   readonly owner: { readonly uid: number; readonly gid: number };
-  /** Filesystems kept made ahead (default 2). */
-  readonly spares?: number;
+  /** The workspaces' root (`<root>/<tenant>/<conversation>`): spares are made ahead beside the workspaces in it. Without it, none. */
+  readonly workspaces?: string;
 };
 
 /**
@@ -96,7 +96,7 @@ export class WorkspaceDisks {
         this.#checked.add(workspace);
         return 'checked';
       }
-      made = await this.#place(image, path.dirname(path.dirname(workspace)));
+      made = await this.#place(image, workspace);
     }
     // under an exclusive lock of the tenant's folder, which every tool runner of the host takes:
     // `mount -o loop` attaches the image to the loop device that already holds it, if any, and two
@@ -119,9 +119,11 @@ export class WorkspaceDisks {
    * Puts a new filesystem at `image` (a spare, or one made now), unless a sibling runner put one
    * there first (then that one is the workspace's); whether this one was.
    */
-  async #place(image: string, root: string): Promise<boolean> {
-    const spares = path.join(root, SPARES_DIR);
-    const ready = (await this.#takeSpare(spares)) ?? (await this.#make(path.dirname(image)));
+  async #place(image: string, workspace: string): Promise<boolean> {
+    // spares are on the workspaces' filesystem, for the workspaces of their root (a link cannot cross filesystems)
+    const root = this.options.workspaces === undefined ? undefined : path.resolve(this.options.workspaces);
+    const spares = root !== undefined && path.dirname(path.dirname(path.resolve(workspace))) === root ? path.join(root, SPARES_DIR) : undefined;
+    const ready = (spares && (await this.#takeSpare(spares))) || (await this.#make(path.dirname(image)));
     try {
       // a link never replaces: of two runners making one workspace's filesystem at once, one is kept
       await link(ready, image);
@@ -131,7 +133,7 @@ export class WorkspaceDisks {
       throw error;
     } finally {
       await rm(ready, { force: true });
-      this.#refill(spares);
+      if (spares) this.#refill(spares);
     }
   }
 
@@ -162,11 +164,10 @@ export class WorkspaceDisks {
 
   /** Makes spares in the background until `SPARES` are ready (a failure leaves the next workspace to make its own). */
   #refill(spares: string): void {
-    const wanted = this.options.spares ?? SPARES;
-    if (wanted === 0 || this.#refilling) return;
+    if (this.#refilling) return;
     this.#refilling = (async () => {
       await mkdir(spares, { recursive: true, mode: 0o700 });
-      while ((await readdir(spares)).filter((entry) => this.#isSpare(entry)).length < wanted) {
+      while ((await readdir(spares)).filter((entry) => this.#isSpare(entry)).length < SPARES) {
         const made = await this.#make(spares, `.${randomBytes(8).toString('hex')}.ext4`);
         // ready only once whole: a spare is taken by its name
         await rename(made, path.join(spares, `${this.#sparePrefix}${randomBytes(8).toString('hex')}.ext4`));
@@ -240,7 +241,7 @@ async function unavailableReason(scratch: string, options: WorkspaceDisksOptions
   await mkdir(scratch, { recursive: true });
   const directory = await mkdtemp(path.join(scratch, 'disk-probe-'));
   const workspace = path.join(directory, 'workspace');
-  const disks = new WorkspaceDisks({ ...options, bytes: 8 * 1024 * 1024, spares: 0 });
+  const disks = new WorkspaceDisks({ owner: options.owner, bytes: 8 * 1024 * 1024 });
   try {
     await mkdir(workspace);
     if ((await disks.ensure(workspace, true)) !== 'filesystem') return 'the probe workspace was not mounted';

@@ -11,7 +11,7 @@ await runService({
   async start({ config, log, nc, interrupts, metrics, logger }) {
     const sandboxSettings = loadSandboxSettings();
     // refuses to start when the configured kind cannot run here or does not isolate
-    const provider = await openSandboxProvider(sandboxSettings, { stateDir: await sandboxStateDir(join(config.home, 'sandbox')), ownedRoot: config.home });
+    const provider = await openSandboxProvider(sandboxSettings, { stateDir: await sandboxStateDir(join(config.home, 'sandbox')), ownedRoot: config.home, workspaces: config.workspaces });
     const sandbox = provider.describe();
     if (sandbox.isolated) logger.info({ sandbox }, 'sandbox ready');
     if (sandbox.warning) logger.warn({ sandbox }, sandbox.warning);

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_SANDBOX_SETTINGS, detectCgroups, openSandboxProvider } from '@flotilla/sandbox';
+import { DEFAULT_SANDBOX_SETTINGS, detectCgroups, openSandboxProvider, unmountWorkspacesUnder } from '@flotilla/sandbox';
 import { describe, expect, it } from 'vitest';
 import { createToolContext } from '../core/context.js';
 import { resultText } from '../core/result.js';
@@ -32,6 +32,8 @@ describe.skipIf(cgroups.kind === 'none')('the terminal in a sandbox past its mem
       await sandbox.close();
     } finally {
       await terminal.close?.();
+      // the workspace is a filesystem of its own where the test runs as root: mounts outlive their sandbox
+      await unmountWorkspacesUnder(root);
       await rm(root, { recursive: true, force: true });
     }
   }, 60_000);
@@ -53,6 +55,8 @@ describe('the terminal in a sandbox past its file-size limit', () => {
       await sandbox.close();
     } finally {
       await terminal.close?.();
+      // the workspace is a filesystem of its own where the test runs as root: mounts outlive their sandbox
+      await unmountWorkspacesUnder(root);
       await rm(root, { recursive: true, force: true });
     }
   }, 60_000);
