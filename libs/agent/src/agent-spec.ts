@@ -1,9 +1,9 @@
 import { draftEvent, type AgentSpecEvent, type EventDraft } from '@flotilla/events';
 import { z } from 'zod';
 import { AgentConfig } from './agent-config.js';
-import { SpecModel } from './spec-model.js';
+import { llmConfigOf, SpecModel } from './spec-model.js';
 
-export { SpecModel } from './spec-model.js';
+export { llmConfigOf, MAX_FALLBACKS, SpecFallback, SpecModel } from './spec-model.js';
 
 /** The version of the agent spec's schema this build writes and reads (the `version` of every spec). */
 export const AGENT_SPEC_VERSION = 1 as const;
@@ -20,11 +20,10 @@ export const AgentSpec = AgentConfig.extend({
 export type AgentSpec = z.infer<typeof AgentSpec>;
 export type AgentSpecInput = z.input<typeof AgentSpec>;
 
-/** The configuration a step runs with, from a spec: the same settings, the model without where its key comes from. */
+/** The configuration a step runs with, from a spec: the same settings, the model without where its key comes from (nor its fallbacks: the spec keeps them). */
 export function agentConfigOf(spec: AgentSpec): AgentConfig {
   const { version: _version, llm, ...rest } = spec;
-  const { profile: _profile, apiKeySecret: _secret, ...model } = llm;
-  return Object.freeze({ ...rest, llm: model });
+  return Object.freeze({ ...rest, llm: llmConfigOf(llm) });
 }
 
 /** The spec of an agent configuration, as a log records it: the same settings, its model without a key. */

@@ -1,6 +1,6 @@
 export { AgentConfig, ConfirmationPolicy, parseAgentConfig } from './agent-config.js';
 export type { AgentConfigInput } from './agent-config.js';
-export { AGENT_SPEC_VERSION, AgentSpec, agentConfigOf, describeIssues, fieldIssues, readAgentSpec, SpecModel, specOfConfig, unreadableSpecDrafts } from './agent-spec.js';
+export { AGENT_SPEC_VERSION, AgentSpec, agentConfigOf, describeIssues, fieldIssues, llmConfigOf, MAX_FALLBACKS, readAgentSpec, SpecFallback, SpecModel, specOfConfig, unreadableSpecDrafts } from './agent-spec.js';
 export type { AgentSpecInput, SpecRead } from './agent-spec.js';
 export { lastSpecEvent, SpecFold } from './spec-fold.js';
 export { McpHttpServerSpec, McpServerSpec, McpServersSpec, McpStdioServerSpec, resolveMcpServer } from './mcp-spec.js';

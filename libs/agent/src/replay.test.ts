@@ -1,10 +1,10 @@
 import { draftEvent, parseEvent, withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
-import { createLanguageModel } from '@flotilla/llm';
-import { fixtureReply, loadFixture, startTestServer, type FixtureName, type LlmTestServer } from '@flotilla/llm/testing';
+import { createLanguageModel, withFallbacks } from '@flotilla/llm';
+import { errorReply, fixtureReply, loadErrorBody, loadFixture, startTestServer, type FixtureName, type LlmTestServer } from '@flotilla/llm/testing';
 import { defineTool, textResult, ToolRegistry } from '@flotilla/tools';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AGENT_SPEC_VERSION, AgentSpec, agentConfigOf } from './agent-spec.js';
+import { AGENT_SPEC_VERSION, AgentSpec, agentConfigOf, llmConfigOf } from './agent-spec.js';
 import { withListedTools } from './mcp-tools-catalog.js';
 import { checkRequests, replayRequests, ReplayError } from './replay.js';
 import { SpecFold } from './spec-fold.js';
@@ -112,6 +112,41 @@ describe('replayRequests', () => {
     expect(replayed[2]!.body).not.toContain('call_Kx8Qe2VbN4tR7yU1iO3pA5sD');
     expect(replayed[1]!.body).toContain('"thinking":{"type":"enabled","budget_tokens":2048}');
     expect(checkRequests(replayed, server.requests.map((request) => ({ body: request.text }))).map((check) => check.result)).toEqual(['same', 'same', 'same']);
+  });
+
+  it("rebuilds a step a fallback made with the fallback's settings, byte for byte as the fallback received it", async () => {
+    await using primary = await startTestServer();
+    await using backup = await startTestServer();
+    const log = new MemoryLog();
+    log.spec({ provider: 'anthropic', model: 'claude-sonnet-4-6', baseURL: primary.url, fallbacks: [{ profile: 'backup', provider: 'openai-chat', model: 'gpt-4.1', baseURL: backup.baseURL, temperature: 0.5 }] }, 'conversation created');
+    log.append([
+      draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Read package.json.' }] }),
+      draftEvent({ ...ref, source: 'user' }, 'state_change', { status: 'running' }),
+    ]);
+    const spec = AgentSpec.parse((log.events[0] as Extract<Event, { type: 'agent_spec' }>).spec);
+    // the spec's own provider is overloaded; its fallback answers
+    primary.enqueue(errorReply(529, loadErrorBody('anthropic', 'overloaded')));
+    backup.enqueue(fixtureReply(loadFixture('openai-chat-tool-call')));
+    const made = (config: ReturnType<typeof llmConfigOf>) => createLanguageModel({ ...config, apiKey: 'test-key', retry: { maxAttempts: 1 } });
+    const llm = withFallbacks({ model: made(llmConfigOf(spec.llm)) }, [{ model: made(llmConfigOf(spec.llm.fallbacks![0]!)), profile: 'backup' }]);
+    const agent = agentConfigOf(spec);
+    const result = await step({ agent, llm, tools: registryCatalog(registry, agent.tools), events: log.events, conversation: ref, now: () => new Date('2031-02-03T04:05:06.000Z') });
+    expect(result.outcome).toBe('actions');
+    log.append(result.drafts);
+    const usage = log.events.find((event) => event.type === 'llm_usage')!;
+    expect(usage).toMatchObject({ v: 5, fallback: { index: 0, provider: 'openai-chat', model: 'gpt-4.1', profile: 'backup' } });
+
+    const [replayed] = replayRequests(log.events, { registry });
+    expect(replayed).toMatchObject({ seq: usage.seq, provider: 'openai-chat', model: 'gpt-4.1' });
+    expect(replayed!.body).toBe(backup.requests[0]!.text);
+    expect(replayed!.body).toContain('"temperature":0.5');
+    expect(primary.requests).toHaveLength(1);
+    expect(replayed!.body).not.toBe(primary.requests[0]!.text);
+
+    // a log naming a fallback its spec does not hold is refused, never rebuilt with another model
+    const naming = (fallback: object): Event[] => log.events.map((event) => (event.seq === usage.seq ? ({ ...event, fallback: { index: 0, provider: 'openai-chat', model: 'gpt-4.1', ...fallback } } as Event) : event));
+    expect(() => replayRequests(naming({ index: 1 }), { registry })).toThrow(`the step at seq ${usage.seq} was made by fallback 1 (gpt-4.1), and the agent spec at seq 1 has fallbacks 0 to 0 only`);
+    expect(() => replayRequests(naming({ model: 'gpt-5' }), { registry })).toThrow(`the step at seq ${usage.seq} names fallback 0 as openai-chat gpt-5, and the agent spec at seq 1 has openai-chat gpt-4.1 there`);
   });
 
   it('refuses a log it cannot replay, saying why', async () => {

@@ -1,8 +1,8 @@
-import type { AgentSpecEvent, Event, McpToolsEvent } from '@flotilla/events';
-import { imageNote, wireRequest, type ChatMessage, type GenerateRequest } from '@flotilla/llm';
+import type { AgentSpecEvent, Event, LlmUsageEvent, McpToolsEvent } from '@flotilla/events';
+import { imageNote, wireRequest, type ChatMessage, type GenerateRequest, type LlmConfig } from '@flotilla/llm';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
-import { agentConfigOf, readAgentSpec } from './agent-spec.js';
+import { llmConfigOf, readAgentSpec } from './agent-spec.js';
 import { withListedTools } from './mcp-tools-catalog.js';
 import { SpecFold } from './spec-fold.js';
 import { STEP_STREAMS, stepRequest } from './step-request.js';
@@ -16,6 +16,7 @@ export type ReplayedRequest = {
   readonly seq: number;
   /** The seq of the `agent_spec` event in force at the step. */
   readonly specSeq: number;
+  /** The model that made the step: the spec's, or the fallback its `llm_usage` names. */
   readonly provider: string;
   readonly model: string;
   /** The request's body as the provider's adapter sends it (UTF-8 JSON), byte for byte. */
@@ -36,14 +37,15 @@ export type ReplayOptions = {
  * 14): for each step commit (its `llm_usage` of purpose `step`), the view of the log before the
  * step's call (the system prompt as logged, the condensations applied) rendered by the step's own
  * `stepRequest`, the tools of the spec in force there (its built-in ones, and those its MCP servers
- * listed in the log), and the body the spec's provider adapter
- * builds from them. `events` must be the whole log, from seq 1. A step that ran without a spec in
- * the log (the deployment's default, which the log does not hold) or under a spec this build cannot
- * read cannot be rebuilt: a ReplayError says which.
+ * listed in the log), and the body the provider adapter of the model that made the step (the
+ * spec's, or the fallback of the spec's `llm.fallbacks` its `llm_usage` names) builds from them.
+ * `events` must be the whole log, from seq 1. A step that ran without a spec in the log (the
+ * deployment's default, which the log does not hold), under a spec this build cannot read, or by a
+ * fallback the spec does not hold cannot be rebuilt: a ReplayError says which.
  */
 export function replayRequests(events: readonly Event[], options: ReplayOptions = {}): ReplayedRequest[] {
   const registry = options.registry ?? new ToolRegistry(createBuiltinTools());
-  const agents = new Map<AgentSpecEvent, { readonly tools: ToolCatalog; readonly llm: unknown }>();
+  const agents = new Map<AgentSpecEvent, ReplayAgent>();
   const listedTools = new WeakMap<readonly McpToolsEvent[], ToolCatalog>();
   const view = new ViewBuilder();
   const renderer = new ChatRenderer(messageCharacters);
@@ -66,7 +68,7 @@ export function replayRequests(events: readonly Event[], options: ReplayOptions 
     let tools = listedTools.get(listed);
     if (!tools) listedTools.set(listed, (tools = withListedTools(agent.tools, listed)));
     const { request } = stepRequest({ history: events.slice(0, index), tools, view: () => view.view(), chat: renderer });
-    const wire = wireRequest(agent.llm, withoutStoredBytes(request), { stream: STEP_STREAMS });
+    const wire = wireRequest(modelOf(agent, event, spec.seq), withoutStoredBytes(request), { stream: STEP_STREAMS });
     replayed.push({ seq: event.seq, specSeq: spec.seq, provider: wire.provider, model: wire.model, body: wire.body });
   });
   return replayed;
@@ -91,15 +93,30 @@ function withoutStoredBytes(request: GenerateRequest): GenerateRequest {
   };
 }
 
-function agentOf(event: AgentSpecEvent, known: Map<AgentSpecEvent, { readonly tools: ToolCatalog; readonly llm: unknown }>, registry: ToolRegistry): { readonly tools: ToolCatalog; readonly llm: unknown } {
+/** A spec's tools, and its model and each of its fallbacks as they are called. */
+type ReplayAgent = { readonly tools: ToolCatalog; readonly llm: LlmConfig; readonly fallbacks: readonly LlmConfig[] };
+
+function agentOf(event: AgentSpecEvent, known: Map<AgentSpecEvent, ReplayAgent>, registry: ToolRegistry): ReplayAgent {
   let agent = known.get(event);
   if (!agent) {
     const read = readAgentSpec(event);
     if (!read.ok) throw new ReplayError(read.reason);
-    agent = { tools: specTools(registry, read.spec), llm: agentConfigOf(read.spec).llm };
+    agent = { tools: specTools(registry, read.spec), llm: llmConfigOf(read.spec.llm), fallbacks: (read.spec.llm.fallbacks ?? []).map(llmConfigOf) };
     known.set(event, agent);
   }
   return agent;
+}
+
+/** The model that made a step: the spec's, or the fallback its `llm_usage` names, which must be the spec's. */
+function modelOf(agent: ReplayAgent, usage: LlmUsageEvent, specSeq: number): LlmConfig {
+  const { fallback } = usage;
+  if (fallback === undefined) return agent.llm;
+  const model = agent.fallbacks[fallback.index];
+  if (model === undefined) throw new ReplayError(`the step at seq ${usage.seq} was made by fallback ${fallback.index} (${fallback.model}), and the agent spec at seq ${specSeq} has ${agent.fallbacks.length === 0 ? 'no fallbacks' : `fallbacks 0 to ${agent.fallbacks.length - 1} only`}`);
+  if (model.provider !== fallback.provider || model.model !== fallback.model) {
+    throw new ReplayError(`the step at seq ${usage.seq} names fallback ${fallback.index} as ${fallback.provider} ${fallback.model}, and the agent spec at seq ${specSeq} has ${model.provider} ${model.model} there`);
+  }
+  return model;
 }
 
 /** A step's rebuilt request against the one recorded for it. */

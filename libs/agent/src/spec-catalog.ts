@@ -3,7 +3,8 @@ import { defaultApiKeyVariable, LlmConfig } from '@flotilla/llm';
 import { builtinToolNames } from '@flotilla/tools';
 import { z } from 'zod';
 import type { AgentConfig } from './agent-config.js';
-import { AGENT_SPEC_VERSION, AgentSpec, fieldIssues, type SpecModel } from './agent-spec.js';
+import { AGENT_SPEC_VERSION, AgentSpec, fieldIssues, MAX_FALLBACKS, type SpecModel } from './agent-spec.js';
+import { fallbackIssues } from './profile-fallbacks.js';
 import { DEFAULT_MAX_SUB_AGENT_DEPTH, DEFAULT_MAX_SUB_AGENTS, parseSubAgentMarkdown, TASK_TOOL, type SubAgentDefinition } from './sub-agents.js';
 
 /** The name of the deployment's own model (the default spec's), as a profile. */
@@ -21,8 +22,18 @@ function tunedModel(requested: unknown, current: AgentSpec['llm']): unknown {
   if (typeof requested !== 'object' || requested === null || Array.isArray(requested)) return requested;
   const keys = Object.keys(requested);
   if (keys.length === 0 || !keys.every((key) => (TUNING_KEYS as readonly string[]).includes(key))) return requested;
-  const tuning = Object.fromEntries(TUNING_KEYS.flatMap((key) => (current[key] === undefined ? [] : [[key, current[key]]])));
-  return current.profile === undefined ? { ...current, ...requested } : { profile: current.profile, ...tuning, ...requested };
+  return { ...requestOf(current), ...requested };
+}
+
+/**
+ * A spec's model as a request names it: a profile's by its name and tuning (its settings and
+ * fallbacks are the profile's, read again), a model of the spec's own whole, its fallbacks each
+ * named so.
+ */
+function requestOf(model: SpecModel): Record<string, unknown> {
+  if (model.profile !== undefined) return { profile: model.profile, ...Object.fromEntries(TUNING_KEYS.flatMap((key) => (model[key] === undefined ? [] : [[key, model[key]]]))) };
+  const { fallbacks, ...own } = model;
+  return fallbacks === undefined ? own : { ...own, fallbacks: fallbacks.map(requestOf) };
 }
 
 /**
@@ -84,6 +95,12 @@ export type SpecPatch = Partial<Record<Exclude<keyof AgentSpec, 'version'>, unkn
 /** The operator's catalog: model profiles (with their keys' sources), templates of specs, and the limits every spec keeps. */
 export const AgentCatalogSettings = z.strictObject({
   profiles: z.record(SpecName, LlmConfig).default({}),
+  /**
+   * Each profile's fallbacks (`default` included), in order: `{"default": ["backup"]}`. A call its
+   * model's provider cannot make for an outage, once its retries are spent, is made by the next.
+   * A fallback's own fallbacks are not followed: a profile's list is its whole chain.
+   */
+  fallbacks: z.record(SpecName, z.array(SpecName).min(1).max(MAX_FALLBACKS)).default({}),
   templates: z.record(SpecName, SpecPatch).default({}),
   /**
    * The sub-agents a spec may name (`subAgents: ["<name>", …]`), as Markdown definitions in
@@ -114,8 +131,8 @@ export class SpecRefused extends Error {
 export type SpecRequest = { readonly template?: string; readonly spec?: unknown };
 export type ResolvedSpec = { readonly spec: AgentSpec; readonly template?: string };
 
-/** A profile as `/v1/server-info` shows it: never its key or where the key comes from. */
-export type ProfileSummary = { readonly name: string; readonly provider: string; readonly model: string };
+/** A profile as `/v1/server-info` shows it: never its key or where the key comes from; the profiles it falls back on, in order. */
+export type ProfileSummary = { readonly name: string; readonly provider: string; readonly model: string; readonly fallbacks: readonly string[] };
 
 /** A sub-agent as `/v1/server-info` shows it: what a spec may name in `subAgents`. */
 export type SubAgentSummary = { readonly name: string; readonly description: string; readonly tools: readonly string[]; readonly workspace: 'shared' | 'own'; readonly model: string | null };
@@ -130,6 +147,8 @@ export class AgentCatalog {
   readonly defaultSpec: AgentSpec;
   readonly limits: OperatorLimits;
   readonly #profiles: ReadonlyMap<string, LlmConfig>;
+  /** Each profile's fallbacks, by name, for those that have some. */
+  readonly #fallbacks: ReadonlyMap<string, readonly string[]>;
   readonly #templates: ReadonlyMap<string, AgentSpec>;
   readonly #tools: readonly string[];
   /** The operator's sub-agents, resolved (their models are their profiles'). */
@@ -139,14 +158,17 @@ export class AgentCatalog {
   constructor(defaults: AgentConfig, settings: unknown = {}) {
     const parsed = AgentCatalogSettings.safeParse(settings);
     if (!parsed.success) throw new SpecRefused(400, fieldIssues(parsed.error));
-    const { profiles, templates, limits, subAgents } = parsed.data;
+    const { profiles, fallbacks, templates, limits, subAgents } = parsed.data;
     if (DEFAULT_PROFILE in profiles) throw new SpecRefused(400, [{ path: `profiles.${DEFAULT_PROFILE}`, message: "is the deployment's own model (its agent settings' llm): name the profile otherwise" }]);
     this.limits = limits;
     this.#tools = limits.tools ?? [...builtinToolNames(), TASK_TOOL];
     this.#profiles = new Map([[DEFAULT_PROFILE, defaults.llm], ...Object.entries(profiles)]);
+    const wrong = fallbackIssues(fallbacks, [...this.#profiles.keys()]);
+    if (wrong.length > 0) throw new SpecRefused(400, wrong);
+    this.#fallbacks = new Map(Object.entries(fallbacks));
     this.#subAgents = this.#readSubAgents(subAgents);
     const { llm: _llm, ...rest } = defaults;
-    this.defaultSpec = this.#finish({ ...rest, llm: modelOfProfile(DEFAULT_PROFILE, defaults.llm) }, 'defaults');
+    this.defaultSpec = this.#finish({ ...rest, llm: this.#profileModel(DEFAULT_PROFILE) }, 'defaults');
     this.#templates = new Map(Object.entries(templates).map(([name, patch]) => [name, this.#apply(this.defaultSpec, patch, `templates.${name}`)]));
   }
 
@@ -171,7 +193,7 @@ export class AgentCatalog {
   }
 
   profiles(): ProfileSummary[] {
-    return [...this.#profiles].map(([name, config]) => ({ name, provider: config.provider, model: config.model })).sort((a, b) => a.name.localeCompare(b.name));
+    return [...this.#profiles].map(([name, config]) => ({ name, provider: config.provider, model: config.model, fallbacks: this.#fallbacks.get(name) ?? [] })).sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** The tools a spec may offer here. */
@@ -222,6 +244,13 @@ export class AgentCatalog {
     return this.#finish({ ...base, ...given, llm, subAgents }, at);
   }
 
+  /** A profile's model as a spec holds it: its settings without the key, its name, and its fallbacks' models (without theirs). */
+  #profileModel(name: string): Record<string, unknown> {
+    const model = modelOfProfile(name, this.#profiles.get(name)!);
+    const fallbacks = this.#fallbacks.get(name);
+    return fallbacks === undefined ? model : { ...model, fallbacks: fallbacks.map((fallback) => modelOfProfile(fallback, this.#profiles.get(fallback)!)) };
+  }
+
   /** The operator's Markdown definitions, each read and its model resolved from its profile; an error names `subAgents.N.<field>`. */
   #readSubAgents(texts: readonly string[]): Map<string, SubAgentDefinition> {
     const agents = new Map<string, SubAgentDefinition>();
@@ -239,7 +268,7 @@ export class AgentCatalog {
       if (refused.length > 0) issues.push({ path: `${at}.tools`, message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})` });
       const config = profile === undefined ? undefined : this.#profiles.get(profile);
       if (profile !== undefined && !config) issues.push({ path: `${at}.model`, message: `no model profile ${JSON.stringify(profile)} (the profiles: ${[...this.#profiles.keys()].join(', ')})` });
-      agents.set(definition.name, { ...definition, ...(config ? { llm: modelOfProfile(profile!, config) as SpecModel } : {}) });
+      agents.set(definition.name, { ...definition, ...(config ? { llm: this.#profileModel(profile!) as SpecModel } : {}) });
     });
     if (issues.length > 0) throw new SpecRefused(400, issues);
     return agents;
@@ -259,8 +288,12 @@ export class AgentCatalog {
     return agents;
   }
 
-  /** A requested model: a profile's (with tuning), or, where allowed, one of the request's own. */
-  #model(requested: unknown, at: string): unknown {
+  /**
+   * A requested model: a profile's (with tuning, and the profile's fallbacks), or, where allowed,
+   * one of the request's own (with the fallbacks it lists: each a profile's model or one of its
+   * own). A fallback (`asFallback`) has no fallbacks of its own.
+   */
+  #model(requested: unknown, at: string, asFallback = false): unknown {
     if (typeof requested !== 'object' || requested === null || Array.isArray(requested)) throw new SpecRefused(400, [{ path: at, message: 'must be an object: { "profile": "<name>" } or a model of its own' }]);
     const { profile, ...rest } = requested as Record<string, unknown>;
     if (profile !== undefined) {
@@ -270,7 +303,7 @@ export class AgentCatalog {
       if (fixed.length > 0) {
         throw new SpecRefused(400, fixed.map((key) => ({ path: `${at}.${key}`, message: `a profile fixes its model's ${key}: with a profile give only ${TUNING_KEYS.join(', ')}` })));
       }
-      return { ...modelOfProfile(profile as string, config), ...rest };
+      return { ...(asFallback ? modelOfProfile(profile as string, config) : this.#profileModel(profile as string)), ...rest };
     }
     const allowed = this.limits.customModels;
     if (allowed === false) {
@@ -285,7 +318,13 @@ export class AgentCatalog {
       issues.push({ path: `${at}.baseURL`, message: `a model of the spec's own needs a base URL starting with one of: ${allowed.baseURLs.join(', ')}` });
     }
     if (issues.length > 0) throw new SpecRefused(403, issues);
-    return rest;
+    const { fallbacks, ...own } = rest;
+    if (fallbacks === undefined) return own;
+    if (asFallback) throw new SpecRefused(400, [{ path: `${at}.fallbacks`, message: "a fallback's own fallbacks are not followed: list every model in the fallbacks of the model they back up" }]);
+    if (!Array.isArray(fallbacks) || fallbacks.length === 0 || fallbacks.length > MAX_FALLBACKS) {
+      throw new SpecRefused(400, [{ path: `${at}.fallbacks`, message: `must be a list of 1 to ${MAX_FALLBACKS} models, each { "profile": "<name>" } or a model of its own` }]);
+    }
+    return { ...own, fallbacks: fallbacks.map((fallback, index) => this.#model(fallback, `${at}.fallbacks.${index}`, true)) };
   }
 
   /** The spec's schema, then the limits, on a whole candidate. */

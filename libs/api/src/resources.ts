@@ -138,7 +138,8 @@ export const ServerInfo = z.strictObject({
   /** The operator's agents: templates to create from, model profiles a spec may name (never their keys), and whether a spec may bring its own model. */
   agents: z.strictObject({
     templates: z.array(z.strictObject({ name: z.string(), model: z.string(), tools: z.array(z.string()) })),
-    profiles: z.array(z.strictObject({ name: z.string(), provider: z.string(), model: z.string() })),
+    /** Each profile's model, and the profiles it falls back on, in order, when its provider is out. */
+    profiles: z.array(z.strictObject({ name: z.string(), provider: z.string(), model: z.string(), fallbacks: z.array(z.string()) })),
     custom_models: z.union([z.literal(false), z.strictObject({ providers: z.array(z.string()).nullable(), base_urls: z.array(z.string()) })]),
     default: z.strictObject({ model: z.string(), tools: z.array(z.string()) }),
     /** The MCP servers a spec may name: stdio commands (run in the conversation's sandbox) and HTTP URL prefixes; none by default. */

@@ -27,6 +27,16 @@ describe('draftEvent', () => {
     expect(() => parseEvent({ ...withImage, seq: 3, v: 3 })).toThrowError(/v: a stored image .* exists from protocol version 4 on/);
   });
 
+  it("stamps v5 on an llm_usage naming the fallback that made its call, and the type's v1 on one without", () => {
+    const usage = { model: 'gpt-4.1', purpose: 'step' as const, prompt_tokens: 10, completion_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 12, cost_usd: 0 };
+    const fallback = { index: 0, provider: 'openai-chat', model: 'gpt-4.1', profile: 'backup' };
+    const byFallback = draftEvent({ ...context, source: 'system' }, 'llm_usage', { ...usage, fallback });
+    expect(byFallback.v).toBe(5);
+    expect(draftEvent({ ...context, source: 'system' }, 'llm_usage', usage).v).toBe(1);
+    expect(parseEvent({ ...byFallback, seq: 4 })).toMatchObject({ v: 5, fallback });
+    expect(() => parseEvent({ ...byFallback, seq: 4, v: 4 })).toThrowError(/v: an llm_usage's fallback exists from protocol version 5 on/);
+  });
+
   it('fills the envelope: version, fresh id, tenant, conversation, source, UTC timestamp', () => {
     const draft = draftEvent(context, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] });
     expect(draft).toMatchObject({

@@ -32,6 +32,7 @@ export {
   ConversationStatus,
   HookExecutionEvent,
   InterruptEvent,
+  LlmFallback,
   LlmUsageEvent,
   PauseEvent,
   StateChangeEvent,

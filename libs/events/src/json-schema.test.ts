@@ -59,6 +59,24 @@ describe('an older reader of a newer event', () => {
   });
 });
 
+describe('a v4 reader of a v5 event', () => {
+  it('refuses, at v, every v5 golden llm_usage naming a fallback: never misreads it', () => {
+    const path = join(import.meta.dirname, '..', 'schema', 'flotilla-events.v4.schema.json');
+    const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true, validateFormats: false });
+    ajv.addSchema(JSON.parse(readFileSync(path, 'utf8')) as object);
+    const event = ajv.getSchema('urn:flotilla:events:v4#/$defs/Event')!;
+    const needsV5 = goldenEvents(5).filter((fixture) => fixture.type === 'llm_usage' && 'fallback' in (fixture.value as object));
+    expect(needsV5.length).toBeGreaterThan(0);
+    for (const fixture of needsV5) {
+      expect(event(fixture.value), fixture.name).toBe(false);
+      expect(event({ ...(fixture.value as object), v: 4 }), fixture.name).toBe(false);
+      // without the field, it is a v1 event every reader takes
+      const { fallback: _fallback, ...plain } = fixture.value as Record<string, unknown>;
+      expect(event({ ...plain, v: 1 }), fixture.name).toBe(true);
+    }
+  });
+});
+
 describe('published JSON Schema', () => {
   const schema = compile();
 

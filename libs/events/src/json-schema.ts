@@ -10,6 +10,7 @@ import {
   ConversationStatus,
   HookExecutionEvent,
   InterruptEvent,
+  LlmFallback,
   LlmUsageEvent,
   PauseEvent,
   StateChangeEvent,
@@ -65,6 +66,7 @@ const NAMED_SCHEMAS = {
   InterruptEvent,
   HookExecutionEvent,
   LlmUsageEvent,
+  LlmFallback,
   SecretChangedEvent,
   AgentSpecEvent,
   AgentSpecDocument,
@@ -136,6 +138,14 @@ const REFINEMENTS = new Map<z.core.$ZodType, JsonSchema>([
     },
   ],
   [
+    LlmUsageEvent,
+    {
+      $comment: 'An llm_usage naming the fallback that made its call exists from protocol version 5 on.',
+      if: { required: ['fallback'] },
+      then: { properties: { v: { enum: versionsSince(5) } } },
+    },
+  ],
+  [
     McpToolsEvent,
     {
       $comment: 'A server that failed (error) lists no tools.',
@@ -165,7 +175,7 @@ const ROOT_COMMENT =
   laterEventTypes()
     .map(([type, version]) => `${type} ${version}`)
     .join(', ') +
-  '; every other type 1) and may carry any later one; an event holding a stored image carries at least 4. An agent_spec event\'s spec is checked here only as an object with a ' +
+  '; every other type 1) and may carry any later one; an event holding a stored image carries at least 4, an llm_usage with a fallback at least 5. An agent_spec event\'s spec is checked here only as an object with a ' +
   'version; the agent spec has its own published schema (flotilla-agent-spec.v<N>.schema.json). ' +
   'The format keyword is an ' +
   'annotation only; the pattern of each date-time enforces UTC with a Z suffix. A reader must reject a v it ' +

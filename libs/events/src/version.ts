@@ -4,17 +4,18 @@
  * where it must: a build that reads only v1 keeps reading every conversation that never used a
  * v2 event type, and fails loudly (never misreads) on the others.
  */
-export const CURRENT_PROTOCOL_VERSION = 4 as const;
+export const CURRENT_PROTOCOL_VERSION = 5 as const;
 
 /** Versions this build can read. Events of any other version fail loudly. */
-export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1, 2, 3, 4];
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
 
-export type ProtocolVersion = 1 | 2 | 3 | 4;
+export type ProtocolVersion = 1 | 2 | 3 | 4 | 5;
 
 /**
  * The version that introduced each event type that is not in v1. v2 = v1 + `secret_changed`;
  * v3 = v2 + `agent_spec`, `mcp_tools` and `workspace_context`; v4 = v3 + `subagent_started` and
- * `subagent_task`, `branch`, `workspace_file` (and stored images, FIELDS_INTRODUCED below). Every event of a version is also a valid event of each
+ * `subagent_task`, `branch`, `workspace_file` (and stored images, FIELDS_INTRODUCED below); v5 = v4 + an
+ * `llm_usage`'s `fallback` (FIELDS_INTRODUCED). Every event of a version is also a valid event of each
  * later one (with any `v` from its type's first version on); a type introduced later needs at
  * least its version.
  */
@@ -33,12 +34,13 @@ export function versionsSince(introduced: ProtocolVersion): ProtocolVersion[] {
 /**
  * Fields that a later version added to an event type of an earlier one, each with that version
  * and how to tell that an event uses it. v4: a stored image (an image part with `sha256`) in any
- * of an event's content lists. A reader of an older version refuses the field (events are
+ * of an event's content lists; v5: the fallback model that made an `llm_usage`'s call. A reader of an older version refuses the field (events are
  * strict), so an event using it carries the field's version and an older reader stops at the
  * version, saying so, instead of at an unknown field.
  */
 const FIELDS_INTRODUCED: readonly { readonly field: string; readonly version: ProtocolVersion; uses(event: object): boolean }[] = [
   { field: 'a stored image (an image part with sha256)', version: 4, uses: holdsStoredImage },
+  { field: "an llm_usage's fallback", version: 5, uses: (event) => (event as { type?: unknown }).type === 'llm_usage' && (event as { fallback?: unknown }).fallback !== undefined },
 ];
 
 /** The event fields whose values are content parts (text and images). */

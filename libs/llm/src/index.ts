@@ -9,11 +9,14 @@ export {
   type GenerateRequest,
   type GenerateResult,
   type LanguageModel,
+  type ModelFallback,
   type ModelInfo,
+  type ModelName,
   type StreamDelta,
   type Usage,
 } from './core/language-model.js';
-export { LlmError, LlmErrorCode, isLlmError, type LlmErrorOptions } from './core/errors.js';
+export { LlmError, LlmErrorCode, OUTAGE_CODES, isLlmError, isOutage, type LlmErrorOptions } from './core/errors.js';
+export { withFallbacks, type ChainedModel, type FallbackOptions, type FallbackTaken } from './core/fallbacks.js';
 export { classifyError } from './core/classify-error.js';
 export { imageNote, withStoredImages, type StoredImageSource } from './core/stored-images.js';
 export { isContextOverflowMessage } from './core/context-overflow.js';

@@ -10,6 +10,7 @@ export class ServiceMetrics {
   readonly inFlight: Gauge;
   readonly heapReleases: Counter;
   readonly llmSeconds: Histogram<'outcome'>;
+  readonly llmFallbacks: Counter<'from' | 'to' | 'reason'>;
   readonly toolSeconds: Histogram<'tool' | 'outcome'>;
   readonly condensationWaiting: Gauge;
   readonly condensationOldestWaitSeconds: Gauge;
@@ -36,6 +37,12 @@ export class ServiceMetrics {
     this.inFlight = new Gauge({ name: 'flotilla_in_flight', help: 'Commits being handled now', registers: [this.registry] });
     this.heapReleases = new Counter({ name: 'flotilla_heap_releases_total', help: 'Full collections run to give the heap back after a burst (two per release)', registers: [this.registry] });
     this.llmSeconds = new Histogram({ name: 'flotilla_llm_call_seconds', help: 'LLM call latency', labelNames: ['outcome'], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
+    this.llmFallbacks = new Counter({
+      name: 'flotilla_llm_fallbacks_total',
+      help: "Model calls moved to a fallback after the provider of the model before it was out, by profile moved from and to (own: a model of a spec's own) and the failure's code (transient, rate_limit, timeout, quota)",
+      labelNames: ['from', 'to', 'reason'],
+      registers: [this.registry],
+    });
     this.toolSeconds = new Histogram({
       name: 'flotilla_tool_seconds',
       help: 'Tool execution latency',

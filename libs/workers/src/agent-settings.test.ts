@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadAgentSettings } from './agent-settings.js';
+import { loadAgentCatalog, loadAgentSettings } from './agent-settings.js';
 
 describe('loadAgentSettings', () => {
   it('names the variable to fix: a bad provider, bad JSON, and a tool the services cannot offer', () => {
@@ -19,5 +19,18 @@ describe('loadAgentSettings', () => {
     expect(loadAgentSettings(agent({ generate: false })).titles).toEqual({ generate: false });
     expect(() => loadAgentSettings(agent({ generate: 'no' }))).toThrow(/^invalid agent settings: FLOTILLA_AGENT at titles\.generate: /);
     expect(() => loadAgentSettings(agent({ enabled: false }))).toThrow(/^invalid agent settings: FLOTILLA_AGENT at titles: /);
+  });
+});
+
+describe('loadAgentCatalog', () => {
+  it("names the variable and the field of a fallback that is wrong, and writes a profile's fallbacks into its specs", () => {
+    const profiles = { backup: { provider: 'openai-chat', model: 'backup-model', apiKeyEnv: 'BACKUP_KEY' } };
+    const catalog = (fallbacks: unknown): NodeJS.ProcessEnv => ({ FLOTILLA_AGENT_CATALOG: JSON.stringify({ profiles, fallbacks }) });
+    expect(() => loadAgentCatalog(catalog({ default: ['backup', 'spare'] }))).toThrow(
+      'invalid agent catalog: FLOTILLA_AGENT_CATALOG at fallbacks.default.1: no model profile "spare" (the profiles: default, backup)',
+    );
+    expect(() => loadAgentCatalog(catalog({ backup: ['backup'] }))).toThrow('invalid agent catalog: FLOTILLA_AGENT_CATALOG at fallbacks.backup.0: "backup" is the profile itself: a profile falls back on others');
+    expect(() => loadAgentCatalog(catalog({ default: 'backup' }))).toThrow(/^invalid agent catalog: FLOTILLA_AGENT_CATALOG at fallbacks\.default: /);
+    expect(loadAgentCatalog(catalog({ default: ['backup'] })).defaultSpec.llm.fallbacks).toMatchObject([{ profile: 'backup', model: 'backup-model' }]);
   });
 });

@@ -1,6 +1,6 @@
-import { agentConfigOf, readAgentSpec, specTools, unlistedServers, withListedTools, type AgentCatalog, type AgentConfig, type AgentSpec, type ToolCatalog } from '@flotilla/agent';
+import { agentConfigOf, llmConfigOf, readAgentSpec, specTools, unlistedServers, withListedTools, type AgentCatalog, type AgentConfig, type AgentSpec, type SpecModel, type ToolCatalog } from '@flotilla/agent';
 import type { AgentSpecEvent, McpToolsEvent } from '@flotilla/events';
-import { createLanguageModel, LlmError, withStoredImages, type LanguageModel, type LlmConfig, type StoredImageRef } from '@flotilla/llm';
+import { createLanguageModel, LlmError, withFallbacks, withStoredImages, type FallbackTaken, type LanguageModel, type LlmConfig, type StoredImageRef } from '@flotilla/llm';
 import type { ConversationRef } from '@flotilla/log';
 import { setRecent } from '@flotilla/runtime';
 import type { ToolRegistry } from '@flotilla/tools';
@@ -39,6 +39,8 @@ export type ConversationAgentsOptions = {
   readonly images?: ImageReader;
   /** Specs and models kept (most recently used). Default 512. */
   readonly capacity?: number;
+  /** Told of each fallback a model call takes, with the conversation it was for (the services count and log them: `fallbackReporter`). */
+  readonly onFallback?: (ref: ConversationRef, taken: FallbackTaken) => void;
 };
 
 /**
@@ -53,8 +55,8 @@ export class ConversationAgents {
   readonly #capacity: number;
   readonly #agents = new Map<string, AgentLookup>();
   readonly #models = new Map<string, LanguageModel>();
-  /** Each agent's model with the key it was made with (an agent is one spec, so only its key can change). */
-  readonly #lastModel = new WeakMap<ConversationAgent, { readonly keyed: string; readonly model: LanguageModel }>();
+  /** Each spec's model (and each of its fallbacks) with the key it was made with: a spec is parsed once, so only its key can change. */
+  readonly #lastModel = new WeakMap<SpecModel, { readonly keyed: string; readonly model: LanguageModel }>();
   readonly #default: ConversationAgent;
 
   constructor(options: ConversationAgentsOptions) {
@@ -80,29 +82,41 @@ export class ConversationAgents {
   }
 
   /**
-   * The model the agent's steps call for `ref`. A key that cannot be had (a profile gone, a secret
-   * not set) gives a model whose calls fail with `invalid_config` and the reason: the step ends the
-   * run saying so, as for any model that refuses every call.
+   * The model the agent's steps call for `ref`: the spec's, and when its provider is out (after its
+   * retries) each of the spec's fallbacks in turn (`withFallbacks`). A key that cannot be had (a
+   * profile gone, a secret not set) gives a model whose calls fail with `invalid_config` and the
+   * reason: the step ends the run saying so, as for any model that refuses every call.
    */
   async model(ref: ConversationRef, agent: ConversationAgent): Promise<LanguageModel> {
-    const model = await this.#model(ref, agent);
+    const { llm } = agent.spec;
+    const primary = this.#withImages(ref, await this.#model(ref, llm));
+    if (llm.fallbacks === undefined) return primary;
+    const fallbacks = await Promise.all(
+      llm.fallbacks.map(async (fallback) => ({ model: this.#withImages(ref, await this.#model(ref, fallback)), ...(fallback.profile === undefined ? {} : { profile: fallback.profile }) })),
+    );
+    // the chain is made per call over the models kept, so a fallback taken is told with its conversation
+    const onFallback = this.#options.onFallback;
+    return withFallbacks({ model: primary, ...(llm.profile === undefined ? {} : { profile: llm.profile }) }, fallbacks, onFallback ? { onFallback: (taken) => onFallback(ref, taken) } : {});
+  }
+
+  /** The conversation's images read in for a model, under its own tenant only (each model of a chain as it takes images or not). */
+  #withImages(ref: ConversationRef, model: LanguageModel): LanguageModel {
     const images = this.#options.images;
-    // the conversation's images, read under its own tenant only
     return images ? withStoredImages(model, (image) => images.get(ref.tenant, image)) : model;
   }
 
-  async #model(ref: ConversationRef, agent: ConversationAgent): Promise<LanguageModel> {
-    const spec = agent.spec.llm;
+  /** One model of a spec (its own, or a fallback), with its key from where the spec says. */
+  async #model(ref: ConversationRef, spec: SpecModel): Promise<LanguageModel> {
     let key: Pick<LlmConfig, 'apiKey' | 'apiKeyEnv'>;
     if (spec.profile !== undefined) {
       const profile = this.#options.catalog.profileKey(spec);
-      if (!profile.ok) return failingModel(agent.config.llm, profile.reason);
+      if (!profile.ok) return failingModel(llmConfigOf(spec), profile.reason);
       key = profile.key;
     } else if (spec.apiKeySecret !== undefined) {
       const name = spec.apiKeySecret;
-      if (!this.#options.secrets) return failingModel(agent.config.llm, `the model's key is the secret ${name}, and secrets are off in this deployment`);
+      if (!this.#options.secrets) return failingModel(llmConfigOf(spec), `the model's key is the secret ${name}, and secrets are off in this deployment`);
       const value = (await this.#options.secrets.reveal(ref))[name];
-      if (value === undefined) return failingModel(agent.config.llm, `the model's key is the secret ${name}, which is not set for this conversation or its tenant`);
+      if (value === undefined) return failingModel(llmConfigOf(spec), `the model's key is the secret ${name}, which is not set for this conversation or its tenant`);
       key = { apiKey: value };
     } else {
       // a model of the spec's own without a key (a local server): never the deployment's variables
@@ -110,9 +124,9 @@ export class ConversationAgents {
     }
     // the common case, a step of an agent whose key is as it was: no work beyond this lookup
     const keyed = `${key.apiKeyEnv ?? ''}\u0000${key.apiKey ?? ''}`;
-    const last = this.#lastModel.get(agent);
+    const last = this.#lastModel.get(spec);
     if (last?.keyed === keyed) return last.model;
-    const config: LlmConfig = { ...agent.config.llm, ...key };
+    const config: LlmConfig = { ...llmConfigOf(spec), ...key };
     const id = JSON.stringify(config);
     let model = this.#models.get(id);
     if (!model) {
@@ -122,11 +136,11 @@ export class ConversationAgents {
       try {
         model = create(config);
       } catch (error) {
-        return failingModel(agent.config.llm, (error as Error).message);
+        return failingModel(llmConfigOf(spec), (error as Error).message);
       }
     }
     setRecent(this.#models, id, model, this.#capacity);
-    this.#lastModel.set(agent, { keyed, model });
+    this.#lastModel.set(spec, { keyed, model });
     return model;
   }
 

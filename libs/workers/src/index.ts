@@ -1,5 +1,6 @@
 export { checkModelAccess, loadAgentCatalog, loadAgentSettings, NO_KEY_VARIABLE } from './agent-settings.js';
 export { ConversationAgents } from './conversation-agents.js';
+export { fallbackReporter, OWN_MODEL_LABEL } from './fallback-reporter.js';
 export type { AgentLookup, ConversationAgent, ConversationAgentsOptions, ImageReader, KeySecrets } from './conversation-agents.js';
 export { createStepHandler } from './step-handler.js';
 export type { StepHandlerDependencies } from './step-handler.js';

@@ -29,7 +29,10 @@ describe('renderServerInfo', () => {
       tools: [{ name: 'terminal', description: 'Run commands.\nMore.' }],
       agents: {
         templates: [{ name: 'reviewer', model: 'gpt-big', tools: ['terminal', 'finish'] }],
-        profiles: [{ name: 'default', provider: 'openai-chat', model: 'gpt-small' }, { name: 'big', provider: 'openai-chat', model: 'gpt-big' }],
+        profiles: [
+          { name: 'default', provider: 'openai-chat', model: 'gpt-small', fallbacks: [] },
+          { name: 'big', provider: 'openai-chat', model: 'gpt-big', fallbacks: ['default', 'spare'] },
+        ],
         custom_models: false,
         default: { model: 'gpt-small', tools: ['terminal', 'think', 'finish'] },
         mcp: { commands: ['node'], url_prefixes: ['https://mcp.example.com/'] },
@@ -47,7 +50,7 @@ describe('renderServerInfo', () => {
       'tools:',
       '  terminal  Run commands.',
       'agent:        gpt-small (default), tools terminal, think, finish',
-      'models:       default (openai-chat gpt-small), big (openai-chat gpt-big)',
+      'models:       default (openai-chat gpt-small), big (openai-chat gpt-big, then default, then spare)',
       'mcp servers:  command node, URLs https://mcp.example.com/…',
       'templates:',
       '  reviewer  gpt-big, tools terminal, finish',

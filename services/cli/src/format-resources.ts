@@ -52,12 +52,12 @@ export function renderServerInfo(info: ServerInfo): string[] {
   ];
 }
 
-/** The operator's agents: the default, the templates, the model profiles, and whether a spec may bring its own model. */
+/** The operator's agents: the default, the templates, the model profiles (each with its fallbacks), and whether a spec may bring its own model. */
 function agentLines(agents: ServerInfo['agents']): string[] {
   const custom = agents.custom_models;
   return [
     `agent:        ${agents.default.model} (default), tools ${agents.default.tools.join(', ')}`,
-    `models:       ${agents.profiles.map((profile) => `${profile.name} (${profile.provider} ${profile.model})`).join(', ')}${custom === false ? '' : `; own models allowed at ${custom.base_urls.join(', ')}`}`,
+    `models:       ${agents.profiles.map((profile) => `${profile.name} (${profile.provider} ${profile.model}${profile.fallbacks.length === 0 ? '' : `, then ${profile.fallbacks.join(', then ')}`})`).join(', ')}${custom === false ? '' : `; own models allowed at ${custom.base_urls.join(', ')}`}`,
     `mcp servers:  ${agents.mcp.commands.length + agents.mcp.url_prefixes.length === 0 ? 'none allowed' : [...agents.mcp.commands.map((command) => `command ${command}`), ...agents.mcp.url_prefixes.map((prefix) => `URLs ${prefix}…`)].join(', ')}`,
     ...(agents.templates.length === 0 ? [] : ['templates:', ...formatColumns(agents.templates.map((template) => [`  ${template.name}`, `${template.model}, tools ${template.tools.join(', ')}`]))]),
     ...(agents.sub_agents.length === 0

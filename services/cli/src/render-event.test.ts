@@ -138,6 +138,9 @@ describe('renderEvent', () => {
     expect(renderEvent(usage)).toEqual([]);
     expect(renderEvent(started)).toEqual([]);
     expect(renderEvent(usage, { verbose: true })).toEqual(['· brain (step): 100 in, 20 out, 12 ms, $0.0012']);
+    // a call its fallback made says which
+    const byFallback = { ...usage, v: 5, fallback: { index: 0, provider: 'openai-chat', model: 'spare', profile: 'backup' } } as typeof usage;
+    expect(renderEvent(byFallback, { verbose: true })).toEqual(['· brain (step, by fallback backup): 100 in, 20 out, 12 ms, $0.0012']);
     expect(renderEvent(started, { verbose: true })).toEqual(['· running 1 action on tool-runner-1']);
   });
 

@@ -113,7 +113,7 @@ function linesOf(event: Event, context: Context): string[] {
       return verbose
         ? [
             style.dim(
-              `· ${event.model} (${event.purpose}): ${event.prompt_tokens} in, ${event.completion_tokens} out, ${Math.round(event.latency_ms)} ms, $${event.cost_usd.toFixed(4)}`,
+              `· ${event.model} (${event.purpose}${event.fallback === undefined ? '' : `, by fallback ${event.fallback.profile ?? event.fallback.index}`}): ${event.prompt_tokens} in, ${event.completion_tokens} out, ${Math.round(event.latency_ms)} ms, $${event.cost_usd.toFixed(4)}`,
             ),
           ]
         : [];

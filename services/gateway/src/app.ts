@@ -476,7 +476,7 @@ function agentsInfo(catalog: AgentCatalog): ServerInfo['agents'] {
       const spec = catalog.template(name)!;
       return { name, model: spec.llm.model, tools: [...spec.tools] };
     }),
-    profiles: catalog.profiles(),
+    profiles: catalog.profiles().map((profile) => ({ ...profile, fallbacks: [...profile.fallbacks] })),
     custom_models: custom === false ? false : { providers: custom.providers ? [...custom.providers] : null, base_urls: [...custom.baseURLs] },
     default: { model: catalog.defaultSpec.llm.model, tools: [...catalog.defaultSpec.tools] },
     mcp: { commands: [...(catalog.limits.mcpCommands ?? [])], url_prefixes: [...(catalog.limits.mcpUrls ?? [])] },

@@ -4,7 +4,7 @@ import { CheckpointStore, CONDENSER_QUEUE, CondenserWakeupReason, CondenserWakeu
 import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import type { EventLog } from '@flotilla/log';
-import { checkModelAccess, CondensationWaits, ConversationAgents, createStepHandler, loadAgentCatalog, serveQuestions, type OverdueWait } from '@flotilla/workers';
+import { checkModelAccess, CondensationWaits, ConversationAgents, createStepHandler, fallbackReporter, loadAgentCatalog, serveQuestions, type OverdueWait } from '@flotilla/workers';
 import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 
 export type StepWorkerOptions = {
@@ -60,7 +60,14 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
       const tools = new ToolRegistry(createBuiltinTools());
       // the images of user messages, read in where the model is called (the log names them)
       const images = await ImageStore.open(nc, { replicas: config.storage.replicas });
-      const agents = new ConversationAgents({ catalog, registry: tools, images, ...(secrets ? { secrets } : {}), ...(options.model ? { createModel: options.model } : {}) });
+      const agents = new ConversationAgents({
+        catalog,
+        registry: tools,
+        images,
+        ...(secrets ? { secrets } : {}),
+        ...(options.model ? { createModel: options.model } : {}),
+        onFallback: fallbackReporter(metrics, logger),
+      });
       const cache = new ConversationCache<ConversationCheckpoint>(log, config.cacheConversations, config.cacheEvents, undefined, {
         checkpoints: {
           store: checkpoints,

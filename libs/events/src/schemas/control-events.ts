@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { EventId } from '../ids.js';
-import { envelope } from './envelope.js';
+import { SpecName } from './agent-spec-events.js';
+import { envelope, requireFieldVersions } from './envelope.js';
 
 /** Forget events from the view; optionally put a summary in their place. Nothing is deleted. */
 export const CondensationEvent = z
@@ -100,19 +101,37 @@ export type HookExecutionEvent = z.infer<typeof HookExecutionEvent>;
 
 const TokenCount = z.number().int().nonnegative();
 
-/** Usage and cost of one LLM call. */
-export const LlmUsageEvent = z.strictObject({
-  ...envelope,
-  type: z.literal('llm_usage'),
+/**
+ * The fallback that made an LLM call when the provider of the spec's model was out: its index in
+ * the spec's `llm.fallbacks` (0 for the first), and which model it is. Introduced in protocol
+ * version 5.
+ */
+export const LlmFallback = z.strictObject({
+  index: z.number().int().nonnegative(),
+  provider: z.string().min(1),
   model: z.string().min(1),
-  purpose: z.enum(['step', 'condensation', 'other']),
-  response_id: z.string().min(1).optional(),
-  prompt_tokens: TokenCount,
-  completion_tokens: TokenCount,
-  cache_read_tokens: TokenCount,
-  cache_write_tokens: TokenCount,
-  reasoning_tokens: TokenCount,
-  latency_ms: z.number().nonnegative(),
-  cost_usd: z.number().nonnegative(),
+  /** The operator's model profile it is, when it is one. */
+  profile: SpecName.optional(),
 });
+export type LlmFallback = z.infer<typeof LlmFallback>;
+
+/** Usage and cost of one LLM call. `model` is the model the provider says answered. */
+export const LlmUsageEvent = z
+  .strictObject({
+    ...envelope,
+    type: z.literal('llm_usage'),
+    model: z.string().min(1),
+    purpose: z.enum(['step', 'condensation', 'other']),
+    response_id: z.string().min(1).optional(),
+    prompt_tokens: TokenCount,
+    completion_tokens: TokenCount,
+    cache_read_tokens: TokenCount,
+    cache_write_tokens: TokenCount,
+    reasoning_tokens: TokenCount,
+    latency_ms: z.number().nonnegative(),
+    cost_usd: z.number().nonnegative(),
+    /** Absent when the spec's own model made the call. */
+    fallback: LlmFallback.optional(),
+  })
+  .superRefine(requireFieldVersions);
 export type LlmUsageEvent = z.infer<typeof LlmUsageEvent>;

@@ -182,6 +182,10 @@ const payloads: { [T in EventType]: fc.Arbitrary<Payload<T>> } = {
       reasoning_tokens: count,
       latency_ms: fc.double({ min: 0, max: 600_000, noNaN: true, noDefaultInfinity: true }).map((value) => value + 0),
       cost_usd: fc.double({ min: 0, max: 1_000, noNaN: true, noDefaultInfinity: true }).map((value) => value + 0),
+      fallback: fc.record(
+        { index: fc.nat({ max: 7 }), provider: fc.constantFrom('openai-chat', 'openai-responses', 'anthropic'), model: nonEmpty, profile: fc.stringMatching(/^[a-z0-9][a-z0-9_.-]{0,20}$/) },
+        { noNullPrototype: true, requiredKeys: ['index', 'provider', 'model'] },
+      ),
     },
     { noNullPrototype: true, requiredKeys: ['model', 'purpose', 'prompt_tokens', 'completion_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'latency_ms', 'cost_usd'] },
   ),
@@ -270,7 +274,8 @@ const envelope = fc.record(
 /** A random valid event of one type. */
 export function eventOfType<T extends EventType>(type: T): fc.Arbitrary<EventOfType<T>> {
   const payload = payloads[type] as fc.Arbitrary<Payload<T>>;
-  return fc.tuple(versionsOf(type), envelope, payload).map(([v, head, body]) => ({ v, ...head, type, ...body }) as unknown as EventOfType<T>);
+  // a field a later version added (an llm_usage's fallback) raises the event's version to that one's
+  return fc.tuple(versionsOf(type), envelope, payload).map(([v, head, body]) => ({ v: Math.max(v, protocolVersionOf({ type, ...body })), ...head, type, ...body }) as unknown as EventOfType<T>);
 }
 
 /** A random valid event of any type. */

@@ -21,6 +21,18 @@ export type LlmErrorCode = (typeof LlmErrorCode)[keyof typeof LlmErrorCode];
 
 const RETRYABLE_BY_DEFAULT: ReadonlySet<LlmErrorCode> = new Set<LlmErrorCode>(['rate_limit', 'transient', 'timeout']);
 
+/**
+ * The failures that are the provider's state, not the call's: it is down, overloaded or cut off
+ * (`transient`: a 5xx, Anthropic's 529 overloaded, a broken connection), it limits the caller
+ * (`rate_limit`: 429), it is too slow (`timeout`), or the account has no quota left (`quota`:
+ * retrying the same account will not help, another provider or account may). Another model can
+ * make the same call, so a model's fallbacks are tried on these once its own retries are spent. A
+ * request refused as such (a 4xx, a key or permission refused, a context too long, a filtered
+ * reply, a reply malformed or too large) would fail the same way elsewhere, or is the operator's
+ * to fix: never a fallback.
+ */
+export const OUTAGE_CODES: ReadonlySet<LlmErrorCode> = new Set<LlmErrorCode>(['transient', 'rate_limit', 'timeout', 'quota']);
+
 export type LlmErrorOptions = ErrorOptions & {
   readonly isRetryable?: boolean;
   /** HTTP status of the provider response, when there was one. */
@@ -52,6 +64,11 @@ export class LlmError extends Error {
 
 export function isLlmError(error: unknown): error is LlmError {
   return error instanceof LlmError;
+}
+
+/** Whether a failure is a provider's outage (`OUTAGE_CODES`) that another model may serve. */
+export function isOutage(error: unknown): error is LlmError {
+  return error instanceof LlmError && OUTAGE_CODES.has(error.code);
 }
 
 export function cancelledError(reason?: unknown): LlmError {

@@ -75,7 +75,19 @@ export type GenerateResult = {
   readonly costUsd?: number;
   readonly latencyMs: number;
   readonly attempts: number;
+  /** The fallback that made the call, when the model's own provider was out (`withFallbacks`); absent when the model itself made it. */
+  readonly fallback?: ModelFallback;
 };
+
+/** A model as a caller names it: its provider and model, and the operator's profile it is, when it is one. */
+export type ModelName = {
+  readonly provider: ModelInfo['provider'];
+  readonly model: string;
+  readonly profile?: string;
+};
+
+/** Which of a model's fallbacks made a call: its index among them (0 for the first) and its name. */
+export type ModelFallback = ModelName & { readonly index: number };
 
 export type GenerateOptions = {
   readonly signal?: AbortSignal;
