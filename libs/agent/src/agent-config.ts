@@ -1,4 +1,5 @@
 import { CondenserConfig } from '@flotilla/condenser';
+import { OnBusy } from '@flotilla/events';
 import { LlmConfig } from '@flotilla/llm';
 import { z } from 'zod';
 import { CHECKPOINT_STUCK_STEPS } from './conversation-checkpoint.js';
@@ -94,6 +95,8 @@ export const AgentConfig = z.strictObject({
   hooks: HooksConfig.prefault({}),
   /** When the view gets too large, the step asks the condenser to summarise part of it. */
   condenser: CondenserConfig.default(CondenserConfig.parse({})),
+  /** What a user message that does not say does while the conversation is running (OnBusy; docs/api.md, "Messages while running"). */
+  on_busy: OnBusy.default('enqueue'),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 export type AgentConfigInput = z.input<typeof AgentConfig>;

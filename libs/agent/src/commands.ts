@@ -98,16 +98,29 @@ export function rejectCommand(state: CommandState, context: Context, reason: str
   if (status !== 'waiting_for_confirmation') throw new CommandRefused('not_waiting', `Nothing awaits confirmation (status ${status}).`, status);
   const pending = notStartedActions(state);
   if (pending.length === 0) throw new CommandRefused('nothing_pending', 'No action awaits confirmation.', status);
-  return [
-    ...pending.map((action) =>
-      draftEvent({ ...context, source: 'user' }, 'user_rejection', {
-        action_id: action.id,
-        tool_call_id: action.tool_call_id,
-        tool_name: action.tool_name,
-        reason,
-        rejection_source: 'user',
-      }),
-    ),
-    statusChange(context, 'idle', 'actions rejected'),
-  ];
+  return [...rejections(pending, context, reason), statusChange(context, 'idle', 'actions rejected')];
+}
+
+/**
+ * What comes before a message that stops a running conversation's work in flight (on_busy
+ * `interrupt` or `rollback`): an interrupt (broadcast with its commit's position once appended,
+ * so the model call and commands in flight stop and the step the message wakes does not), and a
+ * rejection of each pending call no runner has started, so it never runs and the model reads why.
+ * The status stays running: the next step reads the message.
+ */
+export function interruptForMessage(state: CommandState, context: Context): EventDraft[] {
+  const reason = 'a new user message interrupted the run';
+  return [draftEvent({ ...context, source: 'user' }, 'interrupt', { reason }), ...rejections(notStartedActions(state), context, reason)];
+}
+
+function rejections(actions: ReturnType<typeof notStartedActions>, context: Context, reason: string): EventDraft[] {
+  return actions.map((action) =>
+    draftEvent({ ...context, source: 'user' }, 'user_rejection', {
+      action_id: action.id,
+      tool_call_id: action.tool_call_id,
+      tool_name: action.tool_name,
+      reason,
+      rejection_source: 'user',
+    }),
+  );
 }

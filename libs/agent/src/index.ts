@@ -77,7 +77,7 @@ export type { AroundAction } from './execute-actions.js';
 export { LocalConversation } from './local-conversation.js';
 export type { Condenser, LocalConversationOptions, RunOptions } from './local-conversation.js';
 export { CONDENSATION_ATTEMPT_FAILED, condenseOrFail, failedCondensationAttempts } from './condense-or-fail.js';
-export { approveCommand, CommandRefused, interruptCommand, messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
+export { approveCommand, CommandRefused, interruptCommand, interruptForMessage, messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
 export type { CommandState } from './commands.js';
 export { CHECKPOINT_STUCK_STEPS, checkpointFolds, foldLoaded, parseConversationCheckpoint, resumeFolds, stepLookback } from './conversation-checkpoint.js';
 export type { CheckpointParse, ConversationCheckpoint, StepFolds } from './conversation-checkpoint.js';

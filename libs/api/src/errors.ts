@@ -19,6 +19,8 @@ export const ERROR_CODES = [
   'route_not_found',
   'already_running',
   'conversation_running',
+  /** 409: a message with on_busy `reject` while the conversation runs (the message names where the run began). */
+  'conversation_busy',
   'not_waiting',
   'nothing_pending',
   /** A fork or rewind point where a call still waits for its result, or one that is not on the current branch. */

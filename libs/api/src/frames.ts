@@ -1,4 +1,4 @@
-import { ConversationId, ConversationStatus, Event, SecretName } from '@flotilla/events';
+import { ConversationId, ConversationStatus, Event, OnBusy, SecretName } from '@flotilla/events';
 import { z } from 'zod';
 import { ErrorCode } from './errors.js';
 import { MessageImages, MessageText, ReasonBody, SecretValue } from './requests.js';
@@ -50,7 +50,7 @@ export const ClientFrame = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('auth'), api_key: z.string().min(1).max(256) }),
   /** A user message, as `POST …/messages` takes it: text, images or both (images within the socket's max_frame_bytes). */
   z
-    .strictObject({ type: z.literal('message'), id: FrameId, text: MessageText.optional(), images: MessageImages.optional(), run: z.boolean().optional() })
+    .strictObject({ type: z.literal('message'), id: FrameId, text: MessageText.optional(), images: MessageImages.optional(), run: z.boolean().optional(), on_busy: OnBusy.optional() })
     .refine((frame) => frame.text !== undefined || frame.images !== undefined, { message: 'give text, images or both', path: ['text'] }),
   z.strictObject({ type: z.literal('run'), id: FrameId }),
   /** Pause after the step / interrupt now, with the `reason` the REST routes take (validated the same). */

@@ -1,4 +1,4 @@
-import { ConversationId, ConversationStatus, EventSource, EVENT_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, SpecName, StoredImageMediaType, TenantId, Timestamp } from '@flotilla/events';
+import { ConversationId, ConversationStatus, EventSource, EVENT_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, OnBusy, SpecName, StoredImageMediaType, TenantId, Timestamp } from '@flotilla/events';
 import { z } from 'zod';
 import { Tags, Title } from './resources.js';
 
@@ -99,9 +99,12 @@ export type ImageUpload = z.infer<typeof ImageUpload>;
 
 export const MessageImages = z.array(ImageUpload).min(1).max(MAX_IMAGES_PER_MESSAGE);
 
-/** A user message: text, images (png, jpeg, gif, webp; at most MAX_IMAGES_PER_MESSAGE), or both. */
+/**
+ * A user message: text, images (png, jpeg, gif, webp; at most MAX_IMAGES_PER_MESSAGE), or both;
+ * `on_busy` says what it does if the conversation is running (its spec's `on_busy` when absent).
+ */
 export const SendMessageBody = z
-  .strictObject({ text: MessageText.optional(), images: MessageImages.optional(), run: z.boolean().optional() })
+  .strictObject({ text: MessageText.optional(), images: MessageImages.optional(), run: z.boolean().optional(), on_busy: OnBusy.optional() })
   .refine((body) => body.text !== undefined || body.images !== undefined, { message: 'give text, images or both', path: ['text'] });
 export type SendMessageBody = z.infer<typeof SendMessageBody>;
 

@@ -56,6 +56,8 @@ export const Conversation = z.strictObject({
     forked_from: z.strictObject({ conversation: ConversationId, seq: z.number().int().positive() }).nullable(),
     abandoned: z.array(z.strictObject({ first: z.number().int().positive(), last: z.number().int().positive() })),
   }),
+  /** Where its latest run began (the seq of the state_change that set it running from rest, and when); null before its first run. */
+  run_started: z.strictObject({ seq: z.number().int().positive(), at: Timestamp }).nullable(),
 });
 export type Conversation = z.infer<typeof Conversation>;
 

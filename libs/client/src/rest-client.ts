@@ -34,7 +34,7 @@ import type {
   Webhook,
   WebhookList,
 } from '@flotilla/api';
-import type { Event } from '@flotilla/events';
+import type { Event, OnBusy } from '@flotilla/events';
 import { FlotillaApiError } from './errors.js';
 import { EventSubscription, type SubscribeOptions, type WebSocketLike } from './subscription.js';
 
@@ -122,7 +122,8 @@ export class FlotillaClient {
 
   // ── commands ─────────────────────────────────────────────────────────────────────────────
   /** A user message: its text (may be empty with images) and images (base64; png, jpeg, gif or webp), optionally starting the run. */
-  sendMessage(id: string, text: string, options: { run?: boolean; images?: readonly ImageUpload[] } = {}): Promise<CommandResult> {
+  /** A user message; `on_busy` says what it does if the conversation is running (its spec's when absent: docs/api.md, "Messages while running"). */
+  sendMessage(id: string, text: string, options: { run?: boolean; images?: readonly ImageUpload[]; on_busy?: OnBusy } = {}): Promise<CommandResult> {
     const body = { ...(text === '' && options.images?.length ? {} : { text }), ...options };
     return this.#json('POST', `/conversations/${enc(id)}/messages`, { body });
   }

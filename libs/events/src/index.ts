@@ -34,6 +34,7 @@ export {
   InterruptEvent,
   LlmFallback,
   LlmUsageEvent,
+  OnBusy,
   PauseEvent,
   StateChangeEvent,
 } from './schemas/control-events.js';

@@ -20,9 +20,13 @@ export function deltaSubject(root: string, ref: ConversationRef): string {
   return `${root}.delta.${ref.tenant}.${ref.conversation}`;
 }
 
-/** Broadcast an interrupt to every process (call after appending the interrupt event). */
-export function publishInterrupt(nc: NatsConnection, ref: ConversationRef, root = DEFAULT_SIGNAL_ROOT): void {
-  nc.publish(interruptSubject(root, ref), JSON.stringify({ tenant: ref.tenant, conversation: ref.conversation }));
+/**
+ * Broadcast an interrupt to every process (call after appending the interrupt event). `at` is the
+ * stream sequence of the commit holding it: work decided at that commit or later (a step the
+ * commit itself woke, when the run goes on) is not stopped; without it everything is.
+ */
+export function publishInterrupt(nc: NatsConnection, ref: ConversationRef, at?: number, root = DEFAULT_SIGNAL_ROOT): void {
+  nc.publish(interruptSubject(root, ref), JSON.stringify({ tenant: ref.tenant, conversation: ref.conversation, ...(at === undefined ? {} : { at }) }));
 }
 
 /**
@@ -43,7 +47,8 @@ export function publishDelta(nc: NatsConnection, ref: ConversationRef, delta: St
  * process. Register work with `track`; the returned signal aborts on interrupt.
  */
 export class InterruptRegistry {
-  readonly #controllers = new Map<string, Set<AbortController>>();
+  /** Each tracked piece of work, with the stream sequence of the commit it was decided at (-Infinity: unknown, always stopped). */
+  readonly #controllers = new Map<string, Map<AbortController, number>>();
   #subscription: Subscription | undefined;
 
   /** Follows interrupts from every process; `onError` hears of a subscription the server refused (the credential lacks it). */
@@ -57,18 +62,19 @@ export class InterruptRegistry {
         const tokens = message.subject.split('.');
         const tenant = tokens.at(-2);
         const conversation = tokens.at(-1);
-        if (tenant && conversation) this.interrupt({ tenant, conversation });
+        if (tenant && conversation) this.interrupt({ tenant, conversation }, interruptAt(message.data));
       },
     });
   }
 
-  track(ref: ConversationRef, parent?: AbortSignal): { signal: AbortSignal; done(): void } {
+  /** Work for the conversation, decided at the commit of stream sequence `decidedAt` when known: its signal aborts on an interrupt appended after that commit. */
+  track(ref: ConversationRef, parent?: AbortSignal, decidedAt = Number.NEGATIVE_INFINITY): { signal: AbortSignal; done(): void } {
     const key = `${ref.tenant}.${ref.conversation}`;
     const controller = new AbortController();
     const unfollow = parent ? whenAborted(parent, () => controller.abort(parent.reason)) : undefined;
     let set = this.#controllers.get(key);
-    if (!set) this.#controllers.set(key, (set = new Set()));
-    set.add(controller);
+    if (!set) this.#controllers.set(key, (set = new Map()));
+    set.set(controller, decidedAt);
     return {
       signal: controller.signal,
       done: () => {
@@ -79,15 +85,33 @@ export class InterruptRegistry {
     };
   }
 
-  /** Abort everything this process is doing for the conversation. Returns how many were aborted. */
-  interrupt(ref: ConversationRef): number {
+  /**
+   * Abort what this process is doing for the conversation: everything, or with `at` (the stream
+   * sequence of the interrupt's commit) the work decided before that commit. Returns how many were aborted.
+   */
+  interrupt(ref: ConversationRef, at = Number.POSITIVE_INFINITY): number {
     const set = this.#controllers.get(`${ref.tenant}.${ref.conversation}`);
     if (!set) return 0;
-    for (const controller of set) controller.abort(new Error('interrupted'));
-    return set.size;
+    let aborted = 0;
+    for (const [controller, decidedAt] of set) {
+      if (decidedAt >= at) continue;
+      controller.abort(new Error('interrupted'));
+      aborted += 1;
+    }
+    return aborted;
   }
 
   close(): void {
     this.#subscription?.unsubscribe();
+  }
+}
+
+/** The stream sequence an interrupt message names (`at`), or undefined (stop everything) when it names none or is not such a message. */
+function interruptAt(data: Uint8Array): number | undefined {
+  try {
+    const at = (JSON.parse(new TextDecoder().decode(data)) as { at?: unknown }).at;
+    return typeof at === 'number' && Number.isSafeInteger(at) && at > 0 ? at : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -1,4 +1,4 @@
-import { ConversationId, EVENT_TYPES, EventSource, TenantId, Timestamp } from '@flotilla/events';
+import { ConversationId, EVENT_TYPES, EventSource, OnBusy, TenantId, Timestamp } from '@flotilla/events';
 import { z } from 'zod';
 import { ConversationStateFields } from './conversation-state.js';
 
@@ -6,14 +6,15 @@ import { ConversationStateFields } from './conversation-state.js';
  * The snapshot format version this build writes. Version 2 added what commands decide from
  * (pending actions, early answers, the open condensation request), the final response's position
  * and the event counts by type and source. Version 3 added where the agent spec in force is;
- * version 4 the conversation's branches (what it was forked from, what rewinds abandoned).
+ * version 4 the conversation's branches (what it was forked from, what rewinds abandoned);
+ * version 5 where its latest run began.
  */
-export const CURRENT_SNAPSHOT_VERSION = 4 as const;
+export const CURRENT_SNAPSHOT_VERSION = 5 as const;
 /**
  * Snapshot versions this build can read; anything newer fails loudly. An older one is outdated:
  * it is rebuilt from the log (the snapshot is derived, so nothing is lost).
  */
-export const SUPPORTED_SNAPSHOT_VERSIONS: readonly number[] = [4];
+export const SUPPORTED_SNAPSHOT_VERSIONS: readonly number[] = [5];
 
 const Count = z.number().int().nonnegative();
 
@@ -67,6 +68,8 @@ export const SnapshotAgentSpec = z.strictObject({
   model: z.string().nullable(),
   /** The operator's template it was made from, when one was named. */
   template: z.string().nullable(),
+  /** What a message sent while the conversation runs does when it does not say (the spec's `on_busy`; null: the spec has none, enqueue). */
+  on_busy: OnBusy.nullable(),
 });
 export type SnapshotAgentSpec = z.infer<typeof SnapshotAgentSpec>;
 
@@ -77,6 +80,13 @@ export type SnapshotBranchPoint = z.infer<typeof SnapshotBranchPoint>;
 /** Seqs `first..last` of this conversation's log that a rewind left: still in the log, no longer in its view. */
 export const SnapshotSeqRange = z.strictObject({ first: z.number().int().positive(), last: z.number().int().positive() });
 export type SnapshotSeqRange = z.infer<typeof SnapshotSeqRange>;
+
+/**
+ * Where the conversation's latest run began: the state_change that set it running from rest
+ * (idle, paused, finished, stuck, error; an approval's resumes the same run), and when.
+ */
+export const SnapshotRunStart = z.strictObject({ seq: z.number().int().positive(), at: Timestamp });
+export type SnapshotRunStart = z.infer<typeof SnapshotRunStart>;
 
 /** The last conversation_error, until a state change sets the status to running again. */
 export const SnapshotError = z.strictObject({
@@ -138,6 +148,8 @@ export const ConversationSnapshot = z
      * branch is every other event. One range per rewind at most (a rewind past earlier ones merges them).
      */
     abandoned: z.array(SnapshotSeqRange),
+    /** Where its latest run began (null before its first run); kept after the run ends. */
+    run_started: SnapshotRunStart.nullable(),
   })
   .superRefine((snapshot, context) => {
     const empty = snapshot.last_seq === 0;
@@ -160,6 +172,9 @@ export const ConversationSnapshot = z
     }
     if (snapshot.agent_spec && (snapshot.agent_spec.seq > snapshot.last_seq || snapshot.agent_spec.stream_seq > snapshot.last_stream_seq)) {
       context.addIssue({ code: 'custom', path: ['agent_spec'], message: 'cannot be past the last event' });
+    }
+    if (snapshot.run_started && snapshot.run_started.seq > snapshot.last_seq) {
+      context.addIssue({ code: 'custom', path: ['run_started'], message: 'cannot be past the last event' });
     }
     if (snapshot.commits > snapshot.last_seq) {
       context.addIssue({ code: 'custom', path: ['commits'], message: 'cannot exceed last_seq (every commit holds an event)' });

@@ -119,6 +119,17 @@ describe('applyCommit, per event type', () => {
     expect(resumed.last_error).toBeNull();
   });
 
+  it('notes where the latest run began: a running status set from rest, not an approval going on with the run', () => {
+    const events = new EventFactory(ref);
+    const first = fold([[events.userMessage(), events.stateChange({ status: 'running' })], [events.stateChange({ status: 'waiting_for_confirmation' })], [events.stateChange({ status: 'running' })]]);
+    expect(first.run_started).toEqual({ seq: 2, at: expect.any(String) });
+    const finished = applyCommit(first, commitAfter(first, [events.stateChange({ status: 'finished' })]));
+    expect(finished.run_started?.seq).toBe(2);
+    const again = applyCommit(finished, commitAfter(finished, [events.userMessage('more'), events.stateChange({ status: 'running' })]));
+    expect(again.run_started?.seq).toBe(7);
+    expect(fold([[events.userMessage()]]).run_started).toBeNull();
+  });
+
   it('leaves counters alone for events it only counts (pause, system prompt, hooks)', () => {
     const events = new EventFactory(ref);
     const snapshot = fold([[events.pause()]]);

@@ -1,4 +1,4 @@
-import type { Event } from '@flotilla/events';
+import { OnBusy, type Event } from '@flotilla/events';
 import type { ConversationRef, StoredCommit } from '@flotilla/log';
 import { CURRENT_SNAPSHOT_VERSION, type ConversationSnapshot } from './conversation-snapshot.js';
 import { copyState, foldState, initialState } from './conversation-state.js';
@@ -46,6 +46,7 @@ export function initialSnapshot(ref: ConversationRef): ConversationSnapshot {
     agent_spec: null,
     forked_from: null,
     abandoned: [],
+    run_started: null,
   };
 }
 
@@ -84,6 +85,7 @@ export function applyCommit(snapshot: ConversationSnapshot, commit: StoredCommit
     last_error: snapshot.last_error && { ...snapshot.last_error },
     final_response: snapshot.final_response && { ...snapshot.final_response },
     agent_spec: snapshot.agent_spec && { ...snapshot.agent_spec },
+    run_started: snapshot.run_started && { ...snapshot.run_started },
   };
   for (const event of commit.events) applyEvent(next, event, commit.streamSeq);
   return next;
@@ -128,6 +130,7 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
   bySource[event.source] = (bySource[event.source] ?? 0) + 1;
   snapshot.created_at ??= event.timestamp;
   snapshot.updated_at = event.timestamp;
+  const before = snapshot.status;
   foldState(snapshot, event);
   switch (event.type) {
     case 'message':
@@ -167,6 +170,8 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
     case 'state_change':
       // the status itself is folded by foldState
       if (event.status === 'running') snapshot.last_error = null;
+      // a run begins from rest; an approval's running goes on with the run that asked for it
+      if (event.status === 'running' && before !== 'running' && before !== 'waiting_for_confirmation') snapshot.run_started = { seq: event.seq, at: event.timestamp };
       if (event.title !== undefined) snapshot.title = event.title;
       if (event.tags !== undefined) snapshot.tags = [...event.tags];
       if (event.settings_ref !== undefined) snapshot.settings_ref = event.settings_ref;
@@ -177,7 +182,8 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
     case 'agent_spec': {
       const llm = event.spec['llm'];
       const model = typeof llm === 'object' && llm !== null ? (llm as { model?: unknown }).model : undefined;
-      snapshot.agent_spec = { seq: event.seq, stream_seq: streamSeq, model: typeof model === 'string' ? model : null, template: event.template ?? null };
+      const onBusy = OnBusy.safeParse(event.spec['on_busy']);
+      snapshot.agent_spec = { seq: event.seq, stream_seq: streamSeq, model: typeof model === 'string' ? model : null, template: event.template ?? null, on_busy: onBusy.success ? onBusy.data : null };
       return;
     }
     case 'branch':

@@ -91,7 +91,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
       // the tool runner lists the spec's MCP servers at its first commit; that commit wakes the step (docs/architecture.md, "MCP servers")
       if (agent.unlisted.length > 0) return WAITING_FOR_MCP;
 
-      const tracked = deps.interrupts.track(ref, delivery.signal);
+      const tracked = deps.interrupts.track(ref, delivery.signal, tail.streamSeq);
       const deltas = deps.streamDeltas === false ? undefined : new DeltaCoalescer((delta) => publishDelta(deps.nc, ref, delta));
       const started = performance.now();
       let result;

@@ -42,6 +42,9 @@ describe('parseCliArgs', () => {
     // images, repeatable; the text may be left out with them
     expect(command('send', 'c1', 'look', '--image', 'a.png', '--image', 'b.jpg')).toEqual({ name: 'send', id: 'c1', text: 'look', images: ['a.png', 'b.jpg'], run: false });
     expect(command('send', 'c1', '--image', 'a.png')).toEqual({ name: 'send', id: 'c1', text: '', images: ['a.png'], run: false });
+    // what the message does to a run in progress: one of the four, named in the refusal
+    expect(command('send', 'c1', 'stop', '--on-busy', 'interrupt')).toEqual({ name: 'send', id: 'c1', text: 'stop', images: [], run: false, onBusy: 'interrupt' });
+    expect(() => command('send', 'c1', 'stop', '--on-busy', 'now')).toThrow('--on-busy must be one of enqueue, reject, interrupt, rollback');
   });
 
   it('parses watch and tail with --after-seq and --follow', () => {

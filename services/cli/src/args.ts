@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConversationStatus, EVENT_TYPES, isSubjectToken, MAX_IMAGES_PER_MESSAGE, SpecName, type EventType } from '@flotilla/events';
+import { ConversationStatus, EVENT_TYPES, isSubjectToken, MAX_IMAGES_PER_MESSAGE, OnBusy, SpecName, type EventType } from '@flotilla/events';
 import { usageError } from './errors.js';
 import { secretCommandOf, type SecretCommand } from './secret-args.js';
 import { tapCommandOf, type TapCommand } from './tap-args.js';
@@ -28,7 +28,7 @@ export type Command =
       readonly specFile?: string;
     }
   /** `textFromStdin`: TEXT was `-`, the message is read from standard input (`text` is then empty). */
-  | { readonly name: 'send'; readonly id: string; readonly text: string; readonly textFromStdin?: true; readonly images: readonly string[]; readonly run: boolean; readonly watch?: FollowOptions }
+  | { readonly name: 'send'; readonly id: string; readonly text: string; readonly textFromStdin?: true; readonly images: readonly string[]; readonly run: boolean; readonly onBusy?: OnBusy; readonly watch?: FollowOptions }
   | { readonly name: 'run' | 'approve'; readonly id: string; readonly watch?: FollowOptions }
   | { readonly name: 'reject'; readonly id: string; readonly reason: string; readonly watch?: FollowOptions }
   | { readonly name: 'pause' | 'interrupt'; readonly id: string; readonly reason?: string }
@@ -101,6 +101,7 @@ const OPTIONS = {
   event: { type: 'string', multiple: true },
   description: { type: 'string' },
   image: { type: 'string', multiple: true },
+  'on-busy': { type: 'string' },
 } as const;
 /** `secret … --tenant` is a flag (the defaults of the key's own tenant), where `keys create --tenant T` takes a value. */
 const SECRET_OPTIONS = { ...OPTIONS, tenant: { type: 'boolean' } } as const;
@@ -116,7 +117,7 @@ const WATCHING: readonly OptionName[] = ['watch', 'follow', 'verbose'];
 /** The options each command accepts besides the global ones. */
 const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
   create: ['id', 'title', 'tag', 'message', 'run', 'template', 'spec', ...WATCHING],
-  send: ['run', 'image', ...WATCHING],
+  send: ['run', 'image', 'on-busy', ...WATCHING],
   run: WATCHING,
   approve: WATCHING,
   reject: ['reason', ...WATCHING],
@@ -239,7 +240,9 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
       const text = textFromStdin ? '' : words.join(' ');
       if (!textFromStdin && text.trim() === '' && images.length === 0) throw usageError('send: TEXT is empty');
       if (images.length > MAX_IMAGES_PER_MESSAGE) throw usageError(`send: at most ${MAX_IMAGES_PER_MESSAGE} --image files a message`);
-      return { name, id: conversationId(id), text, ...(textFromStdin ? { textFromStdin: true as const } : {}), images, run: values.run ?? false, ...withWatch };
+      const onBusy = values['on-busy'] === undefined ? undefined : OnBusy.safeParse(values['on-busy']);
+      if (onBusy && !onBusy.success) throw usageError(`send: --on-busy must be one of ${OnBusy.options.join(', ')}`);
+      return { name, id: conversationId(id), text, ...(textFromStdin ? { textFromStdin: true as const } : {}), images, run: values.run ?? false, ...(onBusy ? { onBusy: onBusy.data } : {}), ...withWatch };
     }
     case 'run':
     case 'approve':

@@ -57,7 +57,11 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
     case 'send': {
       const text = command.textFromStdin ? await messageFromStdin(context, command.images.length > 0) : command.text;
       return commandThenWatch(client, command.id, command.watch, context, 'sent to', async () =>
-        client.sendMessage(command.id, text, { run: command.run, ...(command.images.length === 0 ? {} : { images: await readImageFiles(command.images, context) }) }),
+        client.sendMessage(command.id, text, {
+          run: command.run,
+          ...(command.onBusy === undefined ? {} : { on_busy: command.onBusy }),
+          ...(command.images.length === 0 ? {} : { images: await readImageFiles(command.images, context) }),
+        }),
       );
     }
     case 'run':

@@ -8,9 +8,11 @@ Conversations:
                                    operator's template NAME (flotilla info lists them), and/or
                                    the spec fields in FILE (JSON) over it
   send ID TEXT [--image FILE]... [--run] [--watch]
+       [--on-busy enqueue|reject|interrupt|rollback]
                                    send a user message (--run starts the agent), with images
                                    (png, jpeg, gif, webp; TEXT may be left out with --image);
-                                   TEXT - reads the message from standard input
+                                   TEXT - reads the message from standard input; --on-busy: what
+                                   it does to a run in progress (default: the spec's on_busy)
   run ID [--watch]                 start (or continue) the agent
   approve ID [--watch]             approve the actions awaiting confirmation
   reject ID --reason R [--watch]   reject them, telling the agent why

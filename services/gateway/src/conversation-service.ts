@@ -8,6 +8,7 @@ import {
   type AgentSpec,
   type SpecRequest,
   interruptCommand,
+  interruptForMessage,
   messageCommand,
   pauseCommand,
   rejectCommand,
@@ -16,7 +17,7 @@ import {
   type CommandState,
 } from '@flotilla/agent';
 import type { CommandResult, Conversation, ConversationSpec, CreateConversationBody, FinalResponse, ForkConversationBody, ImageUpload, RewindBody, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
-import { draftEvent, newId, withPositionalIds, type AgentSpecEvent, type Event, type EventDraft } from '@flotilla/events';
+import { draftEvent, newId, withPositionalIds, type AgentSpecEvent, type Event, type EventDraft, type OnBusy } from '@flotilla/events';
 import { appendSurely, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
 import { publishInterrupt, requestPurge } from '@flotilla/runtime';
 import { foldCommits, initialState, isStateError, type ConversationSnapshot, type CurrentSnapshot, type SnapshotStore } from '@flotilla/state';
@@ -156,11 +157,8 @@ export class ConversationService {
       const { events } = await this.log.readEvents(ref, { until: current.tail });
       checkBranchPoint(current.snapshot, events, body.to_seq, 'body.to_seq');
       if (body.to_seq === current.tail.lastSeq) return [];
-      const branch = draftEvent({ ...ref, source: 'user' }, 'branch', { kind: 'rewind', from: { conversation: ref.conversation, seq: body.to_seq }, forgotten_event_ids: [], copied: 0, ...(body.reason !== undefined ? { reason: body.reason } : {}) });
-      const plan = planBranch(buildView(events), buildView(events.filter((event) => event.seq <= body.to_seq)), ref, { renameBatches: branch.id.slice(-12) });
       return [
-        { ...branch, forgotten_event_ids: plan.forgottenEventIds, copied: plan.copies.length },
-        ...plan.copies,
+        ...rewindDrafts(ref, events, body.to_seq, body.reason),
         ...(state.status === 'idle' ? [] : [draftEvent({ ...ref, source: 'user' }, 'state_change', { status: 'idle', reason: `rewound to event ${body.to_seq}` })]),
       ];
     });
@@ -267,9 +265,10 @@ export class ConversationService {
   /**
    * A user message: its text and its images (checked, stored in the images bucket and named in
    * the event; refused with 400 images_not_supported when the spec in force has a model that does
-   * not take images, before anything is stored).
+   * not take images, before anything is stored). While the conversation runs, its `on_busy` (else
+   * the spec's) says what it does to the run (OnBusy; `#busyDrafts`).
    */
-  sendMessage(ref: ConversationRef, message: { readonly text?: string; readonly images?: readonly ImageUpload[] }, run: boolean): Promise<CommandResult> {
+  sendMessage(ref: ConversationRef, message: { readonly text?: string; readonly images?: readonly ImageUpload[]; readonly on_busy?: OnBusy | undefined }, run: boolean): Promise<CommandResult> {
     // the turn is taken on arrival, the images stored in it: a message keeps its place among the commands around it
     return this.inTurn(
       ref,
@@ -277,21 +276,59 @@ export class ConversationService {
         const uploads = message.images ?? [];
         if (uploads.length > 0) await this.#takesImages(ref);
         const images = await storeMessageImages(this.images, ref.tenant, uploads, 'body.images');
-        return this.#decideAndAppend(ref, (state) => messageCommand(state, ref, message.text ?? '', { run, images }), { admit: run });
+        return this.#decideAndAppend(
+          ref,
+          async (state, current) => [
+            ...(state.status === 'running' ? await this.#busyDrafts(ref, current, message.on_busy ?? current.snapshot.agent_spec?.on_busy ?? 'enqueue') : []),
+            ...messageCommand(state, ref, message.text ?? '', { run, images }),
+          ],
+          { admit: run },
+        );
       },
       { bounded: true },
     );
   }
+
+  /**
+   * What comes before a message to a running conversation: nothing (`enqueue`); a 409 naming
+   * where the run began (`reject`); an interrupt and the rejection of calls not started
+   * (`interrupt`); those and a rewind to where the run began (`rollback`): what the run did
+   * since leaves the model's view, the log keeping it (the point moves back past calls still
+   * waiting there, so the view holds no call without its answer).
+   */
+  async #busyDrafts(ref: ConversationRef, current: CurrentSnapshot, onBusy: OnBusy): Promise<EventDraft[]> {
+    const { snapshot, tail } = current;
+    const run = snapshot.run_started;
+    switch (onBusy) {
+      case 'enqueue':
+        return [];
+      case 'reject':
+        throw new ApiError(409, 'conversation_busy', `The conversation is running${run ? ` (the run began at event ${run.seq}, ${run.at})` : ''}: wait for it to end, or send the message with on_busy enqueue, interrupt or rollback.`);
+      case 'interrupt':
+        return interruptForMessage(snapshot, ref);
+      case 'rollback': {
+        const stop = interruptForMessage(snapshot, ref);
+        if (!run) return stop;
+        const { events } = await this.log.readEvents(ref, { until: tail });
+        let point = run.seq;
+        for (let waiting = unmatchedActions(events.filter((event) => event.seq <= point)); waiting.length > 0; waiting = unmatchedActions(events.filter((event) => event.seq <= point))) {
+          point = Math.min(...waiting.map((action) => action.seq)) - 1;
+        }
+        if (point === 0 || point >= tail.lastSeq) return stop;
+        checkBranchPoint(snapshot, events, point, 'on_busy');
+        return [...stop, ...rewindDrafts(ref, events, point, 'rolled back by a new user message')];
+      }
+    }
+  }
+
   run(ref: ConversationRef): Promise<CommandResult> {
     return this.#command(ref, (state) => runCommand(state, ref), { admit: true });
   }
   pause(ref: ConversationRef, reason?: string): Promise<CommandResult> {
     return this.#command(ref, (state) => pauseCommand(state, ref, reason));
   }
-  async interrupt(ref: ConversationRef, reason?: string): Promise<CommandResult> {
-    const result = await this.#command(ref, (state) => interruptCommand(state, ref, reason));
-    if (result.appended) publishInterrupt(this.nc, ref);
-    return result;
+  interrupt(ref: ConversationRef, reason?: string): Promise<CommandResult> {
+    return this.#command(ref, (state) => interruptCommand(state, ref, reason));
   }
   condense(ref: ConversationRef): Promise<CommandResult> {
     return this.#command(ref, () => [draftEvent({ ...ref, source: 'user' }, 'condensation_request', { reason: 'requested by the user' })]);
@@ -372,6 +409,8 @@ export class ConversationService {
         await pause(Math.random() * Math.min(5 * conflicts, 50));
         continue;
       }
+      // whoever holds the run's work in flight stops it (work the commit itself wakes goes on)
+      if (drafts.some((draft) => draft.type === 'interrupt')) publishInterrupt(this.nc, ref, commit.streamSeq);
       const after = foldCommits(current.snapshot, [commit]);
       // this gateway's index (lists, admission) sees its own write at once; the snapshot is written
       // on with the commits this command read and appended (one KV write, no read: a projector that
@@ -473,6 +512,20 @@ function checkBranchPoint(snapshot: ConversationSnapshot, events: readonly Event
   }
 }
 
+/**
+ * A rewind to after event `toSeq` (a checked branch point): the `branch` event forgetting what
+ * the view holds past it, and the calls past it still waiting for their answers (a rollback's:
+ * the view shows a call with its answer only, so they are not in it yet, and an answer arriving
+ * later must not bring them back), and copies of what the view held there and no longer does.
+ */
+function rewindDrafts(ref: ConversationRef, events: readonly Event[], toSeq: number, reason: string | undefined): EventDraft[] {
+  const branch = draftEvent({ ...ref, source: 'user' }, 'branch', { kind: 'rewind', from: { conversation: ref.conversation, seq: toSeq }, forgotten_event_ids: [], copied: 0, ...(reason !== undefined ? { reason } : {}) });
+  const plan = planBranch(buildView(events), buildView(events.filter((event) => event.seq <= toSeq)), ref, { renameBatches: branch.id.slice(-12) });
+  const waiting = unmatchedActions(events).flatMap((action) => (action.seq > toSeq ? [action.id] : []));
+  const forgotten = [...new Set([...plan.forgottenEventIds, ...waiting])];
+  return [{ ...branch, forgotten_event_ids: forgotten, copied: plan.copies.length }, ...plan.copies];
+}
+
 /** The event recording a conversation's spec: the user's choice (through the gateway, which made and checked it). */
 function specDraft(ref: ConversationRef, spec: AgentSpec, reason: string, template: string | undefined): EventDraft {
   return draftEvent({ ...ref, source: 'user' }, 'agent_spec', { spec, reason, ...(template !== undefined ? { template } : {}) });
@@ -499,6 +552,7 @@ export function toResource(snapshot: ConversationSnapshot): Conversation {
     last_error: snapshot.last_error,
     agent: snapshot.agent_spec && { model: snapshot.agent_spec.model, template: snapshot.agent_spec.template, spec_seq: snapshot.agent_spec.seq },
     branch: { forked_from: snapshot.forked_from, abandoned: snapshot.abandoned },
+    run_started: snapshot.run_started,
   };
 }
 

@@ -39,6 +39,17 @@ export const ConversationStatus = z.enum([
 ]);
 export type ConversationStatus = z.infer<typeof ConversationStatus>;
 
+/**
+ * What a user message does when it arrives while the conversation is running ("double-texting"):
+ * `enqueue` logs it for the agent's next step, the work in flight going on; `reject` refuses it
+ * (409 conversation_busy, naming where the run began); `interrupt` stops the work in flight and the
+ * run goes on from the message; `rollback` also takes what the run did since it began out of the
+ * model's view (a rewind: the log keeps it) before the message. A message's own choice, else its
+ * conversation's spec's `on_busy`.
+ */
+export const OnBusy = z.enum(['enqueue', 'reject', 'interrupt', 'rollback']);
+export type OnBusy = z.infer<typeof OnBusy>;
+
 /** A change of status or metadata. The conversation's status is the last status set. */
 export const StateChangeEvent = z
   .strictObject({
