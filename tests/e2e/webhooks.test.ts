@@ -83,7 +83,7 @@ function expectedEvents(events: readonly Event[], kinds: readonly string[]): { t
   return expected;
 }
 
-const summary = (event: WebhookEvent) => ({ type: event.type, conversation: event.data.conversation, seq: event.data.seq, status: event.data.status, previous_status: event.data.previous_status });
+const summary = (event: WebhookEvent) => ({ type: event.type, conversation: event.data.conversation, seq: event.data.seq, status: event.data.status, previous_status: 'previous_status' in event.data ? event.data.previous_status : undefined });
 const byPosition = (a: { seq: number; type: string }, b: { seq: number; type: string }) => a.seq - b.seq || a.type.localeCompare(b.type);
 
 async function register(system: RunningTestSystem, key: string, url: string, events: readonly string[]): Promise<CreatedWebhook> {

@@ -97,6 +97,12 @@ export const AgentConfig = z.strictObject({
   condenser: CondenserConfig.default(CondenserConfig.parse({})),
   /** What a user message that does not say does while the conversation is running (OnBusy; docs/api.md, "Messages while running"). */
   on_busy: OnBusy.default('enqueue'),
+  /**
+   * How long the conversation is kept once nothing happens in it: `idle_seconds` after its last
+   * event (not while it runs) it is deleted everywhere it lives (docs/api.md, "Retention"); the
+   * operator's retention for the tenant, if shorter, wins.
+   */
+  retention: z.strictObject({ idle_seconds: z.number().int().min(1).max(100 * 365 * 86_400) }).optional(),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 export type AgentConfigInput = z.input<typeof AgentConfig>;

@@ -6,7 +6,7 @@ import { z } from 'zod';
  * `state_change` that changes its status): any status change, a change to
  * `waiting_for_confirmation` (actions wait for the user's approval), a change to `finished`.
  */
-export const WEBHOOK_EVENT_TYPES = ['conversation.status_changed', 'conversation.confirmation_pending', 'conversation.finished'] as const;
+export const WEBHOOK_EVENT_TYPES = ['conversation.status_changed', 'conversation.confirmation_pending', 'conversation.finished', 'conversation.expiring'] as const;
 export const WebhookEventType = z.enum(WEBHOOK_EVENT_TYPES, {
   error: (issue) => `unknown event kind ${JSON.stringify(issue.input)}: the kinds are ${WEBHOOK_EVENT_TYPES.join(', ')}`,
 });
@@ -97,6 +97,21 @@ export const WebhookEvent = z.discriminatedUnion('type', [
     }),
   }),
   z.strictObject({ ...envelope, type: z.literal('conversation.finished'), data: z.strictObject(StatusChange) }),
+  /** Sent before a conversation idle past its retention is deleted (docs/api.md, "Retention"); `created_at` is when it was found expired. */
+  z.strictObject({
+    ...envelope,
+    type: z.literal('conversation.expiring'),
+    data: z.strictObject({
+      conversation: ConversationId,
+      /** seq of its last event: nothing happened after it. */
+      seq: z.number().int().positive(),
+      status: ConversationStatus,
+      /** Its last event's timestamp. */
+      last_activity_at: Timestamp,
+      /** The retention that expired: seconds after the last event. */
+      idle_seconds: z.number().int().positive(),
+    }),
+  }),
 ]);
 export type WebhookEvent = z.infer<typeof WebhookEvent>;
 

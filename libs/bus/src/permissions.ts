@@ -193,7 +193,8 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   if (FOLLOWS_LOG.includes(service)) subscribe.push(events);
   switch (service) {
     case 'gateway':
-      publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny, PURGE_SUBJECT, AskSubjects.ask);
+      // its announcements of conversations idle past their retention go into the webhooks' delivery queue
+      publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny, PURGE_SUBJECT, AskSubjects.ask, `${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`);
       subscribe.push(deltas);
       break;
     case 'step-worker':

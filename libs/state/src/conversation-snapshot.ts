@@ -70,6 +70,8 @@ export const SnapshotAgentSpec = z.strictObject({
   template: z.string().nullable(),
   /** What a message sent while the conversation runs does when it does not say (the spec's `on_busy`; null: the spec has none, enqueue). */
   on_busy: OnBusy.nullable(),
+  /** How long the conversation is kept after its last event, by its spec (`retention.idle_seconds`; null: the spec says nothing). */
+  retention_seconds: z.number().int().positive().nullable(),
 });
 export type SnapshotAgentSpec = z.infer<typeof SnapshotAgentSpec>;
 

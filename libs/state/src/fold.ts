@@ -183,7 +183,16 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
       const llm = event.spec['llm'];
       const model = typeof llm === 'object' && llm !== null ? (llm as { model?: unknown }).model : undefined;
       const onBusy = OnBusy.safeParse(event.spec['on_busy']);
-      snapshot.agent_spec = { seq: event.seq, stream_seq: streamSeq, model: typeof model === 'string' ? model : null, template: event.template ?? null, on_busy: onBusy.success ? onBusy.data : null };
+      const retention = event.spec['retention'];
+      const idle = typeof retention === 'object' && retention !== null ? (retention as { idle_seconds?: unknown }).idle_seconds : undefined;
+      snapshot.agent_spec = {
+        seq: event.seq,
+        stream_seq: streamSeq,
+        model: typeof model === 'string' ? model : null,
+        template: event.template ?? null,
+        on_busy: onBusy.success ? onBusy.data : null,
+        retention_seconds: typeof idle === 'number' && Number.isSafeInteger(idle) && idle > 0 ? idle : null,
+      };
       return;
     }
     case 'branch':

@@ -76,7 +76,7 @@ describe('parsing webhook commands', () => {
   it('refuses what the gateway would, before asking it', () => {
     expect(usageMessage('webhook', 'add', 'ftp://hooks.example.com/x', '--event', 'finished')).toMatch(/URL "ftp:\/\/hooks.example.com\/x" must be an absolute http:\/\/ or https:\/\/ URL/);
     expect(usageMessage('webhook', 'add', 'https://hooks.example.com/x')).toMatch(/webhook add needs --event/);
-    expect(usageMessage('webhook', 'add', 'https://hooks.example.com/x', '--event', 'exploded')).toBe('--event: unknown event kind "exploded"; the kinds are conversation.status_changed, conversation.confirmation_pending, conversation.finished');
+    expect(usageMessage('webhook', 'add', 'https://hooks.example.com/x', '--event', 'exploded')).toBe('--event: unknown event kind "exploded"; the kinds are conversation.status_changed, conversation.confirmation_pending, conversation.finished, conversation.expiring');
     expect(usageMessage('webhook', 'rm', 'wh_nope')).toMatch(/is not a webhook id/);
     expect(usageMessage('webhook', 'rm')).toMatch(/needs the webhook's ID/);
     expect(usageMessage('webhook', 'list', '--event', 'finished')).toBe('webhook list does not take --event');

@@ -7,6 +7,7 @@ import type { SecretWriter } from '@flotilla/secrets';
 import type { SnapshotStore } from '@flotilla/state';
 import { SpanKind, startSpan } from '@flotilla/tracing';
 import fastifyWebsocket from '@fastify/websocket';
+import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -22,6 +23,7 @@ import { openApiDocument, openApiHtml } from './openapi.js';
 import { RateLimiter } from './rate-limiter.js';
 import type { Access, RouteSpec } from './route-table.js';
 import { restRoutes } from './routes.js';
+import { RetentionSweeper, webhookAnnouncer, type ExpiryAnnouncer } from './retention.js';
 import { SandboxSummary } from './sandbox-summary.js';
 import { SecretService } from './secret-service.js';
 import { fileRoutes } from './file-routes.js';
@@ -86,6 +88,10 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     maxRunningPerTenant: config.maxRunningPerTenant,
     maxQueuedMessages: config.maxQueuedMessages,
   }, deps.catalog, deps.images);
+  // conversations idle past their retention are announced to their tenant's webhooks (where there are any), then deleted
+  const announce: ExpiryAnnouncer = deps.webhooks ? webhookAnnouncer(deps.webhooks.registry, jetstream(deps.nc)) : async () => undefined;
+  const retention = new RetentionSweeper(deps.index, conversations, config.retention, announce, logger);
+  retention.start(config.retentionSweepMs);
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const webhooks = new WebhookService(deps.webhooks, log, logger);
   const runners = deps.runners;
@@ -378,6 +384,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       for (const session of sessions) session.close(CloseCode.GoingAway, 'the gateway is shutting down; reconnect with after_seq');
       hub.stop();
       sandboxes.stop();
+      await retention.stop();
       await app.close();
     },
   };

@@ -33,6 +33,13 @@ export const GatewayConfig = z.object({
   bootstrapKeys: z.array(z.strictObject({ tenant: TenantId, key: z.string().min(16) })),
   /** Serve the web UI at `/`. */
   webUi: z.boolean(),
+  /**
+   * Seconds a conversation of a tenant is kept after its last event (the tenant's own, else `*`'s;
+   * none: kept until deleted); a conversation's spec may keep it for less (docs/api.md, "Retention").
+   */
+  retention: z.record(z.union([TenantId, z.literal('*')]), z.number().int().min(1).max(100 * 365 * 86_400)),
+  /** How often the gateway looks for conversations idle past their retention. */
+  retentionSweepMs: Int(100, 86_400_000),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig>;
 
@@ -52,6 +59,8 @@ const VARIABLES: Record<string, string> = {
   adminKey: 'FLOTILLA_ADMIN_KEY',
   bootstrapKeys: 'FLOTILLA_API_KEYS',
   webUi: 'FLOTILLA_GATEWAY_WEB_UI',
+  retention: 'FLOTILLA_RETENTION',
+  retentionSweepMs: 'FLOTILLA_RETENTION_SWEEP_MS',
 };
 
 export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
@@ -69,6 +78,8 @@ export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
   authTimeoutMs: 5_000,
   bootstrapKeys: [],
   webUi: true,
+  retention: {},
+  retentionSweepMs: 60_000,
 };
 
 /** Reads the gateway config from the environment, failing fast and naming the bad variable. */
@@ -86,10 +97,11 @@ export function loadGatewayConfig(environment: NodeJS.ProcessEnv = process.env):
     ...DEFAULT_GATEWAY_CONFIG,
     ...Object.fromEntries(
       (Object.keys(VARIABLES) as (keyof GatewayConfig)[])
-        .filter((key) => key !== 'bootstrapKeys' && key !== 'webUi' && read(key) !== undefined)
+        .filter((key) => key !== 'bootstrapKeys' && key !== 'webUi' && key !== 'retention' && read(key) !== undefined)
         .map((key) => [key, read(key)]),
     ),
     bootstrapKeys: keys,
+    retention: retentionOf(read('retention')),
     webUi: read('webUi') === undefined ? true : !['0', 'false', 'no'].includes(read('webUi')!.toLowerCase()),
   });
   if (!result.success) {
@@ -97,4 +109,18 @@ export function loadGatewayConfig(environment: NodeJS.ProcessEnv = process.env):
     throw new Error(`invalid gateway configuration: ${problems.join('; ')}`);
   }
   return result.data;
+}
+
+/** `FLOTILLA_RETENTION`: `tenant=seconds` pairs, comma-separated (`*` for every other tenant), as an object for the schema to check. */
+function retentionOf(value: string | undefined): Record<string, unknown> {
+  const pairs = (value ?? '')
+    .split(',')
+    .map((pair) => pair.trim())
+    .filter(Boolean)
+    .map((pair) => {
+      const at = pair.indexOf('=');
+      const seconds = pair.slice(at + 1).trim();
+      return [pair.slice(0, Math.max(0, at)).trim(), /^\d+$/.test(seconds) ? Number(seconds) : seconds] as const;
+    });
+  return Object.fromEntries(pairs);
 }

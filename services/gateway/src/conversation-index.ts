@@ -86,6 +86,11 @@ export class ConversationIndex {
     return this.#byTenant.get(tenant)?.get(conversation);
   }
 
+  /** Every tenant's conversations (the retention sweep's view). */
+  *all(): Iterable<ConversationSnapshot> {
+    for (const conversations of this.#byTenant.values()) yield* conversations.values();
+  }
+
   /** The tenant's conversations (unsorted). */
   list(tenant: string): Iterable<ConversationSnapshot> {
     return this.#byTenant.get(tenant)?.values() ?? [];

@@ -216,6 +216,26 @@ export class ConversationService {
   }
 
   /**
+   * Removes the conversation as `delete` does if, read at its log's tail in its turn of commands,
+   * `keptFor` says it has outlived its retention (seconds; undefined: it has not), after
+   * `announce` resolves (the announcement stored before anything goes). False when it is gone
+   * already or no longer expired (it moved meanwhile).
+   */
+  expire(ref: ConversationRef, keptFor: (snapshot: ConversationSnapshot) => number | undefined, announce: (snapshot: ConversationSnapshot, seconds: number) => Promise<void>): Promise<boolean> {
+    return this.inTurn(ref, async () => {
+      const snapshot = await this.snapshot(ref).catch((error: unknown) => {
+        if (error instanceof ApiError && error.statusCode === 404) return undefined;
+        throw error;
+      });
+      const seconds = snapshot && keptFor(snapshot);
+      if (!snapshot || seconds === undefined) return false;
+      await announce(snapshot, seconds);
+      await this.#remove(ref, snapshot);
+      return true;
+    });
+  }
+
+  /**
    * A conversation's removal, after the sub-agents' conversations it started (theirs first, each
    * interrupted when it runs: nobody waits for it any more): what the delete hooks hold of it, its
    * log, its snapshot. A crash half-way leaves the parent, so deleting it again finishes the job.
