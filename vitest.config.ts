@@ -19,7 +19,11 @@ export default defineConfig({
       },
       {
         // whole-system tests: several service processes each, so one file at a time
-        test: { ...shared, name: 'system', include: ['tests/**/*.test.ts'], exclude: ['**/node_modules/**', '**/dist/**'], fileParallelism: false },
+        test: { ...shared, name: 'system', include: ['tests/**/*.test.ts'], exclude: ['**/node_modules/**', '**/dist/**', 'tests/soak/**'], fileParallelism: false },
+      },
+      {
+        // load, soak and chaos runs through the services (`npm run test:soak`): apart from the suite, which they would lengthen by minutes
+        test: { ...shared, name: 'soak', include: ['tests/soak/**/*.test.ts'], exclude: ['**/node_modules/**', '**/dist/**'], fileParallelism: false },
       },
     ],
   },
