@@ -330,10 +330,7 @@ export class ConversationService {
         const stop = interruptForMessage(snapshot, ref);
         if (!run) return stop;
         const { events } = await this.log.readEvents(ref, { until: tail });
-        let point = run.seq;
-        for (let waiting = unmatchedActions(events.filter((event) => event.seq <= point)); waiting.length > 0; waiting = unmatchedActions(events.filter((event) => event.seq <= point))) {
-          point = Math.min(...waiting.map((action) => action.seq)) - 1;
-        }
+        const point = answeredPointAtOrBefore(events, run.seq);
         if (point === 0 || point >= tail.lastSeq) return stop;
         checkBranchPoint(snapshot, events, point, 'on_busy');
         return [...stop, ...rewindDrafts(ref, events, point, 'rolled back by a new user message')];
@@ -529,6 +526,16 @@ function checkBranchPoint(snapshot: ConversationSnapshot, events: readonly Event
   const waiting = unmatchedActions(events.filter((event) => event.seq <= seq));
   if (waiting.length > 0) {
     throw new ApiError(409, 'not_a_branch_point', `${path}: after event ${seq} ${waiting.length} call(s) still wait for their results (${waiting.map((action) => action.tool_name).join(', ')}); pick a point before the call or after its result`);
+  }
+}
+
+/** The latest seq at or before `seq` after which no call waits for its answer (0: none). */
+function answeredPointAtOrBefore(events: readonly Event[], seq: number): number {
+  let point = seq;
+  for (;;) {
+    const waiting = unmatchedActions(events.filter((event) => event.seq <= point));
+    if (waiting.length === 0) return point;
+    point = Math.min(...waiting.map((action) => action.seq)) - 1;
   }
 }
 
