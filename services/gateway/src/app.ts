@@ -3,6 +3,7 @@ import type { AgentCatalog } from '@flotilla/agent';
 import { ConversationId, CURRENT_PROTOCOL_VERSION, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, STORED_IMAGE_MEDIA_TYPES } from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
 import { requestWorkspaceDeletion, type RunnerRegistry } from '@flotilla/runtime';
+import type { ScheduleStore } from '@flotilla/schedules';
 import type { SecretWriter } from '@flotilla/secrets';
 import type { SnapshotStore } from '@flotilla/state';
 import { SpanKind, startSpan } from '@flotilla/tracing';
@@ -27,6 +28,8 @@ import { SecretService } from './secret-service.js';
 import { fileRoutes } from './file-routes.js';
 import { WorkspaceService } from './workspace-service.js';
 import { WebhookService, type WebhookStores } from './webhook-service.js';
+import { ScheduleRunner } from './schedule-runner.js';
+import { ScheduleService } from './schedule-service.js';
 import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
 import type { ImageWriter } from './message-images.js';
@@ -52,6 +55,8 @@ export type GatewayDependencies = {
   readonly images?: ImageWriter;
   /** The webhooks' registrations and dead letters; undefined without a secrets key (the webhooks routes answer 503). */
   readonly webhooks?: WebhookStores;
+  /** The schedules' stream and bucket; undefined on a nats-server without message schedules (the schedules routes answer 503). */
+  readonly schedules?: ScheduleStore;
 };
 
 export type Gateway = {
@@ -88,6 +93,9 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   }, deps.catalog, deps.images);
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const webhooks = new WebhookService(deps.webhooks, log, logger);
+  const schedules = new ScheduleService(deps.schedules, conversations, deps.catalog, { minIntervalSeconds: config.scheduleMinIntervalSeconds }, logger);
+  // every gateway takes schedules' runs (one shared consumer: each run reaches one gateway)
+  const scheduleRunner = deps.schedules ? new ScheduleRunner(deps.schedules, conversations, logger, config.scheduleMissedRunGraceMs) : undefined;
   const runners = deps.runners;
   if (runners) {
     conversations.onDelete(async (ref, workspace) => {
@@ -149,7 +157,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     },
   });
   const files = new WorkspaceService(deps.nc, runners, log, { maxFileBytes: config.maxFileBytes }, logger);
-  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, serverInfo }), ...fileRoutes(files)];
+  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, schedules, serverInfo }), ...fileRoutes(files)];
   const openapi = openApiDocument(routes, { version: deps.version });
 
   // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────
@@ -368,6 +376,8 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     if (authed) void begin();
   }
 
+  await scheduleRunner?.start(deps.nc);
+
   return {
     app,
     hub,
@@ -378,6 +388,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       for (const session of sessions) session.close(CloseCode.GoingAway, 'the gateway is shutting down; reconnect with after_seq');
       hub.stop();
       sandboxes.stop();
+      await scheduleRunner?.stop();
       await app.close();
     },
   };

@@ -33,6 +33,10 @@ export const GatewayConfig = z.object({
   bootstrapKeys: z.array(z.strictObject({ tenant: TenantId, key: z.string().min(16) })),
   /** Serve the web UI at `/`. */
   webUi: z.boolean(),
+  /** The shortest interval a schedule may run at (an `every`, and how often a cron may fire: below 60 a cron may fire every second). */
+  scheduleMinIntervalSeconds: Int(1, 86_400),
+  /** How late a schedule's run may be taken before a `missed_runs: skip` schedule skips it (it came due while no gateway could take it). */
+  scheduleMissedRunGraceMs: Int(1_000, 86_400_000),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig>;
 
@@ -52,6 +56,8 @@ const VARIABLES: Record<string, string> = {
   adminKey: 'FLOTILLA_ADMIN_KEY',
   bootstrapKeys: 'FLOTILLA_API_KEYS',
   webUi: 'FLOTILLA_GATEWAY_WEB_UI',
+  scheduleMinIntervalSeconds: 'FLOTILLA_SCHEDULE_MIN_INTERVAL_SECONDS',
+  scheduleMissedRunGraceMs: 'FLOTILLA_SCHEDULE_MISSED_RUN_GRACE_MS',
 };
 
 export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
@@ -69,6 +75,8 @@ export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
   authTimeoutMs: 5_000,
   bootstrapKeys: [],
   webUi: true,
+  scheduleMinIntervalSeconds: 60,
+  scheduleMissedRunGraceMs: 60_000,
 };
 
 /** Reads the gateway config from the environment, failing fast and naming the bad variable. */
