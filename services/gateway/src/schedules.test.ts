@@ -1,4 +1,5 @@
-import { MAX_SCHEDULES_PER_TENANT, type Event, type Schedule } from '@flotilla/api';
+import { MAX_SCHEDULES_PER_TENANT, type Schedule } from '@flotilla/api';
+import type { Event } from '@flotilla/events';
 import { AgentCatalog } from '@flotilla/agent';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
