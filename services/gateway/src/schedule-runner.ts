@@ -7,6 +7,9 @@ import type { ConversationService } from './conversation-service.js';
 
 type Outcome = Omit<ScheduleRun, 'due_at' | 'handled_at'>;
 
+const RECONCILE_ATTEMPTS = 10;
+const RECONCILE_RETRY_MS = 1_000;
+
 /**
  * Takes the schedules' runs (one durable consumer shared by every gateway: each run reaches one)
  * and does what each says through the conversations service, as the tenant's own request would:
@@ -37,13 +40,29 @@ export class ScheduleRunner {
       onMalformed: (subject, seq) => this.logger.error({ subject, seq }, 'a message on a schedule run subject is not a run: dropped'),
       onError: (error) => this.logger.warn({ err: error }, 'taking a schedule run failed'),
     });
-    await this.reconcile().catch((error: unknown) => this.logger.warn({ err: error }, 'putting the schedules right failed: retried at the next reconnection'));
+    await this.#reconcileUntilDone();
     void (async () => {
       for await (const status of nc.status()) {
         if (this.#stopped) break;
-        if (status.type === 'reconnect') await this.reconcile().catch((error: unknown) => this.logger.warn({ err: error }, 'putting the schedules right failed'));
+        if (status.type === 'reconnect') await this.#reconcileUntilDone();
       }
     })();
+  }
+
+  /** Reconciles, retrying while JetStream is not back yet (a restarted nats-server takes a moment to restore its streams). */
+  async #reconcileUntilDone(): Promise<void> {
+    for (let attempt = 1; !this.#stopped; attempt += 1) {
+      try {
+        await this.reconcile();
+        return;
+      } catch (error) {
+        if (attempt >= RECONCILE_ATTEMPTS) {
+          this.logger.warn({ err: error }, 'putting the schedules right failed: tried again at the next reconnection');
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, RECONCILE_RETRY_MS));
+      }
+    }
   }
 
   async stop(): Promise<void> {
