@@ -114,7 +114,7 @@ export const Schedule = z.strictObject({
   status: ScheduleStatus,
   created_at: Timestamp,
   updated_at: Timestamp,
-  /** The next run as nats-server announced it with the last one (the `at` of a one-time schedule); null when paused or not known yet. */
+  /** The next run as nats-server announced it with the last one (before the first: an `at`'s time, an interval's first run); null when paused or not known yet (a cron before its first run). */
   next_run_at: Timestamp.nullable(),
   /** Runs taken so far (succeeded, failed or skipped). */
   runs: z.number().int().nonnegative(),

@@ -4,6 +4,8 @@ import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { DeliveredRun } from './run-decision.js';
 import { parseRunMessage } from './run-message.js';
 
+const RETRY_DELAY_MS = 2_000;
+
 export type RunConsumerOptions = {
   /** How long a run may be in a gateway's hands before it is delivered again (to another gateway). */
   readonly ackWaitMs?: number;
@@ -17,8 +19,9 @@ export type RunConsumerOptions = {
 /**
  * The gateways' one durable consumer of the schedules' runs: each run reaches one gateway, and
  * another when that one dies before acknowledging it. `take` is called with each run; the run is
- * acknowledged when it returns (also when it throws: a run's failure is recorded on its schedule,
- * never retried without end) and redelivered only when the gateway stops in between.
+ * acknowledged when it returns. When it throws (the bucket unreachable for a moment) the run is
+ * delivered again a little later, at most `maxDeliver` times in all: `take` decides from the
+ * schedule's record, so a run taken again is never acted on twice.
  */
 export class RunConsumer {
   #messages: ConsumerMessages | undefined;
@@ -81,9 +84,11 @@ export class RunConsumer {
       });
     } catch (error) {
       this.options.onError?.(error);
-    } finally {
       clearInterval(keepAlive);
+      message.nak(RETRY_DELAY_MS);
+      return;
     }
+    clearInterval(keepAlive);
     message.ack();
   }
 

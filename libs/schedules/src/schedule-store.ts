@@ -1,4 +1,4 @@
-import { MAX_SCHEDULES_PER_TENANT, type MissedRunPolicy, type ScheduleAction, type ScheduleWhen } from '@flotilla/api';
+import { intervalSeconds, MAX_SCHEDULES_PER_TENANT, type MissedRunPolicy, type ScheduleAction, type ScheduleWhen } from '@flotilla/api';
 import { Buckets, openBucket, SCHEDULES } from '@flotilla/bus';
 import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
@@ -11,6 +11,7 @@ import { newScheduleId, parseStoredSchedule, scheduleKey, StoredSchedule } from 
 /** nats-server's refusals of a definition: a pattern, a time zone, an `@at` it does not take. */
 const REFUSED_DEFINITION = new Set([10189, 10223]);
 const CAS_ATTEMPTS = 20;
+const CONSUMER_NOT_FOUND = 10014;
 
 export type ScheduleStoreOptions = {
   readonly replicas?: number;
@@ -72,7 +73,7 @@ export class ScheduleStore {
       status: 'active',
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
-      next_run_at: 'at' in input.when ? new Date(input.when.at).toISOString() : null,
+      next_run_at: firstRun(input.when, now),
       runs: 0,
       last_run: null,
       generation: 0,
@@ -149,7 +150,7 @@ export class ScheduleStore {
   async resume(tenant: string, id: string, now: Date = new Date()): Promise<StoredSchedule | undefined> {
     const schedule = await this.update(tenant, id, (current) =>
       current.status === 'paused'
-        ? { ...current, status: 'active', generation: current.generation + 1, next_run_at: 'at' in current.when ? current.when.at : null, updated_at: now.toISOString() }
+        ? { ...current, status: 'active', generation: current.generation + 1, next_run_at: firstRun(current.when, now), updated_at: now.toISOString() }
         : undefined,
     );
     if (schedule?.status === 'active') await this.publishDefinition(schedule);
@@ -206,9 +207,19 @@ export class ScheduleStore {
     return (await this.#lastSeq(definitionSubject(tenant, id))) !== undefined;
   }
 
-  /** The stream sequence of the run waiting on the schedule's subject (taken or not), if any. */
+  /** The stream sequence of the last run on the schedule's subject (taken or not), if any. */
   lastRunSeq(tenant: string, id: string): Promise<number | undefined> {
     return this.#lastSeq(runSubject(tenant, id));
+  }
+
+  /** The gateways' consumer's ack floor: every run at or below it was taken (0 before the consumer exists). */
+  async takenFloor(): Promise<number> {
+    try {
+      return (await this.jsm.consumers.info(SCHEDULES.stream, SCHEDULES.group)).ack_floor.stream_seq;
+    } catch (error) {
+      if (error instanceof JetStreamApiError && error.code === CONSUMER_NOT_FOUND) return 0;
+      throw new SchedulesError(SchedulesErrorCode.Unavailable, `reading the schedules' consumer failed: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   async #lastSeq(subject: string): Promise<number | undefined> {
@@ -234,6 +245,13 @@ export class ScheduleStore {
       return keys;
     });
   }
+}
+
+/** When a schedule made or resumed now runs first, as far as is known before the server says: an `at`'s time, an interval from now; null for a cron. */
+function firstRun(when: ScheduleWhen, now: Date): string | null {
+  if ('at' in when) return new Date(when.at).toISOString();
+  if ('every' in when) return new Date(now.getTime() + intervalSeconds(when.every) * 1000).toISOString();
+  return null;
 }
 
 /** Runs one bucket or stream operation, turning NATS failures into SchedulesErrors. */

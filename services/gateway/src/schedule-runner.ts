@@ -105,9 +105,10 @@ export class ScheduleRunner {
 
   /** Active schedules without their definition get it back; `run_once` schedules whose next run passed unseen are run once. */
   async reconcile(now: Date = new Date()): Promise<void> {
+    const taken = await this.store.takenFloor();
     for (const schedule of await this.store.all()) {
       if (schedule.status !== 'active') continue;
-      const waiting = ((await this.store.lastRunSeq(schedule.tenant, schedule.id)) ?? 0) > schedule.handled_seq;
+      const waiting = ((await this.store.lastRunSeq(schedule.tenant, schedule.id)) ?? 0) > Math.max(schedule.handled_seq, taken);
       if (waiting) continue; // a run is in the stream: it is taken as it comes
       if (!(await this.store.hasDefinition(schedule.tenant, schedule.id))) {
         this.logger.warn({ tenant: schedule.tenant, schedule: schedule.id }, 'an active schedule had no definition (a crash as it was written): published again');
