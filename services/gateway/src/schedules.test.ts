@@ -1,6 +1,7 @@
 import { MAX_SCHEDULES_PER_TENANT, type Schedule } from '@flotilla/api';
 import type { Event } from '@flotilla/events';
 import { AgentCatalog } from '@flotilla/agent';
+import { SCHEDULES } from '@flotilla/bus';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConversationService } from './conversation-service.js';
@@ -92,6 +93,30 @@ describe('schedules over REST', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect((await schedule(created.id)).runs).toBe(2);
     await send(h, { method: 'DELETE', url: `/v1/schedules/${created.id}`, key: ACME_KEY });
+  });
+
+  it('a run delivered again after its gateway died mid-way: a claimed message is not sent twice, a conversation is not created twice', async () => {
+    const nextSeq = async (): Promise<number> => (await h.schedules.jsm.streams.info(SCHEDULES.stream)).state.last_seq + 1;
+    // a message's run claimed by a gateway that then died: taken again, it is recorded as interrupted and not sent
+    const target = (await h.acme.createConversation({ title: 'at most once' })).conversation.id;
+    const sending = (await create({ when: { every: '1h' }, action: { type: 'send_message', conversation: target, text: 'only once' } })).json as Schedule;
+    const claimedSeq = await nextSeq();
+    await h.schedules.update('acme', sending.id, (current) => ({ ...current, claimed_seq: claimedSeq }));
+    await post(`/v1/schedules/${sending.id}/run`);
+    const interrupted = await until('the interrupted run', () => schedule(sending.id), (current) => current.runs === 1);
+    expect(interrupted.last_run).toMatchObject({ outcome: 'failed', error: { code: 'interrupted' } });
+    expect(userTexts(await conversationEvents(target))).toEqual([]);
+
+    // a conversation's run that created it before its gateway died: taken again, it finds that conversation
+    const creating = (await create({ when: { every: '1h' }, action: { type: 'create_conversation', message: 'made once' } })).json as Schedule;
+    const seq = await nextSeq();
+    await h.schedules.update('acme', creating.id, (current) => ({ ...current, claimed_seq: seq }));
+    await h.acme.createConversation({ id: `${creating.id}-${seq}`, message: 'made once', run: true });
+    await post(`/v1/schedules/${creating.id}/run`);
+    const redone = await until('the run taken again', () => schedule(creating.id), (current) => current.runs === 1);
+    expect(redone.last_run).toMatchObject({ outcome: 'succeeded', conversation: `${creating.id}-${seq}` });
+    expect(userTexts(await conversationEvents(`${creating.id}-${seq}`))).toEqual(['made once']);
+    for (const id of [sending.id, creating.id]) await send(h, { method: 'DELETE', url: `/v1/schedules/${id}`, key: ACME_KEY });
   });
 
   it("another tenant neither sees nor touches a tenant's schedules", async () => {
