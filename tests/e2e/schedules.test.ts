@@ -1,8 +1,17 @@
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import type { Schedule } from '@flotilla/api';
 import { waitReady } from '@flotilla/supervisor';
 import { describe, expect, it } from 'vitest';
 import { taskMessage } from '../support/brain-server.js';
+import { runToExit, type Exited } from '../support/run-to-exit.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+
+const FLOTILLA = fileURLToPath(new URL('../../services/cli/bin/flotilla', import.meta.url));
+
+/** The CLI as a user runs it, against the test's gateway as tenant acme. */
+const flotilla = (system: RunningTestSystem, args: readonly string[]): Promise<Exited> =>
+  runToExit(FLOTILLA, args, { env: { ...process.env, FLOTILLA_URL: system.gatewayUrl, FLOTILLA_API_KEY: system.apiKey }, cwd: tmpdir(), timeoutMs: 60_000 });
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -53,8 +62,9 @@ describe('schedules through the services', () => {
     expect((await system.api('DELETE', `/schedules/${every3.id}`, undefined, system.otherApiKey)).status).toBe(404);
     expect((await system.api('GET', '/schedules', undefined, system.otherApiKey)).body).toEqual({ schedules: [] });
 
-    // pause stops the runs
-    expect(((await system.api('POST', `/schedules/${every3.id}/pause`)).body as Schedule).status).toBe('paused');
+    // pause stops the runs (through the CLI)
+    const paused = await flotilla(system, ['schedule', 'pause', every3.id]);
+    expect(paused, paused.stderr).toMatchObject({ code: 0, stdout: `paused schedule ${every3.id}\n` });
     // a run a gateway had already begun taking finishes; none begins after
     await sleep(1_000);
     const pausedRuns = (await untilSchedule(system, every3.id, 'the pause', (schedule) => schedule.status === 'paused')).runs;
@@ -96,5 +106,7 @@ describe('schedules through the services', () => {
     for (const schedule of [every3, runOnce, skip]) expect((await system.api('DELETE', `/schedules/${schedule.id}`)).status).toBe(204);
     expect((await system.api('GET', `/schedules/${every3.id}`)).status).toBe(404);
     expect((await system.api('GET', '/schedules')).body).toEqual({ schedules: [] });
+    const listed = await flotilla(system, ['schedule', 'list', '--json']);
+    expect(JSON.parse(listed.stdout)).toEqual([]);
   }, 150_000);
 });
