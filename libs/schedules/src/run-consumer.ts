@@ -3,6 +3,7 @@ import { AckPolicy, DeliverPolicy, jetstream, type ConsumerMessages, type JetStr
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { DeliveredRun } from './run-decision.js';
 import { parseRunMessage } from './run-message.js';
+import { runSubject } from './schedule-stream.js';
 
 const RETRY_DELAY_MS = 2_000;
 
@@ -67,7 +68,8 @@ export class RunConsumer {
 
   async #handle(message: JsMsg, take: (run: DeliveredRun) => Promise<void>): Promise<void> {
     const parsed = parseRunMessage(message.data);
-    if (!parsed) {
+    // a run names the schedule of its own subject (a body copied onto another tenant's subject is not a run of it)
+    if (!parsed || message.subject !== runSubject(parsed.tenant, parsed.schedule)) {
       this.options.onMalformed?.(message.subject, message.seq);
       message.term();
       return;

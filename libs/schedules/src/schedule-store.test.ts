@@ -68,6 +68,24 @@ describe('schedules on nats-server', () => {
     expect(await store.remove('acme', schedule.id)).toBe(false);
   });
 
+  it('a message on a run subject that is not a run of that schedule is dropped, not taken', async () => {
+    const schedule = await store.create('acme', { when: { every: '1h' }, action, missed_runs: 'run_once' });
+    const victim = await store.create('acme', { when: { every: '1h' }, action, missed_runs: 'run_once' });
+    const other = await store.create('globex', { when: { every: '1h' }, action, missed_runs: 'run_once' });
+    // globex's run body published on an acme schedule's subject, and a body that is not a run at all
+    await store.js.publish(runSubject('acme', victim.id), JSON.stringify({ v: 1, tenant: 'globex', schedule: other.id, generation: 0, kind: 'manual' }));
+    await store.js.publish(runSubject('globex', other.id), 'not a run');
+    await store.runNow(schedule);
+    const seen: DeliveredRun[] = [];
+    const malformed: string[] = [];
+    const consumer = await RunConsumer.start(nc, store.jsm, async (run) => void seen.push(run), { onMalformed: (subject) => malformed.push(subject) });
+    await sleep(1_000);
+    await consumer.stop();
+    expect(malformed).toEqual([runSubject('acme', victim.id), runSubject('globex', other.id)]);
+    expect(seen.map((run) => [run.message.tenant, run.message.schedule, run.message.kind])).toEqual([['acme', schedule.id, 'manual']]);
+    for (const [tenant, id] of [['acme', schedule.id], ['acme', victim.id], ['globex', other.id]] as const) await store.remove(tenant, id);
+  });
+
   it('a caught-up run made by several gateways is stored once', async () => {
     const schedule = await store.create('acme', { when: { every: '1h' }, action, missed_runs: 'run_once' });
     const before = (await store.jsm.streams.info(SCHEDULES.stream)).state.last_seq;
