@@ -94,8 +94,6 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const webhooks = new WebhookService(deps.webhooks, log, logger);
   const schedules = new ScheduleService(deps.schedules, conversations, deps.catalog, { minIntervalSeconds: config.scheduleMinIntervalSeconds }, logger);
-  // every gateway takes schedules' runs (one shared consumer: each run reaches one gateway)
-  const scheduleRunner = deps.schedules ? new ScheduleRunner(deps.schedules, conversations, logger, config.scheduleMissedRunGraceMs) : undefined;
   const runners = deps.runners;
   if (runners) {
     conversations.onDelete(async (ref, workspace) => {
@@ -108,6 +106,10 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   const hub = new SocketHub(deps.nc, log, logger, config.maxSubscribersPerConversation);
   const limiter = new RateLimiter(config.rateLimitPerSecond);
   const metrics = gatewayMetrics(hub);
+  // every gateway takes schedules' runs (one shared consumer: each run reaches one gateway)
+  const scheduleRunner = deps.schedules
+    ? new ScheduleRunner(deps.schedules, conversations, logger, config.scheduleMissedRunGraceMs, (outcome) => metrics.scheduleRuns.inc({ outcome }))
+    : undefined;
 
   const app = Fastify({
     bodyLimit: config.maxBodyBytes,
@@ -476,7 +478,8 @@ function gatewayMetrics(hub: SocketHub) {
   });
   new Gauge({ name: 'flotilla_ws_sockets', help: 'Open event sockets', registers: [registry], collect() { this.set(hub.sockets); } });
   new Gauge({ name: 'flotilla_ws_feeds', help: 'Conversations with a live feed on this gateway', registers: [registry], collect() { this.set(hub.conversations); } });
-  return { registry, requests, latency };
+  const scheduleRuns = new Counter({ name: 'flotilla_schedule_runs_total', help: "Schedules' runs this gateway took, by outcome (succeeded, failed, skipped, dropped)", labelNames: ['outcome'], registers: [registry] });
+  return { registry, requests, latency, scheduleRuns };
 }
 
 /** What `/v1/server-info` shows of the operator's agents: names, models and tools, never a key or where it comes from. */

@@ -33,6 +33,8 @@ export class ScheduleRunner {
     readonly logger: Logger,
     /** How late a run may be taken before `missed_runs: skip` skips it. */
     readonly graceMs: number,
+    /** Told the outcome of each run taken (`dropped`: a run of a schedule gone, paused, stale or taken already). */
+    readonly observe: (outcome: 'succeeded' | 'failed' | 'skipped' | 'dropped') => void = () => undefined,
   ) {}
 
   async start(nc: NatsConnection): Promise<void> {
@@ -78,12 +80,14 @@ export class ScheduleRunner {
     switch (decision.kind) {
       case 'drop':
         log.debug({ reason: decision.reason }, 'schedule run dropped');
+        this.observe('dropped');
         // a definition that outlived its schedule or its pause (a crash between the two writes): cancelled now
         if ((decision.reason === 'no_schedule' || decision.reason === 'paused') && run.message.kind === 'scheduled') await this.store.cancelDefinition(tenant, id);
         return;
       case 'skip':
         log.info({ reason: decision.reason }, 'schedule run skipped');
         await this.#record(run, { outcome: 'skipped', conversation: null, error: { code: 'missed_run_skipped', message: decision.reason } });
+        this.observe('skipped');
         return;
       case 'interrupted':
         log.warn('schedule run interrupted: its message is not sent again');
@@ -92,6 +96,7 @@ export class ScheduleRunner {
           conversation: null,
           error: { code: 'interrupted', message: 'the gateway taking this run stopped while sending its message; it is not sent again (read the conversation to see whether it arrived)' },
         });
+        this.observe('failed');
         return;
       case 'act': {
         const claimed = await this.store.update(tenant, id, (current) => (current.handled_seq >= run.seq || current.claimed_seq === run.seq ? undefined : claimRun(current, run.seq, new Date())));
@@ -99,6 +104,7 @@ export class ScheduleRunner {
         const outcome = await this.#act(claimed, run.seq);
         log.info({ outcome: outcome.outcome, conversation: outcome.conversation, error: outcome.error?.code }, 'schedule run taken');
         await this.#record(run, outcome);
+        this.observe(outcome.outcome);
       }
     }
   }

@@ -92,6 +92,8 @@ describe('schedules over REST', () => {
     expect(failed.status).toBe('active');
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect((await schedule(created.id)).runs).toBe(2);
+    const metrics = await (await fetch(`${h.url}/metrics`)).text();
+    for (const outcome of ['succeeded', 'failed']) expect(metrics).toMatch(new RegExp(`^flotilla_schedule_runs_total\\{outcome="${outcome}"[^}]*\\} [1-9]`, 'm'));
     await send(h, { method: 'DELETE', url: `/v1/schedules/${created.id}`, key: ACME_KEY });
   });
 
