@@ -4,7 +4,7 @@ export type { DeliveredRun, RunDecision } from './run-decision.js';
 export { RunConsumer } from './run-consumer.js';
 export type { RunConsumerOptions } from './run-consumer.js';
 export { encodeRunMessage, parseRunMessage, RunMessage } from './run-message.js';
-export { ScheduleStore } from './schedule-store.js';
+export { MINIMUM_SCHEDULES_VERSION, schedulesSupported, ScheduleStore } from './schedule-store.js';
 export type { NewSchedule, ScheduleEntry, ScheduleStoreOptions } from './schedule-store.js';
 export { definitionSubject, ensureSchedulesStream, natsSchedule, runSubject } from './schedule-stream.js';
 export type { SchedulesStreamSettings } from './schedule-stream.js';

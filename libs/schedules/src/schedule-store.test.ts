@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SchedulesError } from './errors.js';
 import type { DeliveredRun } from './run-decision.js';
 import { RunConsumer } from './run-consumer.js';
-import { ScheduleStore } from './schedule-store.js';
+import { schedulesSupported, ScheduleStore } from './schedule-store.js';
 import { definitionSubject, runSubject } from './schedule-stream.js';
 
 let nats: NatsTestServer;
@@ -28,6 +28,13 @@ const storedRuns = async (tenant: string, id: string): Promise<number> => {
   const info = await store.jsm.streams.info(SCHEDULES.stream, { subjects_filter: runSubject(tenant, id) });
   return info.state.subjects?.[runSubject(tenant, id)] ?? 0;
 };
+
+describe('the server version schedules need', () => {
+  it('is 2.14 or newer', () => {
+    for (const version of ['2.14.0', '2.15.1', '2.14.0-RC.1', '3.0.0']) expect(schedulesSupported(version), version).toBe(true);
+    for (const version of ['2.12.4', '2.13.0', '2.9.10', 'unknown', '']) expect(schedulesSupported(version), version).toBe(false);
+  });
+});
 
 describe('schedules on nats-server', () => {
   it('runs that nobody takes collapse into the latest one; a consumer started later is delivered one run', async () => {

@@ -12,6 +12,15 @@ import { newScheduleId, parseStoredSchedule, scheduleKey, StoredSchedule } from 
 const REFUSED_DEFINITION = new Set([10189, 10223]);
 const CAS_ATTEMPTS = 20;
 const CONSUMER_NOT_FOUND = 10014;
+/** Cron and interval schedules came with nats-server 2.14 (`@at` with 2.12). */
+export const MINIMUM_SCHEDULES_VERSION = '2.14.0';
+
+/** True for a nats-server version (`2.15.1`, `2.14.0-RC.1`) at or past MINIMUM_SCHEDULES_VERSION. */
+export function schedulesSupported(version: string): boolean {
+  const [major, minor] = version.split(/[.-]/).map(Number);
+  if (major === undefined || minor === undefined || Number.isNaN(major) || Number.isNaN(minor)) return false;
+  return major > 2 || (major === 2 && minor >= 14);
+}
 
 export type ScheduleStoreOptions = {
   readonly replicas?: number;
@@ -44,12 +53,23 @@ export class ScheduleStore {
     readonly onCorrupt: (key: string) => void,
   ) {}
 
-  /** Creates the stream and the bucket when missing, or opens them. */
+  /**
+   * Creates the stream and the bucket when missing, or opens them. A SchedulesError
+   * ('store_unavailable') on a nats-server without cron and interval schedules (before 2.14: an
+   * older one would keep a definition as a plain message and never fire it).
+   */
   static async open(nc: NatsConnection, options: ScheduleStoreOptions = {}): Promise<ScheduleStore> {
     const replicas = options.replicas ?? 1;
+    const version = nc.info?.version ?? 'unknown';
+    if (!schedulesSupported(version)) {
+      throw new SchedulesError(SchedulesErrorCode.StoreUnavailable, `nats-server ${version} does not run cron and interval schedules: schedules need ${MINIMUM_SCHEDULES_VERSION} or newer`);
+    }
     try {
       const jsm = await jetstreamManager(nc);
       await ensureSchedulesStream(jsm, { replicas });
+      if ((await jsm.streams.info(SCHEDULES.stream)).config.allow_msg_schedules !== true) {
+        throw new Error(`the stream ${SCHEDULES.stream} exists without allow_msg_schedules: an operator enables it on the stream (with the admin credential)`);
+      }
       const kv = await openBucket(nc, Buckets.schedules, { history: 1, replicas, allow_direct: false, description: "Flotilla schedules: what each tenant's schedule does and when, and its last run" });
       return new ScheduleStore(kv, jetstream(nc), jsm, options.onCorrupt ?? (() => undefined));
     } catch (error) {
