@@ -73,11 +73,13 @@ describe('schedules through the services', () => {
 
     // ── every service and nats-server restart; runs come due while no gateway runs ────────────────
     // a run_once schedule with three runs due while the gateway is down, and a skip one with one
-    const due = Math.ceil(Date.now() / 1000) + 6;
+    const due = Math.ceil(Date.now() / 1000) + 8;
     const runOnce = await create(system, { when: { cron: atSeconds([due, due + 1, due + 2]), time_zone: 'Europe/Paris' }, action: { type: 'create_conversation', message: task('missed-once') }, missed_runs: 'run_once' });
     const skip = await create(system, { when: { cron: atSeconds([due]) }, action: { type: 'create_conversation', message: task('missed-skip') }, missed_runs: 'skip' });
     await Promise.all(system.processes.map((child) => child.stop()));
     await system.nats.restart();
+    // the runs must come due with no gateway up, or this test tests nothing
+    expect(Date.now(), 'the services took too long to stop: the runs came due while a gateway was up').toBeLessThan(due * 1000);
     // nats-server is up again and fires the runs; no service takes them
     await sleep(Math.max(0, due * 1000 + 4_500 - Date.now()));
     for (const child of system.processes) child.start();
