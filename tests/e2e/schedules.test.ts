@@ -33,13 +33,20 @@ async function create(system: RunningTestSystem, body: unknown): Promise<Schedul
   return reply.body as Schedule;
 }
 
+/** A gateway's `flotilla_schedule_runs_total` by outcome. */
+function runsTaken(metrics: string): { succeeded: number } {
+  const count = (outcome: string): number => Number(new RegExp(`^flotilla_schedule_runs_total\\{outcome="${outcome}"[^}]*\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
+  return { succeeded: count('succeeded') };
+}
+
 /** A cron firing at these seconds of every minute (UTC seconds are every zone's). */
 const atSeconds = (seconds: readonly number[]): string => `${[...new Set(seconds.map((second) => ((second % 60) + 60) % 60))].sort((a, b) => a - b).join(',')} * * * * *`;
 
 describe('schedules through the services', () => {
   it('a cron in a time zone creates conversations that run; pause, resume, delete; another tenant is refused; schedules survive a restart of every service and of nats-server, a run missed meanwhile runs once or is skipped by policy', async () => {
     await using system = await startTestSystem({
-      gateway: true,
+      // two gateways share the runs' consumer: each run is taken by one of them
+      gateways: 2,
       // runs every few seconds and a short grace, for the test's sake (defaults: a minute each)
       gatewayEnv: { FLOTILLA_SCHEDULE_MIN_INTERVAL_SECONDS: '1', FLOTILLA_SCHEDULE_MISSED_RUN_GRACE_MS: '1500' },
     });
@@ -70,6 +77,9 @@ describe('schedules through the services', () => {
     const pausedRuns = (await untilSchedule(system, every3.id, 'the pause', (schedule) => schedule.status === 'paused')).runs;
     await sleep(3_500);
     expect((await untilSchedule(system, every3.id, 'the paused schedule', () => true)).runs).toBe(pausedRuns);
+    // every run was taken once: the gateways' counts of runs taken add up to the schedule's
+    const taken = await Promise.all(system.gatewayUrls.map(async (url) => runsTaken(await (await fetch(`${url}/metrics`)).text())));
+    expect(taken.reduce((sum, count) => sum + count.succeeded, 0)).toBe(pausedRuns);
 
     // ── every service and nats-server restart; runs come due while no gateway runs ────────────────
     // a run_once schedule with three runs due while the gateway is down, and a skip one with one
