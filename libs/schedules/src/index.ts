@@ -1,5 +1,5 @@
 export { SchedulesError, SchedulesErrorCode } from './errors.js';
-export { claimRun, decideRun, recordRun, runConversationId } from './run-decision.js';
+export { claimRun, decideRun, dueOf, recordRun, runConversationId } from './run-decision.js';
 export type { DeliveredRun, RunDecision } from './run-decision.js';
 export { RunConsumer } from './run-consumer.js';
 export type { RunConsumerOptions } from './run-consumer.js';

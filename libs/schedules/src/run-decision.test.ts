@@ -63,6 +63,14 @@ describe('what a gateway does with a run', () => {
     expect(decideRun(schedule({ missed_runs: 'skip' }), { ...late, message: { ...late.message, kind: 'caught_up' } }, now, 60_000)).toEqual({ kind: 'act' });
   });
 
+  it("a one-time run is due at its schedule's time, however late nats-server fired it (it fires a past @at once when it starts)", () => {
+    const once = schedule({ missed_runs: 'skip', when: { at: '2026-12-06T02:50:00.000Z' } });
+    const firedAtStart = run({ dueAt: new Date('2026-12-06T03:00:09.000Z'), next: 'purge' });
+    expect(decideRun(once, firedAtStart, now, 60_000)).toMatchObject({ kind: 'skip', reason: expect.stringContaining('2026-12-06T02:50:00.000Z') });
+    expect(decideRun({ ...once, missed_runs: 'run_once' }, firedAtStart, now, 60_000)).toEqual({ kind: 'act' });
+    expect(recordRun({ ...once, missed_runs: 'run_once' }, firedAtStart, { outcome: 'succeeded', conversation: 'c1', error: null }, now).last_run?.due_at).toBe('2026-12-06T02:50:00.000Z');
+  });
+
   it('recording a run counts it, clears the claim, keeps the last sequence and the next run in UTC; a one-time run completes its schedule', () => {
     const claimed = claimRun(schedule(), 11, now);
     expect(claimed.claimed_seq).toBe(11);

@@ -31,11 +31,20 @@ export function decideRun(schedule: StoredSchedule | undefined, run: DeliveredRu
   if (run.seq <= schedule.handled_seq) return { kind: 'drop', reason: 'taken' };
   if (schedule.status !== 'active' && run.message.kind !== 'manual') return { kind: 'drop', reason: 'paused' };
   if (schedule.claimed_seq === run.seq) return schedule.action.type === 'send_message' ? { kind: 'interrupted' } : { kind: 'act' };
-  const lateMs = now.getTime() - run.dueAt.getTime();
+  const due = dueOf(schedule, run);
+  const lateMs = now.getTime() - due.getTime();
   if (run.message.kind === 'scheduled' && schedule.missed_runs === 'skip' && lateMs > graceMs) {
-    return { kind: 'skip', reason: `it came due at ${run.dueAt.toISOString()}, ${Math.round(lateMs / 1000)} s before a gateway could take it (missed_runs: skip)` };
+    return { kind: 'skip', reason: `it came due at ${due.toISOString()}, ${Math.round(lateMs / 1000)} s before a gateway could take it (missed_runs: skip)` };
   }
   return { kind: 'act' };
+}
+
+/**
+ * When a run was due: the time a one-time schedule names (nats-server fires a past `@at` once
+ * when it starts, late), else when the run was stored or, for a gateway-made run, the time it names.
+ */
+export function dueOf(schedule: StoredSchedule, run: DeliveredRun): Date {
+  return run.message.kind === 'scheduled' && 'at' in schedule.when ? new Date(schedule.when.at) : run.dueAt;
 }
 
 /** The id of the conversation a `create_conversation` run creates: the same whenever the run is taken again. */
@@ -60,7 +69,7 @@ export function recordRun(schedule: StoredSchedule, run: DeliveredRun, outcome: 
     runs: schedule.runs + 1,
     handled_seq: Math.max(schedule.handled_seq, run.seq),
     claimed_seq: null,
-    last_run: { due_at: run.dueAt.toISOString(), handled_at: now.toISOString(), ...outcome },
+    last_run: { due_at: dueOf(schedule, run).toISOString(), handled_at: now.toISOString(), ...outcome },
     updated_at: now.toISOString(),
   };
 }

@@ -66,7 +66,7 @@ export function scheduleRoutes(schedules: ScheduleService): RouteSpec[] {
       method: 'POST',
       url: p('/schedules/:id/resume'),
       operationId: 'resumeSchedule',
-      summary: 'Resume a paused schedule: it runs again from now on (a one-time schedule whose time passed runs at once)',
+      summary: 'Resume a paused schedule: it runs again from now on (a one-time schedule whose time passed runs at once, or is skipped with missed_runs: skip)',
       tag: 'schedules',
       access: 'tenant',
       params: ScheduleParams,
