@@ -136,6 +136,23 @@ describe('schedules over REST', () => {
     await send(h, { method: 'DELETE', url: `/v1/schedules/${created.id}`, key: ACME_KEY });
   });
 
+  it("the client's schedule methods, over HTTP", async () => {
+    const created = await h.acme.createSchedule({ when: { at: new Date(Date.now() + 3_600_000).toISOString() }, action: { type: 'create_conversation', message: 'later' }, description: 'from the client' });
+    expect(created).toMatchObject({ status: 'active', description: 'from the client', missed_runs: 'run_once' });
+    expect((await h.acme.listSchedules()).map((schedule) => schedule.id)).toContain(created.id);
+    expect((await h.acme.pauseSchedule(created.id)).status).toBe('paused');
+    expect((await h.acme.getSchedule(created.id)).status).toBe('paused');
+    expect((await h.acme.resumeSchedule(created.id)).status).toBe('active');
+    expect((await h.acme.runSchedule(created.id)).id).toBe(created.id);
+    const ran = await until('the run asked for', () => h.acme.getSchedule(created.id), (current) => current.runs === 1);
+    expect(ran.last_run).toMatchObject({ outcome: 'succeeded', conversation: expect.stringContaining(created.id) });
+    // a run asked for does not complete a one-time schedule: its time is still to come
+    expect(ran.status).toBe('active');
+    await h.acme.deleteSchedule(created.id);
+    await expect(h.acme.getSchedule(created.id)).rejects.toMatchObject({ status: 404, code: 'schedule_not_found' });
+    await expect(h.globex.deleteSchedule(created.id)).rejects.toMatchObject({ status: 404 });
+  });
+
   it('refuses bad schedules with a 400 naming the field', async () => {
     const before = (await get('/v1/schedules')).json;
     const action = { type: 'create_conversation', message: 'hi' };
