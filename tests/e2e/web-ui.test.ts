@@ -279,7 +279,7 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
     await page.close();
   }, 60_000);
 
-  it("lists the tenant's schedules, creates one with a cron in a time zone, pauses, resumes and deletes it", async () => {
+  it("lists the tenant's schedules, creates one with a cron in a time zone, pauses, resumes and deletes it, and one that messages a conversation", async () => {
     const headers = { authorization: `Bearer ${system.apiKey}`, 'content-type': 'application/json' };
     const made = await fetch(`${system.gatewayUrl}/v1/schedules`, { method: 'POST', headers, body: JSON.stringify({ when: { every: '2h' }, action: { type: 'create_conversation', message: 'made over REST' } }) });
     const existing = ((await made.json()) as { id: string }).id;
@@ -310,6 +310,20 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
     await created.getByTestId('schedule-delete').click();
     await poll(() => created.count()).toBe(0);
     expect((await fetch(`${system.gatewayUrl}/v1/schedules/${id}`, { headers })).status).toBe(404);
+
+    // a message to a conversation, every two hours
+    const target = 'ui-scheduled-target';
+    await (await fetch(`${system.gatewayUrl}/v1/conversations`, { method: 'POST', headers, body: JSON.stringify({ id: target, title: 'Scheduled target' }) })).arrayBuffer();
+    await page.getByTestId('schedule-kind').selectOption('every');
+    await page.getByTestId('schedule-value').fill('2h');
+    await page.getByTestId('schedule-message').fill('any news?');
+    await page.getByTestId('schedule-to').fill(target);
+    await page.getByTestId('schedule-create').click();
+    const messaging = page.locator('[data-testid="schedule"]', { hasText: 'any news?' });
+    await poll(async () => (await messaging.count()) || (await bannerText(page))).toBe(1);
+    expect(await messaging.textContent()).toContain(`message to ${target}: any news?`);
+    await messaging.getByTestId('schedule-delete').click();
+    await poll(() => messaging.count()).toBe(0);
     await fetch(`${system.gatewayUrl}/v1/schedules/${existing}`, { method: 'DELETE', headers: { authorization: headers.authorization } });
     expect(problems).toEqual([]);
     await page.close();

@@ -14,8 +14,9 @@ const REFRESH_MS = 5_000;
 
 /**
  * The tenant's schedules: each with when it runs, what it does, its status and its next and last
- * runs, with Pause/Resume, Run now and Delete; and a form to schedule new conversations (a cron
- * in a time zone, an interval or a time, and their first message). Read when the panel opens,
+ * runs, with Pause/Resume, Run now and Delete; and a form to schedule runs (a cron in a time
+ * zone, an interval or a time; a new conversation with its first message, or a message to a
+ * conversation). Read when the panel opens,
  * then every few seconds while it is open.
  */
 export class SchedulesPanel {
@@ -29,6 +30,7 @@ export class SchedulesPanel {
   readonly #zone = byId<HTMLInputElement>('schedule-zone');
   readonly #message = byId<HTMLTextAreaElement>('schedule-message');
   readonly #missed = byId<HTMLSelectElement>('schedule-missed');
+  readonly #to = byId<HTMLInputElement>('schedule-to');
   #timer: ReturnType<typeof setInterval> | undefined;
   #connected = false;
 
@@ -126,7 +128,11 @@ export class SchedulesPanel {
     const value = this.#value.value.trim();
     const zone = this.#zone.value.trim();
     const when = kind === 'cron' ? { cron: value, ...(zone ? { time_zone: zone } : {}) } : kind === 'every' ? { every: value } : { at: value };
-    const body: CreateScheduleBody = { when, action: { type: 'create_conversation', message: this.#message.value.trim() }, missed_runs: this.#missed.value as 'run_once' | 'skip' };
+    const message = this.#message.value.trim();
+    const to = this.#to.value.trim();
+    // a conversation's id given: each run messages it; else each run creates a conversation
+    const action = to ? { type: 'send_message' as const, conversation: to, text: message } : { type: 'create_conversation' as const, message };
+    const body: CreateScheduleBody = { when, action, missed_runs: this.#missed.value as 'run_once' | 'skip' };
     try {
       await this.client().createSchedule(body);
     } catch (error) {
@@ -135,6 +141,7 @@ export class SchedulesPanel {
     }
     this.#value.value = '';
     this.#message.value = '';
+    this.#to.value = '';
     await this.refresh();
   }
 
