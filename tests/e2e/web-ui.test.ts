@@ -279,6 +279,56 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
     await page.close();
   }, 60_000);
 
+  it("lists the tenant's schedules, creates one with a cron in a time zone, pauses, resumes and deletes it, and one that messages a conversation", async () => {
+    const headers = { authorization: `Bearer ${system.apiKey}`, 'content-type': 'application/json' };
+    const made = await fetch(`${system.gatewayUrl}/v1/schedules`, { method: 'POST', headers, body: JSON.stringify({ when: { every: '2h' }, action: { type: 'create_conversation', message: 'made over REST' } }) });
+    const existing = ((await made.json()) as { id: string }).id;
+    const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
+    await poll(() => page.getByTestId('conversation-list').isVisible()).toBe(true);
+    await page.getByTestId('schedules-panel').locator('summary').click();
+    const rest = page.locator(`[data-testid="schedule"][data-id="${existing}"]`);
+    await poll(async () => (await rest.count()) || (await bannerText(page))).toBe(1);
+    expect(await rest.textContent()).toContain('every 2h');
+
+    await page.getByTestId('schedule-kind').selectOption('cron');
+    await page.getByTestId('schedule-value').fill('0 30 9 * * MON-FRI');
+    await page.getByTestId('schedule-zone').fill('Europe/Paris');
+    await page.getByTestId('schedule-message').fill('morning digest');
+    await page.getByTestId('schedule-missed').selectOption('skip');
+    await page.getByTestId('schedule-create').click();
+    const created = page.locator('[data-testid="schedule"]', { hasText: 'morning digest' });
+    await poll(async () => (await created.count()) || (await bannerText(page))).toBe(1);
+    expect(await created.textContent()).toContain('cron 0 30 9 * * MON-FRI (Europe/Paris)');
+    const id = (await created.getAttribute('data-id'))!;
+    const stored = (await (await fetch(`${system.gatewayUrl}/v1/schedules/${id}`, { headers })).json()) as { when: unknown; missed_runs: string; status: string };
+    expect(stored).toMatchObject({ when: { cron: '0 30 9 * * MON-FRI', time_zone: 'Europe/Paris' }, missed_runs: 'skip', status: 'active' });
+
+    await created.getByTestId('schedule-pause').click();
+    await poll(() => created.getAttribute('data-status')).toBe('paused');
+    await created.getByTestId('schedule-resume').click();
+    await poll(() => created.getAttribute('data-status')).toBe('active');
+    await created.getByTestId('schedule-delete').click();
+    await poll(() => created.count()).toBe(0);
+    expect((await fetch(`${system.gatewayUrl}/v1/schedules/${id}`, { headers })).status).toBe(404);
+
+    // a message to a conversation, every two hours
+    const target = 'ui-scheduled-target';
+    await (await fetch(`${system.gatewayUrl}/v1/conversations`, { method: 'POST', headers, body: JSON.stringify({ id: target, title: 'Scheduled target' }) })).arrayBuffer();
+    await page.getByTestId('schedule-kind').selectOption('every');
+    await page.getByTestId('schedule-value').fill('2h');
+    await page.getByTestId('schedule-message').fill('any news?');
+    await page.getByTestId('schedule-to').fill(target);
+    await page.getByTestId('schedule-create').click();
+    const messaging = page.locator('[data-testid="schedule"]', { hasText: 'any news?' });
+    await poll(async () => (await messaging.count()) || (await bannerText(page))).toBe(1);
+    expect(await messaging.textContent()).toContain(`message to ${target}: any news?`);
+    await messaging.getByTestId('schedule-delete').click();
+    await poll(() => messaging.count()).toBe(0);
+    await fetch(`${system.gatewayUrl}/v1/schedules/${existing}`, { method: 'DELETE', headers: { authorization: headers.authorization } });
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+
   it('browses the workspace, uploads and downloads a file, and shows the git diff', async () => {
     const id = 'ui-files';
     const headers = { authorization: `Bearer ${system.apiKey}` };

@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'event_not_found',
   'secret_not_found',
   'webhook_not_found',
+  'schedule_not_found',
   'route_not_found',
   'already_running',
   'conversation_running',
@@ -37,6 +38,8 @@ export const ERROR_CODES = [
   'spec_not_allowed',
   /** The tenant has as many webhooks as it may (MAX_WEBHOOKS_PER_TENANT): remove one first. */
   'webhook_limit_reached',
+  /** The tenant has as many schedules as it may (MAX_SCHEDULES_PER_TENANT): delete one first. */
+  'schedule_limit_reached',
   /** 413: an image over MAX_IMAGE_BYTES, or a message's images over MAX_MESSAGE_IMAGE_BYTES together. */
   'image_too_large',
   /** 415: an image that is not png, jpeg, gif or webp by its bytes, or other than its media_type says. */

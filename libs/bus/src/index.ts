@@ -33,6 +33,7 @@ export {
   partitionPriority,
   PURGE_SUBJECT,
   RunnerSubjects,
+  SCHEDULES,
   SELF_CONTINUING,
   WEBHOOK_DELIVERIES,
   WRITER_KINDS,

@@ -171,6 +171,8 @@ export const Buckets = {
   webhookDeadLetters: 'flotilla_webhook_dead_letters',
   /** Images of user messages by tenant and SHA-256 (`<tenant>.<sha256>.<chunk>`): the gateway writes them, step workers read them. */
   images: 'flotilla_images',
+  /** Each tenant's schedules (what to do, when, paused or not, the last run's outcome): written by the gateway. */
+  schedules: 'flotilla_schedules',
 } as const;
 export type BucketRole = keyof typeof Buckets;
 
@@ -224,6 +226,16 @@ export const WEBHOOK_DELIVERIES = { stream: 'FLOTILLA_WEBHOOK_DELIVERIES', subje
  * consumes (its group `condenser`).
  */
 export const CONDENSER_WAKEUPS = { stream: 'FLOTILLA_CONDENSER_WAKEUPS', subjectPrefix: 'flotilla.wake.condenser', group: 'condenser' } as const;
+
+/**
+ * Schedules on nats-server's message scheduler (2.14+): the stream holds each schedule's
+ * definition on `<definitions>.<tenant>.<schedule>` (a stored message whose subject is the
+ * schedule's identity: republishing it replaces the schedule, purging it cancels) and the server
+ * publishes each run on `<fires>.<tenant>.<schedule>` in the same stream, one message kept per
+ * subject (runs nobody took yet collapse into one). The gateways create the stream and take the
+ * runs through one durable consumer (`group`) they share.
+ */
+export const SCHEDULES = { stream: 'FLOTILLA_SCHEDULES', definitionPrefix: 'flotilla.sched', firePrefix: 'flotilla.fire', group: 'gateway-schedules' } as const;
 
 /** The events stream's names a deployment chose (FLOTILLA_STREAM, FLOTILLA_SUBJECT_PREFIX). */
 export type StreamNames = { readonly stream: string; readonly subjectPrefix: string };

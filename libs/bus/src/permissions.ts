@@ -1,5 +1,5 @@
 import { answersPrefix, inboxPrefix } from './connection-options.js';
-import { AskSubjects, bucketStream, Buckets, commitKindOf, CONDENSER_WAKEUPS, everyCommit, DEFAULT_SIGNAL_ROOT, groupConsumerNames, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
+import { AskSubjects, bucketStream, Buckets, commitKindOf, CONDENSER_WAKEUPS, everyCommit, DEFAULT_SIGNAL_ROOT, groupConsumerNames, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, SCHEDULES, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
 export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const;
@@ -82,7 +82,12 @@ function createStream(stream: string): string[] {
 
 /** Everything one consumer group's durable consumers (its own and its partitions': groupConsumerNames) take: only its members, never deleted by them. */
 function groupSubjects(stream: string, group: string): string[] {
-  return groupConsumerNames(group).flatMap((consumer) => [
+  return consumerSubjects(stream, groupConsumerNames(group));
+}
+
+/** Create, read, pull from and ack these durable consumers of a stream (never delete them). */
+function consumerSubjects(stream: string, consumers: readonly string[]): string[] {
+  return consumers.flatMap((consumer) => [
     `${API}.CONSUMER.DURABLE.CREATE.${stream}.${consumer}`,
     `${API}.CONSUMER.CREATE.${stream}.${consumer}`,
     `${API}.CONSUMER.CREATE.${stream}.${consumer}.>`,
@@ -113,6 +118,7 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['workspaces', 'read'],
     ['webhooks', 'read-write'],
     ['webhookDeadLetters', 'read-write'],
+    ['schedules', 'read-write'],
     // the images users send: stored, never read back (only the model callers read them)
     ['images', 'write-only'],
   ],
@@ -196,6 +202,17 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       // its announcements of conversations idle past their retention go into the webhooks' delivery queue
       publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny, PURGE_SUBJECT, AskSubjects.ask, `${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`);
       subscribe.push(deltas);
+      // schedules: their stream (definitions written, purged to cancel; runs published by the
+      // server, and by a gateway catching up a run the server skipped) and the gateways' shared
+      // consumer of the runs. The purge is stream-wide, and this stream holds schedules only.
+      publish.push(
+        ...createStream(SCHEDULES.stream),
+        ...readStream(SCHEDULES.stream),
+        `${SCHEDULES.definitionPrefix}.*.*`,
+        `${SCHEDULES.firePrefix}.*.*`,
+        `${API}.STREAM.PURGE.${SCHEDULES.stream}`,
+        ...consumerSubjects(SCHEDULES.stream, [SCHEDULES.group]),
+      );
       break;
     case 'step-worker':
       // side questions (POST …/ask): taken from the gateway, answered (streamed) under its answers branch;

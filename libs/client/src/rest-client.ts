@@ -13,6 +13,7 @@ import type {
   CreateConversationBody,
   CreatedApiKey,
   CreatedWebhook,
+  CreateScheduleBody,
   CreateWebhookBody,
   DeadLetter,
   DeadLetterList,
@@ -25,6 +26,8 @@ import type {
   ImageUpload,
   ListConversationsQuery,
   RewindBody,
+  Schedule,
+  ScheduleList,
   SearchEventsQuery,
   SecretNames,
   ServerInfo,
@@ -218,6 +221,35 @@ export class FlotillaClient {
   /** The webhook's deliveries that failed every attempt, the latest first. */
   async listWebhookDeadLetters(id: string, options: { limit?: number } = {}): Promise<DeadLetter[]> {
     return (await this.#json<DeadLetterList>('GET', `/webhooks/${enc(id)}/dead-letters`, { query: { limit: options.limit } })).dead_letters;
+  }
+
+  // ── schedules (run by nats-server's scheduler, taken by a gateway) ─────────────────────────
+  /** Schedule a run: a conversation created from a template with a message, or a message sent to a conversation; at a time, every interval or on a cron expression in a time zone. */
+  createSchedule(body: CreateScheduleBody): Promise<Schedule> {
+    return this.#json('POST', '/schedules', { body });
+  }
+  /** The tenant's schedules, oldest first. */
+  async listSchedules(): Promise<Schedule[]> {
+    return (await this.#json<ScheduleList>('GET', '/schedules')).schedules;
+  }
+  /** One schedule, with its status, next run and last run (FlotillaApiError schedule_not_found when the tenant has none of that id). */
+  getSchedule(id: string): Promise<Schedule> {
+    return this.#json('GET', `/schedules/${enc(id)}`);
+  }
+  /** No run until resumed. */
+  pauseSchedule(id: string): Promise<Schedule> {
+    return this.#json('POST', `/schedules/${enc(id)}/pause`);
+  }
+  /** Runs again from now on. */
+  resumeSchedule(id: string): Promise<Schedule> {
+    return this.#json('POST', `/schedules/${enc(id)}/resume`);
+  }
+  /** Run it now, once (its outcome shows in the schedule's `last_run` soon after). */
+  runSchedule(id: string): Promise<Schedule> {
+    return this.#json('POST', `/schedules/${enc(id)}/run`);
+  }
+  async deleteSchedule(id: string): Promise<void> {
+    await this.#request('DELETE', `/schedules/${enc(id)}`);
   }
 
   // ── workspace files and git (answered by the tool runner that owns the workspace) ────────────

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConversationStatus, EVENT_TYPES, isSubjectToken, MAX_IMAGES_PER_MESSAGE, OnBusy, SpecName, type EventType } from '@flotilla/events';
 import { usageError } from './errors.js';
+import { scheduleCommandOf, type ScheduleCommand } from './schedule-args.js';
 import { secretCommandOf, type SecretCommand } from './secret-args.js';
 import { tapCommandOf, type TapCommand } from './tap-args.js';
 import { webhookCommandOf, type WebhookCommand } from './webhook-args.js';
@@ -57,7 +58,8 @@ export type Command =
   | { readonly name: 'keys-create'; readonly tenant: string; readonly keyName: string; readonly json: boolean }
   | SecretCommand
   | TapCommand
-  | WebhookCommand;
+  | WebhookCommand
+  | ScheduleCommand;
 
 export type CommandName = Command['name'];
 
@@ -102,6 +104,12 @@ const OPTIONS = {
   description: { type: 'string' },
   image: { type: 'string', multiple: true },
   'on-busy': { type: 'string' },
+  cron: { type: 'string' },
+  every: { type: 'string' },
+  at: { type: 'string' },
+  'time-zone': { type: 'string' },
+  to: { type: 'string' },
+  missed: { type: 'string' },
 } as const;
 /** `secret … --tenant` is a flag (the defaults of the key's own tenant), where `keys create --tenant T` takes a value. */
 const SECRET_OPTIONS = { ...OPTIONS, tenant: { type: 'boolean' } } as const;
@@ -139,6 +147,7 @@ const COMMAND_OPTIONS: Record<string, readonly OptionName[]> = {
   secret: ['tenant', 'value', 'value-file', 'json'],
   tap: ['tenant', 'conversation', 'type', 'source', 'since', 'start-seq', 'new', 'follow', 'name', 'json'],
   webhook: ['event', 'description', 'limit', 'json'],
+  schedule: ['cron', 'every', 'at', 'time-zone', 'message', 'to', 'template', 'title', 'missed', 'description', 'json'],
 };
 
 const MAX_LIST = 1_000;
@@ -323,6 +332,20 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
         ...optional('event', values.event),
         ...optional('description', values.description),
         ...optional('limit', integer('--limit', values.limit, 1, 500)),
+        ...optional('json', values.json),
+      });
+    case 'schedule':
+      return scheduleCommandOf(rest, {
+        ...optional('cron', values.cron),
+        ...optional('every', values.every),
+        ...optional('at', values.at),
+        ...optional('timeZone', values['time-zone']),
+        ...optional('message', values.message),
+        ...optional('to', values.to),
+        ...optional('template', values.template),
+        ...optional('title', values.title),
+        ...optional('missed', values.missed),
+        ...optional('description', values.description),
         ...optional('json', values.json),
       });
     case 'tap':

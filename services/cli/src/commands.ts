@@ -11,6 +11,7 @@ import { executeSpecCommand, readInputFile } from './spec-commands.js';
 import { tailConversation } from './tail.js';
 import type { Terminal } from './terminal.js';
 import { watchConversation } from './watch.js';
+import { executeScheduleCommand } from './schedule-commands.js';
 import { executeWebhookCommand } from './webhook-commands.js';
 import { usageError } from './errors.js';
 import { readImageFiles } from './image-files.js';
@@ -158,6 +159,15 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
     case 'webhook-rm':
     case 'webhook-dead':
       await executeWebhookCommand(command, client, context);
+      return ExitCode.Ok;
+    case 'schedule-add':
+    case 'schedule-list':
+    case 'schedule-get':
+    case 'schedule-pause':
+    case 'schedule-resume':
+    case 'schedule-run':
+    case 'schedule-rm':
+      await executeScheduleCommand(command, client, context);
       return ExitCode.Ok;
   }
 }

@@ -86,6 +86,17 @@ Webhooks (signed POSTs of your conversations' events to your URL, at least once;
   webhook dead ID [--limit N] [--json]
                                    its deliveries that failed every attempt, the latest first
 
+Schedules (a conversation created, or a message sent, on a schedule; docs/api.md):
+  schedule add WHEN --message TEXT [--template T] [--title T] [--to ID]
+               [--missed run_once|skip] [--description D] [--json]
+                                   WHEN: --cron "SEC MIN HOUR DOM MON DOW" [--time-zone TZ],
+                                   --every 30m, or --at 2026-12-24T18:00:00Z. Each run creates a
+                                   conversation with the message and runs it, or with --to ID
+                                   sends the message to that conversation and runs it
+  schedule list [--json]           your schedules, their next and last runs
+  schedule get ID [--json]         one, with its last run's outcome or error
+  schedule pause|resume|run|rm ID  stop its runs, restart them, run it now, delete it
+
 Server:
   info [--json]                    what the gateway offers
   keys create --tenant T --name N [--json]

@@ -3,6 +3,7 @@ import type { AgentCatalog } from '@flotilla/agent';
 import { ConversationId, CURRENT_PROTOCOL_VERSION, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, STORED_IMAGE_MEDIA_TYPES } from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
 import { requestWorkspaceDeletion, type RunnerRegistry } from '@flotilla/runtime';
+import type { ScheduleStore } from '@flotilla/schedules';
 import type { SecretWriter } from '@flotilla/secrets';
 import type { SnapshotStore } from '@flotilla/state';
 import { SpanKind, startSpan } from '@flotilla/tracing';
@@ -29,6 +30,8 @@ import { SecretService } from './secret-service.js';
 import { fileRoutes } from './file-routes.js';
 import { WorkspaceService } from './workspace-service.js';
 import { WebhookService, type WebhookStores } from './webhook-service.js';
+import { ScheduleRunner } from './schedule-runner.js';
+import { ScheduleService } from './schedule-service.js';
 import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
 import type { ImageWriter } from './message-images.js';
@@ -54,6 +57,8 @@ export type GatewayDependencies = {
   readonly images?: ImageWriter;
   /** The webhooks' registrations and dead letters; undefined without a secrets key (the webhooks routes answer 503). */
   readonly webhooks?: WebhookStores;
+  /** The schedules' stream and bucket; undefined on a nats-server without message schedules (the schedules routes answer 503). */
+  readonly schedules?: ScheduleStore;
 };
 
 export type Gateway = {
@@ -94,6 +99,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   retention.start(config.retentionSweepMs);
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const webhooks = new WebhookService(deps.webhooks, log, logger);
+  const schedules = new ScheduleService(deps.schedules, conversations, deps.catalog, { minIntervalSeconds: config.scheduleMinIntervalSeconds }, logger);
   const runners = deps.runners;
   if (runners) {
     conversations.onDelete(async (ref, workspace) => {
@@ -106,6 +112,10 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   const hub = new SocketHub(deps.nc, log, logger, config.maxSubscribersPerConversation);
   const limiter = new RateLimiter(config.rateLimitPerSecond);
   const metrics = gatewayMetrics(hub);
+  // every gateway takes schedules' runs (one shared consumer: each run reaches one gateway)
+  const scheduleRunner = deps.schedules
+    ? new ScheduleRunner(deps.schedules, conversations, logger, config.scheduleMissedRunGraceMs, (outcome) => metrics.scheduleRuns.inc({ outcome }))
+    : undefined;
 
   const app = Fastify({
     bodyLimit: config.maxBodyBytes,
@@ -155,7 +165,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     },
   });
   const files = new WorkspaceService(deps.nc, runners, log, { maxFileBytes: config.maxFileBytes }, logger);
-  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, serverInfo }), ...fileRoutes(files)];
+  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, schedules, serverInfo }), ...fileRoutes(files)];
   const openapi = openApiDocument(routes, { version: deps.version });
 
   // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────
@@ -374,6 +384,8 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     if (authed) void begin();
   }
 
+  await scheduleRunner?.start(deps.nc);
+
   return {
     app,
     hub,
@@ -385,6 +397,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       hub.stop();
       sandboxes.stop();
       await retention.stop();
+      await scheduleRunner?.stop();
       await app.close();
     },
   };
@@ -472,7 +485,8 @@ function gatewayMetrics(hub: SocketHub) {
   });
   new Gauge({ name: 'flotilla_ws_sockets', help: 'Open event sockets', registers: [registry], collect() { this.set(hub.sockets); } });
   new Gauge({ name: 'flotilla_ws_feeds', help: 'Conversations with a live feed on this gateway', registers: [registry], collect() { this.set(hub.conversations); } });
-  return { registry, requests, latency };
+  const scheduleRuns = new Counter({ name: 'flotilla_schedule_runs_total', help: "Schedules' runs this gateway took, by outcome (succeeded, failed, skipped, dropped)", labelNames: ['outcome'], registers: [registry] });
+  return { registry, requests, latency, scheduleRuns };
 }
 
 /** What `/v1/server-info` shows of the operator's agents: names, models and tools, never a key or where it comes from. */

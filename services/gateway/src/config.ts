@@ -40,6 +40,10 @@ export const GatewayConfig = z.object({
   retention: z.record(z.union([TenantId, z.literal('*')]), z.number().int().min(1).max(100 * 365 * 86_400)),
   /** How often the gateway looks for conversations idle past their retention. */
   retentionSweepMs: Int(100, 86_400_000),
+  /** The shortest interval a schedule may run at (an `every`, and how often a cron may fire: below 60 a cron may fire every second). */
+  scheduleMinIntervalSeconds: Int(1, 86_400),
+  /** How late a schedule's run may be taken before a `missed_runs: skip` schedule skips it (it came due while no gateway could take it). */
+  scheduleMissedRunGraceMs: Int(1_000, 86_400_000),
 });
 export type GatewayConfig = z.infer<typeof GatewayConfig>;
 
@@ -61,6 +65,8 @@ const VARIABLES: Record<string, string> = {
   webUi: 'FLOTILLA_GATEWAY_WEB_UI',
   retention: 'FLOTILLA_RETENTION',
   retentionSweepMs: 'FLOTILLA_RETENTION_SWEEP_MS',
+  scheduleMinIntervalSeconds: 'FLOTILLA_SCHEDULE_MIN_INTERVAL_SECONDS',
+  scheduleMissedRunGraceMs: 'FLOTILLA_SCHEDULE_MISSED_RUN_GRACE_MS',
 };
 
 export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
@@ -80,6 +86,8 @@ export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
   webUi: true,
   retention: {},
   retentionSweepMs: 60_000,
+  scheduleMinIntervalSeconds: 60,
+  scheduleMissedRunGraceMs: 60_000,
 };
 
 /** Reads the gateway config from the environment, failing fast and naming the bad variable. */

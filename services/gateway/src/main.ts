@@ -4,6 +4,7 @@ import { createBuiltinTools } from '@flotilla/tools';
 import { adoptAllocator, connectWithRetry, createLogger, ImageStore, loadServiceConfig, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
+import { ScheduleStore } from '@flotilla/schedules';
 import { DeadLetterStore, WebhookRegistry } from '@flotilla/webhooks';
 import { loadAgentCatalog } from '@flotilla/workers';
 import { taskToolSpec } from '@flotilla/agent';
@@ -28,6 +29,11 @@ const secrets = secretsKey ? await SecretWriter.open(nc, { key: secretsKey, repl
 if (!secrets) logger.warn('secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets');
 // webhooks' signing secrets are stored encrypted with the same key; the webhooks service makes the dead letters' bucket
 const webhooks = secretsKey ? { registry: await WebhookRegistry.open(nc, { key: secretsKey, replicas }), deadLetters: await DeadLetterStore.bind(nc) } : undefined;
+// schedules live on nats-server's message scheduler (2.14+): on an older server their routes answer 503
+const schedules = await ScheduleStore.open(nc, { replicas, onCorrupt: (key) => logger.error({ key }, 'a stored schedule does not parse: left out') }).catch((error: unknown) => {
+  logger.warn({ err: error }, 'schedules are off: their stream could not be made (they need nats-server 2.14 or newer)');
+  return undefined;
+});
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
 const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: service.runnerLivenessMs });
 // the images of user messages: stored here, read by the step workers
@@ -40,7 +46,7 @@ const catalog = loadAgentCatalog();
 const builtins = new Map([...createBuiltinTools(), taskToolSpec([])].map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}) }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), ...(schedules ? { schedules } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
 logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 

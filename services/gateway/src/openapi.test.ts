@@ -233,6 +233,8 @@ describe('probing every documented operation', () => {
     const id = 'probe-openapi';
     const webhook = { url: 'https://hooks.example.com/probe', events: ['conversation.finished'] };
     const webhookId = ((await call('POST', '/v1/webhooks', { key: ACME_KEY, body: webhook })).json as { id: string }).id;
+    const schedule = { when: { cron: '0 0 9 * * MON-FRI', time_zone: 'Europe/Paris' }, action: { type: 'create_conversation', message: 'good morning' }, missed_runs: 'skip' };
+    const scheduleId = ((await call('POST', '/v1/schedules', { key: ACME_KEY, body: schedule })).json as { id: string }).id;
     const probes: Record<string, { method: Method; url: string; key?: string; body?: unknown }> = {
       getServerInfo: { method: 'GET', url: '/v1/server-info' },
       createConversation: { method: 'POST', url: '/v1/conversations', body: { id, title: 'probe', tags: ['a'], message: 'hello' } },
@@ -267,6 +269,13 @@ describe('probing every documented operation', () => {
       getWebhook: { method: 'GET', url: `/v1/webhooks/${webhookId}` },
       listWebhookDeadLetters: { method: 'GET', url: `/v1/webhooks/${webhookId}/dead-letters?limit=10` },
       removeWebhook: { method: 'DELETE', url: `/v1/webhooks/${webhookId}` },
+      createSchedule: { method: 'POST', url: '/v1/schedules', body: { ...schedule, when: { every: '1h' } } },
+      listSchedules: { method: 'GET', url: '/v1/schedules' },
+      getSchedule: { method: 'GET', url: `/v1/schedules/${scheduleId}` },
+      pauseSchedule: { method: 'POST', url: `/v1/schedules/${scheduleId}/pause` },
+      resumeSchedule: { method: 'POST', url: `/v1/schedules/${scheduleId}/resume` },
+      runSchedule: { method: 'POST', url: `/v1/schedules/${scheduleId}/run` },
+      deleteSchedule: { method: 'DELETE', url: `/v1/schedules/${scheduleId}` },
       listFiles: { method: 'GET', url: `/v1/conversations/${id}/files?path=src` },
       downloadFile: { method: 'GET', url: `/v1/conversations/${id}/files/content?path=src/app.py` },
       uploadFile: { method: 'PUT', url: `/v1/conversations/${id}/files/content?path=src/app.py` },
@@ -349,11 +358,12 @@ describe('probing every documented operation', () => {
 
   it('an unknown id answers a documented 404 on every id route', async () => {
     for (const { method, path, operation } of operations().filter(({ path: candidate }) => candidate.includes('{id}'))) {
-      // a webhook route's id has a shape of its own: a well-formed one that is nobody's
+      // a webhook's or schedule's id has a shape of its own: a well-formed one that is nobody's
       const webhookRoute = path.startsWith('/v1/webhooks/');
+      const scheduleRoute = path.startsWith('/v1/schedules/');
       // a file route needs its file's path
       const query = path.endsWith('/files/content') ? '?path=a.txt' : '';
-      const url = `${path.replace('{id}', webhookRoute ? `wh_${'0'.repeat(32)}` : 'probe-nobody').replace('{event}', '1').replace('{name}', 'PROBE_TOKEN')}${query}`;
+      const url = `${path.replace('{id}', webhookRoute ? `wh_${'0'.repeat(32)}` : scheduleRoute ? `sch_${'0'.repeat(32)}` : 'probe-nobody').replace('{event}', '1').replace('{name}', 'PROBE_TOKEN')}${query}`;
       const bodies: Record<string, unknown> = {
         updateConversation: { title: 't' },
         updateConversationSpec: { template: 'none' },
@@ -368,7 +378,7 @@ describe('probing every documented operation', () => {
       const { status, json } = await call(method, url, { key: ACME_KEY, ...(body !== undefined ? { body } : {}) });
       expect(status, `${method} ${url}`).toBe(404);
       expect(Object.keys(operation.responses)).toContain('404');
-      expect((json as ErrorBody).error.code, `${method} ${url}`).toBe(webhookRoute ? 'webhook_not_found' : 'conversation_not_found');
+      expect((json as ErrorBody).error.code, `${method} ${url}`).toBe(webhookRoute ? 'webhook_not_found' : scheduleRoute ? 'schedule_not_found' : 'conversation_not_found');
     }
   });
 });

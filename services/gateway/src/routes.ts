@@ -41,6 +41,8 @@ import { getEvent, searchEvents } from './event-search.js';
 import { route, type RouteSpec } from './route-table.js';
 import { secretRoutes } from './secret-routes.js';
 import type { SecretService } from './secret-service.js';
+import { scheduleRoutes } from './schedule-routes.js';
+import type { ScheduleService } from './schedule-service.js';
 import { webhookRoutes } from './webhook-routes.js';
 import type { WebhookService } from './webhook-service.js';
 
@@ -52,6 +54,7 @@ export type RouteDependencies = {
   readonly keys: ApiKeyStore;
   readonly secrets: SecretService;
   readonly webhooks: WebhookService;
+  readonly schedules: ScheduleService;
   readonly serverInfo: (tenant: string) => ServerInfo;
 };
 
@@ -383,6 +386,7 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
     }),
     ...secretRoutes(secrets),
     ...webhookRoutes(deps.webhooks),
+    ...scheduleRoutes(deps.schedules),
     route({
       method: 'POST',
       url: p('/admin/api-keys'),

@@ -5,6 +5,7 @@ import { adoptKeyFromFragment, forgetKey, loadKey, readFragment, saveKey, writeF
 import { ConversationList } from './conversation-list.js';
 import { ConversationView } from './conversation-view.js';
 import { byId, show } from './dom.js';
+import { SchedulesPanel } from './schedules-panel.js';
 
 /** The gateway serves this page at its root (or under a proxy's prefix): the API lives beside it. */
 const BASE_URL = new URL('.', location.href).href;
@@ -34,6 +35,7 @@ const list = new ConversationList(currentClient, {
   onError: report,
   agentChoice: () => picker.choice(),
 });
+const schedules = new SchedulesPanel(currentClient, { onError: report });
 const view = new ConversationView(currentClient, {
   onProgress: (id, progress) => list.updateProgress(id, progress),
   onError: report,
@@ -72,11 +74,13 @@ async function connect(key: string): Promise<void> {
   );
   await list.refresh().catch(report);
   list.start();
+  schedules.start();
   followLocation();
 }
 
 function showKeyScreen(message?: string, prefill = ''): void {
   list.stop();
+  schedules.stop();
   view.close();
   client = undefined;
   connectedKey = undefined;

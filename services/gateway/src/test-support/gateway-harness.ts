@@ -7,6 +7,7 @@ import { appendWithRetry, EventLog, type ConversationRef, type StoredCommit } fr
 import { SecretReader, SecretWriter } from '@flotilla/secrets';
 import { ImageStore, servePurges } from '@flotilla/runtime';
 import { SnapshotStore } from '@flotilla/state';
+import { ScheduleStore } from '@flotilla/schedules';
 import { DeadLetterStore, WebhookRegistry } from '@flotilla/webhooks';
 import { startNats, type NatsTestServer } from '@flotilla/testing';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -34,6 +35,8 @@ export type GatewayHarness = AsyncDisposable & {
   readonly secretReader: SecretReader | undefined;
   /** The images bucket the gateway stores messages' images in (read here as a step worker would). */
   readonly images: ImageStore;
+  /** The schedules' stream and bucket the gateway keeps (and takes the runs of). */
+  readonly schedules: ScheduleStore;
   /** Tenant `acme`'s client, and tenant `globex`'s. */
   readonly acme: FlotillaClient;
   readonly globex: FlotillaClient;
@@ -84,9 +87,10 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   // the projector's part of a delete (removing the conversation's log)
   servePurges(nc, log, logger);
   const images = await ImageStore.open(nc);
+  const schedules = await ScheduleStore.open(nc);
   const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
   const gateway = await buildGateway(
-    { nc, log, snapshots, index, keys, images, logger, instance: 'harness', version: FLOTILLA_VERSION, tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}) },
+    { nc, log, snapshots, index, keys, images, logger, instance: 'harness', version: FLOTILLA_VERSION, tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), schedules },
     config,
   );
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 });
@@ -103,6 +107,7 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
     secrets,
     secretReader,
     images,
+    schedules,
     acme: client(ACME_KEY),
     globex: client(GLOBEX_KEY),
     client,

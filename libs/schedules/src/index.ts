@@ -1,0 +1,11 @@
+export { SchedulesError, SchedulesErrorCode } from './errors.js';
+export { claimRun, decideRun, dueOf, recordRun, runConversationId } from './run-decision.js';
+export type { DeliveredRun, RunDecision } from './run-decision.js';
+export { RunConsumer } from './run-consumer.js';
+export type { RunConsumerOptions } from './run-consumer.js';
+export { encodeRunMessage, parseRunMessage, RunMessage } from './run-message.js';
+export { MINIMUM_SCHEDULES_VERSION, schedulesSupported, ScheduleStore } from './schedule-store.js';
+export type { NewSchedule, ScheduleEntry, ScheduleStoreOptions } from './schedule-store.js';
+export { definitionSubject, ensureSchedulesStream, natsSchedule, runSubject } from './schedule-stream.js';
+export type { SchedulesStreamSettings } from './schedule-stream.js';
+export { newScheduleId, parseStoredSchedule, publicSchedule, scheduleKey, StoredSchedule } from './stored-schedule.js';
