@@ -13,6 +13,7 @@ import { benchSink } from './sink.bench.js';
 import { benchStepCycle } from './step-cycle.bench.js';
 import { benchStepWorkerMemory } from './step-worker-memory.bench.js';
 import { benchThroughput } from './throughput.bench.js';
+import { benchTenantFairness } from './tenant-fairness.bench.js';
 import { benchTracing } from './tracing.bench.js';
 import { benchWsFanout } from './ws-fanout.bench.js';
 import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
@@ -64,6 +65,7 @@ const benches: Record<string, () => Promise<string>> = {
   tracing: () => benchTracing(),
   sink: () => benchSink(),
   peers: () => benchPeers(),
+  'tenant-fairness': () => benchTenantFairness(),
 };
 
 const names = args.length > 0 ? args : Object.keys(benches);

@@ -1,0 +1,103 @@
+import type { ConversationRef } from '@flotilla/log';
+import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { stepWaits } from './step-waits.js';
+import { ms, percentile, ratio, table } from './stats.js';
+
+export type FairnessSettings = {
+  /** Tenant A's flood: conversations started at once, each stepping until the run ends. */
+  readonly flood: number;
+  /** Tenant B: conversations, and the steps each makes. */
+  readonly conversations: number;
+  readonly steps: number;
+  /** The model's fixed latency per call. */
+  readonly latencyMs: number;
+  /** The step worker's concurrent steps (FLOTILLA_CONCURRENCY): the group's capacity is concurrency / latency steps per second. */
+  readonly concurrency: number;
+  /** How long the flood runs before tenant B starts (its backlog builds up). */
+  readonly floodLeadMs: number;
+};
+
+export const FAIRNESS_DEFAULTS: FairnessSettings = { flood: 2_000, conversations: 20, steps: 10, latencyMs: 500, concurrency: 100, floodLeadMs: 10_000 };
+
+/** Goal: B's step wait p50 and p99 under A's flood within this of B's alone. */
+const GOAL_RATIO = 1.5;
+
+/**
+ * Tenant fairness (issue 34, item 4): tenant A floods the step workers' group with `flood`
+ * conversations while tenant B runs `conversations`; B's step waits (stepWaits: from the commit
+ * that made a step owed to the step's commit, less its model call) against B's alone, measured
+ * first on the same system in the same run.
+ *
+ * One process of each service, the model in the step worker (a fixed latency per call, the think
+ * tool). The step worker's concurrency is set so that A's flood asks for more steps than the group
+ * can run at once (2,000 conversations against 100 concurrent 500 ms model calls: a backlog of
+ * ~1,900 owed steps) while the machine's CPU is not the bound (200 steps/s is well within two
+ * cores): the queue is the group's, which is what fairness is about. Titles off (a model call at
+ * each conversation's start), the services' own ack wait (30 s).
+ */
+export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_DEFAULTS): Promise<string> {
+  const { flood, conversations, steps, latencyMs, concurrency, floodLeadMs } = settings;
+  await using system = await startTestSystem({
+    stepWorkers: 1,
+    toolRunners: 1,
+    projectors: 1,
+    model: 'in-process',
+    agent: { condenser: { maxEvents: 100_000 }, titles: { generate: false } },
+    env: { FLOTILLA_ACK_WAIT_MS: '30000' },
+    stepWorkerEnv: { FLOTILLA_CONCURRENCY: String(concurrency) },
+  });
+  // warm the processes' code before anything is measured
+  await runTenant(system, 'warmup', 'w', conversations, 20, 0);
+
+  const alone = await runTenant(system, 'tenant-b', 'alone', conversations, steps, latencyMs);
+
+  const floodRefs = Array.from({ length: flood }, (_, index) => ({ tenant: 'tenant-a', conversation: `flood-${index}` }));
+  const floodStart = Date.now();
+  for (let at = 0; at < floodRefs.length; at += 100) {
+    await Promise.all(floodRefs.slice(at, at + 100).map((ref) => system.start(ref, { id: ref.conversation, steps: 100_000, latencyMs, tool: 'think' })));
+  }
+  const floodStarted = Date.now() - floodStart;
+  await new Promise((resolve) => setTimeout(resolve, floodLeadMs));
+  const shared = await runTenant(system, 'tenant-b', 'flooded', conversations, steps, latencyMs);
+  await Promise.all(system.processes.map((child) => child.stop()));
+
+  // A's own steps while B ran, for comparison: a sample of its conversations
+  const floodWaits: number[] = [];
+  let floodSteps = 0;
+  for (const ref of floodRefs.slice(0, 200)) {
+    const waits = await stepWaits(system.log, ref);
+    floodSteps += waits.length;
+    floodWaits.push(...waits);
+  }
+
+  const row = (name: string, waits: readonly number[]): string[] => [name, String(waits.length), ms(percentile(waits, 50)), ms(percentile(waits, 99))];
+  const p50 = (waits: readonly number[]): number => percentile(waits, 50);
+  const p99 = (waits: readonly number[]): number => percentile(waits, 99);
+  return [
+    `Tenant fairness: tenant B's ${conversations} conversations x ${steps} steps alone, then while tenant A floods ${flood.toLocaleString('en')} conversations (started in ${(floodStarted / 1_000).toFixed(1)} s, B ${floodLeadMs / 1_000} s after); ${latencyMs} ms model, think tool; one process of each service, the step worker's concurrency ${concurrency} (capacity ${((1_000 * concurrency) / latencyMs).toFixed(0)} steps/s) (goal: B's p50 and p99 <= ${GOAL_RATIO}x alone)`,
+    'step wait: from the commit that made a step owed being stored to the step commit being stored, less the model call as the step worker timed it',
+    table([
+      ['step waits', 'n', 'p50', 'p99'],
+      row('tenant B alone', alone),
+      row('tenant B under A\'s flood', shared),
+      row(`tenant A (200 of its conversations, whole run)`, floodWaits),
+    ]),
+    '',
+    table([
+      ['B flooded / B alone', 'ratio'],
+      ['p50', ratio(p50(shared), p50(alone))],
+      ['p99', ratio(p99(shared), p99(alone))],
+    ]),
+    `tenant A's steps in the sample: ${floodSteps}`,
+  ].join('\n');
+}
+
+/** Starts a tenant's conversations at once, waits for them to finish, and returns their step waits. */
+async function runTenant(system: RunningTestSystem, tenant: string, name: string, conversations: number, steps: number, latencyMs: number): Promise<number[]> {
+  const refs: ConversationRef[] = Array.from({ length: conversations }, (_, index) => ({ tenant, conversation: `${name}-${index}` }));
+  await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps, latencyMs, tool: 'think' })));
+  await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 600_000);
+  const waits: number[] = [];
+  for (const ref of refs) waits.push(...(await stepWaits(system.log, ref)));
+  return waits;
+}
