@@ -1,5 +1,7 @@
 import type { ConversationRef } from '@flotilla/log';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
+import { readFile } from 'node:fs/promises';
+import { cpuSeconds } from './process-stats.js';
 import { stepWaits } from './step-waits.js';
 import { ms, percentile, ratio, table } from './stats.js';
 
@@ -17,7 +19,7 @@ export type FairnessSettings = {
   readonly floodLeadMs: number;
 };
 
-export const FAIRNESS_DEFAULTS: FairnessSettings = { flood: 2_000, conversations: 20, steps: 10, latencyMs: 500, concurrency: 100, floodLeadMs: 10_000 };
+export const FAIRNESS_DEFAULTS: FairnessSettings = { flood: 2_000, conversations: 20, steps: 10, latencyMs: 2_000, concurrency: 100, floodLeadMs: 10_000 };
 
 /** Goal: B's step wait p50 and p99 under A's flood within this of B's alone. */
 const GOAL_RATIO = 1.5;
@@ -30,9 +32,10 @@ const GOAL_RATIO = 1.5;
  *
  * One process of each service, the model in the step worker (a fixed latency per call, the think
  * tool). The step worker's concurrency is set so that A's flood asks for more steps than the group
- * can run at once (2,000 conversations against 100 concurrent 500 ms model calls: a backlog of
- * ~1,900 owed steps) while the machine's CPU is not the bound (200 steps/s is well within two
- * cores): the queue is the group's, which is what fairness is about. Titles off (a model call at
+ * can run at once (2,000 conversations against 100 concurrent 2 s model calls: a backlog of ~1,900
+ * owed steps) while the machine's CPU is not the bound (50 steps/s, a sixth of a core at ~3 ms of
+ * CPU per step over all processes, on two cores shared with other work): the queue is the
+ * group's, which is what fairness is about. B's 20 conversations need 20 of the 100 slots. Titles off (a model call at
  * each conversation's start), the services' own ack wait (30 s).
  */
 export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_DEFAULTS): Promise<string> {
@@ -49,7 +52,9 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
   // warm the processes' code before anything is measured
   await runTenant(system, 'warmup', 'w', conversations, 20, 0);
 
+  const aloneStats = await phaseStats(system);
   const alone = await runTenant(system, 'tenant-b', 'alone', conversations, steps, latencyMs);
+  const aloneLoad = await aloneStats();
 
   const floodRefs = Array.from({ length: flood }, (_, index) => ({ tenant: 'tenant-a', conversation: `flood-${index}` }));
   const floodStart = Date.now();
@@ -58,7 +63,9 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
   }
   const floodStarted = Date.now() - floodStart;
   await new Promise((resolve) => setTimeout(resolve, floodLeadMs));
+  const sharedStats = await phaseStats(system);
   const shared = await runTenant(system, 'tenant-b', 'flooded', conversations, steps, latencyMs);
+  const sharedLoad = await sharedStats();
   await Promise.all(system.processes.map((child) => child.stop()));
 
   // A's own steps while B ran, for comparison: a sample of its conversations
@@ -70,17 +77,17 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
     floodWaits.push(...waits);
   }
 
-  const row = (name: string, waits: readonly number[]): string[] => [name, String(waits.length), ms(percentile(waits, 50)), ms(percentile(waits, 99))];
+  const row = (name: string, waits: readonly number[]): string[] => [name, String(waits.length), ms(percentile(waits, 50)), ms(percentile(waits, 90)), ms(percentile(waits, 99))];
   const p50 = (waits: readonly number[]): number => percentile(waits, 50);
   const p99 = (waits: readonly number[]): number => percentile(waits, 99);
   return [
     `Tenant fairness: tenant B's ${conversations} conversations x ${steps} steps alone, then while tenant A floods ${flood.toLocaleString('en')} conversations (started in ${(floodStarted / 1_000).toFixed(1)} s, B ${floodLeadMs / 1_000} s after); ${latencyMs} ms model, think tool; one process of each service, the step worker's concurrency ${concurrency} (capacity ${((1_000 * concurrency) / latencyMs).toFixed(0)} steps/s) (goal: B's p50 and p99 <= ${GOAL_RATIO}x alone)`,
     'step wait: from the commit that made a step owed being stored to the step commit being stored, less the model call as the step worker timed it',
     table([
-      ['step waits', 'n', 'p50', 'p99'],
+      ['step waits', 'n', 'p50', 'p90', 'p99'],
       row('tenant B alone', alone),
       row('tenant B under A\'s flood', shared),
-      row(`tenant A (200 of its conversations, whole run)`, floodWaits),
+      row(`tenant A, the steps done (200 of its conversations)`, floodWaits),
     ]),
     '',
     table([
@@ -89,6 +96,10 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
       ['p99', ratio(p99(shared), p99(alone))],
     ]),
     `tenant A's steps in the sample: ${floodSteps}`,
+    '',
+    'while B ran: the step worker\'s event-loop delay (its p50 / p99 over the phase), CPU of each process (% of one core), the machine\'s 1-minute load average at the end (other work on the machine included):',
+    `  alone:   ${aloneLoad}`,
+    `  flooded: ${sharedLoad}`,
   ].join('\n');
 }
 
@@ -100,4 +111,43 @@ async function runTenant(system: RunningTestSystem, tenant: string, name: string
   const waits: number[] = [];
   for (const ref of refs) waits.push(...(await stepWaits(system.log, ref)));
   return waits;
+}
+
+/** Starts measuring a phase: the returned function ends it and describes the step worker's event-loop delay, the processes' CPU and the machine's load. */
+async function phaseStats(system: RunningTestSystem): Promise<() => Promise<string>> {
+  const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
+  const worker = system.healthUrls.get('step-worker-1')!;
+  // prom-client's event-loop delay histogram is reset at each scrape: this one starts the phase's
+  const slotWaitsBefore = slotWaits(await fetch(`${worker}/metrics`).then((response) => response.text()));
+  const started = performance.now();
+  const before = await Promise.all([...pids.values()].map(cpuSeconds));
+  return async () => {
+    const seconds = (performance.now() - started) / 1_000;
+    const after = await Promise.all([...pids.values()].map(cpuSeconds));
+    const metrics = await (await fetch(`${worker}/metrics`)).text();
+    const gauge = (name: string): string => `${(1_000 * Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN)).toFixed(1)} ms`;
+    const cpu = [...pids.keys()].map((name, index) => `${name} ${((100 * (after[index]! - before[index]!)) / seconds).toFixed(0)} %`).join(', ');
+    const load = (await readFile('/proc/loadavg', 'utf8')).split(' ')[0]!;
+    const slotWaitsAfter = slotWaits(metrics);
+    const waits = [...slotWaitsAfter].map(([key, count]) => [key, count - (slotWaitsBefore.get(key) ?? 0)] as const);
+    const shares = ['within', 'over'].map((share) => {
+      const buckets = waits.filter(([key]) => key.startsWith(`${share} `));
+      const total = buckets.find(([key]) => key.endsWith('+Inf'))?.[1] ?? 0;
+      const at = (le: string): string => (total === 0 ? '-' : `${((100 * (buckets.find(([key]) => key === `${share} ${le}`)?.[1] ?? 0)) / total).toFixed(0)} %`);
+      return `${share} share ${total} (<= 1 ms ${at('0.001')}, <= 10 ms ${at('0.01')}, <= 100 ms ${at('0.1')})`;
+    });
+    return `slot waits in the step worker: ${shares.join('; ')}; event loop ${gauge('nodejs_eventloop_lag_p50_seconds')} / ${gauge('nodejs_eventloop_lag_p99_seconds')}; ${cpu}; load ${load} (${seconds.toFixed(0)} s)`;
+  };
+}
+
+/** The step worker's slot-wait histogram (cumulative bucket counts), keyed `<share> <le>`. */
+function slotWaits(metrics: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const line of metrics.split('\n')) {
+    if (!line.startsWith('flotilla_slot_wait_seconds_bucket{')) continue;
+    const le = /le="([^"]*)"/.exec(line)?.[1];
+    const share = /share="([^"]*)"/.exec(line)?.[1];
+    if (le !== undefined && share !== undefined) counts.set(`${share} ${le}`, Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return counts;
 }

@@ -21,7 +21,8 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
   await runService({
     service: 'step-worker',
     // a step mostly waits on the model: in-flight steps, not CPU, bound a worker's throughput
-    defaults: { concurrency: 1024 },
+    // and what waits for a slot is served fairly across tenants: a flood's backlog held here, up to 10,000 commits
+    defaults: { concurrency: 1024, lookahead: 10_000 },
     async start({ config, log, js, jsm, nc, interrupts, metrics, logger, untilAvailable }) {
       const catalog = loadAgentCatalog();
       // a deployment model whose key is nowhere stops the worker here, naming the variable (a model of the steps' own, in a benchmark, needs none)
