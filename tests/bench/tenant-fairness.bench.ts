@@ -17,6 +17,8 @@ export type FairnessSettings = {
   readonly concurrency: number;
   /** How long the flood runs before tenant B starts (its backlog builds up). */
   readonly floodLeadMs: number;
+  /** Run the step worker and the tool runner without a lookahead (FLOTILLA_LOOKAHEAD=0): commits served in delivery order, as before fair scheduling. */
+  readonly deliveryOrder?: boolean;
 };
 
 export const FAIRNESS_DEFAULTS: FairnessSettings = { flood: 2_000, conversations: 20, steps: 10, latencyMs: 2_000, concurrency: 100, floodLeadMs: 10_000 };
@@ -47,7 +49,8 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
     model: 'in-process',
     agent: { condenser: { maxEvents: 100_000 }, titles: { generate: false } },
     env: { FLOTILLA_ACK_WAIT_MS: '30000' },
-    stepWorkerEnv: { FLOTILLA_CONCURRENCY: String(concurrency) },
+    stepWorkerEnv: { FLOTILLA_CONCURRENCY: String(concurrency), ...(settings.deliveryOrder ? { FLOTILLA_LOOKAHEAD: '0' } : {}) },
+    ...(settings.deliveryOrder ? { toolRunnerEnv: { FLOTILLA_LOOKAHEAD: '0' } } : {}),
   });
   // warm the processes' code before anything is measured
   await runTenant(system, 'warmup', 'w', conversations, 20, 0);
@@ -81,7 +84,7 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
   const p50 = (waits: readonly number[]): number => percentile(waits, 50);
   const p99 = (waits: readonly number[]): number => percentile(waits, 99);
   return [
-    `Tenant fairness: tenant B's ${conversations} conversations x ${steps} steps alone, then while tenant A floods ${flood.toLocaleString('en')} conversations (started in ${(floodStarted / 1_000).toFixed(1)} s, B ${floodLeadMs / 1_000} s after); ${latencyMs} ms model, think tool; one process of each service, the step worker's concurrency ${concurrency} (capacity ${((1_000 * concurrency) / latencyMs).toFixed(0)} steps/s) (goal: B's p50 and p99 <= ${GOAL_RATIO}x alone)`,
+    `Tenant fairness${settings.deliveryOrder ? ' (no lookahead: commits served in delivery order)' : ''}: tenant B's ${conversations} conversations x ${steps} steps alone, then while tenant A floods ${flood.toLocaleString('en')} conversations (started in ${(floodStarted / 1_000).toFixed(1)} s, B ${floodLeadMs / 1_000} s after); ${latencyMs} ms model, think tool; one process of each service, the step worker's concurrency ${concurrency} (capacity ${((1_000 * concurrency) / latencyMs).toFixed(0)} steps/s) (goal: B's p50 and p99 <= ${GOAL_RATIO}x alone)`,
     'step wait: from the commit that made a step owed being stored to the step commit being stored, less the model call as the step worker timed it',
     table([
       ['step waits', 'n', 'p50', 'p90', 'p99'],

@@ -174,6 +174,8 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   // long handlers' commits from being redelivered (a timer per delivery cost a share of the CPU).
   const handling = new Map<ConsumedMessage, number>();
   const keepAlivePeriod = Math.max(250, Math.floor(options.ackWaitMs / 4));
+  // checked four times a period: each commit is kept alive about a period after it came, so a
+  // flood's thousands of held commits are not all kept alive in one turn (one burst of publishes)
   const keepAlive = setInterval(() => {
     const now = performance.now();
     for (const [message, since] of handling) {
@@ -181,7 +183,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       message.working();
       handling.set(message, now);
     }
-  }, keepAlivePeriod);
+  }, Math.max(250, Math.floor(keepAlivePeriod / 4)));
   keepAlive.unref();
   /** Loops waiting for room among the held commits. */
   const roomWaiters: (() => void)[] = [];
