@@ -22,6 +22,14 @@ export const Usage = z.strictObject({
 });
 export type Usage = z.infer<typeof Usage>;
 
+/**
+ * A run waiting for a slot of its tenant's (the operator's FLOTILLA_MAX_RUNNING_PER_TENANT): its
+ * place in the tenant's queue (1 = next) and when it was queued. It starts when a run of the
+ * tenant ends, in the order runs were queued.
+ */
+export const QueuedRun = z.strictObject({ position: z.number().int().positive(), queued_at: Timestamp });
+export type QueuedRun = z.infer<typeof QueuedRun>;
+
 /** A conversation as the API shows it (its snapshot, derived from the log). */
 export const Conversation = z.strictObject({
   id: ConversationId,
@@ -56,6 +64,8 @@ export const Conversation = z.strictObject({
     forked_from: z.strictObject({ conversation: ConversationId, seq: z.number().int().positive() }).nullable(),
     abandoned: z.array(z.strictObject({ first: z.number().int().positive(), last: z.number().int().positive() })),
   }),
+  /** Its run waiting for a slot of its tenant's, or null (not queued). The status stays what it was (e.g. idle) until the run starts. */
+  queue: QueuedRun.nullable(),
 });
 export type Conversation = z.infer<typeof Conversation>;
 
@@ -115,6 +125,8 @@ export const CommandResult = z.strictObject({
   last_seq: Count,
   /** False when the command was a no-op (e.g. pause on a conversation that is not running). */
   appended: z.boolean(),
+  /** Present when the run it asked for was queued (the tenant's runs are at the operator's limit): its place. */
+  queue: QueuedRun.optional(),
 });
 export type CommandResult = z.infer<typeof CommandResult>;
 

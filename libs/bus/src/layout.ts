@@ -171,6 +171,8 @@ export const Buckets = {
   webhookDeadLetters: 'flotilla_webhook_dead_letters',
   /** Images of user messages by tenant and SHA-256 (`<tenant>.<sha256>.<chunk>`): the gateway writes them, step workers read them. */
   images: 'flotilla_images',
+  /** Runs waiting for a slot of their tenant's, `<tenant>.<conversation>` → when queued: the gateways' shared queue. */
+  runQueue: 'flotilla_run_queue',
 } as const;
 export type BucketRole = keyof typeof Buckets;
 

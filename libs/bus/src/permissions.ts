@@ -115,6 +115,8 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['webhookDeadLetters', 'read-write'],
     // the images users send: stored, never read back (only the model callers read them)
     ['images', 'write-only'],
+    // runs waiting for a slot of their tenant's: every gateway queues, starts and shows them
+    ['runQueue', 'read-write'],
   ],
   // model keys given as secrets: the services that call a conversation's model read them
   'step-worker': [

@@ -22,6 +22,7 @@ const conversation = (id: string, overrides: Partial<Conversation> = {}): Conver
   last_error: null,
   agent: { model: 'gpt-test', template: null, spec_seq: 2 },
   branch: { forked_from: null, abandoned: [] },
+  queue: null,
   ...overrides,
 });
 

@@ -30,6 +30,8 @@ import { WebhookService, type WebhookStores } from './webhook-service.js';
 import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
 import type { ImageWriter } from './message-images.js';
+import type { RunQueue } from './run-queue.js';
+import { RunStarter } from './run-starter.js';
 
 export type GatewayDependencies = {
   readonly nc: NatsConnection;
@@ -52,6 +54,8 @@ export type GatewayDependencies = {
   readonly images?: ImageWriter;
   /** The webhooks' registrations and dead letters; undefined without a secrets key (the webhooks routes answer 503). */
   readonly webhooks?: WebhookStores;
+  /** Where runs past the tenant's limit wait (with FLOTILLA_MAX_RUNNING_PER_TENANT); without it they are refused with 429. */
+  readonly runQueue?: RunQueue;
 };
 
 export type Gateway = {
@@ -85,7 +89,14 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     maxRunning: config.maxRunning,
     maxRunningPerTenant: config.maxRunningPerTenant,
     maxQueuedMessages: config.maxQueuedMessages,
+    ...(deps.runQueue && config.maxRunningPerTenant > 0 ? { runQueue: deps.runQueue } : {}),
   }, deps.catalog, deps.images);
+  // queued runs start here as their tenant's slots free up (on every gateway: claims decide which)
+  const starter =
+    deps.runQueue && config.maxRunningPerTenant > 0
+      ? new RunStarter({ queue: deps.runQueue, index: deps.index, limit: config.maxRunningPerTenant, start: (ref) => conversations.startQueued(ref), holder: deps.instance, logger })
+      : undefined;
+  starter?.start();
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const webhooks = new WebhookService(deps.webhooks, log, logger);
   const runners = deps.runners;
@@ -376,6 +387,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     secrets,
     async close() {
       for (const session of sessions) session.close(CloseCode.GoingAway, 'the gateway is shutting down; reconnect with after_seq');
+      starter?.stop();
       hub.stop();
       sandboxes.stop();
       await app.close();

@@ -101,7 +101,7 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       access: 'tenant',
       query: ListConversationsQuery,
       responses: { 200: ConversationPage },
-      handler: async ({ tenant, query }) => listConversations(index, tenant, query),
+      handler: async ({ tenant, query }) => listConversations(index, tenant, query, (conversation) => conversations.queued({ tenant, conversation })),
     }),
     route({
       method: 'GET',
@@ -219,9 +219,9 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
     }),
     ...(
       [
-        ['run', 'runConversation', 'Start or resume the run (409 already_running)', (r) => conversations.run(r), [404, 409, 429]],
-        ['pause', 'pauseConversation', 'Pause after the current step (idempotent)', (r, reason) => conversations.pause(r, reason), [404]],
-        ['interrupt', 'interruptConversation', 'Cancel the in-flight LLM call or tool now, and pause', (r, reason) => conversations.interrupt(r, reason), [404]],
+        ['run', 'runConversation', "Start or resume the run (409 already_running); past the tenant's limit of running conversations it waits in the tenant's queue (`queue` in the answer)", (r) => conversations.run(r), [404, 409, 429]],
+        ['pause', 'pauseConversation', 'Pause after the current step (idempotent); a run waiting in the queue leaves it', (r, reason) => conversations.pause(r, reason), [404]],
+        ['interrupt', 'interruptConversation', 'Cancel the in-flight LLM call or tool now, and pause; a run waiting in the queue leaves it', (r, reason) => conversations.interrupt(r, reason), [404]],
         ['condense', 'condenseConversation', 'Request a condensation (done at once when running, else before the next step)', (r) => conversations.condense(r), [404]],
       ] as const satisfies readonly (readonly [string, string, string, (r: { tenant: string; conversation: string }, reason?: string) => Promise<CommandResult>, readonly number[]])[]
     ).map(([path, operationId, summary, run, errors]) =>
