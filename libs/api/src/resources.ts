@@ -205,6 +205,26 @@ export const CreatedApiKey = z.strictObject({
 });
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 
+/** What a tenant spent in a period, against its budget for it (null: none). */
+const PeriodUsage = z.strictObject({
+  usd: z.number().nonnegative(),
+  tokens: z.number().int().nonnegative(),
+  budget: z.strictObject({ usd: z.number().positive().optional(), tokens: z.number().int().positive().optional() }).nullable(),
+});
+
+/**
+ * The tenants' model usage (the steps' `llm_usage`: `cost_usd`, prompt + completion tokens) in the
+ * current UTC day and month, beside their budgets (the operator's FLOTILLA_TENANT_BUDGETS).
+ */
+export const TenantUsageReport = z.strictObject({
+  day: z.string(),
+  month: z.string(),
+  /** False when no budgets are configured (FLOTILLA_TENANT_BUDGETS): the step workers count nothing. */
+  counting: z.boolean(),
+  tenants: z.array(z.strictObject({ tenant: z.string(), day: PeriodUsage, month: PeriodUsage, reached: z.string().nullable() })),
+});
+export type TenantUsageReport = z.infer<typeof TenantUsageReport>;
+
 export { EventSource };
 
 // webhooks' resources and requests, and the payload their receivers get

@@ -31,6 +31,7 @@ import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
 import type { ImageWriter } from './message-images.js';
 import type { RunQueue } from './run-queue.js';
+import type { TenantBudgets, TenantUsageStore } from '@flotilla/runtime';
 import { RunStarter } from './run-starter.js';
 
 export type GatewayDependencies = {
@@ -54,6 +55,8 @@ export type GatewayDependencies = {
   readonly images?: ImageWriter;
   /** The webhooks' registrations and dead letters; undefined without a secrets key (the webhooks routes answer 503). */
   readonly webhooks?: WebhookStores;
+  /** The tenants' usage and budgets (FLOTILLA_TENANT_BUDGETS) for the operator's usage route; without it the route says nothing is counted. */
+  readonly usage?: { readonly store: TenantUsageStore; readonly budgets: TenantBudgets };
   /** Where runs past the tenant's limit wait (with FLOTILLA_MAX_RUNNING_PER_TENANT); without it they are refused with 429. */
   readonly runQueue?: RunQueue;
 };
@@ -160,7 +163,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     },
   });
   const files = new WorkspaceService(deps.nc, runners, log, { maxFileBytes: config.maxFileBytes }, logger);
-  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, serverInfo }), ...fileRoutes(files)];
+  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, serverInfo, ...(deps.usage ? { usage: deps.usage } : {}) }), ...fileRoutes(files)];
   const openapi = openApiDocument(routes, { version: deps.version });
 
   // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────

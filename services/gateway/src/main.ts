@@ -1,7 +1,7 @@
 import { FLOTILLA_VERSION } from '@flotilla/api';
 import { describeBus } from '@flotilla/bus';
 import { createBuiltinTools } from '@flotilla/tools';
-import { adoptAllocator, connectWithRetry, createLogger, ImageStore, loadServiceConfig, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
+import { adoptAllocator, connectWithRetry, createLogger, ImageStore, loadServiceConfig, loadTenantBudgets, TenantUsageStore, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { DeadLetterStore, WebhookRegistry } from '@flotilla/webhooks';
@@ -35,6 +35,9 @@ const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: service.ru
 const images = await ImageStore.open(nc, { replicas });
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
+// the tenants' budgets (the step workers' setting too): the operator's usage route reads what the step workers counted
+const budgets = loadTenantBudgets();
+const usage = budgets ? { store: await TenantUsageStore.open(nc, { replicas }), budgets } : undefined;
 // runs past a tenant's limit wait in order, in a queue every gateway shares
 const runQueue = config.maxRunningPerTenant > 0 ? await RunQueue.open(nc, logger, { replicas }) : undefined;
 await runQueue?.start();
@@ -44,7 +47,7 @@ const catalog = loadAgentCatalog();
 const builtins = new Map([...createBuiltinTools(), taskToolSpec([])].map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), ...(runQueue ? { runQueue } : {}) }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), ...(runQueue ? { runQueue } : {}), ...(usage ? { usage } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
 logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 

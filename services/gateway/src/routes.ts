@@ -15,6 +15,7 @@ import {
   ConversationSpec,
   CreateConversationBody,
   CreatedApiKey,
+  TenantUsageReport,
   EventPage,
   FinalResponse,
   ForkConversationBody,
@@ -29,6 +30,7 @@ import {
   UpdateSpecBody,
 } from '@flotilla/api';
 import { ConversationId, Event, EventId } from '@flotilla/events';
+import type { TenantBudgets, TenantUsageStore } from '@flotilla/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { ApiError } from './api-error.js';
@@ -40,6 +42,7 @@ import { askConversation } from './ask.js';
 import { getEvent, searchEvents } from './event-search.js';
 import { route, type RouteSpec } from './route-table.js';
 import { secretRoutes } from './secret-routes.js';
+import { tenantUsageReport } from './tenant-usage.js';
 import type { SecretService } from './secret-service.js';
 import { webhookRoutes } from './webhook-routes.js';
 import type { WebhookService } from './webhook-service.js';
@@ -53,6 +56,8 @@ export type RouteDependencies = {
   readonly secrets: SecretService;
   readonly webhooks: WebhookService;
   readonly serverInfo: (tenant: string) => ServerInfo;
+  /** The tenants' usage and budgets, for the operator (undefined: no budgets configured, nothing counted). */
+  readonly usage?: { readonly store: TenantUsageStore; readonly budgets: TenantBudgets };
 };
 
 const IdParams = z.strictObject({ id: ConversationId });
@@ -383,6 +388,17 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
     }),
     ...secretRoutes(secrets),
     ...webhookRoutes(deps.webhooks),
+    route({
+      method: 'GET',
+      url: p('/admin/usage'),
+      operationId: 'getTenantUsage',
+      summary: "The tenants' model usage in the current UTC day and month, beside their budgets (admin key only)",
+      tag: 'admin',
+      access: 'admin',
+      responses: { 200: TenantUsageReport },
+      errors: [403],
+      handler: async () => tenantUsageReport(deps.usage, new Date()),
+    }),
     route({
       method: 'POST',
       url: p('/admin/api-keys'),
