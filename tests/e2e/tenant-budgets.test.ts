@@ -84,6 +84,11 @@ describe('tenant budgets', () => {
       expect(globexUsage?.day.tokens).toBe(globexSpent.reduce((sum, tokens) => sum + tokens, 0));
       expect(globexUsage?.reached).toBeNull();
 
+      // the tenant sees its own, and only its own
+      const own = await system.api('GET', '/usage');
+      expect(own.body).toMatchObject({ counting: true, tenant: 'acme', usage: { day: { tokens: total, budget: { tokens: 300 } } }, reached: acmeUsage?.reached });
+      expect(((await system.api('GET', '/usage', undefined, system.otherApiKey)).body as { tenant: string }).tenant).toBe('globex');
+
       // a new run of the tenant stops at once, before any model call
       const calls = system.brain.calls.length;
       const again = await system.api('POST', `/conversations/${acme.conversation}/run`, {});

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import type { Conversation } from '@flotilla/api';
+import type { Conversation, TenantUsage } from '@flotilla/api';
 import { taskMessage } from '../support/brain-server.js';
 import { startTestSystem } from '../support/system.js';
 
@@ -25,9 +25,13 @@ const executablePath = findChromium();
 const describeWithBrowser = executablePath ? describe : describe.skip;
 if (!executablePath) console.warn('web UI queue test SKIPPED: no Chromium browser found (install chromium, or set CHROMIUM_PATH)');
 
-describeWithBrowser('web UI: queued runs', () => {
-  it("shows a waiting conversation's place in its tenant's queue, and drops it once its run starts", async () => {
-    await using system = await startTestSystem({ gateway: true, gatewayEnv: { FLOTILLA_MAX_RUNNING_PER_TENANT: '1' } });
+describeWithBrowser('web UI: queued runs and usage', () => {
+  it("shows a waiting conversation's place in its tenant's queue, and drops it once its run starts; shows the tenant's usage today beside its budget", async () => {
+    await using system = await startTestSystem({
+      gateway: true,
+      gatewayEnv: { FLOTILLA_MAX_RUNNING_PER_TENANT: '1' },
+      env: { FLOTILLA_TENANT_BUDGETS: JSON.stringify({ tenants: { acme: { day: { tokens: 1_000_000 } } } }) },
+    });
     const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
     try {
       const create = async (id: string, steps: number) =>
@@ -52,6 +56,19 @@ describeWithBrowser('web UI: queued runs', () => {
           { timeout: 60_000, interval: 500 },
         )
         .toBe(0);
+      // the tenant's usage today, as the step workers counted it, against its daily budget
+      const label = page.getByTestId('tenant-usage');
+      await expect
+        .poll(
+          async () => {
+            await page.reload();
+            return label.textContent();
+          },
+          { timeout: 30_000, interval: 1_000 },
+        )
+        .toMatch(/^today \$0\.00, [1-9][\d,]* tokens of 1,000,000 tokens$/);
+      const counted = ((await system.api('GET', '/usage')).body as TenantUsage).usage.day.tokens;
+      expect(counted).toBeGreaterThan(0);
       expect(problems).toEqual([]);
     } finally {
       await browser.close();

@@ -225,6 +225,10 @@ export const TenantUsageReport = z.strictObject({
 });
 export type TenantUsageReport = z.infer<typeof TenantUsageReport>;
 
+/** The caller's own tenant's usage this UTC day and month, beside its budgets (`reached`: why its runs are stopped, or null). */
+export const TenantUsage = z.strictObject({ day: z.string(), month: z.string(), counting: z.boolean(), tenant: z.string(), usage: z.strictObject({ day: PeriodUsage, month: PeriodUsage }), reached: z.string().nullable() });
+export type TenantUsage = z.infer<typeof TenantUsage>;
+
 export { EventSource };
 
 // webhooks' resources and requests, and the payload their receivers get

@@ -15,6 +15,7 @@ import {
   ConversationSpec,
   CreateConversationBody,
   CreatedApiKey,
+  TenantUsage,
   TenantUsageReport,
   EventPage,
   FinalResponse,
@@ -42,7 +43,7 @@ import { askConversation } from './ask.js';
 import { getEvent, searchEvents } from './event-search.js';
 import { route, type RouteSpec } from './route-table.js';
 import { secretRoutes } from './secret-routes.js';
-import { tenantUsageReport } from './tenant-usage.js';
+import { ownUsage, tenantUsageReport } from './tenant-usage.js';
 import type { SecretService } from './secret-service.js';
 import { webhookRoutes } from './webhook-routes.js';
 import type { WebhookService } from './webhook-service.js';
@@ -388,6 +389,16 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
     }),
     ...secretRoutes(secrets),
     ...webhookRoutes(deps.webhooks),
+    route({
+      method: 'GET',
+      url: p('/usage'),
+      operationId: 'getUsage',
+      summary: "Your tenant's model usage in the current UTC day and month, beside its budgets",
+      tag: 'server',
+      access: 'tenant',
+      responses: { 200: TenantUsage },
+      handler: async ({ tenant }) => ownUsage(deps.usage, tenant, new Date()),
+    }),
     route({
       method: 'GET',
       url: p('/admin/usage'),

@@ -1,4 +1,4 @@
-import type { TenantUsageReport } from '@flotilla/api';
+import type { TenantUsage, TenantUsageReport } from '@flotilla/api';
 import { budgetOf, budgetReached, NO_USAGE, periodsOf, type TenantBudgets, type TenantUsageStore, type Usage } from '@flotilla/runtime';
 
 /**
@@ -21,4 +21,15 @@ export async function tenantUsageReport(usage: { readonly store: TenantUsageStor
       return { tenant, day: period(used.day, budget?.day), month: period(used.month, budget?.month), reached: budgetReached(tenant, budget, used) ?? null };
     }),
   };
+}
+
+/** One tenant's own usage and budgets (what `GET /v1/usage` answers a tenant's key). */
+export async function ownUsage(usage: { readonly store: TenantUsageStore; readonly budgets: TenantBudgets } | undefined, tenant: string, at: Date): Promise<TenantUsage> {
+  const { day, month } = periodsOf(at);
+  const empty = { usd: 0, tokens: 0, budget: null };
+  if (!usage) return { day, month, counting: false, tenant, usage: { day: empty, month: empty }, reached: null };
+  const budget = budgetOf(usage.budgets, tenant);
+  const used = await usage.store.read(tenant, at);
+  const period = (usedIn: Usage, limits: { usd?: number; tokens?: number } | undefined) => ({ usd: usedIn.usd, tokens: usedIn.tokens, budget: limits ? { ...limits } : null });
+  return { day, month, counting: true, tenant, usage: { day: period(used.day, budget?.day), month: period(used.month, budget?.month) }, reached: budgetReached(tenant, budget, used) ?? null };
 }

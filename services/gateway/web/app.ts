@@ -5,6 +5,7 @@ import { adoptKeyFromFragment, forgetKey, loadKey, readFragment, saveKey, writeF
 import { ConversationList } from './conversation-list.js';
 import { ConversationView } from './conversation-view.js';
 import { byId, show } from './dom.js';
+import { TenantUsageLabel } from './tenant-usage.js';
 
 /** The gateway serves this page at its root (or under a proxy's prefix): the API lives beside it. */
 const BASE_URL = new URL('.', location.href).href;
@@ -29,6 +30,7 @@ const currentClient = (): FlotillaClient => {
 };
 
 const picker = new AgentPicker();
+const usage = new TenantUsageLabel(byId('tenant-usage'));
 const list = new ConversationList(currentClient, {
   onSelect: (conversation) => openConversation(conversation.id, conversation, true),
   onError: report,
@@ -72,11 +74,13 @@ async function connect(key: string): Promise<void> {
   );
   await list.refresh().catch(report);
   list.start();
+  usage.start(candidate);
   followLocation();
 }
 
 function showKeyScreen(message?: string, prefill = ''): void {
   list.stop();
+  usage.stop();
   view.close();
   client = undefined;
   connectedKey = undefined;
