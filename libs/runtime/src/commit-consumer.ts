@@ -174,12 +174,17 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   // long handlers' commits from being redelivered (a timer per delivery cost a share of the CPU).
   const handling = new Map<ConsumedMessage, number>();
   const keepAlivePeriod = Math.max(250, Math.floor(options.ackWaitMs / 4));
+  // a commit waiting for a slot is kept alive half as often (half the ack wait still left): a
+  // flood's held backlog is thousands of commits, and each in-progress ack is a message the server handles
+  const waitingPeriod = Math.max(keepAlivePeriod, Math.floor(options.ackWaitMs / 2));
+  /** The commits in `handling` that wait for a slot. */
+  const held = new Set<ConsumedMessage>();
   // checked four times a period: each commit is kept alive about a period after it came, so a
   // flood's thousands of held commits are not all kept alive in one turn (one burst of publishes)
   const keepAlive = setInterval(() => {
     const now = performance.now();
     for (const [message, since] of handling) {
-      if (now - since < keepAlivePeriod) continue;
+      if (now - since < (held.has(message) ? waitingPeriod : keepAlivePeriod)) continue;
       message.working();
       handling.set(message, now);
     }
@@ -197,6 +202,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       if (!next) break;
       slots -= 1;
       const { message, since } = next.item;
+      held.delete(message);
       waitingBytes -= message.data.length;
       options.metrics.slotWaitSeconds.observe({ share: next.withinShare ? 'within' : 'over' }, (performance.now() - since) / 1_000);
       void handleOne(message).finally(() => {
@@ -318,6 +324,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       // kept alive while it waits: a flood's commits may wait longer than the ack wait
       const since = performance.now();
       handling.set(message, since);
+      held.add(message);
       arrived(message);
       waiting.push(tenantOf(message), { message, since });
       waitingBytes += message.data.length;
@@ -335,6 +342,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       // what waited for a slot goes back to the group at once
       for (const { message } of waiting.drain()) {
         handling.delete(message);
+        held.delete(message);
         message.nak();
       }
       waitingBytes = 0;

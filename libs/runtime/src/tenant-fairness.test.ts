@@ -99,4 +99,42 @@ describe('tenant fairness in a partitioned group', () => {
     expect(lastSmall(order)).toBeGreaterThan(FLOOD / 2);
     expect(redelivered).toBe(0);
   });
+
+  it('keeps commits waiting for a slot from being redelivered while they wait longer than the ack wait', async () => {
+    const name = uniqueName('FAIR');
+    const prefix = `t.${name.toLowerCase()}`;
+    const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
+    for (let index = 0; index < 12; index += 1) {
+      const ref = { tenant: index % 2 === 0 ? 'a' : 'b', conversation: `c${index}` };
+      await gateway.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'go' }] })], { expected: { streamSeq: 0, lastSeq: 0 } });
+    }
+    const ackWaitMs = 1_000;
+    const partitions = await ensureGroupConsumers(gateway.jsm, { stream: name, group: 'step-worker', subjectPrefix: prefix, instanceId: 'worker-a', ackWaitMs, maxAckPending: 100 });
+    const deliveries: number[] = [];
+    const consumer = await startCommitConsumer({
+      js: jetstream(nc),
+      stream: name,
+      consumer: 'step-worker',
+      partitions,
+      subjectPrefix: prefix,
+      ackWaitMs,
+      logger: pino({ level: 'silent' }),
+      metrics: new ServiceMetrics('test'),
+      // one slot, 300 ms a commit: the last of 12 waits ~3.3 s, over three ack waits
+      concurrency: 1,
+      fairness: { lookahead: 100, lookaheadBytes: 0, reserve: 0 },
+      handler: async (delivery) => {
+        deliveries.push(delivery.deliveryCount);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return { ack: true, outcome: 'stepped' };
+      },
+    });
+    try {
+      await expect.poll(() => deliveries.length, { timeout: 20_000 }).toBe(12);
+      await new Promise((resolve) => setTimeout(resolve, ackWaitMs + 500)); // a redelivery would show by now
+      expect(deliveries).toEqual(Array.from({ length: 12 }, () => 1));
+    } finally {
+      await consumer.stop();
+    }
+  });
 });
