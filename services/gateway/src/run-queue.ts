@@ -102,10 +102,12 @@ export class RunQueue {
   /** Takes a run out of the queue (started, paused, or gone); at `revision` only when given (a claim's). */
   async remove(ref: ConversationRef, revision?: number): Promise<void> {
     // asked of the bucket even when this gateway's mirror has no entry: another gateway may have queued it a moment ago
-    await this.kv.delete(key(ref), revision === undefined ? undefined : { previousSeq: revision }).catch((error: unknown) => {
+    try {
+      await this.kv.delete(key(ref), revision === undefined ? undefined : { previousSeq: revision });
+    } catch (error) {
       if (revision === undefined) throw error;
-      // another gateway changed it meanwhile: the watch brings what it did
-    });
+      return; // another gateway changed it meanwhile: the watch brings what it did
+    }
     this.#remove(ref.tenant, ref.conversation);
   }
 
