@@ -27,7 +27,8 @@ import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
  * against its floor on the same cluster; `--cycles` and `--model` apply to `step-cycle-r3` too.
  * `--big` adds 10,000 conversations x 30 s to `conversation-scale`.
  * `--delivery-order` runs `tenant-fairness` without the step worker's and tool runner's lookahead
- * (commits served in the order they come, as before fair scheduling).
+ * (commits served in the order they come, as before fair scheduling); `--fair-reserve N` runs it
+ * with the step worker's FLOTILLA_FAIR_RESERVE set to N.
  */
 const args = process.argv.slice(2).filter((arg) => arg !== '--');
 const cyclesAt = args.indexOf('--cycles');
@@ -42,6 +43,12 @@ if (big) args.splice(bigAt, 1);
 const deliveryOrderAt = args.indexOf('--delivery-order');
 const deliveryOrder = deliveryOrderAt >= 0;
 if (deliveryOrder) args.splice(deliveryOrderAt, 1);
+const reserveAt = args.indexOf('--fair-reserve');
+const fairReserve = reserveAt < 0 ? undefined : Number(args.splice(reserveAt, 2)[1]);
+if (fairReserve !== undefined && (!Number.isInteger(fairReserve) || fairReserve < 0)) {
+  console.error('--fair-reserve takes a whole number of slots');
+  process.exit(2);
+}
 const modelAt = args.indexOf('--model');
 const model = modelAt < 0 ? undefined : args.splice(modelAt, 2)[1];
 if (model !== undefined && model !== 'in-process' && model !== 'server') {
@@ -70,7 +77,7 @@ const benches: Record<string, () => Promise<string>> = {
   tracing: () => benchTracing(),
   sink: () => benchSink(),
   peers: () => benchPeers(),
-  'tenant-fairness': () => benchTenantFairness({ ...FAIRNESS_DEFAULTS, deliveryOrder }),
+  'tenant-fairness': () => benchTenantFairness({ ...FAIRNESS_DEFAULTS, deliveryOrder, ...(fairReserve === undefined ? {} : { fairReserve }) }),
 };
 
 const names = args.length > 0 ? args : Object.keys(benches);

@@ -2,7 +2,7 @@ import type { ConversationRef } from '@flotilla/log';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
 import { readFile } from 'node:fs/promises';
 import { cpuSeconds } from './process-stats.js';
-import { stepWaits } from './step-waits.js';
+import { stepWaitParts, stepWaits } from './step-waits.js';
 import { ms, percentile, ratio, table } from './stats.js';
 
 export type FairnessSettings = {
@@ -19,6 +19,8 @@ export type FairnessSettings = {
   readonly floodLeadMs: number;
   /** Run the step worker and the tool runner without a lookahead (FLOTILLA_LOOKAHEAD=0): commits served in delivery order, as before fair scheduling. */
   readonly deliveryOrder?: boolean;
+  /** The step worker's FLOTILLA_FAIR_RESERVE (default: the service's, a tenth of the slots). */
+  readonly fairReserve?: number;
 };
 
 export const FAIRNESS_DEFAULTS: FairnessSettings = { flood: 2_000, conversations: 20, steps: 10, latencyMs: 2_000, concurrency: 100, floodLeadMs: 10_000 };
@@ -49,7 +51,11 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
     model: 'in-process',
     agent: { condenser: { maxEvents: 100_000 }, titles: { generate: false } },
     env: { FLOTILLA_ACK_WAIT_MS: '30000' },
-    stepWorkerEnv: { FLOTILLA_CONCURRENCY: String(concurrency), ...(settings.deliveryOrder ? { FLOTILLA_LOOKAHEAD: '0' } : {}) },
+    stepWorkerEnv: {
+      FLOTILLA_CONCURRENCY: String(concurrency),
+      ...(settings.deliveryOrder ? { FLOTILLA_LOOKAHEAD: '0' } : {}),
+      ...(settings.fairReserve === undefined ? {} : { FLOTILLA_FAIR_RESERVE: String(settings.fairReserve) }),
+    },
     ...(settings.deliveryOrder ? { toolRunnerEnv: { FLOTILLA_LOOKAHEAD: '0' } } : {}),
   });
   // warm the processes' code before anything is measured
@@ -86,7 +92,7 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
   const p50 = (waits: readonly number[]): number => percentile(waits, 50);
   const p99 = (waits: readonly number[]): number => percentile(waits, 99);
   return [
-    `Tenant fairness${settings.deliveryOrder ? ' (no lookahead: commits served in delivery order)' : ''}: tenant B's ${conversations} conversations x ${steps} steps alone, then while tenant A floods ${flood.toLocaleString('en')} conversations (started in ${(floodStarted / 1_000).toFixed(1)} s, B ${floodLeadMs / 1_000} s after); ${latencyMs} ms model, think tool; one process of each service, the step worker's concurrency ${concurrency} (capacity ${((1_000 * concurrency) / latencyMs).toFixed(0)} steps/s) (goal: B's p50 and p99 <= ${GOAL_RATIO}x alone)`,
+    `Tenant fairness${settings.deliveryOrder ? ' (no lookahead: commits served in delivery order)' : ''}${settings.fairReserve === undefined ? '' : ` (FLOTILLA_FAIR_RESERVE=${settings.fairReserve})`}: tenant B's ${conversations} conversations x ${steps} steps alone, then while tenant A floods ${flood.toLocaleString('en')} conversations (started in ${(floodStarted / 1_000).toFixed(1)} s, B ${floodLeadMs / 1_000} s after); ${latencyMs} ms model, think tool; one process of each service, the step worker's concurrency ${concurrency} (capacity ${((1_000 * concurrency) / latencyMs).toFixed(0)} steps/s) (goal: B's p50 and p99 <= ${GOAL_RATIO}x alone)`,
     'step wait: from the commit that made a step owed being stored to the step commit being stored, less the model call as the step worker timed it',
     table([
       ['step waits', 'n', 'p50', 'p90', 'p99'],
@@ -102,19 +108,35 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
     ]),
     `tenant A's steps in the sample: ${floodSteps}`,
     '',
+    table([
+      ["tenant B's step wait split where its model call was (event timestamps: ms)", 'p50', 'p90', 'p99'],
+      ['alone: commit owing the step -> model call starts (delivery, slot, load, view)', ...[50, 90, 99].map((p) => ms(percentile(alone.before, p)))],
+      ['alone: model call ends -> step commit stored (the append)', ...[50, 90, 99].map((p) => ms(percentile(alone.after, p)))],
+      ['flooded: commit owing the step -> model call starts', ...[50, 90, 99].map((p) => ms(percentile(shared.before, p)))],
+      ['flooded: model call ends -> step commit stored', ...[50, 90, 99].map((p) => ms(percentile(shared.after, p)))],
+    ]),
+    '',
     'while B ran: the step worker\'s event-loop delay (its p50 / p99 over the phase), CPU of each process (% of one core), the machine\'s 1-minute load average at the end (other work on the machine included):',
     `  alone:   ${aloneLoad}`,
     `  flooded: ${sharedLoad}`,
   ].join('\n');
 }
 
-/** Starts a tenant's conversations at once, waits for them to finish, and returns their step waits. */
-async function runTenant(system: RunningTestSystem, tenant: string, name: string, conversations: number, steps: number, latencyMs: number): Promise<number[]> {
+type Waits = number[] & { readonly before: number[]; readonly after: number[] };
+
+/** Starts a tenant's conversations at once, waits for them to finish, and returns their step waits (and their parts: before the model call, after it). */
+async function runTenant(system: RunningTestSystem, tenant: string, name: string, conversations: number, steps: number, latencyMs: number): Promise<Waits> {
   const refs: ConversationRef[] = Array.from({ length: conversations }, (_, index) => ({ tenant, conversation: `${name}-${index}` }));
   await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps, latencyMs, tool: 'think' })));
   await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 600_000);
-  const waits: number[] = [];
-  for (const ref of refs) waits.push(...(await stepWaits(system.log, ref)));
+  const waits = Object.assign([] as number[], { before: [] as number[], after: [] as number[] });
+  for (const ref of refs) {
+    for (const part of await stepWaitParts(system.log, ref)) {
+      waits.push(part.wait);
+      waits.before.push(part.before);
+      waits.after.push(part.after);
+    }
+  }
   return waits;
 }
 
