@@ -13,6 +13,7 @@ import { benchSink } from './sink.bench.js';
 import { benchStepCycle } from './step-cycle.bench.js';
 import { benchStepWorkerMemory } from './step-worker-memory.bench.js';
 import { benchThroughput } from './throughput.bench.js';
+import { benchTenantFairness, FAIRNESS_DEFAULTS } from './tenant-fairness.bench.js';
 import { benchTracing } from './tracing.bench.js';
 import { benchWsFanout } from './ws-fanout.bench.js';
 import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
@@ -25,6 +26,9 @@ import { benchWsIdleMemory } from './ws-idle-memory.bench.js';
  * `log-append-r3` and `step-cycle-r3` are the same two on a 3-node JetStream cluster (R3), each
  * against its floor on the same cluster; `--cycles` and `--model` apply to `step-cycle-r3` too.
  * `--big` adds 10,000 conversations x 30 s to `conversation-scale`.
+ * `--delivery-order` runs `tenant-fairness` without the step worker's and tool runner's lookahead
+ * (commits served in the order they come, as before fair scheduling); `--fair-reserve N` runs it
+ * with the step worker's FLOTILLA_FAIR_RESERVE set to N.
  */
 const args = process.argv.slice(2).filter((arg) => arg !== '--');
 const cyclesAt = args.indexOf('--cycles');
@@ -36,6 +40,15 @@ if (!Number.isInteger(cycles) || cycles < 10) {
 const bigAt = args.indexOf('--big');
 const big = bigAt >= 0;
 if (big) args.splice(bigAt, 1);
+const deliveryOrderAt = args.indexOf('--delivery-order');
+const deliveryOrder = deliveryOrderAt >= 0;
+if (deliveryOrder) args.splice(deliveryOrderAt, 1);
+const reserveAt = args.indexOf('--fair-reserve');
+const fairReserve = reserveAt < 0 ? undefined : Number(args.splice(reserveAt, 2)[1]);
+if (fairReserve !== undefined && (!Number.isInteger(fairReserve) || fairReserve < 0)) {
+  console.error('--fair-reserve takes a whole number of slots');
+  process.exit(2);
+}
 const modelAt = args.indexOf('--model');
 const model = modelAt < 0 ? undefined : args.splice(modelAt, 2)[1];
 if (model !== undefined && model !== 'in-process' && model !== 'server') {
@@ -64,6 +77,7 @@ const benches: Record<string, () => Promise<string>> = {
   tracing: () => benchTracing(),
   sink: () => benchSink(),
   peers: () => benchPeers(),
+  'tenant-fairness': () => benchTenantFairness({ ...FAIRNESS_DEFAULTS, deliveryOrder, ...(fairReserve === undefined ? {} : { fairReserve }) }),
 };
 
 const names = args.length > 0 ? args : Object.keys(benches);

@@ -22,6 +22,14 @@ export const Usage = z.strictObject({
 });
 export type Usage = z.infer<typeof Usage>;
 
+/**
+ * A run waiting for a slot of its tenant's (the operator's FLOTILLA_MAX_RUNNING_PER_TENANT): its
+ * place in the tenant's queue (1 = next) and when it was queued. It starts when a run of the
+ * tenant ends, in the order runs were queued.
+ */
+export const QueuedRun = z.strictObject({ position: z.number().int().positive(), queued_at: Timestamp });
+export type QueuedRun = z.infer<typeof QueuedRun>;
+
 /** A conversation as the API shows it (its snapshot, derived from the log). */
 export const Conversation = z.strictObject({
   id: ConversationId,
@@ -58,6 +66,8 @@ export const Conversation = z.strictObject({
   }),
   /** Where its latest run began (the seq of the state_change that set it running from rest, and when); null before its first run. */
   run_started: z.strictObject({ seq: z.number().int().positive(), at: Timestamp }).nullable(),
+  /** Its run waiting for a slot of its tenant's, or null (not queued). The status stays what it was (e.g. idle) until the run starts. */
+  queue: QueuedRun.nullable(),
 });
 export type Conversation = z.infer<typeof Conversation>;
 
@@ -117,6 +127,8 @@ export const CommandResult = z.strictObject({
   last_seq: Count,
   /** False when the command was a no-op (e.g. pause on a conversation that is not running). */
   appended: z.boolean(),
+  /** Present when the run it asked for was queued (the tenant's runs are at the operator's limit): its place. */
+  queue: QueuedRun.optional(),
 });
 export type CommandResult = z.infer<typeof CommandResult>;
 
@@ -194,6 +206,30 @@ export const CreatedApiKey = z.strictObject({
   api_key: z.string(),
 });
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
+
+/** What a tenant spent in a period, against its budget for it (null: none). */
+const PeriodUsage = z.strictObject({
+  usd: z.number().nonnegative(),
+  tokens: z.number().int().nonnegative(),
+  budget: z.strictObject({ usd: z.number().positive().optional(), tokens: z.number().int().positive().optional() }).nullable(),
+});
+
+/**
+ * The tenants' model usage (the steps' `llm_usage`: `cost_usd`, prompt + completion tokens) in the
+ * current UTC day and month, beside their budgets (the operator's FLOTILLA_TENANT_BUDGETS).
+ */
+export const TenantUsageReport = z.strictObject({
+  day: z.string(),
+  month: z.string(),
+  /** False when no budgets are configured (FLOTILLA_TENANT_BUDGETS): the step workers count nothing. */
+  counting: z.boolean(),
+  tenants: z.array(z.strictObject({ tenant: z.string(), day: PeriodUsage, month: PeriodUsage, reached: z.string().nullable() })),
+});
+export type TenantUsageReport = z.infer<typeof TenantUsageReport>;
+
+/** The caller's own tenant's usage this UTC day and month, beside its budgets (`reached`: why its runs are stopped, or null). */
+export const TenantUsage = z.strictObject({ day: z.string(), month: z.string(), counting: z.boolean(), tenant: z.string(), usage: z.strictObject({ day: PeriodUsage, month: PeriodUsage }), reached: z.string().nullable() });
+export type TenantUsage = z.infer<typeof TenantUsage>;
 
 export { EventSource };
 

@@ -173,6 +173,10 @@ export const Buckets = {
   images: 'flotilla_images',
   /** Each tenant's schedules (what to do, when, paused or not, the last run's outcome): written by the gateway. */
   schedules: 'flotilla_schedules',
+  /** Runs waiting for a slot of their tenant's, `<tenant>.<conversation>` → when queued: the gateways' shared queue. */
+  runQueue: 'flotilla_run_queue',
+  /** What each tenant's steps spent per UTC day and month (`<tenant>.day.<date>`, `<tenant>.month.<month>`): step workers add, the gateway reads. */
+  tenantUsage: 'flotilla_tenant_usage',
 } as const;
 export type BucketRole = keyof typeof Buckets;
 

@@ -121,6 +121,10 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['schedules', 'read-write'],
     // the images users send: stored, never read back (only the model callers read them)
     ['images', 'write-only'],
+    // runs waiting for a slot of their tenant's: every gateway queues, starts and shows them
+    ['runQueue', 'read-write'],
+    // the operator's usage route
+    ['tenantUsage', 'read'],
   ],
   // model keys given as secrets: the services that call a conversation's model read them
   'step-worker': [
@@ -128,6 +132,8 @@ export const SERVICE_BUCKETS: Readonly<Record<ServiceName, readonly (readonly [B
     ['secrets', 'read'],
     // the images of the user messages it sends to the model
     ['images', 'read'],
+    // the tenants' budgets: what their steps spent, added to as steps are appended
+    ['tenantUsage', 'read-write'],
   ],
   'tool-runner': [
     ['runners', 'read-write'],

@@ -31,6 +31,8 @@ import type {
   SearchEventsQuery,
   SecretNames,
   ServerInfo,
+  TenantUsage,
+  TenantUsageReport,
   UpdateConversationBody,
   UpdateSpecBody,
   UploadedFile,
@@ -280,6 +282,14 @@ export class FlotillaClient {
   // ── server ───────────────────────────────────────────────────────────────────────────────
   serverInfo(): Promise<ServerInfo> {
     return this.#json('GET', '/server-info');
+  }
+  /** This key's tenant's model usage this UTC day and month, beside its budgets. */
+  usage(): Promise<TenantUsage> {
+    return this.#json('GET', '/usage');
+  }
+  /** Every tenant's usage and budgets (needs the gateway's admin key as this client's key). */
+  tenantUsage(): Promise<TenantUsageReport> {
+    return this.#json('GET', '/admin/usage');
   }
   /** Mint an API key for a tenant (needs the gateway's admin key as this client's key). */
   createApiKey(tenant: string, name: string): Promise<CreatedApiKey> {

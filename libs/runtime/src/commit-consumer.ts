@@ -8,6 +8,7 @@ import { BatchedPull, type ConsumedMessage } from './batched-pull.js';
 import type { HeapRelease } from './heap-release.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { OwnCommits } from './own-commits.js';
+import { TenantQueue } from './tenant-queue.js';
 
 /** One delivered commit, as a wake-up for a conversation. */
 export type Delivery = {
@@ -95,7 +96,24 @@ export type CommitConsumerOptions = {
    * acknowledged (see OwnCommits).
    */
   readonly ownCommits?: OwnCommits;
+  /**
+   * Pull ahead of the free slots and serve what waits fairly across tenants (TenantQueue), not in
+   * delivery order. Default: nothing held beyond the slots, nothing reserved (each commit waits
+   * for a slot in the order it came).
+   */
+  readonly fairness?: Fairness;
 };
+
+export type Fairness = {
+  /** Commits held waiting for a slot, at most (and at most `lookaheadBytes` of them). */
+  readonly lookahead: number;
+  readonly lookaheadBytes: number;
+  /** Free slots kept for tenants under their share while several are active. */
+  readonly reserve: number;
+};
+
+/** How long a tenant counts as active after its last commit: longer than a step's tool hop, so a tenant between steps keeps its share. */
+const TENANT_ACTIVE_FOR_MS = 5_000;
 
 export type PartitionPull = { readonly consumer: string; readonly group: string; readonly priority: number };
 
@@ -121,8 +139,13 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   let slots = options.concurrency;
   const partitions = options.partitions ?? [];
   if (options.batched && partitions.length > 0) throw new Error('a batched pull takes one consumer, not partitions');
-  // what each pull holds for this process: the whole concurrency through one consumer, a share of it through several
-  const maxMessages = Math.max(1, Math.min(options.concurrency, 1_000, partitions.length === 0 ? Infinity : Math.max(16, Math.ceil(options.concurrency / partitions.length))));
+  const fairness = options.fairness ?? { lookahead: 0, lookaheadBytes: 0, reserve: 0 };
+  if (options.batched && fairness.lookahead > 0) throw new Error('a batched pull pulls for its free slots only: no lookahead');
+  const waiting = new TenantQueue<Waiting>({ capacity: options.concurrency, reserve: fairness.reserve, activeForMs: TENANT_ACTIVE_FOR_MS });
+  let waitingBytes = 0;
+  // what each pull holds for this process: the whole concurrency (and lookahead) through one consumer, a share of it through several
+  const wanted = options.concurrency + fairness.lookahead;
+  const maxMessages = Math.max(1, Math.min(wanted, 1_000, partitions.length === 0 ? Infinity : Math.max(16, Math.ceil(wanted / partitions.length))));
   const consume = async (consumer: string, priority?: PartitionPull): Promise<AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> }> =>
     (await options.js.consumers.get(options.stream, consumer)).consume({
       max_messages: maxMessages,
@@ -151,31 +174,46 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   // long handlers' commits from being redelivered (a timer per delivery cost a share of the CPU).
   const handling = new Map<ConsumedMessage, number>();
   const keepAlivePeriod = Math.max(250, Math.floor(options.ackWaitMs / 4));
+  // a commit waiting for a slot is kept alive half as often (half the ack wait still left): a
+  // flood's held backlog is thousands of commits, and each in-progress ack is a message the server handles
+  const waitingPeriod = Math.max(keepAlivePeriod, Math.floor(options.ackWaitMs / 2));
+  /** The commits in `handling` that wait for a slot. */
+  const held = new Set<ConsumedMessage>();
+  // checked four times a period: each commit is kept alive about a period after it came, so a
+  // flood's thousands of held commits are not all kept alive in one turn (one burst of publishes)
   const keepAlive = setInterval(() => {
     const now = performance.now();
     for (const [message, since] of handling) {
-      if (now - since < keepAlivePeriod) continue;
+      if (now - since < (held.has(message) ? waitingPeriod : keepAlivePeriod)) continue;
       message.working();
       handling.set(message, now);
     }
-  }, keepAlivePeriod);
+  }, Math.max(250, Math.floor(keepAlivePeriod / 4)));
   keepAlive.unref();
-  const waiters: (() => void)[] = [];
+  /** Loops waiting for room among the held commits. */
+  const roomWaiters: (() => void)[] = [];
+  const hasRoom = (): boolean => waiting.held < Math.max(1, fairness.lookahead) && (fairness.lookaheadBytes === 0 || waitingBytes < fairness.lookaheadBytes);
+  const tenantOf = (message: ConsumedMessage): string => parseConversationSubject(options.subjectPrefix, message.subject)?.tenant ?? '';
 
-  const acquire = async (): Promise<void> => {
-    if (slots > 0) {
+  /** Gives free slots to the commits waiting, fairly across tenants. */
+  const dispatch = (): void => {
+    for (;;) {
+      const next = waiting.next(slots);
+      if (!next) break;
       slots -= 1;
-      return;
+      const { message, since } = next.item;
+      held.delete(message);
+      waitingBytes -= message.data.length;
+      options.metrics.slotWaitSeconds.observe({ share: next.withinShare ? 'within' : 'over' }, (performance.now() - since) / 1_000);
+      void handleOne(message).finally(() => {
+        slots += 1;
+        waiting.finished(next.tenant);
+        dispatch();
+        for (const source of sources) source.capacityFreed?.();
+      });
     }
-    await new Promise<void>((resolve) => waiters.push(resolve));
-  };
-  const release = (): void => {
-    const next = waiters.shift();
-    if (next) next();
-    else {
-      slots += 1;
-      for (const source of sources) source.capacityFreed?.();
-    }
+    options.metrics.waiting.set(waiting.held);
+    while (roomWaiters.length > 0 && hasRoom()) roomWaiters.shift()!();
   };
 
   const acks = options.acks ?? new AckBatch(0);
@@ -190,7 +228,6 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     const previous = (options.concurrentPerConversation ? undefined : tails.get(key)) ?? Promise.resolve();
     const started = performance.now();
     options.metrics.inFlight.inc();
-    handling.set(message, started);
     const job = previous.then(async () => {
       if (shutdown.signal.aborted) {
         message.nak();
@@ -248,13 +285,27 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       }
     });
     tails.set(key, job);
-    newest.set(key, Math.max(newest.get(key) ?? 0, message.seq));
     running.add(job);
     await job;
     running.delete(job);
     options.heapRelease?.settled(running.size);
-    if (tails.get(key) === job) {
-      tails.delete(key);
+    if (tails.get(key) === job) tails.delete(key);
+    forget(key);
+  };
+
+  /** Per conversation: its commits held or being handled here; `newest` is kept while there are any. */
+  const present = new Map<string, number>();
+  const arrived = (message: ConsumedMessage): void => {
+    const key = conversationKey(options.subjectPrefix, message.subject);
+    present.set(key, (present.get(key) ?? 0) + 1);
+    // a commit held for a slot is queued too: an earlier one of its conversation is not the tail
+    newest.set(key, Math.max(newest.get(key) ?? 0, message.seq));
+  };
+  const forget = (key: string): void => {
+    const left = (present.get(key) ?? 1) - 1;
+    if (left > 0) present.set(key, left);
+    else {
+      present.delete(key);
       newest.delete(key);
     }
   };
@@ -270,8 +321,15 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
         continue;
       }
       options.heapRelease?.busy();
-      await acquire();
-      void handleOne(message).finally(release);
+      // kept alive while it waits: a flood's commits may wait longer than the ack wait
+      const since = performance.now();
+      handling.set(message, since);
+      held.add(message);
+      arrived(message);
+      waiting.push(tenantOf(message), { message, since });
+      waitingBytes += message.data.length;
+      dispatch();
+      if (!hasRoom()) await new Promise<void>((resolve) => roomWaiters.push(resolve));
     }
   });
 
@@ -281,12 +339,27 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       shutdown.abort();
       clearInterval(keepAlive);
       await Promise.allSettled(sources.map((messages) => messages.close()));
-      for (const waiter of waiters.splice(0)) waiter();
+      // what waited for a slot goes back to the group at once
+      for (const { message } of waiting.drain()) {
+        handling.delete(message);
+        held.delete(message);
+        message.nak();
+      }
+      waitingBytes = 0;
+      for (const waiter of roomWaiters.splice(0)) waiter();
       await Promise.allSettled([...running]);
       acks.flush();
       await Promise.allSettled(loops);
     },
   };
+}
+
+/** A delivered commit waiting for a slot, and since when. */
+type Waiting = { readonly message: ConsumedMessage; readonly since: number };
+
+function conversationKey(subjectPrefix: string, subject: string): string {
+  const ref = parseConversationSubject(subjectPrefix, subject);
+  return ref ? `${ref.tenant}.${ref.conversation}` : subject;
 }
 
 function eventSpan(message: { readonly headers?: MsgHdrs | undefined }): EventSpan | undefined {

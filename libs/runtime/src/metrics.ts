@@ -15,6 +15,8 @@ export class ServiceMetrics {
   readonly condensationWaiting: Gauge;
   readonly condensationOldestWaitSeconds: Gauge;
   readonly coldLoads: Counter<'source'>;
+  readonly slotWaitSeconds: Histogram<'share'>;
+  readonly waiting: Gauge;
 
   constructor(service: string) {
     this.registry.setDefaultLabels({ service });
@@ -26,6 +28,14 @@ export class ServiceMetrics {
       labelNames: ['consumer'],
       registers: [this.registry],
     });
+    this.slotWaitSeconds = new Histogram({
+      name: 'flotilla_slot_wait_seconds',
+      help: "Time a delivered commit waited in this instance for a slot, by whether its tenant was within its share of the slots (docs/architecture.md, 'Tenant fairness')",
+      labelNames: ['share'],
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+      registers: [this.registry],
+    });
+    this.waiting = new Gauge({ name: 'flotilla_commits_waiting', help: 'Delivered commits waiting in this instance for a slot (its lookahead)', registers: [this.registry] });
     this.handleSeconds = new Histogram({
       name: 'flotilla_commit_handle_seconds',
       help: 'Time to handle one delivered commit',

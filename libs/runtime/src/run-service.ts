@@ -111,7 +111,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     const { queue } = definition;
     if (queue) await untilAvailable(`the ${queue.stream} stream`, () => queue.ensure(jsm, config));
     const source = queue ?? { stream: log.streamName, subjectPrefix: log.subjectPrefix };
-    const consumerSpec = { stream: source.stream, ackWaitMs: config.ackWaitMs, maxAckPending: Math.max(config.concurrency * 4, 256) };
+    const consumerSpec = { stream: source.stream, ackWaitMs: config.ackWaitMs, maxAckPending: Math.max(config.concurrency * 4, 256, config.concurrency + config.lookahead) };
     // the events stream: the kinds the group can be owed work by, through its partitions' consumers
     // too where it has them (libs/bus groupConsumers); a queue of its own: all of it
     const partitions = await untilAvailable(`the ${name} consumers`, async (): Promise<PartitionPull[]> => {
@@ -126,6 +126,8 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       partitions,
       subjectPrefix: source.subjectPrefix,
       concurrency: config.concurrency,
+      // a batched pull (the projector) pulls for its free slots only
+      ...(config.lookahead > 0 && config.pullIntervalMs === 0 ? { fairness: { lookahead: config.lookahead, lookaheadBytes: config.lookaheadBytes, reserve: config.fairReserve } } : {}),
       ackWaitMs: config.ackWaitMs,
       handler,
       logger,

@@ -15,6 +15,14 @@ export const ServiceConfig = z.object({
   healthPort: z.coerce.number().int().min(0).max(65_535),
   /** Commits handled at once by this process. */
   concurrency: z.coerce.number().int().min(1).max(10_000),
+  /**
+   * Commits held beyond the free slots, served fairly across tenants (docs/architecture.md,
+   * "Tenant fairness"), at most this many and this many bytes; 0 holds none (delivery order).
+   */
+  lookahead: z.coerce.number().int().min(0).max(100_000),
+  lookaheadBytes: z.coerce.number().int().min(0),
+  /** Free slots kept for tenants under their share while several are active (below the concurrency). */
+  fairReserve: z.coerce.number().int().min(0),
   /** How long a delivered commit may go unacknowledged before redelivery. */
   ackWaitMs: z.coerce.number().int().min(1_000),
   /** How long a handled commit's ack may wait to share a write with the next append (see AckBatch); 0 sends it at the end of the turn. */
@@ -64,7 +72,7 @@ export type ServiceConfig = z.infer<typeof ServiceConfig> & {
 };
 
 /** A service's own defaults for settings its environment does not give. */
-export type ServiceDefaults = { readonly concurrency?: number; readonly pullIntervalMs?: number };
+export type ServiceDefaults = { readonly concurrency?: number; readonly pullIntervalMs?: number; readonly lookahead?: number };
 
 const VARIABLES: Record<string, string> = {
   streamName: 'FLOTILLA_STREAM',
@@ -72,6 +80,9 @@ const VARIABLES: Record<string, string> = {
   home: 'FLOTILLA_HOME',
   healthPort: 'FLOTILLA_HEALTH_PORT',
   concurrency: 'FLOTILLA_CONCURRENCY',
+  lookahead: 'FLOTILLA_LOOKAHEAD',
+  lookaheadBytes: 'FLOTILLA_LOOKAHEAD_BYTES',
+  fairReserve: 'FLOTILLA_FAIR_RESERVE',
   ackWaitMs: 'FLOTILLA_ACK_WAIT_MS',
   ackHoldMs: 'FLOTILLA_ACK_HOLD_MS',
   pullIntervalMs: 'FLOTILLA_PULL_INTERVAL_MS',
@@ -91,6 +102,8 @@ const VARIABLES: Record<string, string> = {
 /** Reads the service config from the environment and fails fast naming the bad variable. */
 export function loadServiceConfig(service: string, environment: NodeJS.ProcessEnv = process.env, defaults: ServiceDefaults = {}): ServiceConfig {
   const home = resolve(environment['FLOTILLA_HOME'] ?? '.flotilla');
+  const concurrency = Number(environment['FLOTILLA_CONCURRENCY'] ?? defaults.concurrency ?? 64);
+  const lookahead = environment['FLOTILLA_LOOKAHEAD'] ?? defaults.lookahead ?? 0;
   const result = ServiceConfig.safeParse({
     service,
     instanceId: environment['FLOTILLA_INSTANCE_ID'] || `${service}-${randomUUID().slice(0, 8)}`,
@@ -99,6 +112,10 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     home,
     healthPort: environment['FLOTILLA_HEALTH_PORT'] ?? 0,
     concurrency: environment['FLOTILLA_CONCURRENCY'] ?? defaults.concurrency ?? 64,
+    lookahead,
+    lookaheadBytes: environment['FLOTILLA_LOOKAHEAD_BYTES'] ?? 64 * 2 ** 20,
+    // a tenth of the slots, with a lookahead (without one, nothing waits here to be served fairly)
+    fairReserve: environment['FLOTILLA_FAIR_RESERVE'] ?? (Number(lookahead) > 0 && Number.isInteger(concurrency) ? Math.floor(concurrency / 10) : 0),
     ackWaitMs: environment['FLOTILLA_ACK_WAIT_MS'] ?? 30_000,
     ackHoldMs: environment['FLOTILLA_ACK_HOLD_MS'] ?? 20,
     pullIntervalMs: environment['FLOTILLA_PULL_INTERVAL_MS'] ?? defaults.pullIntervalMs ?? 0,
@@ -113,6 +130,9 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     projectorSettleMs: environment['FLOTILLA_PROJECTOR_SETTLE_MS'] ?? 25,
     otlpEndpoint: environment['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined,
   });
+  if (result.success && result.data.fairReserve >= result.data.concurrency) {
+    throw new Error(`invalid ${service} configuration: FLOTILLA_FAIR_RESERVE: must be below FLOTILLA_CONCURRENCY (${result.data.concurrency}), not ${result.data.fairReserve}`);
+  }
   if (!result.success) {
     const problems = result.error.issues.map((issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
     throw new Error(`invalid ${service} configuration: ${problems.join('; ')}`);

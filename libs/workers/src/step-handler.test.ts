@@ -3,7 +3,7 @@ import { draftEvent, type Event, type EventDraft } from '@flotilla/events';
 import { ScriptedLanguageModel } from '@flotilla/llm';
 import { EventLog, type ConversationRef } from '@flotilla/log';
 import { losingFirstAnswer, type LostWhen } from '@flotilla/log/testing';
-import { ConversationCache, InterruptRegistry, ServiceMetrics } from '@flotilla/runtime';
+import { ConversationCache, InterruptRegistry, ServiceMetrics, TenantBudgetGuard, TenantUsageStore, type TenantBudgets } from '@flotilla/runtime';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { connect } from '@nats-io/transport-node';
@@ -17,7 +17,7 @@ import { storedDelivery } from './test-support/stored-delivery.js';
  * `meanwhile` append to the log: what lands under a step's model call. With `lose`, the step's
  * append loses its answer (`losingFirstAnswer`).
  */
-async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<number>, ref: ConversationRef) => Promise<unknown>, lose?: LostWhen) {
+async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<number>, ref: ConversationRef) => Promise<unknown>, lose?: LostWhen, budgets?: TenantBudgets) {
   const server = await startNats();
   const nc = await connect({ servers: server.url });
   const name = uniqueName('SH');
@@ -36,13 +36,16 @@ async function fixture(meanwhile: (append: (...drafts: EventDraft[]) => Promise<
   const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' } });
   const agents = new ConversationAgents({ catalog: new AgentCatalog(agent), registry: new ToolRegistry(createBuiltinTools()), createModel: () => llm });
   const metrics = new ServiceMetrics('step-worker');
-  const handle = createStepHandler({ log: handlerLog, cache: new ConversationCache<ConversationCheckpoint>(handlerLog, 10), agents, interrupts: new InterruptRegistry(), nc, metrics, streamDeltas: false });
+  const usage = budgets ? await TenantUsageStore.open(nc) : undefined;
+  const guard = budgets && usage ? new TenantBudgetGuard(budgets, usage) : undefined;
+  const handle = createStepHandler({ log: handlerLog, cache: new ConversationCache<ConversationCheckpoint>(handlerLog, 10), agents, interrupts: new InterruptRegistry(), nc, metrics, streamDeltas: false, ...(guard ? { budgets: guard } : {}) });
   const system = { ...ref, source: 'system' as const };
   return {
     ref,
     append,
     metrics,
     modelCalls: () => modelCalls,
+    usage,
     start: () => append(draftEvent(system, 'state_change', { status: 'idle', reason: 'created' }), draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Plan it' }] }), draftEvent(system, 'state_change', { status: 'running' })),
     deliver: async (streamSeq: number) => handle(await storedDelivery(log, ref, streamSeq)),
     events: async (): Promise<Event[]> => (await log.readEvents(ref)).events,
@@ -101,5 +104,26 @@ describe('step handler: a step whose append lost its answer', () => {
     expect(f.modelCalls()).toBe(1);
     const types = (await f.events()).map((event) => event.type);
     expect(types.slice(3)).toEqual(['system_prompt', 'llm_usage', 'action']);
+  });
+});
+
+describe('step handler: tenant budgets', () => {
+  it("stops the run instead of taking a step once the tenant's budget is reached, without calling the model", async () => {
+    // the scripted model reports no usage: the tenant's spending comes from the bucket, where another worker counted it
+    await using f = await fixture(async () => undefined, undefined, { tenants: { acme: { day: { tokens: 50 } } } });
+    const running = await f.start();
+    expect(await f.deliver(running)).toMatchObject({ ack: true, outcome: 'actions' });
+    expect(f.modelCalls()).toBe(1);
+    await f.usage!.add('acme', { usd: 0, tokens: 50 }, new Date());
+    // the next step is owed (its results came); the budget is spent: no model call, the run ends saying why
+    const events = await f.events();
+    const action = events.find((event) => event.type === 'action')!;
+    const results = await f.append(draftEvent({ ...f.ref, source: 'environment' }, 'observation', { action_id: action.id, tool_call_id: action.type === 'action' ? action.tool_call_id : '', tool_name: 'think', content: [{ type: 'text', text: 'ok' }], is_error: false }));
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the guard's cache of the tenant's usage
+    expect(await f.deliver(results)).toMatchObject({ ack: true, outcome: 'error' });
+    expect(f.modelCalls()).toBe(1);
+    const after = await f.events();
+    expect(after.at(-2)).toMatchObject({ type: 'conversation_error', code: 'tenant_budget_reached' });
+    expect(after.at(-1)).toMatchObject({ type: 'state_change', status: 'error', reason: 'tenant acme reached its daily budget of 50 tokens (50 used)' });
   });
 });

@@ -1,7 +1,7 @@
 import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, SkillsFold, SpecFold, step, stepStandsAfter, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
 import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
 import { appendSurely, isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
-import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics, type TenantBudgetGuard, type Usage } from '@flotilla/runtime';
 import { inSpan, TRACEPARENT_HEADER, type Span } from '@flotilla/tracing';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -24,6 +24,8 @@ export type StepHandlerDependencies = {
   readonly interrupts: InterruptRegistry;
   readonly nc: NatsConnection;
   readonly metrics: ServiceMetrics;
+  /** The tenants' budgets (FLOTILLA_TENANT_BUDGETS): a step of a tenant past its budget stops the run instead, saying why; each appended step's usage is counted. */
+  readonly budgets?: TenantBudgetGuard;
   /** Publish token deltas on core NATS for live viewers (merged over up to 30 ms). Default true. */
   readonly streamDeltas?: boolean;
   /** Told which conversations wait for a condensation, so a wait nobody answers gets noticed. */
@@ -88,6 +90,8 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
       const lookup = deps.agents.of(spec.event(), spec.listed());
       if (!lookup.ok) return await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error);
       const { agent } = lookup;
+      const overBudget = await deps.budgets?.reached(ref.tenant);
+      if (overBudget) return await appendStep(deps, delivery, loaded, budgetStopDrafts(ref, overBudget), StepOutcome.Error);
       // the tool runner lists the spec's MCP servers at its first commit; that commit wakes the step (docs/architecture.md, "MCP servers")
       if (agent.unlisted.length > 0) return WAITING_FOR_MCP;
 
@@ -147,6 +151,7 @@ async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { r
       const commit = await appendSurely(deps.log, ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail, signal: delivery.signal });
       deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       deps.metrics.appends.inc({ result: 'ok' });
+      deps.budgets?.spent(ref.tenant, stepUsage(drafts));
       delivery.logger.debug({ outcome, seq: commit.lastSeq }, 'step appended');
       return { ack: true, outcome };
     } catch (error) {
@@ -170,4 +175,25 @@ async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { r
       outcome = 'too_large';
     }
   }
+}
+
+/** The run stops: its tenant reached a budget (the step is not taken; the conversation rests in error, saying why). */
+function budgetStopDrafts(ref: { readonly tenant: string; readonly conversation: string }, detail: string): EventDraft[] {
+  const system = { ...ref, source: 'system' as const };
+  return [
+    draftEvent(system, 'conversation_error', { code: 'tenant_budget_reached', detail: `${detail}: runs start again when the budget's period ends (UTC) or the operator raises it.` }),
+    draftEvent(system, 'state_change', { status: 'error', reason: detail }),
+  ];
+}
+
+/** What a step's model calls spent: `cost_usd`, and prompt + completion tokens. */
+function stepUsage(drafts: readonly EventDraft[]): Usage {
+  let usd = 0;
+  let tokens = 0;
+  for (const draft of drafts) {
+    if (draft.type !== 'llm_usage') continue;
+    usd += draft.cost_usd;
+    tokens += draft.prompt_tokens + draft.completion_tokens;
+  }
+  return { usd, tokens };
 }

@@ -23,6 +23,7 @@ const conversation = (id: string, overrides: Partial<Conversation> = {}): Conver
   agent: { model: 'gpt-test', template: null, spec_seq: 2 },
   branch: { forked_from: null, abandoned: [] },
   run_started: { seq: 3, at: '2026-11-29T20:00:01.000Z' },
+  queue: null,
   ...overrides,
 });
 

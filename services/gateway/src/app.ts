@@ -35,6 +35,9 @@ import { ScheduleService } from './schedule-service.js';
 import { SocketHub } from './socket-hub.js';
 import { SocketSession } from './socket-session.js';
 import type { ImageWriter } from './message-images.js';
+import type { RunQueue } from './run-queue.js';
+import type { TenantBudgets, TenantUsageStore } from '@flotilla/runtime';
+import { RunStarter } from './run-starter.js';
 
 export type GatewayDependencies = {
   readonly nc: NatsConnection;
@@ -59,6 +62,10 @@ export type GatewayDependencies = {
   readonly webhooks?: WebhookStores;
   /** The schedules' stream and bucket; undefined on a nats-server without message schedules (the schedules routes answer 503). */
   readonly schedules?: ScheduleStore;
+  /** The tenants' usage and budgets (FLOTILLA_TENANT_BUDGETS) for the operator's usage route; without it the route says nothing is counted. */
+  readonly usage?: { readonly store: TenantUsageStore; readonly budgets: TenantBudgets };
+  /** Where runs past the tenant's limit wait (with FLOTILLA_MAX_RUNNING_PER_TENANT); without it they are refused with 429. */
+  readonly runQueue?: RunQueue;
 };
 
 export type Gateway = {
@@ -92,11 +99,18 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     maxRunning: config.maxRunning,
     maxRunningPerTenant: config.maxRunningPerTenant,
     maxQueuedMessages: config.maxQueuedMessages,
+    ...(deps.runQueue && config.maxRunningPerTenant > 0 ? { runQueue: deps.runQueue } : {}),
   }, deps.catalog, deps.images);
   // conversations idle past their retention are announced to their tenant's webhooks (where there are any), then deleted
   const announce: ExpiryAnnouncer = deps.webhooks ? webhookAnnouncer(deps.webhooks.registry, jetstream(deps.nc)) : async () => undefined;
   const retention = new RetentionSweeper(deps.index, conversations, config.retention, announce, logger);
   retention.start(config.retentionSweepMs);
+  // queued runs start here as their tenant's slots free up (on every gateway: claims decide which)
+  const starter =
+    deps.runQueue && config.maxRunningPerTenant > 0
+      ? new RunStarter({ queue: deps.runQueue, index: deps.index, limit: config.maxRunningPerTenant, start: (ref) => conversations.startQueued(ref), holder: deps.instance, logger })
+      : undefined;
+  starter?.start();
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const webhooks = new WebhookService(deps.webhooks, log, logger);
   const schedules = new ScheduleService(deps.schedules, conversations, deps.catalog, { minIntervalSeconds: config.scheduleMinIntervalSeconds }, logger);
@@ -165,7 +179,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     },
   });
   const files = new WorkspaceService(deps.nc, runners, log, { maxFileBytes: config.maxFileBytes }, logger);
-  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, schedules, serverInfo }), ...fileRoutes(files)];
+  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, schedules, serverInfo, ...(deps.usage ? { usage: deps.usage } : {}) }), ...fileRoutes(files)];
   const openapi = openApiDocument(routes, { version: deps.version });
 
   // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────
@@ -394,6 +408,7 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     secrets,
     async close() {
       for (const session of sessions) session.close(CloseCode.GoingAway, 'the gateway is shutting down; reconnect with after_seq');
+      starter?.stop();
       hub.stop();
       sandboxes.stop();
       await retention.stop();

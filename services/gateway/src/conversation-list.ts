@@ -1,4 +1,4 @@
-import type { ConversationPage, ListConversationsQuery } from '@flotilla/api';
+import type { ConversationPage, ListConversationsQuery, QueuedRun } from '@flotilla/api';
 import type { ConversationSnapshot } from '@flotilla/state';
 import { ApiError } from './api-error.js';
 import type { ConversationIndex } from './conversation-index.js';
@@ -24,7 +24,7 @@ function decodeCursor(text: string, sort: string): string {
 }
 
 /** A page of the tenant's conversations from the gateway's index, after the cursor's position. */
-export function listConversations(index: ConversationIndex, tenant: string, query: Query): ConversationPage {
+export function listConversations(index: ConversationIndex, tenant: string, query: Query, queued: (conversation: string) => QueuedRun | null = () => null): ConversationPage {
   const descending = query.sort.startsWith('-');
   const field = query.sort.replace('-', '') as 'created_at' | 'updated_at';
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, query.sort);
@@ -39,7 +39,7 @@ export function listConversations(index: ConversationIndex, tenant: string, quer
   const page = candidates.slice(0, query.limit);
   const last = page.at(-1);
   return {
-    items: page.map((item) => toResource(item.snapshot)),
+    items: page.map((item) => toResource(item.snapshot, queued(item.snapshot.conversation))),
     next_cursor: last && candidates.length > query.limit ? Buffer.from(JSON.stringify({ s: query.sort, k: last.key })).toString('base64url') : null,
   };
 }

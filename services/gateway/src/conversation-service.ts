@@ -16,7 +16,7 @@ import {
   TASK_TOOL,
   type CommandState,
 } from '@flotilla/agent';
-import type { CommandResult, Conversation, ConversationSpec, CreateConversationBody, FinalResponse, ForkConversationBody, ImageUpload, RewindBody, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
+import type { CommandResult, Conversation, ConversationSpec, QueuedRun, CreateConversationBody, FinalResponse, ForkConversationBody, ImageUpload, RewindBody, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
 import { draftEvent, newId, withPositionalIds, type AgentSpecEvent, type Event, type EventDraft, type OnBusy } from '@flotilla/events';
 import { appendSurely, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
 import { publishInterrupt, requestPurge } from '@flotilla/runtime';
@@ -28,10 +28,16 @@ import { CommandQueue } from './command-queue.js';
 import type { ConversationIndex } from './conversation-index.js';
 import { countableFromSnapshot, countEvents, countFromSnapshot, type EventFilter } from './event-search.js';
 import { storeMessageImages, type ImageWriter } from './message-images.js';
+import type { RunQueue } from './run-queue.js';
 
 export type Admission = {
   readonly maxRunning: number;
   readonly maxRunningPerTenant: number;
+  /**
+   * Where runs past `maxRunningPerTenant` wait for a slot, in order (the queue every gateway
+   * shares). Without it they are refused with 429, as runs past `maxRunning` always are.
+   */
+  readonly runQueue?: RunQueue;
   /** Messages waiting in one conversation's command line on this gateway before more are refused with 429 (0 = no limit). */
   readonly maxQueuedMessages?: number;
 };
@@ -84,7 +90,20 @@ export class ConversationService {
   }
 
   async get(ref: ConversationRef): Promise<Conversation> {
-    return toResource(await this.snapshot(ref));
+    return toResource(await this.snapshot(ref), this.queued(ref));
+  }
+
+  /** The conversation's run waiting for a slot of its tenant's, or null. */
+  queued(ref: ConversationRef): QueuedRun | null {
+    return this.admission.runQueue?.position(ref) ?? null;
+  }
+
+  /**
+   * Starts a queued run (the run starter, when a slot of its tenant's is free): the run command
+   * without admission; a conversation running already is left as it is.
+   */
+  startQueued(ref: ConversationRef): Promise<CommandResult> {
+    return this.#command(ref, (state) => (state.status === 'running' ? [] : runCommand(state, ref)));
   }
 
   /** Create with a client-given or fresh id; an existing id returns it (created false). */
@@ -92,7 +111,7 @@ export class ConversationService {
     checkRunHasMessage(body);
     const ref = { tenant, conversation: body.id ?? newId() };
     const { spec, template } = this.#resolveSpec({ ...(body.template !== undefined ? { template: body.template } : {}), ...(body.spec !== undefined ? { spec: body.spec } : {}) });
-    if (body.run) this.#admit(tenant);
+    const admitted = body.run ? this.#admit(tenant) : 'start';
     const context = { ...ref, source: 'system' as const };
     const drafts: EventDraft[] = [
       draftEvent(context, 'state_change', {
@@ -104,7 +123,7 @@ export class ConversationService {
       // how its steps are made is in its log from the start (DESIGN invariant 14)
       specDraft(ref, spec, 'conversation created', template),
     ];
-    return this.#createWith(ref, drafts, body);
+    return this.#createAdmitted(ref, drafts, body, admitted);
   }
 
   /**
@@ -128,7 +147,7 @@ export class ConversationService {
     const ref = { tenant: parent.tenant, conversation: body.id ?? newId() };
     // a child with the parent's spec keeps the parent's system prompt; another spec makes its own
     const plan = planBranch(undefined, buildView(events.filter((event) => event.seq <= seq)), ref, { systemPrompt: !ownSpec });
-    if (body.run) this.#admit(ref.tenant);
+    const admitted = body.run ? this.#admit(ref.tenant) : 'start';
     const title = body.title ?? (snapshot.title === null ? undefined : `${snapshot.title.slice(0, 193)} (fork)`);
     const drafts: EventDraft[] = [
       draftEvent({ ...ref, source: 'system' }, 'state_change', {
@@ -141,7 +160,16 @@ export class ConversationService {
       draftEvent({ ...ref, source: 'user' }, 'branch', { kind: 'fork', from: { conversation: parent.conversation, seq }, forgotten_event_ids: [], copied: plan.copies.length }),
       ...plan.copies,
     ];
-    return this.#createWith(ref, drafts, body);
+    return this.#createAdmitted(ref, drafts, body, admitted);
+  }
+
+  /** A new conversation; a run the tenant's limit queues starts it without running, then waits in the queue. */
+  async #createAdmitted(ref: ConversationRef, drafts: readonly EventDraft[], body: { readonly message?: string; readonly run?: boolean }, admitted: 'start' | 'queue'): Promise<{ conversation: Conversation; created: boolean }> {
+    if (admitted === 'start') return this.#createWith(ref, drafts, body);
+    const result = await this.#createWith(ref, drafts, { ...body, run: false });
+    if (!result.created) return result;
+    await this.admission.runQueue!.enqueue(ref);
+    return { conversation: await this.get(ref), created: true };
   }
 
   /**
@@ -212,6 +240,7 @@ export class ConversationService {
   async delete(ref: ConversationRef): Promise<void> {
     const snapshot = await this.snapshot(ref);
     if (snapshot.status === 'running') throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
+    await this.admission.runQueue?.remove(ref);
     await this.#remove(ref, snapshot);
   }
 
@@ -341,10 +370,13 @@ export class ConversationService {
   run(ref: ConversationRef): Promise<CommandResult> {
     return this.#command(ref, (state) => runCommand(state, ref), { admit: true });
   }
-  pause(ref: ConversationRef, reason?: string): Promise<CommandResult> {
+  /** Pause; a run waiting in the queue is taken out of it (it would start a conversation the user paused). */
+  async pause(ref: ConversationRef, reason?: string): Promise<CommandResult> {
+    await this.admission.runQueue?.remove(ref);
     return this.#command(ref, (state) => pauseCommand(state, ref, reason));
   }
-  interrupt(ref: ConversationRef, reason?: string): Promise<CommandResult> {
+  async interrupt(ref: ConversationRef, reason?: string): Promise<CommandResult> {
+    await this.admission.runQueue?.remove(ref);
     return this.#command(ref, (state) => interruptCommand(state, ref, reason));
   }
   condense(ref: ConversationRef): Promise<CommandResult> {
@@ -417,8 +449,16 @@ export class ConversationService {
         throw error;
       }
       if (drafts.length === 0) return { conversation: ref.conversation, status: current.snapshot.status, last_seq: current.tail.lastSeq, appended: false };
-      const starts = drafts.some((draft) => draft.type === 'state_change' && draft.status === 'running');
-      if (options.admit && starts && current.snapshot.status !== 'running') this.#admit(ref.tenant);
+      const starts = drafts.some(isRunStart);
+      // past the tenant's limit the run waits in the queue: what else the command says is appended now, without it
+      const queued = options.admit === true && starts && current.snapshot.status !== 'running' && this.#admit(ref.tenant) === 'queue';
+      if (queued) {
+        drafts = drafts.filter((draft) => !isRunStart(draft));
+        if (drafts.length === 0) {
+          await this.admission.runQueue!.enqueue(ref);
+          return { conversation: ref.conversation, status: current.snapshot.status, last_seq: current.tail.lastSeq, appended: false, ...this.#queueField(ref) };
+        }
+      }
       const commit = await this.#append(ref, withPositionalIds(drafts, current.tail.lastSeq + 1), current.tail, deadline);
       if (!commit) {
         conflicts += 1;
@@ -434,7 +474,8 @@ export class ConversationService {
       // got there first wins), so the next command finds it current
       this.index.upsert(after);
       await this.snapshots.advanceKnown(ref, current.stored, [...current.commits, commit]).catch(() => undefined);
-      return { conversation: ref.conversation, status: after.status, last_seq: commit.lastSeq, appended: true };
+      if (queued) await this.admission.runQueue!.enqueue(ref);
+      return { conversation: ref.conversation, status: after.status, last_seq: commit.lastSeq, appended: true, ...(queued ? this.#queueField(ref) : {}) };
     }
   }
 
@@ -498,14 +539,24 @@ export class ConversationService {
     }
   }
 
-  /** 429 when starting one more run would pass the configured capacity. */
-  #admit(tenant: string): void {
-    const { maxRunning, maxRunningPerTenant } = this.admission;
-    const full =
-      (maxRunning > 0 && this.index.running() >= maxRunning) || (maxRunningPerTenant > 0 && this.index.running(tenant) >= maxRunningPerTenant);
-    if (full) {
+  /**
+   * Whether one more run of the tenant may start now: 429 past the deployment's capacity; past the
+   * tenant's limit (or behind runs of the tenant already waiting: they keep their order) 'queue'
+   * when a run queue is configured, else 429.
+   */
+  #admit(tenant: string): 'start' | 'queue' {
+    const { maxRunning, maxRunningPerTenant, runQueue } = this.admission;
+    const tenantFull = maxRunningPerTenant > 0 && (this.index.running(tenant) >= maxRunningPerTenant || (runQueue?.waiting(tenant) ?? 0) > 0);
+    if (tenantFull && runQueue) return 'queue';
+    if ((maxRunning > 0 && this.index.running() >= maxRunning) || tenantFull) {
       throw new ApiError(429, 'capacity_exhausted', 'Run capacity is exhausted: retry after the given delay, or send the message without run.', undefined, 5);
     }
+    return 'start';
+  }
+
+  #queueField(ref: ConversationRef): { queue?: QueuedRun } {
+    const queue = this.queued(ref);
+    return queue ? { queue } : {};
   }
 }
 
@@ -565,7 +616,11 @@ function responseText(event: Event): string | null {
   return null;
 }
 
-export function toResource(snapshot: ConversationSnapshot): Conversation {
+function isRunStart(draft: EventDraft): boolean {
+  return draft.type === 'state_change' && draft.status === 'running';
+}
+
+export function toResource(snapshot: ConversationSnapshot, queue: QueuedRun | null = null): Conversation {
   return {
     id: snapshot.conversation,
     status: snapshot.status,
@@ -580,6 +635,7 @@ export function toResource(snapshot: ConversationSnapshot): Conversation {
     agent: snapshot.agent_spec && { model: snapshot.agent_spec.model, template: snapshot.agent_spec.template, spec_seq: snapshot.agent_spec.seq },
     branch: { forked_from: snapshot.forked_from, abandoned: snapshot.abandoned },
     run_started: snapshot.run_started,
+    queue,
   };
 }
 

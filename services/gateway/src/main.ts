@@ -1,7 +1,7 @@
 import { FLOTILLA_VERSION } from '@flotilla/api';
 import { describeBus } from '@flotilla/bus';
 import { createBuiltinTools } from '@flotilla/tools';
-import { adoptAllocator, connectWithRetry, createLogger, ImageStore, loadServiceConfig, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
+import { adoptAllocator, connectWithRetry, createLogger, ImageStore, loadServiceConfig, loadTenantBudgets, TenantUsageStore, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { ScheduleStore } from '@flotilla/schedules';
@@ -12,6 +12,7 @@ import { ApiKeyStore } from './api-keys.js';
 import { buildGateway } from './app.js';
 import { loadGatewayConfig } from './config.js';
 import { ConversationIndex } from './conversation-index.js';
+import { RunQueue } from './run-queue.js';
 
 const allocator = adoptAllocator();
 const service = loadServiceConfig('gateway');
@@ -40,13 +41,19 @@ const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: service.ru
 const images = await ImageStore.open(nc, { replicas });
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
+// the tenants' budgets (the step workers' setting too): the operator's usage route reads what the step workers counted
+const budgets = loadTenantBudgets();
+const usage = budgets ? { store: await TenantUsageStore.open(nc, { replicas }), budgets } : undefined;
+// runs past a tenant's limit wait in order, in a queue every gateway shares
+const runQueue = config.maxRunningPerTenant > 0 ? await RunQueue.open(nc, logger, { replicas }) : undefined;
+await runQueue?.start();
 // the operator's agents: each conversation's spec is made from them (a bad catalog stops the gateway here, naming the variable)
 const catalog = loadAgentCatalog();
 // the built-in tools and the task tool (whose calls start sub-agents), each described by its first line
 const builtins = new Map([...createBuiltinTools(), taskToolSpec([])].map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), ...(schedules ? { schedules } : {}) }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), ...(schedules ? { schedules } : {}), ...(runQueue ? { runQueue } : {}), ...(usage ? { usage } : {}) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
 logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 
@@ -57,6 +64,7 @@ const stop = async (signal: string): Promise<void> => {
   logger.info({ signal, sockets: gateway.hub.sockets }, 'stopping: closing sockets (clients resume elsewhere)');
   await gateway.close();
   index.stop();
+  runQueue?.stop();
   await nc.drain().catch(() => undefined);
   await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
   logger.info('stopped');

@@ -282,6 +282,8 @@ describe('probing every documented operation', () => {
       getGitStatus: { method: 'GET', url: `/v1/conversations/${id}/git/status` },
       getGitDiff: { method: 'GET', url: `/v1/conversations/${id}/git/diff?path=src` },
       deleteConversation: { method: 'DELETE', url: `/v1/conversations/${id}` },
+      getTenantUsage: { method: 'GET', url: '/v1/admin/usage', key: ADMIN_KEY },
+      getUsage: { method: 'GET', url: '/v1/usage' },
       createApiKey: { method: 'POST', url: '/v1/admin/api-keys', key: ADMIN_KEY, body: { tenant: 'probe', name: 'openapi probe' } },
     };
     // a new route without a probe here fails this test: the probe table must cover the document

@@ -15,6 +15,8 @@ import {
   ConversationSpec,
   CreateConversationBody,
   CreatedApiKey,
+  TenantUsage,
+  TenantUsageReport,
   EventPage,
   FinalResponse,
   ForkConversationBody,
@@ -29,6 +31,7 @@ import {
   UpdateSpecBody,
 } from '@flotilla/api';
 import { ConversationId, Event, EventId } from '@flotilla/events';
+import type { TenantBudgets, TenantUsageStore } from '@flotilla/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { ApiError } from './api-error.js';
@@ -40,6 +43,7 @@ import { askConversation } from './ask.js';
 import { getEvent, searchEvents } from './event-search.js';
 import { route, type RouteSpec } from './route-table.js';
 import { secretRoutes } from './secret-routes.js';
+import { ownUsage, tenantUsageReport } from './tenant-usage.js';
 import type { SecretService } from './secret-service.js';
 import { scheduleRoutes } from './schedule-routes.js';
 import type { ScheduleService } from './schedule-service.js';
@@ -56,6 +60,8 @@ export type RouteDependencies = {
   readonly webhooks: WebhookService;
   readonly schedules: ScheduleService;
   readonly serverInfo: (tenant: string) => ServerInfo;
+  /** The tenants' usage and budgets, for the operator (undefined: no budgets configured, nothing counted). */
+  readonly usage?: { readonly store: TenantUsageStore; readonly budgets: TenantBudgets };
 };
 
 const IdParams = z.strictObject({ id: ConversationId });
@@ -104,7 +110,7 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       access: 'tenant',
       query: ListConversationsQuery,
       responses: { 200: ConversationPage },
-      handler: async ({ tenant, query }) => listConversations(index, tenant, query),
+      handler: async ({ tenant, query }) => listConversations(index, tenant, query, (conversation) => conversations.queued({ tenant, conversation })),
     }),
     route({
       method: 'GET',
@@ -222,9 +228,9 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
     }),
     ...(
       [
-        ['run', 'runConversation', 'Start or resume the run (409 already_running)', (r) => conversations.run(r), [404, 409, 429]],
-        ['pause', 'pauseConversation', 'Pause after the current step (idempotent)', (r, reason) => conversations.pause(r, reason), [404]],
-        ['interrupt', 'interruptConversation', 'Cancel the in-flight LLM call or tool now, and pause', (r, reason) => conversations.interrupt(r, reason), [404]],
+        ['run', 'runConversation', "Start or resume the run (409 already_running); past the tenant's limit of running conversations it waits in the tenant's queue (`queue` in the answer)", (r) => conversations.run(r), [404, 409, 429]],
+        ['pause', 'pauseConversation', 'Pause after the current step (idempotent); a run waiting in the queue leaves it', (r, reason) => conversations.pause(r, reason), [404]],
+        ['interrupt', 'interruptConversation', 'Cancel the in-flight LLM call or tool now, and pause; a run waiting in the queue leaves it', (r, reason) => conversations.interrupt(r, reason), [404]],
         ['condense', 'condenseConversation', 'Request a condensation (done at once when running, else before the next step)', (r) => conversations.condense(r), [404]],
       ] as const satisfies readonly (readonly [string, string, string, (r: { tenant: string; conversation: string }, reason?: string) => Promise<CommandResult>, readonly number[]])[]
     ).map(([path, operationId, summary, run, errors]) =>
@@ -387,6 +393,27 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
     ...secretRoutes(secrets),
     ...webhookRoutes(deps.webhooks),
     ...scheduleRoutes(deps.schedules),
+    route({
+      method: 'GET',
+      url: p('/usage'),
+      operationId: 'getUsage',
+      summary: "Your tenant's model usage in the current UTC day and month, beside its budgets",
+      tag: 'server',
+      access: 'tenant',
+      responses: { 200: TenantUsage },
+      handler: async ({ tenant }) => ownUsage(deps.usage, tenant, new Date()),
+    }),
+    route({
+      method: 'GET',
+      url: p('/admin/usage'),
+      operationId: 'getTenantUsage',
+      summary: "The tenants' model usage in the current UTC day and month, beside their budgets (admin key only)",
+      tag: 'admin',
+      access: 'admin',
+      responses: { 200: TenantUsageReport },
+      errors: [403],
+      handler: async () => tenantUsageReport(deps.usage, new Date()),
+    }),
     route({
       method: 'POST',
       url: p('/admin/api-keys'),

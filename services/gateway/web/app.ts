@@ -6,6 +6,7 @@ import { ConversationList } from './conversation-list.js';
 import { ConversationView } from './conversation-view.js';
 import { byId, show } from './dom.js';
 import { SchedulesPanel } from './schedules-panel.js';
+import { TenantUsageLabel } from './tenant-usage.js';
 
 /** The gateway serves this page at its root (or under a proxy's prefix): the API lives beside it. */
 const BASE_URL = new URL('.', location.href).href;
@@ -30,6 +31,7 @@ const currentClient = (): FlotillaClient => {
 };
 
 const picker = new AgentPicker();
+const usage = new TenantUsageLabel(byId('tenant-usage'));
 const list = new ConversationList(currentClient, {
   onSelect: (conversation) => openConversation(conversation.id, conversation, true),
   onError: report,
@@ -75,12 +77,14 @@ async function connect(key: string): Promise<void> {
   await list.refresh().catch(report);
   list.start();
   schedules.start();
+  usage.start(candidate);
   followLocation();
 }
 
 function showKeyScreen(message?: string, prefill = ''): void {
   list.stop();
   schedules.stop();
+  usage.stop();
   view.close();
   client = undefined;
   connectedKey = undefined;

@@ -98,6 +98,8 @@ export class ConversationList {
     if (conversation.status === status && conversation.last_seq === lastSeq) return false;
     const updated: Conversation = {
       ...conversation,
+      // a run that started has left the queue
+      queue: status === 'running' ? null : conversation.queue,
       status,
       last_seq: lastSeq,
       updated_at: updatedAt ?? conversation.updated_at,
@@ -158,6 +160,10 @@ export class ConversationList {
       },
       h('span', { class: 'item-title' }, conversation.title || conversation.id),
       statusBadge(conversation.status),
+      // a run waiting for a slot of the tenant's: its place in the queue (it starts when a run of the tenant ends)
+      conversation.queue
+        ? h('span', { class: 'badge queued', 'data-testid': 'queue-position', title: `run queued at ${conversation.queue.queued_at}: it starts when a run of yours ends` }, `queued #${conversation.queue.position}`)
+        : null,
       h(
         'span',
         { class: 'item-meta' },

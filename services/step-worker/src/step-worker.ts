@@ -1,6 +1,6 @@
 import { parseConversationCheckpoint, stuckStepsNeeded, type ConversationCheckpoint } from '@flotilla/agent';
 import type { LanguageModel, LlmConfig } from '@flotilla/llm';
-import { CheckpointStore, CONDENSER_QUEUE, CondenserWakeupReason, CondenserWakeups, ConversationCache, ensureCondenserWakeups, ImageStore, runService, type Logger } from '@flotilla/runtime';
+import { CheckpointStore, CONDENSER_QUEUE, CondenserWakeupReason, CondenserWakeups, ConversationCache, ensureCondenserWakeups, ImageStore, loadTenantBudgets, runService, TenantBudgetGuard, TenantUsageStore, type Logger } from '@flotilla/runtime';
 import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import type { EventLog } from '@flotilla/log';
@@ -21,9 +21,17 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
   await runService({
     service: 'step-worker',
     // a step mostly waits on the model: in-flight steps, not CPU, bound a worker's throughput
-    defaults: { concurrency: 1024 },
+    // and what waits for a slot is served fairly across tenants: a flood's backlog held here, up to 10,000 commits
+    defaults: { concurrency: 1024, lookahead: 10_000 },
     async start({ config, log, js, jsm, nc, interrupts, metrics, logger, untilAvailable }) {
       const catalog = loadAgentCatalog();
+      // the tenants' budgets: with them, each step's usage is counted and a tenant past its budget has its runs stopped
+      const tenantBudgets = loadTenantBudgets();
+      const budgets = tenantBudgets
+        ? new TenantBudgetGuard(tenantBudgets, await TenantUsageStore.open(nc, { replicas: config.storage.replicas }), {
+            onError: (error, tenant) => logger.warn({ err: error, tenant }, "a step's usage could not be counted toward its tenant's budget"),
+          })
+        : undefined;
       // a deployment model whose key is nowhere stops the worker here, naming the variable (a model of the steps' own, in a benchmark, needs none)
       if (!options.model) checkModelAccess(catalog);
       // the condenser is woken through its queue (CondenserWaker), not by the log's commits
@@ -96,6 +104,7 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
           metrics,
           condensationWaits,
           condenser: wakeups,
+          ...(budgets ? { budgets } : {}),
         }),
         stop: async () => {
           clearInterval(sweep);

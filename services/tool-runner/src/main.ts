@@ -7,7 +7,8 @@ import { ToolRunner } from '@flotilla/workers';
 
 await runService({
   service: 'tool-runner',
-  defaults: { concurrency: 32 },
+  // what waits for a slot is served fairly across tenants (a flood's long tools hold the slots)
+  defaults: { concurrency: 32, lookahead: 10_000 },
   async start({ config, log, nc, interrupts, metrics, logger }) {
     const sandboxSettings = loadSandboxSettings();
     // refuses to start when the configured kind cannot run here or does not isolate
