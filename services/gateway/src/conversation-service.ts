@@ -240,7 +240,6 @@ export class ConversationService {
   async delete(ref: ConversationRef): Promise<void> {
     const snapshot = await this.snapshot(ref);
     if (snapshot.status === 'running') throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
-    await this.admission.runQueue?.remove(ref);
     await this.#remove(ref, snapshot);
   }
 
@@ -266,7 +265,7 @@ export class ConversationService {
 
   /**
    * A conversation's removal, after the sub-agents' conversations it started (theirs first, each
-   * interrupted when it runs: nobody waits for it any more): what the delete hooks hold of it, its
+   * interrupted when it runs: nobody waits for it any more): its queued run, what the delete hooks hold of it, its
    * log, its snapshot. A crash half-way leaves the parent, so deleting it again finishes the job.
    */
   async #remove(ref: ConversationRef, snapshot: ConversationSnapshot): Promise<void> {
@@ -283,6 +282,8 @@ export class ConversationService {
       }
       await this.#remove(child, state);
     }
+    // a run of it waiting for a slot would start a conversation that is no more
+    await this.admission.runQueue?.remove(ref);
     for (const hook of this.#onDelete) await hook(ref, workspace);
     await requestPurge(this.nc, ref).catch((error: unknown) => {
       throw new ApiError(503, 'unavailable', `The conversation's log could not be removed now (${(error as Error).message}); try again.`);
