@@ -421,6 +421,23 @@ describe('the Helm chart', () => {
     expect(refused.stderr).toMatch(/\/services\/webhooks\/allowedNetworks\/0/);
   });
 
+  it("passes retention, tenants' budgets and fair scheduling to the services that read them, refusing a malformed retention", async () => {
+    const gateway = envOf(pods('defaults').get('gateway')!);
+    expect(gateway.has('FLOTILLA_RETENTION')).toBe(false);
+    expect(gateway.get('FLOTILLA_RETENTION_SWEEP_MS')?.value).toBe('60000');
+    expect(gateway.has('FLOTILLA_TENANT_BUDGETS')).toBe(false);
+    expect(envOf(pods('defaults').get('step-worker')!).get('FLOTILLA_LOOKAHEAD')?.value).toBe('10000');
+    const budgets = { default: { day: { usd: 20 } }, tenants: { acme: { month: { usd: 2000 } } } };
+    const set = await renderChart(tools, { services: { gateway: { retention: 'acme=604800,*=7776000' }, stepWorker: { fairReserve: 20 } }, tenantBudgets: budgets });
+    const pod = (name: string) => (set.find((manifest) => manifest.kind === 'Deployment' && manifest.metadata.name === `flotilla-${name}`) as Workload).spec.template.spec;
+    expect(envOf(pod('gateway')).get('FLOTILLA_RETENTION')?.value).toBe('acme=604800,*=7776000');
+    for (const name of ['gateway', 'step-worker']) expect(JSON.parse(envOf(pod(name)).get('FLOTILLA_TENANT_BUDGETS')!.value!)).toEqual(budgets);
+    expect(envOf(pod('step-worker')).get('FLOTILLA_FAIR_RESERVE')?.value).toBe('20');
+    const refused = await templateChart(tools, { services: { gateway: { retention: 'acme=a week' } } });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/\/services\/gateway\/retention/);
+  });
+
   it('takes the image, scheduling and extra settings from values', () => {
     const all = pods('catalog, ServiceMonitor, scheduling');
     const gateway = all.get('gateway')!;
