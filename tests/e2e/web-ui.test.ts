@@ -198,12 +198,13 @@ describeWithBrowser(executablePath ? 'web UI in headless Chromium' : `web UI in 
 
     const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(3_000, 7)]);
     await page.getByTestId('image-input').setInputFiles({ name: 'layout.png', mimeType: 'image/png', buffer: png });
-    expect(await page.getByTestId('attachment').textContent()).toContain('layout.png');
+    // the chip shows once the page has read the file (asynchronously)
+    await poll(() => page.getByTestId('attachment').textContent()).toContain('layout.png');
     await page.getByTestId('message-input').fill('Why is the header misaligned?');
     await page.getByTestId('btn-send').click();
     await poll(() => events.getByTestId('user-message').count()).toBe(2);
-    expect(await events.getByTestId('image-ref').textContent()).toBe('image layout.png (3 KiB)');
-    expect(await page.getByTestId('attachment').count()).toBe(0);
+    await poll(() => events.getByTestId('image-ref').textContent()).toBe('image layout.png (3 KiB)');
+    await poll(() => page.getByTestId('attachment').count()).toBe(0);
 
     // the log names the image with its size and digest; the bytes are the file's
     const id = (await page.getByTestId('conversation-view').getAttribute('data-id')) ?? '';
