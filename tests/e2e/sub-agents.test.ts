@@ -61,8 +61,10 @@ async function system(options: SystemOptions = {}): Promise<RunningTestSystem> {
 
 describe('sub-agents through the services', () => {
   it('delegates to three children in parallel, each on its own step worker; the parent resumes once with three answers', async () => {
-    // each step worker takes one commit at a time: three first calls in flight at once are on three workers
-    await using running = await system({ stepWorkers: 3, stepWorkerEnv: { FLOTILLA_CONCURRENCY: '1', FLOTILLA_LOG_LEVEL: 'debug' }, captureLogs: true, recordModelRequests: true });
+    // each step worker takes one commit at a time and holds none beyond it (no lookahead: with one, a
+    // busy worker keeps its partitions' commits instead of letting them overflow to an idle sibling,
+    // docs/architecture.md "Tenant fairness"): three first calls in flight at once are on three workers
+    await using running = await system({ stepWorkers: 3, stepWorkerEnv: { FLOTILLA_CONCURRENCY: '1', FLOTILLA_LOOKAHEAD: '0', FLOTILLA_LOG_LEVEL: 'debug' }, captureLogs: true, recordModelRequests: true });
     const kids: Child[] = [
       { agent: 'researcher', task: { id: 'kid-a', steps: 1, latencyMs: 200, meet: { group: 'kids', count: 3 } } },
       { agent: 'researcher', task: { id: 'kid-b', steps: 1, latencyMs: 200, meet: { group: 'kids', count: 3 } } },
