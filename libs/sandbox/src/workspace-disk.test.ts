@@ -49,6 +49,19 @@ describe.skipIf(support.kind === 'check')('a workspace as a filesystem of its ow
     await unmountWorkspacesUnder(root);
   });
 
+  it('is mounted once when two runners (or two conversations sharing it) ask at the same time, each told it is a filesystem', async () => {
+    const directory = await workspace();
+    expect(await disks.ensure(directory, true)).toBe('filesystem');
+    await unmountWorkspacesUnder(root);
+    // the image is there, unmounted: several ask at once, each with a view of its own
+    const others = Array.from({ length: 4 }, () => new WorkspaceDisks({ bytes: QUOTA, owner: OWNER, workspaces: root }));
+    expect(await Promise.all(others.map((other, index) => other.ensure(directory, index % 2 === 0)))).toEqual(['filesystem', 'filesystem', 'filesystem', 'filesystem']);
+    const { stdout } = await execute('findmnt', ['-n', '-o', 'TARGET', '--target', directory]);
+    expect(stdout.trim()).toBe(directory);
+    const mounts = (await execute('findmnt', ['-n', '-l', '-o', 'TARGET'])).stdout.split('\n').filter((line) => line.trim() === directory);
+    expect(mounts).toHaveLength(1);
+  });
+
   it('is as large as the quota, its owner’s alone, with nothing in it; its image is sparse and only root’s', async () => {
     const directory = await workspace();
     expect(await disks.ensure(directory, true)).toBe('filesystem');

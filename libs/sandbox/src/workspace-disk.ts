@@ -104,6 +104,9 @@ export class WorkspaceDisks {
     try {
       await run('flock', ['-x', path.dirname(workspace), 'mount', '-o', 'loop,nosuid,nodev,discard', image, workspace]);
     } catch (error) {
+      // a sibling (another runner, or this one for another conversation in the same workspace: a
+      // sub-agent in its parent's) mounted it between the look above and the lock: it is mounted
+      if (await isMountPoint(workspace)) return 'filesystem';
       throw new SandboxError(SandboxErrorCode.StartFailed, `the workspace's filesystem could not be mounted: ${(error as { stderr?: string }).stderr?.trim() || (error as Error).message}`, { cause: error });
     }
     if (made) {
