@@ -242,7 +242,9 @@ describe('a conversation’s limits', () => {
     let least = before;
     const watch = setInterval(() => void available().then((bytes) => (least = Math.min(least, bytes))), 100);
     try {
-      await system.start(hostile, { id: 'hogs', steps: 2, commands: ['for i in 1 2 3 4; do (head -c 1500M /dev/zero | tail > /dev/null) & done; wait; echo hogs-waited', 'echo after-the-hogs'] });
+      // the hogs print nothing: the call waits for them to end (a timeout), not for 30 s of silence, which a busy machine can reach first
+      const hogs = 'for i in 1 2 3 4; do (head -c 1500M /dev/zero | tail > /dev/null) & done; wait; echo hogs-waited';
+      await system.start(hostile, { id: 'hogs', steps: 2, calls: [{ tool: 'terminal', input: { command: hogs, timeout: 110 } }, { tool: 'terminal', input: { command: 'echo after-the-hogs' } }] });
       await system.start(calm, { id: 'calm-hogs', steps: 6, sleep: 1 });
       await system.waitForStatus([hostile, calm], ['finished', 'error', 'stuck'], 120_000);
     } finally {
