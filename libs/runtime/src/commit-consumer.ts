@@ -192,7 +192,10 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   keepAlive.unref();
   /** Loops waiting for room among the held commits. */
   const roomWaiters: (() => void)[] = [];
-  const hasRoom = (): boolean => waiting.held < Math.max(1, fairness.lookahead) && (fairness.lookaheadBytes === 0 || waitingBytes < fairness.lookaheadBytes);
+  // without a lookahead the next commit is taken only for a free slot, so a busy instance leaves it
+  // to a sibling with one (the overflow of partitions); with one, up to the lookahead waits here
+  const hasRoom = (): boolean =>
+    fairness.lookahead === 0 ? waiting.held === 0 && slots > 0 : waiting.held < fairness.lookahead && (fairness.lookaheadBytes === 0 || waitingBytes < fairness.lookaheadBytes);
   const tenantOf = (message: ConsumedMessage): string => parseConversationSubject(options.subjectPrefix, message.subject)?.tenant ?? '';
 
   /** Gives free slots to the commits waiting, fairly across tenants. */
