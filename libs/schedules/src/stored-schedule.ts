@@ -1,26 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { MissedRunPolicy, ScheduleAction, ScheduleId, ScheduleRun, ScheduleStatus, ScheduleWhen, type Schedule } from '@flotilla/api';
-import { TenantId, Timestamp } from '@flotilla/events';
+import { Schedule } from '@flotilla/api';
+import { TenantId } from '@flotilla/events';
 import { z } from 'zod';
 
 /**
  * A schedule as the schedules bucket holds it, under `<tenant>.<id>`: the source of truth for
  * listing and reading schedules and for deciding each run (the stream's definition only says when).
  */
-export const StoredSchedule = z.strictObject({
+export const StoredSchedule = Schedule.extend({
   v: z.literal(1),
-  id: ScheduleId,
   tenant: TenantId,
-  when: ScheduleWhen,
-  action: ScheduleAction,
-  missed_runs: MissedRunPolicy,
-  description: z.string().nullable(),
-  status: ScheduleStatus,
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  next_run_at: Timestamp.nullable(),
-  runs: z.number().int().nonnegative(),
-  last_run: ScheduleRun.nullable(),
   /**
    * Grows at every pause and resume; the definition (and so every run it produces) carries it, so
    * a run produced before a pause is recognised as stale after a resume.
