@@ -15,16 +15,20 @@ process.env['OPENAI_API_KEY'] ||= 'sk-launcher-test-unused';
 
 /**
  * What "the home is untouched" compares: every file outside the NATS store byte for byte (keys,
- * credentials, cli.json, the lock), and the store's file names (its contents change as the first
- * system runs).
+ * credentials, cli.json, the lock), and the store's streams by name. The store's files change as
+ * the first system runs (its KV watchers come and go as consumers), so they are not compared.
  */
 async function snapshot(home: string): Promise<Record<string, string>> {
+  const store = join(home, 'nats') + sep;
   const entries = await readdir(home, { recursive: true, withFileTypes: true });
   const files: Record<string, string> = {};
   for (const entry of entries) {
-    if (!entry.isFile()) continue;
     const path = join(entry.parentPath, entry.name);
-    files[path] = path.startsWith(join(home, 'nats') + sep) ? 'store file' : (await readFile(path)).toString('base64');
+    if (path.startsWith(store)) {
+      if (entry.isDirectory() && entry.parentPath.endsWith(`${sep}streams`)) files[path] = 'stream';
+    } else if (entry.isFile()) {
+      files[path] = (await readFile(path)).toString('base64');
+    }
   }
   return files;
 }
