@@ -60,11 +60,7 @@ async function system(options: SystemOptions = {}): Promise<RunningTestSystem> {
 }
 
 describe('sub-agents through the services', () => {
-  // SKIPPED, a known regression to fix first: since fair scheduling came into the commit consumer,
-  // one of the three children's first steps waits on a worker busy with another (whose first call
-  // waits for all three: the meeting times out) instead of going to the idle third worker, even
-  // without a lookahead; it passes at the commit before the fair scheduling merge
-  it.skip('delegates to three children in parallel, each on its own step worker; the parent resumes once with three answers', async () => {
+  it('delegates to three children in parallel, each on its own step worker; the parent resumes once with three answers', async () => {
     // each step worker takes one commit at a time and holds none beyond it (no lookahead: with one, a
     // busy worker keeps its partitions' commits instead of letting them overflow to an idle sibling,
     // docs/architecture.md "Tenant fairness"): three first calls in flight at once are on three workers

@@ -395,4 +395,62 @@ describe('partitioned groups', () => {
       await first.consumer.stop().catch(() => undefined);
     }
   }, 60_000);
+
+  it("hands a partition's commit back when the instance holding the partition is full, so an idle sibling runs it at once", async () => {
+    const name = uniqueName('CC');
+    const prefix = `t.${name.toLowerCase()}`;
+    const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
+    const [busy, idle] = distinctIds(2) as [string, string];
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const handled: { conversation: string; partition: number; instance: string; deliveryCount: number }[] = [];
+    const start = async (instance: string) => {
+      const partitions = await ensureGroupConsumers(gateway.jsm, { stream: name, group: 'step-worker', subjectPrefix: prefix, instanceId: instance, ackWaitMs: 30_000, maxAckPending: 1_000 });
+      const metrics = new ServiceMetrics('test');
+      const consumer = await startCommitConsumer({
+        js: jetstream(nc),
+        stream: name,
+        consumer: 'step-worker',
+        partitions,
+        subjectPrefix: prefix,
+        ackWaitMs: 30_000,
+        logger: pino({ level: 'silent' }),
+        metrics,
+        // one commit at a time and none held beyond it
+        concurrency: 1,
+        handler: async (delivery) => {
+          handled.push({ conversation: delivery.ref!.conversation, partition: Number(delivery.subject.split('.').at(-1)), instance, deliveryCount: delivery.deliveryCount });
+          if (instance === busy) await blocked;
+          return { ack: true, outcome: 'ok' };
+        },
+      });
+      return { consumer, metrics };
+    };
+    const first = await start(busy);
+    const second = await start(idle);
+    try {
+      // the first commit keeps `busy` full (it holds every partition it ranks best on)
+      const append = (conversation: string) => gateway.append({ tenant: 'acme', conversation }, [draftEvent({ tenant: 'acme', conversation, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: { streamSeq: 0, lastSeq: 0 } });
+      const holds = (partition: number) => partitionPriority(busy, partition) < partitionPriority(idle, partition);
+      let blocker = 0;
+      for (; ; blocker += 1) {
+        await append(`first-${blocker}`);
+        await expect.poll(() => handled.length, { timeout: 5_000 }).toBe(blocker + 1);
+        if (handled.at(-1)!.instance === busy) break;
+      }
+      // while it is full, every other conversation is run by the idle one, those of busy's partitions included
+      const others = Array.from({ length: 12 }, (_, index) => `later-${index}`);
+      for (const conversation of others) await append(conversation);
+      await expect.poll(() => handled.filter((entry) => entry.conversation.startsWith('later-')).length, { timeout: 10_000 }).toBe(others.length);
+      const later = handled.filter((entry) => entry.conversation.startsWith('later-'));
+      expect(later.every((entry) => entry.instance === idle)).toBe(true);
+      const handedBack = later.filter((entry) => holds(entry.partition));
+      expect(handedBack.length).toBeGreaterThan(0);
+      expect((await first.metrics.registry.getSingleMetricAsString('flotilla_commits_handled_total')).includes('outcome="handed_back_full"')).toBe(true);
+    } finally {
+      release();
+      await first.consumer.stop();
+      await second.consumer.stop();
+    }
+  }, 60_000);
 });

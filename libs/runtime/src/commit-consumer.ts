@@ -323,6 +323,16 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
         message.nak();
         continue;
       }
+      if (index > 0 && !hasRoom()) {
+        // a partition's commit while another source's filled this process: it goes back to the group
+        // at once, and this partition is pulled again only once there is room, so the server delivers
+        // its commits to the sibling next in priority meanwhile (a full instance holds no partition's
+        // pull). The group's own consumer is not prioritized: its commits wait here for room.
+        message.nak();
+        options.metrics.commits.inc({ outcome: 'handed_back_full' });
+        await new Promise<void>((resolve) => roomWaiters.push(resolve));
+        continue;
+      }
       options.heapRelease?.busy();
       // kept alive while it waits: a flood's commits may wait longer than the ack wait
       const since = performance.now();
