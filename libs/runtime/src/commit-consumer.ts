@@ -143,9 +143,11 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   if (options.batched && fairness.lookahead > 0) throw new Error('a batched pull pulls for its free slots only: no lookahead');
   const waiting = new TenantQueue<Waiting>({ capacity: options.concurrency, reserve: fairness.reserve, activeForMs: TENANT_ACTIVE_FOR_MS });
   let waitingBytes = 0;
-  // what each pull holds for this process: the whole concurrency (and lookahead) through one consumer, a share of it through several
+  // what each pull holds for this process: the whole concurrency (and lookahead) through one consumer, a share of it
+  // through several (at least 16 with a lookahead; without one, a full process hands back what comes beyond its slots)
   const wanted = options.concurrency + fairness.lookahead;
-  const maxMessages = Math.max(1, Math.min(wanted, 1_000, partitions.length === 0 ? Infinity : Math.max(16, Math.ceil(wanted / partitions.length))));
+  const share = Math.max(fairness.lookahead > 0 ? 16 : 1, Math.ceil(wanted / Math.max(1, partitions.length)));
+  const maxMessages = Math.max(1, Math.min(wanted, 1_000, partitions.length === 0 ? Infinity : share));
   const consume = async (consumer: string, priority?: PartitionPull): Promise<AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> }> =>
     (await options.js.consumers.get(options.stream, consumer)).consume({
       max_messages: maxMessages,
@@ -327,7 +329,9 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
         // a partition's commit while another source's filled this process: it goes back to the group
         // at once, and this partition is pulled again only once there is room, so the server delivers
         // its commits to the sibling next in priority meanwhile (a full instance holds no partition's
-        // pull). The group's own consumer is not prioritized: its commits wait here for room.
+        // pull). What it costs: while the group is full, a redelivery per partition pulled again as
+        // slots free (with the step workers' and tool runners' lookahead, only once it is full too).
+        // The group's own consumer is not prioritized: its commits wait here for room.
         message.nak();
         options.metrics.commits.inc({ outcome: 'handed_back_full' });
         await new Promise<void>((resolve) => roomWaiters.push(resolve));
