@@ -238,3 +238,28 @@ function foldToolCalls(events: readonly Event[]) {
     ];
   });
 }
+
+describe('the PostgreSQL sink and deleted conversations', () => {
+  it("drops a deleted conversation's rows when told to (FLOTILLA_SINK_DELETED=drop), recording the deletion, and keeps every other's", async () => {
+    await using database = await createTestDatabase();
+    await using system = await startTestSystem({ gateway: true, pgSinks: 1, databaseUrl: database.url, env: { FLOTILLA_SINK_DELETED: 'drop' } });
+    const refs = ['gone', 'stays'].map((conversation) => ({ tenant: 'acme', conversation }));
+    await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps: 2 })));
+    await system.waitForStatus(refs, ['finished'], 60_000);
+    const rows = async (conversation: string): Promise<number[]> =>
+      Promise.all(['events', 'commits', 'conversations', 'model_calls'].map(async (table) => (await database.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE tenant = 'acme' AND conversation = $1`, [conversation])).rows[0]!.n));
+    const logged = async (ref: ConversationRef): Promise<number> => (await commitsOf(system.log, [ref])).flatMap((commit) => commit.events).length;
+    const stays = await logged(refs[1]!);
+    await expect.poll(async () => (await rows('gone'))[0], { timeout: 30_000 }).toBe(await logged(refs[0]!));
+    await expect.poll(async () => (await rows('stays'))[0], { timeout: 30_000 }).toBe(stays);
+
+    const deleted = await system.api('DELETE', '/conversations/gone');
+    expect(deleted.status, deleted.text).toBe(204);
+    await expect.poll(() => rows('gone'), { timeout: 30_000 }).toEqual([0, 0, 0, 0]);
+    expect((await database.pool.query('SELECT tenant, conversation, reason, rows_dropped FROM deletions')).rows).toEqual([{ tenant: 'acme', conversation: 'gone', reason: 'deleted', rows_dropped: true }]);
+    const [events, commits, conversations, calls] = await rows('stays');
+    expect([events, conversations]).toEqual([stays, 1]);
+    expect(commits).toBeGreaterThan(0);
+    expect(calls).toBeGreaterThan(0);
+  }, 120_000);
+});

@@ -16,6 +16,7 @@ export {
   commitSubjects,
   commitSubjectTransform,
   CONDENSER_WAKEUPS,
+  DELETIONS,
   DEFAULT_SIGNAL_ROOT,
   DEFAULT_STREAM_NAME,
   DEFAULT_STREAM_NAMES,

@@ -241,6 +241,15 @@ export const CONDENSER_WAKEUPS = { stream: 'FLOTILLA_CONDENSER_WAKEUPS', subject
  */
 export const SCHEDULES = { stream: 'FLOTILLA_SCHEDULES', definitionPrefix: 'flotilla.sched', firePrefix: 'flotilla.fire', group: 'gateway-schedules' } as const;
 
+/**
+ * Notices of conversations deleted (by a user or their retention), one subject per conversation:
+ * `<prefix>.<tenant>.<conversation>`. The gateway publishes one after the conversation's log is
+ * purged; the PostgreSQL sink, which keeps its own copy of every log, reads them through its group
+ * and keeps or drops its rows by its setting (docs/analytics.md, "Deleted conversations"). Kept for
+ * `maxAgeDays`: a sink stopped longer than that misses the notices of that time.
+ */
+export const DELETIONS = { stream: 'FLOTILLA_DELETIONS', subjectPrefix: 'flotilla.deleted', group: 'pg-sink', maxAgeDays: 30 } as const;
+
 /** The events stream's names a deployment chose (FLOTILLA_STREAM, FLOTILLA_SUBJECT_PREFIX). */
 export type StreamNames = { readonly stream: string; readonly subjectPrefix: string };
 

@@ -1,5 +1,5 @@
 import { answersPrefix, inboxPrefix } from './connection-options.js';
-import { AskSubjects, bucketStream, Buckets, commitKindOf, CONDENSER_WAKEUPS, everyCommit, DEFAULT_SIGNAL_ROOT, groupConsumerNames, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, SCHEDULES, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
+import { AskSubjects, bucketStream, Buckets, commitKindOf, CONDENSER_WAKEUPS, DELETIONS, everyCommit, DEFAULT_SIGNAL_ROOT, groupConsumerNames, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, SCHEDULES, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
 export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const;
@@ -219,6 +219,8 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
         `${API}.STREAM.PURGE.${SCHEDULES.stream}`,
         ...consumerSubjects(SCHEDULES.stream, [SCHEDULES.group]),
       );
+      // the notices of conversations it deleted, for the PostgreSQL sink
+      publish.push(...createStream(DELETIONS.stream), `${DELETIONS.subjectPrefix}.*.*`);
       break;
     case 'step-worker':
       // side questions (POST …/ask): taken from the gateway, answered (streamed) under its answers branch;
@@ -235,6 +237,8 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       publish.push(...createStream(CONDENSER_WAKEUPS.stream));
       break;
     case 'pg-sink':
+      // the notices of deleted conversations: created when missing (it may start before any gateway), pulled and acked by its group
+      publish.push(...createStream(DELETIONS.stream), ...consumerSubjects(DELETIONS.stream, [DELETIONS.group]));
       break;
     case 'delegator':
       // a parent's interrupt reaches its children's in-flight work

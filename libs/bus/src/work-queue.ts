@@ -13,6 +13,8 @@ export type WorkQueueSpec = {
   readonly replicas: number;
   /** A message published again within this window with the same message id is stored once. */
   readonly duplicateWindowMs: number;
+  /** How long an item is kept when nobody takes it (default: until it is taken). */
+  readonly maxAgeMs?: number;
 };
 
 /**
@@ -39,6 +41,7 @@ export async function ensureWorkQueue(jsm: JetStreamManager, spec: WorkQueueSpec
       storage: StorageType.File,
       num_replicas: spec.replicas,
       duplicate_window: nanos(spec.duplicateWindowMs),
+      ...(spec.maxAgeMs === undefined ? {} : { max_age: nanos(spec.maxAgeMs) }),
     })
     .catch(async (error: unknown) => {
       if (!isLostCreationRace(error)) throw error;

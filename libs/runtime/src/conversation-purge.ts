@@ -2,6 +2,7 @@ import { PURGE_SUBJECT, requestAnswer } from '@flotilla/bus';
 import { assertConversationRef, type ConversationRef, type EventLog } from '@flotilla/log';
 import { headers, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { RunnerHeader } from './runner-registry.js';
 
 const PURGE_QUEUE = 'flotilla-purge';
@@ -31,15 +32,17 @@ export function servePurges(nc: NatsConnection, log: EventLog, logger: Logger, o
         message.respond(JSON.stringify({ ok: false, error: (invalid as Error).message }));
         return;
       }
-      const purge = async (): Promise<{ purged: number }> => {
+      const purge = async (): Promise<PurgeAnswer & { ok: true }> => {
         const purged = await log.purge(ref);
+        // read after the purge: every commit of the conversation purged is at or below it
+        const upTo = (await log.jsm.streams.info(log.streamName)).state.last_seq;
         await options.alsoRemove?.(ref);
-        return { purged };
+        return { ok: true, purged, up_to_stream_seq: upTo };
       };
       purge().then(
         (result) => {
           logger.info({ ...ref, purged: result.purged }, 'conversation log removed');
-          message.respond(JSON.stringify({ ok: true, purged: result.purged }));
+          message.respond(JSON.stringify(result));
         },
         (failure: unknown) => message.respond(JSON.stringify({ ok: false, error: (failure as Error).message })),
       );
@@ -47,12 +50,24 @@ export function servePurges(nc: NatsConnection, log: EventLog, logger: Logger, o
   });
 }
 
-/** Asks the purging service to remove a conversation's log; throws when none answers or it failed. */
-export async function requestPurge(nc: NatsConnection, ref: ConversationRef, timeoutMs = 10_000): Promise<void> {
+/** What the purging service answers: the commits removed, and the events stream's last sequence after the purge. */
+const PurgeAnswer = z.union([
+  z.object({ ok: z.literal(true), purged: z.number().int().nonnegative(), up_to_stream_seq: z.number().int().nonnegative() }),
+  z.object({ ok: z.literal(false), error: z.string() }),
+]);
+type PurgeAnswer = z.infer<typeof PurgeAnswer>;
+
+/**
+ * Asks the purging service to remove a conversation's log; throws when none answers or it failed.
+ * Returns the events stream's last sequence after the purge (every purged commit is at or below it).
+ */
+export async function requestPurge(nc: NatsConnection, ref: ConversationRef, timeoutMs = 10_000): Promise<{ readonly upToStreamSeq: number }> {
   const request = headers();
   request.set(RunnerHeader.Tenant, ref.tenant);
   request.set(RunnerHeader.Conversation, ref.conversation);
   const reply = await requestAnswer(nc, PURGE_SUBJECT, undefined, { headers: request, timeout: timeoutMs });
-  const answer = reply.json<{ ok: boolean; error?: string }>();
-  if (!answer.ok) throw new Error(`removing the conversation's log failed: ${answer.error ?? 'unknown error'}`);
+  const answer = PurgeAnswer.safeParse(reply.json<unknown>());
+  if (!answer.success) throw new Error(`removing the conversation's log: the purging service's answer is not one (${answer.error.issues[0]?.message ?? 'invalid'})`);
+  if (!answer.data.ok) throw new Error(`removing the conversation's log failed: ${answer.data.error}`);
+  return { upToStreamSeq: answer.data.up_to_stream_seq };
 }

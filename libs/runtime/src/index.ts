@@ -39,6 +39,7 @@ export { answerWorkspace, askWorkspace, FileVersion, ListedEntry, MAX_WORKSPACE_
 export type { AskOptions, WorkspaceAnswer, WorkspaceRequest } from './workspace-requests.js';
 export type { WakeOptions } from './condenser-wakeups.js';
 export { CONDENSER_QUEUE, CondenserWakeup, CondenserWakeupReason, CondenserWakeups, condenserWakeupSubject, ensureCondenserWakeups, parseCondenserWakeup, removeRetiredCondenserGroup } from './condenser-wakeups.js';
+export { DeletionNotice, ensureDeletionNotices, publishDeletion } from './deletion-notices.js';
 export { budgetOf, budgetReached, BudgetLimits, loadTenantBudgets, NO_USAGE, periodsOf, TenantBudget, TenantBudgets } from './tenant-budgets.js';
 export type { Usage } from './tenant-budgets.js';
 export { TenantUsageStore } from './tenant-usage-store.js';

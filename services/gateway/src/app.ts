@@ -2,7 +2,7 @@ import { API_KEY_HEADER, CloseCode, MAX_MESSAGE_BODY_BYTES, MAX_MESSAGE_IMAGE_BY
 import type { AgentCatalog } from '@flotilla/agent';
 import { ConversationId, CURRENT_PROTOCOL_VERSION, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, STORED_IMAGE_MEDIA_TYPES } from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
-import { requestWorkspaceDeletion, type RunnerRegistry } from '@flotilla/runtime';
+import { requestWorkspaceDeletion, type DeletionNotice, type RunnerRegistry } from '@flotilla/runtime';
 import type { ScheduleStore } from '@flotilla/schedules';
 import type { SecretWriter } from '@flotilla/secrets';
 import type { SnapshotStore } from '@flotilla/state';
@@ -66,6 +66,8 @@ export type GatewayDependencies = {
   readonly usage?: { readonly store: TenantUsageStore; readonly budgets: TenantBudgets };
   /** Where runs past the tenant's limit wait (with FLOTILLA_MAX_RUNNING_PER_TENANT); without it they are refused with 429. */
   readonly runQueue?: RunQueue;
+  /** Where each deleted conversation is announced, once its log is purged (the deletion notices' queue, for the PostgreSQL sink). */
+  readonly deletions?: (notice: DeletionNotice) => Promise<void>;
 };
 
 export type Gateway = {
@@ -121,6 +123,8 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     });
   }
   conversations.onDelete((ref) => secrets.removeConversationSecrets(ref));
+  // the PostgreSQL sink keeps or drops its rows of a deleted conversation when it reads the notice
+  if (deps.deletions) conversations.onDeleted(deps.deletions);
   const sandboxes = new SandboxSummary(runners, logger);
   await sandboxes.refresh();
   const hub = new SocketHub(deps.nc, log, logger, config.maxSubscribersPerConversation);

@@ -19,7 +19,7 @@ import {
 import type { CommandResult, Conversation, ConversationSpec, QueuedRun, CreateConversationBody, FinalResponse, ForkConversationBody, ImageUpload, RewindBody, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
 import { draftEvent, newId, withPositionalIds, type AgentSpecEvent, type Event, type EventDraft, type OnBusy } from '@flotilla/events';
 import { appendSurely, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
-import { publishInterrupt, requestPurge } from '@flotilla/runtime';
+import { publishInterrupt, requestPurge, type DeletionNotice } from '@flotilla/runtime';
 import { foldCommits, initialState, isStateError, type ConversationSnapshot, type CurrentSnapshot, type SnapshotStore } from '@flotilla/state';
 import { buildView, planBranch, unmatchedActions } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -58,6 +58,7 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export class ConversationService {
   /** What else a conversation's deletion removes (its workspace, its secrets), before its log goes. */
   readonly #onDelete: ((ref: ConversationRef, workspace: ConversationRef) => Promise<void>)[] = [];
+  readonly #onDeleted: ((notice: DeletionNotice) => Promise<void>)[] = [];
   /** This gateway's commands, one at a time per conversation (see CommandQueue). */
   readonly #queue: CommandQueue;
 
@@ -236,11 +237,19 @@ export class ConversationService {
     this.#onDelete.push(hook);
   }
 
+  /**
+   * Tell `hook` of each conversation deleted, once its log is purged (and before its snapshot goes:
+   * a failure fails the delete, and deleting it again tells again).
+   */
+  onDeleted(hook: (notice: DeletionNotice) => Promise<void>): void {
+    this.#onDeleted.push(hook);
+  }
+
   /** Remove the conversation's log, snapshot and what the delete hooks hold. A running conversation must be paused first. */
   async delete(ref: ConversationRef): Promise<void> {
     const snapshot = await this.snapshot(ref);
     if (snapshot.status === 'running') throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
-    await this.#remove(ref, snapshot);
+    await this.#remove(ref, snapshot, 'deleted');
   }
 
   /**
@@ -258,7 +267,7 @@ export class ConversationService {
       const seconds = snapshot && keptFor(snapshot);
       if (!snapshot || seconds === undefined) return false;
       await announce(snapshot, seconds);
-      await this.#remove(ref, snapshot);
+      await this.#remove(ref, snapshot, 'expired');
       return true;
     });
   }
@@ -268,7 +277,7 @@ export class ConversationService {
    * interrupted when it runs: nobody waits for it any more): its queued run, what the delete hooks hold of it, its
    * log, its snapshot. A crash half-way leaves the parent, so deleting it again finishes the job.
    */
-  async #remove(ref: ConversationRef, snapshot: ConversationSnapshot): Promise<void> {
+  async #remove(ref: ConversationRef, snapshot: ConversationSnapshot, reason: DeletionNotice['reason']): Promise<void> {
     const { children, workspace } = await this.#delegationsOf(ref, snapshot);
     for (const child of children) {
       let state = await this.snapshot(child).catch((error: unknown) => {
@@ -280,14 +289,20 @@ export class ConversationService {
         await this.interrupt(child, 'its parent conversation is deleted');
         state = await this.snapshot(child);
       }
-      await this.#remove(child, state);
+      await this.#remove(child, state, reason);
     }
     // a run of it waiting for a slot would start a conversation that is no more
     await this.admission.runQueue?.remove(ref);
     for (const hook of this.#onDelete) await hook(ref, workspace);
-    await requestPurge(this.nc, ref).catch((error: unknown) => {
+    const { upToStreamSeq } = await requestPurge(this.nc, ref).catch((error: unknown) => {
       throw new ApiError(503, 'unavailable', `The conversation's log could not be removed now (${(error as Error).message}); try again.`);
     });
+    const notice: DeletionNotice = { ...ref, up_to_stream_seq: upToStreamSeq, reason, at: new Date().toISOString() };
+    for (const hook of this.#onDeleted) {
+      await hook(notice).catch((error: unknown) => {
+        throw new ApiError(503, 'unavailable', `The conversation's deletion could not be recorded now (${(error as Error).message}); try again.`);
+      });
+    }
     await this.snapshots.delete(ref);
     this.index.forget(ref.tenant, ref.conversation);
   }

@@ -1,7 +1,8 @@
+import { jetstream } from '@nats-io/jetstream';
 import { FLOTILLA_VERSION } from '@flotilla/api';
 import { describeBus } from '@flotilla/bus';
 import { createBuiltinTools } from '@flotilla/tools';
-import { adoptAllocator, connectWithRetry, createLogger, ImageStore, loadServiceConfig, loadTenantBudgets, TenantUsageStore, openLogWithRetry, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
+import { adoptAllocator, connectWithRetry, createLogger, ensureDeletionNotices, ImageStore, loadServiceConfig, loadTenantBudgets, TenantUsageStore, openLogWithRetry, publishDeletion, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { ScheduleStore } from '@flotilla/schedules';
@@ -39,6 +40,9 @@ for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 
 const runners = await RunnerRegistry.open(nc, { replicas, livenessMs: service.runnerLivenessMs });
 // the images of user messages: stored here, read by the step workers
 const images = await ImageStore.open(nc, { replicas });
+// the notices of deleted conversations, for the PostgreSQL sink
+await ensureDeletionNotices(log.jsm, replicas);
+const deletionsJs = jetstream(nc);
 const index = new ConversationIndex(snapshots.kv, logger);
 await index.start();
 // the tenants' budgets (the step workers' setting too): the operator's usage route reads what the step workers counted
@@ -53,7 +57,7 @@ const catalog = loadAgentCatalog();
 const builtins = new Map([...createBuiltinTools(), taskToolSpec([])].map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
 const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), ...(schedules ? { schedules } : {}), ...(runQueue ? { runQueue } : {}), ...(usage ? { usage } : {}) }, config);
+const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), ...(schedules ? { schedules } : {}), ...(runQueue ? { runQueue } : {}), ...(usage ? { usage } : {}), deletions: (notice) => publishDeletion(deletionsJs, notice) }, config);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
 logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
 

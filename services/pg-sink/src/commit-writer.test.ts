@@ -2,7 +2,7 @@ import { draftEvent, type EventDraft } from '@flotilla/events';
 import { placeEvents, type ConversationRef, type StoredCommit } from '@flotilla/log';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CommitWriter } from './commit-writer.js';
-import { migrate } from './migrations.js';
+import { migrate, MIGRATIONS } from './migrations.js';
 import { createTestDatabase, type TestDatabase } from './test-support/index.js';
 
 // The writer against a real PostgreSQL (a fresh database per test): order, idempotency, derived rows.
@@ -104,6 +104,43 @@ describe('CommitWriter', () => {
     expect((await database.pool.query('SELECT outcome, error, result_type FROM tool_calls')).rows).toEqual([{ outcome: 'agent_error', error: 'unknown tool nope', result_type: 'agent_error' }]);
   });
 
+  it("keeps a deleted conversation's rows, or drops them and what comes of it late, never those of the conversation created again under its id", async () => {
+    const say = (text: string, to: ConversationRef): EventDraft[] => [draftEvent({ ...to, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })];
+    const kept: ConversationRef = { tenant: 'acme', conversation: 'kept' };
+    const dropped: ConversationRef = { tenant: 'acme', conversation: 'dropped' };
+    const keeping = writer();
+    const dropping = new CommitWriter(database.pool, { firstCommitSeq: () => Promise.resolve(undefined), dropDeleted: true });
+    const rows = async (to: ConversationRef) => {
+      const counts = await Promise.all(
+        ['events', 'commits', 'conversations'].map(async (table) => (await database.pool.query(`SELECT count(*)::int AS n FROM ${table} WHERE tenant = $1 AND conversation = $2`, [to.tenant, to.conversation])).rows[0].n as number),
+      );
+      return counts;
+    };
+    expect(await keeping.write(commitOf(say('one', kept), kept))).toEqual({ kind: 'written' });
+    const first = commitOf(say('one', dropped), dropped);
+    expect(await dropping.write(first)).toEqual({ kind: 'written' });
+    const second = commitOf(say('two', dropped), dropped);
+    // the deletion covers both commits of `dropped`; the second comes late (delivered before the purge, written after)
+    const deletion = { reason: 'expired', at: '2026-12-06T00:00:00.000Z', upToStreamSeq: second.streamSeq };
+    await keeping.recordDeletion({ ...kept, ...deletion });
+    await dropping.recordDeletion({ ...dropped, ...deletion });
+    await dropping.recordDeletion({ ...dropped, ...deletion });
+    expect(await dropping.write(second)).toEqual({ kind: 'deleted' });
+    expect(await rows(kept)).toEqual([1, 1, 1]);
+    expect(await rows(dropped)).toEqual([0, 0, 0]);
+    expect((await database.pool.query('SELECT conversation, reason, rows_dropped FROM deletions ORDER BY conversation')).rows).toEqual([
+      { conversation: 'dropped', reason: 'expired', rows_dropped: true },
+      { conversation: 'kept', reason: 'expired', rows_dropped: false },
+    ]);
+    // created again under the same id: its log starts again after the deletion, and is written
+    tails.delete(`${dropped.tenant}/${dropped.conversation}`);
+    const again = commitOf(say('again', dropped), dropped);
+    expect(await dropping.write(again)).toEqual({ kind: 'written' });
+    // an older deletion notice read late drops nothing of it
+    await dropping.recordDeletion({ ...dropped, ...deletion, upToStreamSeq: first.streamSeq });
+    expect(await rows(dropped)).toEqual([1, 1, 1]);
+  });
+
   it('records invalid messages once, apart from the events', async () => {
     const sink = writer();
     await sink.recordInvalid(7, 'flotilla.ev.acme.c1', 'foreign message');
@@ -114,7 +151,7 @@ describe('CommitWriter', () => {
 
   it('migrates once: a second run applies nothing', async () => {
     expect(await migrate(database.pool)).toEqual([]);
-    expect((await database.pool.query('SELECT version FROM flotilla_sink_migrations')).rows).toEqual([{ version: 1 }]);
+    expect((await database.pool.query('SELECT version FROM flotilla_sink_migrations ORDER BY version')).rows).toEqual(MIGRATIONS.map(({ version }) => ({ version })));
   });
   it('writes the commits given while a transaction is under way together, in order, a redelivered one once and a later one after the earlier', async () => {
     const other: ConversationRef = { tenant: 'globex', conversation: 'c2' };

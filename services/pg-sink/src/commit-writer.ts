@@ -10,6 +10,8 @@ export type WriteOutcome =
   | { readonly kind: 'written' }
   /** Its stream position was already recorded: nothing was changed. */
   | { readonly kind: 'duplicate' }
+  /** Its conversation was deleted (a notice covers it) and its rows dropped: not written. */
+  | { readonly kind: 'deleted' }
   /** An earlier commit of its conversation is not written yet: try again later (it comes first). */
   | { readonly kind: 'out_of_order'; readonly expectedSeq: number };
 
@@ -29,7 +31,12 @@ export type CommitWriterOptions = {
   readonly transactions?: number;
   /** The most commits one transaction writes (default 64). */
   readonly maxBatch?: number;
+  /** A deleted conversation's rows are dropped, and a commit of it that comes late is not written (default: kept). */
+  readonly dropDeleted?: boolean;
 };
+
+/** A conversation's deletion, as the sink records it (libs/runtime DeletionNotice). */
+export type Deletion = { readonly tenant: string; readonly conversation: string; readonly upToStreamSeq: number; readonly reason: string; readonly at: string };
 
 type Queued = { readonly commit: StoredCommit; readonly resolve: (outcome: WriteOutcome) => void; readonly reject: (error: unknown) => void };
 type Lane = { readonly queue: Queued[]; running: boolean };
@@ -65,6 +72,36 @@ export class CommitWriter {
       lane.queue.push({ commit, resolve, reject });
       void this.#drain(lane);
     });
+  }
+
+  /**
+   * Records a conversation's deletion and, with `dropDeleted`, removes its rows up to the notice's
+   * stream sequence (its conversation row only when that row is of the deleted log, not of one
+   * created again since), under the conversation's lock, so a commit being written meanwhile is
+   * either removed with the rest or, coming after, finds the deletion and is not written.
+   */
+  async recordDeletion(deletion: Deletion): Promise<void> {
+    const client = await this.pool.connect();
+    let failure: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${deletion.tenant}/${deletion.conversation}`]);
+      const drop = this.options.dropDeleted === true;
+      const ref = [deletion.tenant, deletion.conversation, deletion.upToStreamSeq];
+      await client.query('INSERT INTO deletions (tenant, conversation, up_to_stream_seq, reason, deleted_at, rows_dropped) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING', [...ref, pgText(deletion.reason), deletion.at, drop]);
+      if (drop) {
+        const owned = await client.query('DELETE FROM conversations WHERE tenant = $1 AND conversation = $2 AND last_stream_seq <= $3 RETURNING 1', ref);
+        if ((owned.rowCount ?? 0) > 0) await client.query('DELETE FROM tool_calls WHERE tenant = $1 AND conversation = $2', ref.slice(0, 2));
+        for (const table of ['events', 'model_calls', 'commits']) await client.query(`DELETE FROM ${table} WHERE tenant = $1 AND conversation = $2 AND stream_seq <= $3`, ref);
+      }
+      await client.query('COMMIT');
+    } catch (error) {
+      failure = error as Error;
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release(failure !== undefined && isConnectionError(failure) ? failure : undefined);
+    }
   }
 
   /** Records a message of the stream that is not a valid commit (reported, never an event). */
@@ -133,6 +170,7 @@ export class CommitWriter {
       [refs.map((commit) => commit.tenant), refs.map((commit) => commit.conversation)],
     );
     const states = new Map<string, ConversationState>(rows.map((row) => [`${row.tenant}/${row.conversation}`, { snapshot: row.snapshot, model: row.model, changed: false }]));
+    const deletedUpTo = this.options.dropDeleted ? await deletedUpToOf(client, refs.filter((ref) => !states.has(`${ref.tenant}/${ref.conversation}`))) : new Map<string, number>();
 
     const outcomes: WriteOutcome[] = [];
     const written: StoredCommit[] = [];
@@ -142,6 +180,10 @@ export class CommitWriter {
         continue;
       }
       const key = `${commit.tenant}/${commit.conversation}`;
+      if (commit.streamSeq <= (deletedUpTo.get(key) ?? 0)) {
+        outcomes.push({ kind: 'deleted' });
+        continue;
+      }
       const state = states.get(key) ?? { snapshot: initialSnapshot({ tenant: commit.tenant, conversation: commit.conversation }), model: null, changed: false };
       const snapshot = await this.#fold(state.snapshot, commit);
       if ('expectedSeq' in snapshot) {
@@ -179,6 +221,16 @@ export class CommitWriter {
       return applyCommit({ ...base, last_seq: commit.firstSeq - 1 }, commit);
     }
   }
+}
+
+/** For conversations the sink holds no row of: the newest deletion dropped of each, by `tenant/conversation`. */
+async function deletedUpToOf(client: PoolClient, refs: readonly { readonly tenant: string; readonly conversation: string }[]): Promise<Map<string, number>> {
+  if (refs.length === 0) return new Map();
+  const { rows } = await client.query<{ tenant: string; conversation: string; up_to: string | number }>(
+    'SELECT d.tenant, d.conversation, max(d.up_to_stream_seq) AS up_to FROM deletions d JOIN unnest($1::text[], $2::text[]) AS r(tenant, conversation) USING (tenant, conversation) WHERE d.rows_dropped GROUP BY d.tenant, d.conversation',
+    [refs.map((ref) => ref.tenant), refs.map((ref) => ref.conversation)],
+  );
+  return new Map(rows.map((row) => [`${row.tenant}/${row.conversation}`, Number(row.up_to)]));
 }
 
 /** The lane of a conversation: a stable hash of its key (FNV-1a). */

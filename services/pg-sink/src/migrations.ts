@@ -135,6 +135,21 @@ CREATE TABLE invalid_messages (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'deleted conversations',
+    sql: `
+CREATE TABLE deletions (
+  tenant            text NOT NULL,
+  conversation      text NOT NULL,
+  up_to_stream_seq  bigint NOT NULL,
+  reason            text NOT NULL,
+  deleted_at        timestamptz NOT NULL,
+  rows_dropped      boolean NOT NULL,
+  PRIMARY KEY (tenant, conversation, up_to_stream_seq)
+);
+`,
+  },
 ];
 
 /** Any key will do, as long as it is the sink's alone: migrations of several sinks starting at once wait for one another. */

@@ -5,6 +5,7 @@ export const SinkVariables = {
   databaseUrl: 'FLOTILLA_DATABASE_URL',
   lagIntervalMs: 'FLOTILLA_SINK_LAG_INTERVAL_MS',
   transactions: 'FLOTILLA_SINK_TRANSACTIONS',
+  deleted: 'FLOTILLA_SINK_DELETED',
 } as const;
 
 const DatabaseUrl = z
@@ -19,6 +20,11 @@ export type SinkConfig = {
   readonly lagIntervalMs: number;
   /** Transactions written at once, each on a PostgreSQL connection of its own (CommitWriter's lanes). */
   readonly transactions: number;
+  /**
+   * What the sink does with its rows of a conversation deleted (by a user or its retention): `keep`
+   * them (the deletion is recorded in `deletions`) or `drop` them (and what comes late of it).
+   */
+  readonly deleted: 'keep' | 'drop';
 };
 
 /** Reads the sink's settings; throws naming the variable. */
@@ -29,7 +35,9 @@ export function loadSinkConfig(environment: NodeJS.ProcessEnv = process.env): Si
   if (!interval.success) throw new Error(`${SinkVariables.lagIntervalMs} must be a whole number of milliseconds from 100 to 60000`);
   const transactions = z.coerce.number().int().min(1).max(64).safeParse(environment[SinkVariables.transactions] ?? 2);
   if (!transactions.success) throw new Error(`${SinkVariables.transactions} must be a whole number from 1 to 64`);
-  return { databaseUrl: url.data, lagIntervalMs: interval.data, transactions: transactions.data };
+  const deleted = z.enum(['keep', 'drop']).safeParse(environment[SinkVariables.deleted] ?? 'keep');
+  if (!deleted.success) throw new Error(`${SinkVariables.deleted} must be keep or drop (what the sink does with its rows of a deleted conversation)`);
+  return { databaseUrl: url.data, lagIntervalMs: interval.data, transactions: transactions.data, deleted: deleted.data };
 }
 
 /** The URL without its password, for logs. */
