@@ -3,12 +3,17 @@ import nx from '@nx/eslint-plugin';
 import importX from 'eslint-plugin-import-x';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', '**/.nx/**', 'coverage/**', '**/fixtures/**', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: ['**/node_modules/**', '**/dist/**', '**/.nx/**', 'coverage/**', '**/fixtures/**', '**/*.js', '**/*.mjs'],
+  },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['vitest.config.ts'] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: {
+        projectService: { allowDefaultProject: ['vitest.config.ts'] },
+        tsconfigRootDir: import.meta.dirname,
+      },
     },
     plugins: { '@nx': nx, 'import-x': importX },
     rules: {
@@ -36,7 +41,10 @@ export default tseslint.config(
     files: ['libs/**/src/**/*.ts', 'services/**/src/**/*.ts'],
     ignores: ['**/*.test.ts', '**/test-support/**', '**/testing/**', 'libs/testing/**'],
     rules: {
-      'no-restricted-imports': ['error', { paths: [{ name: '@flotilla/testing', message: 'the test harness is for tests only' }] }],
+      'no-restricted-imports': [
+        'error',
+        { paths: [{ name: '@flotilla/testing', message: 'the test harness is for tests only' }] },
+      ],
     },
   },
   {

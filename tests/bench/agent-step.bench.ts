@@ -8,7 +8,10 @@ import { median, ms, table } from './stats.js';
 export function syntheticConversation(size: number): Event[] {
   const ref = { tenant: 'bench', conversation: `step${size}` };
   const drafts: EventDraft[] = [
-    draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Fix the failing tests.' }] }),
+    draftEvent({ ...ref, source: 'user' }, 'message', {
+      role: 'user',
+      content: [{ type: 'text', text: 'Fix the failing tests.' }],
+    }),
     draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'running' }),
   ];
   for (let index = 0; drafts.length < size; index += 1) {
@@ -22,7 +25,17 @@ export function syntheticConversation(size: number): Event[] {
       security_risk: 'low',
     });
     drafts.push(
-      draftEvent({ ...ref, source: 'system' }, 'llm_usage', { model: 'm', purpose: 'step', prompt_tokens: 1000, completion_tokens: 50, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 0, cost_usd: 0 }),
+      draftEvent({ ...ref, source: 'system' }, 'llm_usage', {
+        model: 'm',
+        purpose: 'step',
+        prompt_tokens: 1000,
+        completion_tokens: 50,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        latency_ms: 0,
+        cost_usd: 0,
+      }),
       action,
       draftEvent({ ...ref, source: 'environment' }, 'observation', {
         action_id: action.id,
@@ -42,9 +55,16 @@ export function syntheticConversation(size: number): Event[] {
  */
 export async function benchAgentStep(sizes: readonly number[] = [100, 1_000, 10_000], repeats = 60): Promise<string> {
   const tools = new ToolRegistry(createBuiltinTools());
-  const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'scripted' }, stuckDetection: { enabled: true }, condenser: { maxEvents: 1_000_000 }, limits: { maxIterationsPerRun: 1_000_000 } });
+  const agent = parseAgentConfig({
+    llm: { provider: 'openai-chat', model: 'scripted' },
+    stuckDetection: { enabled: true },
+    condenser: { maxEvents: 1_000_000 },
+    limits: { maxIterationsPerRun: 1_000_000 },
+  });
   const catalog = registryCatalog(tools, agent.tools);
-  const llm = new ScriptedLanguageModel({ replies: () => ({ toolCalls: [{ id: 'call_next', name: 'terminal', arguments: '{"command":"ls"}' }] }) });
+  const llm = new ScriptedLanguageModel({
+    replies: () => ({ toolCalls: [{ id: 'call_next', name: 'terminal', arguments: '{"command":"ls"}' }] }),
+  });
   const rows = [['events', 'per step p50', 'per 1,000 events']];
   const perEvent: number[] = [];
   for (const size of sizes) {
@@ -52,7 +72,13 @@ export async function benchAgentStep(sizes: readonly number[] = [100, 1_000, 10_
     const times: number[] = [];
     for (let round = 0; round < repeats + 5; round += 1) {
       const start = performance.now();
-      const result = await step({ agent, llm, tools: catalog, events, conversation: { tenant: 'bench', conversation: `step${size}` } });
+      const result = await step({
+        agent,
+        llm,
+        tools: catalog,
+        events,
+        conversation: { tenant: 'bench', conversation: `step${size}` },
+      });
       if (round >= 5) times.push(performance.now() - start);
       if (result.outcome !== 'actions') throw new Error(`unexpected step outcome ${result.outcome}`);
     }

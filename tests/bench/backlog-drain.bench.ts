@@ -45,7 +45,13 @@ async function serviceDrain(events: number): Promise<{ report: string; commits: 
   rows.push(['bare nats.js consumer (baseline)', seconds(raw), rate(commits, raw), '1.00x', '']);
   for (const batched of [false, true]) {
     const ms = await runtimeConsumerDrain(system, commits, batched);
-    rows.push([`startCommitConsumer, 32 at once, ${batched ? 'BatchedPull' : 'consume()'}, a handler that acks`, seconds(ms), rate(commits, ms), ratio(ms, raw), '']);
+    rows.push([
+      `startCommitConsumer, 32 at once, ${batched ? 'BatchedPull' : 'consume()'}, a handler that acks`,
+      seconds(ms),
+      rate(commits, ms),
+      ratio(ms, raw),
+      '',
+    ]);
   }
   for (const child of consuming) {
     const group = child.name.replace(/-\d+$/, '');
@@ -58,9 +64,18 @@ async function serviceDrain(events: number): Promise<{ report: string; commits: 
   const together = await restartAndDrain(system, consuming);
   consuming.forEach((child, index) => {
     const { ms, readyMs } = together[index]!;
-    rows.push([`${child.name.replace(/-\d+$/, '')}, all three at once`, seconds(ms), rate(commits, ms), ratio(ms, raw), seconds(readyMs)]);
+    rows.push([
+      `${child.name.replace(/-\d+$/, '')}, all three at once`,
+      seconds(ms),
+      rate(commits, ms),
+      ratio(ms, raw),
+      seconds(readyMs),
+    ]);
   });
-  return { report: `a backlog of ${commits.toLocaleString('en')} commits (${events.toLocaleString('en')} events, one conversation) per group\n${table(rows)}`, commits };
+  return {
+    report: `a backlog of ${commits.toLocaleString('en')} commits (${events.toLocaleString('en')} events, one conversation) per group\n${table(rows)}`,
+    commits,
+  };
 }
 
 /** The conversation as the runtime writes it (condensed), ended by a finish: nothing is owed at its tail. */
@@ -74,7 +89,10 @@ async function writeBacklog(log: EventLog, ref: ConversationRef, events: number)
   };
   for (const drafts of condensedConversationCommits(ref, events)) await append(drafts);
   await append([
-    draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text: 'Done.' }] }),
+    draftEvent({ ...ref, source: 'agent' }, 'message', {
+      role: 'assistant',
+      content: [{ type: 'text', text: 'Done.' }],
+    }),
     draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'finished', reason: 'the agent finished' }),
   ]);
   return commits;
@@ -84,17 +102,26 @@ async function writeBacklog(log: EventLog, ref: ConversationRef, events: number)
  * Starts the services and resolves, per service, the ms from its start until its group has nothing
  * pending or unacknowledged, and until it answered ready (it consumes from just before that).
  */
-export async function restartAndDrain(system: RunningTestSystem, children: RunningTestSystem['processes']): Promise<{ ms: number; readyMs: number }[]> {
+export async function restartAndDrain(
+  system: RunningTestSystem,
+  children: RunningTestSystem['processes'],
+): Promise<{ ms: number; readyMs: number }[]> {
   const started = performance.now();
   for (const child of children) child.start();
-  const ready = await Promise.all(children.map((child) => waitReady(system.healthUrls.get(child.name)!, 60_000).then(() => performance.now() - started)));
+  const ready = await Promise.all(
+    children.map((child) =>
+      waitReady(system.healthUrls.get(child.name)!, 60_000).then(() => performance.now() - started),
+    ),
+  );
   const groups = children.map((child) => child.name.replace(/-\d+$/, ''));
   const done = new Map<string, number>();
   while (done.size < groups.length) {
-    if (performance.now() - started > 600_000) throw new Error(`still draining after 10 minutes: ${groups.filter((group) => !done.has(group)).join(', ')}`);
+    if (performance.now() - started > 600_000)
+      throw new Error(`still draining after 10 minutes: ${groups.filter((group) => !done.has(group)).join(', ')}`);
     for await (const consumer of system.log.jsm.consumers.list(system.log.streamName)) {
       const name = consumer.config.durable_name ?? '';
-      if (groups.includes(name) && !done.has(name) && consumer.num_pending + consumer.num_ack_pending === 0) done.set(name, performance.now() - started);
+      if (groups.includes(name) && !done.has(name) && consumer.num_pending + consumer.num_ack_pending === 0)
+        done.set(name, performance.now() - started);
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -102,7 +129,13 @@ export async function restartAndDrain(system: RunningTestSystem, children: Runni
 }
 
 /** A durable consumer of the whole stream read with nats.js' consume() and each message acked: ms until `count` are acked. */
-export async function rawDrain(nc: NatsConnection, jsm: JetStreamManager, stream: string, count: number, name = `raw-${Date.now()}`): Promise<number> {
+export async function rawDrain(
+  nc: NatsConnection,
+  jsm: JetStreamManager,
+  stream: string,
+  count: number,
+  name = `raw-${Date.now()}`,
+): Promise<number> {
   await jsm.consumers.add(stream, { durable_name: name, ack_policy: AckPolicy.Explicit, max_ack_pending: 256 });
   const consumer = await jetstream(nc).consumers.get(stream, name);
   const started = performance.now();
@@ -120,10 +153,21 @@ export async function rawDrain(nc: NatsConnection, jsm: JetStreamManager, stream
 }
 
 /** The runtime's commit consumer with a handler that only acks (after `work`, nothing by default), as the services configure it (32 at once; standing or batched pull). */
-export async function runtimeConsumerDrain(system: RunningTestSystem, count: number, batched: boolean, work: (delivery: Delivery) => void = () => undefined): Promise<number> {
+export async function runtimeConsumerDrain(
+  system: RunningTestSystem,
+  count: number,
+  batched: boolean,
+  work: (delivery: Delivery) => void = () => undefined,
+): Promise<number> {
   const { log, nc } = system;
   const name = `runtime-${batched ? 'batched' : 'consume'}-${Date.now()}`;
-  await ensureDurableConsumer(log.jsm, { stream: log.streamName, name, filterSubjects: [`${log.subjectPrefix}.>`], ackWaitMs: 30_000, maxAckPending: 256 });
+  await ensureDurableConsumer(log.jsm, {
+    stream: log.streamName,
+    name,
+    filterSubjects: [`${log.subjectPrefix}.>`],
+    ackWaitMs: 30_000,
+    maxAckPending: 256,
+  });
   let handled = 0;
   let done!: () => void;
   const drained = new Promise<void>((resolve) => (done = resolve));
@@ -160,7 +204,9 @@ async function responsePermissionsDrain(count: number): Promise<string> {
     { user: 'plain', password: 'plain-password', permissions: everything },
     { user: 'responder', password: 'responder-password', permissions: { ...everything, allow_responses: true } },
   ];
-  await using server = await NatsServerProcess.start({ config: `authorization {\n  users: ${JSON.stringify(users)}\n}\n` });
+  await using server = await NatsServerProcess.start({
+    config: `authorization {\n  users: ${JSON.stringify(users)}\n}\n`,
+  });
   const as = (user: (typeof users)[number]) => connect({ servers: server.url, user: user.user, pass: user.password });
   const writer = await as(users[0]!);
   const rows = [['the same bare drain, its user', 'time', 'commits/s', 'ratio']];
@@ -169,14 +215,20 @@ async function responsePermissionsDrain(count: number): Promise<string> {
     await jsm.streams.add({ name: 'BACKLOG', subjects: ['backlog.*'] });
     const js = jetstream(writer);
     const body = new Uint8Array(800);
-    for (let sent = 0; sent < count; sent += 500) await Promise.all(Array.from({ length: Math.min(500, count - sent) }, () => js.publish('backlog.one', body)));
+    for (let sent = 0; sent < count; sent += 500)
+      await Promise.all(Array.from({ length: Math.min(500, count - sent) }, () => js.publish('backlog.one', body)));
     let baseline = 0;
     for (const user of users) {
       const nc = await as(user);
       try {
         const ms = await rawDrain(nc, await jetstreamManager(nc), 'BACKLOG', count);
         baseline ||= ms;
-        rows.push([user.permissions === everything ? 'no response permissions (baseline)' : 'allow_responses', seconds(ms), rate(count, ms), ratio(ms, baseline)]);
+        rows.push([
+          user.permissions === everything ? 'no response permissions (baseline)' : 'allow_responses',
+          seconds(ms),
+          rate(count, ms),
+          ratio(ms, baseline),
+        ]);
       } finally {
         await nc.close();
       }

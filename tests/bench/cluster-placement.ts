@@ -9,9 +9,16 @@ type Connz = { readonly connections?: readonly { readonly name?: string; readonl
  * R3 these decide how many route hops a publish, an acknowledgement or a delivery takes, so a
  * run's figures are read with them.
  */
-export async function describePlacement(cluster: NatsCluster, jsm: JetStreamManager, stream: string, consumers: readonly string[]): Promise<string> {
+export async function describePlacement(
+  cluster: NatsCluster,
+  jsm: JetStreamManager,
+  stream: string,
+  consumers: readonly string[],
+): Promise<string> {
   const info = await jsm.streams.info(stream);
-  const leaders = await Promise.all(consumers.map(async (name) => `${name} ${(await jsm.consumers.info(stream, name)).cluster?.leader ?? '?'}`));
+  const leaders = await Promise.all(
+    consumers.map(async (name) => `${name} ${(await jsm.consumers.info(stream, name)).cluster?.leader ?? '?'}`),
+  );
   const connections = await connectionNodes(cluster);
   return `placement: stream ${stream} leader ${info.cluster?.leader ?? '?'}; consumer leaders ${leaders.join(', ')}; connections ${connections.join(', ')}`;
 }
@@ -21,7 +28,8 @@ async function connectionNodes(cluster: NatsCluster): Promise<string[]> {
   const found: string[] = [];
   for (const [index, url] of cluster.monitorUrls.entries()) {
     const connz = (await (await fetch(`${url}/connz?auth=true&limit=4096`)).json()) as Connz;
-    for (const connection of connz.connections ?? []) found.push(`${connection.name || connection.authorized_user || '?'} n${index + 1}`);
+    for (const connection of connz.connections ?? [])
+      found.push(`${connection.name || connection.authorized_user || '?'} n${index + 1}`);
   }
   return found.sort();
 }

@@ -24,16 +24,39 @@ type Case = { readonly events: number; readonly condensed: boolean };
  * a KV value) and ones condensed as the default condenser settings do it (a view of at most
  * ~120 items, a checkpoint at each condensation).
  */
-export async function benchColdLoad(sizes: readonly number[] = [1_000, 10_000], repeats = 9, condensedSizes: readonly number[] = [10_000, 100_000]): Promise<string> {
+export async function benchColdLoad(
+  sizes: readonly number[] = [1_000, 10_000],
+  repeats = 9,
+  condensedSizes: readonly number[] = [10_000, 100_000],
+): Promise<string> {
   await using server = await NatsServerProcess.start();
   const nc = await connect({ servers: server.url });
   try {
     const log = await EventLog.open(nc, { streamName: 'BENCH_LOAD', subjectPrefix: 'bench.load' });
-    const store = await CheckpointStore.open(nc, { parse: parseConversationCheckpoint, bucket: 'BENCH_LOAD_CHECKPOINTS' });
+    const store = await CheckpointStore.open(nc, {
+      parse: parseConversationCheckpoint,
+      bucket: 'BENCH_LOAD_CHECKPOINTS',
+    });
     const writer = new CheckpointWriter(log, store);
     const js = jetstream(nc);
-    const cases: Case[] = [...sizes.map((events) => ({ events, condensed: false })), ...condensedSizes.map((events) => ({ events, condensed: true }))];
-    const rows = [['events', 'condensations', 'commits', 'raw replay p50', 'whole log p50', 'ratio', 'from checkpoint p50', 'ratio', 'events read', 'checkpoint']];
+    const cases: Case[] = [
+      ...sizes.map((events) => ({ events, condensed: false })),
+      ...condensedSizes.map((events) => ({ events, condensed: true })),
+    ];
+    const rows = [
+      [
+        'events',
+        'condensations',
+        'commits',
+        'raw replay p50',
+        'whole log p50',
+        'ratio',
+        'from checkpoint p50',
+        'ratio',
+        'events read',
+        'checkpoint',
+      ],
+    ];
     for (const { events, condensed } of cases) {
       const ref = { tenant: 'bench', conversation: `load${events}${condensed ? 'c' : ''}` };
       const commits = condensed ? condensedConversationCommits(ref, events) : conversationCommits(ref, events);
@@ -61,7 +84,8 @@ export async function benchColdLoad(sizes: readonly number[] = [1_000, 10_000], 
         const checkpointed = await coldLoad(log, ref, tail, { store });
         if (round > 0) fromCheckpoint.push(performance.now() - started);
         read = checkpointed.read;
-        if (JSON.stringify([checkpointed.messages, checkpointed.next]) !== JSON.stringify([all.messages, all.next])) throw new Error(`${ref.conversation}: the load from the checkpoint differs from the whole log's`);
+        if (JSON.stringify([checkpointed.messages, checkpointed.next]) !== JSON.stringify([all.messages, all.next]))
+          throw new Error(`${ref.conversation}: the load from the checkpoint differs from the whole log's`);
       }
       rows.push([
         String(tail.lastSeq),
@@ -73,7 +97,9 @@ export async function benchColdLoad(sizes: readonly number[] = [1_000, 10_000], 
         ms(median(fromCheckpoint)),
         ratio(median(fromCheckpoint), median(raw)),
         String(read),
-        checkpoint ? `${(checkpoint.value.length / 1024).toFixed(0)} KiB gzipped at ${checkpointAt}` : 'none (too large)',
+        checkpoint
+          ? `${(checkpoint.value.length / 1024).toFixed(0)} KiB gzipped at ${checkpointAt}`
+          : 'none (too large)',
       ]);
     }
     return [
@@ -96,7 +122,12 @@ function collectGarbage(): void {
 }
 
 /** Appends the commits as the runtime does, telling the checkpoint writer of each, as the projector is. */
-async function writeNoting(log: EventLog, writer: CheckpointWriter, ref: ConversationRef, commits: Iterable<EventDraft[]>): Promise<{ tail: Tail; condensations: number }> {
+async function writeNoting(
+  log: EventLog,
+  writer: CheckpointWriter,
+  ref: ConversationRef,
+  commits: Iterable<EventDraft[]>,
+): Promise<{ tail: Tail; condensations: number }> {
   let tail: Tail = EMPTY_TAIL;
   let condensations = 0;
   for (const drafts of commits) {
@@ -111,7 +142,10 @@ async function writeNoting(log: EventLog, writer: CheckpointWriter, ref: Convers
 
 /** Every message of the subject delivered by an ordered consumer, nothing decoded. */
 async function replay(js: JetStreamClient, log: EventLog, ref: ConversationRef, tail: Tail): Promise<number> {
-  const consumer = await js.consumers.get(log.streamName, { filter_subjects: log.filter(ref), deliver_policy: DeliverPolicy.All });
+  const consumer = await js.consumers.get(log.streamName, {
+    filter_subjects: log.filter(ref),
+    deliver_policy: DeliverPolicy.All,
+  });
   const messages = await consumer.consume({ max_messages: 1024 });
   let count = 0;
   for await (const message of messages) {
@@ -123,10 +157,16 @@ async function replay(js: JetStreamClient, log: EventLog, ref: ConversationRef, 
 }
 
 /** What a step worker's cold load does: the conversation read, its folds, the chat messages. */
-async function coldLoad(log: EventLog, ref: ConversationRef, tail: Tail, checkpoints?: CheckpointReading<ConversationCheckpoint>): Promise<{ messages: unknown; next: unknown; read: number }> {
+async function coldLoad(
+  log: EventLog,
+  ref: ConversationRef,
+  tail: Tail,
+  checkpoints?: CheckpointReading<ConversationCheckpoint>,
+): Promise<{ messages: unknown; next: unknown; read: number }> {
   const loaded = await loadConversation(log, ref, tail.streamSeq, checkpoints);
   const folds = foldLoaded(loaded);
   const messages = toChatMessages(folds.view.view());
-  if (loaded.tail.lastSeq !== tail.lastSeq || messages.length === 0) throw new Error('the load returned the wrong conversation');
+  if (loaded.tail.lastSeq !== tail.lastSeq || messages.length === 0)
+    throw new Error('the load returned the wrong conversation');
   return { messages, next: folds.progress.nextWork(), read: loaded.events.length };
 }

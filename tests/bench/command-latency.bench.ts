@@ -26,7 +26,11 @@ type Subject = {
  * disturbance (other processes on the machine) hits them alike. For scale, the table also shows
  * what reading the whole log costs (what every command did before).
  */
-export async function benchCommandLatency(sizes: readonly number[] = [10, 10_000, 100_000], rounds = 60, warmup = 5): Promise<string> {
+export async function benchCommandLatency(
+  sizes: readonly number[] = [10, 10_000, 100_000],
+  rounds = 60,
+  warmup = 5,
+): Promise<string> {
   await using harness = await startGatewayHarness();
   const snapshots = await SnapshotStore.open(harness.nc);
   const subjects: Subject[] = [];
@@ -49,7 +53,8 @@ export async function benchCommandLatency(sizes: readonly number[] = [10, 10_000
     });
     const answer = (await response.json()) as { appended?: boolean };
     const elapsed = performance.now() - started;
-    if (response.status !== 202 || answer.appended !== true) throw new Error(`${path} answered ${response.status} ${JSON.stringify(answer)}`);
+    if (response.status !== 202 || answer.appended !== true)
+      throw new Error(`${path} answered ${response.status} ${JSON.stringify(answer)}`);
     return elapsed;
   };
   for (let round = 0; round < warmup + rounds; round += 1) {
@@ -65,7 +70,11 @@ export async function benchCommandLatency(sizes: readonly number[] = [10, 10_000
         is_error: false,
       });
       const current = await harness.log.tail(ref);
-      const asked = await harness.log.append(ref, [...(round === 0 ? [] : [answered]), ...awaitingConfirmation(ref, `ask_${round}`)], { expected: current });
+      const asked = await harness.log.append(
+        ref,
+        [...(round === 0 ? [] : [answered]), ...awaitingConfirmation(ref, `ask_${round}`)],
+        { expected: current },
+      );
       subject.waiting = actionOf(asked.events);
       const approve = await post(`${ref.conversation}/confirmation`, { decision: 'approve' });
       if (round >= warmup) {

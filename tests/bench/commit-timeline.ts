@@ -2,7 +2,11 @@ import { CommitHeader } from '@flotilla/events';
 import type { ConversationRef, EventLog } from '@flotilla/log';
 import { jetstream, type JsMsg } from '@nats-io/jetstream';
 
-export type TimedCommit = { readonly streamSeq: number; readonly eventTypes: readonly string[]; readonly storedAtMs: number };
+export type TimedCommit = {
+  readonly streamSeq: number;
+  readonly eventTypes: readonly string[];
+  readonly storedAtMs: number;
+};
 
 /** A conversation's commits with the server's store timestamps (ms, sub-ms precision) and event-type headers. */
 export async function commitTimeline(log: EventLog, ref: ConversationRef): Promise<TimedCommit[]> {
@@ -41,8 +45,19 @@ export function cycleHops(commits: readonly TimedCommit[]): Map<string, number[]
   ]);
   const [pickUp, run, step] = [...hops.values()] as [number[], number[], number[]];
   for (let index = 0; index + 3 < commits.length; index += 1) {
-    const [action, started, observed, next] = commits.slice(index, index + 4) as [TimedCommit, TimedCommit, TimedCommit, TimedCommit];
-    if (!action.eventTypes.includes('action') || !started.eventTypes.includes('execution_started') || !observed.eventTypes.includes('observation') || !next.eventTypes.includes('action')) continue;
+    const [action, started, observed, next] = commits.slice(index, index + 4) as [
+      TimedCommit,
+      TimedCommit,
+      TimedCommit,
+      TimedCommit,
+    ];
+    if (
+      !action.eventTypes.includes('action') ||
+      !started.eventTypes.includes('execution_started') ||
+      !observed.eventTypes.includes('observation') ||
+      !next.eventTypes.includes('action')
+    )
+      continue;
     pickUp.push(started.storedAtMs - action.storedAtMs);
     run.push(observed.storedAtMs - started.storedAtMs);
     step.push(next.storedAtMs - observed.storedAtMs);

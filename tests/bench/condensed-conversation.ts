@@ -10,7 +10,11 @@ import { conversationCommits } from './conversation-fixture.js';
  * everything up to about half the view forgotten, an earlier summary with it) and its usage.
  * It ends at the first step's end at or past `events` events: no action is left without its result.
  */
-export function* condensedConversationCommits(ref: ConversationRef, events: number, maxItems = 120): Generator<EventDraft[]> {
+export function* condensedConversationCommits(
+  ref: ConversationRef,
+  events: number,
+  maxItems = 120,
+): Generator<EventDraft[]> {
   const view = new ViewBuilder();
   const system = { ...ref, source: 'system' as const };
   let written = 0;
@@ -41,7 +45,17 @@ export function* condensedConversationCommits(ref: ConversationRef, events: numb
         summary: `Summary ${condensations}: ran the test files one by one; ${end - start} earlier items are summarised here.`,
         summary_offset: start,
       }),
-      draftEvent(system, 'llm_usage', { model: 'm', purpose: 'condensation', prompt_tokens: 30_000, completion_tokens: 400, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 4_000, cost_usd: 0.01 }),
+      draftEvent(system, 'llm_usage', {
+        model: 'm',
+        purpose: 'condensation',
+        prompt_tokens: 30_000,
+        completion_tokens: 400,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        latency_ms: 4_000,
+        cost_usd: 0.01,
+      }),
     ]);
   }
 }

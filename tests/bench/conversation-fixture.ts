@@ -25,9 +25,21 @@ export function* conversationCommits(ref: ConversationRef, events: number): Gene
   const agent = { ...ref, source: 'agent' as const };
   const system = { ...ref, source: 'system' as const };
   yield commit([
-    draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Fix the failing tests in the repository.' }] }),
+    draftEvent({ ...ref, source: 'user' }, 'message', {
+      role: 'user',
+      content: [{ type: 'text', text: 'Fix the failing tests in the repository.' }],
+    }),
     draftEvent(system, 'state_change', { status: 'running' }),
-    draftEvent(agent, 'system_prompt', { static_prompt: 'You are a software engineering agent. '.repeat(100), tools: [{ name: 'terminal', description: 'Run a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } }] }),
+    draftEvent(agent, 'system_prompt', {
+      static_prompt: 'You are a software engineering agent. '.repeat(100),
+      tools: [
+        {
+          name: 'terminal',
+          description: 'Run a command',
+          parameters: { type: 'object', properties: { command: { type: 'string' } } },
+        },
+      ],
+    }),
   ]);
   for (let step = 0; written < events; step += 1) {
     const action = draftEvent(agent, 'action', {
@@ -40,7 +52,17 @@ export function* conversationCommits(ref: ConversationRef, events: number): Gene
       security_risk: 'low',
     });
     yield commit([
-      draftEvent(system, 'llm_usage', { model: 'm', purpose: 'step', prompt_tokens: 1000 + step, completion_tokens: 50, cache_read_tokens: 900, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 800, cost_usd: 0.001 }),
+      draftEvent(system, 'llm_usage', {
+        model: 'm',
+        purpose: 'step',
+        prompt_tokens: 1000 + step,
+        completion_tokens: 50,
+        cache_read_tokens: 900,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        latency_ms: 800,
+        cost_usd: 0.001,
+      }),
       action,
     ]);
     // the tool runner records an execution's start in a commit of its own, before it runs it

@@ -46,11 +46,21 @@ export async function benchConversationScale(big = false): Promise<string> {
     });
     runs.push({ load, figures, report });
   }
-  const total = (figures: ThroughputFigures): number => [...figures.cpuMsPerStep.values()].reduce((sum, ms) => sum + ms, 0);
+  const total = (figures: ThroughputFigures): number =>
+    [...figures.cpuMsPerStep.values()].reduce((sum, ms) => sum + ms, 0);
   const nats = (figures: ThroughputFigures): number => figures.cpuMsPerStep.get('nats-server') ?? 0;
   const baseline = runs[0]!.figures;
   const rows = [
-    ['conversations x model latency', 'steps/s', 'of ideal', 'CPU per step', 'ratio', 'of it nats-server', 'ratio', 'bus messages per step (in / out)'],
+    [
+      'conversations x model latency',
+      'steps/s',
+      'of ideal',
+      'CPU per step',
+      'ratio',
+      'of it nats-server',
+      'ratio',
+      'bus messages per step (in / out)',
+    ],
     ...runs.map(({ load, figures }) => [
       `${load.conversations.toLocaleString('en')} x ${load.latencyMs / 1_000} s`,
       figures.stepsPerSecond.toFixed(1),

@@ -80,11 +80,21 @@ export async function benchLogAppend(rounds = 20, perRound = 100, nodes = 1): Pr
       ['append', 'p50', 'p99', 'n'],
       ['raw js.publish', ms(percentile(rawTimes, 50)), ms(percentile(rawTimes, 99)), String(rawTimes.length)],
       ['EventLog.append', ms(percentile(apiTimes, 50)), ms(percentile(apiTimes, 99)), String(apiTimes.length)],
-      ['ratio', ratio(percentile(apiTimes, 50), percentile(rawTimes, 50)), ratio(percentile(apiTimes, 99), percentile(rawTimes, 99)), ''],
+      [
+        'ratio',
+        ratio(percentile(apiTimes, 50), percentile(rawTimes, 50)),
+        ratio(percentile(apiTimes, 99), percentile(rawTimes, 99)),
+        '',
+      ],
     ];
     const where = servers instanceof NatsCluster ? `, ${nodes}-node cluster, stream R${nodes}` : '';
     const title = `Append latency (protocol v${CURRENT_PROTOCOL_VERSION}, one ~600-byte action event per commit${where}, goal: p50 ratio <= 1.25)`;
-    const placement = servers instanceof NatsCluster ? [`placement: stream leader ${(await log.jsm.streams.info(log.streamName)).cluster?.leader ?? '?'}, client on ${nc.info?.server_name ?? '?'}`] : [];
+    const placement =
+      servers instanceof NatsCluster
+        ? [
+            `placement: stream leader ${(await log.jsm.streams.info(log.streamName)).cluster?.leader ?? '?'}, client on ${nc.info?.server_name ?? '?'}`,
+          ]
+        : [];
     return [title, table(rows), ...placement].join('\n');
   } finally {
     await nc.close();

@@ -12,7 +12,11 @@ import { median, ms, ratio, table } from './stats.js';
  * one after another.
  */
 export async function benchMasking(runs = 15, megabytes = 10): Promise<string> {
-  const secrets = { GITHUB_TOKEN: 'ghp_Sup3rS3cret_4817_zebra', NPM_TOKEN: 'npm_TenantDefault_9921_okapi', DB_PASSWORD: 'correct horse battery staple' };
+  const secrets = {
+    GITHUB_TOKEN: 'ghp_Sup3rS3cret_4817_zebra',
+    NPM_TOKEN: 'npm_TenantDefault_9921_okapi',
+    DB_PASSWORD: 'correct horse battery staple',
+  };
   const lines: string[] = [];
   let size = 0;
   for (let index = 0; size < megabytes * 1024 * 1024; index += 1) {

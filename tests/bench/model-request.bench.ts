@@ -1,5 +1,11 @@
 import { parseAgentConfig, registryCatalog } from '@flotilla/agent';
-import { createLanguageModel, parseLlmConfig, type ChatMessage, type LanguageModel, type ToolSchema } from '@flotilla/llm';
+import {
+  createLanguageModel,
+  parseLlmConfig,
+  type ChatMessage,
+  type LanguageModel,
+  type ToolSchema,
+} from '@flotilla/llm';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import { buildView, toChatMessages } from '@flotilla/view';
 import { syntheticConversation } from './agent-step.bench.js';
@@ -21,8 +27,22 @@ const ANSWERS = {
     created_at: 0,
     status: 'completed',
     model: 'm',
-    output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'ok', annotations: [] }] }],
-    usage: { input_tokens: 1, output_tokens: 1, total_tokens: 2, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+    output: [
+      {
+        type: 'message',
+        id: 'msg_1',
+        status: 'completed',
+        role: 'assistant',
+        content: [{ type: 'output_text', text: 'ok', annotations: [] }],
+      },
+    ],
+    usage: {
+      input_tokens: 1,
+      output_tokens: 1,
+      total_tokens: 2,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens_details: { reasoning_tokens: 0 },
+    },
   },
   anthropic: {
     id: 'msg_1',
@@ -43,7 +63,10 @@ const ANSWERS = {
  * messages as new objects each time, so every message is encoded anew, as every request did
  * before messages were encoded once.
  */
-export async function benchModelRequest(sizes: readonly number[] = [100, 1_000, 10_000], repeats = 40): Promise<string> {
+export async function benchModelRequest(
+  sizes: readonly number[] = [100, 1_000, 10_000],
+  repeats = 40,
+): Promise<string> {
   const registry = new ToolRegistry(createBuiltinTools());
   const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' } });
   const tools: ToolSchema[] = registryCatalog(registry, agent.tools)
@@ -57,19 +80,34 @@ export async function benchModelRequest(sizes: readonly number[] = [100, 1_000, 
       bodyBytes = (init?.body as Uint8Array | string | undefined)?.length ?? 0;
       return new Response(answer, { status: 200, headers: { 'content-type': 'application/json' } });
     };
-    const model = createLanguageModel(parseLlmConfig({ provider, model: 'm', apiKey: 'unused', baseURL: 'http://127.0.0.1:9/v1' }), { fetch });
+    const model = createLanguageModel(
+      parseLlmConfig({ provider, model: 'm', apiKey: 'unused', baseURL: 'http://127.0.0.1:9/v1' }),
+      { fetch },
+    );
     for (const size of sizes) {
       const messages = toChatMessages(buildView(syntheticConversation(size)));
       const anew = await timeRequests(model, () => structuredClone(messages), tools, repeats);
       const once = await timeRequests(model, () => messages, tools, repeats);
-      rows.push([provider, String(size), `${(bodyBytes / 1024).toFixed(0)} KiB`, ms(anew), ms(once), ratio(once, anew)]);
+      rows.push([
+        provider,
+        String(size),
+        `${(bodyBytes / 1024).toFixed(0)} KiB`,
+        ms(anew),
+        ms(once),
+        ratio(once, anew),
+      ]);
     }
   }
   await registry.close();
   return `Model request, built and sent through the provider SDK to a fetch that answers at once (p50 per request)\n${table(rows)}`;
 }
 
-async function timeRequests(model: LanguageModel, messages: () => readonly ChatMessage[], tools: readonly ToolSchema[], repeats: number): Promise<number> {
+async function timeRequests(
+  model: LanguageModel,
+  messages: () => readonly ChatMessage[],
+  tools: readonly ToolSchema[],
+  repeats: number,
+): Promise<number> {
   const times: number[] = [];
   for (let round = 0; round < repeats + 5; round += 1) {
     const request = { messages: messages(), tools };

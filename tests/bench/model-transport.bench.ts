@@ -13,7 +13,9 @@ export async function benchModelTransport(requests = 2_000): Promise<string> {
   const server = fork(new URL('./model-transport.server.ts', import.meta.url), { stdio: 'inherit' });
   const port = await new Promise<number>((resolve) => server.once('message', (message) => resolve(Number(message))));
   try {
-    const body = JSON.stringify({ messages: Array.from({ length: 400 }, (_, index) => ({ role: 'user', content: `${'x'.repeat(250)}${index}` })) });
+    const body = JSON.stringify({
+      messages: Array.from({ length: 400 }, (_, index) => ({ role: 'user', content: `${'x'.repeat(250)}${index}` })),
+    });
     const { EnvHttpProxyAgent } = await import('undici');
     const dispatcher = new EnvHttpProxyAgent({ httpProxy: '', httpsProxy: '', noProxy: '' });
     const transports: [string, typeof fetch][] = [
@@ -27,7 +29,11 @@ export async function benchModelTransport(requests = 2_000): Promise<string> {
         for (const path of ['/json', '/sse']) {
           const run = async (count: number): Promise<void> => {
             for (let index = 0; index < count; index += 1) {
-              const response = await transport(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer k' }, body });
+              const response = await transport(`http://127.0.0.1:${port}${path}`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json', authorization: 'Bearer k' },
+                body,
+              });
               await response.text();
             }
           };
@@ -38,7 +44,13 @@ export async function benchModelTransport(requests = 2_000): Promise<string> {
           const used = process.cpuUsage(cpu);
           const wall = performance.now() - start;
           // the first round warms every path up; the second is the one reported
-          if (round === 1) rows.push([name, path.slice(1), `${((used.user + used.system) / requests).toFixed(0)} µs`, `${((wall * 1000) / requests).toFixed(0)} µs`]);
+          if (round === 1)
+            rows.push([
+              name,
+              path.slice(1),
+              `${((used.user + used.system) / requests).toFixed(0)} µs`,
+              `${((wall * 1000) / requests).toFixed(0)} µs`,
+            ]);
         }
       }
     }

@@ -2,7 +2,13 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** The model-transport benchmark's server, in a process of its own: a small JSON answer, or a 20-event stream. */
-const answer = JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] });
+const answer = JSON.stringify({
+  id: 'chatcmpl-1',
+  object: 'chat.completion',
+  created: 0,
+  model: 'm',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+});
 const server = createServer((request, response) => {
   request.resume();
   request.on('end', () => {

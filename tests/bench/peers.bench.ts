@@ -20,7 +20,14 @@ export type PeersSettings = {
   readonly peers: readonly PeerName[];
 };
 
-const DEFAULTS: PeersSettings = { conversations: 500, latencyMs: 1_000, warmupMs: 10_000, windowMs: 30_000, cycles: 200, peers: ['dbos', 'langgraph', 'restate', 'floor', 'floor-all'] };
+const DEFAULTS: PeersSettings = {
+  conversations: 500,
+  latencyMs: 1_000,
+  warmupMs: 10_000,
+  windowMs: 30_000,
+  cycles: 200,
+  peers: ['dbos', 'langgraph', 'restate', 'floor', 'floor-all'],
+};
 /**
  * Cycles run before the cycle's conversation, on every system, in conversations of their own
  * (warmupConversations): a process's code runs unoptimized at first, and Flotilla's cycle crosses
@@ -29,12 +36,24 @@ const DEFAULTS: PeersSettings = { conversations: 500, latencyMs: 1_000, warmupMs
 const WARMUP_CYCLES = 1_200;
 
 /** `floor`: not a peer but the bus traffic of Flotilla's design alone (peers/floor-peer.ts), left out of "best peer". */
-const PEERS: Record<PeerName, { readonly title: string; readonly packages: readonly string[]; readonly database: boolean; readonly floor?: true }> = {
+const PEERS: Record<
+  PeerName,
+  { readonly title: string; readonly packages: readonly string[]; readonly database: boolean; readonly floor?: true }
+> = {
   dbos: { title: 'DBOS', packages: ['@dbos-inc/dbos-sdk'], database: true },
-  langgraph: { title: 'LangGraph.js', packages: ['@langchain/langgraph', '@langchain/langgraph-checkpoint-postgres'], database: true },
+  langgraph: {
+    title: 'LangGraph.js',
+    packages: ['@langchain/langgraph', '@langchain/langgraph-checkpoint-postgres'],
+    database: true,
+  },
   restate: { title: 'Restate', packages: ['@restatedev/restate-sdk', '@restatedev/restate-server'], database: false },
   floor: { title: 'bus floor, kinds filtered', packages: ['@nats-io/jetstream'], database: false, floor: true },
-  'floor-all': { title: 'bus floor, every commit to every group', packages: ['@nats-io/jetstream'], database: false, floor: true },
+  'floor-all': {
+    title: 'bus floor, every commit to every group',
+    packages: ['@nats-io/jetstream'],
+    database: false,
+    floor: true,
+  },
 };
 
 /**
@@ -59,7 +78,14 @@ export async function benchPeers(settings: PeersSettings = DEFAULTS): Promise<st
     [TOPOLOGIES[0]!, 'Flotilla, one process of each service'],
     [TOPOLOGIES[1]!, 'Flotilla, 2 step workers + 2 tool runners'],
   ] as const) {
-    const { figures } = await throughputRun(topology, undefined, { conversations, latencyMs, warmupMs, windowMs, warmupCycles: WARMUP_CYCLES, cycles });
+    const { figures } = await throughputRun(topology, undefined, {
+      conversations,
+      latencyMs,
+      warmupMs,
+      windowMs,
+      warmupCycles: WARMUP_CYCLES,
+      cycles,
+    });
     flotilla.push([title, figures]);
   }
 
@@ -68,7 +94,15 @@ export async function benchPeers(settings: PeersSettings = DEFAULTS): Promise<st
   const peers: [PeerName, PeerFigures][] = [];
   try {
     for (const peer of settings.peers) {
-      const options: PeerOptions = { cycles, warmupCycles: WARMUP_CYCLES, conversations, latencyMs, warmupMs, windowMs, scratchDir };
+      const options: PeerOptions = {
+        cycles,
+        warmupCycles: WARMUP_CYCLES,
+        conversations,
+        latencyMs,
+        warmupMs,
+        windowMs,
+        scratchDir,
+      };
       if (!PEERS[peer].database) {
         // Restate's server looks up its latest release at start: a network of its own, loopback only
         peers.push([peer, await runPeer(peer, options, peer === 'restate')]);
@@ -84,13 +118,33 @@ export async function benchPeers(settings: PeersSettings = DEFAULTS): Promise<st
   } finally {
     await rm(scratchDir, { recursive: true, force: true });
   }
-  return report(settings, flotilla, peers, `${await postgresVersion(adminUrl)}; 1-minute load average at the start ${loadAverage}`);
+  return report(
+    settings,
+    flotilla,
+    peers,
+    `${await postgresVersion(adminUrl)}; 1-minute load average at the start ${loadAverage}`,
+  );
 }
 
-function report(settings: PeersSettings, flotilla: readonly [string, ThroughputFigures][], peers: readonly [PeerName, PeerFigures][], postgres: string): string {
+function report(
+  settings: PeersSettings,
+  flotilla: readonly [string, ThroughputFigures][],
+  peers: readonly [PeerName, PeerFigures][],
+  postgres: string,
+): string {
   const { conversations, latencyMs, warmupMs, windowMs, cycles } = settings;
   const sum = (values: Iterable<number>): number => [...values].reduce((total, value) => total + value, 0);
-  type Row = { readonly name: string; readonly title: string; readonly cycle: number; readonly cycles: number; readonly cpuMsPerStep: number; readonly stepsPerSecond: number; readonly ofIdeal: number; readonly cpu: string; readonly peer?: PeerName };
+  type Row = {
+    readonly name: string;
+    readonly title: string;
+    readonly cycle: number;
+    readonly cycles: number;
+    readonly cpuMsPerStep: number;
+    readonly stepsPerSecond: number;
+    readonly ofIdeal: number;
+    readonly cpu: string;
+    readonly peer?: PeerName;
+  };
   const flotillaRows: Row[] = flotilla.map(([title, figures]) => ({
     name: title.replace('Flotilla, ', ''),
     title,
@@ -115,7 +169,8 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
       cpu: Object.entries(cpu)
         .map(([name, seconds]) => {
           const { counted, gone } = figures.load.processes[name]!;
-          const processes = counted > 1 ? ` (${counted} processes${gone > 0 ? `, ${gone} gone in the window, not counted` : ''})` : '';
+          const processes =
+            counted > 1 ? ` (${counted} processes${gone > 0 ? `, ${gone} gone in the window, not counted` : ''})` : '';
           return `${name}${processes} ${((1_000 * seconds) / figures.load.steps).toFixed(2)}`;
         })
         .join(', '),
@@ -125,7 +180,14 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
   const percent = (value: number): string => `${(100 * value).toFixed(1)} %`;
   const summary = table([
     ['system', 'cycle p50', 'cycles', 'CPU per step, every process', 'steps/s', 'of ideal'],
-    ...rows.map((row) => [row.title, ms(row.cycle), String(row.cycles), `${row.cpuMsPerStep.toFixed(2)} ms`, row.stepsPerSecond.toFixed(1), percent(row.ofIdeal)]),
+    ...rows.map((row) => [
+      row.title,
+      ms(row.cycle),
+      String(row.cycles),
+      `${row.cpuMsPerStep.toFixed(2)} ms`,
+      row.stepsPerSecond.toFixed(1),
+      percent(row.ofIdeal),
+    ]),
   ]);
   const lines = [
     `Peers: the same loop (a scripted model decides one tool call, a no-op tool runs, its result is made durable, the next model call follows) on each system.`,
@@ -146,22 +208,45 @@ function report(settings: PeersSettings, flotilla: readonly [string, ThroughputF
       '',
       table([
         [`Flotilla / ${heading}`, 'Flotilla', heading, 'ratio'],
-        ...flotillaRows.map((row) => [`CPU per step, ${row.name}`, `${row.cpuMsPerStep.toFixed(2)} ms`, `${bestCpu.cpuMsPerStep.toFixed(2)} ms (${bestCpu.name})`, ratio(row.cpuMsPerStep, bestCpu.cpuMsPerStep)]),
-        [`cycle p50, ${flotillaRows[0]!.name}`, ms(flotillaRows[0]!.cycle), `${ms(bestCycle.cycle)} (${bestCycle.name})`, ratio(flotillaRows[0]!.cycle, bestCycle.cycle)],
+        ...flotillaRows.map((row) => [
+          `CPU per step, ${row.name}`,
+          `${row.cpuMsPerStep.toFixed(2)} ms`,
+          `${bestCpu.cpuMsPerStep.toFixed(2)} ms (${bestCpu.name})`,
+          ratio(row.cpuMsPerStep, bestCpu.cpuMsPerStep),
+        ]),
+        [
+          `cycle p50, ${flotillaRows[0]!.name}`,
+          ms(flotillaRows[0]!.cycle),
+          `${ms(bestCycle.cycle)} (${bestCycle.name})`,
+          ratio(flotillaRows[0]!.cycle, bestCycle.cycle),
+        ],
       ]),
     );
   };
-  against('best peer', peerRows.filter((row) => !PEERS[row.peer!].floor));
+  against(
+    'best peer',
+    peerRows.filter((row) => !PEERS[row.peer!].floor),
+  );
   // the floor of Flotilla's design: what Flotilla's own code costs beyond its bus traffic
-  against('bus floor', peerRows.filter((row) => row.peer === 'floor'));
+  against(
+    'bus floor',
+    peerRows.filter((row) => row.peer === 'floor'),
+  );
   lines.push(
     '',
     'Written per step:',
     `  Flotilla: 3 commits (action, execution start, observation), each one JetStream message delivered to the consumer groups that did not write it (step workers, tool runners, projector: 6 deliveries); the condenser is woken through its own queue only when it owes something (here each conversation's title, once or twice); nats-server syncs its files on an interval (sync_interval)`,
   );
   for (const [peer, figures] of peers) {
-    lines.push(`  ${PEERS[peer].title}, the cycle's conversation:`, ...figures.writes.conversation.map((line) => `    ${line}`));
-    if (figures.writes.load.length > 0) lines.push(`  ${PEERS[peer].title}, the whole load run (its start and end included):`, ...figures.writes.load.map((line) => `    ${line}`));
+    lines.push(
+      `  ${PEERS[peer].title}, the cycle's conversation:`,
+      ...figures.writes.conversation.map((line) => `    ${line}`),
+    );
+    if (figures.writes.load.length > 0)
+      lines.push(
+        `  ${PEERS[peer].title}, the whole load run (its start and end included):`,
+        ...figures.writes.load.map((line) => `    ${line}`),
+      );
   }
   return lines.join('\n');
 }
@@ -178,7 +263,9 @@ async function postgresVersion(adminUrl: string): Promise<string> {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ server_version: string; synchronous_commit: string }>("SELECT current_setting('server_version') AS server_version, current_setting('synchronous_commit') AS synchronous_commit");
+    const { rows } = await client.query<{ server_version: string; synchronous_commit: string }>(
+      "SELECT current_setting('server_version') AS server_version, current_setting('synchronous_commit') AS synchronous_commit",
+    );
     return `PostgreSQL ${rows[0]!.server_version} (synchronous_commit ${rows[0]!.synchronous_commit})`;
   } finally {
     await client.end();

@@ -77,7 +77,8 @@ const benches: Record<string, () => Promise<string>> = {
   tracing: () => benchTracing(),
   sink: () => benchSink(),
   peers: () => benchPeers(),
-  'tenant-fairness': () => benchTenantFairness({ ...FAIRNESS_DEFAULTS, deliveryOrder, ...(fairReserve === undefined ? {} : { fairReserve }) }),
+  'tenant-fairness': () =>
+    benchTenantFairness({ ...FAIRNESS_DEFAULTS, deliveryOrder, ...(fairReserve === undefined ? {} : { fairReserve }) }),
 };
 
 const names = args.length > 0 ? args : Object.keys(benches);

@@ -2,7 +2,17 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createBwrapProvider, createNoneProvider, DEFAULT_SANDBOX_SETTINGS, detectCgroups, detectWorkspaceDisks, DiskLimit, SandboxPool, unmountWorkspacesUnder, type SandboxProvider } from '@flotilla/sandbox';
+import {
+  createBwrapProvider,
+  createNoneProvider,
+  DEFAULT_SANDBOX_SETTINGS,
+  detectCgroups,
+  detectWorkspaceDisks,
+  DiskLimit,
+  SandboxPool,
+  unmountWorkspacesUnder,
+  type SandboxProvider,
+} from '@flotilla/sandbox';
 import { createToolContext, createTerminalTool, openWorkspace, ToolRegistry } from '@flotilla/tools';
 import { median, ms, percentile, ratio, table } from './stats.js';
 
@@ -13,7 +23,16 @@ import { median, ms, percentile, ratio, table } from './stats.js';
 type Kind = 'bwrap' | 'cgroup' | 'disk' | 'none';
 
 /** One tool runner's worth of sandboxes of `kind`: the same classes the tool runner uses (a pool, the terminal tool). */
-async function harness(root: string, kind: Kind): Promise<{ provider: SandboxProvider; pool: SandboxPool; tools: ToolRegistry; run: (conversation: string, command: string) => Promise<string>; close: () => Promise<void> }> {
+async function harness(
+  root: string,
+  kind: Kind,
+): Promise<{
+  provider: SandboxProvider;
+  pool: SandboxPool;
+  tools: ToolRegistry;
+  run: (conversation: string, command: string) => Promise<string>;
+  close: () => Promise<void>;
+}> {
   const settings = { ...DEFAULT_SANDBOX_SETTINGS, kind: kind === 'none' ? ('none' as const) : ('bwrap' as const) };
   const owner = { uid: settings.uid, gid: settings.gid };
   const provider =
@@ -23,7 +42,15 @@ async function harness(root: string, kind: Kind): Promise<{ provider: SandboxPro
           stateDir: join(root, `state-${kind}`),
           ownedRoot: root,
           cgroups: kind === 'cgroup' ? await detectCgroups() : { kind: 'none', reason: 'the rlimits-only baseline' },
-          ...(kind === 'disk' ? { disks: await detectWorkspaceDisks(DiskLimit.Filesystem, root, { bytes: settings.limits.workspaceBytes, owner, workspaces: root }) } : {}),
+          ...(kind === 'disk'
+            ? {
+                disks: await detectWorkspaceDisks(DiskLimit.Filesystem, root, {
+                  bytes: settings.limits.workspaceBytes,
+                  owner,
+                  workspaces: root,
+                }),
+              }
+            : {}),
         });
   const pool = new SandboxPool(provider, { idleStopMs: 3_600_000, maxOpen: 100_000 });
   const tools = new ToolRegistry([createTerminalTool()]);
@@ -31,7 +58,11 @@ async function harness(root: string, kind: Kind): Promise<{ provider: SandboxPro
     const workspace = join(root, kind, conversation);
     await mkdir(workspace, { recursive: true });
     return pool.use({ id: conversation, workspace }, async ({ sandbox }) => {
-      const context = createToolContext({ workspace: await openWorkspace(workspace, { shownRoot: sandbox.workspacePath, owner: sandbox.owner }), sandbox, conversationId: conversation });
+      const context = createToolContext({
+        workspace: await openWorkspace(workspace, { shownRoot: sandbox.workspacePath, owner: sandbox.owner }),
+        sandbox,
+        conversationId: conversation,
+      });
       const result = await tools.execute({ name: 'terminal', arguments: JSON.stringify({ command }) }, context);
       const text = result.content.map((part) => (part.type === 'text' ? part.text : '')).join('');
       if (result.isError) throw new Error(`terminal failed in ${kind}: ${text}`);
@@ -48,11 +79,43 @@ async function harness(root: string, kind: Kind): Promise<{ provider: SandboxPro
 /** A bare `bwrap … true`: the same namespaces and binds, no shell, no service around it. */
 async function bareBwrap(workspace: string): Promise<number> {
   const started = performance.now();
-  const child = spawn('bwrap', ['--unshare-user', '--unshare-pid', '--unshare-net', '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--symlink', 'usr/bin', '/bin', '--proc', '/proc', '--dev', '/dev', '--bind', workspace, '/workspace', '--', '/usr/bin/true'], {
-    stdio: 'ignore',
-    ...(process.getuid?.() === 0 ? { uid: DEFAULT_SANDBOX_SETTINGS.uid, gid: DEFAULT_SANDBOX_SETTINGS.gid } : {}),
-  });
-  await new Promise<void>((resolve, reject) => child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bwrap … true exited with ${code}`)))));
+  const child = spawn(
+    'bwrap',
+    [
+      '--unshare-user',
+      '--unshare-pid',
+      '--unshare-net',
+      '--die-with-parent',
+      '--ro-bind',
+      '/usr',
+      '/usr',
+      '--symlink',
+      'usr/lib',
+      '/lib',
+      '--symlink',
+      'usr/lib64',
+      '/lib64',
+      '--symlink',
+      'usr/bin',
+      '/bin',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--bind',
+      workspace,
+      '/workspace',
+      '--',
+      '/usr/bin/true',
+    ],
+    {
+      stdio: 'ignore',
+      ...(process.getuid?.() === 0 ? { uid: DEFAULT_SANDBOX_SETTINGS.uid, gid: DEFAULT_SANDBOX_SETTINGS.gid } : {}),
+    },
+  );
+  await new Promise<void>((resolve, reject) =>
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`bwrap … true exited with ${code}`)))),
+  );
   return performance.now() - started;
 }
 
@@ -100,8 +163,16 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
   try {
     // round trips
     const cgroups = await detectCgroups();
-    const disks = await detectWorkspaceDisks(DiskLimit.Auto, root, { bytes: DEFAULT_SANDBOX_SETTINGS.limits.workspaceBytes, owner: { uid: DEFAULT_SANDBOX_SETTINGS.uid, gid: DEFAULT_SANDBOX_SETTINGS.gid } });
-    const kinds: Kind[] = ['none', 'bwrap', ...(cgroups.kind === 'none' ? [] : (['cgroup'] as const)), ...(disks.kind === 'check' ? [] : (['disk'] as const))];
+    const disks = await detectWorkspaceDisks(DiskLimit.Auto, root, {
+      bytes: DEFAULT_SANDBOX_SETTINGS.limits.workspaceBytes,
+      owner: { uid: DEFAULT_SANDBOX_SETTINGS.uid, gid: DEFAULT_SANDBOX_SETTINGS.gid },
+    });
+    const kinds: Kind[] = [
+      'none',
+      'bwrap',
+      ...(cgroups.kind === 'none' ? [] : (['cgroup'] as const)),
+      ...(disks.kind === 'check' ? [] : (['disk'] as const)),
+    ];
     const trips: Record<Kind, number[]> = { bwrap: [], cgroup: [], disk: [], none: [] };
     for (const kind of kinds) {
       const h = await harness(root, kind);
@@ -115,16 +186,52 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
       await h.close();
     }
     const [tripSandboxed, tripBare] = [median(trips.bwrap), median(trips.none)];
-    rows.push(['terminal round trip, p50', ms(tripSandboxed), `${ms(tripBare)} unsandboxed`, ratio(tripSandboxed, tripBare), `${(tripSandboxed - tripBare).toFixed(3)} ms`, '≤ 1.2x or ≤ 1 ms more']);
-    rows.push(['terminal round trip, p99', ms(percentile(trips.bwrap, 99)), `${ms(percentile(trips.none, 99))} unsandboxed`, ratio(percentile(trips.bwrap, 99), percentile(trips.none, 99)), '', '']);
+    rows.push([
+      'terminal round trip, p50',
+      ms(tripSandboxed),
+      `${ms(tripBare)} unsandboxed`,
+      ratio(tripSandboxed, tripBare),
+      `${(tripSandboxed - tripBare).toFixed(3)} ms`,
+      '≤ 1.2x or ≤ 1 ms more',
+    ]);
+    rows.push([
+      'terminal round trip, p99',
+      ms(percentile(trips.bwrap, 99)),
+      `${ms(percentile(trips.none, 99))} unsandboxed`,
+      ratio(percentile(trips.bwrap, 99), percentile(trips.none, 99)),
+      '',
+      '',
+    ]);
     if (cgroups.kind !== 'none') {
       const inCgroup = median(trips.cgroup);
-      rows.push([`terminal round trip in a cgroup ${cgroups.kind}, p50`, ms(inCgroup), `${ms(tripSandboxed)} rlimits only`, ratio(inCgroup, tripSandboxed), `${(inCgroup - tripSandboxed).toFixed(3)} ms`, '≤ 1.2x']);
+      rows.push([
+        `terminal round trip in a cgroup ${cgroups.kind}, p50`,
+        ms(inCgroup),
+        `${ms(tripSandboxed)} rlimits only`,
+        ratio(inCgroup, tripSandboxed),
+        `${(inCgroup - tripSandboxed).toFixed(3)} ms`,
+        '≤ 1.2x',
+      ]);
     } else rows.push(['terminal round trip in a cgroup', 'n/a', `no cgroups here: ${cgroups.reason}`, '', '', '']);
     if (disks.kind !== 'check') {
       const onItsOwn = median(trips.disk);
-      rows.push(['terminal round trip, workspace a filesystem of its own, p50', ms(onItsOwn), `${ms(tripSandboxed)} checked`, ratio(onItsOwn, tripSandboxed), `${(onItsOwn - tripSandboxed).toFixed(3)} ms`, '≤ 1.2x']);
-    } else rows.push(['terminal round trip, workspace a filesystem of its own', 'n/a', `not here: ${disks.reason}`, '', '', '']);
+      rows.push([
+        'terminal round trip, workspace a filesystem of its own, p50',
+        ms(onItsOwn),
+        `${ms(tripSandboxed)} checked`,
+        ratio(onItsOwn, tripSandboxed),
+        `${(onItsOwn - tripSandboxed).toFixed(3)} ms`,
+        '≤ 1.2x',
+      ]);
+    } else
+      rows.push([
+        'terminal round trip, workspace a filesystem of its own',
+        'n/a',
+        `not here: ${disks.reason}`,
+        '',
+        '',
+        '',
+      ]);
 
     // start to a ready shell
     const startTimes: number[] = [];
@@ -144,7 +251,14 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
       }
       await h.close();
     }
-    rows.push(['sandbox start to a ready shell (first command back), p50', ms(median(startTimes)), `${ms(median(bare))} bare bwrap … true`, ratio(median(startTimes), median(bare)), `${(median(startTimes) - median(bare)).toFixed(3)} ms`, '≤ 25 ms']);
+    rows.push([
+      'sandbox start to a ready shell (first command back), p50',
+      ms(median(startTimes)),
+      `${ms(median(bare))} bare bwrap … true`,
+      ratio(median(startTimes), median(bare)),
+      `${(median(startTimes) - median(bare)).toFixed(3)} ms`,
+      '≤ 25 ms',
+    ]);
     // the same starts, alternating with the rlimits-only sandbox: each sandbox in a cgroup of its own, each workspace a filesystem of its own (new, then mounted again)
     const alternating = async (kind: Kind, label: string, againLabel?: string): Promise<void> => {
       const [limited, plain] = [await harness(root, kind), await harness(root, 'bwrap')];
@@ -165,7 +279,14 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
       await limited.close();
       await plain.close();
       const [a, b] = [median(limitedStarts), median(plainStarts)];
-      rows.push([`sandbox start, ${label}, p50`, ms(a), `${ms(b)} rlimits only`, ratio(a, b), `${(a - b).toFixed(3)} ms`, '≤ +10 ms']);
+      rows.push([
+        `sandbox start, ${label}, p50`,
+        ms(a),
+        `${ms(b)} rlimits only`,
+        ratio(a, b),
+        `${(a - b).toFixed(3)} ms`,
+        '≤ +10 ms',
+      ]);
       if (againLabel === undefined) return;
       // as after the tool runner's host restarted: made, not mounted
       await unmountWorkspacesUnder(join(root, kind));
@@ -184,10 +305,22 @@ export async function benchSandbox(roundTrips = 300, starts = 40, idle = 1_000):
       await again.close();
       await plainAgain.close();
       const [c, d] = [median(mounts), median(plainMounts)];
-      rows.push([`sandbox start, ${againLabel}, p50`, ms(c), `${ms(d)} rlimits only`, ratio(c, d), `${(c - d).toFixed(3)} ms`, '≤ +10 ms']);
+      rows.push([
+        `sandbox start, ${againLabel}, p50`,
+        ms(c),
+        `${ms(d)} rlimits only`,
+        ratio(c, d),
+        `${(c - d).toFixed(3)} ms`,
+        '≤ +10 ms',
+      ]);
     };
     if (cgroups.kind !== 'none') await alternating('cgroup', `in a cgroup ${cgroups.kind}`);
-    if (disks.kind !== 'check') await alternating('disk', 'a new workspace, a filesystem of its own', 'a workspace made before, its filesystem mounted');
+    if (disks.kind !== 'check')
+      await alternating(
+        'disk',
+        'a new workspace, a filesystem of its own',
+        'a workspace made before, its filesystem mounted',
+      );
 
     // idle memory
     const perConversation: Record<Kind, number> = { bwrap: 0, cgroup: 0, disk: 0, none: 0 };

@@ -31,7 +31,13 @@ export async function benchSink(conversations = 400): Promise<string> {
 export async function benchSinkBacklog(conversations = 400): Promise<string> {
   await using database = await createTestDatabase();
   // the projector only to create the stream (the sink's credential reads it, never creates it)
-  await using system = await startTestSystem({ stepWorkers: 0, toolRunners: 0, projectors: 1, pgSinks: 1, databaseUrl: database.url });
+  await using system = await startTestSystem({
+    stepWorkers: 0,
+    toolRunners: 0,
+    projectors: 1,
+    pgSinks: 1,
+    databaseUrl: database.url,
+  });
   await Promise.all(system.processes.map((child) => child.stop()));
   const sink = system.processes.find((child) => child.name === SINK_PROCESS)!;
   const { commits, events } = await writeBacklog(system.log, conversations);
@@ -53,8 +59,14 @@ export async function benchSinkBacklog(conversations = 400): Promise<string> {
     'SELECT (SELECT count(*) FROM commits) AS commits, (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM conversations) AS conversations',
   );
   const written = rows[0]!;
-  if (Number(written.commits) !== commits || Number(written.events) !== events || Number(written.conversations) !== conversations) {
-    throw new Error(`the sink wrote ${written.commits} commits, ${written.events} events, ${written.conversations} conversations; the stream holds ${commits}, ${events}, ${conversations}`);
+  if (
+    Number(written.commits) !== commits ||
+    Number(written.events) !== events ||
+    Number(written.conversations) !== conversations
+  ) {
+    throw new Error(
+      `the sink wrote ${written.commits} commits, ${written.events} events, ${written.conversations} conversations; the stream holds ${commits}, ${events}, ${conversations}`,
+    );
   }
   const baseline = Math.min(bare, bareAgain);
   const rate = (ms: number): string => Math.round(events / (ms / 1_000)).toLocaleString('en');
@@ -62,11 +74,29 @@ export async function benchSinkBacklog(conversations = 400): Promise<string> {
   const of = (ms: number): string => `${((100 * baseline) / ms).toFixed(1)} %`;
   const table1 = [
     ['drain of the backlog', 'time', 'events/s', 'commits/s', 'of the bare rate'],
-    ['bare durable nats.js consumer, before the sink (acks each commit)', seconds(bare), rate(bare), commitRate(bare), of(bare)],
+    [
+      'bare durable nats.js consumer, before the sink (acks each commit)',
+      seconds(bare),
+      rate(bare),
+      commitRate(bare),
+      of(bare),
+    ],
     ['the same, after the sink', seconds(bareAgain), rate(bareAgain), commitRate(bareAgain), of(bareAgain)],
-    ['startCommitConsumer (BatchedPull, 32 at once), each commit decoded (decodeCommit), no database', seconds(decoded), rate(decoded), commitRate(decoded), of(decoded)],
+    [
+      'startCommitConsumer (BatchedPull, 32 at once), each commit decoded (decodeCommit), no database',
+      seconds(decoded),
+      rate(decoded),
+      commitRate(decoded),
+      of(decoded),
+    ],
     ['pg-sink, its start to everything in PostgreSQL (goal >= 50 %)', seconds(ms), rate(ms), commitRate(ms), of(ms)],
-    [`  of which start-up (to ready), and the rate after it`, seconds(readyMs), rate(ms - readyMs), commitRate(ms - readyMs), of(ms - readyMs)],
+    [
+      `  of which start-up (to ready), and the rate after it`,
+      seconds(readyMs),
+      rate(ms - readyMs),
+      commitRate(ms - readyMs),
+      of(ms - readyMs),
+    ],
   ];
   return `a backlog of ${commits.toLocaleString('en')} commits, ${events.toLocaleString('en')} events, ${conversations} conversations (condensed as the runtime writes them, 50-320 events each); the bare rate is the faster of its two runs\n${table(table1)}`;
 }
@@ -86,7 +116,10 @@ async function writeBacklog(log: EventLog, conversations: number): Promise<{ com
     };
     for (const drafts of condensedConversationCommits(ref, 50 + (index % 10) * 30)) await append(drafts);
     await append([
-      draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text: 'Done.' }] }),
+      draftEvent({ ...ref, source: 'agent' }, 'message', {
+        role: 'assistant',
+        content: [{ type: 'text', text: 'Done.' }],
+      }),
       draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'finished', reason: 'the agent finished' }),
     ]);
   };
@@ -139,7 +172,8 @@ async function sinkLagObserver(): Promise<ThroughputObserver & AsyncDisposable> 
       const last = (await log.jsm.streams.info(log.streamName)).state.last_seq;
       const caughtUpBy = Date.now() + 60_000;
       while ((await log.jsm.consumers.info(log.streamName, SINK_GROUP)).ack_floor.stream_seq < last) {
-        if (Date.now() > caughtUpBy) throw new Error(`the sink had not written stream position ${last} a minute after the window`);
+        if (Date.now() > caughtUpBy)
+          throw new Error(`the sink had not written stream position ${last} a minute after the window`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       const caughtUpMs = Date.now() - windowEnd;
@@ -154,9 +188,30 @@ async function sinkLagObserver(): Promise<ThroughputObserver & AsyncDisposable> 
       const s = (value: number): string => `${(value / 1_000).toFixed(3)} s`;
       const rowsOut = [
         ['the sink under this load (goal: lag under 1 s)', 'p50', 'p90', 'p99', 'max', 'n'],
-        ['flotilla_sink_lag_seconds, sampled every 250 ms', s(1_000 * percentile(lags, 50)), s(1_000 * percentile(lags, 90)), s(1_000 * percentile(lags, 99)), s(1_000 * Math.max(...lags)), String(lags.length)],
-        ['flotilla_sink_pending (commits), sampled with it', String(percentile(pendings, 50)), String(percentile(pendings, 90)), String(percentile(pendings, 99)), String(Math.max(...pendings)), String(pendings.length)],
-        ['each commit of the window: its last event to its row (applied_at)', s(percentile(perCommit, 50)), s(percentile(perCommit, 90)), s(percentile(perCommit, 99)), s(Math.max(...perCommit)), String(perCommit.length)],
+        [
+          'flotilla_sink_lag_seconds, sampled every 250 ms',
+          s(1_000 * percentile(lags, 50)),
+          s(1_000 * percentile(lags, 90)),
+          s(1_000 * percentile(lags, 99)),
+          s(1_000 * Math.max(...lags)),
+          String(lags.length),
+        ],
+        [
+          'flotilla_sink_pending (commits), sampled with it',
+          String(percentile(pendings, 50)),
+          String(percentile(pendings, 90)),
+          String(percentile(pendings, 99)),
+          String(Math.max(...pendings)),
+          String(pendings.length),
+        ],
+        [
+          'each commit of the window: its last event to its row (applied_at)',
+          s(percentile(perCommit, 50)),
+          s(percentile(perCommit, 90)),
+          s(percentile(perCommit, 99)),
+          s(Math.max(...perCommit)),
+          String(perCommit.length),
+        ],
       ];
       return `${table(rowsOut)}\ncommits appended in the window: ${(perCommit.length / seconds).toFixed(0)}/s; every commit of the window written ${(caughtUpMs / 1_000).toFixed(2)} s after it closed`;
     },

@@ -37,6 +37,7 @@ export const FIRST_CYCLES_LEFT_OUT = 10;
 /** The warm-up conversations' lengths in cycles, `cycles` in all. */
 export function warmupConversations(cycles: number): number[] {
   const lengths: number[] = [];
-  for (let left = cycles; left > 0; left -= WARMUP_CONVERSATION_CYCLES) lengths.push(Math.min(left, WARMUP_CONVERSATION_CYCLES));
+  for (let left = cycles; left > 0; left -= WARMUP_CONVERSATION_CYCLES)
+    lengths.push(Math.min(left, WARMUP_CONVERSATION_CYCLES));
   return lengths;
 }

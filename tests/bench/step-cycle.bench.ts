@@ -22,8 +22,14 @@ import { ms, percentile, ratio, table } from './stats.js';
  * the groups' consumers R3, as FLOTILLA_REPLICAS=3 makes them) and the floor on the same cluster,
  * on an R3 stream of its own.
  */
-export async function benchStepCycle(cycles = 200, models: readonly StepModel[] = ['in-process', 'server'], warmup = 20, natsNodes = 1): Promise<string> {
-  const where = natsNodes > 1 ? `; on a ${natsNodes}-node JetStream cluster, stream, buckets and consumers R${natsNodes}` : '';
+export async function benchStepCycle(
+  cycles = 200,
+  models: readonly StepModel[] = ['in-process', 'server'],
+  warmup = 20,
+  natsNodes = 1,
+): Promise<string> {
+  const where =
+    natsNodes > 1 ? `; on a ${natsNodes}-node JetStream cluster, stream, buckets and consumers R${natsNodes}` : '';
   const sections = [
     `Step cycle, one conversation, think tool, ${cycles} cycles after ${warmup} of warm-up; 1 step worker, 1 tool runner, 1 projector${where} (goal: p50 ratio <= 2)`,
   ];
@@ -36,7 +42,7 @@ export async function benchStepCycle(cycles = 200, models: readonly StepModel[] 
 type StepModel = 'in-process' | 'server';
 
 const MODEL_TITLES: Record<StepModel, string> = {
-  'in-process': 'Zero-latency model (in the step worker\'s process):',
+  'in-process': "Zero-latency model (in the step worker's process):",
   server: 'The model as a local server, called through the OpenAI SDK over HTTP:',
 };
 
@@ -50,13 +56,20 @@ async function measureCycles(model: StepModel, cycles: number, warmup: number, n
     agent: { condenser: { maxEvents: 100_000 }, limits: { maxIterationsPerRun: warmup + cycles + 10 } },
   });
   // every nats-server: one, or each node of the cluster
-  const servers = new Map<string, number>(system.cluster ? system.cluster.nodes.map((node, index): [string, number] => [`nats n${index + 1}`, node.pid!]) : [['nats-server', system.nats.pid!]]);
+  const servers = new Map<string, number>(
+    system.cluster
+      ? system.cluster.nodes.map((node, index): [string, number] => [`nats n${index + 1}`, node.pid!])
+      : [['nats-server', system.nats.pid!]],
+  );
   // both floors before and after the runtime's run, alternating
   const floor = await rawFloor(system, [...servers.values()], warmup, cycles / 2, false);
   const sameMessages = await rawFloor(system, [...servers.values()], warmup, cycles / 2, true);
 
   const ref = { tenant: 'bench', conversation: 'cycle' };
-  const pids = new Map<string, number>([...servers, ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
+  const pids = new Map<string, number>([
+    ...servers,
+    ...system.processes.map((child): [string, number] => [child.name, child.pid!]),
+  ]);
   await system.start(ref, { id: 'cycle', steps: warmup + cycles + 1, tool: 'think' });
   // CPU from the end of warm-up: lazily loaded modules and JIT compilation are not per cycle
   await waitForActions(system, ref, warmup + 1, 120_000);
@@ -81,7 +94,15 @@ async function measureCycles(model: StepModel, cycles: number, warmup: number, n
 
   sameMessages.add(await rawFloor(system, [...servers.values()], warmup, cycles / 2, true));
   floor.add(await rawFloor(system, [...servers.values()], warmup, cycles / 2, false));
-  const placement = system.cluster ? [await describePlacement(system.cluster, system.log.jsm, system.log.streamName, ['step-worker', 'tool-runner', 'projector'])] : [];
+  const placement = system.cluster
+    ? [
+        await describePlacement(system.cluster, system.log.jsm, system.log.streamName, [
+          'step-worker',
+          'tool-runner',
+          'projector',
+        ]),
+      ]
+    : [];
   const timeline = await commitTimeline(system.log, ref);
   const runtime = stepCycleTimes(timeline).slice(warmup);
   const hops = [...cycleHops(timeline)].map(([hop, times]) => {
@@ -91,26 +112,61 @@ async function measureCycles(model: StepModel, cycles: number, warmup: number, n
   const latency = calls.flatMap((event) => (event.type === 'llm_usage' ? [event.latency_ms] : [])).slice(warmup + 1);
   const rows = [
     ['per cycle', 'p50', 'p90', 'n'],
-    ['raw JetStream floor, same messages (3 publishes; 3 groups, 9 deliveries)', ms(percentile(sameMessages.times, 50)), ms(percentile(sameMessages.times, 90)), String(sameMessages.times.length)],
-    ["raw JetStream floor, the cycle's groups only (3 publishes; 2 groups, 6 deliveries)", ms(percentile(floor.times, 50)), ms(percentile(floor.times, 90)), String(floor.times.length)],
+    [
+      'raw JetStream floor, same messages (3 publishes; 3 groups, 9 deliveries)',
+      ms(percentile(sameMessages.times, 50)),
+      ms(percentile(sameMessages.times, 90)),
+      String(sameMessages.times.length),
+    ],
+    [
+      "raw JetStream floor, the cycle's groups only (3 publishes; 2 groups, 6 deliveries)",
+      ms(percentile(floor.times, 50)),
+      ms(percentile(floor.times, 90)),
+      String(floor.times.length),
+    ],
     ['runtime step cycle', ms(percentile(runtime, 50)), ms(percentile(runtime, 90)), String(runtime.length)],
     ...hops,
-    ['  of which model call (llm_usage latency_ms)', ms(percentile(latency, 50)), ms(percentile(latency, 90)), String(latency.length)],
-    ['ratio to the same messages', ratio(percentile(runtime, 50), percentile(sameMessages.times, 50)), ratio(percentile(runtime, 90), percentile(sameMessages.times, 90)), ''],
-    ["ratio to the cycle's groups only", ratio(percentile(runtime, 50), percentile(floor.times, 50)), ratio(percentile(runtime, 90), percentile(floor.times, 90)), ''],
+    [
+      '  of which model call (llm_usage latency_ms)',
+      ms(percentile(latency, 50)),
+      ms(percentile(latency, 90)),
+      String(latency.length),
+    ],
+    [
+      'ratio to the same messages',
+      ratio(percentile(runtime, 50), percentile(sameMessages.times, 50)),
+      ratio(percentile(runtime, 90), percentile(sameMessages.times, 90)),
+      '',
+    ],
+    [
+      "ratio to the cycle's groups only",
+      ratio(percentile(runtime, 50), percentile(floor.times, 50)),
+      ratio(percentile(runtime, 90), percentile(floor.times, 90)),
+      '',
+    ],
   ];
   if (model === 'server') {
     // the model call is the SDK's HTTP round trip to the local scripted server, not the runtime's
-    rows.push(['  ratio to the same messages without the model call (p50 cycle - p50 call)', ratio(percentile(runtime, 50) - percentile(latency, 50), percentile(sameMessages.times, 50)), '', '']);
+    rows.push([
+      '  ratio to the same messages without the model call (p50 cycle - p50 call)',
+      ratio(percentile(runtime, 50) - percentile(latency, 50), percentile(sameMessages.times, 50)),
+      '',
+      '',
+    ]);
   }
-  const perCycle = (after: number, before: number, scale = 1): string => ((scale * (after - before)) / total).toFixed(2);
+  const perCycle = (after: number, before: number, scale = 1): string =>
+    ((scale * (after - before)) / total).toFixed(2);
   const cpuRows = [
     [`per cycle (${total} cycles after warm-up)`, ...pids.keys(), model === 'server' ? 'bench (brain)' : 'bench'],
-    ['CPU ms', ...cpuAfter.map((after, index) => perCycle(after, cpuBefore[index]!, 1_000)), ((bench.user + bench.system) / 1_000 / total).toFixed(2)],
+    [
+      'CPU ms',
+      ...cpuAfter.map((after, index) => perCycle(after, cpuBefore[index]!, 1_000)),
+      ((bench.user + bench.system) / 1_000 / total).toFixed(2),
+    ],
     ['write system calls', ...callsAfter.map((after, index) => perCycle(after.writes, callsBefore[index]!.writes)), ''],
     ['read system calls', ...callsAfter.map((after, index) => perCycle(after.reads, callsBefore[index]!.reads)), ''],
   ];
-  const runtimeCpu = cpuAfter.reduce((sum, after, index) => sum + after - cpuBefore[index]!, 0) * 1_000 / total;
+  const runtimeCpu = (cpuAfter.reduce((sum, after, index) => sum + after - cpuBefore[index]!, 0) * 1_000) / total;
   const floorCpu = sameMessages.cpuMs / sameMessages.times.length;
   const cpuLine = `CPU per cycle, every process: runtime ${runtimeCpu.toFixed(2)} ms, same-messages floor ${floorCpu.toFixed(2)} ms (${servers.size > 1 ? 'the nats-servers' : 'nats-server'} and the bare client): ${ratio(runtimeCpu, floorCpu)}`;
   const outcomeLines = [...outcomesAfter].map(([name, after]) => {
@@ -118,20 +174,41 @@ async function measureCycles(model: StepModel, cycles: number, warmup: number, n
     const counts = [...after].map(([outcome, count]) => `${outcome} ${perCycle(count, before?.get(outcome) ?? 0)}`);
     return `  ${name}: ${counts.join(', ')}`;
   });
-  const floorPlacement = system.cluster ? [`floor runs (same messages, then groups only; before, after): ${[...sameMessages.placements, ...floor.placements].join('; ')}`] : [];
-  return [table(rows), '', table(cpuRows), cpuLine, 'Delivered commits handled per cycle, by outcome:', ...outcomeLines, ...placement, ...floorPlacement].join('\n');
+  const floorPlacement = system.cluster
+    ? [
+        `floor runs (same messages, then groups only; before, after): ${[...sameMessages.placements, ...floor.placements].join('; ')}`,
+      ]
+    : [];
+  return [
+    table(rows),
+    '',
+    table(cpuRows),
+    cpuLine,
+    'Delivered commits handled per cycle, by outcome:',
+    ...outcomeLines,
+    ...placement,
+    ...floorPlacement,
+  ].join('\n');
 }
 
 /** Each service process's handled commits so far, by outcome (from its /metrics). */
 async function handledOutcomes(system: RunningTestSystem): Promise<Map<string, Map<string, number>>> {
   const entries = await Promise.all(
-    [...system.healthUrls].map(async ([name, url]) => [name, await sumByLabel(`${url}/metrics`, 'flotilla_commits_handled_total', 'outcome')] as const),
+    [...system.healthUrls].map(
+      async ([name, url]) =>
+        [name, await sumByLabel(`${url}/metrics`, 'flotilla_commits_handled_total', 'outcome')] as const,
+    ),
   );
   return new Map(entries);
 }
 
 /** Waits until the conversation holds `actions` action events (polls its tail: one direct get each, a leader message get on R3). */
-async function waitForActions(system: RunningTestSystem, ref: ConversationRef, actions: number, timeoutMs: number): Promise<void> {
+async function waitForActions(
+  system: RunningTestSystem,
+  ref: ConversationRef,
+  actions: number,
+  timeoutMs: number,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   // a think cycle is four events (llm_usage, action, execution_started, observation) after the first few
   while ((await system.log.tail(ref)).lastSeq < 4 * actions) {
@@ -157,20 +234,41 @@ async function waitForActions(system: RunningTestSystem, ref: ConversationRef, a
  * The bare clients connect as the test system's admin (the server refuses anonymous clients);
  * the consumers are deleted after the run, so no idle R3 group stays behind during the next.
  */
-async function rawFloor(system: RunningTestSystem, natsPids: readonly number[], warmup: number, cycles: number, projector: boolean): Promise<FloorRun> {
+async function rawFloor(
+  system: RunningTestSystem,
+  natsPids: readonly number[],
+  warmup: number,
+  cycles: number,
+  projector: boolean,
+): Promise<FloorRun> {
   const connectAs = (name: string) => connect({ ...system.natsOptions('admin'), name: `bench-floor-${name}` });
   const worker = await connectAs('step-worker');
   const runner = await connectAs('tool-runner');
   const watcher = projector ? await connectAs('projector') : undefined;
-  const natsCpu = async (): Promise<number> => (await Promise.all(natsPids.map(cpuSeconds))).reduce((sum, seconds) => sum + seconds, 0);
+  const natsCpu = async (): Promise<number> =>
+    (await Promise.all(natsPids.map(cpuSeconds))).reduce((sum, seconds) => sum + seconds, 0);
   try {
-    const log = await EventLog.open(worker, { streamName: 'BENCH_FLOOR', subjectPrefix: 'bench.floor', replicas: system.cluster ? 3 : 1 });
+    const log = await EventLog.open(worker, {
+      streamName: 'BENCH_FLOOR',
+      subjectPrefix: 'bench.floor',
+      replicas: system.cluster ? 3 : 1,
+    });
     const ref = { tenant: 'bench', conversation: `floor-${newId()}` };
     const subject = log.subject(ref);
-    const groups = [[`tr-${ref.conversation}`, runner], [`sw-${ref.conversation}`, worker], ...(watcher ? [[`pj-${ref.conversation}`, watcher] as const] : [])] as const;
+    const groups = [
+      [`tr-${ref.conversation}`, runner],
+      [`sw-${ref.conversation}`, worker],
+      ...(watcher ? [[`pj-${ref.conversation}`, watcher] as const] : []),
+    ] as const;
     const inboxes = [];
     for (const [name, nc] of groups) {
-      await log.jsm.consumers.add(log.streamName, { durable_name: name, ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, filter_subject: subject, max_ack_pending: 1_024 });
+      await log.jsm.consumers.add(log.streamName, {
+        durable_name: name,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        filter_subject: subject,
+        max_ack_pending: 1_024,
+      });
       inboxes.push(await inbox(jetstream(nc), log.streamName, name));
     }
     const [toRunner, toWorker, toProjector] = inboxes as [Inbox, Inbox, Inbox | undefined];
@@ -179,7 +277,11 @@ async function rawFloor(system: RunningTestSystem, natsPids: readonly number[], 
     const jsRunner = jetstream(runner);
     let last = 0;
     const publish = async (js: JetStreamClient, commit: Encoded): Promise<number> => {
-      const ack = await js.publish(subject, commit.data, { headers: commit.headers, msgID: newId(), expect: { lastSubjectSequence: last } });
+      const ack = await js.publish(subject, commit.data, {
+        headers: commit.headers,
+        msgID: newId(),
+        expect: { lastSubjectSequence: last },
+      });
       last = ack.seq;
       return ack.seq;
     };
@@ -224,7 +326,9 @@ class FloorRun {
 /** One floor run on a cluster, compactly: `stream n2, groups n1/n3[/n2] on clients n3/n1[/n2]` (tool runner, step worker[, projector]). */
 async function floorPlacement(log: EventLog, groups: readonly (readonly [string, NatsConnection])[]): Promise<string> {
   const stream = (await log.jsm.streams.info(log.streamName)).cluster?.leader ?? '?';
-  const leaders = await Promise.all(groups.map(async ([name]) => (await log.jsm.consumers.info(log.streamName, name)).cluster?.leader ?? '?'));
+  const leaders = await Promise.all(
+    groups.map(async ([name]) => (await log.jsm.consumers.info(log.streamName, name)).cluster?.leader ?? '?'),
+  );
   return `stream ${stream}, groups ${leaders.join('/')} on clients ${groups.map(([, nc]) => nc.info?.server_name ?? '?').join('/')}`;
 }
 
@@ -269,11 +373,30 @@ function cycleCommits(ref: ConversationRef): [Encoded, Encoded, Encoded] {
   });
   const commits: EventDraft[][] = [
     [
-      draftEvent(system, 'llm_usage', { model: 'brain', purpose: 'step', response_id: 'chatcmpl-brain1', prompt_tokens: 100, completion_tokens: 20, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 2, cost_usd: 0 }),
+      draftEvent(system, 'llm_usage', {
+        model: 'brain',
+        purpose: 'step',
+        response_id: 'chatcmpl-brain1',
+        prompt_tokens: 100,
+        completion_tokens: 20,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        latency_ms: 2,
+        cost_usd: 0,
+      }),
       action,
     ],
     [draftEvent(system, 'execution_started', { action_ids: [action.id], runner: 'tool-runner-12345678' })],
-    [draftEvent({ ...ref, source: 'environment' }, 'observation', { action_id: action.id, tool_call_id: 'call_cycle_0_0', tool_name: 'think', content: [{ type: 'text', text: 'Your thought has been logged.' }], is_error: false })],
+    [
+      draftEvent({ ...ref, source: 'environment' }, 'observation', {
+        action_id: action.id,
+        tool_call_id: 'call_cycle_0_0',
+        tool_name: 'think',
+        content: [{ type: 'text', text: 'Your thought has been logged.' }],
+        is_error: false,
+      }),
+    ],
   ];
   let seq = 0;
   const [actionCommit, startedCommit, observationCommit] = commits.map((drafts) => {

@@ -18,12 +18,19 @@ export async function stepWaits(log: EventLog, ref: ConversationRef): Promise<nu
  * the wait for a slot, load, view); `after`, from the call's end to the step's commit being stored
  * (the append). The two add up to `wait` but for the timestamp's millisecond rounding.
  */
-export async function stepWaitParts(log: EventLog, ref: ConversationRef): Promise<{ wait: number; before: number; after: number }[]> {
+export async function stepWaitParts(
+  log: EventLog,
+  ref: ConversationRef,
+): Promise<{ wait: number; before: number; after: number }[]> {
   const stored = new Map((await commitTimeline(log, ref)).map((commit) => [commit.streamSeq, commit.storedAtMs]));
   const commits: { streamSeq: number; modelMs: number | undefined; modelEndedAt: number }[] = [];
   await log.forEachCommit(ref, {}, (commit) => {
     const usage = commit.events.find((event) => event.type === 'llm_usage' && event.purpose === 'step');
-    commits.push({ streamSeq: commit.streamSeq, modelMs: usage?.type === 'llm_usage' ? usage.latency_ms : undefined, modelEndedAt: usage ? Date.parse(usage.timestamp) : Number.NaN });
+    commits.push({
+      streamSeq: commit.streamSeq,
+      modelMs: usage?.type === 'llm_usage' ? usage.latency_ms : undefined,
+      modelEndedAt: usage ? Date.parse(usage.timestamp) : Number.NaN,
+    });
   });
   const waits: { wait: number; before: number; after: number }[] = [];
   for (let index = 1; index < commits.length; index += 1) {
@@ -32,7 +39,11 @@ export async function stepWaitParts(log: EventLog, ref: ConversationRef): Promis
     const owedAt = stored.get(commits[index - 1]!.streamSeq);
     const doneAt = stored.get(streamSeq);
     if (owedAt === undefined || doneAt === undefined) continue;
-    waits.push({ wait: doneAt - owedAt - modelMs, before: modelEndedAt - modelMs - owedAt, after: doneAt - modelEndedAt });
+    waits.push({
+      wait: doneAt - owedAt - modelMs,
+      before: modelEndedAt - modelMs - owedAt,
+      after: doneAt - modelEndedAt,
+    });
   }
   return waits;
 }

@@ -26,7 +26,11 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
  * count in RSS until released), so a reading within 20 s of a burst counts memory already freed.
  * A drain on direct-get batches ends in seconds, with that burst still decaying.
  */
-export async function benchStepWorkerMemory(conversations = 10_000, eventsEach = 100, settleMs = 30_000): Promise<string> {
+export async function benchStepWorkerMemory(
+  conversations = 10_000,
+  eventsEach = 100,
+  settleMs = 30_000,
+): Promise<string> {
   const home = await mkdtemp(join(tmpdir(), 'flotilla-bench-memory-'));
   await using server = await NatsServerProcess.start({ storeDir: join(home, 'nats') });
   const nc = await connect({ servers: server.url });
@@ -38,8 +42,30 @@ export async function benchStepWorkerMemory(conversations = 10_000, eventsEach =
     const writeSeconds = (performance.now() - started) / 1_000;
     const loaded = await measureWorker(log, server.url, home, settleMs);
     const rows = [
-      ['step-worker', 'RSS', 'peak RSS', 'JS heap used', 'JS heap committed', 'external', 'commits delivered', 'handled by outcome', 'time to drain', 'heap releases'],
-      ['empty store', mib(empty.rss), mib(empty.peak), mib(empty.heapUsed), mib(empty.heapTotal), mib(empty.external), '0', '', '', String(empty.releases)],
+      [
+        'step-worker',
+        'RSS',
+        'peak RSS',
+        'JS heap used',
+        'JS heap committed',
+        'external',
+        'commits delivered',
+        'handled by outcome',
+        'time to drain',
+        'heap releases',
+      ],
+      [
+        'empty store',
+        mib(empty.rss),
+        mib(empty.peak),
+        mib(empty.heapUsed),
+        mib(empty.heapTotal),
+        mib(empty.external),
+        '0',
+        '',
+        '',
+        String(empty.releases),
+      ],
       [
         `${conversations} conversations x ${eventsEach} events`,
         mib(loaded.rss),
@@ -52,7 +78,18 @@ export async function benchStepWorkerMemory(conversations = 10_000, eventsEach =
         `${loaded.drainSeconds.toFixed(1)} s`,
         String(loaded.releases),
       ],
-      ['ratio', ratio(loaded.rss, empty.rss), ratio(loaded.peak, empty.peak), ratio(loaded.heapUsed, empty.heapUsed), ratio(loaded.heapTotal, empty.heapTotal), ratio(loaded.external, empty.external), '', '', '', ''],
+      [
+        'ratio',
+        ratio(loaded.rss, empty.rss),
+        ratio(loaded.peak, empty.peak),
+        ratio(loaded.heapUsed, empty.heapUsed),
+        ratio(loaded.heapTotal, empty.heapTotal),
+        ratio(loaded.external, empty.external),
+        '',
+        '',
+        '',
+        '',
+      ],
     ];
     return [
       `Step-worker memory after delivering a stored backlog (RSS ${settleMs / 1_000} s after the backlog drained; goal: RSS ratio <= 1.2)`,
@@ -69,7 +106,16 @@ function mib(value: number): string {
   return `${value.toFixed(1)} MiB`;
 }
 
-type WorkerMemory = { releases: number; rss: number; peak: number; heapUsed: number; heapTotal: number; external: number; outcomes: string; drainSeconds: number };
+type WorkerMemory = {
+  releases: number;
+  rss: number;
+  peak: number;
+  heapUsed: number;
+  heapTotal: number;
+  external: number;
+  outcomes: string;
+  drainSeconds: number;
+};
 
 /** Starts a step worker, waits until its group's consumer has nothing pending, lets it settle, and reads its memory. */
 async function measureWorker(log: EventLog, natsUrl: string, home: string, settleMs: number): Promise<WorkerMemory> {
@@ -85,11 +131,14 @@ async function measureWorker(log: EventLog, natsUrl: string, home: string, settl
       FLOTILLA_NATS_URL: natsUrl,
       FLOTILLA_HOME: home,
       FLOTILLA_HEALTH_PORT: String(healthPort),
-      FLOTILLA_AGENT: JSON.stringify({ llm: { provider: 'openai-chat', model: 'none', baseURL: 'http://127.0.0.1:9/v1', apiKey: 'unused' } }),
+      FLOTILLA_AGENT: JSON.stringify({
+        llm: { provider: 'openai-chat', model: 'none', baseURL: 'http://127.0.0.1:9/v1', apiKey: 'unused' },
+      }),
       FLOTILLA_LOG_LEVEL: 'warn',
     },
     onLine: (name, line) => {
-      if (line.includes('"level":50') || line.includes('"level":60')) process.stderr.write(`${formatLogLine(name, line)}\n`);
+      if (line.includes('"level":50') || line.includes('"level":60'))
+        process.stderr.write(`${formatLogLine(name, line)}\n`);
     },
   });
   worker.start();
@@ -104,13 +153,15 @@ async function measureWorker(log: EventLog, natsUrl: string, home: string, settl
     await new Promise((resolve) => setTimeout(resolve, settleMs));
     const memory = await memoryMiB(worker.pid!);
     const handled = await sumByLabel(`${health}/metrics`, 'flotilla_commits_handled_total', 'outcome');
-    const gauge = async (name: string): Promise<number> => ([...(await sumByLabel(`${health}/metrics`, name, 'service')).values()][0] ?? Number.NaN) / 1024 / 1024;
+    const gauge = async (name: string): Promise<number> =>
+      ([...(await sumByLabel(`${health}/metrics`, name, 'service')).values()][0] ?? Number.NaN) / 1024 / 1024;
     return {
       ...memory,
       heapUsed: await gauge('nodejs_heap_size_used_bytes'),
       heapTotal: await gauge('nodejs_heap_size_total_bytes'),
       external: await gauge('nodejs_external_memory_bytes'),
-      releases: [...(await sumByLabel(`${health}/metrics`, 'flotilla_heap_releases_total', 'service')).values()][0] ?? 0,
+      releases:
+        [...(await sumByLabel(`${health}/metrics`, 'flotilla_heap_releases_total', 'service')).values()][0] ?? 0,
       drainSeconds,
       outcomes: [...handled].map(([outcome, count]) => `${outcome} ${count}`).join(', '),
     };
@@ -131,14 +182,24 @@ async function writeStore(log: EventLog, conversations: number, eventsEach: numb
   let commits = 0;
   const writeOne = async (index: number): Promise<void> => {
     const ref = { tenant: 'bench', conversation: `c${index}` };
-    const finish = draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'finished', reason: 'benchmark fixture' });
+    const finish = draftEvent({ ...ref, source: 'system' }, 'state_change', {
+      status: 'finished',
+      reason: 'benchmark fixture',
+    });
     let streamSeq = 0;
     let lastSeq = 0;
     for (const drafts of [...conversationCommits(ref, eventsEach - 4), [finish]]) {
-      const events = index === 0 ? placeEvents(ref, drafts, lastSeq) : drafts.map((draft, offset) => ({ ...draft, seq: lastSeq + 1 + offset }) as Event);
+      const events =
+        index === 0
+          ? placeEvents(ref, drafts, lastSeq)
+          : drafts.map((draft, offset) => ({ ...draft, seq: lastSeq + 1 + offset }) as Event);
       const id = newId();
       const encoded = encodeCommit(id, ref, events);
-      const ack = await js.publish(log.subject(ref), encoded.data, { headers: encoded.headers, msgID: id, expect: { lastSubjectSequence: streamSeq } });
+      const ack = await js.publish(log.subject(ref), encoded.data, {
+        headers: encoded.headers,
+        msgID: id,
+        expect: { lastSubjectSequence: streamSeq },
+      });
       streamSeq = ack.seq;
       lastSeq += events.length;
       commits += 1;

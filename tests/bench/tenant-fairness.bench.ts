@@ -23,7 +23,14 @@ export type FairnessSettings = {
   readonly fairReserve?: number;
 };
 
-export const FAIRNESS_DEFAULTS: FairnessSettings = { flood: 2_000, conversations: 20, steps: 10, latencyMs: 2_000, concurrency: 100, floodLeadMs: 10_000 };
+export const FAIRNESS_DEFAULTS: FairnessSettings = {
+  flood: 2_000,
+  conversations: 20,
+  steps: 10,
+  latencyMs: 2_000,
+  concurrency: 100,
+  floodLeadMs: 10_000,
+};
 
 /** Goal: B's step wait p50 and p99 under A's flood within this of B's alone. */
 const GOAL_RATIO = 1.5;
@@ -65,10 +72,17 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
   const alone = await runTenant(system, 'tenant-b', 'alone', conversations, steps, latencyMs);
   const aloneLoad = await aloneStats();
 
-  const floodRefs = Array.from({ length: flood }, (_, index) => ({ tenant: 'tenant-a', conversation: `flood-${index}` }));
+  const floodRefs = Array.from({ length: flood }, (_, index) => ({
+    tenant: 'tenant-a',
+    conversation: `flood-${index}`,
+  }));
   const floodStart = Date.now();
   for (let at = 0; at < floodRefs.length; at += 100) {
-    await Promise.all(floodRefs.slice(at, at + 100).map((ref) => system.start(ref, { id: ref.conversation, steps: 100_000, latencyMs, tool: 'think' })));
+    await Promise.all(
+      floodRefs
+        .slice(at, at + 100)
+        .map((ref) => system.start(ref, { id: ref.conversation, steps: 100_000, latencyMs, tool: 'think' })),
+    );
   }
   const floodStarted = Date.now() - floodStart;
   await new Promise((resolve) => setTimeout(resolve, floodLeadMs));
@@ -88,7 +102,13 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
     floodWaits.push(...waits);
   }
 
-  const row = (name: string, waits: readonly number[]): string[] => [name, String(waits.length), ms(percentile(waits, 50)), ms(percentile(waits, 90)), ms(percentile(waits, 99))];
+  const row = (name: string, waits: readonly number[]): string[] => [
+    name,
+    String(waits.length),
+    ms(percentile(waits, 50)),
+    ms(percentile(waits, 90)),
+    ms(percentile(waits, 99)),
+  ];
   const p50 = (waits: readonly number[]): number => percentile(waits, 50);
   const p99 = (waits: readonly number[]): number => percentile(waits, 99);
   return [
@@ -110,13 +130,22 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
     '',
     table([
       ["tenant B's step wait split where its model call was (event timestamps: ms)", 'p50', 'p90', 'p99'],
-      ['alone: commit owing the step -> model call starts (delivery, slot, load, view)', ...[50, 90, 99].map((p) => ms(percentile(alone.before, p)))],
-      ['alone: model call ends -> step commit stored (the append)', ...[50, 90, 99].map((p) => ms(percentile(alone.after, p)))],
-      ['flooded: commit owing the step -> model call starts', ...[50, 90, 99].map((p) => ms(percentile(shared.before, p)))],
+      [
+        'alone: commit owing the step -> model call starts (delivery, slot, load, view)',
+        ...[50, 90, 99].map((p) => ms(percentile(alone.before, p))),
+      ],
+      [
+        'alone: model call ends -> step commit stored (the append)',
+        ...[50, 90, 99].map((p) => ms(percentile(alone.after, p))),
+      ],
+      [
+        'flooded: commit owing the step -> model call starts',
+        ...[50, 90, 99].map((p) => ms(percentile(shared.before, p))),
+      ],
       ['flooded: model call ends -> step commit stored', ...[50, 90, 99].map((p) => ms(percentile(shared.after, p)))],
     ]),
     '',
-    'while B ran: the step worker\'s event-loop delay (its p50 / p99 over the phase), CPU of each process (% of one core), the machine\'s 1-minute load average at the end (other work on the machine included):',
+    "while B ran: the step worker's event-loop delay (its p50 / p99 over the phase), CPU of each process (% of one core), the machine's 1-minute load average at the end (other work on the machine included):",
     `  alone:   ${aloneLoad}`,
     `  flooded: ${sharedLoad}`,
   ].join('\n');
@@ -125,8 +154,18 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
 type Waits = number[] & { readonly before: number[]; readonly after: number[] };
 
 /** Starts a tenant's conversations at once, waits for them to finish, and returns their step waits (and their parts: before the model call, after it). */
-async function runTenant(system: RunningTestSystem, tenant: string, name: string, conversations: number, steps: number, latencyMs: number): Promise<Waits> {
-  const refs: ConversationRef[] = Array.from({ length: conversations }, (_, index) => ({ tenant, conversation: `${name}-${index}` }));
+async function runTenant(
+  system: RunningTestSystem,
+  tenant: string,
+  name: string,
+  conversations: number,
+  steps: number,
+  latencyMs: number,
+): Promise<Waits> {
+  const refs: ConversationRef[] = Array.from({ length: conversations }, (_, index) => ({
+    tenant,
+    conversation: `${name}-${index}`,
+  }));
   await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps, latencyMs, tool: 'think' })));
   await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 600_000);
   const waits = Object.assign([] as number[], { before: [] as number[], after: [] as number[] });
@@ -142,7 +181,10 @@ async function runTenant(system: RunningTestSystem, tenant: string, name: string
 
 /** Starts measuring a phase: the returned function ends it and describes the step worker's event-loop delay, the processes' CPU and the machine's load. */
 async function phaseStats(system: RunningTestSystem): Promise<() => Promise<string>> {
-  const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
+  const pids = new Map<string, number>([
+    ['nats-server', system.nats.pid!],
+    ...system.processes.map((child): [string, number] => [child.name, child.pid!]),
+  ]);
   const worker = system.healthUrls.get('step-worker-1')!;
   // prom-client's event-loop delay histogram is reset at each scrape: this one starts the phase's
   const slotWaitsBefore = slotWaits(await fetch(`${worker}/metrics`).then((response) => response.text()));
@@ -152,15 +194,21 @@ async function phaseStats(system: RunningTestSystem): Promise<() => Promise<stri
     const seconds = (performance.now() - started) / 1_000;
     const after = await Promise.all([...pids.values()].map(cpuSeconds));
     const metrics = await (await fetch(`${worker}/metrics`)).text();
-    const gauge = (name: string): string => `${(1_000 * Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN)).toFixed(1)} ms`;
-    const cpu = [...pids.keys()].map((name, index) => `${name} ${((100 * (after[index]! - before[index]!)) / seconds).toFixed(0)} %`).join(', ');
+    const gauge = (name: string): string =>
+      `${(1_000 * Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN)).toFixed(1)} ms`;
+    const cpu = [...pids.keys()]
+      .map((name, index) => `${name} ${((100 * (after[index]! - before[index]!)) / seconds).toFixed(0)} %`)
+      .join(', ');
     const load = (await readFile('/proc/loadavg', 'utf8')).split(' ')[0]!;
     const slotWaitsAfter = slotWaits(metrics);
     const waits = [...slotWaitsAfter].map(([key, count]) => [key, count - (slotWaitsBefore.get(key) ?? 0)] as const);
     const shares = ['within', 'over'].map((share) => {
       const buckets = waits.filter(([key]) => key.startsWith(`${share} `));
       const total = buckets.find(([key]) => key.endsWith('+Inf'))?.[1] ?? 0;
-      const at = (le: string): string => (total === 0 ? '-' : `${((100 * (buckets.find(([key]) => key === `${share} ${le}`)?.[1] ?? 0)) / total).toFixed(0)} %`);
+      const at = (le: string): string =>
+        total === 0
+          ? '-'
+          : `${((100 * (buckets.find(([key]) => key === `${share} ${le}`)?.[1] ?? 0)) / total).toFixed(0)} %`;
       return `${share} share ${total} (<= 1 ms ${at('0.001')}, <= 10 ms ${at('0.01')}, <= 100 ms ${at('0.1')})`;
     });
     return `slot waits in the step worker: ${shares.join('; ')}; event loop ${gauge('nodejs_eventloop_lag_p50_seconds')} / ${gauge('nodejs_eventloop_lag_p99_seconds')}; ${cpu}; load ${load} (${seconds.toFixed(0)} s)`;
@@ -174,7 +222,8 @@ function slotWaits(metrics: string): Map<string, number> {
     if (!line.startsWith('flotilla_slot_wait_seconds_bucket{')) continue;
     const le = /le="([^"]*)"/.exec(line)?.[1];
     const share = /share="([^"]*)"/.exec(line)?.[1];
-    if (le !== undefined && share !== undefined) counts.set(`${share} ${le}`, Number(line.slice(line.lastIndexOf(' ') + 1)));
+    if (le !== undefined && share !== undefined)
+      counts.set(`${share} ${le}`, Number(line.slice(line.lastIndexOf(' ') + 1)));
   }
   return counts;
 }

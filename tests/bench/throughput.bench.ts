@@ -4,7 +4,12 @@ import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js'
 import { sumByLabel, cpuSeconds } from './process-stats.js';
 import { FIRST_CYCLES_LEFT_OUT, ms, percentile, table, warmupConversations } from './stats.js';
 
-export type Topology = { readonly stepWorkers: number; readonly toolRunners: number; readonly model: 'in-process' | 'server'; readonly why: string };
+export type Topology = {
+  readonly stepWorkers: number;
+  readonly toolRunners: number;
+  readonly model: 'in-process' | 'server';
+  readonly why: string;
+};
 
 /**
  * The simulated model runs in each step worker's process (the runtime alone, as in production,
@@ -14,9 +19,24 @@ export type Topology = { readonly stepWorkers: number; readonly toolRunners: num
  * SDK's CPU, and the server's on the same two cores.
  */
 export const TOPOLOGIES: readonly Topology[] = [
-  { stepWorkers: 1, toolRunners: 1, model: 'in-process', why: 'one process of each service, as the embedded launcher runs them; the model in the step worker' },
-  { stepWorkers: 2, toolRunners: 2, model: 'in-process', why: 'scaled out on the same cores: what horizontal scaling costs when it adds no CPU; the model in each step worker' },
-  { stepWorkers: 1, toolRunners: 1, model: 'server', why: 'one process of each service; the model a local server called through the SDK over HTTP, on the same cores' },
+  {
+    stepWorkers: 1,
+    toolRunners: 1,
+    model: 'in-process',
+    why: 'one process of each service, as the embedded launcher runs them; the model in the step worker',
+  },
+  {
+    stepWorkers: 2,
+    toolRunners: 2,
+    model: 'in-process',
+    why: 'scaled out on the same cores: what horizontal scaling costs when it adds no CPU; the model in each step worker',
+  },
+  {
+    stepWorkers: 1,
+    toolRunners: 1,
+    model: 'server',
+    why: 'one process of each service; the model a local server called through the SDK over HTTP, on the same cores',
+  },
 ];
 
 export async function benchThroughput(): Promise<string> {
@@ -67,7 +87,14 @@ export type ThroughputLoad = {
   readonly titles?: boolean;
 };
 
-export const THROUGHPUT_LOAD: ThroughputLoad = { conversations: 500, latencyMs: 1_000, warmupMs: 10_000, windowMs: 30_000, warmupCycles: 0, cycles: 30 };
+export const THROUGHPUT_LOAD: ThroughputLoad = {
+  conversations: 500,
+  latencyMs: 1_000,
+  warmupMs: 10_000,
+  windowMs: 30_000,
+  warmupCycles: 0,
+  cycles: 30,
+};
 
 /**
  * Steps per second of many concurrent conversations against a model with a fixed latency, over a
@@ -75,7 +102,11 @@ export const THROUGHPUT_LOAD: ThroughputLoad = { conversations: 500, latencyMs: 
  * (model latency + unloaded step-cycle time), the latter measured in the same run (one
  * conversation's `cycles`, after `warmupCycles` in earlier ones).
  */
-export async function throughputRun(topology: Topology, observer?: ThroughputObserver, load: ThroughputLoad = THROUGHPUT_LOAD): Promise<{ report: string; figures: ThroughputFigures }> {
+export async function throughputRun(
+  topology: Topology,
+  observer?: ThroughputObserver,
+  load: ThroughputLoad = THROUGHPUT_LOAD,
+): Promise<{ report: string; figures: ThroughputFigures }> {
   const { conversations, latencyMs, warmupMs, windowMs } = load;
   const { stepWorkers, toolRunners, model } = topology;
   // a condenser too, as the launcher runs one: woken by the step workers for each conversation's title (none here asks it to condense)
@@ -91,7 +122,8 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
     ...(load.concurrency === undefined ? {} : { stepWorkerEnv: { FLOTILLA_CONCURRENCY: String(load.concurrency) } }),
     ...observer?.system,
   });
-  const varz = async (): Promise<{ in_msgs: number; out_msgs: number }> => (await (await fetch(`${system.natsMonitorUrl!}/varz`)).json()) as { in_msgs: number; out_msgs: number };
+  const varz = async (): Promise<{ in_msgs: number; out_msgs: number }> =>
+    (await (await fetch(`${system.natsMonitorUrl!}/varz`)).json()) as { in_msgs: number; out_msgs: number };
 
   // unloaded cycle time with a zero-latency model (what a step costs besides the model)
   for (const [index, steps] of warmupConversations(load.warmupCycles).entries()) {
@@ -106,13 +138,28 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
   const cycle = percentile(cycles, 50);
   const ideal = conversations / ((latencyMs + cycle) / 1_000);
 
-  const refs = Array.from({ length: conversations }, (_, index) => ({ tenant: 'bench', conversation: `load-${index}` }));
-  await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps: 10_000, latencyMs, tool: 'think' })));
+  const refs = Array.from({ length: conversations }, (_, index) => ({
+    tenant: 'bench',
+    conversation: `load-${index}`,
+  }));
+  await Promise.all(
+    refs.map((ref) => system.start(ref, { id: ref.conversation, steps: 10_000, latencyMs, tool: 'think' })),
+  );
   await new Promise((resolve) => setTimeout(resolve, warmupMs));
 
-  const pids = new Map<string, number>([['nats-server', system.nats.pid!], ...system.processes.map((child): [string, number] => [child.name, child.pid!])]);
+  const pids = new Map<string, number>([
+    ['nats-server', system.nats.pid!],
+    ...system.processes.map((child): [string, number] => [child.name, child.pid!]),
+  ]);
   const outcomes = async (): Promise<Map<string, Map<string, number>>> =>
-    new Map(await Promise.all([...system.healthUrls].map(async ([name, url]): Promise<[string, Map<string, number>]> => [name, await sumByLabel(`${url}/metrics`, 'flotilla_commits_handled_total', 'outcome')])));
+    new Map(
+      await Promise.all(
+        [...system.healthUrls].map(async ([name, url]): Promise<[string, Map<string, number>]> => [
+          name,
+          await sumByLabel(`${url}/metrics`, 'flotilla_commits_handled_total', 'outcome'),
+        ]),
+      ),
+    );
   const windowStart = Date.now();
   const cpuBefore = await Promise.all([...pids.values()].map(cpuSeconds));
   const benchBefore = process.cpuUsage();
@@ -128,7 +175,10 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
   const observed = await observer?.stop(system);
   await Promise.all(system.processes.map((child) => child.stop()));
 
-  const brainCalls = system.brain.calls.filter((call) => call.completed && call.closedAt !== undefined && call.closedAt >= windowStart && call.closedAt < windowEnd).length;
+  const brainCalls = system.brain.calls.filter(
+    (call) =>
+      call.completed && call.closedAt !== undefined && call.closedAt >= windowStart && call.closedAt < windowEnd,
+  ).length;
   let steps = 0;
   const modelCalls: number[] = [];
   for (const ref of refs) {
@@ -143,33 +193,76 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
   // where a cycle's time goes under load: its hops, in a sample of the conversations, in the window
   const sampled = new Map<string, number[]>();
   for (const ref of refs.slice(0, 50)) {
-    const inWindow = (await commitTimeline(system.log, ref)).filter((commit) => commit.storedAtMs >= windowStart && commit.storedAtMs < windowEnd);
+    const inWindow = (await commitTimeline(system.log, ref)).filter(
+      (commit) => commit.storedAtMs >= windowStart && commit.storedAtMs < windowEnd,
+    );
     for (const [hop, times] of cycleHops(inWindow)) sampled.set(hop, [...(sampled.get(hop) ?? []), ...times]);
   }
   const hopRows = [
     ['a cycle under load (50 conversations)', 'p50', 'p90', 'n'],
-    ...[...sampled].map(([hop, times]) => [hop, ms(percentile(times, 50)), ms(percentile(times, 90)), String(times.length)]),
-    ['  of which the model call, as the step worker timed it (all conversations)', ms(percentile(modelCalls, 50)), ms(percentile(modelCalls, 90)), String(modelCalls.length)],
-    [`  the last hop less the model's ${latencyMs} ms`, ms(percentile([...sampled.values()].at(-1)!, 50) - latencyMs), ms(percentile([...sampled.values()].at(-1)!, 90) - latencyMs), ''],
+    ...[...sampled].map(([hop, times]) => [
+      hop,
+      ms(percentile(times, 50)),
+      ms(percentile(times, 90)),
+      String(times.length),
+    ]),
+    [
+      '  of which the model call, as the step worker timed it (all conversations)',
+      ms(percentile(modelCalls, 50)),
+      ms(percentile(modelCalls, 90)),
+      String(modelCalls.length),
+    ],
+    [
+      `  the last hop less the model's ${latencyMs} ms`,
+      ms(percentile([...sampled.values()].at(-1)!, 50) - latencyMs),
+      ms(percentile([...sampled.values()].at(-1)!, 90) - latencyMs),
+      '',
+    ],
   ];
   const seconds = (windowEnd - windowStart) / 1_000;
   const percent = (value: number): string => `${((100 * value) / ideal).toFixed(1)} %`;
   const rows = [
     ['steps/s', 'value', 'of ideal'],
-    [`LLM-bound ideal = ${conversations} / (${latencyMs} ms + ${cycle.toFixed(1)} ms unloaded cycle)`, ideal.toFixed(1), '100 %'],
-    [`achieved: llm_usage(step) events in the ${seconds.toFixed(0)} s window`, (steps / seconds).toFixed(1), percent(steps / seconds)],
-    ...(model === 'server' ? [['achieved: model calls completed in the window', (brainCalls / seconds).toFixed(1), percent(brainCalls / seconds)]] : []),
+    [
+      `LLM-bound ideal = ${conversations} / (${latencyMs} ms + ${cycle.toFixed(1)} ms unloaded cycle)`,
+      ideal.toFixed(1),
+      '100 %',
+    ],
+    [
+      `achieved: llm_usage(step) events in the ${seconds.toFixed(0)} s window`,
+      (steps / seconds).toFixed(1),
+      percent(steps / seconds),
+    ],
+    ...(model === 'server'
+      ? [
+          [
+            'achieved: model calls completed in the window',
+            (brainCalls / seconds).toFixed(1),
+            percent(brainCalls / seconds),
+          ],
+        ]
+      : []),
   ];
   const cpu = [...cpuAfter.map((after, index) => after - cpuBefore[index]!), (bench.user + bench.system) / 1e6];
   const cpuRows = [
     ['CPU in the window', ...pids.keys(), model === 'server' ? 'bench (brain)' : 'bench', 'all'],
-    ['% of one core', ...cpu.map((used) => `${((100 * used) / seconds).toFixed(0)} %`), `${((100 * cpu.reduce((a, b) => a + b, 0)) / seconds).toFixed(0)} %`],
-    ['ms per step', ...cpu.map((used) => ((1_000 * used) / steps).toFixed(2)), ((1_000 * cpu.reduce((a, b) => a + b, 0)) / steps).toFixed(2)],
+    [
+      '% of one core',
+      ...cpu.map((used) => `${((100 * used) / seconds).toFixed(0)} %`),
+      `${((100 * cpu.reduce((a, b) => a + b, 0)) / seconds).toFixed(0)} %`,
+    ],
+    [
+      'ms per step',
+      ...cpu.map((used) => ((1_000 * used) / steps).toFixed(2)),
+      ((1_000 * cpu.reduce((a, b) => a + b, 0)) / steps).toFixed(2),
+    ],
   ];
   const handledRows = [['commits handled/s in the window', 'by outcome']];
   for (const [name, after] of handledAfter) {
     const before = handledBefore.get(name) ?? new Map<string, number>();
-    const rates = [...after].map(([outcome, count]) => `${outcome} ${((count - (before.get(outcome) ?? 0)) / seconds).toFixed(1)}`);
+    const rates = [...after].map(
+      ([outcome, count]) => `${outcome} ${((count - (before.get(outcome) ?? 0)) / seconds).toFixed(1)}`,
+    );
     handledRows.push([name, rates.join(', ')]);
   }
   const labels = [...pids.keys(), 'bench'];
@@ -179,7 +272,10 @@ export async function throughputRun(topology: Topology, observer?: ThroughputObs
     idealPerSecond: ideal,
     stepsPerSecond: steps / seconds,
     cpuMsPerStep: new Map(cpu.map((used, index) => [labels[index]!, (1_000 * used) / steps])),
-    busMessagesPerStep: { in: (busAfter.in_msgs - busBefore.in_msgs) / steps, out: (busAfter.out_msgs - busBefore.out_msgs) / steps },
+    busMessagesPerStep: {
+      in: (busAfter.in_msgs - busBefore.in_msgs) / steps,
+      out: (busAfter.out_msgs - busBefore.out_msgs) / steps,
+    },
   };
   const report = [
     `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector, 1 condenser: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,

@@ -31,7 +31,10 @@ export async function benchTracing(appends = 2_000, calls = 1_000_000): Promise<
   };
   const traceparentNs = perCall(() => void activeTraceparent(), calls);
   const bareNs = await perAsyncCall(work, calls / 10);
-  const wrappedNs = await perAsyncCall(() => inSpan('step', { parent: headers, attributes: { 'flotilla.tenant': 'bench' } }, work), calls / 10);
+  const wrappedNs = await perAsyncCall(
+    () => inSpan('step', { parent: headers, attributes: { 'flotilla.tenant': 'bench' } }, work),
+    calls / 10,
+  );
 
   await using server = await NatsServerProcess.start();
   const nc = await connect({ servers: server.url });
@@ -42,7 +45,12 @@ export async function benchTracing(appends = 2_000, calls = 1_000_000): Promise<
       const times: number[] = [];
       let tail: Tail = EMPTY_TAIL;
       for (let index = 0; index < appends; index += 1) {
-        const drafts = [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: `message ${index}` }] })];
+        const drafts = [
+          draftEvent({ ...ref, source: 'user' }, 'message', {
+            role: 'user',
+            content: [{ type: 'text', text: `message ${index}` }],
+          }),
+        ];
         const started = performance.now();
         const append = () => log.append(ref, drafts, { expected: tail });
         const commit = traced ? await inSpan('request', {}, append) : await append();
@@ -63,10 +71,16 @@ export async function benchTracing(appends = 2_000, calls = 1_000_000): Promise<
     return table([
       ['measure', 'value'],
       ['tracing off: activeTraceparent() per append', `${traceparentNs.toFixed(1)} ns`],
-      ['tracing off: an awaited async call, bare / inside inSpan', `${bareNs.toFixed(1)} ns / ${wrappedNs.toFixed(1)} ns`],
+      [
+        'tracing off: an awaited async call, bare / inside inSpan',
+        `${bareNs.toFixed(1)} ns / ${wrappedNs.toFixed(1)} ns`,
+      ],
       ['log append, median (tracing off)', ms(off)],
       ['tracing off, share of an append: the traceparent check', `${(offShare * 100).toFixed(4)} %`],
-      ['tracing off, a handler span (once per step) over a bare call, share of an append', `${(spanShare * 100).toFixed(4)} % (below 0: noise)`],
+      [
+        'tracing off, a handler span (once per step) over a bare call, share of an append',
+        `${(spanShare * 100).toFixed(4)} % (below 0: noise)`,
+      ],
       ['log append, median, inside a recorded span (tracing on)', ms(on)],
       ['tracing on / off, per append', `${(on / off).toFixed(3)}×`],
     ]);

@@ -49,7 +49,8 @@ export async function startGateway(natsUrl: string, maxSubscribers: number): Pro
   return startProcess(service, port, {
     authFrame: JSON.stringify({ type: 'auth', api_key: BENCH_KEY }),
     authHeaders: { authorization: `Bearer ${BENCH_KEY}` },
-    socketUrl: (conversation, afterSeq) => `ws://127.0.0.1:${port}/v1/conversations/${conversation}/events?after_seq=${afterSeq}`,
+    socketUrl: (conversation, afterSeq) =>
+      `ws://127.0.0.1:${port}/v1/conversations/${conversation}/events?after_seq=${afterSeq}`,
   });
 }
 
@@ -58,7 +59,11 @@ export async function startGateway(natsUrl: string, maxSubscribers: number): Pro
  * clients. `credentials`: the environment of the admin's credential (`userEnvironment`), for a
  * server that refuses anonymous clients.
  */
-export async function startBaseline(natsUrl: string, subject: string, credentials: Record<string, string> = {}): Promise<SocketServer> {
+export async function startBaseline(
+  natsUrl: string,
+  subject: string,
+  credentials: Record<string, string> = {},
+): Promise<SocketServer> {
   const port = await freePort();
   const service = new ServiceProcess({
     name: 'ws-baseline',
@@ -68,7 +73,11 @@ export async function startBaseline(natsUrl: string, subject: string, credential
     env: { BENCH_NATS_URL: natsUrl, BENCH_SUBJECT: subject, BENCH_PORT: String(port), ...credentials },
     onLine: (name, line) => process.stderr.write(`${name}: ${line}\n`),
   });
-  return startProcess(service, port, { authFrame: undefined, authHeaders: {}, socketUrl: () => `ws://127.0.0.1:${port}/` });
+  return startProcess(service, port, {
+    authFrame: undefined,
+    authHeaders: {},
+    socketUrl: () => `ws://127.0.0.1:${port}/`,
+  });
 }
 
 async function startProcess(
@@ -91,7 +100,10 @@ async function startProcess(
 export async function createConversation(log: EventLog, ref: ConversationRef): Promise<Tail> {
   const commit = await appendWithRetry(log, ref, () => [
     draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'idle', reason: 'benchmark fixture' }),
-    draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Watch this conversation.' }] }),
+    draftEvent({ ...ref, source: 'user' }, 'message', {
+      role: 'user',
+      content: [{ type: 'text', text: 'Watch this conversation.' }],
+    }),
   ]);
   return { streamSeq: commit!.streamSeq, lastSeq: commit!.lastSeq };
 }
@@ -111,7 +123,9 @@ export async function openSockets(
 ): Promise<WebSocket[]> {
   const sockets: WebSocket[] = [];
   for (let start = 0; start < urls.length; start += batch) {
-    sockets.push(...(await Promise.all(urls.slice(start, start + batch).map((url) => openSocket(server, url, onMessage)))));
+    sockets.push(
+      ...(await Promise.all(urls.slice(start, start + batch).map((url) => openSocket(server, url, onMessage)))),
+    );
   }
   return sockets;
 }
@@ -146,7 +160,9 @@ function openSocket(server: SocketServer, url: string, onMessage: (data: Buffer)
 /** Closes sockets politely and waits (bounded) for the closes; stragglers are terminated. */
 export async function closeSockets(sockets: readonly WebSocket[]): Promise<void> {
   const closed = sockets.map((socket) =>
-    socket.readyState === WebSocket.CLOSED ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve())),
+    socket.readyState === WebSocket.CLOSED
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => socket.once('close', () => resolve())),
   );
   for (const socket of sockets) socket.close();
   await Promise.race([Promise.all(closed), delay(10_000)]);
@@ -181,7 +197,13 @@ type RoundOptions = { subscribers: number; events: number; intervalMs: number; w
  * Rounds alternate between the two servers (all subscribers reconnect each round) so that drift
  * in the machine's load affects both alike.
  */
-export async function benchWsFanout(subscribers = 1_000, events = 200, intervalMs = 100, rounds = 4, warmUp = 5): Promise<string> {
+export async function benchWsFanout(
+  subscribers = 1_000,
+  events = 200,
+  intervalMs = 100,
+  rounds = 4,
+  warmUp = 5,
+): Promise<string> {
   await using server = await NatsServerProcess.start();
   const nc = await connect({ servers: server.url });
   try {
@@ -231,10 +253,28 @@ export async function benchWsFanout(subscribers = 1_000, events = 200, intervalM
       `WebSocket fan-out: ${subscribers} subscribers on one conversation, ${ofGateway.events} events per server (one commit each, one every ${intervalMs} ms),`,
       `${rounds} alternating rounds; latency from append start to receipt in each subscriber (goal: gateway p99 <= 50 ms)`,
       table([
-        ['server', 'p50', 'p99', 'max', 'deliveries', 'server CPU per event', 'bench CPU per event', `time to ${subscribers} live (median)`],
+        [
+          'server',
+          'p50',
+          'p99',
+          'max',
+          'deliveries',
+          'server CPU per event',
+          'bench CPU per event',
+          `time to ${subscribers} live (median)`,
+        ],
         row(ofGateway, g),
         row(ofBaseline, b),
-        ['gateway / baseline', ratio(g.p50, b.p50), ratio(g.p99, b.p99), ratio(g.max, b.max), '', ratio(g.serverCpu, b.serverCpu), '', ''],
+        [
+          'gateway / baseline',
+          ratio(g.p50, b.p50),
+          ratio(g.p99, b.p99),
+          ratio(g.max, b.max),
+          '',
+          ratio(g.serverCpu, b.serverCpu),
+          '',
+          '',
+        ],
       ]),
       `p99 by round: gateway ${ofGateway.roundP99.map((value) => value.toFixed(1)).join(', ')}; baseline ${ofBaseline.roundP99.map((value) => value.toFixed(1)).join(', ')} ms`,
       `goal p99 <= 50 ms: ${g.p99 <= 50 && complete ? 'met' : 'NOT met'} (gateway p99 ${msText(g.p99)}${complete ? '' : ', deliveries missing'})`,
@@ -245,7 +285,13 @@ export async function benchWsFanout(subscribers = 1_000, events = 200, intervalM
 }
 
 /** Connects all subscribers to one server, appends a few unmeasured events, then the measured ones, and disconnects. */
-async function measureRound(target: SocketServer, tally: Tally, log: EventLog, ref: ConversationRef, options: RoundOptions): Promise<void> {
+async function measureRound(
+  target: SocketServer,
+  tally: Tally,
+  log: EventLog,
+  ref: ConversationRef,
+  options: RoundOptions,
+): Promise<void> {
   const expected = options.subscribers * options.events;
   const latencies = new Float64Array(expected);
   let received = 0;
@@ -267,7 +313,8 @@ async function measureRound(target: SocketServer, tally: Tally, log: EventLog, r
   const sockets = await openSockets(target, urls, onMessage);
   tally.connectSeconds.push((performance.now() - connectStarted) / 1_000);
   try {
-    const message = (text: string) => draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text }] });
+    const message = (text: string) =>
+      draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text }] });
     for (let index = 0; index < options.warmUp; index += 1) {
       await appendWithRetry(log, ref, () => [message(`warm-up ${index}`)]);
       await delay(options.intervalMs);
@@ -279,7 +326,9 @@ async function measureRound(target: SocketServer, tally: Tally, log: EventLog, r
     const started = performance.now();
     for (let index = 0; index < options.events; index += 1) {
       await delay(started + index * options.intervalMs - performance.now());
-      await appendWithRetry(log, ref, () => [message(`${MARKER}${now().toFixed(3)}; event ${index} of the fan-out benchmark.`)]);
+      await appendWithRetry(log, ref, () => [
+        message(`${MARKER}${now().toFixed(3)}; event ${index} of the fan-out benchmark.`),
+      ]);
     }
     const deadline = performance.now() + 10_000;
     while (received < expected && performance.now() < deadline) await delay(20);

@@ -3,7 +3,15 @@ import { NatsServerProcess } from '@flotilla/nats-embedded';
 import { connect } from '@nats-io/transport-node';
 import { memoryMiB } from './process-stats.js';
 import { median, ratio, table } from './stats.js';
-import { BENCH_TENANT, closeSockets, createConversation, openSockets, startBaseline, startGateway, type SocketServer } from './ws-fanout.bench.js';
+import {
+  BENCH_TENANT,
+  closeSockets,
+  createConversation,
+  openSockets,
+  startBaseline,
+  startGateway,
+  type SocketServer,
+} from './ws-fanout.bench.js';
 
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 /** The gateway keeps a conversation's feed this long after its last socket left (socket-hub.ts), plus a margin. */
@@ -22,18 +30,25 @@ export async function benchWsIdleMemory(connections = 2_000, conversations = 20,
   const nc = await connect({ servers: server.url });
   try {
     const log = await EventLog.open(nc);
-    const refs = Array.from({ length: conversations }, (_, index) => ({ tenant: BENCH_TENANT, conversation: `idle-${index}` }));
+    const refs = Array.from({ length: conversations }, (_, index) => ({
+      tenant: BENCH_TENANT,
+      conversation: `idle-${index}`,
+    }));
     for (const ref of refs) await createConversation(log, ref);
     const tailSeq = (await log.tail(refs[0]!)).lastSeq;
     const urls = (target: SocketServer): string[] =>
-      Array.from({ length: connections }, (_, index) => target.socketUrl(refs[index % conversations]!.conversation, tailSeq));
+      Array.from({ length: connections }, (_, index) =>
+        target.socketUrl(refs[index % conversations]!.conversation, tailSeq),
+      );
 
     const gateway = await (async () => {
       await using target = await startGateway(server.url, 5_000);
       const warmUp = async (): Promise<void> => {
         const headers = target.authHeaders;
-        for (const path of ['/health', '/ready', '/v1/server-info', '/v1/conversations']) await (await fetch(`${target.httpUrl}${path}`, { headers })).arrayBuffer();
-        for (const ref of refs.slice(0, 3)) await (await fetch(`${target.httpUrl}/v1/conversations/${ref.conversation}`, { headers })).arrayBuffer();
+        for (const path of ['/health', '/ready', '/v1/server-info', '/v1/conversations'])
+          await (await fetch(`${target.httpUrl}${path}`, { headers })).arrayBuffer();
+        for (const ref of refs.slice(0, 3))
+          await (await fetch(`${target.httpUrl}/v1/conversations/${ref.conversation}`, { headers })).arrayBuffer();
         await closeSockets(await openSockets(target, urls(target).slice(0, 1)));
         await delay(FEED_LINGER_MS); // let the warm-up socket's feed go
       };
@@ -48,7 +63,12 @@ export async function benchWsIdleMemory(connections = 2_000, conversations = 20,
       return await measureIdle(target, warmUp, urls(target), settleMs); // await: dispose after
     })();
 
-    const row = (result: IdleMemory): string[] => [result.name, mib(result.before), mib(result.after), `${result.perConnectionKiB.toFixed(1)} KiB`];
+    const row = (result: IdleMemory): string[] => [
+      result.name,
+      mib(result.before),
+      mib(result.after),
+      `${result.perConnectionKiB.toFixed(1)} KiB`,
+    ];
     return [
       `Memory per idle WebSocket connection: server RSS with 0 sockets (after a warm-up) and with ${connections} authenticated live sockets`,
       `over ${conversations} conversations, nothing flowing, ${settleMs / 1_000} s after the last opened (goal: gateway <= 50 KiB per connection)`,
@@ -65,7 +85,12 @@ export async function benchWsIdleMemory(connections = 2_000, conversations = 20,
   }
 }
 
-async function measureIdle(target: SocketServer, warmUp: () => Promise<void>, urls: readonly string[], settleMs: number): Promise<IdleMemory> {
+async function measureIdle(
+  target: SocketServer,
+  warmUp: () => Promise<void>,
+  urls: readonly string[],
+  settleMs: number,
+): Promise<IdleMemory> {
   await warmUp();
   const before = await settledRss(target.pid, settleMs);
   const sockets = await openSockets(target, urls);

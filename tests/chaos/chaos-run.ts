@@ -43,9 +43,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
   const say = options.log ?? (() => undefined);
   // a condenser too: long conversations ask for condensations, and it is killed like the others
-  await using system = await startTestSystem({ stepWorkers: options.stepWorkers ?? 2, toolRunners: options.toolRunners ?? 2, condensers: 1 });
-  const refs: ConversationRef[] = Array.from({ length: options.conversations }, (_, index) => ({ tenant: `t${index % 4}`, conversation: `chaos-${index}` }));
-  await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps: options.steps, sleep: options.actionSeconds })));
+  await using system = await startTestSystem({
+    stepWorkers: options.stepWorkers ?? 2,
+    toolRunners: options.toolRunners ?? 2,
+    condensers: 1,
+  });
+  const refs: ConversationRef[] = Array.from({ length: options.conversations }, (_, index) => ({
+    tenant: `t${index % 4}`,
+    conversation: `chaos-${index}`,
+  }));
+  await Promise.all(
+    refs.map((ref) => system.start(ref, { id: ref.conversation, steps: options.steps, sleep: options.actionSeconds })),
+  );
   say(`started ${refs.length} conversations of ${options.steps} steps`);
 
   const kills: Record<string, number> = {};
@@ -88,19 +97,42 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     if ((await system.status(ref)) === 'finished') finished += 1;
     const problems = basicViolations(events);
     const report = await auditConversation(system.log, ref);
-    if (problems.length > 0 || report.violations.length > 0) auditFailures.push(`${ref.conversation}: ${problems.join('; ')} ${formatReport(report)}`);
+    if (problems.length > 0 || report.violations.length > 0)
+      auditFailures.push(`${ref.conversation}: ${problems.join('; ')} ${formatReport(report)}`);
     for (const event of events) {
       if (event.type === 'action' && event.input !== null) {
         actions += 1;
         const command = String(event.input['command'] ?? '');
         const line = /echo "([^"]+)"/.exec(command)?.[1];
-        const result = events.find((other) => (other.type === 'observation' || other.type === 'agent_error') && other.tool_call_id === event.tool_call_id);
-        if (result?.type === 'observation' && line && (effects.get(line) ?? 0) !== 1 && !result.is_error) missingEffects.push(line);
+        const result = events.find(
+          (other) =>
+            (other.type === 'observation' || other.type === 'agent_error') && other.tool_call_id === event.tool_call_id,
+        );
+        if (result?.type === 'observation' && line && (effects.get(line) ?? 0) !== 1 && !result.is_error)
+          missingEffects.push(line);
       }
       if (event.type === 'agent_error' && event.error === INTERRUPTED_MESSAGE) interrupted += 1;
       if (event.type === 'condensation') condensations += 1;
-      if (event.type === 'observation' && event.content.some((part) => part.type === 'text' && part.text.includes('workspace moved to another tool runner'))) takeovers += 1;
+      if (
+        event.type === 'observation' &&
+        event.content.some(
+          (part) => part.type === 'text' && part.text.includes('workspace moved to another tool runner'),
+        )
+      )
+        takeovers += 1;
     }
   }
-  return { conversations: refs.length, finished, kills, actions, interrupted, takeovers, condensations, duplicatedEffects, missingEffects, auditFailures, elapsedMs: Date.now() - started };
+  return {
+    conversations: refs.length,
+    finished,
+    kills,
+    actions,
+    interrupted,
+    takeovers,
+    condensations,
+    duplicatedEffects,
+    missingEffects,
+    auditFailures,
+    elapsedMs: Date.now() - started,
+  };
 }

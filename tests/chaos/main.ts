@@ -22,6 +22,10 @@ const result = await runChaos({
   log: (line) => console.log(`[chaos] ${line}`),
 });
 console.log(JSON.stringify({ ...result, auditFailures: result.auditFailures.slice(0, 5) }, null, 2));
-const ok = result.finished === result.conversations && result.duplicatedEffects.length === 0 && result.missingEffects.length === 0 && result.auditFailures.length === 0;
+const ok =
+  result.finished === result.conversations &&
+  result.duplicatedEffects.length === 0 &&
+  result.missingEffects.length === 0 &&
+  result.auditFailures.length === 0;
 console.log(ok ? 'chaos: PASS' : 'chaos: FAIL');
 process.exit(ok ? 0 : 1);

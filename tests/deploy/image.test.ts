@@ -50,17 +50,34 @@ async function bundledServices(): Promise<string[]> {
 }
 
 /** Root devDependencies and the tools the issue names: none may be in the runtime stage. */
-const DEV_TOOLS = ['vite', 'vitest', 'nx', 'eslint', 'typescript', 'tsx', 'testcontainers', 'docker-compose', 'playwright-core', 'fast-check', 'kubernetes-models', '@aws-cdk/lambda-layer-kubectl-v35', 'aws-cdk-lib'];
+const DEV_TOOLS = [
+  'vite',
+  'vitest',
+  'nx',
+  'eslint',
+  'typescript',
+  'tsx',
+  'testcontainers',
+  'docker-compose',
+  'playwright-core',
+  'fast-check',
+  'kubernetes-models',
+  '@aws-cdk/lambda-layer-kubectl-v35',
+  'aws-cdk-lib',
+];
 
 /** A Docker engine to build the image with, if one is reachable. */
 const engine = await run('docker', ['info', '--format', '{{.ServerVersion}}'], { timeout: 10_000 }).then(
   (result) => result.stdout.trim() !== '',
   () => false,
 );
-if (!engine) console.info('image.test.ts: no Docker engine reachable (docker info failed): the image build-and-start test is skipped');
+if (!engine)
+  console.info(
+    'image.test.ts: no Docker engine reachable (docker info failed): the image build-and-start test is skipped',
+  );
 
 describe('the image', () => {
-  it("builds and runs on the Node.js major of .node-version (the one place the version is chosen)", async () => {
+  it('builds and runs on the Node.js major of .node-version (the one place the version is chosen)', async () => {
     const wanted = (await readFile(join(ROOT, '.node-version'), 'utf8')).trim();
     expect(wanted).toMatch(/^\d+\.\d+\.\d+$/);
     const text = await readFile(join(ROOT, 'deploy', 'Dockerfile'), 'utf8');
@@ -83,15 +100,23 @@ describe('the image', () => {
     expect(steps).not.toMatch(/\bnpm\b|\btsx\b/);
     const copies = runtime.lines.filter((line) => line.startsWith('COPY'));
     expect(copies.filter((line) => line.includes('node_modules ')).length).toBeGreaterThan(0);
-    for (const line of copies.filter((l) => /\/app\/node_modules\b/.test(l))) expect(line).toMatch(/^COPY --from=deps /);
+    for (const line of copies.filter((l) => /\/app\/node_modules\b/.test(l)))
+      expect(line).toMatch(/^COPY --from=deps /);
     // every bundle the build makes is copied, and only bundles of services/ come from build
-    for (const service of await bundledServices()) expect(copies.some((line) => line.includes(`/app/services/${service}/dist/main.mjs`)), service).toBe(true);
-    expect(copies.some((line) => /--from=build \/app\/services \./.test(line) || /--from=build \/app\/libs \./.test(line))).toBe(false);
+    for (const service of await bundledServices())
+      expect(
+        copies.some((line) => line.includes(`/app/services/${service}/dist/main.mjs`)),
+        service,
+      ).toBe(true);
+    expect(
+      copies.some((line) => /--from=build \/app\/services \./.test(line) || /--from=build \/app\/libs \./.test(line)),
+    ).toBe(false);
     expect(runtime.lines).toContainEqual(expect.stringMatching(/^ENTRYPOINT \["\/usr\/bin\/tini", "--", "node"/));
     expect(steps).toMatch(/apt-get install .*\btini\b.*\bbubblewrap\b.*\bslirp4netns\b/);
     expect(steps).toMatch(/chown -R node:node \/data/);
     expect(runtime.lines.at(-3)).toBe('USER node');
-    for (const label of ['title', 'description', 'version', 'revision', 'licenses']) expect(steps).toContain(`org.opencontainers.image.${label}=`);
+    for (const label of ['title', 'description', 'version', 'revision', 'licenses'])
+      expect(steps).toContain(`org.opencontainers.image.${label}=`);
   });
 
   it('carries no dev dependency: what npm ci --omit=dev installs, from package-lock.json', async () => {
@@ -99,28 +124,50 @@ describe('the image', () => {
     const production = productionPackages(lock);
     // the computation agrees with npm's own dev flags in the lockfile
     for (const [path, entry] of Object.entries(lock.packages)) {
-      if (path.includes('node_modules/')) expect(production.has(path), `${path}: dev flag ${String(entry.dev)}`).toBe(entry.dev !== true);
+      if (path.includes('node_modules/'))
+        expect(production.has(path), `${path}: dev flag ${String(entry.dev)}`).toBe(entry.dev !== true);
     }
     const names = new Set([...production].filter((path) => path.includes('node_modules/')).map(packageName));
-    const root = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    const root = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as {
+      devDependencies: Record<string, string>;
+    };
     // (protobufjs, under OpenTelemetry's exporter, declares @types/node a dependency of its own)
     const declaredByProduction = new Set(['@types/node']);
-    for (const tool of [...DEV_TOOLS, ...Object.keys(root.devDependencies).filter((name) => !declaredByProduction.has(name))]) expect(names.has(tool), `${tool} in the runtime stage`).toBe(false);
+    for (const tool of [
+      ...DEV_TOOLS,
+      ...Object.keys(root.devDependencies).filter((name) => !declaredByProduction.has(name)),
+    ])
+      expect(names.has(tool), `${tool} in the runtime stage`).toBe(false);
     expect(names.size).toBeLessThan(400);
     // the deps stage moves packages npm nested under a workspace to the root (a bundle looks
     // there): none may meet a root package of the same name
-    const nested = [...production].filter((path) => /^(libs|services)\/[^/]+\/node_modules\/(@[^/]+\/)?[^/]+$/.test(path));
-    for (const path of nested) expect(production.has(`node_modules/${packageName(path)}`), `${path} and node_modules/${packageName(path)}`).toBe(false);
+    const nested = [...production].filter((path) =>
+      /^(libs|services)\/[^/]+\/node_modules\/(@[^/]+\/)?[^/]+$/.test(path),
+    );
+    for (const path of nested)
+      expect(production.has(`node_modules/${packageName(path)}`), `${path} and node_modules/${packageName(path)}`).toBe(
+        false,
+      );
   });
 
   it("every bundle's npm imports are production dependencies", async () => {
     const lock = await readLockfile(ROOT);
     const production = productionPackages(lock);
-    const installed = new Set([...production].filter((path) => /(^|\/)node_modules\//.test(path) && !path.startsWith('node_modules/@flotilla/')).map(packageName));
+    const installed = new Set(
+      [...production]
+        .filter((path) => /(^|\/)node_modules\//.test(path) && !path.startsWith('node_modules/@flotilla/'))
+        .map(packageName),
+    );
     const builtins = new Set([...builtinModules, ...builtinModules.map((name) => `node:${name}`)]);
     for (const service of await bundledServices()) {
       const bundle = await readFile(await bundleService(join(ROOT, 'services', service, 'src', 'main.ts')), 'utf8');
-      const specifiers = new Set([...bundle.matchAll(/(?:^|\n)\s*import\s+(?:[^'"]*?\s+from\s+)?["']([^"'./][^"']*)["']|\bimport\(\s*["']([^"'./][^"']*)["']\s*\)/g)].map((match) => match[1] ?? match[2]!));
+      const specifiers = new Set(
+        [
+          ...bundle.matchAll(
+            /(?:^|\n)\s*import\s+(?:[^'"]*?\s+from\s+)?["']([^"'./][^"']*)["']|\bimport\(\s*["']([^"'./][^"']*)["']\s*\)/g,
+          ),
+        ].map((match) => match[1] ?? match[2]!),
+      );
       expect(specifiers.size, service).toBeGreaterThan(0);
       for (const specifier of specifiers) {
         if (builtins.has(specifier) || specifier.startsWith('node:')) continue;
@@ -130,24 +177,53 @@ describe('the image', () => {
     }
   }, 120_000);
 
-  it.skipIf(!engine)('builds and starts each service to ready (where a Docker engine is reachable)', async () => {
-    const tag = `flotilla-test:${Date.now()}`;
-    await run('docker', ['build', '-f', join(ROOT, 'deploy', 'Dockerfile'), '-t', tag, ROOT], { timeout: 1_500_000, maxBuffer: 64 * 1024 * 1024 });
-    try {
-      const { stdout } = await run('docker', ['run', '--rm', '--entrypoint', 'sh', tag, '-c', 'ls node_modules; stat -c %U /data; cat /proc/1/comm']);
-      for (const tool of DEV_TOOLS) expect(stdout.split('\n')).not.toContain(tool);
-      expect(stdout).toContain('node');
-    } finally {
-      await run('docker', ['rmi', '-f', tag]).catch(() => undefined);
-    }
-  }, 1_800_000);
+  it.skipIf(!engine)(
+    'builds and starts each service to ready (where a Docker engine is reachable)',
+    async () => {
+      const tag = `flotilla-test:${Date.now()}`;
+      await run('docker', ['build', '-f', join(ROOT, 'deploy', 'Dockerfile'), '-t', tag, ROOT], {
+        timeout: 1_500_000,
+        maxBuffer: 64 * 1024 * 1024,
+      });
+      try {
+        const { stdout } = await run('docker', [
+          'run',
+          '--rm',
+          '--entrypoint',
+          'sh',
+          tag,
+          '-c',
+          'ls node_modules; stat -c %U /data; cat /proc/1/comm',
+        ]);
+        for (const tool of DEV_TOOLS) expect(stdout.split('\n')).not.toContain(tool);
+        expect(stdout).toContain('node');
+      } finally {
+        await run('docker', ['rmi', '-f', tag]).catch(() => undefined);
+      }
+    },
+    1_800_000,
+  );
 });
 
-type ComposeService = { image?: string; build?: { dockerfile?: string }; command?: string[]; environment?: Record<string, string>; secrets?: string[]; profiles?: string[] };
+type ComposeService = {
+  image?: string;
+  build?: { dockerfile?: string };
+  command?: string[];
+  environment?: Record<string, string>;
+  secrets?: string[];
+  profiles?: string[];
+};
 
 describe('compose', () => {
   it('validates: one image, the bundles the image has, NATS with the permission matrix, settings passed through', async () => {
-    const compose = parse(await readFile(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true, maxAliasCount: -1 }) as { services: Record<string, ComposeService>; secrets: Record<string, { file: string }>; volumes: Record<string, unknown> };
+    const compose = parse(await readFile(join(ROOT, 'docker-compose.yml'), 'utf8'), {
+      merge: true,
+      maxAliasCount: -1,
+    }) as {
+      services: Record<string, ComposeService>;
+      secrets: Record<string, { file: string }>;
+      volumes: Record<string, unknown>;
+    };
     const services = compose.services;
     const bundled = await bundledServices();
     const flotilla = Object.entries(services).filter(([, service]) => service.build !== undefined);
@@ -162,15 +238,20 @@ describe('compose', () => {
       // its own NATS user and password, and no one else's
       expect(env['FLOTILLA_NATS_USER'], name).toBe(name);
       expect(service.secrets, name).toEqual([`nats_${name.replaceAll('-', '_')}`]);
-      expect(compose.secrets[`nats_${name.replaceAll('-', '_')}`]?.file).toBe(`./.flotilla-compose/users/${name}.password`);
+      expect(compose.secrets[`nats_${name.replaceAll('-', '_')}`]?.file).toBe(
+        `./.flotilla-compose/users/${name}.password`,
+      );
       const agent = ['gateway', 'step-worker', 'condenser'].includes(name);
       expect('FLOTILLA_AGENT' in env, `${name} FLOTILLA_AGENT`).toBe(agent);
       expect('FLOTILLA_AGENT_CATALOG' in env, `${name} FLOTILLA_AGENT_CATALOG`).toBe(agent);
       if (agent) expect(env['FLOTILLA_AGENT']).toBe('${FLOTILLA_AGENT:-}');
       expect('OPENAI_API_KEY' in env, `${name} model key`).toBe(name === 'step-worker' || name === 'condenser');
-      expect('FLOTILLA_SECRETS_KEY' in env, `${name} secrets key`).toBe(['gateway', 'step-worker', 'condenser', 'tool-runner', 'webhooks'].includes(name));
+      expect('FLOTILLA_SECRETS_KEY' in env, `${name} secrets key`).toBe(
+        ['gateway', 'step-worker', 'condenser', 'tool-runner', 'webhooks'].includes(name),
+      );
     }
-    for (const required of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'webhooks']) expect(services[required], required).toBeDefined();
+    for (const required of ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'webhooks'])
+      expect(services[required], required).toBeDefined();
     // the sink is an option
     if (services['pg-sink'] !== undefined) expect(services['pg-sink'].profiles).toEqual(['analytics']);
     // NATS reads the config npm run nats-config writes (the permission matrix's users)

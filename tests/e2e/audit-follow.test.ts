@@ -22,10 +22,14 @@ describe('continuous audit (flotilla audit --follow)', () => {
 
     // the auditor as its own process, with the read-only tap credential
     const tap = system.users.get('tap')!;
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, '--follow', '--nats', system.natsUrl, '--health-port', '0', '--settle-ms', '500'], {
-      env: { PATH: process.env['PATH'], ...userEnvironment(tap) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', CLI, '--follow', '--nats', system.natsUrl, '--health-port', '0', '--settle-ms', '500'],
+      {
+        env: { PATH: process.env['PATH'], ...userEnvironment(tap) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const lines: Record<string, unknown>[] = [];
     let stderr = '';
     let buffered = '';
@@ -38,31 +42,59 @@ describe('continuous audit (flotilla audit --follow)', () => {
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => void (stderr += chunk));
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
-      await expect.poll(() => lines.find((line) => line['msg'] === 'auditor following the stream'), { timeout: 30_000, message: `the auditor did not start: ${stderr}` }).toBeDefined();
+      await expect
+        .poll(() => lines.find((line) => line['msg'] === 'auditor following the stream'), {
+          timeout: 30_000,
+          message: `the auditor did not start: ${stderr}`,
+        })
+        .toBeDefined();
       const health = String(lines.find((line) => line['msg'] === 'auditor following the stream')!['health']);
       const metrics = async (): Promise<string> => (await fetch(`${health}/metrics`)).text();
 
       await system.waitForStatus(clean, ['finished', 'error', 'stuck'], 60_000);
       let commits = 0;
       for (const ref of clean) for await (const _commit of system.log.read(ref)) commits += 1;
-      await expect.poll(async () => sample(await metrics(), 'flotilla_audit_commits_total'), { timeout: 20_000 }).toBeGreaterThanOrEqual(commits);
+      await expect
+        .poll(async () => sample(await metrics(), 'flotilla_audit_commits_total'), { timeout: 20_000 })
+        .toBeGreaterThanOrEqual(commits);
       expect(sample(await metrics(), 'flotilla_audit_conversations')).toBe(3);
 
       // outlive a restart of nats-server, then forge: a step appended to a finished conversation (with the admin connection)
       await system.nats.restart();
       const victim = clean[0]!;
       const agent = { ...victim, source: 'agent' as const };
-      const forged = (await appendWithRetry(system.log, victim, () => [draftEvent(agent, 'message', { role: 'assistant', content: [{ type: 'text', text: 'a step nobody asked for' }] })]))!;
+      const forged = (await appendWithRetry(system.log, victim, () => [
+        draftEvent(agent, 'message', {
+          role: 'assistant',
+          content: [{ type: 'text', text: 'a step nobody asked for' }],
+        }),
+      ]))!;
 
-      await expect.poll(async () => sample(await metrics(), 'flotilla_audit_violations_total', 'rule="step-while-not-running"'), { timeout: 30_000 }).toBe(1);
+      await expect
+        .poll(async () => sample(await metrics(), 'flotilla_audit_violations_total', 'rule="step-while-not-running"'), {
+          timeout: 30_000,
+        })
+        .toBe(1);
       // the line reaches this process through the auditor's stdout a moment after the metric counts it
       await expect
         .poll(() => lines.filter((line) => line['msg'] === 'invariant violated'), { timeout: 5_000 })
-        .toEqual([expect.objectContaining({ level: 50, tenant: 'acme', conversation: victim.conversation, rule: 'step-while-not-running', streamSeq: forged.streamSeq, seq: forged.firstSeq })]);
+        .toEqual([
+          expect.objectContaining({
+            level: 50,
+            tenant: 'acme',
+            conversation: victim.conversation,
+            rule: 'step-while-not-running',
+            streamSeq: forged.streamSeq,
+            seq: forged.firstSeq,
+          }),
+        ]);
       // nothing else, after the quiet period's end-of-log checks too
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       const text = await metrics();
-      const total = text.split('\n').filter((line) => line.startsWith('flotilla_audit_violations_total{')).reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+      const total = text
+        .split('\n')
+        .filter((line) => line.startsWith('flotilla_audit_violations_total{'))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
       expect(total).toBe(1);
       expect(lines.filter((line) => line['msg'] === 'invariant violated')).toHaveLength(1);
       expect(sample(text, 'flotilla_audit_read_retries_total')).toBeGreaterThan(0);

@@ -11,10 +11,17 @@ import { startTestSystem } from '../support/system.js';
 const FLOTILLA = fileURLToPath(new URL('../../services/cli/bin/flotilla', import.meta.url));
 
 /** Runs the real `flotilla` executable (stdout a pipe, so never a TTY) and collects its output. */
-function flotilla(args: readonly string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<Exited> {
+function flotilla(
+  args: readonly string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
+): Promise<Exited> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of ['FLOTILLA_URL', 'FLOTILLA_API_KEY', 'NO_COLOR']) delete env[name];
-  return runToExit(FLOTILLA, args, { env: { ...env, ...options.env }, cwd: options.cwd ?? tmpdir(), timeoutMs: options.timeoutMs ?? 60_000 });
+  return runToExit(FLOTILLA, args, {
+    env: { ...env, ...options.env },
+    cwd: options.cwd ?? tmpdir(),
+    timeoutMs: options.timeoutMs ?? 60_000,
+  });
 }
 
 describe('the flotilla CLI against a real gateway', () => {
@@ -26,7 +33,10 @@ describe('the flotilla CLI against a real gateway', () => {
     const steps = 2;
 
     const task = taskMessage({ id, steps, effects: system.effects, latencyMs: 1_000 });
-    const created = await flotilla(['create', '--id', id, '--title', 'CLI end to end', '--tag', 'e2e', '--message', task, '--run'], { env });
+    const created = await flotilla(
+      ['create', '--id', id, '--title', 'CLI end to end', '--tag', 'e2e', '--message', task, '--run'],
+      { env },
+    );
     expect(created, created.stderr).toMatchObject({ code: 0, stdout: `${id}\n` });
 
     // watch follows it live and returns once it comes to rest
@@ -37,7 +47,9 @@ describe('the flotilla CLI against a real gateway', () => {
     expect(lines[3]).toBe('· agent spec: openai-chat brain (conversation created)');
     expect(lines[4]).toBe(`user: ${task}`);
     expect(lines[5]).toMatch(/^● running/);
-    expect(lines.filter((line) => line.startsWith('▶ terminal: ') && line.includes(`echo "${id} `))).toHaveLength(steps);
+    expect(lines.filter((line) => line.startsWith('▶ terminal: ') && line.includes(`echo "${id} `))).toHaveLength(
+      steps,
+    );
     expect(lines.filter((line) => line === '  ✓ terminal · exit 0')).toHaveLength(steps);
     // the final answer once, whether or not its tokens were streamed first
     expect(watched.stdout.split(`Done: ${steps} steps for ${id}.`)).toHaveLength(2);
@@ -47,8 +59,17 @@ describe('the flotilla CLI against a real gateway', () => {
 
     const listed = await flotilla(['list', '--json'], { env });
     expect(listed.code, listed.stderr).toBe(0);
-    const conversations = JSON.parse(listed.stdout) as { id: string; status: string; title: string | null; tags: string[] }[];
-    expect(conversations.find((conversation) => conversation.id === id)).toMatchObject({ status: 'finished', title: 'CLI end to end', tags: ['e2e'] });
+    const conversations = JSON.parse(listed.stdout) as {
+      id: string;
+      status: string;
+      title: string | null;
+      tags: string[];
+    }[];
+    expect(conversations.find((conversation) => conversation.id === id)).toMatchObject({
+      status: 'finished',
+      title: 'CLI end to end',
+      tags: ['e2e'],
+    });
     const table = await flotilla(['list'], { env });
     expect(table.stdout).toMatch(new RegExp(`^${id}\\s+finished\\s+CLI end to end\\s`, 'm'));
 
@@ -63,10 +84,20 @@ describe('the flotilla CLI against a real gateway', () => {
     expect(events.map((event) => event.seq)).toEqual(log.map((_, index) => index + 1));
     expect(events).toEqual(log);
     const fromThree = await flotilla(['tail', id, '--after-seq', '3'], { env });
-    expect(fromThree.stdout.trimEnd().split('\n').map((line) => (JSON.parse(line) as Event).seq)).toEqual(log.slice(3).map((event) => event.seq));
+    expect(
+      fromThree.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as Event).seq),
+    ).toEqual(log.slice(3).map((event) => event.seq));
 
     const actions = await flotilla(['events', id, '--type', 'action', '--json'], { env });
-    expect(actions.stdout.trimEnd().split('\n').map((line) => (JSON.parse(line) as Event).type)).toEqual(Array(steps).fill('action'));
+    expect(
+      actions.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => (JSON.parse(line) as Event).type),
+    ).toEqual(Array(steps).fill('action'));
     const shown = await flotilla(['get', id], { env });
     expect(shown.stdout).toMatch(/^status: +finished$/m);
 
@@ -93,20 +124,31 @@ describe('the flotilla CLI against a real gateway', () => {
     const home = await mkdtemp(join(tmpdir(), 'flotilla-cli-'));
     try {
       await mkdir(join(home, '.flotilla'));
-      await writeFile(join(home, '.flotilla', 'cli.json'), JSON.stringify({ url: system.gatewayUrl, api_key: system.apiKey }));
+      await writeFile(
+        join(home, '.flotilla', 'cli.json'),
+        JSON.stringify({ url: system.gatewayUrl, api_key: system.apiKey }),
+      );
       const info = await flotilla(['info'], { cwd: home });
       expect(info.code, info.stderr).toBe(0);
       expect(info.stdout).toMatch(/^flotilla-gateway /);
       expect(info.stdout).toMatch(/^tenant: +acme$/m);
 
-      const minted = await flotilla(['keys', 'create', '--tenant', 'acme', '--name', 'cli-test'], { cwd: home, env: { FLOTILLA_API_KEY: system.adminKey } });
+      const minted = await flotilla(['keys', 'create', '--tenant', 'acme', '--name', 'cli-test'], {
+        cwd: home,
+        env: { FLOTILLA_API_KEY: system.adminKey },
+      });
       expect(minted.code, minted.stderr).toBe(0);
       const key = minted.stdout.trim();
       expect(key.length).toBeGreaterThan(16);
-      const other = await flotilla(['create', '--title', 'with a minted key'], { cwd: home, env: { FLOTILLA_API_KEY: key } });
+      const other = await flotilla(['create', '--title', 'with a minted key'], {
+        cwd: home,
+        env: { FLOTILLA_API_KEY: key },
+      });
       expect(other.code, other.stderr).toBe(0);
       const all = await flotilla(['list', '--json'], { cwd: home });
-      expect((JSON.parse(all.stdout) as { id: string }[]).map((conversation) => conversation.id)).toEqual(expect.arrayContaining([id, other.stdout.trim()]));
+      expect((JSON.parse(all.stdout) as { id: string }[]).map((conversation) => conversation.id)).toEqual(
+        expect.arrayContaining([id, other.stdout.trim()]),
+      );
     } finally {
       await rm(home, { recursive: true, force: true });
     }
@@ -116,7 +158,10 @@ describe('the flotilla CLI against a real gateway', () => {
     await using system = await startTestSystem({ gateway: true, agent: { confirmation: { mode: 'always' } } });
     const env = { FLOTILLA_URL: system.gatewayUrl, FLOTILLA_API_KEY: system.apiKey };
     const id = 'cli-confirm';
-    const created = await flotilla(['create', '--id', id, '--message', taskMessage({ id, steps: 2, effects: system.effects }), '--run'], { env });
+    const created = await flotilla(
+      ['create', '--id', id, '--message', taskMessage({ id, steps: 2, effects: system.effects }), '--run'],
+      { env },
+    );
     expect(created.code, created.stderr).toBe(0);
 
     const hint = [`  approve: flotilla approve ${id}`, `  reject:  flotilla reject ${id} --reason "…"`];
@@ -139,7 +184,10 @@ describe('the flotilla CLI against a real gateway', () => {
 
     const rejected = await flotilla(['reject', id, '--reason', 'not this one', '--watch'], { env });
     expect(rejected.code, rejected.stderr).toBe(0);
-    expect(rejected.stdout.trimEnd().split('\n')).toEqual(['  ✗ rejected terminal: not this one', expect.stringMatching(/^● idle/)]);
+    expect(rejected.stdout.trimEnd().split('\n')).toEqual([
+      '  ✗ rejected terminal: not this one',
+      expect.stringMatching(/^● idle/),
+    ]);
     // only the approved action ran
     expect(await system.readEffects()).toEqual([`${id} 0 0`]);
 

@@ -15,12 +15,19 @@ describe('on a 3-node JetStream cluster (R3)', () => {
       expect((await system.log.jsm.streams.info(bucket)).config.num_replicas, bucket).toBe(3);
     }
 
-    const refs: ConversationRef[] = Array.from({ length: 32 }, (_, index) => ({ tenant: `t${index % 4}`, conversation: `r3-${index}` }));
+    const refs: ConversationRef[] = Array.from({ length: 32 }, (_, index) => ({
+      tenant: `t${index % 4}`,
+      conversation: `r3-${index}`,
+    }));
     await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps: 6, sleep: 0.2 })));
     // let the conversations get going, then note what is acknowledged so far: every commit a read returns was stored by a quorum
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     const acknowledged = new Map<string, string[]>();
-    for (const ref of refs) acknowledged.set(ref.conversation, (await system.events(ref)).map((event) => event.id));
+    for (const ref of refs)
+      acknowledged.set(
+        ref.conversation,
+        (await system.events(ref)).map((event) => event.id),
+      );
     const before = [...acknowledged.values()].reduce((sum, ids) => sum + ids.length, 0);
 
     const leader = await cluster.streamLeader(DEFAULT_STREAM_NAME);
@@ -39,10 +46,13 @@ describe('on a 3-node JetStream cluster (R3)', () => {
       const ids = new Set(events.map((event) => event.id));
       lost += acknowledged.get(ref.conversation)!.filter((id) => !ids.has(id)).length;
       // the acknowledged history is a prefix of the final one, in order
-      expect(events.slice(0, acknowledged.get(ref.conversation)!.length).map((event) => event.id)).toEqual(acknowledged.get(ref.conversation));
+      expect(events.slice(0, acknowledged.get(ref.conversation)!.length).map((event) => event.id)).toEqual(
+        acknowledged.get(ref.conversation),
+      );
       const report = await auditConversation(system.log, ref);
       const problems = basicViolations(events);
-      if (problems.length > 0 || report.violations.length > 0) failures.push(`${ref.conversation}: ${problems.join('; ')} ${formatReport(report)}`);
+      if (problems.length > 0 || report.violations.length > 0)
+        failures.push(`${ref.conversation}: ${problems.join('; ')} ${formatReport(report)}`);
     }
     expect(before).toBeGreaterThan(refs.length * 2);
     expect(lost).toBe(0);
@@ -59,7 +69,10 @@ describe('on a 3-node JetStream cluster (R3)', () => {
     expect(states.map((state) => state?.messages)).toEqual([total, total, total]);
     // every service process is still the one that started (they reconnected; none crashed)
     const exits = system.processes.flatMap((child) =>
-      child.unexpectedExits.map((exit) => `${child.name} exited (code ${exit.code}, signal ${exit.signal}) after ${exit.ranMs} ms; its last lines:\n${exit.lastLines.join('\n')}`),
+      child.unexpectedExits.map(
+        (exit) =>
+          `${child.name} exited (code ${exit.code}, signal ${exit.signal}) after ${exit.ranMs} ms; its last lines:\n${exit.lastLines.join('\n')}`,
+      ),
     );
     expect(exits).toEqual([]);
     expect(system.processes.filter((child) => !child.running).map((child) => child.name)).toEqual([]);

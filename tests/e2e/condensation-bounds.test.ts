@@ -13,7 +13,10 @@ const MAX_EVENTS = 400;
 function describeTail(events: readonly Event[]): string {
   return events
     .slice(-10)
-    .map((event) => `#${event.seq} ${event.type}${event.type === 'state_change' ? ` ${event.status ?? ''} (${event.reason ?? ''})` : ''}${event.type === 'conversation_error' ? ` ${event.code}: ${event.detail}` : ''}`)
+    .map(
+      (event) =>
+        `#${event.seq} ${event.type}${event.type === 'state_change' ? ` ${event.status ?? ''} (${event.reason ?? ''})` : ''}${event.type === 'conversation_error' ? ` ${event.code}: ${event.detail}` : ''}`,
+    )
     .join('\n');
 }
 
@@ -32,7 +35,10 @@ describe('condensation through the services, bounded', () => {
     for (;;) {
       events = await system.events(ref);
       expect(events.length, `the log grows without bound; it ends:\n${describeTail(events)}`).toBeLessThan(MAX_EVENTS);
-      const rest = events.findLast((event): event is Extract<Event, { type: 'state_change' }> => event.type === 'state_change' && event.status !== undefined);
+      const rest = events.findLast(
+        (event): event is Extract<Event, { type: 'state_change' }> =>
+          event.type === 'state_change' && event.status !== undefined,
+      );
       const resting = rest !== undefined && rest.seq > seen && AT_REST.includes(rest.status!);
       if (resting && rest.status === 'waiting_for_confirmation') {
         seen = rest.seq;
@@ -47,7 +53,9 @@ describe('condensation through the services, bounded', () => {
     const actions = events.filter((event) => event.type === 'action');
     expect(actions.length).toBeGreaterThanOrEqual(STEPS);
     // the server repeated ids; every step's response is still its own
-    const provider = events.flatMap((event) => (event.type === 'llm_usage' && event.purpose === 'step' ? [event.response_id] : []));
+    const provider = events.flatMap((event) =>
+      event.type === 'llm_usage' && event.purpose === 'step' ? [event.response_id] : [],
+    );
     expect(new Set(provider).size).toBeLessThan(provider.length);
     expect(new Set(actions.map((action) => action.response_id)).size).toBe(actions.length);
     const condensations = events.filter((event) => event.type === 'condensation').length;

@@ -25,7 +25,14 @@ describe('the distributed runtime, one process per service', () => {
 
     // a run the agent ends with its finish tool: the step worker ends it without asking the model again
     const finishing = { tenant: 'acme', conversation: 'finishing' };
-    await system.start(finishing, { id: 'finishing', steps: 2, calls: [{ tool: 'think', input: { thought: 'one' } }, { tool: 'finish', input: { message: 'all done' } }] });
+    await system.start(finishing, {
+      id: 'finishing',
+      steps: 2,
+      calls: [
+        { tool: 'think', input: { thought: 'one' } },
+        { tool: 'finish', input: { message: 'all done' } },
+      ],
+    });
     await system.waitForStatus([finishing], ['finished', 'error', 'stuck'], 60_000);
     const finished = await system.events(finishing);
     expect(finished.slice(-2)).toMatchObject([
@@ -53,7 +60,11 @@ describe('the distributed runtime, one process per service', () => {
     expect(await system.status(ref)).toBe('finished');
     const events = await system.events(ref);
     const firstAction = events.find((event) => event.type === 'action')!;
-    const answers = events.filter((event) => (event.type === 'observation' || event.type === 'agent_error') && event.tool_call_id === firstAction.tool_call_id);
+    const answers = events.filter(
+      (event) =>
+        (event.type === 'observation' || event.type === 'agent_error') &&
+        event.tool_call_id === firstAction.tool_call_id,
+    );
     expect(answers).toHaveLength(1);
     expect(answers[0]).toMatchObject({ type: 'agent_error', error: INTERRUPTED_MESSAGE });
     const effects = await system.readEffects();
@@ -66,18 +77,30 @@ describe('the distributed runtime, one process per service', () => {
     const runners = await RunnerRegistry.open(system.nc, { livenessMs: 3_000 });
     const ref = { tenant: 'acme', conversation: 'stalled-owner' };
     // the first shell keeps MARK; any other runner's shell for this conversation starts without it
-    const commands = ['export MARK=first; echo set', ...Array.from({ length: 9 }, (_, step) => `echo "mark=[$MARK] step ${step + 1}"`)];
+    const commands = [
+      'export MARK=first; echo set',
+      ...Array.from({ length: 9 }, (_, step) => `echo "mark=[$MARK] step ${step + 1}"`),
+    ];
     await system.start(ref, { id: ref.conversation, steps: commands.length, commands, latencyMs: 1_000 });
     const observations = async (): Promise<string[]> =>
-      (await system.events(ref)).filter((event) => event.type === 'observation').map((event) => event.content.map((part) => (part.type === 'text' ? part.text : '')).join(''));
+      (await system.events(ref))
+        .filter((event) => event.type === 'observation')
+        .map((event) => event.content.map((part) => (part.type === 'text' ? part.text : '')).join(''));
     await expect.poll(observations, { timeout: 30_000, interval: 50 }).toHaveLength(1);
     const first = (await runners.owner(ref))!.runner;
     // the owner is the runner process holding the conversation's shell (the only sandbox here): a bwrap under it
     // (whose command line names no host path: its options come through a pipe)
     const holds = async (pid: number): Promise<boolean> => {
-      const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).split(' ').filter(Boolean).map(Number);
+      const children = (await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => ''))
+        .split(' ')
+        .filter(Boolean)
+        .map(Number);
       for (const child of children) {
-        if ((await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).startsWith('bwrap\0') || (await holds(child))) return true;
+        if (
+          (await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '')).startsWith('bwrap\0') ||
+          (await holds(child))
+        )
+          return true;
       }
       return false;
     };
@@ -89,7 +112,9 @@ describe('the distributed runtime, one process per service', () => {
     process.kill(owner.pid!, 'SIGSTOP');
     try {
       // its heartbeat ages out; the other runner takes the workspace for the next action
-      await expect.poll(async () => (await runners.owner(ref))?.runner, { timeout: 30_000, interval: 100 }).not.toBe(first);
+      await expect
+        .poll(async () => (await runners.owner(ref))?.runner, { timeout: 30_000, interval: 100 })
+        .not.toBe(first);
     } finally {
       process.kill(owner.pid!, 'SIGCONT');
     }

@@ -30,11 +30,16 @@ describe('the gateway against a running system', () => {
       await delay(100);
     }
   };
-  const task = (id: string, extra: Record<string, unknown> = {}) => taskMessage({ id, steps: 1, effects: system.effects, ...extra });
+  const task = (id: string, extra: Record<string, unknown> = {}) =>
+    taskMessage({ id, steps: 1, effects: system.effects, ...extra });
 
   beforeAll(async () => {
     // every action needs confirmation, so the approve/reject paths are exercised
-    system = await startTestSystem({ gateways: 2, agent: { confirmation: { mode: 'always' } }, gatewayEnv: { FLOTILLA_GATEWAY_WEB_UI: 'false' } });
+    system = await startTestSystem({
+      gateways: 2,
+      agent: { confirmation: { mode: 'always' } },
+      gatewayEnv: { FLOTILLA_GATEWAY_WEB_UI: 'false' },
+    });
     client = new FlotillaClient({ baseUrl: system.gatewayUrl, apiKey: system.apiKey, WebSocket: NodeWebSocket });
   }, 120_000);
   afterAll(async () => {
@@ -43,7 +48,12 @@ describe('the gateway against a running system', () => {
 
   it('serves server info, health and readiness', async () => {
     const info = await client.serverInfo();
-    expect(info).toMatchObject({ name: 'flotilla-gateway', api_version: 'v1', tenant: 'acme', capabilities: { websocket: true } });
+    expect(info).toMatchObject({
+      name: 'flotilla-gateway',
+      api_version: 'v1',
+      tenant: 'acme',
+      capabilities: { websocket: true },
+    });
     expect(info.tools.map((tool) => tool.name)).toContain('terminal');
     expect((await fetch(`${system.gatewayUrl}/health`)).status).toBe(200);
     expect((await fetch(`${system.gatewayUrl}/ready`)).status).toBe(200);
@@ -52,7 +62,13 @@ describe('the gateway against a running system', () => {
   });
 
   it('creates idempotently, streams the run live, approves an action, and reads the final response', async () => {
-    const first = await client.createConversation({ id: 'main', title: 'Main', tags: ['e2e'], message: task('main'), run: true });
+    const first = await client.createConversation({
+      id: 'main',
+      title: 'Main',
+      tags: ['e2e'],
+      message: task('main'),
+      run: true,
+    });
     expect(first.created).toBe(true);
     expect(first.conversation).toMatchObject({ id: 'main', title: 'Main', tags: ['e2e'] });
     const again = await client.createConversation({ id: 'main', title: 'Other' });
@@ -61,7 +77,10 @@ describe('the gateway against a running system', () => {
 
     const events: Event[] = [];
     let deltas = 0;
-    const subscription = client.subscribe('main', { onEvent: (event) => events.push(event), onDelta: () => (deltas += 1) });
+    const subscription = client.subscribe('main', {
+      onEvent: (event) => events.push(event),
+      onDelta: () => (deltas += 1),
+    });
     await subscription.ready();
     await waitFor('main', ['waiting_for_confirmation']);
     const approved = await client.approve('main');
@@ -69,8 +88,12 @@ describe('the gateway against a running system', () => {
     const finished = await waitFor('main', ['finished']);
     await delay(200);
     subscription.close();
-    expect(events.map((event) => event.seq)).toEqual(Array.from({ length: finished.last_seq }, (_, index) => index + 1));
-    expect(events.map((event) => event.type)).toEqual(expect.arrayContaining(['action', 'approval', 'execution_started', 'observation']));
+    expect(events.map((event) => event.seq)).toEqual(
+      Array.from({ length: finished.last_seq }, (_, index) => index + 1),
+    );
+    expect(events.map((event) => event.type)).toEqual(
+      expect.arrayContaining(['action', 'approval', 'execution_started', 'observation']),
+    );
     expect(deltas).toBeGreaterThan(0);
     const final = await client.finalResponse('main');
     expect(final).toMatchObject({ status: 'finished', text: 'Done: 1 steps for main.' });
@@ -175,12 +198,16 @@ describe('the gateway against a running system', () => {
     const waiting = await waitFor('two-gateways', ['waiting_for_confirmation']);
     expect((await other.getConversation('two-gateways')).status).toBe('waiting_for_confirmation');
     const resumed: number[] = [];
-    const firstSubscription = one.subscribe('two-gateways', { afterSeq: 2, onEvent: (event) => resumed.push(event.seq) });
+    const firstSubscription = one.subscribe('two-gateways', {
+      afterSeq: 2,
+      onEvent: (event) => resumed.push(event.seq),
+    });
     await firstSubscription.ready();
     await other.approve('two-gateways');
     const finished = await waitFor('two-gateways', ['finished']);
     const deadline = Date.now() + 10_000;
-    while ((onOther.length < finished.last_seq || resumed.length < finished.last_seq - 2) && Date.now() < deadline) await delay(50);
+    while ((onOther.length < finished.last_seq || resumed.length < finished.last_seq - 2) && Date.now() < deadline)
+      await delay(50);
     otherSubscription.close();
     firstSubscription.close();
     expect(waiting.last_seq).toBeGreaterThan(2);

@@ -15,24 +15,42 @@ const CALM_STEPS = 3;
 
 const ofType = <T extends Event['type']>(events: readonly Event[], type: T): Extract<Event, { type: T }>[] =>
   events.filter((event): event is Extract<Event, { type: T }> => event.type === type);
-const modelSteps = (events: readonly Event[]): number => ofType(events, 'llm_usage').filter((event) => event.purpose === 'step').length;
+const modelSteps = (events: readonly Event[]): number =>
+  ofType(events, 'llm_usage').filter((event) => event.purpose === 'step').length;
 
 /** Waits for every conversation to come to rest, printing their logs when one does not. */
 async function settle(system: RunningTestSystem, refs: readonly ConversationRef[], timeoutMs: number): Promise<void> {
   await system.waitForStatus(refs, REST, timeoutMs).catch(async (error: unknown) => {
-    for (const ref of refs) console.log(ref.conversation, JSON.stringify((await system.events(ref)).map((event) => [event.seq, event.type, 'code' in event ? event.code : '', 'status' in event ? event.status : ''])));
+    for (const ref of refs)
+      console.log(
+        ref.conversation,
+        JSON.stringify(
+          (await system.events(ref)).map((event) => [
+            event.seq,
+            event.type,
+            'code' in event ? event.code : '',
+            'status' in event ? event.status : '',
+          ]),
+        ),
+      );
     throw error;
   });
 }
 
 /** The calm neighbour finished its steps as an ordinary conversation does; no process exited; both logs audit clean. */
-async function expectUnharmed(system: RunningTestSystem, calm: ConversationRef, hostile: readonly ConversationRef[]): Promise<void> {
+async function expectUnharmed(
+  system: RunningTestSystem,
+  calm: ConversationRef,
+  hostile: readonly ConversationRef[],
+): Promise<void> {
   expect(await system.status(calm)).toBe('finished');
   const events = await system.events(calm);
   expect(ofType(events, 'observation')).toHaveLength(CALM_STEPS);
   expect(ofType(events, 'conversation_error')).toEqual([]);
   expect(modelSteps(events)).toBe(CALM_STEPS + 1);
-  expect((await system.readEffects()).filter((line) => line.startsWith(`${calm.conversation} `))).toHaveLength(CALM_STEPS);
+  expect((await system.readEffects()).filter((line) => line.startsWith(`${calm.conversation} `))).toHaveLength(
+    CALM_STEPS,
+  );
   for (const child of system.processes) {
     expect(child.unexpectedExits, child.name).toEqual([]);
     expect(child.restarts, child.name).toBe(0);
@@ -67,7 +85,12 @@ describe('hostile model replies', () => {
       [actions[2]!.tool_call_id, expect.stringContaining('Invalid arguments for tool "terminal"')],
     ]);
     expect(modelSteps(events)).toBe(3);
-    expect(ofType(events, 'conversation_error')).toEqual([expect.objectContaining({ code: 'invalid_replies', detail: expect.stringContaining("The model's last 3 replies in a row could not be used") })]);
+    expect(ofType(events, 'conversation_error')).toEqual([
+      expect.objectContaining({
+        code: 'invalid_replies',
+        detail: expect.stringContaining("The model's last 3 replies in a row could not be used"),
+      }),
+    ]);
     expect(ofType(events, 'observation')).toEqual([]);
     expect((await system.readEffects()).filter((line) => line.startsWith('invalid-calls '))).toEqual([]);
     await expectUnharmed(system, calm, [hostile]);
@@ -95,12 +118,19 @@ describe('hostile model replies', () => {
       sampling = false;
     });
     await sampler;
-    console.log(`endless stream: at rest after ${Date.now() - started} ms; step worker peak RSS ${Math.round(peakRss / 2 ** 20)} MiB`);
+    console.log(
+      `endless stream: at rest after ${Date.now() - started} ms; step worker peak RSS ${Math.round(peakRss / 2 ** 20)} MiB`,
+    );
 
     expect(await system.status(hostile)).toBe('error');
     const events = await system.events(hostile);
-    expect(ofType(events, 'conversation_error')).toEqual([expect.objectContaining({ code: 'llm_reply_too_large', detail: expect.stringContaining('(llm.maxReplyChars)') })]);
-    expect(ofType(events, 'state_change').at(-1)).toMatchObject({ status: 'error', reason: 'the model call failed (reply_too_large)' });
+    expect(ofType(events, 'conversation_error')).toEqual([
+      expect.objectContaining({ code: 'llm_reply_too_large', detail: expect.stringContaining('(llm.maxReplyChars)') }),
+    ]);
+    expect(ofType(events, 'state_change').at(-1)).toMatchObject({
+      status: 'error',
+      reason: 'the model call failed (reply_too_large)',
+    });
     // not retried, and the connection was closed (the brain stopped writing)
     const calls = system.brain.calls.filter((call) => call.task === 'endless-stream');
     expect(calls).toHaveLength(1);
@@ -125,7 +155,9 @@ describe('hostile model replies', () => {
     const events = await system.events(stubborn);
     expect(ofType(events, 'action')).toEqual([]);
     const said = ofType(events, 'message').filter((message) => message.source === 'agent');
-    expect(said.map((message) => message.content.map((part) => (part.type === 'text' ? part.text : '')).join(''))).toEqual([
+    expect(
+      said.map((message) => message.content.map((part) => (part.type === 'text' ? part.text : '')).join('')),
+    ).toEqual([
       expect.stringContaining('<function=terminal>'),
       expect.stringMatching(/^\{"tool":"terminal"/),
       expect.stringContaining('<tool_call>'),
@@ -137,7 +169,12 @@ describe('hostile model replies', () => {
       expect(correction.error).toContain('wrote a call to the tool "terminal" as text');
     }
     expect(ofType(events, 'state_change').some((change) => change.status === 'finished')).toBe(false);
-    expect(ofType(events, 'conversation_error')).toEqual([expect.objectContaining({ code: 'invalid_replies', detail: expect.stringContaining('as text instead of calling the tool') })]);
+    expect(ofType(events, 'conversation_error')).toEqual([
+      expect.objectContaining({
+        code: 'invalid_replies',
+        detail: expect.stringContaining('as text instead of calling the tool'),
+      }),
+    ]);
     expect((await system.readEffects()).filter((line) => line.startsWith('text-calls '))).toEqual([]);
 
     // a model that takes the correction goes on with native calls and finishes its task

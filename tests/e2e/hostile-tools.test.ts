@@ -9,7 +9,9 @@ import { expectAudited } from '../support/audited.js';
 type Call = NonNullable<BrainTask['calls']>[number];
 
 function observationTexts(events: readonly Event[]): string[] {
-  return events.filter((event) => event.type === 'observation').map((event) => event.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n'));
+  return events
+    .filter((event) => event.type === 'observation')
+    .map((event) => event.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n'));
 }
 
 /** The tool runner's process: its peak resident memory is what a hostile tool output must not blow up. */
@@ -52,7 +54,12 @@ const at = (event: Event): number => Date.parse(event.timestamp);
  * process exits, and the auditor passes on both. Returns the hostile conversation's observations
  * and how much the tool runner's peak memory grew while it ran.
  */
-async function hostileBesideCalm(system: RunningTestSystem, name: string, calls: readonly Call[], boundMs: number): Promise<{ observations: string[]; peakMib: number }> {
+async function hostileBesideCalm(
+  system: RunningTestSystem,
+  name: string,
+  calls: readonly Call[],
+  boundMs: number,
+): Promise<{ observations: string[]; peakMib: number }> {
   const aloneMs = await runAlone(system, { tenant: 'acme', conversation: `${name}-calm-alone` });
   const pid = toolRunnerPid(system);
   await resetPeakRss(pid);
@@ -72,14 +79,18 @@ async function hostileBesideCalm(system: RunningTestSystem, name: string, calls:
   // the calm neighbour's commands ran while the hostile ones did
   const busyFrom = at(hostileEvents.find((event) => event.type === 'action')!);
   const busyUntil = at(hostileEvents.filter((event) => event.type === 'observation').at(-2) ?? hostileEvents.at(-1)!);
-  const calmInside = calmEvents.filter((event) => event.type === 'observation' && at(event) >= busyFrom && at(event) <= busyUntil).length;
+  const calmInside = calmEvents.filter(
+    (event) => event.type === 'observation' && at(event) >= busyFrom && at(event) <= busyUntil,
+  ).length;
   console.log(
     `${name}: came to rest in ${hostileMs} ms; tool runner peak RSS ${peakMib.toFixed(0)} MiB (${baseMib.toFixed(0)} MiB before); calm neighbour ${besideMs} ms beside it (${calmInside} of its 3 commands done while the hostile ones ran), ${aloneMs} ms alone`,
   );
   expect(await system.status(hostile)).toBe('finished');
   expect(await system.status(calm)).toBe('finished');
   expect(calmInside, 'calm commands finished while the hostile calls ran').toBeGreaterThanOrEqual(1);
-  expect(besideMs, `the calm neighbour took ${besideMs} ms beside it, ${aloneMs} ms alone`).toBeLessThan(aloneMs * 2 + 1_000);
+  expect(besideMs, `the calm neighbour took ${besideMs} ms beside it, ${aloneMs} ms alone`).toBeLessThan(
+    aloneMs * 2 + 1_000,
+  );
   for (const child of system.processes) expect(child.unexpectedExits, child.name).toEqual([]);
   for (const ref of [hostile, calm]) {
     await expectAudited(system.log, ref);
@@ -92,12 +103,27 @@ describe('hostile tool inputs, through the services', () => {
     await using system = await startTestSystem();
     const calls: Call[] = [
       { tool: 'terminal', input: { command: 'yes | head -c 100000000; echo; echo printed-all', timeout: 60 } },
-      { tool: 'terminal', input: { command: 'head -c 100000000 /dev/zero | tr "\\0" a; echo; echo one-line-done', timeout: 60 } },
+      {
+        tool: 'terminal',
+        input: { command: 'head -c 100000000 /dev/zero | tr "\\0" a; echo; echo one-line-done', timeout: 60 },
+      },
       // the agent reads what was saved (its head and tail, 10 MB each) in pieces
-      { tool: 'terminal', input: { command: "for f in /run/flotilla/observations/terminal_output_*.txt; do echo \"saved $(wc -c < $f) bytes, $(grep -c 'bytes of output were dropped here' $f) gap, starts $(head -c 3 $f | tr '\\n' .)\"; done" } },
+      {
+        tool: 'terminal',
+        input: {
+          command:
+            "for f in /run/flotilla/observations/terminal_output_*.txt; do echo \"saved $(wc -c < $f) bytes, $(grep -c 'bytes of output were dropped here' $f) gap, starts $(head -c 3 $f | tr '\\n' .)\"; done",
+        },
+      },
       // binary, and progress lines redrawn with carriage returns: the other ways output is cleaned
       { tool: 'terminal', input: { command: 'head -c 100000000 /dev/urandom; echo; echo binary-done', timeout: 60 } },
-      { tool: 'terminal', input: { command: "yes $'progress 50%\\rprogress 100%' | head -c 100000000; echo; echo progress-done", timeout: 60 } },
+      {
+        tool: 'terminal',
+        input: {
+          command: "yes $'progress 50%\\rprogress 100%' | head -c 100000000; echo; echo progress-done",
+          timeout: 60,
+        },
+      },
       { tool: 'terminal', input: { command: 'echo still-here' } },
     ];
     const { observations, peakMib } = await hostileBesideCalm(system, 'hundred-mb', calls, 60_000);
@@ -106,14 +132,21 @@ describe('hostile tool inputs, through the services', () => {
       expect(observation.length, `observation ${index}`).toBeLessThanOrEqual(30_000);
       // the tail (the last lines) reaches the model; the clipping is explained with the real total
       expect(observation).toContain(index === 0 ? 'printed-all' : 'one-line-done');
-      expect(observation).toMatch(/<response clipped: the output was about 100,000,000 characters; the middle was omitted here\. Only its first and last parts were kept/);
+      expect(observation).toMatch(
+        /<response clipped: the output was about 100,000,000 characters; the middle was omitted here\. Only its first and last parts were kept/,
+      );
       const saved = /saved to (\S+?); the omitted part starts at line \d+ \(byte \d+\)/.exec(observation)?.[1];
       expect(saved, observation.slice(0, 2_000)).toBeDefined();
       expect(observation).toContain('[The command completed with exit code 0.]');
     }
     // one line of 100 MB: the notice points at a read by characters, not by lines
     expect(observations[1]).toMatch(/tail -c \+\d+ \S+ \| head -c \d+/);
-    expect(observations[2]!.split('\n').filter((line) => line.startsWith('saved ')).sort()).toEqual([
+    expect(
+      observations[2]!
+        .split('\n')
+        .filter((line) => line.startsWith('saved '))
+        .sort(),
+    ).toEqual([
       expect.stringMatching(/^saved 100000\d\d bytes, 1 gap, starts aaa$/),
       expect.stringMatching(/^saved 100000\d\d bytes, 1 gap, starts y\.y$/),
     ]);
@@ -130,29 +163,50 @@ describe('hostile tool inputs, through the services', () => {
     const calls: Call[] = [
       {
         tool: 'terminal',
-        input: { command: `yes 'a line of text, 0123456789' | head -c 1G > big.txt; head -c 1G /dev/zero | tr '\\0' z > one-line.txt; ls -l big.txt one-line.txt`, timeout: 60 },
+        input: {
+          command: `yes 'a line of text, 0123456789' | head -c 1G > big.txt; head -c 1G /dev/zero | tr '\\0' z > one-line.txt; ls -l big.txt one-line.txt`,
+          timeout: 60,
+        },
       },
       { tool: 'file_editor', input: { command: 'view', path: '/workspace/big.txt' } },
-      { tool: 'file_editor', input: { command: 'view', path: '/workspace/big.txt', view_range: [1_000_000, 1_000_004] } },
+      {
+        tool: 'file_editor',
+        input: { command: 'view', path: '/workspace/big.txt', view_range: [1_000_000, 1_000_004] },
+      },
       { tool: 'file_editor', input: { command: 'view', path: '/workspace/one-line.txt' } },
       // no line 2: found out by reading all of the gigabyte, in chunks
       { tool: 'file_editor', input: { command: 'view', path: '/workspace/one-line.txt', view_range: [2, 3] } },
-      { tool: 'file_editor', input: { command: 'str_replace', path: '/workspace/big.txt', old_str: 'a line', new_str: 'b line' } },
+      {
+        tool: 'file_editor',
+        input: { command: 'str_replace', path: '/workspace/big.txt', old_str: 'a line', new_str: 'b line' },
+      },
       { tool: 'terminal', input: { command: 'rm -f big.txt one-line.txt; echo removed' } },
     ];
     const { observations, peakMib } = await hostileBesideCalm(system, 'gigabyte-view', calls, 75_000);
     expect(observations).toHaveLength(7);
-    const [made, view, range, oneLine, noSecondLine, replace, removed] = observations as [string, string, string, string, string, string, string];
+    const [made, view, range, oneLine, noSecondLine, replace, removed] = observations as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
     expect(made).toContain('1073741824 ');
     for (const text of [view, range, oneLine]) expect(text.length).toBeLessThanOrEqual(17_000);
     expect(view).toContain('     1\ta line of text, 0123456789');
-    expect(view).toMatch(/The file is 1,073,741,824 bytes, too large to show whole: lines 1-\d+ are shown\. Use view_range/);
+    expect(view).toMatch(
+      /The file is 1,073,741,824 bytes, too large to show whole: lines 1-\d+ are shown\. Use view_range/,
+    );
     expect(range).toContain('1000000\ta line of text, 0123456789');
     expect(range).toContain('1000004\ta line of text, 0123456789');
     expect(range).not.toContain('1000005\t');
     expect(oneLine).toMatch(/^\s+1\tzzzz/m);
     expect(oneLine).toMatch(/Line 1 is longer than [\d,]+ characters; only its first [\d,]+ are shown/);
-    expect(noSecondLine).toContain('Invalid view_range [2, 3]: the first line must be between 1 and 1 (the file has 1 lines).');
+    expect(noSecondLine).toContain(
+      'Invalid view_range [2, 3]: the first line must be between 1 and 1 (the file has 1 lines).',
+    );
     expect(replace).toMatch(/The file \/workspace\/big\.txt is 1,073,741,824 bytes, too large for the editor/);
     expect(removed).toContain('removed');
     expect(peakMib, 'tool runner peak RSS growth (MiB)').toBeLessThan(100);

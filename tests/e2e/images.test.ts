@@ -32,16 +32,27 @@ describe('an image in a user message (through the services)', () => {
 
     // the log names the image; its bytes are not in it
     const events = await system.events(ref);
-    const message = events.find((event): event is Extract<Event, { type: 'message' }> => event.type === 'message' && event.source === 'user')!;
+    const message = events.find(
+      (event): event is Extract<Event, { type: 'message' }> => event.type === 'message' && event.source === 'user',
+    )!;
     expect(message.v).toBe(4);
-    expect(message.content[1]).toMatchObject({ type: 'image', bytes: bytes.length, media_type: 'image/png', name: 'screen.png' });
+    expect(message.content[1]).toMatchObject({
+      type: 'image',
+      bytes: bytes.length,
+      media_type: 'image/png',
+      name: 'screen.png',
+    });
     expect(JSON.stringify(events)).not.toContain(base64.slice(0, 100));
 
     // every step's request carries it as an image_url part with its bytes (a step after the tool's result too)
-    const steps = system.brain.requests.filter((body) => body.includes('TASK') && !body.includes('You name conversations'));
+    const steps = system.brain.requests.filter(
+      (body) => body.includes('TASK') && !body.includes('You name conversations'),
+    );
     expect(steps.length).toBeGreaterThanOrEqual(2);
     for (const body of steps) {
-      const user = (JSON.parse(body) as { messages: { role: string; content: unknown }[] }).messages.find((entry) => entry.role === 'user')!;
+      const user = (JSON.parse(body) as { messages: { role: string; content: unknown }[] }).messages.find(
+        (entry) => entry.role === 'user',
+      )!;
       expect(user.content).toEqual([
         { type: 'text', text: expect.stringContaining('TASK') },
         { type: 'image_url', image_url: { url: `data:image/png;base64,${base64}` } },

@@ -34,12 +34,17 @@ async function snapshot(home: string): Promise<Record<string, string>> {
 }
 
 async function createConversation(gatewayUrl: string, apiKey: string, id: string): Promise<void> {
-  const response = await fetch(`${gatewayUrl}/v1/conversations`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify({ id, title: 'kept' }) });
+  const response = await fetch(`${gatewayUrl}/v1/conversations`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ id, title: 'kept' }),
+  });
   expect(response.status).toBe(201);
 }
 
 async function conversationStatus(gatewayUrl: string, apiKey: string, id: string): Promise<number> {
-  return (await fetch(`${gatewayUrl}/v1/conversations/${id}`, { headers: { authorization: `Bearer ${apiKey}` } })).status;
+  return (await fetch(`${gatewayUrl}/v1/conversations/${id}`, { headers: { authorization: `Bearer ${apiKey}` } }))
+    .status;
 }
 
 describe('./dev up: one system per home', () => {
@@ -53,7 +58,17 @@ describe('./dev up: one system per home', () => {
 
   it('refuses a second launcher on a live home at once, naming the first, and changes nothing; a stale lock is taken over', async () => {
     const home = await mkdtemp(join(tmpdir(), 'flotilla-home-'));
-    const config = { home, natsUrl: undefined, natsPort: await freePort(), natsNodes: 1, streamName: 'FLOTILLA_EVENTS', gatewayPort: await freePort(), tenant: 'local', tenantTaps: [], fromSource: false };
+    const config = {
+      home,
+      natsUrl: undefined,
+      natsPort: await freePort(),
+      natsNodes: 1,
+      streamName: 'FLOTILLA_EVENTS',
+      gatewayPort: await freePort(),
+      tenant: 'local',
+      tenantTaps: [],
+      fromSource: false,
+    };
     try {
       {
         await using first = await launch(config, quiet);
@@ -63,7 +78,12 @@ describe('./dev up: one system per home', () => {
 
         // the same ports as the first (busy): the old launcher chose free ones and went on
         const second = await runToExit(process.execPath, ['--import', 'tsx', LAUNCHER], {
-          env: { ...process.env, FLOTILLA_HOME: home, FLOTILLA_NATS_PORT: String(config.natsPort), FLOTILLA_GATEWAY_PORT: String(config.gatewayPort) },
+          env: {
+            ...process.env,
+            FLOTILLA_HOME: home,
+            FLOTILLA_NATS_PORT: String(config.natsPort),
+            FLOTILLA_GATEWAY_PORT: String(config.gatewayPort),
+          },
           timeoutMs: 30_000,
         });
         expect(second.code).toBe(1);
@@ -85,10 +105,25 @@ describe('./dev up: one system per home', () => {
       await expect(stat(join(home, 'launcher.lock'))).rejects.toThrow(/ENOENT/);
 
       // a launcher killed without stopping leaves its lock behind: the next one takes it over
-      const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
-      await writeFile(join(home, 'launcher.lock'), JSON.stringify({ pid: Number(dead.stdout), processStart: '1', host: hostname(), since: '2026-01-01T00:00:00.000Z', gatewayUrl: 'http://127.0.0.1:9', token: 'killed' }));
+      const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], {
+        encoding: 'utf8',
+      });
+      await writeFile(
+        join(home, 'launcher.lock'),
+        JSON.stringify({
+          pid: Number(dead.stdout),
+          processStart: '1',
+          host: hostname(),
+          since: '2026-01-01T00:00:00.000Z',
+          gatewayUrl: 'http://127.0.0.1:9',
+          token: 'killed',
+        }),
+      );
       await using again = await launch({ ...config, natsPort: await freePort(), gatewayPort: await freePort() }, quiet);
-      expect(JSON.parse(await readFile(join(home, 'launcher.lock'), 'utf8'))).toMatchObject({ pid: process.pid, gatewayUrl: again.gatewayUrl });
+      expect(JSON.parse(await readFile(join(home, 'launcher.lock'), 'utf8'))).toMatchObject({
+        pid: process.pid,
+        gatewayUrl: again.gatewayUrl,
+      });
       expect(await conversationStatus(again.gatewayUrl, again.apiKey, 'c-kept')).toBe(200);
       expect(await conversationStatus(again.gatewayUrl, again.apiKey, 'c-after')).toBe(200);
     } finally {

@@ -23,18 +23,29 @@ const NOTE = 'written by the MCP filesystem server';
 type Mcp = Extract<Event, { type: 'mcp_tools' }>;
 type Observation = Extract<Event, { type: 'observation' }>;
 
-
 const files = { name: 'files', transport: 'stdio', command: 'node', args: [FILESYSTEM_SERVER, '/workspace'] };
 const broken = { name: 'broken', transport: 'stdio', command: 'flotilla-no-such-mcp-server' };
 
-async function create(system: RunningTestSystem, id: string, calls: BrainTask['calls'], mcpServers: readonly unknown[]): Promise<ConversationRef> {
-  const created = await system.api('POST', '/conversations', { id, message: taskMessage({ id, effects: system.effects, steps: calls?.length ?? 0, calls }), run: true, spec: { mcpServers } });
+async function create(
+  system: RunningTestSystem,
+  id: string,
+  calls: BrainTask['calls'],
+  mcpServers: readonly unknown[],
+): Promise<ConversationRef> {
+  const created = await system.api('POST', '/conversations', {
+    id,
+    message: taskMessage({ id, effects: system.effects, steps: calls?.length ?? 0, calls }),
+    run: true,
+    spec: { mcpServers },
+  });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   return { tenant: 'acme', conversation: id };
 }
 
-const observations = (events: readonly Event[]): Observation[] => events.filter((event): event is Observation => event.type === 'observation');
-const textOf = (observation: Observation | undefined): string => (observation?.content ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
+const observations = (events: readonly Event[]): Observation[] =>
+  events.filter((event): event is Observation => event.type === 'observation');
+const textOf = (observation: Observation | undefined): string =>
+  (observation?.content ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
 
 /** Host pids of the node processes whose command line holds `needle` (not the bwrap that started one), with their ancestors' pids. */
 async function processesWith(needle: string): Promise<{ pid: number; ancestors: number[] }[]> {
@@ -45,7 +56,7 @@ async function processesWith(needle: string): Promise<{ pid: number; ancestors: 
     const words = commandLine.split('\0');
     if (words[0] !== 'node' || !words.includes(needle)) continue;
     const ancestors: number[] = [];
-    for (let pid = Number(entry); pid > 1; ) {
+    for (let pid = Number(entry); pid > 1;) {
       const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
       pid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] ?? 0);
       if (pid > 0) ancestors.push(pid);
@@ -64,7 +75,10 @@ describe('MCP servers of a conversation’s spec (through the services)', () => 
       toolRunnerEnv: { FLOTILLA_SANDBOX_RO_PATHS: NODE_MODULES },
     });
     // the operator allows no MCP command by default: a spec naming one is refused, naming the field
-    const refused = await system.api('POST', '/conversations', { id: 'mcp-refused', spec: { mcpServers: [{ ...files, command: 'npx' }] } });
+    const refused = await system.api('POST', '/conversations', {
+      id: 'mcp-refused',
+      spec: { mcpServers: [{ ...files, command: 'npx' }] },
+    });
     expect(refused.status).toBe(403);
     expect(JSON.stringify(refused.body)).toContain('spec.mcpServers.0.command');
 
@@ -85,14 +99,23 @@ describe('MCP servers of a conversation’s spec (through the services)', () => 
     // the server runs while the conversation does: inside its sandbox, under this system's tool runner
     const runner = system.processes.find((child) => child.name === 'tool-runner-1')!.pid!;
     let servers: { pid: number; ancestors: number[] }[] = [];
-    await expect.poll(async () => (servers = (await processesWith(FILESYSTEM_SERVER)).filter((found) => found.ancestors.includes(runner))).length, { timeout: 60_000, interval: 100 }).toBe(1);
+    await expect
+      .poll(
+        async () =>
+          (servers = (await processesWith(FILESYSTEM_SERVER)).filter((found) => found.ancestors.includes(runner)))
+            .length,
+        { timeout: 60_000, interval: 100 },
+      )
+      .toBe(1);
     const [server] = servers;
     expect(await readlink(`/proc/${server!.pid}/ns/mnt`)).not.toBe(await readlink('/proc/self/ns/mnt'));
     const environment = (await readFile(`/proc/${server!.pid}/environ`, 'utf8')).split('\0');
     expect(environment.filter((variable) => variable.startsWith('FLOTILLA_'))).toEqual([]);
 
     // killed in the middle of the run (during the terminal's sleep): the next call starts it again
-    await expect.poll(async () => observations(await system.events(ref)).length, { timeout: 60_000, interval: 100 }).toBe(2);
+    await expect
+      .poll(async () => observations(await system.events(ref)).length, { timeout: 60_000, interval: 100 })
+      .toBe(2);
     process.kill(server!.pid, 'SIGKILL');
     await system.waitForStatus([ref], REST, 90_000);
     expect(await system.status(ref)).toBe('finished');
@@ -107,8 +130,13 @@ describe('MCP servers of a conversation’s spec (through the services)', () => 
     expect(Math.max(...listings.map((listing) => events.indexOf(listing)))).toBeLessThan(firstStep);
     const listed = listings.find((listing) => listing.server === 'files')!;
     expect(listed.error).toBeUndefined();
-    expect(listed.tools.map((tool) => tool.name)).toEqual(expect.arrayContaining(['files_read_text_file', 'files_write_file', 'files_list_directory']));
-    expect(listed.tools.find((tool) => tool.name === 'files_write_file')?.parameters).toMatchObject({ type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } } });
+    expect(listed.tools.map((tool) => tool.name)).toEqual(
+      expect.arrayContaining(['files_read_text_file', 'files_write_file', 'files_list_directory']),
+    );
+    expect(listed.tools.find((tool) => tool.name === 'files_write_file')?.parameters).toMatchObject({
+      type: 'object',
+      properties: { path: { type: 'string' }, content: { type: 'string' } },
+    });
     // the broken server: a visible error, naming it, and no tools
     const failed = listings.find((listing) => listing.server === 'broken')!;
     expect(failed.tools).toEqual([]);
@@ -116,13 +144,25 @@ describe('MCP servers of a conversation’s spec (through the services)', () => 
     expect(failed.error?.message).toContain('flotilla-no-such-mcp-server');
 
     // the model was offered the server's tools with their schemas, and nothing of the broken one
-    const requests = system.brain.requests.map((body) => JSON.parse(body) as { tools?: { function: { name: string; parameters: { properties?: Record<string, unknown> } } }[]; messages: { role: string; content?: unknown }[] });
-    const steps = requests.filter((request) => JSON.stringify(request.messages).includes(`"id":"${id}"`) || JSON.stringify(request.messages).includes(`\\"id\\":\\"${id}\\"`));
+    const requests = system.brain.requests.map(
+      (body) =>
+        JSON.parse(body) as {
+          tools?: { function: { name: string; parameters: { properties?: Record<string, unknown> } } }[];
+          messages: { role: string; content?: unknown }[];
+        },
+    );
+    const steps = requests.filter(
+      (request) =>
+        JSON.stringify(request.messages).includes(`"id":"${id}"`) ||
+        JSON.stringify(request.messages).includes(`\\"id\\":\\"${id}\\"`),
+    );
     expect(steps.length).toBe(5);
     const offered = steps[0]!.tools!.map((tool) => tool.function.name);
     expect(offered).toEqual(expect.arrayContaining(['terminal', 'files_write_file', 'files_list_directory']));
     expect(offered.some((name) => name.startsWith('broken_'))).toBe(false);
-    expect(steps[0]!.tools!.find((tool) => tool.function.name === 'files_write_file')?.function.parameters.properties).toHaveProperty('content');
+    expect(
+      steps[0]!.tools!.find((tool) => tool.function.name === 'files_write_file')?.function.parameters.properties,
+    ).toHaveProperty('content');
 
     // the server wrote into the conversation's workspace (its /workspace), and listed it
     const results = observations(events);

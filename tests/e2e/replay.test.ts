@@ -27,19 +27,38 @@ function flotilla(system: RunningTestSystem, args: readonly string[]): Promise<E
  * condenser's summaries offer none) and carry the conversation's task.
  */
 function stepBodies(server: BrainServer, id: string): string[] {
-  return [...new Set(server.requests.filter((body) => body.includes('"tools":[') && body.includes(`\\"id\\":\\"${id}\\"`)))];
+  return [
+    ...new Set(server.requests.filter((body) => body.includes('"tools":[') && body.includes(`\\"id\\":\\"${id}\\"`))),
+  ];
 }
 
 /** The first state change to a resting status after seq `after`; the log's tail in the error when none comes. */
-async function nextRest(system: RunningTestSystem, ref: { tenant: string; conversation: string }, after: number): Promise<Extract<Event, { type: 'state_change' }>> {
+async function nextRest(
+  system: RunningTestSystem,
+  ref: { tenant: string; conversation: string },
+  after: number,
+): Promise<Extract<Event, { type: 'state_change' }>> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const events = await system.events(ref);
-    const found = events.find((event): event is Extract<Event, { type: 'state_change' }> => event.seq > after && event.type === 'state_change' && event.status !== undefined && AT_REST.includes(event.status));
+    const found = events.find(
+      (event): event is Extract<Event, { type: 'state_change' }> =>
+        event.seq > after &&
+        event.type === 'state_change' &&
+        event.status !== undefined &&
+        AT_REST.includes(event.status),
+    );
     if (found) return found;
     if (Date.now() > deadline) {
-      const tail = events.slice(-8).map((event) => `#${event.seq} ${event.type}${event.type === 'state_change' ? ` ${event.status ?? ''} (${event.reason ?? ''})` : ''}${event.type === 'conversation_error' ? ` ${event.code}: ${event.detail}` : ''}`);
-      throw new Error(`${ref.conversation} came to no rest after seq ${after} within 60 s; its log ends:\n${tail.join('\n')}`);
+      const tail = events
+        .slice(-8)
+        .map(
+          (event) =>
+            `#${event.seq} ${event.type}${event.type === 'state_change' ? ` ${event.status ?? ''} (${event.reason ?? ''})` : ''}${event.type === 'conversation_error' ? ` ${event.code}: ${event.detail}` : ''}`,
+        );
+      throw new Error(
+        `${ref.conversation} came to no rest after seq ${after} within 60 s; its log ends:\n${tail.join('\n')}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -54,15 +73,35 @@ describe('replay: the model requests of every step, rebuilt from the log alone',
       recordModelRequests: true,
       // the date in the prompt: logged with the system prompt, never read again
       agent: { condenser: { maxEvents: 16, keepFirst: 2 }, prompt: { includeDate: true } },
-      catalog: { profiles: { second: { provider: 'openai-chat', model: 'second-brain', baseURL: second.baseURL, apiKey: 'second-key', timeoutMs: 60_000, retry: RETRY } } },
+      catalog: {
+        profiles: {
+          second: {
+            provider: 'openai-chat',
+            model: 'second-brain',
+            baseURL: second.baseURL,
+            apiKey: 'second-key',
+            timeoutMs: 60_000,
+            retry: RETRY,
+          },
+        },
+      },
     });
     const client = new FlotillaClient({ baseUrl: system.gatewayUrl, apiKey: system.apiKey });
     const id = 'replayed';
     const ref = { tenant: 'acme', conversation: id };
     // every action waits for an approval: the model is switched while no step is in flight
-    const created = await client.createConversation({ id, title: 'Replayed', message: taskMessage({ id, steps: 10, effects: system.effects }), run: true, spec: { confirmation: { mode: 'always' } } });
+    const created = await client.createConversation({
+      id,
+      title: 'Replayed',
+      message: taskMessage({ id, steps: 10, effects: system.effects }),
+      run: true,
+      spec: { confirmation: { mode: 'always' } },
+    });
     expect(created.conversation.agent).toMatchObject({ model: 'brain', template: null });
-    expect((await client.getSpec(id)).spec).toMatchObject({ confirmation: { mode: 'always' }, llm: { profile: 'default', model: 'brain' } });
+    expect((await client.getSpec(id)).spec).toMatchObject({
+      confirmation: { mode: 'always' },
+      llm: { profile: 'default', model: 'brain' },
+    });
 
     // the run's rests, after what the create appended (its own state change to idle among it)
     let after = created.conversation.last_seq;
@@ -73,8 +112,17 @@ describe('replay: the model requests of every step, rebuilt from the log alone',
         break;
       }
       if (approvals === 4) {
-        const switched = await client.updateSpec(id, { spec: { llm: { profile: 'second', temperature: 0.3 } }, reason: 'model switched by the user' });
-        expect(switched).toMatchObject({ reason: 'model switched by the user', spec: { llm: { profile: 'second', model: 'second-brain', temperature: 0.3 }, confirmation: { mode: 'always' } } });
+        const switched = await client.updateSpec(id, {
+          spec: { llm: { profile: 'second', temperature: 0.3 } },
+          reason: 'model switched by the user',
+        });
+        expect(switched).toMatchObject({
+          reason: 'model switched by the user',
+          spec: {
+            llm: { profile: 'second', model: 'second-brain', temperature: 0.3 },
+            confirmation: { mode: 'always' },
+          },
+        });
         expect(await client.getSpec(id)).toEqual(switched);
       }
       const approved = await client.approve(id);
@@ -98,7 +146,11 @@ describe('replay: the model requests of every step, rebuilt from the log alone',
     // what the replay had to get right is really in the requests
     const prompted = events.find((event) => event.type === 'system_prompt')!;
     expect(replayed[0]!.body).toContain(`Today's date is ${prompted.timestamp.slice(0, 10)} (UTC).`);
-    expect(replayed.filter((request) => request.seq > switchSeq).every((request) => request.model === 'second-brain' && request.body.includes('"temperature":0.3'))).toBe(true);
+    expect(
+      replayed
+        .filter((request) => request.seq > switchSeq)
+        .every((request) => request.model === 'second-brain' && request.body.includes('"temperature":0.3')),
+    ).toBe(true);
     expect(replayed.some((request) => request.body.includes('Summary of the work so far.'))).toBe(true);
 
     // the same through the gateway's REST API, with the command anyone can run
@@ -106,7 +158,10 @@ describe('replay: the model requests of every step, rebuilt from the log alone',
     try {
       const printed = await flotilla(system, ['replay', id]);
       expect(printed.code, printed.stderr).toBe(0);
-      const lines = printed.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { seq: number; provider: string; body: string });
+      const lines = printed.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { seq: number; provider: string; body: string });
       expect(lines.map((line) => line.body)).toEqual(received);
       expect(lines.every((line) => line.provider === 'openai-chat')).toBe(true);
 
@@ -114,7 +169,9 @@ describe('replay: the model requests of every step, rebuilt from the log alone',
       await writeFile(recorded, received.map((body) => `${JSON.stringify({ body })}\n`).join(''));
       const checked = await flotilla(system, ['replay', id, '--check', recorded]);
       expect(checked.code, checked.stdout + checked.stderr).toBe(0);
-      expect(checked.stdout.trimEnd().split('\n')).toEqual(steps.map((usage) => `seq ${usage.seq}: same, byte for byte`));
+      expect(checked.stdout.trimEnd().split('\n')).toEqual(
+        steps.map((usage) => `seq ${usage.seq}: same, byte for byte`),
+      );
       expect(checked.stderr).toBe(`${steps.length} of ${steps.length} steps rebuilt byte for byte\n`);
 
       // one byte off is found and named

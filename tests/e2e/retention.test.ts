@@ -17,7 +17,11 @@ async function receiver(): Promise<{ server: Server; url: string; events: Webhoo
     let body = '';
     request.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
     request.on('end', () => {
-      const signed = verifySignature(secret.value, request.headers['flotilla-signature'] as string | undefined, body).ok;
+      const signed = verifySignature(
+        secret.value,
+        request.headers['flotilla-signature'] as string | undefined,
+        body,
+      ).ok;
       if (signed) events.push(WebhookEvent.parse(JSON.parse(body)));
       response.writeHead(signed ? 204 : 400).end();
     });
@@ -33,7 +37,11 @@ describe('retention through the services', () => {
       gateway: true,
       webhooks: 1,
       env: { FLOTILLA_SECRETS_KEY: generateSecretsKey() },
-      gatewayEnv: { FLOTILLA_RETENTION: 'acme=4', FLOTILLA_RETENTION_SWEEP_MS: '250', FLOTILLA_GATEWAY_WEB_UI: 'false' },
+      gatewayEnv: {
+        FLOTILLA_RETENTION: 'acme=4',
+        FLOTILLA_RETENTION_SWEEP_MS: '250',
+        FLOTILLA_GATEWAY_WEB_UI: 'false',
+      },
       webhooksEnv: { FLOTILLA_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32' },
     });
     try {
@@ -44,15 +52,29 @@ describe('retention through the services', () => {
         const created = await system.api('POST', '/conversations', body, key);
         expect(created.status, created.text).toBe(201);
       };
-      const task = (id: string, extra: Record<string, unknown> = {}) => taskMessage({ id, steps: 1, effects: system.effects, ...extra });
-      const status = async (key: string, id: string) => (await system.api('GET', `/conversations/${id}`, undefined, key)).status;
+      const task = (id: string, extra: Record<string, unknown> = {}) =>
+        taskMessage({ id, steps: 1, effects: system.effects, ...extra });
+      const status = async (key: string, id: string) =>
+        (await system.api('GET', `/conversations/${id}`, undefined, key)).status;
 
       await create(system.apiKey, { id: 'expires', message: task('expires'), run: true });
       // its one command sleeps past the retention: no event meanwhile, but it runs
       await create(system.apiKey, { id: 'long-runner', message: task('long-runner', { sleep: 8 }), run: true });
-      await create(system.otherApiKey, { id: 'short', spec: { retention: { idle_seconds: 2 } }, message: task('short'), run: true });
+      await create(system.otherApiKey, {
+        id: 'short',
+        spec: { retention: { idle_seconds: 2 } },
+        message: task('short'),
+        run: true,
+      });
       await create(system.otherApiKey, { id: 'kept', message: task('kept'), run: true });
-      await system.waitForStatus([{ tenant: 'acme', conversation: 'expires' }, { tenant: 'globex', conversation: 'kept' }], ['finished'], 30_000);
+      await system.waitForStatus(
+        [
+          { tenant: 'acme', conversation: 'expires' },
+          { tenant: 'globex', conversation: 'kept' },
+        ],
+        ['finished'],
+        30_000,
+      );
       const workspace = join(system.home, 'workspaces', 'acme', 'expires');
       expect(existsSync(workspace)).toBe(true);
 
@@ -68,9 +90,15 @@ describe('retention through the services', () => {
       expect(await status(system.otherApiKey, 'kept')).toBe(200);
 
       // announced to the tenant's webhook that asked for it (globex has none)
-      await expect.poll(() => hooks.events.find((event) => event.data.conversation === 'expires'), { timeout: 20_000 }).toBeDefined();
+      await expect
+        .poll(() => hooks.events.find((event) => event.data.conversation === 'expires'), { timeout: 20_000 })
+        .toBeDefined();
       const announced = hooks.events.find((event) => event.data.conversation === 'expires')!;
-      expect(announced).toMatchObject({ type: 'conversation.expiring', tenant: 'acme', data: { conversation: 'expires', status: 'finished', idle_seconds: 4 } });
+      expect(announced).toMatchObject({
+        type: 'conversation.expiring',
+        tenant: 'acme',
+        data: { conversation: 'expires', status: 'finished', idle_seconds: 4 },
+      });
       expect(hooks.events.some((event) => event.data.conversation === 'short')).toBe(false);
       // the running one goes once it rests as long
       await expect.poll(() => status(system.apiKey, 'long-runner'), { timeout: 30_000, interval: 250 }).toBe(404);

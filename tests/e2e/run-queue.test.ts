@@ -58,7 +58,11 @@ describe('runs past the tenant limit wait in a queue', () => {
     // the queue is on the bus: a gateway killed and restarted finds it, and goes on starting runs
     const gateway = system.processes.find((child) => child.name === 'gateway-1')!;
     await gateway.kill('SIGKILL');
-    await expect.poll(async () => (await system.api('GET', '/conversations/q-3').catch(() => ({ status: 0 }))).status, { timeout: 30_000 }).toBe(200);
+    await expect
+      .poll(async () => (await system.api('GET', '/conversations/q-3').catch(() => ({ status: 0 }))).status, {
+        timeout: 30_000,
+      })
+      .toBe(200);
     const afterRestart = (await system.api('GET', '/conversations/q-3')).body as Conversation;
     expect(afterRestart.status === 'running' || afterRestart.queue !== null).toBe(true);
 
@@ -70,7 +74,8 @@ describe('runs past the tenant limit wait in a queue', () => {
     const [one, two, three] = runs.map((intervals) => intervals[0]);
     expect(two![0]).toBeGreaterThanOrEqual(one![1]);
     expect(three![0]).toBeGreaterThanOrEqual(two![1]);
-    for (const id of ['q-1', 'q-2', 'q-3']) expect(((await system.api('GET', `/conversations/${id}`)).body as Conversation).queue).toBeNull();
+    for (const id of ['q-1', 'q-2', 'q-3'])
+      expect(((await system.api('GET', `/conversations/${id}`)).body as Conversation).queue).toBeNull();
     // the paused one never ran
     expect(runIntervals(await system.events({ tenant: 'acme', conversation: 'q-4' }))).toEqual([]);
   }, 180_000);

@@ -8,7 +8,13 @@ import type { NodeWebSocket } from '@flotilla/client/node';
 import type { Event } from '@flotilla/events';
 import type { ConversationRef } from '@flotilla/log';
 import { RunnerRegistry } from '@flotilla/runtime';
-import { DEFAULT_SANDBOX_SETTINGS, detectCgroups, detectWorkspaceDisks, DiskLimit, WorkspaceDisks } from '@flotilla/sandbox';
+import {
+  DEFAULT_SANDBOX_SETTINGS,
+  detectCgroups,
+  detectWorkspaceDisks,
+  DiskLimit,
+  WorkspaceDisks,
+} from '@flotilla/sandbox';
 import { generateSecretsKey } from '@flotilla/secrets';
 import { describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -20,7 +26,12 @@ import { startTestSystem, type RunningTestSystem } from '../support/system.js';
  * observation text. Each call carries a hard timeout, so a slow command (a `find /` on a loaded
  * machine) is waited for rather than returned early for printing nothing new for a while.
  */
-async function runCommands(system: RunningTestSystem, ref: ConversationRef, commands: readonly string[], timeoutMs = 90_000): Promise<string[]> {
+async function runCommands(
+  system: RunningTestSystem,
+  ref: ConversationRef,
+  commands: readonly string[],
+  timeoutMs = 90_000,
+): Promise<string[]> {
   const calls = commands.map((command) => ({ tool: 'terminal', input: { command, timeout: timeoutMs / 1_000 } }));
   await system.start(ref, { id: ref.conversation, steps: commands.length, calls });
   await system.waitForStatus([ref], ['finished', 'error', 'stuck'], timeoutMs);
@@ -29,7 +40,9 @@ async function runCommands(system: RunningTestSystem, ref: ConversationRef, comm
 }
 
 function observationTexts(events: readonly Event[]): string[] {
-  return events.filter((event) => event.type === 'observation').map((event) => event.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n'));
+  return events
+    .filter((event) => event.type === 'observation')
+    .map((event) => event.content.map((part) => (part.type === 'text' ? part.text : '')).join('\n'));
 }
 
 /** Host pids of the sandboxes' bwrap processes, and how many processes their process groups hold in all. */
@@ -41,12 +54,20 @@ async function sandboxGroups(): Promise<{ leaders: string[]; members: number }> 
   const pids = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
   const stats = await Promise.all(
     pids.map(async (pid) => {
-      const [command, stat] = await Promise.all([readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => ''), readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')]);
+      const [command, stat] = await Promise.all([
+        readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => ''),
+        readFile(`/proc/${pid}/stat`, 'utf8').catch(() => ''),
+      ]);
       return { pid, command, group: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2] };
     }),
   );
-  const leaders = stats.filter((entry) => entry.command.startsWith('bwrap\0') && entry.group === entry.pid).map((entry) => entry.pid);
-  return { leaders, members: stats.filter((entry) => entry.group !== undefined && leaders.includes(entry.group)).length };
+  const leaders = stats
+    .filter((entry) => entry.command.startsWith('bwrap\0') && entry.group === entry.pid)
+    .map((entry) => entry.pid);
+  return {
+    leaders,
+    members: stats.filter((entry) => entry.group !== undefined && leaders.includes(entry.group)).length,
+  };
 }
 
 const cgroups = await detectCgroups();
@@ -54,13 +75,17 @@ const cgroups = await detectCgroups();
 const disks = await (async () => {
   const scratch = await mkdtemp(join(tmpdir(), 'flotilla-disk-probe-'));
   try {
-    return await detectWorkspaceDisks(DiskLimit.Auto, scratch, { bytes: DEFAULT_SANDBOX_SETTINGS.limits.workspaceBytes, owner: { uid: DEFAULT_SANDBOX_SETTINGS.uid, gid: DEFAULT_SANDBOX_SETTINGS.gid } });
+    return await detectWorkspaceDisks(DiskLimit.Auto, scratch, {
+      bytes: DEFAULT_SANDBOX_SETTINGS.limits.workspaceBytes,
+      owner: { uid: DEFAULT_SANDBOX_SETTINGS.uid, gid: DEFAULT_SANDBOX_SETTINGS.gid },
+    });
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
 })();
 if (disks.kind === 'check') console.warn(`the workspace filesystem test is SKIPPED: ${disks.reason}`);
-if (cgroups.kind === 'none') console.warn(`sandbox memory test SKIPPED: this machine gives no cgroups to make (${cgroups.reason})`);
+if (cgroups.kind === 'none')
+  console.warn(`sandbox memory test SKIPPED: this machine gives no cgroups to make (${cgroups.reason})`);
 
 const PROBE_PORT_SCRIPT = (ports: readonly number[], host: string): string =>
   `for port in ${ports.join(' ')}; do if (exec 3<>/dev/tcp/${host}/$port) 2>/dev/null; then echo "OPEN ${host}:$port"; else echo "closed ${host}:$port"; fi; done`;
@@ -89,9 +114,14 @@ describe.each(['none', 'egress'])('from inside a conversation’s terminal (netw
     ]);
 
     // the environment is built from scratch
-    const names = env!.split('\n').filter((line) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(line)).map((line) => line.slice(0, line.indexOf('=')));
+    const names = env!
+      .split('\n')
+      .filter((line) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(line))
+      .map((line) => line.slice(0, line.indexOf('=')));
     expect(names).toContain('PATH');
-    expect(names.filter((name) => name.startsWith('FLOTILLA_') || name.startsWith('NATS') || name.endsWith('_API_KEY'))).toEqual([]);
+    expect(
+      names.filter((name) => name.startsWith('FLOTILLA_') || name.startsWith('NATS') || name.endsWith('_API_KEY')),
+    ).toEqual([]);
     expect(env).not.toContain(system.nats.url);
     expect(env).not.toContain(`:${natsPort}`);
     expect(env).not.toContain('sk-tool-runner-must-not-have-this');
@@ -117,8 +147,11 @@ describe.each(['none', 'egress'])('from inside a conversation’s terminal (netw
     // writes outside the workspace never reach the host
     expect(writes).toContain('writes-done');
     expect(writes).toContain('tmp-ok'); // a private /tmp
-    for (const path of [`/${marker}`, `/tmp/${marker}`, join(system.home, marker), `/usr/${marker}`, `/etc/${marker}`]) expect(existsSync(path), path).toBe(false);
-    expect(await readFile(join(system.home, 'workspaces', 'acme', ref.conversation, 'in-workspace.txt'), 'utf8')).toBe('inside\n');
+    for (const path of [`/${marker}`, `/tmp/${marker}`, join(system.home, marker), `/usr/${marker}`, `/etc/${marker}`])
+      expect(existsSync(path), path).toBe(false);
+    expect(await readFile(join(system.home, 'workspaces', 'acme', ref.conversation, 'in-workspace.txt'), 'utf8')).toBe(
+      'inside\n',
+    );
 
     // no service port on the host's loopback, whichever way it is tried
     for (const probe of [loopback!, slirpHost!]) {
@@ -128,8 +161,14 @@ describe.each(['none', 'egress'])('from inside a conversation’s terminal (netw
 
     // the gateway tells clients how the agent is sandboxed
     const sandboxInfo = async (): Promise<unknown> =>
-      ((await (await fetch(`${system.gatewayUrl}/v1/server-info`, { headers: { authorization: `Bearer ${system.apiKey}` } })).json()) as { sandbox: unknown }).sandbox;
-    await expect.poll(sandboxInfo, { timeout: 15_000, interval: 500 }).toEqual({ runners: 1, kinds: ['bwrap'], networks: [network], unsandboxed_runners: 0 });
+      (
+        (await (
+          await fetch(`${system.gatewayUrl}/v1/server-info`, { headers: { authorization: `Bearer ${system.apiKey}` } })
+        ).json()) as { sandbox: unknown }
+      ).sandbox;
+    await expect
+      .poll(sandboxInfo, { timeout: 15_000, interval: 500 })
+      .toEqual({ runners: 1, kinds: ['bwrap'], networks: [network], unsandboxed_runners: 0 });
   }, 180_000);
 });
 
@@ -198,70 +237,93 @@ describe('a conversation’s limits', () => {
     expect(Number(/^(\d+)$/m.exec(cleaned!)?.[1])).toBeLessThan(64);
   }, 180_000);
 
-  it.skipIf(disks.kind === 'check')('refuse an allocation past the quota inside the sandbox: 12 × fallocate 1000M against 5 GiB fail past it at once, and the host keeps its disk', async () => {
-    await using system = await startTestSystem({ toolRunnerEnv: { FLOTILLA_SANDBOX_DISK_MB: '5120' } });
-    const free = async (): Promise<number> => {
-      const fs = await statfs(system.home);
-      return fs.bavail * fs.bsize;
-    };
-    const before = await free();
-    let least = before;
-    const watch = setInterval(() => void free().then((bytes) => (least = Math.min(least, bytes))), 50);
-    let texts: string[];
-    try {
-      texts = await runCommands(system, { tenant: 'acme', conversation: 'filler' }, [
-        'for i in $(seq 1 12); do fallocate -l 1000M big-$i && echo "allocated $i"; done; df -B1 --output=size,used . | tail -1',
-        'rm -f big-*; df -B1 --output=used . | tail -1; echo cleaned',
-      ]);
-    } finally {
-      clearInterval(watch);
-    }
-    const [filled = '', cleaned = ''] = texts;
-    // 4 × 1000 MiB fit in 5 GiB (less its own journal and inode tables); each one after is refused by the kernel, in the command
-    expect(filled).toMatch(/allocated 1\nallocated 2\nallocated 3\nallocated 4\n/);
-    expect(filled).not.toMatch(/allocated ([5-9]|1[0-2])/);
-    expect(filled.match(/fallocate: fallocate failed: No space left on device/g)).toHaveLength(8);
-    expect(filled).not.toContain('over its size quota'); // nothing measured it from outside
-    const [size, used] = /^\s*(\d+)\s+(\d+)\s*$/m.exec(filled)!.slice(1).map(Number) as [number, number];
-    const quota = 5120 * 1024 * 1024;
-    expect(size).toBeLessThanOrEqual(quota);
-    expect(used).toBeLessThanOrEqual(quota + 4096);
-    // the host gave the workspace what it holds and no more, and has it back once the files are gone
-    expect(before - least).toBeLessThan(quota + 256 * 1024 * 1024);
-    expect(cleaned).toContain('cleaned');
-    expect(Number(/^\s*(\d+)\s*$/m.exec(cleaned)?.[1])).toBeLessThan(64 * 1024 * 1024);
-    expect(before - (await free())).toBeLessThan(256 * 1024 * 1024);
-  }, 150_000);
+  it.skipIf(disks.kind === 'check')(
+    'refuse an allocation past the quota inside the sandbox: 12 × fallocate 1000M against 5 GiB fail past it at once, and the host keeps its disk',
+    async () => {
+      await using system = await startTestSystem({ toolRunnerEnv: { FLOTILLA_SANDBOX_DISK_MB: '5120' } });
+      const free = async (): Promise<number> => {
+        const fs = await statfs(system.home);
+        return fs.bavail * fs.bsize;
+      };
+      const before = await free();
+      let least = before;
+      const watch = setInterval(() => void free().then((bytes) => (least = Math.min(least, bytes))), 50);
+      let texts: string[];
+      try {
+        texts = await runCommands(system, { tenant: 'acme', conversation: 'filler' }, [
+          'for i in $(seq 1 12); do fallocate -l 1000M big-$i && echo "allocated $i"; done; df -B1 --output=size,used . | tail -1',
+          'rm -f big-*; df -B1 --output=used . | tail -1; echo cleaned',
+        ]);
+      } finally {
+        clearInterval(watch);
+      }
+      const [filled = '', cleaned = ''] = texts;
+      // 4 × 1000 MiB fit in 5 GiB (less its own journal and inode tables); each one after is refused by the kernel, in the command
+      expect(filled).toMatch(/allocated 1\nallocated 2\nallocated 3\nallocated 4\n/);
+      expect(filled).not.toMatch(/allocated ([5-9]|1[0-2])/);
+      expect(filled.match(/fallocate: fallocate failed: No space left on device/g)).toHaveLength(8);
+      expect(filled).not.toContain('over its size quota'); // nothing measured it from outside
+      const [size, used] = /^\s*(\d+)\s+(\d+)\s*$/m.exec(filled)!.slice(1).map(Number) as [number, number];
+      const quota = 5120 * 1024 * 1024;
+      expect(size).toBeLessThanOrEqual(quota);
+      expect(used).toBeLessThanOrEqual(quota + 4096);
+      // the host gave the workspace what it holds and no more, and has it back once the files are gone
+      expect(before - least).toBeLessThan(quota + 256 * 1024 * 1024);
+      expect(cleaned).toContain('cleaned');
+      expect(Number(/^\s*(\d+)\s*$/m.exec(cleaned)?.[1])).toBeLessThan(64 * 1024 * 1024);
+      expect(before - (await free())).toBeLessThan(256 * 1024 * 1024);
+    },
+    150_000,
+  );
 
-  it.skipIf(cgroups.kind === 'none')('hold a sandbox’s processes to its memory together: 4 × 1.5 GB in a 2 GB sandbox are killed in it, the host never gives more, the agent reads why, and another conversation goes on', async () => {
-    await using system = await startTestSystem({ env: { FLOTILLA_RUNNER_LIVENESS_MS: '10000' }, toolRunnerEnv: { FLOTILLA_SANDBOX_MEMORY_MB: '2048' } });
-    const hostile = { tenant: 'acme', conversation: 'hogs' };
-    const calm = { tenant: 'acme', conversation: 'calm-hogs' };
-    const available = async (): Promise<number> => Number(/^MemAvailable:\s+(\d+) kB$/m.exec(await readFile('/proc/meminfo', 'utf8'))?.[1]) * 1024;
-    const before = await available();
-    let least = before;
-    const watch = setInterval(() => void available().then((bytes) => (least = Math.min(least, bytes))), 100);
-    try {
-      // the hogs print nothing: the call waits for them to end (a timeout), not for 30 s of silence, which a busy machine can reach first
-      const hogs = 'for i in 1 2 3 4; do (head -c 1500M /dev/zero | tail > /dev/null) & done; wait; echo hogs-waited';
-      await system.start(hostile, { id: 'hogs', steps: 2, calls: [{ tool: 'terminal', input: { command: hogs, timeout: 110 } }, { tool: 'terminal', input: { command: 'echo after-the-hogs' } }] });
-      await system.start(calm, { id: 'calm-hogs', steps: 6, sleep: 1 });
-      await system.waitForStatus([hostile, calm], ['finished', 'error', 'stuck'], 120_000);
-    } finally {
-      clearInterval(watch);
-    }
-    expect(await system.status(hostile)).toBe('finished');
-    expect(await system.status(calm)).toBe('finished');
-    expect((await system.readEffects()).filter((line) => line.startsWith('calm-hogs '))).toHaveLength(6);
-    const [hogs, after] = observationTexts(await system.events(hostile));
-    expect(hogs).toMatch(/\[The sandbox ran out of memory \(its limit holds all its processes together\), so the kernel killed (a process|\d+ processes) in it\./);
-    expect(after).toContain('after-the-hogs');
-    // 6 GB asked for: the host gave the sandbox its 2 GB and no more (the services' own use beside it)
-    expect(before - least).toBeLessThan(2.5 * 1024 ** 3);
-  }, 150_000);
+  it.skipIf(cgroups.kind === 'none')(
+    'hold a sandbox’s processes to its memory together: 4 × 1.5 GB in a 2 GB sandbox are killed in it, the host never gives more, the agent reads why, and another conversation goes on',
+    async () => {
+      await using system = await startTestSystem({
+        env: { FLOTILLA_RUNNER_LIVENESS_MS: '10000' },
+        toolRunnerEnv: { FLOTILLA_SANDBOX_MEMORY_MB: '2048' },
+      });
+      const hostile = { tenant: 'acme', conversation: 'hogs' };
+      const calm = { tenant: 'acme', conversation: 'calm-hogs' };
+      const available = async (): Promise<number> =>
+        Number(/^MemAvailable:\s+(\d+) kB$/m.exec(await readFile('/proc/meminfo', 'utf8'))?.[1]) * 1024;
+      const before = await available();
+      let least = before;
+      const watch = setInterval(() => void available().then((bytes) => (least = Math.min(least, bytes))), 100);
+      try {
+        // the hogs print nothing: the call waits for them to end (a timeout), not for 30 s of silence, which a busy machine can reach first
+        const hogs = 'for i in 1 2 3 4; do (head -c 1500M /dev/zero | tail > /dev/null) & done; wait; echo hogs-waited';
+        await system.start(hostile, {
+          id: 'hogs',
+          steps: 2,
+          calls: [
+            { tool: 'terminal', input: { command: hogs, timeout: 110 } },
+            { tool: 'terminal', input: { command: 'echo after-the-hogs' } },
+          ],
+        });
+        await system.start(calm, { id: 'calm-hogs', steps: 6, sleep: 1 });
+        await system.waitForStatus([hostile, calm], ['finished', 'error', 'stuck'], 120_000);
+      } finally {
+        clearInterval(watch);
+      }
+      expect(await system.status(hostile)).toBe('finished');
+      expect(await system.status(calm)).toBe('finished');
+      expect((await system.readEffects()).filter((line) => line.startsWith('calm-hogs '))).toHaveLength(6);
+      const [hogs, after] = observationTexts(await system.events(hostile));
+      expect(hogs).toMatch(
+        /\[The sandbox ran out of memory \(its limit holds all its processes together\), so the kernel killed (a process|\d+ processes) in it\./,
+      );
+      expect(after).toContain('after-the-hogs');
+      // 6 GB asked for: the host gave the sandbox its 2 GB and no more (the services' own use beside it)
+      expect(before - least).toBeLessThan(2.5 * 1024 ** 3);
+    },
+    150_000,
+  );
 
   it('a grep pattern that backtracks without end returns an error within its bound while the runner’s other actions complete', async () => {
-    await using system = await startTestSystem({ agent: { tools: ['terminal', 'file_editor', 'grep', 'think', 'finish'] } });
+    await using system = await startTestSystem({
+      agent: { tools: ['terminal', 'file_editor', 'grep', 'think', 'finish'] },
+    });
     const hostile = { tenant: 'acme', conversation: 'backtrack' };
     const calm = { tenant: 'acme', conversation: 'calm-grep' };
     await system.start(hostile, {
@@ -269,7 +331,12 @@ describe('a conversation’s limits', () => {
       steps: 2,
 
       calls: [
-        { tool: 'terminal', input: { command: `for i in $(seq 200); do printf '${'a'.repeat(40)}b\\n'; done > hostile.txt; echo written` } },
+        {
+          tool: 'terminal',
+          input: {
+            command: `for i in $(seq 200); do printf '${'a'.repeat(40)}b\\n'; done > hostile.txt; echo written`,
+          },
+        },
         { tool: 'grep', input: { pattern: '(a+)+$' } },
       ],
     });
@@ -285,7 +352,9 @@ describe('a conversation’s limits', () => {
     const window = [Date.parse(grepStarted.timestamp), Date.parse(grep!.timestamp)] as const;
     expect(window[1] - window[0]).toBeLessThan(20_000);
     // the calm conversation's actions went on, on the same runner, while grep ran
-    const calmResults = (await system.events(calm)).filter((event) => event.type === 'observation').map((event) => Date.parse(event.timestamp));
+    const calmResults = (await system.events(calm))
+      .filter((event) => event.type === 'observation')
+      .map((event) => Date.parse(event.timestamp));
     expect(calmResults.filter((at) => at > window[0] && at < window[1]).length).toBeGreaterThan(0);
   }, 150_000);
 });
@@ -294,7 +363,15 @@ describe('a sandbox’s life', () => {
   it('an idle sandbox is stopped and comes back on the next action, and the agent is told', async () => {
     await using system = await startTestSystem({ toolRunnerEnv: { FLOTILLA_SANDBOX_IDLE_SECONDS: '1' } });
     const ref = { tenant: 'acme', conversation: 'sleepy' };
-    await system.start(ref, { id: 'sleepy', steps: 2, latencyMs: 2_500, commands: ['export REMEMBERED=yes; sleep 300 & echo started', 'echo "remembered=${REMEMBERED:-no}"; pgrep -c sleep || true'] });
+    await system.start(ref, {
+      id: 'sleepy',
+      steps: 2,
+      latencyMs: 2_500,
+      commands: [
+        'export REMEMBERED=yes; sleep 300 & echo started',
+        'echo "remembered=${REMEMBERED:-no}"; pgrep -c sleep || true',
+      ],
+    });
     await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 90_000);
     const [, second] = observationTexts(await system.events(ref));
     expect(second).toContain('sandbox was stopped after a while without commands');
@@ -313,7 +390,10 @@ describe('a sandbox’s life', () => {
     const runners = await RunnerRegistry.open(system.nc, { livenessMs: 3_000 });
     expect((await runners.owner(ref))?.runner).toBeTruthy();
 
-    const response = await fetch(`${system.gatewayUrl}/v1/conversations/doomed`, { method: 'DELETE', headers: { authorization: `Bearer ${system.apiKey}` } });
+    const response = await fetch(`${system.gatewayUrl}/v1/conversations/doomed`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${system.apiKey}` },
+    });
     expect(response.status).toBe(204);
     expect(existsSync(workspace)).toBe(false);
     // and its filesystem, where it had one: unmounted, its image gone
@@ -321,7 +401,8 @@ describe('a sandbox’s life', () => {
     expect(await readFile('/proc/self/mountinfo', 'utf8')).not.toContain(workspace);
     expect((await runners.owner(ref))?.runner ?? '').toBe(''); // purged: nobody owns it
     const deadline = Date.now() + 5_000;
-    while ((await sandboxedProcesses()).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    while ((await sandboxedProcesses()).length > 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await sandboxedProcesses()).toEqual([]);
   }, 120_000);
 });
@@ -346,7 +427,11 @@ describe('a secret set over the API', () => {
         this.on('message', (data: Buffer) => frames.push(data.toString('utf8')));
       }
     }
-    const client = new FlotillaClient({ baseUrl: system.gatewayUrl, apiKey: system.apiKey, WebSocket: RecordingSocket as unknown as typeof NodeWebSocket });
+    const client = new FlotillaClient({
+      baseUrl: system.gatewayUrl,
+      apiKey: system.apiKey,
+      WebSocket: RecordingSocket as unknown as typeof NodeWebSocket,
+    });
     await client.createConversation({ id: 'secretive' });
     await client.setConversationSecret('secretive', 'MY_TOKEN', value);
     expect(await client.listConversationSecrets('secretive')).toEqual(['MY_TOKEN']);
@@ -369,7 +454,11 @@ describe('a secret set over the API', () => {
       `jq -rn --arg t "$MY_TOKEN" '$t|@uri'`,
       `jq -cn --arg t "$MY_TOKEN" '{t:$t}'`,
     ];
-    await client.sendMessage('secretive', taskMessage({ id: 'secretive', steps: commands.length, effects: system.effects, commands }), { run: true });
+    await client.sendMessage(
+      'secretive',
+      taskMessage({ id: 'secretive', steps: commands.length, effects: system.effects, commands }),
+      { run: true },
+    );
     const ref = { tenant: 'acme', conversation: 'secretive' };
     await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 90_000);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -384,7 +473,9 @@ describe('a secret set over the API', () => {
     expect(outputs[4]).toContain('<response clipped');
     expect(outputs[4]).toContain('<secret:MY_TOKEN>');
     for (const output of outputs.slice(5)) expect(output).toContain('<secret:MY_TOKEN>');
-    expect((await system.events(ref)).some((event) => event.type === 'secret_changed' && event.name === 'MY_TOKEN')).toBe(true);
+    expect(
+      (await system.events(ref)).some((event) => event.type === 'secret_changed' && event.name === 'MY_TOKEN'),
+    ).toBe(true);
     expect(events.some((event) => event.type === 'observation')).toBe(true);
 
     const hex = Buffer.from(value).toString('hex');
@@ -400,10 +491,16 @@ describe('a secret set over the API', () => {
       'it URL-escaped': encodeURIComponent(value),
       'it JSON-escaped': JSON.stringify(value).slice(1, -1),
     };
-    const leaks = (where: string, text: string): string[] => Object.entries(forms).filter(([, form]) => text.includes(form)).map(([name]) => `${where} holds ${name}`);
+    const leaks = (where: string, text: string): string[] =>
+      Object.entries(forms)
+        .filter(([, form]) => text.includes(form))
+        .map(([name]) => `${where} holds ${name}`);
     const found: string[] = [];
     // the JetStream store, and everything the tool runner keeps of the conversation (saved outputs)
-    const kept = [...(await listFiles(join(system.home, 'nats'))), ...(await listFiles(join(system.home, 'conversations')))];
+    const kept = [
+      ...(await listFiles(join(system.home, 'nats'))),
+      ...(await listFiles(join(system.home, 'conversations'))),
+    ];
     expect(kept.some((file) => file.includes('terminal_output_'))).toBe(true);
     for (const file of kept) found.push(...leaks(file, (await readFile(file)).toString('latin1')));
     found.push(...leaks('a service log line', system.logLines.join('\n')));

@@ -8,7 +8,10 @@ import { sumByLabel } from '../bench/process-stats.js';
 describe('scale-out', () => {
   it('2 step workers and 2 tool runners finish 50 concurrent conversations with clean logs', async () => {
     await using system = await startTestSystem({ stepWorkers: 2, toolRunners: 2 });
-    const refs = Array.from({ length: 50 }, (_, index) => ({ tenant: `t${index % 3}`, conversation: `scale-${index}` }));
+    const refs = Array.from({ length: 50 }, (_, index) => ({
+      tenant: `t${index % 3}`,
+      conversation: `scale-${index}`,
+    }));
     await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps: 3, parallel: 2 })));
     await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 120_000);
     const effects = await effectCounts(await system.readEffects());
@@ -23,21 +26,35 @@ describe('scale-out', () => {
     }
     // both runners and both workers did work
     const runners = new Set<string>();
-    for (const ref of refs) for (const event of await system.events(ref)) if (event.type === 'execution_started') runners.add(event.runner);
+    for (const ref of refs)
+      for (const event of await system.events(ref)) if (event.type === 'execution_started') runners.add(event.runner);
     expect(runners.size).toBe(2);
   }, 240_000);
 
-  it("a step worker and a tool runner SIGKILLed under load: their partitions move to the survivors, every conversation finishes, no effect runs twice", async () => {
+  it('a step worker and a tool runner SIGKILLed under load: their partitions move to the survivors, every conversation finishes, no effect runs twice', async () => {
     await using system = await startTestSystem({ stepWorkers: 2, toolRunners: 2 });
-    const refs = Array.from({ length: 40 }, (_, index) => ({ tenant: `t${index % 2}`, conversation: `moved-${index}` }));
+    const refs = Array.from({ length: 40 }, (_, index) => ({
+      tenant: `t${index % 2}`,
+      conversation: `moved-${index}`,
+    }));
     const steps = 6;
     await Promise.all(refs.map((ref) => system.start(ref, { id: ref.conversation, steps, parallel: 1, sleep: 0.2 })));
     /** The partitions each instance was delivered commits on, and how many. */
-    const partitionsOf = (name: string) => sumByLabel(`${system.healthUrls.get(name)!}/metrics`, 'flotilla_deliveries_total', 'consumer');
+    const partitionsOf = (name: string) =>
+      sumByLabel(`${system.healthUrls.get(name)!}/metrics`, 'flotilla_deliveries_total', 'consumer');
     // under way: every conversation has run a step's action
-    await expect.poll(async () => (await system.readEffects()).length, { timeout: 60_000, interval: 250 }).toBeGreaterThanOrEqual(refs.length);
-    const before = new Map(await Promise.all(['step-worker-1', 'step-worker-2', 'tool-runner-1', 'tool-runner-2'].map(async (name) => [name, await partitionsOf(name)] as const)));
-    for (const name of ['step-worker-1', 'tool-runner-1']) await system.processes.find((child) => child.name === name)!.kill('SIGKILL', { restart: false });
+    await expect
+      .poll(async () => (await system.readEffects()).length, { timeout: 60_000, interval: 250 })
+      .toBeGreaterThanOrEqual(refs.length);
+    const before = new Map(
+      await Promise.all(
+        ['step-worker-1', 'step-worker-2', 'tool-runner-1', 'tool-runner-2'].map(
+          async (name) => [name, await partitionsOf(name)] as const,
+        ),
+      ),
+    );
+    for (const name of ['step-worker-1', 'tool-runner-1'])
+      await system.processes.find((child) => child.name === name)!.kill('SIGKILL', { restart: false });
     await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 120_000);
 
     const effects = effectCounts(await system.readEffects());
@@ -50,9 +67,14 @@ describe('scale-out', () => {
       await expectAudited(system.log, ref);
       const actions = events.filter((event) => event.type === 'action');
       const answers = events.filter((event) => event.type === 'observation' || event.type === 'agent_error');
-      for (const action of actions) expect(answers.filter((answer) => answer.tool_call_id === action.tool_call_id)).toHaveLength(1);
-      const interrupted = answers.filter((answer) => answer.type === 'agent_error' && answer.error === INTERRUPTED_MESSAGE).length;
-      const missing = Array.from({ length: steps }, (_, step) => `${ref.conversation} ${step} 0`).filter((line) => !effects.has(line)).length;
+      for (const action of actions)
+        expect(answers.filter((answer) => answer.tool_call_id === action.tool_call_id)).toHaveLength(1);
+      const interrupted = answers.filter(
+        (answer) => answer.type === 'agent_error' && answer.error === INTERRUPTED_MESSAGE,
+      ).length;
+      const missing = Array.from({ length: steps }, (_, step) => `${ref.conversation} ${step} 0`).filter(
+        (line) => !effects.has(line),
+      ).length;
       expect(missing).toBeLessThanOrEqual(interrupted);
     }
     // the partitions only the dead instance held before are the survivor's now: every conversation
@@ -62,11 +84,17 @@ describe('scale-out', () => {
       ['step-worker-1', 'step-worker-2'],
       ['tool-runner-1', 'tool-runner-2'],
     ] as const) {
-      const held = (counts: Map<string, number>) => new Set([...counts].filter(([consumer, count]) => /-p\d+$/.test(consumer) && count > 0).map(([consumer]) => consumer));
+      const held = (counts: Map<string, number>) =>
+        new Set(
+          [...counts].filter(([consumer, count]) => /-p\d+$/.test(consumer) && count > 0).map(([consumer]) => consumer),
+        );
       const deadHeld = [...held(before.get(dead)!)].filter((consumer) => !held(before.get(survivor)!).has(consumer));
       expect(deadHeld.length).toBeGreaterThan(0);
       const after = await partitionsOf(survivor);
-      expect(deadHeld.filter((consumer) => (after.get(consumer) ?? 0) > 0), `${survivor} took none of ${dead}'s partitions (${deadHeld.join(', ')})`).not.toEqual([]);
+      expect(
+        deadHeld.filter((consumer) => (after.get(consumer) ?? 0) > 0),
+        `${survivor} took none of ${dead}'s partitions (${deadHeld.join(', ')})`,
+      ).not.toEqual([]);
     }
   }, 240_000);
 });

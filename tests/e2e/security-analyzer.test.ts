@@ -26,7 +26,10 @@ describe('the security analyzer, through the services', () => {
     const events = await system.events(risky);
     const [action] = actionsOf(events);
     // the model said low; the rules say high, and that is what the action carries
-    expect(JSON.parse(action?.type === 'action' ? action.arguments : '{}')).toMatchObject({ command: DESTRUCTIVE, security_risk: 'low' });
+    expect(JSON.parse(action?.type === 'action' ? action.arguments : '{}')).toMatchObject({
+      command: DESTRUCTIVE,
+      security_risk: 'low',
+    });
     expect(action).toMatchObject({ tool_name: 'terminal', security_risk: 'high' });
     expect(lastStateChange(events)).toMatchObject({
       status: 'waiting_for_confirmation',
@@ -37,7 +40,9 @@ describe('the security analyzer, through the services', () => {
     expect(await system.status(calm)).toBe('finished');
     const calmEvents = await system.events(calm);
     expect(actionsOf(calmEvents)).toMatchObject([{ tool_name: 'terminal', security_risk: 'low' }]);
-    expect(calmEvents.some((event) => event.type === 'state_change' && event.status === 'waiting_for_confirmation')).toBe(false);
+    expect(
+      calmEvents.some((event) => event.type === 'state_change' && event.status === 'waiting_for_confirmation'),
+    ).toBe(false);
 
     // approved, it runs (and does nothing: there is nothing at that path) and the run finishes
     await system.command(risky, (current) => approveCommand(conversationState(current), risky));
@@ -49,14 +54,18 @@ describe('the security analyzer, through the services', () => {
   }, 120_000);
 
   it('with the rules analyzer switched off, the same command runs on the model’s word', async () => {
-    await using system = await startTestSystem({ agent: { confirmation: { mode: 'risky', threshold: 'high' }, security: { analyzers: ['model'] } } });
+    await using system = await startTestSystem({
+      agent: { confirmation: { mode: 'risky', threshold: 'high' }, security: { analyzers: ['model'] } },
+    });
     const ref = { tenant: 'acme', conversation: 'model-only' };
     await system.start(ref, { id: 'model-only', steps: 1, commands: [DESTRUCTIVE] });
     await system.waitForStatus([ref], [...ENDED], 60_000);
     expect(await system.status(ref)).toBe('finished');
     const events = await system.events(ref);
     expect(actionsOf(events)).toMatchObject([{ tool_name: 'terminal', security_risk: 'low' }]);
-    expect(events.some((event) => event.type === 'state_change' && event.status === 'waiting_for_confirmation')).toBe(false);
+    expect(events.some((event) => event.type === 'state_change' && event.status === 'waiting_for_confirmation')).toBe(
+      false,
+    );
     await expectAudited(system.log, ref);
   }, 120_000);
 });

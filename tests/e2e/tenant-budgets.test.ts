@@ -8,14 +8,28 @@ import { describe, expect, it } from 'vitest';
 import { startTestSystem } from '../support/system.js';
 
 /** A webhook receiver on loopback that keeps the events whose signature checks out. */
-async function startReceiver(): Promise<{ url: string; secret: string; events: WebhookEvent[]; close(): Promise<void> }> {
+async function startReceiver(): Promise<{
+  url: string;
+  secret: string;
+  events: WebhookEvent[];
+  close(): Promise<void>;
+}> {
   const events: WebhookEvent[] = [];
-  const receiver = { url: '', secret: '', events, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  const receiver = {
+    url: '',
+    secret: '',
+    events,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
   const server = createServer((request, response) => {
     let body = '';
     request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
     request.on('end', () => {
-      const signed = verifySignature(receiver.secret, request.headers['flotilla-signature'] as string | undefined, body);
+      const signed = verifySignature(
+        receiver.secret,
+        request.headers['flotilla-signature'] as string | undefined,
+        body,
+      );
       if (signed.ok) events.push(WebhookEvent.parse(JSON.parse(body)));
       response.writeHead(signed.ok ? 204 : 400).end();
     });
@@ -37,19 +51,27 @@ describe('tenant budgets', () => {
       webhooksEnv: { FLOTILLA_WEBHOOK_ALLOWED_NETWORKS: '127.0.0.1/32' },
     });
     try {
-      const created = await system.api('POST', '/webhooks', { url: receiver.url, events: ['conversation.status_changed'] });
+      const created = await system.api('POST', '/webhooks', {
+        url: receiver.url,
+        events: ['conversation.status_changed'],
+      });
       expect(created.status, created.text).toBe(201);
       receiver.secret = (created.body as CreatedWebhook).secret;
 
       const acme = { tenant: 'acme', conversation: 'over-budget' };
       const globex = { tenant: 'globex', conversation: 'no-budget' };
-      await Promise.all([system.start(acme, { id: acme.conversation, steps: 6, tool: 'think' }), system.start(globex, { id: globex.conversation, steps: 6, tool: 'think' })]);
+      await Promise.all([
+        system.start(acme, { id: acme.conversation, steps: 6, tool: 'think' }),
+        system.start(globex, { id: globex.conversation, steps: 6, tool: 'think' }),
+      ]);
       await system.waitForStatus([acme], ['error', 'finished'], 60_000);
       await system.waitForStatus([globex], ['finished'], 60_000);
 
       // acme's run stopped at the first step after its tokens reached 300, saying why
       const tokensOf = (events: readonly Event[]): number[] =>
-        events.flatMap((event) => (event.type === 'llm_usage' && event.purpose === 'step' ? [event.prompt_tokens + event.completion_tokens] : []));
+        events.flatMap((event) =>
+          event.type === 'llm_usage' && event.purpose === 'step' ? [event.prompt_tokens + event.completion_tokens] : [],
+        );
       const events = await system.events(acme);
       const spent = tokensOf(events);
       const total = spent.reduce((sum, tokens) => sum + tokens, 0);
@@ -58,7 +80,9 @@ describe('tenant budgets', () => {
       expect(spent.length).toBeLessThan(7);
       const stopped = events.find((event) => event.type === 'conversation_error');
       expect(stopped).toMatchObject({ code: 'tenant_budget_reached' });
-      expect(stopped?.type === 'conversation_error' && stopped.detail).toContain(`tenant acme reached its daily budget of 300 tokens (${total} used)`);
+      expect(stopped?.type === 'conversation_error' && stopped.detail).toContain(
+        `tenant acme reached its daily budget of 300 tokens (${total} used)`,
+      );
       const resource = await system.api('GET', `/conversations/${acme.conversation}`);
       expect(resource.body).toMatchObject({ status: 'error', last_error: { code: 'tenant_budget_reached' } });
       // the other tenant has no budget: its run finished
@@ -67,7 +91,16 @@ describe('tenant budgets', () => {
 
       // a webhook told acme
       await expect
-        .poll(() => receiver.events.some((event) => event.data.conversation === acme.conversation && 'status' in event.data && event.data.status === 'error'), { timeout: 30_000 })
+        .poll(
+          () =>
+            receiver.events.some(
+              (event) =>
+                event.data.conversation === acme.conversation &&
+                'status' in event.data &&
+                event.data.status === 'error',
+            ),
+          { timeout: 30_000 },
+        )
         .toBe(true);
 
       // the operator sees the usage and the budget; a tenant's key may not
@@ -86,14 +119,25 @@ describe('tenant budgets', () => {
 
       // the tenant sees its own, and only its own
       const own = await system.api('GET', '/usage');
-      expect(own.body).toMatchObject({ counting: true, tenant: 'acme', usage: { day: { tokens: total, budget: { tokens: 300 } } }, reached: acmeUsage?.reached });
-      expect(((await system.api('GET', '/usage', undefined, system.otherApiKey)).body as { tenant: string }).tenant).toBe('globex');
+      expect(own.body).toMatchObject({
+        counting: true,
+        tenant: 'acme',
+        usage: { day: { tokens: total, budget: { tokens: 300 } } },
+        reached: acmeUsage?.reached,
+      });
+      expect(
+        ((await system.api('GET', '/usage', undefined, system.otherApiKey)).body as { tenant: string }).tenant,
+      ).toBe('globex');
 
       // a new run of the tenant stops at once, before any model call
       const calls = system.brain.calls.length;
       const again = await system.api('POST', `/conversations/${acme.conversation}/run`, {});
       expect(again.status, again.text).toBe(202);
-      await expect.poll(async () => (await system.events(acme)).filter((event) => event.type === 'conversation_error').length, { timeout: 30_000 }).toBe(2);
+      await expect
+        .poll(async () => (await system.events(acme)).filter((event) => event.type === 'conversation_error').length, {
+          timeout: 30_000,
+        })
+        .toBe(2);
       expect(system.brain.calls.length).toBe(calls);
     } finally {
       await receiver.close();

@@ -8,18 +8,24 @@ describe('traces across processes (OTLP/HTTP)', () => {
     await using receiver = await startOtlpReceiver();
     await using system = await startTestSystem({ gateway: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url } });
     expect((await system.api('POST', '/conversations', { id: 'traced' })).status).toBe(201);
-    const sent = await system.api('POST', '/conversations/traced/messages', { text: taskMessage({ id: 'traced', steps: 2, effects: system.effects }), run: true });
+    const sent = await system.api('POST', '/conversations/traced/messages', {
+      text: taskMessage({ id: 'traced', steps: 2, effects: system.effects }),
+      run: true,
+    });
     expect(sent.status).toBe(202);
     const ref = { tenant: 'acme', conversation: 'traced' };
     await system.waitForStatus([ref], ['finished', 'error', 'stuck'], 60_000);
     expect(await system.status(ref)).toBe('finished');
 
-    const request = (): ReceivedSpan | undefined => receiver.spans.find((span) => span.service === 'gateway' && /^POST .*\/messages$/.test(span.name));
+    const request = (): ReceivedSpan | undefined =>
+      receiver.spans.find((span) => span.service === 'gateway' && /^POST .*\/messages$/.test(span.name));
     await expect.poll(() => request(), { timeout: 20_000 }).toBeDefined();
     const root = request()!;
     const inTrace = (): ReceivedSpan[] => receiver.spans.filter((span) => span.traceId === root.traceId);
     // the last step (the finish) is exported within the batch delay
-    await expect.poll(() => inTrace().filter((span) => span.name === 'step').length, { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
+    await expect
+      .poll(() => inTrace().filter((span) => span.name === 'step').length, { timeout: 20_000 })
+      .toBeGreaterThanOrEqual(3);
     // every other span of the trace hangs from one of it: no broken link across processes (each
     // process exports on its own schedule, so a parent may arrive after its child: wait for all)
     const orphans = (): string[] => {
@@ -31,7 +37,8 @@ describe('traces across processes (OTLP/HTTP)', () => {
     await expect.poll(orphans, { timeout: 20_000 }).toEqual([]);
     const trace = inTrace();
     const byId = new Map(trace.map((span) => [span.spanId, span]));
-    const parentOf = (span: ReceivedSpan): ReceivedSpan | undefined => (span.parentSpanId === undefined ? undefined : byId.get(span.parentSpanId));
+    const parentOf = (span: ReceivedSpan): ReceivedSpan | undefined =>
+      span.parentSpanId === undefined ? undefined : byId.get(span.parentSpanId);
 
     expect(root.parentSpanId).toBeUndefined();
     expect(root.attributes['http.response.status_code']).toBe(202);
@@ -39,7 +46,9 @@ describe('traces across processes (OTLP/HTTP)', () => {
     const steps = trace.filter((span) => span.name === 'step');
     expect(new Set(steps.map((span) => span.service))).toEqual(new Set(['step-worker']));
     // the gateway's commit wakes the tool runner first (it reads the workspace's context for the first step)
-    expect(trace.filter((span) => parentOf(span) === root).map((span) => `${span.service} ${span.name}`)).toEqual(['tool-runner tool_batch']);
+    expect(trace.filter((span) => parentOf(span) === root).map((span) => `${span.service} ${span.name}`)).toEqual([
+      'tool-runner tool_batch',
+    ]);
     // and every step reacts to a tool runner's commit: the context, then each batch's observations
     for (const step of steps) expect(parentOf(step)?.name).toBe('tool_batch');
     const modelCalls = trace.filter((span) => span.name === 'chat brain');
@@ -52,7 +61,10 @@ describe('traces across processes (OTLP/HTTP)', () => {
     expect(batches.length).toBeGreaterThanOrEqual(3);
     for (const batch of batches) {
       expect(batch.service).toBe('tool-runner');
-      expect(parentOf(batch) === root || parentOf(batch)?.name === 'step', 'a tool batch reacts to the message or a step commit').toBe(true);
+      expect(
+        parentOf(batch) === root || parentOf(batch)?.name === 'step',
+        'a tool batch reacts to the message or a step commit',
+      ).toBe(true);
     }
     const tools = trace.filter((span) => span.name === 'tool terminal');
     expect(tools).toHaveLength(2);

@@ -6,19 +6,27 @@ import { startTestSystem } from '../support/system.js';
 import { expectAudited } from '../support/audited.js';
 
 /** Polls `observe` until it returns a value, failing after `timeoutMs` with what it waited for and saw last. */
-async function waitFor<T>(what: string, observe: () => Promise<{ value?: T; seen: string }>, timeoutMs: number): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  observe: () => Promise<{ value?: T; seen: string }>,
+  timeoutMs: number,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const { value, seen } = await observe();
     if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last seen: ${seen}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last seen: ${seen}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 
 describe('view checkpoints through the services', () => {
   it('the projector keeps a checkpoint at the last condensation; a step worker restarted mid-run loads from it and the run finishes', async () => {
-    await using system = await startTestSystem({ condensers: 1, agent: { condenser: { maxEvents: 16, keepFirst: 2 } } });
+    await using system = await startTestSystem({
+      condensers: 1,
+      agent: { condenser: { maxEvents: 16, keepFirst: 2 } },
+    });
     const ref = { tenant: 'acme', conversation: 'checkpointed' };
     const checkpoints = await CheckpointStore.open(system.nc, { parse: parseConversationCheckpoint });
     await system.start(ref, { id: 'checkpointed', steps: 70 });
@@ -27,7 +35,10 @@ describe('view checkpoints through the services', () => {
       'a checkpoint past 220 events',
       async () => {
         const stored = await checkpoints.get(ref);
-        return { ...(stored && stored.lastSeq > 220 ? { value: stored } : {}), seen: `checkpoint ${stored ? `at seq ${stored.lastSeq}` : 'none'}` };
+        return {
+          ...(stored && stored.lastSeq > 220 ? { value: stored } : {}),
+          seen: `checkpoint ${stored ? `at seq ${stored.lastSeq}` : 'none'}`,
+        };
       },
       90_000,
     );

@@ -23,7 +23,8 @@ function findChromium(): string | undefined {
 
 const executablePath = findChromium();
 const describeWithBrowser = executablePath ? describe : describe.skip;
-if (!executablePath) console.warn('web UI queue test SKIPPED: no Chromium browser found (install chromium, or set CHROMIUM_PATH)');
+if (!executablePath)
+  console.warn('web UI queue test SKIPPED: no Chromium browser found (install chromium, or set CHROMIUM_PATH)');
 
 describeWithBrowser('web UI: queued runs and usage', () => {
   it("shows a waiting conversation's place in its tenant's queue, and drops it once its run starts; shows the tenant's usage today beside its budget", async () => {
@@ -35,7 +36,14 @@ describeWithBrowser('web UI: queued runs and usage', () => {
     const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
     try {
       const create = async (id: string, steps: number) =>
-        (await system.api('POST', '/conversations', { id, title: id, message: taskMessage({ id, steps, effects: system.effects, latencyMs: 300 }), run: true })).body as Conversation;
+        (
+          await system.api('POST', '/conversations', {
+            id,
+            title: id,
+            message: taskMessage({ id, steps, effects: system.effects, latencyMs: 300 }),
+            run: true,
+          })
+        ).body as Conversation;
       expect((await create('ui-first', 6)).status).toBe('running');
       expect((await create('ui-waiting', 1)).queue?.position).toBe(1);
 
@@ -44,8 +52,15 @@ describeWithBrowser('web UI: queued runs and usage', () => {
       page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
       await page.goto(`${system.gatewayUrl}/#key=${encodeURIComponent(system.apiKey)}`);
       const waiting = page.locator('[data-testid="conversation-item"][data-id="ui-waiting"]');
-      await expect.poll(() => waiting.getByTestId('queue-position').textContent(), { timeout: 15_000 }).toBe('queued #1');
-      expect(await page.locator('[data-testid="conversation-item"][data-id="ui-first"]').getByTestId('queue-position').count()).toBe(0);
+      await expect
+        .poll(() => waiting.getByTestId('queue-position').textContent(), { timeout: 15_000 })
+        .toBe('queued #1');
+      expect(
+        await page
+          .locator('[data-testid="conversation-item"][data-id="ui-first"]')
+          .getByTestId('queue-position')
+          .count(),
+      ).toBe(0);
       // the first run ends, the queued one starts: the list (refreshed) no longer shows it queued
       await expect
         .poll(

@@ -32,7 +32,10 @@ async function runCommands(ref: ConversationRef, commands: readonly string[]): P
 
 /** The API's error code for a failed call. */
 async function codeOf(call: Promise<unknown>): Promise<string> {
-  const error = await call.then(() => undefined, (caught: unknown) => caught);
+  const error = await call.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
   expect(error, 'expected the gateway to refuse it').toBeInstanceOf(FlotillaApiError);
   return `${(error as FlotillaApiError).status} ${(error as FlotillaApiError).code}`;
 }
@@ -61,19 +64,35 @@ describe('workspace files through the API', () => {
     const blob = new Uint8Array(1_300_000).map((_, index) => (index * 31 + 7) % 256);
     const uploaded = await client.uploadFile(ref.conversation, 'data/blob.bin', blob);
     expect(uploaded).toMatchObject({ path: 'data/blob.bin', size: blob.length, sha256: sha256(blob), created: true });
-    expect(Buffer.from(await client.downloadFile(ref.conversation, 'data/blob.bin')).equals(Buffer.from(blob))).toBe(true);
+    expect(Buffer.from(await client.downloadFile(ref.conversation, 'data/blob.bin')).equals(Buffer.from(blob))).toBe(
+      true,
+    );
     const root = await client.listFiles(ref.conversation);
-    expect(root).toMatchObject({ path: '', truncated: false, entries: [{ name: 'data', path: 'data', type: 'directory', size: null }] });
-    expect((await client.listFiles(ref.conversation, 'data')).entries).toEqual([{ name: 'blob.bin', path: 'data/blob.bin', type: 'file', size: blob.length, modified_at: expect.any(String) }]);
+    expect(root).toMatchObject({
+      path: '',
+      truncated: false,
+      entries: [{ name: 'data', path: 'data', type: 'directory', size: null }],
+    });
+    expect((await client.listFiles(ref.conversation, 'data')).entries).toEqual([
+      { name: 'blob.bin', path: 'data/blob.bin', type: 'file', size: blob.length, modified_at: expect.any(String) },
+    ]);
     // a small text file replacing itself: 200, and an empty one
     expect(await client.uploadFile(ref.conversation, 'notes.txt', 'first')).toMatchObject({ created: true });
     expect(await client.uploadFile(ref.conversation, 'notes.txt', 'second')).toMatchObject({ created: false, size: 6 });
-    expect(await client.uploadFile(ref.conversation, 'empty.txt', new Uint8Array())).toMatchObject({ created: true, size: 0 });
+    expect(await client.uploadFile(ref.conversation, 'empty.txt', new Uint8Array())).toMatchObject({
+      created: true,
+      size: 0,
+    });
     expect(Buffer.from(await client.downloadFile(ref.conversation, 'empty.txt')).length).toBe(0);
 
     // the log says who put what where
     const recorded = (await system.events(ref)).filter((event) => event.type === 'workspace_file');
-    expect(recorded.map((event) => [event.source, event.type === 'workspace_file' && [event.path, event.action, event.size]])).toEqual([
+    expect(
+      recorded.map((event) => [
+        event.source,
+        event.type === 'workspace_file' && [event.path, event.action, event.size],
+      ]),
+    ).toEqual([
       ['user', ['data/blob.bin', 'created', blob.length]],
       ['user', ['notes.txt', 'created', 5]],
       ['user', ['notes.txt', 'replaced', 6]],
@@ -92,7 +111,9 @@ describe('workspace files through the API', () => {
   it('refuses paths outside the workspace: ../, absolute paths, and links the agent planted', async () => {
     const ref = { tenant: 'acme', conversation: 'files-escape' };
     await client.createConversation({ id: ref.conversation });
-    await runCommands(ref, ['ln -s /etc/hostname planted-file && ln -s / planted-dir && ln -s .. up && mkdir real && ln -s real inside-link && echo ok > real/ok.txt']);
+    await runCommands(ref, [
+      'ln -s /etc/hostname planted-file && ln -s / planted-dir && ln -s .. up && mkdir real && ln -s real inside-link && echo ok > real/ok.txt',
+    ]);
     for (const path of ['../etc/passwd', '/etc/passwd', 'real/../../x', '..']) {
       expect(await codeOf(client.downloadFile(ref.conversation, path)), path).toBe('400 validation_failed');
       expect(await codeOf(client.listFiles(ref.conversation, path)), path).toBe('400 validation_failed');
@@ -100,15 +121,24 @@ describe('workspace files through the API', () => {
     }
     expect(await codeOf(client.downloadFile(ref.conversation, 'planted-file'))).toBe('403 path_outside_workspace');
     expect(await codeOf(client.listFiles(ref.conversation, 'planted-dir'))).toBe('403 path_outside_workspace');
-    expect(await codeOf(client.downloadFile(ref.conversation, 'planted-dir/etc/hostname'))).toBe('403 path_outside_workspace');
+    expect(await codeOf(client.downloadFile(ref.conversation, 'planted-dir/etc/hostname'))).toBe(
+      '403 path_outside_workspace',
+    );
     expect(await codeOf(client.listFiles(ref.conversation, 'up'))).toBe('403 path_outside_workspace');
-    expect(await codeOf(client.uploadFile(ref.conversation, 'planted-dir/flotilla-escaped.txt', 'escaped'))).toBe('403 path_outside_workspace');
-    expect(await codeOf(client.uploadFile(ref.conversation, 'planted-file', 'overwritten'))).toBe('403 path_outside_workspace');
+    expect(await codeOf(client.uploadFile(ref.conversation, 'planted-dir/flotilla-escaped.txt', 'escaped'))).toBe(
+      '403 path_outside_workspace',
+    );
+    expect(await codeOf(client.uploadFile(ref.conversation, 'planted-file', 'overwritten'))).toBe(
+      '403 path_outside_workspace',
+    );
     expect(existsSync('/flotilla-escaped.txt')).toBe(false);
     expect(await codeOf(client.gitStatus(ref.conversation, 'planted-dir'))).toBe('403 path_outside_workspace');
     // the listing shows the links as links, with what they hold
     const entries = (await client.listFiles(ref.conversation)).entries;
-    expect(entries.find((entry) => entry.name === 'planted-file')).toMatchObject({ type: 'symlink', link_target: '/etc/hostname' });
+    expect(entries.find((entry) => entry.name === 'planted-file')).toMatchObject({
+      type: 'symlink',
+      link_target: '/etc/hostname',
+    });
     // a link that stays inside is followed
     expect(Buffer.from(await client.downloadFile(ref.conversation, 'inside-link/ok.txt')).toString()).toBe('ok\n');
     expect(await codeOf(client.downloadFile(ref.conversation, 'real'))).toBe('409 is_a_directory');
@@ -129,7 +159,12 @@ describe('workspace files through the API', () => {
     ]);
     expect(await codeOf(client.gitStatus(ref.conversation))).toBe('409 not_a_git_repository');
     const status = await client.gitStatus(ref.conversation, 'project');
-    expect(status).toMatchObject({ path: 'project', repository_root: 'project', branch: { head: 'main', upstream: null }, truncated: false });
+    expect(status).toMatchObject({
+      path: 'project',
+      repository_root: 'project',
+      branch: { head: 'main', upstream: null },
+      truncated: false,
+    });
     expect(status.branch.oid).toMatch(/^[0-9a-f]{40}$/);
     expect(status.entries).toEqual(
       expect.arrayContaining([
@@ -152,23 +187,37 @@ describe('workspace files through the API', () => {
   it('refuses a file larger than the limit either way with 413, and another tenant’s workspace with 404', async () => {
     const ref = { tenant: 'acme', conversation: 'files-limits' };
     await client.createConversation({ id: ref.conversation });
-    expect(await codeOf(client.uploadFile(ref.conversation, 'big.bin', new Uint8Array(MAX_FILE_BYTES + 1)))).toBe('413 file_too_large');
+    expect(await codeOf(client.uploadFile(ref.conversation, 'big.bin', new Uint8Array(MAX_FILE_BYTES + 1)))).toBe(
+      '413 file_too_large',
+    );
     expect((await client.listFiles(ref.conversation)).entries).toEqual([]);
     // exactly the limit is fine
-    expect(await client.uploadFile(ref.conversation, 'max.bin', new Uint8Array(MAX_FILE_BYTES))).toMatchObject({ size: MAX_FILE_BYTES });
+    expect(await client.uploadFile(ref.conversation, 'max.bin', new Uint8Array(MAX_FILE_BYTES))).toMatchObject({
+      size: MAX_FILE_BYTES,
+    });
     await runCommands(ref, [`head -c ${MAX_FILE_BYTES + 10} /dev/zero > made.bin`]);
     expect(await codeOf(client.downloadFile(ref.conversation, 'made.bin'))).toBe('413 file_too_large');
     // bytes to a JSON route, JSON to the upload
-    const wrongType = await system.api('PUT', `/conversations/${ref.conversation}/files/content?path=x.json`, { not: 'bytes' });
+    const wrongType = await system.api('PUT', `/conversations/${ref.conversation}/files/content?path=x.json`, {
+      not: 'bytes',
+    });
     expect([wrongType.status, (wrongType.body as ErrorBody).error.code]).toEqual([415, 'unsupported_media_type']);
     const other = new FlotillaClient({ baseUrl: system.gatewayUrl, apiKey: system.otherApiKey });
-    for (const call of [() => other.listFiles(ref.conversation), () => other.downloadFile(ref.conversation, 'max.bin'), () => other.uploadFile(ref.conversation, 'x.txt', 'x'), () => other.gitStatus(ref.conversation), () => other.gitDiff(ref.conversation)]) {
+    for (const call of [
+      () => other.listFiles(ref.conversation),
+      () => other.downloadFile(ref.conversation, 'max.bin'),
+      () => other.uploadFile(ref.conversation, 'x.txt', 'x'),
+      () => other.gitStatus(ref.conversation),
+      () => other.gitDiff(ref.conversation),
+    ]) {
       expect(await codeOf(call())).toBe('404 conversation_not_found');
     }
     expect(await codeOf(client.listFiles('no-such-conversation'))).toBe('404 conversation_not_found');
     // the workspace holds only what acme put there
     expect(existsSync(join(system.home, 'workspaces', 'globex', ref.conversation))).toBe(false);
-    expect((await readFile(join(system.home, 'workspaces', 'acme', ref.conversation, 'max.bin'))).length).toBe(MAX_FILE_BYTES);
+    expect((await readFile(join(system.home, 'workspaces', 'acme', ref.conversation, 'max.bin'))).length).toBe(
+      MAX_FILE_BYTES,
+    );
   }, 120_000);
 });
 
@@ -193,7 +242,9 @@ describe('with two tool runners', () => {
       for (let round = 0; round < 3; round += 1) {
         expect(Buffer.from(await api.downloadFile(ref.conversation, 'made.txt')).toString()).toBe('from-the-agent\n');
         await api.uploadFile(ref.conversation, `round-${round}.txt`, `${round}`);
-        expect((await api.listFiles(ref.conversation)).entries.map((entry) => entry.name)).toContain(`round-${round}.txt`);
+        expect((await api.listFiles(ref.conversation)).entries.map((entry) => entry.name)).toContain(
+          `round-${round}.txt`,
+        );
       }
       expect((await runners.owner(ref))?.runner, ref.conversation).toBe(owners[index]);
     }

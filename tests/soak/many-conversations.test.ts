@@ -12,7 +12,8 @@ const CONVERSATIONS = conversationsToRun(process.env['FLOTILLA_TEST_CONVERSATION
 function conversationsToRun(value: string | undefined): number {
   if (value === undefined) return 2_000;
   const count = Number(value);
-  if (!Number.isInteger(count) || count < 1 || count > 10_000) throw new Error(`FLOTILLA_TEST_CONVERSATIONS must be an integer from 1 to 10000, not ${value}`);
+  if (!Number.isInteger(count) || count < 1 || count > 10_000)
+    throw new Error(`FLOTILLA_TEST_CONVERSATIONS must be an integer from 1 to 10000, not ${value}`);
   return count;
 }
 /** Events each conversation holds before its first step: more than its first step reads back in one direct get. */
@@ -35,11 +36,21 @@ describe('many live conversations', () => {
       // the services' own ack wait: a step's commit is kept alive through its model call either way
       env: { FLOTILLA_ACK_WAIT_MS: '30000' },
     });
-    const refs: ConversationRef[] = Array.from({ length: CONVERSATIONS }, (_, index) => ({ tenant: `t${index % 4}`, conversation: `many-${index}` }));
+    const refs: ConversationRef[] = Array.from({ length: CONVERSATIONS }, (_, index) => ({
+      tenant: `t${index % 4}`,
+      conversation: `many-${index}`,
+    }));
     const history = (ref: ConversationRef) =>
-      Array.from({ length: HISTORY }, (_, index) => draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: `earlier note ${index}` }] }));
+      Array.from({ length: HISTORY }, (_, index) =>
+        draftEvent({ ...ref, source: 'user' }, 'message', {
+          role: 'user',
+          content: [{ type: 'text', text: `earlier note ${index}` }],
+        }),
+      );
     for (let at = 0; at < refs.length; at += 250) {
-      await Promise.all(refs.slice(at, at + 250).map((ref) => system.log.append(ref, history(ref), { expected: EMPTY_TAIL })));
+      await Promise.all(
+        refs.slice(at, at + 250).map((ref) => system.log.append(ref, history(ref), { expected: EMPTY_TAIL })),
+      );
     }
 
     // the events stream's consumers, sampled all along: the service groups' only
@@ -56,7 +67,13 @@ describe('many live conversations', () => {
 
     try {
       for (let at = 0; at < refs.length; at += 250) {
-        await Promise.all(refs.slice(at, at + 250).map((ref) => system.start(ref, { id: ref.conversation, steps: 1, tool: 'think', latencyMs: MODEL_LATENCY_MS })));
+        await Promise.all(
+          refs
+            .slice(at, at + 250)
+            .map((ref) =>
+              system.start(ref, { id: ref.conversation, steps: 1, tool: 'think', latencyMs: MODEL_LATENCY_MS }),
+            ),
+        );
       }
       await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 800_000);
     } finally {

@@ -34,7 +34,10 @@ export type BrainTask = {
   /** Tool calls to make instead, one per step: any tool with its input. */
   readonly calls?: readonly { readonly tool: string; readonly input: Readonly<Record<string, unknown>> }[];
   /** Parallel tool calls to make instead, one batch per step (`steps` must be their number): any tools with their inputs. */
-  readonly batches?: readonly (readonly { readonly tool: string; readonly input: Readonly<Record<string, unknown>> }[])[];
+  readonly batches?: readonly (readonly {
+    readonly tool: string;
+    readonly input: Readonly<Record<string, unknown>>;
+  }[])[];
   /**
    * The task's first model call waits until `count` first calls of tasks with the same `group`
    * are in flight at once (at most `timeoutMs`, default 20 s); later calls pass. Shows calls that
@@ -66,7 +69,13 @@ export type TitleBehaviour = 'ok' | 'error';
 /** Title requests are told apart by the title prompt's first line in their system message. */
 const TITLE_MARKER = TITLE_SYSTEM_PROMPT.split('\n')[0]!;
 
-export type BrainCall = { readonly task: string; readonly stream: boolean; readonly startedAt: number; closedAt?: number; completed: boolean };
+export type BrainCall = {
+  readonly task: string;
+  readonly stream: boolean;
+  readonly startedAt: number;
+  closedAt?: number;
+  completed: boolean;
+};
 
 export type BrainServer = AsyncDisposable & {
   readonly baseURL: string;
@@ -138,52 +147,115 @@ export async function startBrainServer(
     try {
       body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof body;
     } catch {
-      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'invalid JSON', type: 'invalid_request_error' } }));
+      response
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'invalid JSON', type: 'invalid_request_error' } }));
       return;
     }
     const messages = body.messages ?? [];
     if (messages[0]?.role === 'system' && JSON.stringify(messages[0].content ?? '').includes(TITLE_MARKER)) {
       // a title request from the condenser: quoted and labelled, as models do, for the cleaning to undo
       const behaviour = titles.shift() ?? 'ok';
-      const call: BrainCall = { task: `title:${behaviour}`, stream: body.stream === true, startedAt: Date.now(), completed: false };
+      const call: BrainCall = {
+        task: `title:${behaviour}`,
+        stream: body.stream === true,
+        startedAt: Date.now(),
+        completed: false,
+      };
       calls.push(call);
       if (options.titleLatencyMs) await new Promise((resolve) => setTimeout(resolve, options.titleLatencyMs));
       call.completed = true;
       if (behaviour === 'error') {
-        response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'the titler is down', type: 'server_error' } }));
+        response
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'the titler is down', type: 'server_error' } }));
         return;
       }
       const title = `Title: "Work on ${findTask(messages)?.id ?? 'something'}".\n`;
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ id: 'chatcmpl-title', object: 'chat.completion', created: 0, model: 'brain', choices: [{ index: 0, message: { role: 'assistant', content: title }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 40, completion_tokens: 6, total_tokens: 46 } }));
+      response.end(
+        JSON.stringify({
+          id: 'chatcmpl-title',
+          object: 'chat.completion',
+          created: 0,
+          model: 'brain',
+          choices: [
+            { index: 0, message: { role: 'assistant', content: title }, finish_reason: 'stop', logprobs: null },
+          ],
+          usage: { prompt_tokens: 40, completion_tokens: 6, total_tokens: 46 },
+        }),
+      );
       return;
     }
     if ((body.tools ?? []).length === 0) {
       // a summary request from the condenser: record how far the forgotten part got
       const summary = `Summary of the work so far. PROGRESS=${progressIn(JSON.stringify(messages), '[A-Za-z0-9-]+')}`;
       const behaviour = summaries.shift() ?? 'ok';
-      calls.push({ task: `summary:${behaviour}`, stream: body.stream === true, startedAt: Date.now(), completed: true });
+      calls.push({
+        task: `summary:${behaviour}`,
+        stream: body.stream === true,
+        startedAt: Date.now(),
+        completed: true,
+      });
       if (behaviour === 'error') {
-        response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'the summarizer is down', type: 'server_error' } }));
+        response
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'the summarizer is down', type: 'server_error' } }));
         return;
       }
       if (behaviour === 'overflow') {
-        response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: "This model's maximum context length is 1000 tokens.", type: 'invalid_request_error', code: 'context_length_exceeded' } }));
+        response.writeHead(400, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            error: {
+              message: "This model's maximum context length is 1000 tokens.",
+              type: 'invalid_request_error',
+              code: 'context_length_exceeded',
+            },
+          }),
+        );
         return;
       }
       if (behaviour === 'tool_call') {
-        const message = { role: 'assistant', content: null, tool_calls: [{ id: 'call_summary', type: 'function', function: { name: 'think', arguments: '{"thought":"no"}' } }] };
+        const message = {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_summary', type: 'function', function: { name: 'think', arguments: '{"thought":"no"}' } },
+          ],
+        };
         response.writeHead(200, { 'content-type': 'application/json' });
-        response.end(JSON.stringify({ id: 'chatcmpl-summary', object: 'chat.completion', created: 0, model: 'brain', choices: [{ index: 0, message, finish_reason: 'tool_calls', logprobs: null }], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } }));
+        response.end(
+          JSON.stringify({
+            id: 'chatcmpl-summary',
+            object: 'chat.completion',
+            created: 0,
+            model: 'brain',
+            choices: [{ index: 0, message, finish_reason: 'tool_calls', logprobs: null }],
+            usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 },
+          }),
+        );
         return;
       }
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ id: 'chatcmpl-summary', object: 'chat.completion', created: 0, model: 'brain', choices: [{ index: 0, message: { role: 'assistant', content: summary }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 } }));
+      response.end(
+        JSON.stringify({
+          id: 'chatcmpl-summary',
+          object: 'chat.completion',
+          created: 0,
+          model: 'brain',
+          choices: [
+            { index: 0, message: { role: 'assistant', content: summary }, finish_reason: 'stop', logprobs: null },
+          ],
+          usage: { prompt_tokens: 50, completion_tokens: 10, total_tokens: 60 },
+        }),
+      );
       return;
     }
     const task = findTask(messages);
     if (!task) {
-      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'no TASK in the conversation', type: 'invalid_request_error' } }));
+      response
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'no TASK in the conversation', type: 'invalid_request_error' } }));
       return;
     }
     const call: BrainCall = { task: task.id, stream: body.stream === true, startedAt: Date.now(), completed: false };
@@ -194,9 +266,15 @@ export async function startBrainServer(
     if (task.meet && !messages.some((message) => message.role === 'assistant')) await meet(task.meet);
     if (task.latencyMs) await new Promise((resolve) => setTimeout(resolve, task.latencyMs));
     counter += 1;
-    const id = options.responseIds === 'recycled' ? `chatcmpl-brain-${((counter - 1) % 4) + 1}` : `chatcmpl-brain${instance}-${counter}`;
+    const id =
+      options.responseIds === 'recycled'
+        ? `chatcmpl-brain-${((counter - 1) % 4) + 1}`
+        : `chatcmpl-brain${instance}-${counter}`;
     const hostileTurn = messages.filter((message) => message.role === 'assistant').length;
-    const hostile = task.hostile !== undefined && hostileTurn < (task.hostileTurns ?? Number.POSITIVE_INFINITY) ? task.hostile : undefined;
+    const hostile =
+      task.hostile !== undefined && hostileTurn < (task.hostileTurns ?? Number.POSITIVE_INFINITY)
+        ? task.hostile
+        : undefined;
     if (hostile === 'endless_stream') {
       await streamForever(response, id, body.stream === true);
       return;
@@ -205,10 +283,21 @@ export async function startBrainServer(
     const step = progressOf(messages, task.id);
     const decided = hostile ? hostileReply(task, hostile, hostileTurn) : brainReply(task, step);
     const reply = decided.toolCalls
-      ? { content: null, tool_calls: decided.toolCalls.map((call) => ({ id: call.id, type: 'function', function: { name: call.name, arguments: call.arguments } })) }
+      ? {
+          content: null,
+          tool_calls: decided.toolCalls.map((call) => ({
+            id: call.id,
+            type: 'function',
+            function: { name: call.name, arguments: call.arguments },
+          })),
+        }
       : { content: decided.text, tool_calls: undefined };
     const finish = reply.tool_calls ? 'tool_calls' : 'stop';
-    const usage = { prompt_tokens: decided.promptTokens, completion_tokens: decided.completionTokens, total_tokens: decided.promptTokens + decided.completionTokens };
+    const usage = {
+      prompt_tokens: decided.promptTokens,
+      completion_tokens: decided.completionTokens,
+      total_tokens: decided.promptTokens + decided.completionTokens,
+    };
     if (!body.stream) {
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(
@@ -224,10 +313,20 @@ export async function startBrainServer(
       call.completed = true;
       return;
     }
-    response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    response.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     response.flushHeaders();
     const send = (delta: unknown, finishReason: string | null = null): void => {
-      const chunk = { id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model ?? 'brain', choices: [{ index: 0, delta, finish_reason: finishReason }] };
+      const chunk = {
+        id,
+        object: 'chat.completion.chunk',
+        created: Math.floor(Date.now() / 1000),
+        model: body.model ?? 'brain',
+        choices: [{ index: 0, delta, finish_reason: finishReason }],
+      };
       response.write(`data: ${JSON.stringify(chunk)}\n\n`);
     };
     send({ role: 'assistant', content: '' });
@@ -240,14 +339,20 @@ export async function startBrainServer(
     }
     if (reply.tool_calls) {
       reply.tool_calls.forEach((toolCall, index) => {
-        send({ tool_calls: [{ index, id: toolCall.id, type: 'function', function: { name: toolCall.function.name, arguments: '' } }] });
+        send({
+          tool_calls: [
+            { index, id: toolCall.id, type: 'function', function: { name: toolCall.function.name, arguments: '' } },
+          ],
+        });
         send({ tool_calls: [{ index, function: { arguments: toolCall.function.arguments } }] });
       });
     } else {
       send({ content: reply.content });
     }
     send({}, finish);
-    response.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: body.model ?? 'brain', choices: [], usage })}\n\n`);
+    response.write(
+      `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: body.model ?? 'brain', choices: [], usage })}\n\n`,
+    );
     response.write('data: [DONE]\n\n');
     response.end();
     call.completed = true;
@@ -259,30 +364,79 @@ export async function startBrainServer(
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
-  return { baseURL: `http://127.0.0.1:${port}/v1`, calls, requests, authorizations, close, [Symbol.asyncDispose]: close };
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    calls,
+    requests,
+    authorizations,
+    close,
+    [Symbol.asyncDispose]: close,
+  };
 }
 
 /** What the brain answers at step `step` of `task`: tool calls until the task's steps are done, then a final text. */
-export function brainReply(task: BrainTask, step: number): { toolCalls?: { id: string; name: string; arguments: string }[]; text?: string; promptTokens: number; completionTokens: number } {
+export function brainReply(
+  task: BrainTask,
+  step: number,
+): {
+  toolCalls?: { id: string; name: string; arguments: string }[];
+  text?: string;
+  promptTokens: number;
+  completionTokens: number;
+} {
   const tokens = { promptTokens: 100 + step * 20, completionTokens: 20 };
-  if (step >= task.steps) return { text: task.finalAnswerChars ? 'x'.repeat(task.finalAnswerChars) : `Done: ${task.steps} steps for ${task.id}.`, ...tokens };
+  if (step >= task.steps)
+    return {
+      text: task.finalAnswerChars ? 'x'.repeat(task.finalAnswerChars) : `Done: ${task.steps} steps for ${task.id}.`,
+      ...tokens,
+    };
   const batch = task.batches?.[step];
-  if (batch) return { toolCalls: batch.map((call, index) => ({ id: `call_${task.id}_${step}_${index}`, name: call.tool, arguments: JSON.stringify({ ...call.input, security_risk: 'low' }) })), ...tokens };
+  if (batch)
+    return {
+      toolCalls: batch.map((call, index) => ({
+        id: `call_${task.id}_${step}_${index}`,
+        name: call.tool,
+        arguments: JSON.stringify({ ...call.input, security_risk: 'low' }),
+      })),
+      ...tokens,
+    };
   const toolCalls = Array.from({ length: task.parallel ?? 1 }, (_, index) => ({
     id: `call_${task.id}_${step}_${index}`,
     ...(task.calls?.[step]
-      ? { name: task.calls[step]!.tool, arguments: JSON.stringify({ ...task.calls[step]!.input, security_risk: 'low' }) }
+      ? {
+          name: task.calls[step]!.tool,
+          arguments: JSON.stringify({ ...task.calls[step]!.input, security_risk: 'low' }),
+        }
       : task.commands
-      ? { name: 'terminal', arguments: JSON.stringify({ command: task.commands[step] ?? 'true', security_risk: 'low' }) }
-      : task.tool === 'think'
-      ? { name: 'think', arguments: JSON.stringify({ thought: `Step ${step}.${index} of ${task.id}: plan the next move.`, security_risk: 'low' }) }
-      : { name: 'terminal', arguments: JSON.stringify({ command: `sleep ${task.sleep ?? 0}; echo "${task.id} ${step} ${index}" >> ${task.effects}`, security_risk: 'low' }) }),
+        ? {
+            name: 'terminal',
+            arguments: JSON.stringify({ command: task.commands[step] ?? 'true', security_risk: 'low' }),
+          }
+        : task.tool === 'think'
+          ? {
+              name: 'think',
+              arguments: JSON.stringify({
+                thought: `Step ${step}.${index} of ${task.id}: plan the next move.`,
+                security_risk: 'low',
+              }),
+            }
+          : {
+              name: 'terminal',
+              arguments: JSON.stringify({
+                command: `sleep ${task.sleep ?? 0}; echo "${task.id} ${step} ${index}" >> ${task.effects}`,
+                security_risk: 'low',
+              }),
+            }),
   }));
   return { toolCalls, ...tokens };
 }
 
 /** What a hostile model answers at its `turn`-th turn (its ids never count as progress). */
-function hostileReply(task: BrainTask, hostile: 'invalid_tool_calls' | 'text_tool_calls', turn: number): ReturnType<typeof brainReply> {
+function hostileReply(
+  task: BrainTask,
+  hostile: 'invalid_tool_calls' | 'text_tool_calls',
+  turn: number,
+): ReturnType<typeof brainReply> {
   const tokens = { promptTokens: 100 + turn * 20, completionTokens: 20 };
   const command = `echo "${task.id} ${turn}" >> ${task.effects}`;
   if (hostile === 'invalid_tool_calls') {
@@ -309,7 +463,11 @@ async function streamForever(response: ServerResponse, id: string, stream: boole
   const chunk = stream
     ? `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: 'brain', choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`
     : piece;
-  response.write(stream ? `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: 'brain', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })}\n\n` : `{"id":"${id}","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`);
+  response.write(
+    stream
+      ? `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model: 'brain', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })}\n\n`
+      : `{"id":"${id}","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`,
+  );
   while (!response.destroyed) {
     if (!response.write(chunk)) {
       await new Promise<void>((resolve) => {
@@ -342,14 +500,20 @@ function progressOf(messages: readonly ChatMessage[], task: string): number {
 export function progressIn(text: string, task: string): number {
   let done = 0;
   for (const match of text.matchAll(/PROGRESS=(\d+)/g)) done = Math.max(done, Number(match[1]));
-  for (const match of text.matchAll(new RegExp(`call_${task}_(\\d+)_`, 'g'))) done = Math.max(done, Number(match[1]) + 1);
+  for (const match of text.matchAll(new RegExp(`call_${task}_(\\d+)_`, 'g')))
+    done = Math.max(done, Number(match[1]) + 1);
   return done;
 }
 
 function findTask(messages: readonly ChatMessage[]): BrainTask | undefined {
   for (const message of messages) {
     if (message.role !== 'user') continue;
-    const text = typeof message.content === 'string' ? message.content : Array.isArray(message.content) ? message.content.map((part: { text?: string }) => part.text ?? '').join('') : '';
+    const text =
+      typeof message.content === 'string'
+        ? message.content
+        : Array.isArray(message.content)
+          ? message.content.map((part: { text?: string }) => part.text ?? '').join('')
+          : '';
     const match = /TASK (\{.*\})/s.exec(text);
     if (match) return JSON.parse(match[1]!) as BrainTask;
   }

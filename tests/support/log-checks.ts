@@ -13,7 +13,12 @@ export function basicViolations(events: readonly Event[]): string[] {
   }
   const results = new Map<string, number>();
   for (const event of events) {
-    const callId = event.type === 'observation' || event.type === 'user_rejection' ? event.tool_call_id : event.type === 'agent_error' ? event.tool_call_id : undefined;
+    const callId =
+      event.type === 'observation' || event.type === 'user_rejection'
+        ? event.tool_call_id
+        : event.type === 'agent_error'
+          ? event.tool_call_id
+          : undefined;
     if (callId) results.set(callId, (results.get(callId) ?? 0) + 1);
   }
   for (const event of events) {

@@ -19,10 +19,28 @@ export type OtlpReceiver = AsyncDisposable & {
   readonly spans: readonly ReceivedSpan[];
 };
 
-type AnyValue = { stringValue?: string; intValue?: number | string; boolValue?: boolean; doubleValue?: number; arrayValue?: { values?: AnyValue[] } };
+type AnyValue = {
+  stringValue?: string;
+  intValue?: number | string;
+  boolValue?: boolean;
+  doubleValue?: number;
+  arrayValue?: { values?: AnyValue[] };
+};
 type KeyValue = { key: string; value: AnyValue };
 type ExportRequest = {
-  resourceSpans?: { resource?: { attributes?: KeyValue[] }; scopeSpans?: { spans?: { traceId: string; spanId: string; parentSpanId?: string; name: string; kind?: number; attributes?: KeyValue[] }[] }[] }[];
+  resourceSpans?: {
+    resource?: { attributes?: KeyValue[] };
+    scopeSpans?: {
+      spans?: {
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        name: string;
+        kind?: number;
+        attributes?: KeyValue[];
+      }[];
+    }[];
+  }[];
 };
 
 /**
@@ -41,9 +59,13 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       }
       try {
         const raw = Buffer.concat(chunks);
-        const body = JSON.parse((request.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8')) as ExportRequest;
+        const body = JSON.parse(
+          (request.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8'),
+        ) as ExportRequest;
         for (const resourceSpans of body.resourceSpans ?? []) {
-          const service = String(valueOf(resourceSpans.resource?.attributes?.find((attribute) => attribute.key === 'service.name')?.value));
+          const service = String(
+            valueOf(resourceSpans.resource?.attributes?.find((attribute) => attribute.key === 'service.name')?.value),
+          );
           for (const scope of resourceSpans.scopeSpans ?? []) {
             for (const span of scope.spans ?? []) {
               spans.push({
@@ -53,7 +75,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
                 spanId: span.spanId,
                 parentSpanId: span.parentSpanId || undefined,
                 kind: span.kind ?? 0,
-                attributes: Object.fromEntries((span.attributes ?? []).map((attribute) => [attribute.key, valueOf(attribute.value)])),
+                attributes: Object.fromEntries(
+                  (span.attributes ?? []).map((attribute) => [attribute.key, valueOf(attribute.value)]),
+                ),
               });
             }
           }
@@ -61,7 +85,9 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       } catch (error) {
         process.stderr.write(`OTLP receiver: ${(error as Error).message}\n`);
-        response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: (error as Error).message }));
+        response
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: (error as Error).message }));
       }
     });
   });

@@ -8,7 +8,12 @@ import { loadErrorBody } from '@flotilla/llm/testing';
  * 529 `overloaded`), or `hang`: the request is taken and never answered.
  */
 export type Outage =
-  | { readonly status: number; readonly family: 'openai' | 'anthropic'; readonly kind: string; readonly headers?: Readonly<Record<string, string>> }
+  | {
+      readonly status: number;
+      readonly family: 'openai' | 'anthropic';
+      readonly kind: string;
+      readonly headers?: Readonly<Record<string, string>>;
+    }
   | 'hang';
 
 export type OutageServer = AsyncDisposable & {
@@ -30,12 +35,16 @@ export async function startOutageServer(outages: Readonly<Record<string, Outage>
     const name = (request.url ?? '/').split('/')[1] ?? '';
     const outage = outages[name];
     if (outage === undefined) {
-      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `no provider ${name} here`, type: 'invalid_request_error' } }));
+      response
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: `no provider ${name} here`, type: 'invalid_request_error' } }));
       return;
     }
     received.get(name)!.push(Buffer.concat(chunks).toString('utf8'));
     if (outage === 'hang') return;
-    response.writeHead(outage.status, { 'content-type': 'application/json', ...outage.headers }).end(JSON.stringify(loadErrorBody(outage.family, outage.kind)));
+    response
+      .writeHead(outage.status, { 'content-type': 'application/json', ...outage.headers })
+      .end(JSON.stringify(loadErrorBody(outage.family, outage.kind)));
   }
 
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

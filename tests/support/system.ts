@@ -2,14 +2,37 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { authorizationConfig, connectionOptions, ensureUsers, loadBusSettings, SERVICES, userEnvironment, type GeneratedUser, type Identity } from '@flotilla/bus';
+import {
+  authorizationConfig,
+  connectionOptions,
+  ensureUsers,
+  loadBusSettings,
+  SERVICES,
+  userEnvironment,
+  type GeneratedUser,
+  type Identity,
+} from '@flotilla/bus';
 import { draftEvent, type ConversationStatus, type Event, type EventDraft } from '@flotilla/events';
 import { appendWithRetry, EventLog, type ConversationRef } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { unmountWorkspacesUnder } from '@flotilla/sandbox';
-import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import {
+  bundleService,
+  formatLogLine,
+  isModelSetting,
+  serviceNiceness,
+  ServiceProcess,
+  waitReady,
+} from '@flotilla/supervisor';
 import { connect, type ConnectionOptions, type NatsConnection } from '@nats-io/transport-node';
-import { startBrainServer, taskMessage, type BrainServer, type BrainTask, type SummaryBehaviour, type TitleBehaviour } from './brain-server.js';
+import {
+  startBrainServer,
+  taskMessage,
+  type BrainServer,
+  type BrainTask,
+  type SummaryBehaviour,
+  type TitleBehaviour,
+} from './brain-server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const IN_PROCESS_MODEL_STEP_WORKER = fileURLToPath(new URL('./in-process-model-step-worker.ts', import.meta.url));
@@ -114,37 +137,65 @@ export type RunningTestSystem = AsyncDisposable & {
   readonly otherApiKey: string;
   readonly adminKey: string;
   /** A request to the first gateway's REST API (`path` under /v1) as tenant `acme` (or with `key`): its status, its JSON body (undefined when none) and its text. */
-  api(method: string, path: string, body?: unknown, key?: string): Promise<{ status: number; body: unknown; text: string }>;
+  api(
+    method: string,
+    path: string,
+    body?: unknown,
+    key?: string,
+  ): Promise<{ status: number; body: unknown; text: string }>;
   /** Appends the command's drafts (decided from the log) with optimistic concurrency. */
   command(ref: ConversationRef, decide: (events: readonly Event[]) => readonly EventDraft[]): Promise<void>;
   /** Appends `TASK …` as a user message and a run request. */
   start(ref: ConversationRef, task: Omit<BrainTask, 'effects'>): Promise<void>;
   status(ref: ConversationRef): Promise<ConversationStatus>;
   events(ref: ConversationRef): Promise<Event[]>;
-  waitForStatus(refs: readonly ConversationRef[], statuses: readonly ConversationStatus[], timeoutMs: number): Promise<void>;
+  waitForStatus(
+    refs: readonly ConversationRef[],
+    statuses: readonly ConversationStatus[],
+    timeoutMs: number,
+  ): Promise<void>;
 };
 
 /** nats-server, the brain (a scripted OpenAI-compatible model) and each service as its own process. */
 export async function startTestSystem(options: SystemOptions = {}): Promise<RunningTestSystem> {
   const home = await mkdtemp(join(tmpdir(), 'flotilla-system-'));
   // locked down as the launcher's embedded server: one user per service with its permissions
-  const users = new Map((await ensureUsers(join(home, 'nats-users'), [...SERVICES, 'admin', 'tap', { tenantTap: 'acme' }])).map((user) => [user.user, user]));
+  const users = new Map(
+    (await ensureUsers(join(home, 'nats-users'), [...SERVICES, 'admin', 'tap', { tenantTap: 'acme' }])).map((user) => [
+      user.user,
+      user,
+    ]),
+  );
   const violations: string[] = [];
   const authorization = authorizationConfig([...users.values()]);
   const watchViolations = (line: string): void => {
     if (line.includes('Violation')) violations.push(line);
   };
   const natsNodes = options.natsNodes ?? 1;
-  const cluster = natsNodes > 1 ? await NatsCluster.start({ size: natsNodes, config: authorization, onLog: (_node, line) => watchViolations(line) }) : undefined;
+  const cluster =
+    natsNodes > 1
+      ? await NatsCluster.start({
+          size: natsNodes,
+          config: authorization,
+          onLog: (_node, line) => watchViolations(line),
+        })
+      : undefined;
   const monitorPort = options.natsMonitor && !cluster ? await freePort() : undefined;
   const nats =
     cluster?.nodes[0] ??
-    (await NatsServerProcess.start({ storeDir: join(home, 'nats'), config: monitorPort === undefined ? authorization : `${authorization}\nhttp: "127.0.0.1:${monitorPort}"\n`, onLog: watchViolations }));
+    (await NatsServerProcess.start({
+      storeDir: join(home, 'nats'),
+      config: monitorPort === undefined ? authorization : `${authorization}\nhttp: "127.0.0.1:${monitorPort}"\n`,
+      onLog: watchViolations,
+    }));
   const natsUrl = cluster?.url ?? nats.url;
   const natsOptions = (identity: Identity): ConnectionOptions => {
     const user = users.get(typeof identity === 'string' ? identity : `tap-${identity.tenantTap}`);
     if (!user) throw new Error(`no test user for ${JSON.stringify(identity)}`);
-    return connectionOptions(loadBusSettings({ FLOTILLA_NATS_URL: natsUrl, ...userEnvironment(user) }), { name: `test-${user.user}`, identity: user.user });
+    return connectionOptions(loadBusSettings({ FLOTILLA_NATS_URL: natsUrl, ...userEnvironment(user) }), {
+      name: `test-${user.user}`,
+      identity: user.user,
+    });
   };
   const brain = await startBrainServer({
     record: options.recordModelRequests ?? false,
@@ -156,7 +207,14 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
   // in the workspace: the only place a sandboxed command can leave an effect
   const effects = 'effects.log';
   const agent = {
-    llm: { provider: 'openai-chat', model: 'brain', baseURL: brain.baseURL, apiKey: 'test-key', timeoutMs: 60_000, retry: { maxAttempts: 4, initialDelayMs: 100, maxDelayMs: 1_000 } },
+    llm: {
+      provider: 'openai-chat',
+      model: 'brain',
+      baseURL: brain.baseURL,
+      apiKey: 'test-key',
+      timeoutMs: 60_000,
+      retry: { maxAttempts: 4, initialDelayMs: 100, maxDelayMs: 1_000 },
+    },
     tools: ['terminal', 'file_editor', 'think', 'finish'],
     prompt: { includeDate: false },
     ...options.agent,
@@ -180,7 +238,11 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     if (service === 'gateway') gatewayUrls.push(`http://127.0.0.1:${healthPort}`);
     const child = new ServiceProcess({
       name: `${service}-${index}`,
-      entry: await serviceEntry(service === 'step-worker' && options.model === 'in-process' ? IN_PROCESS_MODEL_STEP_WORKER : join(ROOT, 'services', service, 'src', 'main.ts')),
+      entry: await serviceEntry(
+        service === 'step-worker' && options.model === 'in-process'
+          ? IN_PROCESS_MODEL_STEP_WORKER
+          : join(ROOT, 'services', service, 'src', 'main.ts'),
+      ),
       cwd: ROOT,
       ...(service === 'tool-runner' || service === 'delegator' ? { omitInherited: isModelSetting } : {}),
       // as the launcher runs them: services off the step's path at a lower CPU priority
@@ -194,7 +256,12 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
         FLOTILLA_HOME: home,
         FLOTILLA_HEALTH_PORT: String(healthPort),
         // the model's settings (and its key) go to the services that call the model, never to a tool runner
-        ...(service === 'tool-runner' || service === 'pg-sink' || service === 'webhooks' || service === 'delegator' ? {} : { FLOTILLA_AGENT: JSON.stringify(agent), ...(options.catalog ? { FLOTILLA_AGENT_CATALOG: JSON.stringify(options.catalog) } : {}) }),
+        ...(service === 'tool-runner' || service === 'pg-sink' || service === 'webhooks' || service === 'delegator'
+          ? {}
+          : {
+              FLOTILLA_AGENT: JSON.stringify(agent),
+              ...(options.catalog ? { FLOTILLA_AGENT_CATALOG: JSON.stringify(options.catalog) } : {}),
+            }),
         FLOTILLA_RUNNER_LIVENESS_MS: '3000',
         FLOTILLA_ACK_WAIT_MS: '4000',
         FLOTILLA_LOG_LEVEL: showLogs ? 'info' : 'warn',
@@ -203,11 +270,14 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
         ...(service === 'tool-runner' ? options.toolRunnerEnv : {}),
         ...(service === 'step-worker' ? options.stepWorkerEnv : {}),
         ...(service === 'webhooks' ? options.webhooksEnv : {}),
-        ...(service === 'pg-sink' && options.databaseUrl ? { FLOTILLA_DATABASE_URL: options.databaseUrl, FLOTILLA_SINK_LAG_INTERVAL_MS: '200' } : {}),
+        ...(service === 'pg-sink' && options.databaseUrl
+          ? { FLOTILLA_DATABASE_URL: options.databaseUrl, FLOTILLA_SINK_LAG_INTERVAL_MS: '200' }
+          : {}),
       },
       onLine: (name, line) => {
         if (options.captureLogs) logLines.push(line);
-        if (showLogs || line.includes('"level":50') || line.includes('"level":60')) process.stderr.write(`${formatLogLine(name, line)}\n`);
+        if (showLogs || line.includes('"level":50') || line.includes('"level":60'))
+          process.stderr.write(`${formatLogLine(name, line)}\n`);
       },
     });
     child.start();
@@ -225,7 +295,9 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     ['webhooks', options.webhooks ?? 0],
     ['delegator', options.delegators ?? 0],
   ];
-  const started = await Promise.allSettled(counts.flatMap(([service, count]) => Array.from({ length: count }, (_, index) => spawnService(service, index + 1))));
+  const started = await Promise.allSettled(
+    counts.flatMap(([service, count]) => Array.from({ length: count }, (_, index) => spawnService(service, index + 1))),
+  );
   const failed = started.find((result): result is PromiseRejectedResult => result.status === 'rejected');
   if (failed) {
     // a service that never became ready: stop what did start, so no process outlives the test
@@ -272,7 +344,10 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     async api(method, path, body, key = TEST_API_KEY) {
       const response = await fetch(`${gatewayUrls[0] ?? ''}/v1${path}`, {
         method,
-        headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       const text = await response.text();
@@ -286,7 +361,10 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
     },
     async start(ref, task) {
       await appendWithRetry(log, ref, () => [
-        draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: taskMessage({ ...task, effects }) }] }),
+        draftEvent({ ...ref, source: 'user' }, 'message', {
+          role: 'user',
+          content: [{ type: 'text', text: taskMessage({ ...task, effects }) }],
+        }),
         draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'running', reason: 'test' }),
       ]);
     },
@@ -313,8 +391,12 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
         }
         if (pending.size === 0) return;
         if (Date.now() > deadline) {
-          const left = await Promise.all([...pending].map(async (ref) => `${ref.conversation}=${await status(ref).catch(() => '?')}`));
-          throw new Error(`${pending.size} conversations did not reach ${statuses.join('/')} in ${timeoutMs} ms: ${left.slice(0, 10).join(', ')}`);
+          const left = await Promise.all(
+            [...pending].map(async (ref) => `${ref.conversation}=${await status(ref).catch(() => '?')}`),
+          );
+          throw new Error(
+            `${pending.size} conversations did not reach ${statuses.join('/')} in ${timeoutMs} ms: ${left.slice(0, 10).join(', ')}`,
+          );
         }
         // thousands of conversations are read less often: the reads compete with the system for the cores
         await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 200 + pending.size)));
@@ -329,7 +411,9 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
       await unmountWorkspacesUnder(home);
       await rm(home, { recursive: true, force: true });
       if (violations.length > 0 && !options.expectPermissionViolations) {
-        throw new Error(`nats-server refused ${violations.length} operations a service's credential does not allow (docs/operations.md, "Permissions"):\n${violations.slice(0, 10).join('\n')}`);
+        throw new Error(
+          `nats-server refused ${violations.length} operations a service's credential does not allow (docs/operations.md, "Permissions"):\n${violations.slice(0, 10).join('\n')}`,
+        );
       }
     },
   };

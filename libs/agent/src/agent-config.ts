@@ -62,7 +62,12 @@ export const AgentConfig = z.strictObject({
        * ends with an error (`invalid_replies`) instead of asking again. At most
        * `CHECKPOINT_STUCK_STEPS`, the history a view checkpoint's reader keeps.
        */
-      maxInvalidRepliesInRow: z.number().int().min(1).max(CHECKPOINT_STUCK_STEPS).default(DEFAULT_MAX_INVALID_REPLIES_IN_ROW),
+      maxInvalidRepliesInRow: z
+        .number()
+        .int()
+        .min(1)
+        .max(CHECKPOINT_STUCK_STEPS)
+        .default(DEFAULT_MAX_INVALID_REPLIES_IN_ROW),
       /** Sub-agents this conversation may have at work at once (`task` calls beyond are answered with an error); the operator's limit, else 8, when unset. */
       maxSubAgents: z.number().int().min(1).max(64).optional(),
       /** Levels of sub-agents below a conversation a user started (1: a sub-agent cannot start one); the operator's limit, else 2, when unset. */
@@ -102,7 +107,15 @@ export const AgentConfig = z.strictObject({
    * event (not while it runs) it is deleted everywhere it lives (docs/api.md, "Retention"); the
    * operator's retention for the tenant, if shorter, wins.
    */
-  retention: z.strictObject({ idle_seconds: z.number().int().min(1).max(100 * 365 * 86_400) }).optional(),
+  retention: z
+    .strictObject({
+      idle_seconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(100 * 365 * 86_400),
+    })
+    .optional(),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 export type AgentConfigInput = z.input<typeof AgentConfig>;

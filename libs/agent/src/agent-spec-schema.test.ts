@@ -16,19 +16,45 @@ describe("the agent spec's published JSON Schema", () => {
   it('accepts the specs a catalog makes and refuses what the zod schema refuses', () => {
     const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
     const validate = ajv.compile(JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as object);
-    const catalog = new AgentCatalog(parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm', apiKeyEnv: 'M_API_KEY' } }), {
-      profiles: { big: { provider: 'anthropic', model: 'big' } },
-      fallbacks: { big: ['default'] },
-      limits: { customModels: { baseURLs: ['https://own.example/'] } },
-    });
+    const catalog = new AgentCatalog(
+      parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm', apiKeyEnv: 'M_API_KEY' } }),
+      {
+        profiles: { big: { provider: 'anthropic', model: 'big' } },
+        fallbacks: { big: ['default'] },
+        limits: { customModels: { baseURLs: ['https://own.example/'] } },
+      },
+    );
     const specs = [
       catalog.defaultSpec,
-      catalog.resolve({ spec: { llm: { profile: 'big', temperature: 0.3 }, tools: ['terminal', 'finish'], confirmation: { mode: 'risky' } } }).spec,
-      catalog.resolve({ spec: { llm: { provider: 'openai-chat', model: 'own', baseURL: 'https://own.example/v1', apiKeySecret: 'OWN_KEY' } } }).spec,
-      catalog.resolve({ spec: { llm: { provider: 'openai-chat', model: 'own', baseURL: 'https://own.example/v1', fallbacks: [{ profile: 'big' }, { provider: 'anthropic', model: 'spare', baseURL: 'https://own.example/a' }] } } }).spec,
+      catalog.resolve({
+        spec: {
+          llm: { profile: 'big', temperature: 0.3 },
+          tools: ['terminal', 'finish'],
+          confirmation: { mode: 'risky' },
+        },
+      }).spec,
+      catalog.resolve({
+        spec: {
+          llm: { provider: 'openai-chat', model: 'own', baseURL: 'https://own.example/v1', apiKeySecret: 'OWN_KEY' },
+        },
+      }).spec,
+      catalog.resolve({
+        spec: {
+          llm: {
+            provider: 'openai-chat',
+            model: 'own',
+            baseURL: 'https://own.example/v1',
+            fallbacks: [
+              { profile: 'big' },
+              { provider: 'anthropic', model: 'spare', baseURL: 'https://own.example/a' },
+            ],
+          },
+        },
+      }).spec,
     ];
     expect(specs[1]!.llm.fallbacks).toHaveLength(1);
-    for (const spec of specs) expect(validate(JSON.parse(JSON.stringify(spec))), JSON.stringify(validate.errors)).toBe(true);
+    for (const spec of specs)
+      expect(validate(JSON.parse(JSON.stringify(spec))), JSON.stringify(validate.errors)).toBe(true);
     const base = JSON.parse(JSON.stringify(catalog.defaultSpec)) as Record<string, unknown>;
     expect(validate({ ...base, version: 2 })).toBe(false);
     expect(validate({ ...base, llm: { ...(base['llm'] as object), apiKey: 'sk-live' } })).toBe(false);
@@ -36,7 +62,11 @@ describe("the agent spec's published JSON Schema", () => {
     // a fallback has no fallbacks of its own, nor a key
     const fallback = JSON.parse(JSON.stringify(specs[3]!.llm.fallbacks![1])) as Record<string, unknown>;
     expect(validate({ ...base, llm: { ...(base['llm'] as object), fallbacks: [fallback] } })).toBe(true);
-    expect(validate({ ...base, llm: { ...(base['llm'] as object), fallbacks: [{ ...fallback, fallbacks: [fallback] }] } })).toBe(false);
-    expect(validate({ ...base, llm: { ...(base['llm'] as object), fallbacks: [{ ...fallback, apiKeyEnv: 'SPARE_KEY' }] } })).toBe(false);
+    expect(
+      validate({ ...base, llm: { ...(base['llm'] as object), fallbacks: [{ ...fallback, fallbacks: [fallback] }] } }),
+    ).toBe(false);
+    expect(
+      validate({ ...base, llm: { ...(base['llm'] as object), fallbacks: [{ ...fallback, apiKeyEnv: 'SPARE_KEY' }] } }),
+    ).toBe(false);
   });
 });

@@ -11,13 +11,19 @@ export const AGENT_SPEC_SCHEMA_FILE_NAME = `flotilla-agent-spec.v${AGENT_SPEC_VE
  * state (a profile or a key secret, not both, for the model and each fallback) is in its `$comment`.
  */
 export function buildAgentSpecSchema(): Record<string, unknown> {
-  const { $schema: _schema, ...schema } = z.toJSONSchema(AgentSpec, { target: 'draft-2020-12', io: 'output', unrepresentable: 'any' }) as Record<string, unknown>;
+  const { $schema: _schema, ...schema } = z.toJSONSchema(AgentSpec, {
+    target: 'draft-2020-12',
+    io: 'output',
+    unrepresentable: 'any',
+  }) as Record<string, unknown>;
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     $id: AGENT_SPEC_SCHEMA_ID,
     title: `Flotilla agent spec, version ${AGENT_SPEC_VERSION}`,
-    description: "How a conversation's steps are made: its model (never a key), tools, policies, limits, condenser and the rest, as an agent_spec event records it.",
-    $comment: 'Also: profile and apiKeySecret are not both given, in llm and in each of llm.fallbacks. The events schema checks only that a spec is an object with a version; this schema is the rest.',
+    description:
+      "How a conversation's steps are made: its model (never a key), tools, policies, limits, condenser and the rest, as an agent_spec event records it.",
+    $comment:
+      'Also: profile and apiKeySecret are not both given, in llm and in each of llm.fallbacks. The events schema checks only that a spec is an object with a version; this schema is the rest.',
     ...schema,
   };
 }

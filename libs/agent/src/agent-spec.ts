@@ -32,7 +32,8 @@ export function specOfConfig(config: AgentConfig): AgentSpec {
   return Object.freeze(AgentSpec.parse({ ...config, version: AGENT_SPEC_VERSION, llm: model }));
 }
 
-export type SpecRead = { readonly ok: true; readonly spec: AgentSpec } | { readonly ok: false; readonly reason: string };
+export type SpecRead =
+  { readonly ok: true; readonly spec: AgentSpec } | { readonly ok: false; readonly reason: string };
 
 const readSpecs = new WeakMap<object, SpecRead>();
 
@@ -47,17 +48,23 @@ export function readAgentSpec(event: AgentSpecEvent): SpecRead {
   const parsed = AgentSpec.safeParse(event.spec);
   const read: SpecRead = parsed.success
     ? { ok: true, spec: Object.freeze(parsed.data) }
-    : { ok: false, reason: `the agent spec at seq ${event.seq} is not one this build reads: ${describeIssues(parsed.error)}` };
+    : {
+        ok: false,
+        reason: `the agent spec at seq ${event.seq} is not one this build reads: ${describeIssues(parsed.error)}`,
+      };
   readSpecs.set(event, read);
   return read;
 }
 
 /** A zod error's issues, each naming its field under `prefix` (`spec.llm.model`). */
 export function fieldIssues(error: z.ZodError, prefix = ''): { readonly path: string; readonly message: string }[] {
-  const at = (path: readonly PropertyKey[]): string => [prefix, ...path.map(String)].filter(Boolean).join('.') || '(root)';
+  const at = (path: readonly PropertyKey[]): string =>
+    [prefix, ...path.map(String)].filter(Boolean).join('.') || '(root)';
   // an unknown field is named itself, not the object holding it
   return error.issues.flatMap((issue) =>
-    issue.code === 'unrecognized_keys' ? issue.keys.map((key) => ({ path: at([...issue.path, key]), message: 'unknown field' })) : [{ path: at(issue.path), message: issue.message }],
+    issue.code === 'unrecognized_keys'
+      ? issue.keys.map((key) => ({ path: at([...issue.path, key]), message: 'unknown field' }))
+      : [{ path: at(issue.path), message: issue.message }],
   );
 }
 
@@ -73,7 +80,13 @@ export function describeIssues(error: z.ZodError, prefix = ''): string {
  * What a service appends when the spec in force cannot be read (`readAgentSpec` refused it): the
  * run ends, saying why. Work made from a guess would not be the work the log asks for.
  */
-export function unreadableSpecDrafts(ref: { readonly tenant: string; readonly conversation: string }, reason: string): EventDraft[] {
+export function unreadableSpecDrafts(
+  ref: { readonly tenant: string; readonly conversation: string },
+  reason: string,
+): EventDraft[] {
   const system = { ...ref, source: 'system' as const };
-  return [draftEvent(system, 'conversation_error', { code: 'invalid_spec', detail: reason }), draftEvent(system, 'state_change', { status: 'error', reason: 'the agent spec could not be read' })];
+  return [
+    draftEvent(system, 'conversation_error', { code: 'invalid_spec', detail: reason }),
+    draftEvent(system, 'state_change', { status: 'error', reason: 'the agent spec could not be read' }),
+  ];
 }

@@ -15,7 +15,10 @@ import { TASK_TOOL, type SubAgentDefinition } from './sub-agents.js';
  */
 export function childSpec(parent: AgentSpec, definition: SubAgentDefinition): AgentSpec {
   const { context: _context, instructions: _instructions, ...prompt } = parent.prompt;
-  const limits = { ...parent.limits, ...(definition.maxIterationsPerRun !== undefined ? { maxIterationsPerRun: definition.maxIterationsPerRun } : {}) };
+  const limits = {
+    ...parent.limits,
+    ...(definition.maxIterationsPerRun !== undefined ? { maxIterationsPerRun: definition.maxIterationsPerRun } : {}),
+  };
   return Object.freeze(
     AgentSpec.parse({
       ...parent,

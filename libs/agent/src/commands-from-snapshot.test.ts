@@ -2,7 +2,16 @@ import type { ActionEvent, ConversationStatus, Event, EventDraft } from '@flotil
 import type { StoredCommit } from '@flotilla/log';
 import { conversationState, foldCommits, initialSnapshot, type ConversationState } from '@flotilla/state';
 import { describe, expect, it } from 'vitest';
-import { approveCommand, CommandRefused, interruptCommand, messageCommand, pauseCommand, rejectCommand, runCommand, type CommandState } from './commands.js';
+import {
+  approveCommand,
+  CommandRefused,
+  interruptCommand,
+  messageCommand,
+  pauseCommand,
+  rejectCommand,
+  runCommand,
+  type CommandState,
+} from './commands.js';
 import { ConversationProgress } from './progress.js';
 import { conversationFixture, realRunCommits } from './test-support/conversation-fixture.js';
 
@@ -45,7 +54,10 @@ function scannedState(events: readonly Event[]): CommandState {
     else if (event.type === 'agent_error' && event.tool_call_id !== undefined) answered.add(event.tool_call_id);
     else if (event.type === 'execution_started') for (const id of event.action_ids) started.add(id);
   }
-  const pending = events.filter((event): event is ActionEvent => event.type === 'action' && event.input !== null && !answered.has(event.tool_call_id));
+  const pending = events.filter(
+    (event): event is ActionEvent =>
+      event.type === 'action' && event.input !== null && !answered.has(event.tool_call_id),
+  );
   return {
     status,
     pending_actions: pending.map((action) => ({

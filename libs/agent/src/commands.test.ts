@@ -1,13 +1,33 @@
 import type { ConversationStatus, Event } from '@flotilla/events';
 import { conversationState } from '@flotilla/state';
 import { describe, expect, it } from 'vitest';
-import { approveCommand, CommandRefused, interruptCommand, messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
+import {
+  approveCommand,
+  CommandRefused,
+  interruptCommand,
+  messageCommand,
+  pauseCommand,
+  rejectCommand,
+  runCommand,
+} from './commands.js';
 import { currentStatus } from './run-state.js';
 
 const ref = { tenant: 'acme', conversation: 'c' };
 let seq = 0;
-const base = () => ({ v: 1 as const, id: `e${++seq}`, seq, tenant: 'acme', conversation: 'c', timestamp: '2026-01-01T00:00:00.000Z' });
-const status = (value: ConversationStatus): Event => ({ ...base(), source: 'system', type: 'state_change', status: value });
+const base = () => ({
+  v: 1 as const,
+  id: `e${++seq}`,
+  seq,
+  tenant: 'acme',
+  conversation: 'c',
+  timestamp: '2026-01-01T00:00:00.000Z',
+});
+const status = (value: ConversationStatus): Event => ({
+  ...base(),
+  source: 'system',
+  type: 'state_change',
+  status: value,
+});
 const action = (id: string): Event => ({
   ...base(),
   id,
@@ -29,7 +49,9 @@ describe('the status machine as commands', () => {
   it('a message resets finished and stuck to idle, and run starts a resting conversation', () => {
     expect(after([status('finished')], messageCommand(of(status('finished')), ref, 'more'))).toBe('idle');
     expect(after([status('stuck')], messageCommand(of(status('stuck')), ref, 'more'))).toBe('idle');
-    expect(after([status('finished')], messageCommand(of(status('finished')), ref, 'more', { run: true }))).toBe('running');
+    expect(after([status('finished')], messageCommand(of(status('finished')), ref, 'more', { run: true }))).toBe(
+      'running',
+    );
     for (const resting of ['idle', 'paused', 'error', 'finished', 'stuck'] as const) {
       expect(after([status(resting)], runCommand(of(status(resting)), ref))).toBe('running');
     }

@@ -1,4 +1,11 @@
-import { draftEvent, type ConversationStatus, type ContentPart, type DraftContext, type EventDraft, type ImageContent } from '@flotilla/events';
+import {
+  draftEvent,
+  type ConversationStatus,
+  type ContentPart,
+  type DraftContext,
+  type EventDraft,
+  type ImageContent,
+} from '@flotilla/events';
 import { notStartedActions, type ConversationState } from '@flotilla/state';
 
 /**
@@ -40,12 +47,21 @@ const statusChange = (context: Context, status: ConversationStatus, reason: stri
  * bucket; an empty text with images is left out); finished/stuck go back to idle, and `run`
  * starts (or keeps) the run.
  */
-export function messageCommand(state: CommandState, context: Context, text: string, options: { run?: boolean; images?: readonly ImageContent[] } = {}): EventDraft[] {
+export function messageCommand(
+  state: CommandState,
+  context: Context,
+  text: string,
+  options: { run?: boolean; images?: readonly ImageContent[] } = {},
+): EventDraft[] {
   const status = state.status;
   const images = options.images ?? [];
-  const content: ContentPart[] = [...(text === '' && images.length > 0 ? [] : [{ type: 'text' as const, text }]), ...images];
+  const content: ContentPart[] = [
+    ...(text === '' && images.length > 0 ? [] : [{ type: 'text' as const, text }]),
+    ...images,
+  ];
   const drafts: EventDraft[] = [draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content })];
-  if (options.run && status !== 'running' && status !== 'waiting_for_confirmation') drafts.push(statusChange(context, 'running', 'message with run'));
+  if (options.run && status !== 'running' && status !== 'waiting_for_confirmation')
+    drafts.push(statusChange(context, 'running', 'message with run'));
   else if (status === 'finished' || status === 'stuck') drafts.push(statusChange(context, 'idle', 'new user message'));
   return drafts;
 }
@@ -68,7 +84,10 @@ export function runCommand(state: CommandState, context: Context, options: { res
 /** Pause after the current step. Idempotent; never overrides waiting_for_confirmation. */
 export function pauseCommand(state: CommandState, context: Context, reason?: string): EventDraft[] {
   if (state.status !== 'running') return [];
-  return [draftEvent({ ...context, source: 'user' }, 'pause', reason === undefined ? {} : { reason }), statusChange(context, 'paused', 'paused by the user')];
+  return [
+    draftEvent({ ...context, source: 'user' }, 'pause', reason === undefined ? {} : { reason }),
+    statusChange(context, 'paused', 'paused by the user'),
+  ];
 }
 
 /**
@@ -78,13 +97,17 @@ export function pauseCommand(state: CommandState, context: Context, reason?: str
  */
 export function interruptCommand(state: CommandState, context: Context, reason?: string): EventDraft[] {
   if (state.status !== 'running') return [];
-  return [draftEvent({ ...context, source: 'user' }, 'interrupt', reason === undefined ? {} : { reason }), statusChange(context, 'paused', 'interrupted by the user')];
+  return [
+    draftEvent({ ...context, source: 'user' }, 'interrupt', reason === undefined ? {} : { reason }),
+    statusChange(context, 'paused', 'interrupted by the user'),
+  ];
 }
 
 /** Approve the actions awaiting confirmation, and run. */
 export function approveCommand(state: CommandState, context: Context): EventDraft[] {
   const status = state.status;
-  if (status !== 'waiting_for_confirmation') throw new CommandRefused('not_waiting', `Nothing awaits confirmation (status ${status}).`, status);
+  if (status !== 'waiting_for_confirmation')
+    throw new CommandRefused('not_waiting', `Nothing awaits confirmation (status ${status}).`, status);
   const pending = notStartedActions(state).map((action) => action.id);
   const drafts: EventDraft[] = [];
   if (pending.length > 0) drafts.push(draftEvent({ ...context, source: 'user' }, 'approval', { action_ids: pending }));
@@ -95,7 +118,8 @@ export function approveCommand(state: CommandState, context: Context): EventDraf
 /** Reject the actions awaiting confirmation: each gets a user_rejection the model reads; the conversation goes idle. */
 export function rejectCommand(state: CommandState, context: Context, reason: string): EventDraft[] {
   const status = state.status;
-  if (status !== 'waiting_for_confirmation') throw new CommandRefused('not_waiting', `Nothing awaits confirmation (status ${status}).`, status);
+  if (status !== 'waiting_for_confirmation')
+    throw new CommandRefused('not_waiting', `Nothing awaits confirmation (status ${status}).`, status);
   const pending = notStartedActions(state);
   if (pending.length === 0) throw new CommandRefused('nothing_pending', 'No action awaits confirmation.', status);
   return [...rejections(pending, context, reason), statusChange(context, 'idle', 'actions rejected')];
@@ -110,7 +134,10 @@ export function rejectCommand(state: CommandState, context: Context, reason: str
  */
 export function interruptForMessage(state: CommandState, context: Context): EventDraft[] {
   const reason = 'a new user message interrupted the run';
-  return [draftEvent({ ...context, source: 'user' }, 'interrupt', { reason }), ...rejections(notStartedActions(state), context, reason)];
+  return [
+    draftEvent({ ...context, source: 'user' }, 'interrupt', { reason }),
+    ...rejections(notStartedActions(state), context, reason),
+  ];
 }
 
 function rejections(actions: ReturnType<typeof notStartedActions>, context: Context, reason: string): EventDraft[] {

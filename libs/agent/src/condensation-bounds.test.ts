@@ -6,7 +6,8 @@ import { CONDENSATION_NO_PROGRESS, condensationRequestsInRow } from './condense-
 import { call, conversationFixture } from './test-support/conversation-fixture.js';
 
 const isSummaryRequest = (request: GenerateRequest): boolean =>
-  request.messages[0]?.role === 'system' && request.messages[0].content.some((block) => block.text === SUMMARY_SYSTEM_PROMPT);
+  request.messages[0]?.role === 'system' &&
+  request.messages[0].content.some((block) => block.text === SUMMARY_SYSTEM_PROMPT);
 
 const after = (events: readonly Event[], seq: number): Event[] => events.filter((event) => event.seq > seq);
 
@@ -22,7 +23,10 @@ describe('condensations that make no room', () => {
         return new LlmError('context_window_exceeded', 'This model maximum context length is 8 tokens.');
       },
     });
-    const conversation = fixture.conversation(llm, { tools: ['think', 'finish'], condenser: { maxEvents: 64, keepFirst: 2 } });
+    const conversation = fixture.conversation(llm, {
+      tools: ['think', 'finish'],
+      condenser: { maxEvents: 64, keepFirst: 2 },
+    });
     await conversation.sendMessage('Think it through.', { run: true });
     expect(await conversation.run()).toBe('error');
     const events = await conversation.events();
@@ -45,7 +49,11 @@ describe('condensations that make no room', () => {
     const [first, reset] = events.filter((event) => event.type === 'condensation');
     // the hard reset forgets everything after the kept head (the task and the first call), the earlier summary with it
     expect(reset!.forgotten_event_ids).toContain(first!.id);
-    expect(events.at(-2)).toMatchObject({ type: 'conversation_error', code: CONDENSATION_NO_PROGRESS, detail: expect.stringContaining('the model reported a context window overflow') });
+    expect(events.at(-2)).toMatchObject({
+      type: 'conversation_error',
+      code: CONDENSATION_NO_PROGRESS,
+      detail: expect.stringContaining('the model reported a context window overflow'),
+    });
     expect(events.at(-1)).toMatchObject({ type: 'state_change', status: 'error', reason: 'condensation made no room' });
     expect(llm.requests.filter((request) => !isSummaryRequest(request))).toHaveLength(7);
   });
@@ -53,7 +61,8 @@ describe('condensations that make no room', () => {
   it('counts the step\u2019s requests since the model last answered a step or the user last acted', async () => {
     await using fixture = await conversationFixture();
     const llm = new ScriptedLanguageModel({
-      replies: (request) => (isSummaryRequest(request) ? { text: 'Summary.' } : new LlmError('context_window_exceeded', 'too long')),
+      replies: (request) =>
+        isSummaryRequest(request) ? { text: 'Summary.' } : new LlmError('context_window_exceeded', 'too long'),
     });
     const conversation = fixture.conversation(llm, { tools: ['think', 'finish'] });
     await conversation.sendMessage('Go.', { run: true });

@@ -7,7 +7,11 @@ import { estimateTokens } from './token-estimate.js';
 /** The code of the event that records one failed rung of the condensation ladder. */
 export const CONDENSATION_ATTEMPT_FAILED = 'condensation_attempt_failed';
 
-const NEXT_RUNG = ['a stricter prompt', 'the stricter prompt over about half the range', 'a placeholder instead of a model summary'] as const;
+const NEXT_RUNG = [
+  'a stricter prompt',
+  'the stricter prompt over about half the range',
+  'a placeholder instead of a model summary',
+] as const;
 
 /**
  * The failed attempts at answering the pending condensation request, read from the log: each is
@@ -59,7 +63,13 @@ export const HARD_RESET_REQUEST = 2;
  * in a row is answered with a hard reset (everything after the kept head forgotten); a third ends
  * the run in `error` naming why, whatever the settings, the view or the models do.
  */
-export async function condenseOrFail(events: readonly Event[], agent: AgentConfig, llm: LanguageModel, context: DraftContext, signal?: AbortSignal): Promise<EventDraft[]> {
+export async function condenseOrFail(
+  events: readonly Event[],
+  agent: AgentConfig,
+  llm: LanguageModel,
+  context: DraftContext,
+  signal?: AbortSignal,
+): Promise<EventDraft[]> {
   const system: DraftContext = { ...context, source: 'system' };
   const attempt = failedCondensationAttempts(events);
   const inRow = condensationRequestsInRow(events);
@@ -84,13 +94,18 @@ export async function condenseOrFail(events: readonly Event[], agent: AgentConfi
     });
     if (result) return [...result.drafts];
     return [
-      draftEvent(system, 'conversation_error', { code: 'condensation_failed', detail: 'A condensation was requested but the condenser found nothing to do.' }),
+      draftEvent(system, 'conversation_error', {
+        code: 'condensation_failed',
+        detail: 'A condensation was requested but the condenser found nothing to do.',
+      }),
       draftEvent(system, 'state_change', { status: 'error', reason: 'condensation failed' }),
     ];
   } catch (error) {
     signal?.throwIfAborted();
     if (isLlmError(error) && error.code === 'cancelled') throw error;
-    const summaryFailed = isLlmError(error) || (isCondenserError(error) && (error.code === 'empty_summary' || error.code === 'summary_overflow'));
+    const summaryFailed =
+      isLlmError(error) ||
+      (isCondenserError(error) && (error.code === 'empty_summary' || error.code === 'summary_overflow'));
     if (summaryFailed && attempt < CONDENSATION_ATTEMPTS) {
       const detail = `Summary attempt ${attempt + 1} of ${CONDENSATION_ATTEMPTS} failed (${(error as Error).message.replace(/\.$/, '')}); next: ${NEXT_RUNG[attempt]}.`;
       return [draftEvent(system, 'conversation_error', { code: CONDENSATION_ATTEMPT_FAILED, detail })];

@@ -4,14 +4,21 @@ import type { Event } from '@flotilla/events';
 import { ScriptedLanguageModel, type GenerateRequest, type ScriptedReply } from '@flotilla/llm';
 import { buildView, toChatMessages } from '@flotilla/view';
 import { describe, expect, it } from 'vitest';
-import { checkpointFolds, CHECKPOINT_STUCK_STEPS, parseConversationCheckpoint, resumeFolds, stepLookback } from './conversation-checkpoint.js';
+import {
+  checkpointFolds,
+  CHECKPOINT_STUCK_STEPS,
+  parseConversationCheckpoint,
+  resumeFolds,
+  stepLookback,
+} from './conversation-checkpoint.js';
 import { ConversationProgress } from './progress.js';
 import { runState } from './run-state.js';
 import { detectStuck } from './stuck-detector.js';
 import { call, conversationFixture } from './test-support/conversation-fixture.js';
 
 const isSummaryRequest = (request: GenerateRequest): boolean =>
-  request.messages[0]?.role === 'system' && request.messages[0].content.some((block) => block.text === SUMMARY_SYSTEM_PROMPT);
+  request.messages[0]?.role === 'system' &&
+  request.messages[0].content.some((block) => block.text === SUMMARY_SYSTEM_PROMPT);
 
 /**
  * Real runs through LocalConversation (the step, the tools, the condenser with a low item limit)
@@ -22,16 +29,28 @@ async function condensedRuns(): Promise<Event[][]> {
   await using fixture = await conversationFixture();
   let step = 0;
   const replies = (request: GenerateRequest): ScriptedReply => {
-    if (isSummaryRequest(request)) return { text: 'USER_CONTEXT: think a lot\nCOMPLETED: many thoughts', usage: { inputTokens: 500, outputTokens: 40 }, costUsd: 0.001 };
+    if (isSummaryRequest(request))
+      return {
+        text: 'USER_CONTEXT: think a lot\nCOMPLETED: many thoughts',
+        usage: { inputTokens: 500, outputTokens: 40 },
+        costUsd: 0.001,
+      };
     step += 1;
     if (step === 30) return { text: 'Halfway: shall I go on?' };
     if (step > 30 && step <= 36) return { toolCalls: [call('think', { thought: 'the same thought again' })] };
-    if (step > 40 && step < 60 && step % 7 === 0) return { toolCalls: [call('think', { thought: `a ${step}` }), call('think', { thought: `b ${step}` })], costUsd: 0.002 };
+    if (step > 40 && step < 60 && step % 7 === 0)
+      return {
+        toolCalls: [call('think', { thought: `a ${step}` }), call('think', { thought: `b ${step}` })],
+        costUsd: 0.002,
+      };
     if (step >= 60) return { toolCalls: [call('finish', { message: 'done' })] };
     return { text: `step ${step}`, toolCalls: [call('think', { thought: `thought ${step}` })], costUsd: 0.001 };
   };
   const llm = new ScriptedLanguageModel({ replies, info: { maxInputTokens: 200_000 } });
-  const conversation = fixture.conversation(llm, { tools: ['think', 'finish'], condenser: { maxEvents: 16, keepFirst: 2 } });
+  const conversation = fixture.conversation(llm, {
+    tools: ['think', 'finish'],
+    condenser: { maxEvents: 16, keepFirst: 2 },
+  });
   await conversation.sendMessage('Think it through.', { run: true });
   await conversation.run();
   await conversation.sendMessage('Go on.', { run: true });
@@ -46,17 +65,30 @@ async function condensedRuns(): Promise<Event[][]> {
 const LIVENESS = [() => false, () => true];
 
 /** What a step decides from, compared between the whole log and a checkpoint's reader. */
-function expectSameDecisions(events: readonly Event[], readerEvents: readonly Event[], folds: ReturnType<typeof resumeFolds>, where: string): void {
+function expectSameDecisions(
+  events: readonly Event[],
+  readerEvents: readonly Event[],
+  folds: ReturnType<typeof resumeFolds>,
+  where: string,
+): void {
   expect(folds.view.view(), where).toEqual(buildView(events));
   const progress = ConversationProgress.of(events);
-  for (const alive of LIVENESS) expect(folds.progress.nextWork({ runnerAlive: alive }), where).toEqual(progress.nextWork({ runnerAlive: alive }));
+  for (const alive of LIVENESS)
+    expect(folds.progress.nextWork({ runnerAlive: alive }), where).toEqual(progress.nextWork({ runnerAlive: alive }));
   expect(folds.progress.pending(), where).toEqual(progress.pending());
   const whole = runState(events);
   const resumed = folds.run.state();
   expect({ ...resumed, runStart: 0 }, where).toEqual({ ...whole, runStart: 0 });
   for (const steps of [2, 4, 6, CHECKPOINT_STUCK_STEPS]) {
-    const thresholds = { actionObservation: steps, actionError: steps, monologue: steps, alternating: Math.max(4, steps) };
-    expect(detectStuck(readerEvents, thresholds, resumed.runStart), `${where}, thresholds ${steps}`).toBe(detectStuck(events, thresholds, whole.runStart));
+    const thresholds = {
+      actionObservation: steps,
+      actionError: steps,
+      monologue: steps,
+      alternating: Math.max(4, steps),
+    };
+    expect(detectStuck(readerEvents, thresholds, resumed.runStart), `${where}, thresholds ${steps}`).toBe(
+      detectStuck(events, thresholds, whole.runStart),
+    );
   }
 }
 
@@ -104,7 +136,9 @@ describe('conversation checkpoints', () => {
     const checkpoint = JSON.stringify(checkpointFolds(folds));
     expect(checkpoint.length).toBeLessThan(JSON.stringify(prefix).length / 3);
     // as stored (gzipped), against the chat messages the view renders, compressed alike
-    expect(gzipSync(checkpoint).length).toBeLessThan(gzipSync(JSON.stringify(toChatMessages(buildView(prefix)))).length * 3);
+    expect(gzipSync(checkpoint).length).toBeLessThan(
+      gzipSync(JSON.stringify(toChatMessages(buildView(prefix)))).length * 3,
+    );
   }, 60_000);
 
   it('refuses a stored value that is not a checkpoint, or holds an event that is not valid', () => {
@@ -113,7 +147,16 @@ describe('conversation checkpoints', () => {
     expect(parseConversationCheckpoint(valid).ok).toBe(true);
     expect(parseConversationCheckpoint({ ...valid, extra: 1 }).ok).toBe(false);
     const view = valid['view'] as Record<string, unknown>;
-    const forged = { ...valid, view: { ...view, items: [{ type: 'message', id: 'x', role: 'user', content: [{ type: 'text', text: 'not an event' }] }] } };
-    expect(parseConversationCheckpoint(forged)).toMatchObject({ ok: false, reason: expect.stringContaining('view.items.0') });
+    const forged = {
+      ...valid,
+      view: {
+        ...view,
+        items: [{ type: 'message', id: 'x', role: 'user', content: [{ type: 'text', text: 'not an event' }] }],
+      },
+    };
+    expect(parseConversationCheckpoint(forged)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('view.items.0'),
+    });
   });
 });

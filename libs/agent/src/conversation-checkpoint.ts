@@ -1,4 +1,14 @@
-import { ConversationStatus, EventId, isValidEvent, type ActionEvent, type AgentSpecEvent, type Event, type McpToolsEvent, type SystemPromptEvent, type WorkspaceContextEvent } from '@flotilla/events';
+import {
+  ConversationStatus,
+  EventId,
+  isValidEvent,
+  type ActionEvent,
+  type AgentSpecEvent,
+  type Event,
+  type McpToolsEvent,
+  type SystemPromptEvent,
+  type WorkspaceContextEvent,
+} from '@flotilla/events';
 import { isLlmEvent, ViewBuilder, type LlmEvent, type ViewCheckpoint } from '@flotilla/view';
 import { z } from 'zod';
 import { ConversationProgress, type ProgressCheckpoint } from './progress.js';
@@ -35,7 +45,13 @@ export type ConversationCheckpoint = {
 export const CHECKPOINT_STUCK_STEPS = 12;
 
 /** The folds a step keeps of a conversation, resumed from a checkpoint or started empty. */
-export type StepFolds = { readonly view: ViewBuilder; readonly progress: ConversationProgress; readonly run: RunStateFold; readonly spec: SpecFold; readonly skills: SkillsFold };
+export type StepFolds = {
+  readonly view: ViewBuilder;
+  readonly progress: ConversationProgress;
+  readonly run: RunStateFold;
+  readonly spec: SpecFold;
+  readonly skills: SkillsFold;
+};
 
 /**
  * Folds that go on from `checkpoint` (empty ones without), for a caller whose events array holds
@@ -43,7 +59,14 @@ export type StepFolds = { readonly view: ViewBuilder; readonly progress: Convers
  * backward looks read).
  */
 export function resumeFolds(checkpoint: ConversationCheckpoint | undefined, before = 0): StepFolds {
-  if (checkpoint === undefined) return { view: new ViewBuilder(), progress: new ConversationProgress(), run: new RunStateFold(), spec: new SpecFold(), skills: new SkillsFold() };
+  if (checkpoint === undefined)
+    return {
+      view: new ViewBuilder(),
+      progress: new ConversationProgress(),
+      run: new RunStateFold(),
+      spec: new SpecFold(),
+      skills: new SkillsFold(),
+    };
   return {
     view: ViewBuilder.resume(checkpoint.view),
     progress: ConversationProgress.resume(checkpoint.progress),
@@ -57,7 +80,10 @@ export function resumeFolds(checkpoint: ConversationCheckpoint | undefined, befo
  * The folds of a loaded conversation: resumed from its checkpoint, if it was loaded from one (its
  * events then begin `folded` events before the checkpoint), and extended by the events after it.
  */
-export function foldLoaded(loaded: { readonly start?: { readonly state: ConversationCheckpoint; readonly folded: number } | undefined; readonly events: readonly Event[] }): StepFolds {
+export function foldLoaded(loaded: {
+  readonly start?: { readonly state: ConversationCheckpoint; readonly folded: number } | undefined;
+  readonly events: readonly Event[];
+}): StepFolds {
   const folded = loaded.start?.folded ?? 0;
   const folds = resumeFolds(loaded.start?.state, folded);
   const events = folded === 0 ? loaded.events : loaded.events.slice(folded);
@@ -93,12 +119,30 @@ export function stepLookback(events: readonly Event[], runStart: number): number
   return stuckLookback(events, CHECKPOINT_STUCK_STEPS, runStart);
 }
 
-const LlmEventValue = z.custom<LlmEvent>((value) => isValidEvent(value) && isLlmEvent(value), 'not a valid event the LLM reads');
-const ActionValue = z.custom<ActionEvent>((value) => isValidEvent(value) && value.type === 'action', 'not a valid action');
-const AgentSpecValue = z.custom<AgentSpecEvent>((value) => isValidEvent(value) && value.type === 'agent_spec', 'not a valid agent_spec event');
-const McpToolsValue = z.custom<McpToolsEvent>((value) => isValidEvent(value) && value.type === 'mcp_tools', 'not a valid mcp_tools event');
-const WorkspaceContextValue = z.custom<WorkspaceContextEvent>((value) => isValidEvent(value) && value.type === 'workspace_context', 'not a valid workspace_context event');
-const SystemPromptValue = z.custom<SystemPromptEvent>((value) => isValidEvent(value) && value.type === 'system_prompt', 'not a valid system prompt');
+const LlmEventValue = z.custom<LlmEvent>(
+  (value) => isValidEvent(value) && isLlmEvent(value),
+  'not a valid event the LLM reads',
+);
+const ActionValue = z.custom<ActionEvent>(
+  (value) => isValidEvent(value) && value.type === 'action',
+  'not a valid action',
+);
+const AgentSpecValue = z.custom<AgentSpecEvent>(
+  (value) => isValidEvent(value) && value.type === 'agent_spec',
+  'not a valid agent_spec event',
+);
+const McpToolsValue = z.custom<McpToolsEvent>(
+  (value) => isValidEvent(value) && value.type === 'mcp_tools',
+  'not a valid mcp_tools event',
+);
+const WorkspaceContextValue = z.custom<WorkspaceContextEvent>(
+  (value) => isValidEvent(value) && value.type === 'workspace_context',
+  'not a valid workspace_context event',
+);
+const SystemPromptValue = z.custom<SystemPromptEvent>(
+  (value) => isValidEvent(value) && value.type === 'system_prompt',
+  'not a valid system prompt',
+);
 const Count = z.number().int().nonnegative();
 const Ids = z.array(z.string());
 
@@ -114,7 +158,12 @@ const ViewCheckpointSchema = z.strictObject({
   loop_count: Count,
   run_loop: Count.optional(),
   // the events first: nearly every item is one, and a union that tries a failing branch first pays for its issues
-  items: z.array(z.union([LlmEventValue, z.strictObject({ type: z.literal('condensation_summary'), id: EventId, summary: z.string() })])),
+  items: z.array(
+    z.union([
+      LlmEventValue,
+      z.strictObject({ type: z.literal('condensation_summary'), id: EventId, summary: z.string() }),
+    ]),
+  ),
 }) satisfies z.ZodType<ViewCheckpoint>;
 
 const ProgressCheckpointSchema = z.strictObject({
@@ -154,11 +203,16 @@ const ConversationCheckpointSchema = z.strictObject({
   run: RunStateCheckpointSchema,
   spec: AgentSpecValue.optional(),
   mcp_tools: z.array(McpToolsValue).optional(),
-  skills: z.strictObject({ context: WorkspaceContextValue.optional(), activated: Ids, applied_rules: Ids }) satisfies z.ZodType<SkillsCheckpoint>,
+  skills: z.strictObject({
+    context: WorkspaceContextValue.optional(),
+    activated: Ids,
+    applied_rules: Ids,
+  }) satisfies z.ZodType<SkillsCheckpoint>,
   stuck_steps: Count,
 });
 
-export type CheckpointParse = { readonly ok: true; readonly checkpoint: ConversationCheckpoint } | { readonly ok: false; readonly reason: string };
+export type CheckpointParse =
+  { readonly ok: true; readonly checkpoint: ConversationCheckpoint } | { readonly ok: false; readonly reason: string };
 
 /**
  * A stored checkpoint, checked: its shape, and every event in it against the event schemas (as a
@@ -168,5 +222,11 @@ export type CheckpointParse = { readonly ok: true; readonly checkpoint: Conversa
 export function parseConversationCheckpoint(value: unknown): CheckpointParse {
   const parsed = ConversationCheckpointSchema.safeParse(value);
   if (parsed.success) return { ok: true, checkpoint: parsed.data };
-  return { ok: false, reason: parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ') };
+  return {
+    ok: false,
+    reason: parsed.error.issues
+      .slice(0, 3)
+      .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+      .join('; '),
+  };
 }

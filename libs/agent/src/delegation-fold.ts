@@ -1,4 +1,10 @@
-import type { AgentSpecEvent, ConversationStatus, Event, SubagentStartedEvent, SubagentTaskEvent } from '@flotilla/events';
+import type {
+  AgentSpecEvent,
+  ConversationStatus,
+  Event,
+  SubagentStartedEvent,
+  SubagentTaskEvent,
+} from '@flotilla/events';
 import { FINISH_TOOL } from './finish.js';
 
 /** A child started for a call, with the spec in force when it was (the one its own spec is made from). */
@@ -30,7 +36,8 @@ export class DelegationFold {
           this.#task ??= event;
           break;
         case 'subagent_started':
-          if (!this.#children.has(event.action_id)) this.#children.set(event.action_id, { started: event, spec: this.#spec });
+          if (!this.#children.has(event.action_id))
+            this.#children.set(event.action_id, { started: event, spec: this.#spec });
           break;
         case 'agent_spec':
           this.#spec = event;
@@ -53,11 +60,13 @@ export class DelegationFold {
           this.#error = { code: event.code, detail: event.detail };
           break;
         case 'message':
-          if (event.role === 'assistant') this.#answer = event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
+          if (event.role === 'assistant')
+            this.#answer = event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
           else if (event.source === 'user') this.#answer = undefined;
           break;
         case 'action':
-          if (event.tool_name === FINISH_TOOL && typeof event.input?.['message'] === 'string') this.#answer = event.input['message'];
+          if (event.tool_name === FINISH_TOOL && typeof event.input?.['message'] === 'string')
+            this.#answer = event.input['message'];
           break;
         default:
           break;

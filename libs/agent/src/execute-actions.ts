@@ -26,7 +26,8 @@ export async function executeActions(
     const dependencies = finished.filter((_, earlier) => keys[earlier]!.some((key) => keys[index]!.includes(key)));
     const run = async (): Promise<ToolResult> => {
       await Promise.allSettled(dependencies);
-      const execute = (): Promise<ToolResult> => registry.execute({ name: action.tool_name, arguments: JSON.stringify(action.input ?? {}) }, toolContext);
+      const execute = (): Promise<ToolResult> =>
+        registry.execute({ name: action.tool_name, arguments: JSON.stringify(action.input ?? {}) }, toolContext);
       return await (around ? around(action, execute) : execute());
     };
     finished.push(run());
@@ -48,7 +49,10 @@ export function interruptedDrafts(actions: readonly ActionEvent[], draftContext:
 }
 
 function resourceKeys(action: ActionEvent, registry: ToolRegistry, toolContext: ToolContext): string[] {
-  const validated = registry.validate({ name: action.tool_name, arguments: JSON.stringify(action.input ?? {}) }, toolContext);
+  const validated = registry.validate(
+    { name: action.tool_name, arguments: JSON.stringify(action.input ?? {}) },
+    toolContext,
+  );
   if (!validated.ok) return [];
   if (validated.resources.length > 0) return [...validated.resources];
   return validated.tool.annotations.readOnly ? [] : [`tool:${action.tool_name}`];
@@ -56,7 +60,9 @@ function resourceKeys(action: ActionEvent, registry: ToolRegistry, toolContext: 
 
 function observationDraft(action: ActionEvent, result: ToolResult, draftContext: DraftContext): EventDraft {
   const content: ContentPart[] = result.content.map((part) =>
-    part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image', data: part.data, media_type: part.mediaType },
+    part.type === 'text'
+      ? { type: 'text', text: part.text }
+      : { type: 'image', data: part.data, media_type: part.mediaType },
   );
   return draftEvent({ ...draftContext, source: 'environment', parent: action.id }, 'observation', {
     action_id: action.id,

@@ -24,5 +24,10 @@ export function finishCalledAfter(called: boolean, event: Event): boolean {
 
 /** The commit that ends a run the agent finished (`nextWork` said `finish`). */
 export function finishDrafts(conversation: Omit<DraftContext, 'source'>): EventDraft[] {
-  return [draftEvent({ ...conversation, source: 'system' }, 'state_change', { status: 'finished', reason: 'the agent called finish' })];
+  return [
+    draftEvent({ ...conversation, source: 'system' }, 'state_change', {
+      status: 'finished',
+      reason: 'the agent called finish',
+    }),
+  ];
 }

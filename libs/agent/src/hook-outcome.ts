@@ -26,19 +26,48 @@ export type HookOutcome = {
  */
 export function hookOutcome(exitCode: number | null, stdout: string, stderr: string): HookOutcome {
   const output = clip([stdout.trim(), stderr.trim()].filter(Boolean).join('\n'), HOOK_OUTPUT_BOUNDS.outputChars);
-  if (exitCode === 2) return { decision: 'deny', exitCode, reason: clip(stderr.trim() || stdout.trim() || 'blocked by a hook', HOOK_OUTPUT_BOUNDS.contextChars), output };
+  if (exitCode === 2)
+    return {
+      decision: 'deny',
+      exitCode,
+      reason: clip(stderr.trim() || stdout.trim() || 'blocked by a hook', HOOK_OUTPUT_BOUNDS.contextChars),
+      output,
+    };
   if (exitCode !== 0) return { decision: 'none', exitCode, output };
   const answer = jsonObject(stdout);
   if (!answer) {
     const text = stdout.trim();
-    return { decision: 'allow', exitCode, ...(text ? { context: clip(text, HOOK_OUTPUT_BOUNDS.contextChars) } : {}), output };
+    return {
+      decision: 'allow',
+      exitCode,
+      ...(text ? { context: clip(text, HOOK_OUTPUT_BOUNDS.contextChars) } : {}),
+      output,
+    };
   }
-  const specific = typeof answer['hookSpecificOutput'] === 'object' && answer['hookSpecificOutput'] !== null ? (answer['hookSpecificOutput'] as Record<string, unknown>) : {};
-  const context = [answer['additionalContext'], specific['additionalContext']].find((value): value is string => typeof value === 'string' && value.trim() !== '');
+  const specific =
+    typeof answer['hookSpecificOutput'] === 'object' && answer['hookSpecificOutput'] !== null
+      ? (answer['hookSpecificOutput'] as Record<string, unknown>)
+      : {};
+  const context = [answer['additionalContext'], specific['additionalContext']].find(
+    (value): value is string => typeof value === 'string' && value.trim() !== '',
+  );
   const decision = answer['decision'] ?? specific['permissionDecision'];
-  const reason = [answer['reason'], specific['permissionDecisionReason']].find((value): value is string => typeof value === 'string' && value.trim() !== '');
-  if (decision === 'deny' || decision === 'block') return { decision: 'deny', exitCode, reason: clip(reason ?? 'blocked by a hook', HOOK_OUTPUT_BOUNDS.contextChars), output };
-  return { decision: 'allow', exitCode, ...(context ? { context: clip(context, HOOK_OUTPUT_BOUNDS.contextChars) } : {}), output };
+  const reason = [answer['reason'], specific['permissionDecisionReason']].find(
+    (value): value is string => typeof value === 'string' && value.trim() !== '',
+  );
+  if (decision === 'deny' || decision === 'block')
+    return {
+      decision: 'deny',
+      exitCode,
+      reason: clip(reason ?? 'blocked by a hook', HOOK_OUTPUT_BOUNDS.contextChars),
+      output,
+    };
+  return {
+    decision: 'allow',
+    exitCode,
+    ...(context ? { context: clip(context, HOOK_OUTPUT_BOUNDS.contextChars) } : {}),
+    output,
+  };
 }
 
 /** A hook that did not give an answer (a timeout, a process that could not start, an HTTP error): it blocks nothing. */
@@ -47,25 +76,54 @@ export function failedHook(why: string): HookOutcome {
 }
 
 /** The `hook_execution` event of one run; `parent` is what it ran for (an action, a message). */
-export function hookExecutionDraft(context: Omit<DraftContext, 'source' | 'parent'>, point: HookPoint, hook: HookCommand, outcome: HookOutcome, about: { readonly actionId?: string; readonly parent?: string } = {}): EventDraft {
-  return draftEvent({ ...context, source: 'hook', ...(about.parent === undefined ? {} : { parent: about.parent }) }, 'hook_execution', {
-    hook: HOOK_EVENT_NAMES[point],
-    command: hook.type === 'command' ? hook.command : `POST ${hook.url}`,
-    exit_code: outcome.exitCode,
-    decision: outcome.decision,
-    ...(outcome.output === '' ? {} : { output: outcome.output }),
-    ...(about.actionId === undefined ? {} : { action_id: about.actionId }),
-  });
+export function hookExecutionDraft(
+  context: Omit<DraftContext, 'source' | 'parent'>,
+  point: HookPoint,
+  hook: HookCommand,
+  outcome: HookOutcome,
+  about: { readonly actionId?: string; readonly parent?: string } = {},
+): EventDraft {
+  return draftEvent(
+    { ...context, source: 'hook', ...(about.parent === undefined ? {} : { parent: about.parent }) },
+    'hook_execution',
+    {
+      hook: HOOK_EVENT_NAMES[point],
+      command: hook.type === 'command' ? hook.command : `POST ${hook.url}`,
+      exit_code: outcome.exitCode,
+      decision: outcome.decision,
+      ...(outcome.output === '' ? {} : { output: outcome.output }),
+      ...(about.actionId === undefined ? {} : { action_id: about.actionId }),
+    },
+  );
 }
 
 /** What hooks said for the model to read, as a user-role message from the hook (its text in `extended_content`, as skills are). */
-export function hookMessageDraft(context: Omit<DraftContext, 'source' | 'parent'>, text: string, parent?: string): EventDraft {
-  return draftEvent({ ...context, source: 'hook', ...(parent === undefined ? {} : { parent }) }, 'message', { role: 'user', content: [], extended_content: [{ type: 'text', text }] });
+export function hookMessageDraft(
+  context: Omit<DraftContext, 'source' | 'parent'>,
+  text: string,
+  parent?: string,
+): EventDraft {
+  return draftEvent({ ...context, source: 'hook', ...(parent === undefined ? {} : { parent }) }, 'message', {
+    role: 'user',
+    content: [],
+    extended_content: [{ type: 'text', text }],
+  });
 }
 
 /** The JSON a hook gets on stdin (or as the POST body): its point, the conversation, and what it is about. */
-export function hookInput(point: HookPoint, ref: { readonly tenant: string; readonly conversation: string }, about: Readonly<Record<string, unknown>>): string {
-  const names: Record<HookPoint, string> = { preToolUse: 'PreToolUse', postToolUse: 'PostToolUse', userPromptSubmit: 'UserPromptSubmit', sessionStart: 'SessionStart', sessionEnd: 'SessionEnd', stop: 'Stop' };
+export function hookInput(
+  point: HookPoint,
+  ref: { readonly tenant: string; readonly conversation: string },
+  about: Readonly<Record<string, unknown>>,
+): string {
+  const names: Record<HookPoint, string> = {
+    preToolUse: 'PreToolUse',
+    postToolUse: 'PostToolUse',
+    userPromptSubmit: 'UserPromptSubmit',
+    sessionStart: 'SessionStart',
+    sessionEnd: 'SessionEnd',
+    stop: 'Stop',
+  };
   return JSON.stringify({ hook_event_name: names[point], session_id: ref.conversation, tenant: ref.tenant, ...about });
 }
 
@@ -74,7 +132,9 @@ function jsonObject(text: string): Record<string, unknown> | undefined {
   if (!trimmed.startsWith('{')) return undefined;
   try {
     const value: unknown = JSON.parse(trimmed);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -55,7 +55,9 @@ export function hookPointsIn(spec: Readonly<Record<string, unknown>>): ReadonlyS
 
 /** The hooks at `point` whose matcher takes `toolName` (every hook of the point when there is no tool). */
 export function hooksFor(config: HooksConfig, point: HookPoint, toolName?: string): HookCommand[] {
-  return config[point].filter((entry) => toolName === undefined || matches(entry.matcher, toolName)).flatMap((entry) => entry.hooks);
+  return config[point]
+    .filter((entry) => toolName === undefined || matches(entry.matcher, toolName))
+    .flatMap((entry) => entry.hooks);
 }
 
 function matches(matcher: string, toolName: string): boolean {

@@ -1,12 +1,32 @@
 export { AgentConfig, ConfirmationPolicy, parseAgentConfig } from './agent-config.js';
 export type { AgentConfigInput } from './agent-config.js';
-export { AGENT_SPEC_VERSION, AgentSpec, agentConfigOf, describeIssues, fieldIssues, llmConfigOf, MAX_FALLBACKS, readAgentSpec, SpecFallback, SpecModel, specOfConfig, unreadableSpecDrafts } from './agent-spec.js';
+export {
+  AGENT_SPEC_VERSION,
+  AgentSpec,
+  agentConfigOf,
+  describeIssues,
+  fieldIssues,
+  llmConfigOf,
+  MAX_FALLBACKS,
+  readAgentSpec,
+  SpecFallback,
+  SpecModel,
+  specOfConfig,
+  unreadableSpecDrafts,
+} from './agent-spec.js';
 export type { AgentSpecInput, SpecRead } from './agent-spec.js';
 export { lastSpecEvent, SpecFold } from './spec-fold.js';
 export { McpHttpServerSpec, McpServerSpec, McpServersSpec, McpStdioServerSpec, resolveMcpServer } from './mcp-spec.js';
 export type { McpServerResolution } from './mcp-spec.js';
 export { unlistedServers, withListedTools } from './mcp-tools-catalog.js';
-export { AgentCatalog, AgentCatalogSettings, DEFAULT_PROFILE, OperatorLimits, SpecPatch, SpecRefused } from './spec-catalog.js';
+export {
+  AgentCatalog,
+  AgentCatalogSettings,
+  DEFAULT_PROFILE,
+  OperatorLimits,
+  SpecPatch,
+  SpecRefused,
+} from './spec-catalog.js';
 export type { ProfileSummary, ResolvedSpec, SpecIssue, SpecRequest, SubAgentSummary } from './spec-catalog.js';
 export { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
 export { SkillsConfig, skillsEnabledIn } from './skills-config.js';
@@ -14,14 +34,37 @@ export { appliedRulesOf, SkillsFold } from './skills-fold.js';
 export type { SkillsCheckpoint } from './skills-fold.js';
 export { parseSkillFile } from './skill-file.js';
 export type { SkillFile } from './skill-file.js';
-export { PATH_RULES_FILE, readWorkspaceContext, REPOSITORY_CONTEXT_FILES, SKILL_FOLDERS, WORKSPACE_CONTEXT_BOUNDS, workspaceContextDraft } from './workspace-context.js';
+export {
+  PATH_RULES_FILE,
+  readWorkspaceContext,
+  REPOSITORY_CONTEXT_FILES,
+  SKILL_FOLDERS,
+  WORKSPACE_CONTEXT_BOUNDS,
+  workspaceContextDraft,
+} from './workspace-context.js';
 export type { WorkspaceContextPayload } from './workspace-context.js';
 export { workspaceContextPrompt } from './skills-prompt.js';
 export { skillActivationDraft } from './skill-activation.js';
 export { actionPaths, withPathRules, workspaceRelative } from './path-rules.js';
-export { CommandHook, HookCommand, HookMatcher, HOOK_EVENT_NAMES, HooksConfig, hookPointsIn, hooksFor, HttpHook } from './hooks-config.js';
+export {
+  CommandHook,
+  HookCommand,
+  HookMatcher,
+  HOOK_EVENT_NAMES,
+  HooksConfig,
+  hookPointsIn,
+  hooksFor,
+  HttpHook,
+} from './hooks-config.js';
 export type { HookPoint } from './hooks-config.js';
-export { failedHook, HOOK_OUTPUT_BOUNDS, hookExecutionDraft, hookInput, hookMessageDraft, hookOutcome } from './hook-outcome.js';
+export {
+  failedHook,
+  HOOK_OUTPUT_BOUNDS,
+  hookExecutionDraft,
+  hookInput,
+  hookMessageDraft,
+  hookOutcome,
+} from './hook-outcome.js';
 export type { HookOutcome } from './hook-outcome.js';
 export { PrepareDuty } from './prepare-duty.js';
 export type { PrepareCheckpoint, PrepareNeeds } from './prepare-duty.js';
@@ -39,14 +82,37 @@ export type { PendingActions } from './pending-actions.js';
 export { nextWork, stepNeverDueAfter } from './next-work.js';
 export type { NextWork, NextWorkOptions } from './next-work.js';
 export { registryCatalog } from './tool-catalog.js';
-export { DEFAULT_MAX_SUB_AGENT_DEPTH, DEFAULT_MAX_SUB_AGENTS, parseSubAgentMarkdown, SubAgentDefinition, SubAgentWorkspace, TASK_TOOL } from './sub-agents.js';
+export {
+  DEFAULT_MAX_SUB_AGENT_DEPTH,
+  DEFAULT_MAX_SUB_AGENTS,
+  parseSubAgentMarkdown,
+  SubAgentDefinition,
+  SubAgentWorkspace,
+  TASK_TOOL,
+} from './sub-agents.js';
 export type { SubAgentMarkdown, SubAgentMarkdownRead } from './sub-agents.js';
 export { specTools, TaskInput, taskToolSpec, withTaskTool } from './task-tool.js';
 export { childConversationId, childSpec } from './child-spec.js';
 export { DelegationFold } from './delegation-fold.js';
 export type { StartedChild } from './delegation-fold.js';
-export { answerDrafts, childDone, childDrafts, planDelegations, startedDrafts, steerChild, SUBAGENT_ANSWER_CHARS } from './delegation.js';
-export type { AcceptedDelegation, ChildInput, ChildState, DelegationPlan, PlanInput, Steering, WaitedChild } from './delegation.js';
+export {
+  answerDrafts,
+  childDone,
+  childDrafts,
+  planDelegations,
+  startedDrafts,
+  steerChild,
+  SUBAGENT_ANSWER_CHARS,
+} from './delegation.js';
+export type {
+  AcceptedDelegation,
+  ChildInput,
+  ChildState,
+  DelegationPlan,
+  PlanInput,
+  Steering,
+  WaitedChild,
+} from './delegation.js';
 export type { CheckedInput, ToolCatalog } from './tool-catalog.js';
 export { toolCallEvents, toReasoning } from './tool-call-events.js';
 export { needsConfirmation } from './confirmation.js';
@@ -77,13 +143,42 @@ export type { AroundAction } from './execute-actions.js';
 export { LocalConversation } from './local-conversation.js';
 export type { Condenser, LocalConversationOptions, RunOptions } from './local-conversation.js';
 export { CONDENSATION_ATTEMPT_FAILED, condenseOrFail, failedCondensationAttempts } from './condense-or-fail.js';
-export { approveCommand, CommandRefused, interruptCommand, interruptForMessage, messageCommand, pauseCommand, rejectCommand, runCommand } from './commands.js';
+export {
+  approveCommand,
+  CommandRefused,
+  interruptCommand,
+  interruptForMessage,
+  messageCommand,
+  pauseCommand,
+  rejectCommand,
+  runCommand,
+} from './commands.js';
 export type { CommandState } from './commands.js';
-export { CHECKPOINT_STUCK_STEPS, checkpointFolds, foldLoaded, parseConversationCheckpoint, resumeFolds, stepLookback } from './conversation-checkpoint.js';
+export {
+  CHECKPOINT_STUCK_STEPS,
+  checkpointFolds,
+  foldLoaded,
+  parseConversationCheckpoint,
+  resumeFolds,
+  stepLookback,
+} from './conversation-checkpoint.js';
 export type { CheckpointParse, ConversationCheckpoint, StepFolds } from './conversation-checkpoint.js';
 export { stepStandsAfter } from './step-stands.js';
-export { GENERATED_TITLE_REASON, messageText, onlyTitles, TITLE_FAILED, TitleProgress, titleWork } from './title-progress.js';
+export {
+  GENERATED_TITLE_REASON,
+  messageText,
+  onlyTitles,
+  TITLE_FAILED,
+  TitleProgress,
+  titleWork,
+} from './title-progress.js';
 export type { TitleWork } from './title-progress.js';
-export { cleanTitle, MAX_TITLE_CHARS, TITLE_MESSAGE_CHARS, TITLE_SYSTEM_PROMPT, titleRequest } from './title-request.js';
+export {
+  cleanTitle,
+  MAX_TITLE_CHARS,
+  TITLE_MESSAGE_CHARS,
+  TITLE_SYSTEM_PROMPT,
+  titleRequest,
+} from './title-request.js';
 export { titleOrFail } from './title-or-fail.js';
 export type { TitleResult } from './title-or-fail.js';

@@ -22,7 +22,11 @@ const tools = registryCatalog(new ToolRegistry([terminal]));
 
 /** A conversation driven by `step` alone: each step's drafts appended as events, valid actions answered at once. */
 function conversation(agent: Partial<AgentConfigInput> = {}) {
-  const config = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'scripted' }, prompt: { includeDate: false }, ...agent });
+  const config = parseAgentConfig({
+    llm: { provider: 'openai-chat', model: 'scripted' },
+    prompt: { includeDate: false },
+    ...agent,
+  });
   const events: Event[] = [];
   const append = (drafts: readonly EventDraft[]): void => {
     for (const draft of drafts) events.push({ ...draft, seq: events.length + 1 } as Event);
@@ -41,7 +45,15 @@ function conversation(agent: Partial<AgentConfigInput> = {}) {
       append(result.drafts);
       for (const draft of result.drafts) {
         if (draft.type === 'action' && draft.input !== null) {
-          append([draftEvent({ ...ref, source: 'environment', now }, 'observation', { action_id: draft.id, tool_call_id: draft.tool_call_id, tool_name: draft.tool_name, content: [{ type: 'text', text: 'ok' }], is_error: false })]);
+          append([
+            draftEvent({ ...ref, source: 'environment', now }, 'observation', {
+              action_id: draft.id,
+              tool_call_id: draft.tool_call_id,
+              tool_name: draft.tool_name,
+              content: [{ type: 'text', text: 'ok' }],
+              is_error: false,
+            }),
+          ]);
         }
       }
       return result;
@@ -50,7 +62,8 @@ function conversation(agent: Partial<AgentConfigInput> = {}) {
 }
 
 const types = (result: StepResult): string[] => result.drafts.map((draft) => draft.type);
-const stopError = (result: StepResult): EventDraft | undefined => result.drafts.find((draft) => draft.type === 'conversation_error');
+const stopError = (result: StepResult): EventDraft | undefined =>
+  result.drafts.find((draft) => draft.type === 'conversation_error');
 const toolCall = (id: string, name: string, args: string) => ({ toolCalls: [{ id, name, arguments: args }] });
 
 describe('replies the step cannot act on', () => {
@@ -61,12 +74,27 @@ describe('replies the step cannot act on', () => {
     expect(types(first)).toEqual(['system_prompt', 'llm_usage', 'action', 'agent_error']);
     const second = await run.next(toolCall('c2', 'terminal', '{"command": '));
     expect(types(second)).toEqual(['llm_usage', 'action', 'agent_error']);
-    const third = await run.next({ toolCalls: [{ id: 'c3', name: 'terminal', arguments: '{"cmd": "ls"}' }, { id: 'c4', name: 'other', arguments: '[]' }] });
+    const third = await run.next({
+      toolCalls: [
+        { id: 'c3', name: 'terminal', arguments: '{"cmd": "ls"}' },
+        { id: 'c4', name: 'other', arguments: '[]' },
+      ],
+    });
     expect(third.outcome).toBe('error');
-    expect(types(third)).toEqual(['llm_usage', 'action', 'agent_error', 'action', 'agent_error', 'conversation_error', 'state_change']);
+    expect(types(third)).toEqual([
+      'llm_usage',
+      'action',
+      'agent_error',
+      'action',
+      'agent_error',
+      'conversation_error',
+      'state_change',
+    ]);
     expect(stopError(third)).toMatchObject({
       code: 'invalid_replies',
-      detail: expect.stringMatching(/^The model's last 3 replies in a row could not be used \(the last: every tool call was invalid: Invalid arguments for tool "terminal"/),
+      detail: expect.stringMatching(
+        /^The model's last 3 replies in a row could not be used \(the last: every tool call was invalid: Invalid arguments for tool "terminal"/,
+      ),
     });
     expect(third.drafts.at(-1)).toMatchObject({ type: 'state_change', status: 'error' });
   });
@@ -93,18 +121,28 @@ describe('replies the step cannot act on', () => {
     const first = await run.next({ text: '<function=terminal>\n<parameter=command>\nls\n</parameter>\n</function>' });
     expect(first.outcome).toBe('continue');
     expect(types(first)).toEqual(['system_prompt', 'llm_usage', 'message', 'agent_error']);
-    expect(first.drafts[3]).toMatchObject({ source: 'environment', error: expect.stringContaining('wrote a call to the tool "terminal" as text') });
+    expect(first.drafts[3]).toMatchObject({
+      source: 'environment',
+      error: expect.stringContaining('wrote a call to the tool "terminal" as text'),
+    });
     expect(first.drafts[3]).not.toHaveProperty('tool_call_id');
     expect(first.drafts.some((draft) => draft.type === 'action' || draft.type === 'state_change')).toBe(false);
     await run.next({ text: '{"tool": "terminal", "arguments": {"command": "ls"}}' });
-    const third = await run.next({ text: '<tool_call>{"name": "terminal", "arguments": {"command": "ls"}}</tool_call>' });
-    expect(stopError(third)).toMatchObject({ code: 'invalid_replies', detail: expect.stringContaining('it wrote a call to "terminal" as text instead of calling the tool') });
+    const third = await run.next({
+      text: '<tool_call>{"name": "terminal", "arguments": {"command": "ls"}}</tool_call>',
+    });
+    expect(stopError(third)).toMatchObject({
+      code: 'invalid_replies',
+      detail: expect.stringContaining('it wrote a call to "terminal" as text instead of calling the tool'),
+    });
   });
 
   it('takes text from a prompt-tools model, and prose or JSON that is no call, as the final answer', async () => {
     const promptTools = conversation();
     promptTools.user('list the files');
-    expect((await promptTools.next({ text: '<function=terminal>ls</function>' }, { nativeToolCalling: false })).outcome).toBe('finished');
+    expect(
+      (await promptTools.next({ text: '<function=terminal>ls</function>' }, { nativeToolCalling: false })).outcome,
+    ).toBe('finished');
     const answer = conversation();
     answer.user('give me a JSON person');
     expect((await answer.next({ text: '{"name": "Ada", "age": 36}' })).outcome).toBe('finished');
@@ -117,7 +155,10 @@ describe('replies the step cannot act on', () => {
     expect(types(await run.next(blocked()))).toEqual(['system_prompt', 'message']);
     expect((await run.next(blocked())).outcome).toBe('continue');
     const third = await run.next(blocked());
-    expect(stopError(third)).toMatchObject({ code: 'invalid_replies', detail: expect.stringContaining("the provider's content filter blocked the reply") });
+    expect(stopError(third)).toMatchObject({
+      code: 'invalid_replies',
+      detail: expect.stringContaining("the provider's content filter blocked the reply"),
+    });
   });
 
   it('counts empty replies too, and follows limits.maxInvalidRepliesInRow', async () => {
@@ -126,8 +167,13 @@ describe('replies the step cannot act on', () => {
     const first = await run.next({});
     expect(types(first)).toEqual(['system_prompt', 'llm_usage', 'message']);
     const second = await run.next({ text: '  ' });
-    expect(stopError(second)).toMatchObject({ code: 'invalid_replies', detail: expect.stringContaining('the last: the reply was empty') });
-    expect(() => parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' }, limits: { maxInvalidRepliesInRow: 13 } })).toThrow(/maxInvalidRepliesInRow/);
+    expect(stopError(second)).toMatchObject({
+      code: 'invalid_replies',
+      detail: expect.stringContaining('the last: the reply was empty'),
+    });
+    expect(() =>
+      parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' }, limits: { maxInvalidRepliesInRow: 13 } }),
+    ).toThrow(/maxInvalidRepliesInRow/);
     expect(parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' } }).limits.maxInvalidRepliesInRow).toBe(3);
   });
 });

@@ -16,18 +16,38 @@ describe('LocalConversation with real tools', () => {
     const test = join(fixture.workspace.root, 'sum.test.js');
     const llm = new ScriptedLanguageModel({
       replies: [
-        { text: 'I will write the module.', toolCalls: [call('file_editor', { command: 'create', path: file, file_text: 'export const sum = (a, b) => a - b;\n', security_risk: 'medium' })] },
+        {
+          text: 'I will write the module.',
+          toolCalls: [
+            call('file_editor', {
+              command: 'create',
+              path: file,
+              file_text: 'export const sum = (a, b) => a - b;\n',
+              security_risk: 'medium',
+            }),
+          ],
+        },
         {
           toolCalls: [
             call('file_editor', {
               command: 'create',
               path: test,
-              file_text: "import { sum } from './sum.js';\nif (sum(2, 3) !== 5) { console.error('FAIL: sum(2, 3) = ' + sum(2, 3)); process.exit(1); }\nconsole.log('PASS');\n",
+              file_text:
+                "import { sum } from './sum.js';\nif (sum(2, 3) !== 5) { console.error('FAIL: sum(2, 3) = ' + sum(2, 3)); process.exit(1); }\nconsole.log('PASS');\n",
             }),
           ],
         },
-        { toolCalls: [call('terminal', { command: `cd ${fixture.workspace.root} && echo '{"type":"module"}' > package.json && node sum.test.js` })] },
-        { text: 'The test fails: sum subtracts.', toolCalls: [call('file_editor', { command: 'str_replace', path: file, old_str: 'a - b', new_str: 'a + b' })] },
+        {
+          toolCalls: [
+            call('terminal', {
+              command: `cd ${fixture.workspace.root} && echo '{"type":"module"}' > package.json && node sum.test.js`,
+            }),
+          ],
+        },
+        {
+          text: 'The test fails: sum subtracts.',
+          toolCalls: [call('file_editor', { command: 'str_replace', path: file, old_str: 'a - b', new_str: 'a + b' })],
+        },
         { toolCalls: [call('terminal', { command: 'node sum.test.js' })] },
         { toolCalls: [call('finish', { message: 'sum is fixed and its test passes.' })] },
       ],
@@ -44,15 +64,27 @@ describe('LocalConversation with real tools', () => {
     expect(types.filter((type) => type === 'system_prompt')).toHaveLength(1);
     const actions = events.filter((event) => event.type === 'action');
     const observations = events.filter((event) => event.type === 'observation');
-    expect(actions.map((action) => action.tool_name)).toEqual(['file_editor', 'file_editor', 'terminal', 'file_editor', 'terminal', 'finish']);
-    expect(observations.map((observation) => observation.tool_call_id)).toEqual(actions.map((action) => action.tool_call_id));
+    expect(actions.map((action) => action.tool_name)).toEqual([
+      'file_editor',
+      'file_editor',
+      'terminal',
+      'file_editor',
+      'terminal',
+      'finish',
+    ]);
+    expect(observations.map((observation) => observation.tool_call_id)).toEqual(
+      actions.map((action) => action.tool_call_id),
+    );
     const terminalRuns = observations.filter((observation) => observation.tool_name === 'terminal');
     expect(text(terminalRuns[0]!)).toContain('FAIL: sum(2, 3) = -1');
     expect(terminalRuns[0]!.details).toMatchObject({ exit_code: 1 });
     expect(text(terminalRuns[1]!)).toContain('PASS');
     expect(terminalRuns[1]!.details).toMatchObject({ exit_code: 0 });
     // the terminal kept its cwd between calls (the second run has no cd)
-    expect(actions[0]).toMatchObject({ security_risk: 'medium', thought: [{ type: 'text', text: 'I will write the module.' }] });
+    expect(actions[0]).toMatchObject({
+      security_risk: 'medium',
+      thought: [{ type: 'text', text: 'I will write the module.' }],
+    });
     expect(events.filter((event) => event.type === 'execution_started')).toHaveLength(6);
     expect(events.filter((event) => event.type === 'llm_usage')).toHaveLength(6);
     expect(events.at(-1)).toMatchObject({ type: 'state_change', status: 'finished' });
@@ -73,7 +105,10 @@ describe('LocalConversation with real tools', () => {
       ],
     });
     // three invalid replies in a row end a run by default (limits.maxInvalidRepliesInRow): this one may recover after them
-    const conversation = fixture.conversation(llm, { tools: ['terminal', 'finish'], limits: { maxInvalidRepliesInRow: 4 } });
+    const conversation = fixture.conversation(llm, {
+      tools: ['terminal', 'finish'],
+      limits: { maxInvalidRepliesInRow: 4 },
+    });
     await conversation.sendMessage('Say something in the terminal.', { run: true });
     expect(await conversation.run()).toBe('finished');
     const events = await conversation.events();
@@ -83,7 +118,9 @@ describe('LocalConversation with real tools', () => {
     expect(errors[1]!.error).toMatch(/not valid JSON/);
     expect(errors[2]!.error).toMatch(/command/);
     const invalidActions = events.filter((event) => event.type === 'action' && event.input === null);
-    expect(invalidActions.map((action) => action.type === 'action' && action.tool_call_id)).toEqual(errors.map((error) => error.tool_call_id));
+    expect(invalidActions.map((action) => action.type === 'action' && action.tool_call_id)).toEqual(
+      errors.map((error) => error.tool_call_id),
+    );
     // each error sits in the same commit as its action, right after it
     for (const error of errors) {
       const action = events.find((event) => event.type === 'action' && event.tool_call_id === error.tool_call_id)!;
@@ -98,13 +135,19 @@ describe('LocalConversation with real tools', () => {
 
   it('ends the run with a clear error when the model fails for good, and on max iterations', async () => {
     await using fixture = await conversationFixture();
-    const failing = fixture.conversation(new ScriptedLanguageModel({ replies: [new LlmError('auth', 'invalid API key')] }));
+    const failing = fixture.conversation(
+      new ScriptedLanguageModel({ replies: [new LlmError('auth', 'invalid API key')] }),
+    );
     await failing.sendMessage('hi', { run: true });
     expect(await failing.run()).toBe('error');
-    expect((await failing.events()).find((event) => event.type === 'conversation_error')).toMatchObject({ code: 'llm_auth' });
+    expect((await failing.events()).find((event) => event.type === 'conversation_error')).toMatchObject({
+      code: 'llm_auth',
+    });
 
     const looping = fixture.conversation(
-      new ScriptedLanguageModel({ replies: (_request, index) => ({ toolCalls: [call('think', { thought: `idea ${index}` })] }) }),
+      new ScriptedLanguageModel({
+        replies: (_request, index) => ({ toolCalls: [call('think', { thought: `idea ${index}` })] }),
+      }),
       { tools: ['think'], limits: { maxIterationsPerRun: 3 } },
     );
     await looping.sendMessage('think forever', { run: true });
@@ -131,13 +174,17 @@ describe('LocalConversation with real tools', () => {
     const actions = events.filter((event) => event.type === 'action');
     expect(actions.map((action) => action.tool_call_id)).toEqual(['call_same', expect.stringMatching(/^call_.+_0$/)]);
     const observations = events.filter((event) => event.type === 'observation');
-    expect(observations.map((observation) => observation.tool_call_id)).toEqual(actions.map((action) => action.tool_call_id));
+    expect(observations.map((observation) => observation.tool_call_id)).toEqual(
+      actions.map((action) => action.tool_call_id),
+    );
     expect(text(observations[1]!)).toContain('second');
   });
 
   it('stops a run that repeats the same failing call as stuck', async () => {
     await using fixture = await conversationFixture();
-    const llm = new ScriptedLanguageModel({ replies: () => ({ toolCalls: [call('terminal', { command: 'cat missing-file' })] }) });
+    const llm = new ScriptedLanguageModel({
+      replies: () => ({ toolCalls: [call('terminal', { command: 'cat missing-file' })] }),
+    });
     const conversation = fixture.conversation(llm, { tools: ['terminal'] });
     await conversation.sendMessage('read the file', { run: true });
     expect(await conversation.run()).toBe('stuck');
@@ -149,9 +196,16 @@ describe('LocalConversation with real tools', () => {
   it('nudges an empty reply and waits for confirmation of risky actions', async () => {
     await using fixture = await conversationFixture();
     const llm = new ScriptedLanguageModel({
-      replies: [{}, { toolCalls: [call('terminal', { command: 'echo approved > out.txt', security_risk: 'high' })] }, { text: 'written' }],
+      replies: [
+        {},
+        { toolCalls: [call('terminal', { command: 'echo approved > out.txt', security_risk: 'high' })] },
+        { text: 'written' },
+      ],
     });
-    const conversation = fixture.conversation(llm, { tools: ['terminal'], confirmation: { mode: 'risky', threshold: 'high' } });
+    const conversation = fixture.conversation(llm, {
+      tools: ['terminal'],
+      confirmation: { mode: 'risky', threshold: 'high' },
+    });
     await conversation.sendMessage('write a file', { run: true });
     expect(await conversation.run()).toBe('waiting_for_confirmation');
     const waiting = await conversation.events();
@@ -170,7 +224,12 @@ describe('LocalConversation with a concurrent writer', () => {
     const conversation = fixture.conversation(new ScriptedLanguageModel({ replies: [] }));
     const ref = conversation.ref;
     const other = async (index: number): Promise<void> => {
-      await appendWithRetry(fixture.log, ref, () => [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: `from the other writer ${index}` }] })]);
+      await appendWithRetry(fixture.log, ref, () => [
+        draftEvent({ ...ref, source: 'user' }, 'message', {
+          role: 'user',
+          content: [{ type: 'text', text: `from the other writer ${index}` }],
+        }),
+      ]);
     };
     await other(0);
     // the other writer appends right after this conversation fetched the tail, before it reads the events

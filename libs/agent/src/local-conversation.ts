@@ -1,4 +1,11 @@
-import { draftEvent, withPositionalIds, type ConversationStatus, type DraftContext, type Event, type EventDraft } from '@flotilla/events';
+import {
+  draftEvent,
+  withPositionalIds,
+  type ConversationStatus,
+  type DraftContext,
+  type Event,
+  type EventDraft,
+} from '@flotilla/events';
 import type { LanguageModel, StreamDelta } from '@flotilla/llm';
 import { appendSurely, isConflict, type ConversationRef, type EventLog, type Tail, EMPTY_TAIL } from '@flotilla/log';
 import { createToolContext, type ToolRegistry, type Workspace } from '@flotilla/tools';
@@ -93,7 +100,9 @@ export class LocalConversation {
     // how its steps are made is in its log (DESIGN invariant 14): the agent's spec, when the log's is another
     await this.#commit((events) => {
       const spec = specOfConfig(this.#options.agent);
-      return JSON.stringify(lastSpecEvent(events)?.spec) === JSON.stringify(spec) ? [] : [draftEvent(this.#context('user'), 'agent_spec', { spec, reason: 'the agent this process runs' })];
+      return JSON.stringify(lastSpecEvent(events)?.spec) === JSON.stringify(spec)
+        ? []
+        : [draftEvent(this.#context('user'), 'agent_spec', { spec, reason: 'the agent this process runs' })];
     });
     await this.#commit((_events, progress) => runCommand(progress.state, this.#command(), { resume: true }));
     for (;;) {
@@ -153,19 +162,31 @@ export class LocalConversation {
       if (work.kind !== 'execute') return null;
       const drafts = interruptedDrafts(work.interrupted, this.#context('environment'));
       if (work.actions.length > 0) {
-        drafts.push(draftEvent(this.#context('system'), 'execution_started', { action_ids: work.actions.map((action) => action.id), runner }));
+        drafts.push(
+          draftEvent(this.#context('system'), 'execution_started', {
+            action_ids: work.actions.map((action) => action.id),
+            runner,
+          }),
+        );
       }
       return drafts;
     });
     if (!started) return;
-    const startedIds = new Set(started.flatMap((event) => (event.type === 'execution_started' ? event.action_ids : [])));
+    const startedIds = new Set(
+      started.flatMap((event) => (event.type === 'execution_started' ? event.action_ids : [])),
+    );
     const actions = this.#progress.pending().started.filter((action) => startedIds.has(action.id));
     if (actions.length === 0) return;
-    const toolContext = createToolContext({ workspace: this.#options.workspace, conversationId: this.#options.ref.conversation });
+    const toolContext = createToolContext({
+      workspace: this.#options.workspace,
+      conversationId: this.#options.ref.conversation,
+    });
     const executed = await executeActions(actions, this.#options.tools, toolContext, this.#context('environment'));
     const { workspace } = this.#options;
     const roots = [workspace.shownRoot, workspace.root];
-    const observations = withPathRules(actions, executed, SkillsFold.of(this.#events), (action) => actionPaths(action).flatMap((path) => workspaceRelative(path, roots) ?? []));
+    const observations = withPathRules(actions, executed, SkillsFold.of(this.#events), (action) =>
+      actionPaths(action).flatMap((path) => workspaceRelative(path, roots) ?? []),
+    );
     await this.#commit(() => observations, { retryWithSameDrafts: true });
   }
 
@@ -185,7 +206,8 @@ export class LocalConversation {
         hooks: hooks.success ? hooks.data : HooksConfig.parse({}),
         ref: this.#options.ref,
         readContext: () => readWorkspaceContext(this.#options.workspace),
-        run: () => Promise.resolve(failedHook('not run: an in-process conversation runs no hooks (it has no sandbox for them)')),
+        run: () =>
+          Promise.resolve(failedHook('not run: an in-process conversation runs no hooks (it has no sandbox for them)')),
         ...(this.#options.now ? { now: this.#options.now } : {}),
       });
     });
@@ -201,7 +223,8 @@ export class LocalConversation {
           tool_call_id: action.tool_call_id,
           tool_name: action.tool_name,
           action_id: action.id,
-          error: 'Sub-agents cannot be started here: an in-process conversation has no delegator to run them. Do the task yourself.',
+          error:
+            'Sub-agents cannot be started here: an in-process conversation has no delegator to run them. Do the task yourself.',
         }),
       );
     });
@@ -221,7 +244,10 @@ export class LocalConversation {
    * conflict, re-sync and re-decide.
    */
   async #commit(
-    decide: (events: readonly Event[], progress: ConversationProgress) => Promise<readonly EventDraft[] | null> | readonly EventDraft[] | null,
+    decide: (
+      events: readonly Event[],
+      progress: ConversationProgress,
+    ) => Promise<readonly EventDraft[] | null> | readonly EventDraft[] | null,
     options: { readonly retryWithSameDrafts?: boolean } = {},
   ): Promise<readonly Event[] | null> {
     for (let attempt = 0; attempt < 100; attempt += 1) {
@@ -242,9 +268,15 @@ export class LocalConversation {
   /** Appends `drafts` (with positional ids for that tail) expecting `tail`. */
   async #appendAt(tail: Tail, drafts: readonly EventDraft[]): Promise<readonly Event[]> {
     if (drafts.length === 0) return [];
-    const commit = await appendSurely(this.#options.log, this.#options.ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
+    const commit = await appendSurely(
+      this.#options.log,
+      this.#options.ref,
+      withPositionalIds(drafts, tail.lastSeq + 1),
+      { expected: tail },
+    );
     // the commit directly follows `tail`: it extends the cache only if the cache is still there
-    if (tail.streamSeq === this.#tail.streamSeq) this.#merge(commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+    if (tail.streamSeq === this.#tail.streamSeq)
+      this.#merge(commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
     return commit.events;
   }
 

@@ -26,7 +26,10 @@ describe('stepNeverDueAfter', () => {
         checked += 1;
         if (!stepNeverDueAfter([...new Set(commit.map((event) => event.type))])) continue;
         named += 1;
-        expect(['step', 'finish'], `after commit ${checked} (${commit.map((event) => event.type).join(',')})`).not.toContain(nextWork(events).kind);
+        expect(
+          ['step', 'finish'],
+          `after commit ${checked} (${commit.map((event) => event.type).join(',')})`,
+        ).not.toContain(nextWork(events).kind);
       }
     }
     expect(checked).toBeGreaterThan(20);

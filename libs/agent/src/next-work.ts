@@ -42,7 +42,12 @@ export function nextWork(events: readonly Event[], options: NextWorkOptions = {}
  * its usage, and the system prompt on the first step) leaves them pending (a call that cannot run is answered by an agent_error in the same commit, and
  * agent_error is not in this set). Lets a step worker dismiss such a commit from its header alone.
  */
-const STEP_NEVER_DUE_AFTER: ReadonlySet<string> = new Set(['system_prompt', 'llm_usage', 'action', 'execution_started']);
+const STEP_NEVER_DUE_AFTER: ReadonlySet<string> = new Set([
+  'system_prompt',
+  'llm_usage',
+  'action',
+  'execution_started',
+]);
 
 /**
  * True when a commit of exactly these event types (as its Flotilla-Event-Types header lists

@@ -14,7 +14,9 @@ export function actionPaths(action: ActionEvent): string[] {
   if (typeof input['path'] === 'string') paths.push(input['path']);
   if (action.tool_name === 'apply_patch' && typeof input['patch'] === 'string') {
     const parsed = parsePatch(input['patch']);
-    if (parsed.ok) for (const change of parsed.changes) paths.push(change.path, ...(change.kind === 'update' && change.moveTo !== undefined ? [change.moveTo] : []));
+    if (parsed.ok)
+      for (const change of parsed.changes)
+        paths.push(change.path, ...(change.kind === 'update' && change.moveTo !== undefined ? [change.moveTo] : []));
   }
   return paths;
 }
@@ -44,7 +46,10 @@ export function withPathRules(
     const matching = rules.filter((rule) => !shown.has(rule.path) && paths.some((path) => inFolder(path, rule.folder)));
     if (matching.length === 0) return draft;
     for (const rule of matching) shown.add(rule.path);
-    const applied = [...(Array.isArray(draft.details?.['path_rules']) ? (draft.details['path_rules'] as string[]) : []), ...matching.map((rule) => rule.path)];
+    const applied = [
+      ...(Array.isArray(draft.details?.['path_rules']) ? (draft.details['path_rules'] as string[]) : []),
+      ...matching.map((rule) => rule.path),
+    ];
     return {
       ...draft,
       content: [...draft.content, ...matching.map((rule) => ({ type: 'text' as const, text: ruleText(rule) }))],

@@ -16,7 +16,8 @@ describe('events a conversation writes', () => {
             ...('action_id' in event && event.action_id !== undefined ? [event.action_id] : []),
             ...('action_ids' in event ? event.action_ids : []),
           ];
-          for (const reference of references) expect(ids.has(reference), `${event.type} #${event.seq} refers to ${reference}`).toBe(true);
+          for (const reference of references)
+            expect(ids.has(reference), `${event.type} #${event.seq} refers to ${reference}`).toBe(true);
           checked += 1;
         }
       }

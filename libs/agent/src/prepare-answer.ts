@@ -1,4 +1,11 @@
-import { draftEvent, type ActionEvent, type DraftContext, type Event, type EventDraft, type MessageEvent } from '@flotilla/events';
+import {
+  draftEvent,
+  type ActionEvent,
+  type DraftContext,
+  type Event,
+  type EventDraft,
+  type MessageEvent,
+} from '@flotilla/events';
 import { hookExecutionDraft, hookInput, hookMessageDraft, type HookOutcome } from './hook-outcome.js';
 import { hooksFor, type HookCommand, type HookPoint, type HooksConfig } from './hooks-config.js';
 import type { PrepareNeeds } from './prepare-duty.js';
@@ -29,8 +36,13 @@ export async function prepareDrafts(input: PrepareInput): Promise<EventDraft[]> 
   const { needs, ref } = input;
   const context = { ...ref, ...(input.now ? { now: input.now } : {}) };
   const drafts: EventDraft[] = [];
-  if (needs.context) drafts.push(workspaceContextDraft({ ...context, source: 'environment' }, await input.readContext()));
-  const runAll = async (point: HookPoint, about: Readonly<Record<string, unknown>>, parent?: string): Promise<HookOutcome[]> => {
+  if (needs.context)
+    drafts.push(workspaceContextDraft({ ...context, source: 'environment' }, await input.readContext()));
+  const runAll = async (
+    point: HookPoint,
+    about: Readonly<Record<string, unknown>>,
+    parent?: string,
+  ): Promise<HookOutcome[]> => {
     const outcomes: HookOutcome[] = [];
     for (const hook of hooksFor(input.hooks, point)) {
       const outcome = await input.run(hook, hookInput(point, ref, about));
@@ -41,7 +53,9 @@ export async function prepareDrafts(input: PrepareInput): Promise<EventDraft[]> 
     return outcomes;
   };
   const addedContext = (outcomes: readonly HookOutcome[], parent?: string): void => {
-    const texts = outcomes.flatMap((outcome) => (outcome.decision !== 'deny' && outcome.context ? [outcome.context] : []));
+    const texts = outcomes.flatMap((outcome) =>
+      outcome.decision !== 'deny' && outcome.context ? [outcome.context] : [],
+    );
     if (texts.length > 0) drafts.push(hookMessageDraft(context, texts.join('\n\n'), parent));
   };
   if (needs.sessionStart) addedContext(await runAll('sessionStart', { source: 'startup' }));
@@ -51,7 +65,12 @@ export async function prepareDrafts(input: PrepareInput): Promise<EventDraft[]> 
     const outcomes = await runAll('userPromptSubmit', { prompt }, id);
     const denied = outcomes.find((outcome) => outcome.decision === 'deny');
     if (denied) {
-      drafts.push(draftEvent({ ...context, source: 'system' }, 'state_change', { status: 'idle', reason: `a UserPromptSubmit hook blocked the message: ${denied.reason ?? 'no reason given'}` }));
+      drafts.push(
+        draftEvent({ ...context, source: 'system' }, 'state_change', {
+          status: 'idle',
+          reason: `a UserPromptSubmit hook blocked the message: ${denied.reason ?? 'no reason given'}`,
+        }),
+      );
       return drafts;
     }
     addedContext(outcomes, id);
@@ -60,7 +79,12 @@ export async function prepareDrafts(input: PrepareInput): Promise<EventDraft[]> 
     const outcomes = await runAll('stop', { stop_hook_active: false, last_message: lastAgentText(input.events) });
     const denied = outcomes.find((outcome) => outcome.decision === 'deny');
     if (denied) {
-      drafts.push(hookMessageDraft(context, `A Stop hook refused to end the run: ${denied.reason ?? 'no reason given'}\nDo what it asks, then finish again.`));
+      drafts.push(
+        hookMessageDraft(
+          context,
+          `A Stop hook refused to end the run: ${denied.reason ?? 'no reason given'}\nDo what it asks, then finish again.`,
+        ),
+      );
     }
   }
   if (needs.sessionEnd) await runAll('sessionEnd', { reason: 'finished' });
@@ -68,7 +92,11 @@ export async function prepareDrafts(input: PrepareInput): Promise<EventDraft[]> 
 }
 
 /** The answer of a PreToolUse hook that blocked an action: a rejection the model reads, from the hook. */
-export function hookRejectionDraft(context: Omit<DraftContext, 'source' | 'parent'>, action: ActionEvent, reason: string): EventDraft {
+export function hookRejectionDraft(
+  context: Omit<DraftContext, 'source' | 'parent'>,
+  action: ActionEvent,
+  reason: string,
+): EventDraft {
   return draftEvent({ ...context, source: 'hook', parent: action.id }, 'user_rejection', {
     action_id: action.id,
     tool_call_id: action.tool_call_id,
@@ -81,7 +109,11 @@ export function hookRejectionDraft(context: Omit<DraftContext, 'source' | 'paren
 function lastAgentText(events: readonly Event[]): string {
   for (let index = events.length - 1; index >= 0; index -= 1) {
     const event = events[index]!;
-    if (event.type === 'message' && event.source === 'agent') return event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n').slice(0, 4_000);
+    if (event.type === 'message' && event.source === 'agent')
+      return event.content
+        .flatMap((part) => (part.type === 'text' ? [part.text] : []))
+        .join('\n')
+        .slice(0, 4_000);
   }
   return '';
 }

@@ -81,7 +81,11 @@ export class PrepareDuty {
    * Folds one event. `finishing` says whether the agent's finish came back before and after it
    * (the progress's `finishCalledAfter`), `status` the status before and after it.
    */
-  append(event: Event, finishing: { readonly before: boolean; readonly after: boolean }, status: { readonly before: ConversationStatus; readonly after: ConversationStatus }): void {
+  append(
+    event: Event,
+    finishing: { readonly before: boolean; readonly after: boolean },
+    status: { readonly before: ConversationStatus; readonly after: ConversationStatus },
+  ): void {
     const endedBefore = finishing.before || this.#replied;
     switch (event.type) {
       case 'agent_spec':
@@ -92,12 +96,14 @@ export class PrepareDuty {
         this.#contextRead = true;
         break;
       case 'message':
-        if (event.source === 'user' && event.role === 'user' && this.#points.has('userPromptSubmit')) this.#prompts.push(event.id);
+        if (event.source === 'user' && event.role === 'user' && this.#points.has('userPromptSubmit'))
+          this.#prompts.push(event.id);
         this.#replied = event.source === 'agent' && event.role === 'assistant';
         break;
       case 'hook_execution':
         if (event.hook === 'session_start') this.#sessionStarted = true;
-        else if (event.hook === 'user_prompt_submit' && event.parent !== undefined) this.#prompts = this.#prompts.filter((id) => id !== event.parent);
+        else if (event.hook === 'user_prompt_submit' && event.parent !== undefined)
+          this.#prompts = this.#prompts.filter((id) => id !== event.parent);
         else if (event.hook === 'stop') {
           this.#stopAnswered = true;
           if (event.decision === 'deny') this.#stopRefused = true;
@@ -108,7 +114,8 @@ export class PrepareDuty {
         if (event.status === 'running') {
           this.#stopRefused = false;
           this.#sessionEndOwed = false;
-        } else if (event.status === 'finished' && status.before === 'running' && this.#points.has('sessionEnd')) this.#sessionEndOwed = true;
+        } else if (event.status === 'finished' && status.before === 'running' && this.#points.has('sessionEnd'))
+          this.#sessionEndOwed = true;
         break;
       case 'action':
       case 'observation':

@@ -7,9 +7,27 @@ const context = { tenant: 't', conversation: 'c', source: 'agent' as const, now:
 let seq = 0;
 const event = (draft: EventDraft): Event => ({ ...draft, seq: (seq += 1) }) as Event;
 const action = (callId: string, input: Record<string, unknown> | null = { thought: callId }): Event =>
-  event(draftEvent(context, 'action', { tool_name: 'think', tool_call_id: callId, arguments: '{}', input, thought: [], response_id: 'r', security_risk: 'low' }));
+  event(
+    draftEvent(context, 'action', {
+      tool_name: 'think',
+      tool_call_id: callId,
+      arguments: '{}',
+      input,
+      thought: [],
+      response_id: 'r',
+      security_risk: 'low',
+    }),
+  );
 const observation = (callId: string): Event =>
-  event(draftEvent({ ...context, source: 'environment' }, 'observation', { tool_name: 'think', tool_call_id: callId, action_id: 'x', content: [], is_error: false }));
+  event(
+    draftEvent({ ...context, source: 'environment' }, 'observation', {
+      tool_name: 'think',
+      tool_call_id: callId,
+      action_id: 'x',
+      content: [],
+      is_error: false,
+    }),
+  );
 const running = (): Event => event(draftEvent({ ...context, source: 'system' }, 'state_change', { status: 'running' }));
 
 describe('ConversationProgress, the snapshot’s fold', () => {
@@ -28,7 +46,14 @@ describe('ConversationProgress, the snapshot’s fold', () => {
 
   it('an unparseable call is never run but its error is not taken for an early answer', () => {
     const bad = action('call_bad', null);
-    const error = event(draftEvent({ ...context, source: 'environment' }, 'agent_error', { tool_call_id: 'call_bad', tool_name: 'think', action_id: bad.id, error: 'bad JSON' }));
+    const error = event(
+      draftEvent({ ...context, source: 'environment' }, 'agent_error', {
+        tool_call_id: 'call_bad',
+        tool_name: 'think',
+        action_id: bad.id,
+        error: 'bad JSON',
+      }),
+    );
     const progress = ConversationProgress.of([running(), bad]);
     expect(progress.nextWork()).toEqual({ kind: 'step' });
     progress.append([error, action('call_bad')]);
@@ -38,7 +63,9 @@ describe('ConversationProgress, the snapshot’s fold', () => {
 
   it('goes on from its checkpoint as from the events', () => {
     const [a, b] = [action('call_a'), action('call_b')];
-    const started = event(draftEvent({ ...context, source: 'system' }, 'execution_started', { action_ids: [a.id], runner: 'runner-a' }));
+    const started = event(
+      draftEvent({ ...context, source: 'system' }, 'execution_started', { action_ids: [a.id], runner: 'runner-a' }),
+    );
     const events = [running(), observation('call_early'), a, b, action('call_unparseable', null), started];
     const resumed = ConversationProgress.resume(ConversationProgress.of(events).checkpoint());
     const rest = [observation('call_a'), action('call_early')];

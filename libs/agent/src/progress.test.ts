@@ -16,7 +16,10 @@ function scannedNextWork(events: readonly Event[], alive: (runner: string) => bo
     else if (event.type === 'agent_error' && event.tool_call_id !== undefined) answered.add(event.tool_call_id);
     else if (event.type === 'execution_started') for (const id of event.action_ids) startedBy.set(id, event.runner);
   }
-  const pending = events.filter((event): event is ActionEvent => event.type === 'action' && event.input !== null && !answered.has(event.tool_call_id));
+  const pending = events.filter(
+    (event): event is ActionEvent =>
+      event.type === 'action' && event.input !== null && !answered.has(event.tool_call_id),
+  );
   const notStarted = pending.filter((action) => !startedBy.has(action.id));
   const interrupted = pending.filter((action) => startedBy.has(action.id) && !alive(startedBy.get(action.id)!));
   const inProgress = pending.filter((action) => startedBy.has(action.id) && alive(startedBy.get(action.id)!));
@@ -33,10 +36,16 @@ function scannedNextWork(events: readonly Event[], alive: (runner: string) => bo
   // a spec with skills (the default) owes the workspace's context before the run goes on (no hooks in these runs)
   const spec = events.findLast((event) => event.type === 'agent_spec');
   const skills = spec?.type === 'agent_spec' ? (spec.spec['skills'] as { enabled?: boolean } | undefined) : undefined;
-  const contextOwed = spec !== undefined && skills?.enabled !== false && !events.some((event) => event.type === 'workspace_context');
-  const prepare: NextWork = { kind: 'prepare', needs: { context: true, sessionStart: false, prompts: [], stop: false, sessionEnd: false } };
+  const contextOwed =
+    spec !== undefined && skills?.enabled !== false && !events.some((event) => event.type === 'workspace_context');
+  const prepare: NextWork = {
+    kind: 'prepare',
+    needs: { context: true, sessionStart: false, prompts: [], stop: false, sessionEnd: false },
+  };
   if (decisive?.type === 'observation' && !decisive.is_error) return contextOwed ? prepare : { kind: 'finish' };
-  const lastCondensation = events.findLast((event) => event.type === 'condensation' || event.type === 'condensation_request');
+  const lastCondensation = events.findLast(
+    (event) => event.type === 'condensation' || event.type === 'condensation_request',
+  );
   if (lastCondensation?.type === 'condensation_request') return { kind: 'condense' };
   return contextOwed ? prepare : { kind: 'step' };
 }
@@ -56,7 +65,10 @@ function expectSameAtEveryBoundary(commits: readonly (readonly Event[])[]): numb
     expect(incremental.length).toBe(events.length);
     for (const [name, alive] of Object.entries(LIVENESS)) {
       const expected = scannedNextWork(events, alive);
-      expect(incremental.nextWork({ runnerAlive: alive }), `${name}, after ${commit.map((event) => event.type).join(',')}`).toEqual(expected);
+      expect(
+        incremental.nextWork({ runnerAlive: alive }),
+        `${name}, after ${commit.map((event) => event.type).join(',')}`,
+      ).toEqual(expected);
       expect(ConversationProgress.of(events).nextWork({ runnerAlive: alive })).toEqual(expected);
     }
   }
@@ -76,35 +88,126 @@ describe('ConversationProgress', () => {
     let seq = 0;
     const event = (draft: EventDraft): Event => ({ ...draft, seq: (seq += 1) }) as Event;
     const action = (callId: string, input: unknown = { thought: callId }): Event =>
-      event(draftEvent(context, 'action', { tool_name: 'think', tool_call_id: callId, input, summary: callId, llm_response_id: 'r', security_risk: 'low' } as never));
+      event(
+        draftEvent(context, 'action', {
+          tool_name: 'think',
+          tool_call_id: callId,
+          input,
+          summary: callId,
+          llm_response_id: 'r',
+          security_risk: 'low',
+        } as never),
+      );
     const running = event(draftEvent({ ...context, source: 'user' }, 'state_change', { status: 'running' }));
     const [a, b, c, d] = [action('a'), action('b'), action('c'), action('d', null)];
-    const started = (runner: string, ...actions: Event[]): Event => event(draftEvent({ ...context, source: 'environment' }, 'execution_started', { runner, action_ids: actions.map((x) => x.id) } as never));
+    const started = (runner: string, ...actions: Event[]): Event =>
+      event(
+        draftEvent({ ...context, source: 'environment' }, 'execution_started', {
+          runner,
+          action_ids: actions.map((x) => x.id),
+        } as never),
+      );
     const observation = (callId: string): Event =>
-      event(draftEvent({ ...context, source: 'environment' }, 'observation', { tool_name: 'think', tool_call_id: callId, content: [{ type: 'text', text: 'ok' }], is_error: false } as never));
-    const rejection = (callId: string): Event => event(draftEvent({ ...context, source: 'user' }, 'user_rejection', { tool_call_id: callId, reason: 'no' } as never));
+      event(
+        draftEvent({ ...context, source: 'environment' }, 'observation', {
+          tool_name: 'think',
+          tool_call_id: callId,
+          content: [{ type: 'text', text: 'ok' }],
+          is_error: false,
+        } as never),
+      );
+    const rejection = (callId: string): Event =>
+      event(
+        draftEvent({ ...context, source: 'user' }, 'user_rejection', { tool_call_id: callId, reason: 'no' } as never),
+      );
     const early = observation('e'); // an answer logged before its action still answers it
     const e = action('e');
-    const request = event(draftEvent({ ...context, source: 'system' }, 'condensation_request', { reason: 'large' } as never));
-    const condensation = event(draftEvent({ ...context, source: 'system' }, 'condensation', { forgotten_event_ids: [] }));
-    const again = event(draftEvent({ ...context, source: 'system' }, 'condensation_request', { reason: 'large again' } as never));
-    expectSameAtEveryBoundary([[running], [a, b, c, d], [started('runner-a', a), started('runner-b', b)], [early, e], [observation('a')], [rejection('c')], [observation('b')], [request], [condensation], [again, condensation]]);
+    const request = event(
+      draftEvent({ ...context, source: 'system' }, 'condensation_request', { reason: 'large' } as never),
+    );
+    const condensation = event(
+      draftEvent({ ...context, source: 'system' }, 'condensation', { forgotten_event_ids: [] }),
+    );
+    const again = event(
+      draftEvent({ ...context, source: 'system' }, 'condensation_request', { reason: 'large again' } as never),
+    );
+    expectSameAtEveryBoundary([
+      [running],
+      [a, b, c, d],
+      [started('runner-a', a), started('runner-b', b)],
+      [early, e],
+      [observation('a')],
+      [rejection('c')],
+      [observation('b')],
+      [request],
+      [condensation],
+      [again, condensation],
+    ]);
   });
 
   it('owes the end of the run after a successful finish call, and a step again after a failed one, a user message or a new run', () => {
     const context = { tenant: 't', conversation: 'c', source: 'agent' as const, now: () => new Date(0) };
     let seq = 0;
     const event = (draft: EventDraft): Event => ({ ...draft, seq: (seq += 1) }) as Event;
-    const running = (): Event => event(draftEvent({ ...context, source: 'user' }, 'state_change', { status: 'running' }));
+    const running = (): Event =>
+      event(draftEvent({ ...context, source: 'user' }, 'state_change', { status: 'running' }));
     const finish = (callId: string): Event =>
-      event(draftEvent(context, 'action', { tool_name: 'finish', tool_call_id: callId, input: { message: 'done' }, summary: 'finish', llm_response_id: 'r', security_risk: 'low' } as never));
+      event(
+        draftEvent(context, 'action', {
+          tool_name: 'finish',
+          tool_call_id: callId,
+          input: { message: 'done' },
+          summary: 'finish',
+          llm_response_id: 'r',
+          security_risk: 'low',
+        } as never),
+      );
     const finished = (callId: string, isError = false): Event =>
-      event(draftEvent({ ...context, source: 'environment' }, 'observation', { tool_name: 'finish', tool_call_id: callId, content: [{ type: 'text', text: 'done' }], is_error: isError } as never));
-    const message = (): Event => event(draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'one more thing' }] } as never));
-    const commits = [[running()], [finish('f1')], [finished('f1', true)], [finish('f2')], [finished('f2')], [message()], [finish('f3')], [finished('f3')], [running()], [finish('f4')], [finished('f4')]];
+      event(
+        draftEvent({ ...context, source: 'environment' }, 'observation', {
+          tool_name: 'finish',
+          tool_call_id: callId,
+          content: [{ type: 'text', text: 'done' }],
+          is_error: isError,
+        } as never),
+      );
+    const message = (): Event =>
+      event(
+        draftEvent({ ...context, source: 'user' }, 'message', {
+          role: 'user',
+          content: [{ type: 'text', text: 'one more thing' }],
+        } as never),
+      );
+    const commits = [
+      [running()],
+      [finish('f1')],
+      [finished('f1', true)],
+      [finish('f2')],
+      [finished('f2')],
+      [message()],
+      [finish('f3')],
+      [finished('f3')],
+      [running()],
+      [finish('f4')],
+      [finished('f4')],
+    ];
     expectSameAtEveryBoundary(commits);
-    const kinds = commits.map((_, index) => ConversationProgress.of(commits.slice(0, index + 1).flat()).nextWork().kind);
-    expect(kinds).toEqual(['step', 'execute', 'step', 'execute', 'finish', 'step', 'execute', 'finish', 'step', 'execute', 'finish']);
+    const kinds = commits.map(
+      (_, index) => ConversationProgress.of(commits.slice(0, index + 1).flat()).nextWork().kind,
+    );
+    expect(kinds).toEqual([
+      'step',
+      'execute',
+      'step',
+      'execute',
+      'finish',
+      'step',
+      'execute',
+      'finish',
+      'step',
+      'execute',
+      'finish',
+    ]);
     // a checkpoint carries it
     const progress = ConversationProgress.of(commits.flat());
     expect(ConversationProgress.resume(progress.checkpoint()).nextWork()).toEqual({ kind: 'finish' });

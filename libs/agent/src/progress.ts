@@ -81,7 +81,8 @@ export class ConversationProgress {
 
   checkpoint(): ProgressCheckpoint {
     const started: Record<string, string> = {};
-    for (const action of this.#state.pending_actions) if (action.started_by !== null) started[action.id] = action.started_by;
+    for (const action of this.#state.pending_actions)
+      if (action.started_by !== null) started[action.id] = action.started_by;
     return {
       status: this.#state.status,
       pending: this.#state.pending_actions.flatMap((action) => this.#actions.get(action.id) ?? []),
@@ -110,7 +111,11 @@ export class ConversationProgress {
       const [statusBefore, finishBefore] = [this.#state.status, this.#finishCalled];
       foldState(this.#state, event);
       this.#finishCalled = finishCalledAfter(this.#finishCalled, event);
-      this.#duty.append(event, { before: finishBefore, after: this.#finishCalled }, { before: statusBefore, after: this.#state.status });
+      this.#duty.append(
+        event,
+        { before: finishBefore, after: this.#finishCalled },
+        { before: statusBefore, after: this.#state.status },
+      );
       const pending = this.#state.pending_actions;
       if (event.type === 'action' && pending.length > waiting) this.#actions.set(event.id, event);
       else if (pending.length < waiting) this.#forgetAnswered();
@@ -176,9 +181,12 @@ export class ConversationProgress {
     if (inProgress.length > 0) return { kind: 'in_progress', actions: inProgress };
     // a batch's task calls after its tool calls: their children start once the tools have answered
     const delegations = this.delegations();
-    const toStart = delegations.filter((delegation) => delegation.child === null).map((delegation) => delegation.action);
+    const toStart = delegations
+      .filter((delegation) => delegation.child === null)
+      .map((delegation) => delegation.action);
     if (toStart.length > 0) return { kind: 'delegate', actions: toStart };
-    if (delegations.length > 0) return { kind: 'delegated', actions: delegations.map((delegation) => delegation.action) };
+    if (delegations.length > 0)
+      return { kind: 'delegated', actions: delegations.map((delegation) => delegation.action) };
     // the tool runner's other duties (the workspace's context, hooks) come before the step that needs them
     const needs = this.#duty.needs('running', this.#finishCalled);
     if (this.#duty.finished(this.#finishCalled)) return needs ? { kind: 'prepare', needs } : { kind: 'finish' };

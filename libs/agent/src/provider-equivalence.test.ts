@@ -3,7 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Event, EventDraft } from '@flotilla/events';
 import { EventLog } from '@flotilla/log';
-import { createTestLanguageModel, fixtureReply, loadFixture, protocolEvents, startTestServer, type FixtureName, type TestProvider } from '@flotilla/llm/testing';
+import {
+  createTestLanguageModel,
+  fixtureReply,
+  loadFixture,
+  protocolEvents,
+  startTestServer,
+  type FixtureName,
+  type TestProvider,
+} from '@flotilla/llm/testing';
 import { startNats, uniqueName } from '@flotilla/testing';
 import { defineTool, openWorkspace, textResult, ToolRegistry } from '@flotilla/tools';
 import { connect } from '@nats-io/transport-node';
@@ -19,12 +27,45 @@ const FINAL_TEXT = 'package.json declares an ESM package; tsconfig.json enables 
 /** The final answer of each provider, streamed as its wire format streams it (a step's call always streams). */
 const finalAnswer: Record<TestProvider, readonly unknown[]> = {
   'openai-chat': [
-    { id: 'chatcmpl-final', object: 'chat.completion.chunk', created: 1751500100, model: 'gpt-4.1-2025-04-14', choices: [{ index: 0, delta: { role: 'assistant', content: FINAL_TEXT, refusal: null }, logprobs: null, finish_reason: null }] },
-    { id: 'chatcmpl-final', object: 'chat.completion.chunk', created: 1751500100, model: 'gpt-4.1-2025-04-14', choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }] },
-    { id: 'chatcmpl-final', object: 'chat.completion.chunk', created: 1751500100, model: 'gpt-4.1-2025-04-14', choices: [], usage: { prompt_tokens: 1400, completion_tokens: 20, total_tokens: 1420 } },
+    {
+      id: 'chatcmpl-final',
+      object: 'chat.completion.chunk',
+      created: 1751500100,
+      model: 'gpt-4.1-2025-04-14',
+      choices: [
+        {
+          index: 0,
+          delta: { role: 'assistant', content: FINAL_TEXT, refusal: null },
+          logprobs: null,
+          finish_reason: null,
+        },
+      ],
+    },
+    {
+      id: 'chatcmpl-final',
+      object: 'chat.completion.chunk',
+      created: 1751500100,
+      model: 'gpt-4.1-2025-04-14',
+      choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }],
+    },
+    {
+      id: 'chatcmpl-final',
+      object: 'chat.completion.chunk',
+      created: 1751500100,
+      model: 'gpt-4.1-2025-04-14',
+      choices: [],
+      usage: { prompt_tokens: 1400, completion_tokens: 20, total_tokens: 1420 },
+    },
   ],
   'openai-responses': [
-    { type: 'response.output_text.delta', sequence_number: 0, item_id: 'msg_final', output_index: 0, content_index: 0, delta: FINAL_TEXT },
+    {
+      type: 'response.output_text.delta',
+      sequence_number: 0,
+      item_id: 'msg_final',
+      output_index: 0,
+      content_index: 0,
+      delta: FINAL_TEXT,
+    },
     {
       type: 'response.completed',
       sequence_number: 1,
@@ -34,13 +75,39 @@ const finalAnswer: Record<TestProvider, readonly unknown[]> = {
         created_at: 1751500300,
         status: 'completed',
         model: 'gpt-5-2025-08-07',
-        output: [{ id: 'msg_final', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], text: FINAL_TEXT }] }],
-        usage: { input_tokens: 1400, input_tokens_details: { cached_tokens: 0 }, output_tokens: 20, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1420 },
+        output: [
+          {
+            id: 'msg_final',
+            type: 'message',
+            status: 'completed',
+            role: 'assistant',
+            content: [{ type: 'output_text', annotations: [], text: FINAL_TEXT }],
+          },
+        ],
+        usage: {
+          input_tokens: 1400,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens: 20,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: 1420,
+        },
       },
     },
   ],
   anthropic: [
-    { type: 'message_start', message: { id: 'msg_final', type: 'message', role: 'assistant', model: 'claude-sonnet-4-6', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1400, output_tokens: 0 } } },
+    {
+      type: 'message_start',
+      message: {
+        id: 'msg_final',
+        type: 'message',
+        role: 'assistant',
+        model: 'claude-sonnet-4-6',
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 1400, output_tokens: 0 },
+      },
+    },
     { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
     { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: FINAL_TEXT } },
     { type: 'content_block_stop', index: 0 },
@@ -109,7 +176,10 @@ describe('one recorded task through every provider path', () => {
     const shapes: unknown[][] = [];
     for (const provider of ['openai-chat', 'openai-responses', 'anthropic'] as const) {
       await using llmServer = await startTestServer();
-      llmServer.enqueue(fixtureReply(loadFixture(FIXTURE[provider])), { type: 'sse', events: protocolEvents(provider, finalAnswer[provider]) });
+      llmServer.enqueue(fixtureReply(loadFixture(FIXTURE[provider])), {
+        type: 'sse',
+        events: protocolEvents(provider, finalAnswer[provider]),
+      });
       const tools = new ToolRegistry([readFileTool]);
       const conversation = new LocalConversation({
         log,
@@ -138,18 +208,58 @@ describe('one recorded task through every provider path', () => {
       const fixture = loadFixture(FIXTURE[provider]);
       llmServer.enqueue(fixtureReply(fixture), fixtureReply(fixture));
       const llm = createTestLanguageModel(provider, llmServer);
-      const agent = parseAgentConfig({ llm: { provider, model: 'recorded' }, tools: ['read_file'], prompt: { includeDate: false } });
+      const agent = parseAgentConfig({
+        llm: { provider, model: 'recorded' },
+        tools: ['read_file'],
+        prompt: { includeDate: false },
+      });
       const catalog = registryCatalog(new ToolRegistry([readFileTool]), agent.tools);
       const events: Event[] = [
-        { v: 1, id: 'm1', seq: 1, tenant: 'acme', conversation: 'c', source: 'user', timestamp: '2026-01-01T00:00:00.000Z', type: 'message', role: 'user', content: [{ type: 'text', text: 'Compare package.json and tsconfig.json.' }] },
-        { v: 1, id: 's1', seq: 2, tenant: 'acme', conversation: 'c', source: 'system', timestamp: '2026-01-01T00:00:00.000Z', type: 'state_change', status: 'running' },
+        {
+          v: 1,
+          id: 'm1',
+          seq: 1,
+          tenant: 'acme',
+          conversation: 'c',
+          source: 'user',
+          timestamp: '2026-01-01T00:00:00.000Z',
+          type: 'message',
+          role: 'user',
+          content: [{ type: 'text', text: 'Compare package.json and tsconfig.json.' }],
+        },
+        {
+          v: 1,
+          id: 's1',
+          seq: 2,
+          tenant: 'acme',
+          conversation: 'c',
+          source: 'system',
+          timestamp: '2026-01-01T00:00:00.000Z',
+          type: 'state_change',
+          status: 'running',
+        },
       ];
       const deltas: string[] = [];
-      const plain = await step({ agent, llm, tools: catalog, events, conversation: { tenant: 'acme', conversation: 'c' } });
-      const streamed = await step({ agent, llm, tools: catalog, events, conversation: { tenant: 'acme', conversation: 'c' }, onDelta: (delta) => deltas.push(delta.type) });
+      const plain = await step({
+        agent,
+        llm,
+        tools: catalog,
+        events,
+        conversation: { tenant: 'acme', conversation: 'c' },
+      });
+      const streamed = await step({
+        agent,
+        llm,
+        tools: catalog,
+        events,
+        conversation: { tenant: 'acme', conversation: 'c' },
+        onDelta: (delta) => deltas.push(delta.type),
+      });
       expect(deltas.length).toBeGreaterThan(0);
       const comparable = (drafts: readonly EventDraft[]): unknown[] =>
-        drafts.map(({ id: _id, timestamp: _timestamp, ...rest }) => ('latency_ms' in rest ? { ...rest, latency_ms: 0 } : rest));
+        drafts.map(({ id: _id, timestamp: _timestamp, ...rest }) =>
+          'latency_ms' in rest ? { ...rest, latency_ms: 0 } : rest,
+        );
       expect(comparable(streamed.drafts), provider).toEqual(comparable(plain.drafts));
       expect(streamed.outcome).toBe('actions');
       // the request's body never depends on whether anyone follows the deltas (a replay rebuilds it from the log)

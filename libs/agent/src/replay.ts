@@ -53,7 +53,8 @@ export function replayRequests(events: readonly Event[], options: ReplayOptions 
   const replayed: ReplayedRequest[] = [];
   let folded = 0;
   events.forEach((event, index) => {
-    if (event.seq !== index + 1) throw new ReplayError(`the log must be whole, from seq 1: found seq ${event.seq} at position ${index + 1}`);
+    if (event.seq !== index + 1)
+      throw new ReplayError(`the log must be whole, from seq 1: found seq ${event.seq} at position ${index + 1}`);
     if (event.type !== 'llm_usage' || event.purpose !== 'step') return;
     // the step read every event before its llm_usage: the log before its commit, and what its commit starts with (the system prompt, skills)
     const read = events.slice(folded, index);
@@ -61,13 +62,21 @@ export function replayRequests(events: readonly Event[], options: ReplayOptions 
     specs.append(read);
     folded = index;
     const spec = specs.event();
-    if (spec === undefined) throw new ReplayError(`the step at seq ${event.seq} ran the deployment's default agent spec: the log has no agent_spec before it`);
+    if (spec === undefined)
+      throw new ReplayError(
+        `the step at seq ${event.seq} ran the deployment's default agent spec: the log has no agent_spec before it`,
+      );
     const agent = agentOf(spec, agents, registry);
     // the spec's built-in tools and what its MCP servers listed in the log, as the step worker offers them
     const listed = specs.listed();
     let tools = listedTools.get(listed);
     if (!tools) listedTools.set(listed, (tools = withListedTools(agent.tools, listed)));
-    const { request } = stepRequest({ history: events.slice(0, index), tools, view: () => view.view(), chat: renderer });
+    const { request } = stepRequest({
+      history: events.slice(0, index),
+      tools,
+      view: () => view.view(),
+      chat: renderer,
+    });
     const wire = wireRequest(modelOf(agent, event, spec.seq), withoutStoredBytes(request), { stream: STEP_STREAMS });
     replayed.push({ seq: event.seq, specSeq: spec.seq, provider: wire.provider, model: wire.model, body: wire.body });
   });
@@ -79,14 +88,23 @@ export function replayRequests(events: readonly Event[], options: ReplayOptions 
  * the images bucket, not in the log, so a rebuilt body differs from the one sent exactly there.
  */
 function withoutStoredBytes(request: GenerateRequest): GenerateRequest {
-  const stored = (message: ChatMessage): boolean => message.role !== 'system' && message.content.some((part) => part.type === 'image' && part.stored !== undefined);
+  const stored = (message: ChatMessage): boolean =>
+    message.role !== 'system' && message.content.some((part) => part.type === 'image' && part.stored !== undefined);
   if (!request.messages.some(stored)) return request;
   return {
     ...request,
     messages: request.messages.map((message): ChatMessage => {
       if (message.role === 'system' || !stored(message)) return message;
       const content = message.content.map((part) =>
-        part.type === 'image' && part.stored !== undefined ? { type: 'text' as const, text: imageNote(part, `stored image ${part.stored.sha256}: its bytes are in the images bucket, not in the log`) } : part,
+        part.type === 'image' && part.stored !== undefined
+          ? {
+              type: 'text' as const,
+              text: imageNote(
+                part,
+                `stored image ${part.stored.sha256}: its bytes are in the images bucket, not in the log`,
+              ),
+            }
+          : part,
       );
       return { ...message, content } as ChatMessage;
     }),
@@ -101,7 +119,11 @@ function agentOf(event: AgentSpecEvent, known: Map<AgentSpecEvent, ReplayAgent>,
   if (!agent) {
     const read = readAgentSpec(event);
     if (!read.ok) throw new ReplayError(read.reason);
-    agent = { tools: specTools(registry, read.spec), llm: llmConfigOf(read.spec.llm), fallbacks: (read.spec.llm.fallbacks ?? []).map(llmConfigOf) };
+    agent = {
+      tools: specTools(registry, read.spec),
+      llm: llmConfigOf(read.spec.llm),
+      fallbacks: (read.spec.llm.fallbacks ?? []).map(llmConfigOf),
+    };
     known.set(event, agent);
   }
   return agent;
@@ -112,9 +134,14 @@ function modelOf(agent: ReplayAgent, usage: LlmUsageEvent, specSeq: number): Llm
   const { fallback } = usage;
   if (fallback === undefined) return agent.llm;
   const model = agent.fallbacks[fallback.index];
-  if (model === undefined) throw new ReplayError(`the step at seq ${usage.seq} was made by fallback ${fallback.index} (${fallback.model}), and the agent spec at seq ${specSeq} has ${agent.fallbacks.length === 0 ? 'no fallbacks' : `fallbacks 0 to ${agent.fallbacks.length - 1} only`}`);
+  if (model === undefined)
+    throw new ReplayError(
+      `the step at seq ${usage.seq} was made by fallback ${fallback.index} (${fallback.model}), and the agent spec at seq ${specSeq} has ${agent.fallbacks.length === 0 ? 'no fallbacks' : `fallbacks 0 to ${agent.fallbacks.length - 1} only`}`,
+    );
   if (model.provider !== fallback.provider || model.model !== fallback.model) {
-    throw new ReplayError(`the step at seq ${usage.seq} names fallback ${fallback.index} as ${fallback.provider} ${fallback.model}, and the agent spec at seq ${specSeq} has ${model.provider} ${model.model} there`);
+    throw new ReplayError(
+      `the step at seq ${usage.seq} names fallback ${fallback.index} as ${fallback.provider} ${fallback.model}, and the agent spec at seq ${specSeq} has ${model.provider} ${model.model} there`,
+    );
   }
   return model;
 }
@@ -132,7 +159,10 @@ export type RecordedModelRequest = { readonly seq?: number; readonly body: strin
  * Compares the rebuilt requests with recorded ones, byte for byte: by seq where a recording gives
  * it, else in order. A difference names its first differing byte and what is there on each side.
  */
-export function checkRequests(replayed: readonly ReplayedRequest[], recorded: readonly RecordedModelRequest[]): RequestCheck[] {
+export function checkRequests(
+  replayed: readonly ReplayedRequest[],
+  recorded: readonly RecordedModelRequest[],
+): RequestCheck[] {
   const bySeq = new Map(recorded.filter((entry) => entry.seq !== undefined).map((entry) => [entry.seq!, entry]));
   const inOrder = recorded.filter((entry) => entry.seq === undefined);
   return replayed.map((request, index): RequestCheck => {
@@ -145,6 +175,11 @@ export function checkRequests(replayed: readonly ReplayedRequest[], recorded: re
     while (byte < ours.length && byte < theirs.length && ours[byte] === theirs[byte]) byte += 1;
     // bodies are one line of JSON: the bytes around the difference, as they are
     const around = (bytes: Buffer): string => `…${bytes.subarray(Math.max(0, byte - 20), byte + 40).toString('utf8')}…`;
-    return { seq: request.seq, result: 'different', byte, detail: `rebuilt ${around(ours)} (${ours.length} bytes), recorded ${around(theirs)} (${theirs.length} bytes)` };
+    return {
+      seq: request.seq,
+      result: 'different',
+      byte,
+      detail: `rebuilt ${around(ours)} (${ours.length} bytes), recorded ${around(theirs)} (${theirs.length} bytes)`,
+    };
   });
 }

@@ -8,9 +8,11 @@ import { freshResponseId } from './step.js';
 import { call, conversationFixture } from './test-support/conversation-fixture.js';
 
 const isSummaryRequest = (request: GenerateRequest): boolean =>
-  request.messages[0]?.role === 'system' && request.messages[0].content.some((block) => block.text === SUMMARY_SYSTEM_PROMPT);
+  request.messages[0]?.role === 'system' &&
+  request.messages[0].content.some((block) => block.text === SUMMARY_SYSTEM_PROMPT);
 
-const actionsOf = (events: readonly Event[]): ActionEvent[] => events.filter((event): event is ActionEvent => event.type === 'action');
+const actionsOf = (events: readonly Event[]): ActionEvent[] =>
+  events.filter((event): event is ActionEvent => event.type === 'action');
 
 /** The view a step reads when it resumes from a checkpoint taken after each event, then folds the rest: it must be the whole log's view. */
 function expectCheckpointsAgree(events: readonly Event[]): void {
@@ -33,7 +35,10 @@ describe('response ids a model server repeats', () => {
     const llm = new ScriptedLanguageModel({
       replies: [
         { toolCalls: [call('think', { thought: 'one' })], responseId: 'chatcmpl-same' },
-        { toolCalls: [call('think', { thought: 'two a' }), call('think', { thought: 'two b' })], responseId: 'chatcmpl-same' },
+        {
+          toolCalls: [call('think', { thought: 'two a' }), call('think', { thought: 'two b' })],
+          responseId: 'chatcmpl-same',
+        },
         { toolCalls: [call('think', { thought: 'three' })], responseId: 'chatcmpl-same' },
         { text: 'Done thinking.', responseId: 'chatcmpl-same' },
       ],
@@ -44,24 +49,42 @@ describe('response ids a model server repeats', () => {
     const events = await conversation.events();
 
     const actions = actionsOf(events);
-    expect(actions.map((action) => action.response_id)).toEqual(['chatcmpl-same', 'chatcmpl-same_2', 'chatcmpl-same_2', 'chatcmpl-same_3']);
+    expect(actions.map((action) => action.response_id)).toEqual([
+      'chatcmpl-same',
+      'chatcmpl-same_2',
+      'chatcmpl-same_2',
+      'chatcmpl-same_3',
+    ]);
     const answer = events.find((event) => event.type === 'message' && event.role === 'assistant');
     expect(answer).toMatchObject({ response_id: 'chatcmpl-same_4' });
     // what the provider answered is kept where the step's usage is recorded
     const usages = events.filter((event) => event.type === 'llm_usage');
-    expect(usages.map((usage) => usage.response_id)).toEqual(['chatcmpl-same', 'chatcmpl-same', 'chatcmpl-same', 'chatcmpl-same']);
+    expect(usages.map((usage) => usage.response_id)).toEqual([
+      'chatcmpl-same',
+      'chatcmpl-same',
+      'chatcmpl-same',
+      'chatcmpl-same',
+    ]);
 
     // three blocks in the view, and the last request shows three assistant messages of one, two and one calls, each answered
     const blocks = viewBlocks(buildView(events)).filter((block) => block.tool);
     expect(blocks.map((block) => block.end - block.start)).toEqual([2, 4, 2]);
     const last = llm.requests[3]!.messages;
     const assistants = last.filter((message): message is AssistantMessage => message.role === 'assistant');
-    expect(assistants.map((message) => message.toolCalls.map((toolCall) => JSON.parse(toolCall.arguments) as unknown))).toEqual([
-      [{ thought: 'one' }],
-      [{ thought: 'two a' }, { thought: 'two b' }],
-      [{ thought: 'three' }],
+    expect(
+      assistants.map((message) => message.toolCalls.map((toolCall) => JSON.parse(toolCall.arguments) as unknown)),
+    ).toEqual([[{ thought: 'one' }], [{ thought: 'two a' }, { thought: 'two b' }], [{ thought: 'three' }]]);
+    expect(last.map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+      'tool',
     ]);
-    expect(last.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool', 'tool', 'assistant', 'tool']);
     expectCheckpointsAgree(events);
   });
 
@@ -78,10 +101,15 @@ describe('response ids a model server repeats', () => {
         return { toolCalls: [call('think', { thought: `thought ${steps}` })], responseId };
       },
     });
-    const conversation = fixture.conversation(llm, { tools: ['think', 'finish'], condenser: { maxEvents: 8, keepFirst: 2 }, confirmation: { mode: 'always' } });
+    const conversation = fixture.conversation(llm, {
+      tools: ['think', 'finish'],
+      condenser: { maxEvents: 8, keepFirst: 2 },
+      confirmation: { mode: 'always' },
+    });
     await conversation.sendMessage('Think it through.', { run: true });
     let status = await conversation.run();
-    for (let approvals = 0; status === 'waiting_for_confirmation' && approvals < 30; approvals += 1) status = await conversation.run();
+    for (let approvals = 0; status === 'waiting_for_confirmation' && approvals < 30; approvals += 1)
+      status = await conversation.run();
     expect(status).toBe('finished');
     const events = await conversation.events();
     expect(events.filter((event) => event.type === 'condensation').length).toBeGreaterThanOrEqual(2);
@@ -95,15 +123,25 @@ describe('response ids a model server repeats', () => {
     expect(stepRequests).toHaveLength(usages.length);
     let seen = 0;
     stepRequests.forEach((request, index) => {
-      const calls = request.messages.flatMap((message) => (message.role === 'assistant' ? [message.toolCalls.map((toolCall) => toolCall.id)] : []));
-      expect(calls.every((ids) => ids.length === 1), `step ${index + 1}`).toBe(true);
+      const calls = request.messages.flatMap((message) =>
+        message.role === 'assistant' ? [message.toolCalls.map((toolCall) => toolCall.id)] : [],
+      );
+      expect(
+        calls.every((ids) => ids.length === 1),
+        `step ${index + 1}`,
+      ).toBe(true);
       const previous = actions.findLast((action) => action.seq < usages[index]!.seq);
       if (previous === undefined) return;
-      const condensed = events.some((event) => event.type === 'condensation' && event.seq > previous.seq && event.seq < usages[index]!.seq);
+      const condensed = events.some(
+        (event) => event.type === 'condensation' && event.seq > previous.seq && event.seq < usages[index]!.seq,
+      );
       if (condensed) return;
       seen += 1;
       expect(calls.flat(), `step ${index + 1}`).toContain(previous.tool_call_id);
-      expect(request.messages.some((message) => message.role === 'tool' && message.toolCallId === previous.tool_call_id), `step ${index + 1}`).toBe(true);
+      expect(
+        request.messages.some((message) => message.role === 'tool' && message.toolCallId === previous.tool_call_id),
+        `step ${index + 1}`,
+      ).toBe(true);
     });
     expect(seen).toBeGreaterThanOrEqual(5);
     expectCheckpointsAgree(events);

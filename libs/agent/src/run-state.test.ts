@@ -29,7 +29,8 @@ describe('RunStateFold', () => {
     const context = { tenant: 't', conversation: 'c', source: 'system' as const, now: () => new Date(0) };
     let seq = 0;
     const event = (draft: EventDraft): Event => ({ ...draft, seq: (seq += 1) }) as Event;
-    const status = (value: ConversationStatus): Event => event(draftEvent({ ...context, source: 'user' }, 'state_change', { status: value }));
+    const status = (value: ConversationStatus): Event =>
+      event(draftEvent({ ...context, source: 'user' }, 'state_change', { status: value }));
     const usage = (cost: number, purpose: 'step' | 'condensation' = 'step'): Event =>
       event(
         draftEvent(context, 'llm_usage', {
@@ -54,11 +55,23 @@ describe('RunStateFold', () => {
       [status('running')],
       [usage(0.125), status('finished')],
     ]);
-    expect(states[1]).toMatchObject({ status: 'running', runStart: 1, iterations: 2, spentUsd: 1, hasSystemPrompt: true });
+    expect(states[1]).toMatchObject({
+      status: 'running',
+      runStart: 1,
+      iterations: 2,
+      spentUsd: 1,
+      hasSystemPrompt: true,
+    });
     // back from waiting for confirmation: the same run
     expect(states[3]).toMatchObject({ status: 'running', runStart: 1, iterations: 3, spentUsd: 2 });
     // a run after a pause starts over
     expect(states[5]).toMatchObject({ status: 'running', runStart: 11, iterations: 0, spentUsd: 0 });
-    expect(states[6]).toMatchObject({ status: 'finished', runStart: 11, iterations: 1, spentUsd: 0.125, hasSystemPrompt: true });
+    expect(states[6]).toMatchObject({
+      status: 'finished',
+      runStart: 11,
+      iterations: 1,
+      spentUsd: 0.125,
+      hasSystemPrompt: true,
+    });
   });
 });

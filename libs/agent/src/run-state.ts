@@ -109,7 +109,15 @@ export class RunStateFold {
   }
 
   state(): RunState {
-    return { status: this.#status, runStart: Math.max(0, this.#runStart), iterations: this.#iterations, spentUsd: this.#spentUsd, hasSystemPrompt: this.#hasSystemPrompt, toolCallIds: this.#toolCallIds, responseIds: this.#responseIds };
+    return {
+      status: this.#status,
+      runStart: Math.max(0, this.#runStart),
+      iterations: this.#iterations,
+      spentUsd: this.#spentUsd,
+      hasSystemPrompt: this.#hasSystemPrompt,
+      toolCallIds: this.#toolCallIds,
+      responseIds: this.#responseIds,
+    };
   }
 }
 

@@ -56,12 +56,19 @@ describe('the rules analyzer', () => {
     expect(matched(command)).toContain(rule);
   });
 
-  it.each(['ls -la', 'npm test', 'echo "rm -rf /"', 'grep -rf patterns src', 'git stash push', 'cat x | grep -f y', 'echo ok 2>&1 >/dev/null', 'cd /workspace && echo "a 1 0" >> effects.log', 'rm -f build/out.js'])(
-    '%s is low',
-    (command) => {
-      expect(terminal(command)).toEqual({ risk: 'low', findings: [] });
-    },
-  );
+  it.each([
+    'ls -la',
+    'npm test',
+    'echo "rm -rf /"',
+    'grep -rf patterns src',
+    'git stash push',
+    'cat x | grep -f y',
+    'echo ok 2>&1 >/dev/null',
+    'cd /workspace && echo "a 1 0" >> effects.log',
+    'rm -f build/out.js',
+  ])('%s is low', (command) => {
+    expect(terminal(command)).toEqual({ risk: 'low', findings: [] });
+  });
 
   it.each([
     ['extra whitespace and tabs', 'rm \t -rf   /'],
@@ -84,15 +91,44 @@ describe('the rules analyzer', () => {
   });
 
   it('reads the paths file_editor and apply_patch write, not the ones file_editor views', () => {
-    expect(ruleFindings('file_editor', { command: 'create', path: '/etc/cron.d/job', file_text: 'x' }, rules, tools)).toMatchObject({
+    expect(
+      ruleFindings('file_editor', { command: 'create', path: '/etc/cron.d/job', file_text: 'x' }, rules, tools),
+    ).toMatchObject({
       risk: 'high',
-      findings: [{ rule: 'system paths', subject: 'file_editor path "/etc/cron.d/job"' }, { rule: 'outside the workspace' }],
+      findings: [
+        { rule: 'system paths', subject: 'file_editor path "/etc/cron.d/job"' },
+        { rule: 'outside the workspace' },
+      ],
     });
-    expect(ruleFindings('file_editor', { command: 'str_replace', path: '../../etc/passwd', old_str: 'a', new_str: 'b' }, rules, tools).risk).toBe('high');
-    expect(ruleFindings('file_editor', { command: 'view', path: '/etc/passwd' }, rules, tools)).toEqual({ risk: 'low', findings: [] });
-    expect(ruleFindings('file_editor', { command: 'create', path: 'src/app.ts', file_text: 'x' }, rules, tools)).toEqual({ risk: 'low', findings: [] });
-    const patch = ['*** Begin Patch', '*** Add File: .github/workflows/release.yml', '+on: push', '*** Update File: src/a.ts', '@@', '-a', '+b', '*** End Patch'].join('\n');
-    expect(ruleFindings('apply_patch', { patch }, rules, tools)).toMatchObject({ risk: 'medium', findings: [{ rule: 'CI configuration', subject: 'apply_patch path ".github/workflows/release.yml"' }] });
+    expect(
+      ruleFindings(
+        'file_editor',
+        { command: 'str_replace', path: '../../etc/passwd', old_str: 'a', new_str: 'b' },
+        rules,
+        tools,
+      ).risk,
+    ).toBe('high');
+    expect(ruleFindings('file_editor', { command: 'view', path: '/etc/passwd' }, rules, tools)).toEqual({
+      risk: 'low',
+      findings: [],
+    });
+    expect(
+      ruleFindings('file_editor', { command: 'create', path: 'src/app.ts', file_text: 'x' }, rules, tools),
+    ).toEqual({ risk: 'low', findings: [] });
+    const patch = [
+      '*** Begin Patch',
+      '*** Add File: .github/workflows/release.yml',
+      '+on: push',
+      '*** Update File: src/a.ts',
+      '@@',
+      '-a',
+      '+b',
+      '*** End Patch',
+    ].join('\n');
+    expect(ruleFindings('apply_patch', { patch }, rules, tools)).toMatchObject({
+      risk: 'medium',
+      findings: [{ rule: 'CI configuration', subject: 'apply_patch path ".github/workflows/release.yml"' }],
+    });
     expect(ruleFindings('apply_patch', { patch: 'not a patch' }, rules, tools)).toEqual({ risk: 'low', findings: [] });
   });
 
@@ -100,7 +136,10 @@ describe('the rules analyzer', () => {
     expect(ruleFindings('mcp_deploy', {}, rules, tools).risk).toBe('unknown');
     expect(ruleFindings('think', { thought: 'rm -rf /' }, rules, tools).risk).toBe('low');
     const named = SecurityRules.parse({ tools: { mcp_deploy: 'high' } });
-    expect(ruleFindings('mcp_deploy', {}, named, tools)).toEqual({ risk: 'high', findings: [{ rule: 'tool mcp_deploy', risk: 'high', subject: 'mcp_deploy call' }] });
+    expect(ruleFindings('mcp_deploy', {}, named, tools)).toEqual({
+      risk: 'high',
+      findings: [{ rule: 'tool mcp_deploy', risk: 'high', subject: 'mcp_deploy call' }],
+    });
   });
 
   it('applies rules of your own, and leaves out the defaults you disable', () => {
@@ -109,15 +148,25 @@ describe('the rules analyzer', () => {
       commands: [{ name: 'terraform destroy', risk: 'high', pattern: '^terraform(?: .*)? destroy( |$)' }],
       paths: [{ name: 'migrations', risk: 'medium', pattern: '^/workspace/db/migrations/' }],
     });
-    expect(ruleFindings('terminal', { command: 'cd infra; terraform -chdir=prod destroy' }, custom, tools).findings[0]).toEqual({ rule: 'terraform destroy', risk: 'high', subject: 'terminal command' });
+    expect(
+      ruleFindings('terminal', { command: 'cd infra; terraform -chdir=prod destroy' }, custom, tools).findings[0],
+    ).toEqual({ rule: 'terraform destroy', risk: 'high', subject: 'terminal command' });
     expect(ruleFindings('terminal', { command: 'npm install x' }, custom, tools).risk).toBe('low');
-    expect(ruleFindings('file_editor', { command: 'create', path: 'db/migrations/1.sql', file_text: '' }, custom, tools).risk).toBe('medium');
-    expect(ruleFindings('terminal', { command: 'rm -rf /' }, SecurityRules.parse({ defaults: false }), tools)).toEqual({ risk: 'low', findings: [] });
+    expect(
+      ruleFindings('file_editor', { command: 'create', path: 'db/migrations/1.sql', file_text: '' }, custom, tools)
+        .risk,
+    ).toBe('medium');
+    expect(ruleFindings('terminal', { command: 'rm -rf /' }, SecurityRules.parse({ defaults: false }), tools)).toEqual({
+      risk: 'low',
+      findings: [],
+    });
   });
 
   it('has each default rule listed in docs/security.md', () => {
     const docs = readFileSync(new URL('../../../docs/security.md', import.meta.url), 'utf8');
-    const missing = [...DEFAULT_COMMAND_RULES, ...DEFAULT_PATH_RULES].map((rule) => rule.name).filter((name) => !docs.includes(`\`${name}\``));
+    const missing = [...DEFAULT_COMMAND_RULES, ...DEFAULT_PATH_RULES]
+      .map((rule) => rule.name)
+      .filter((name) => !docs.includes(`\`${name}\``));
     expect(missing).toEqual([]);
   });
 
@@ -127,7 +176,8 @@ describe('the rules analyzer', () => {
     // a hostile model's long commands: the rules stay linear-ish (the step worker runs them)
     const started = performance.now();
     expect(terminal(`echo ${'a'.repeat(500_000)}; rm -rf /`).risk).toBe('high');
-    for (const program of ['pip', 'git', 'rm', 'chmod', 'kill', 'npm', 'curl']) terminal(`${program} ${'-x '.repeat(20_000)}y`);
+    for (const program of ['pip', 'git', 'rm', 'chmod', 'kill', 'npm', 'curl'])
+      terminal(`${program} ${'-x '.repeat(20_000)}y`);
     terminal(`curl x ${'| cat '.repeat(20_000)}`);
     terminal(`${'$('.repeat(5_000)}x${')'.repeat(5_000)}`);
     expect(performance.now() - started).toBeLessThan(5_000);
@@ -136,8 +186,20 @@ describe('the rules analyzer', () => {
 
 describe('combining the analyzers', () => {
   const context = { tenant: 'acme', conversation: 'c', source: 'agent' as const };
-  const action = (tool: string, input: Record<string, unknown> | null, risk: 'unknown' | 'low' | 'medium' | 'high'): EventDraft =>
-    draftEvent(context, 'action', { tool_call_id: 'call_1', tool_name: tool, arguments: JSON.stringify(input), input, thought: [], response_id: 'r', security_risk: risk });
+  const action = (
+    tool: string,
+    input: Record<string, unknown> | null,
+    risk: 'unknown' | 'low' | 'medium' | 'high',
+  ): EventDraft =>
+    draftEvent(context, 'action', {
+      tool_call_id: 'call_1',
+      tool_name: tool,
+      arguments: JSON.stringify(input),
+      input,
+      thought: [],
+      response_id: 'r',
+      security_risk: risk,
+    });
   const rated = (analyzers: ('model' | 'rules')[], draft: EventDraft): string => {
     const [first] = assessActions([draft], SecurityConfig.parse({ analyzers }), tools).drafts;
     return first?.type === 'action' ? first.security_risk : 'none';
@@ -176,20 +238,39 @@ describe('security settings', () => {
 
   it('name the rule whose pattern is not a regular expression', () => {
     const bad = agent({ rules: { commands: [{ name: 'broken brackets', risk: 'high', pattern: 'rm (-rf' }] } });
-    expect(() => parseAgentConfig(bad)).toThrow(/rule "broken brackets": Invalid regular expression: .*Unterminated group\n.*at security\.rules\.commands\[0\]\.pattern/);
+    expect(() => parseAgentConfig(bad)).toThrow(
+      /rule "broken brackets": Invalid regular expression: .*Unterminated group\n.*at security\.rules\.commands\[0\]\.pattern/,
+    );
     const path = agent({ rules: { paths: [{ name: 'bad path', risk: 'medium', pattern: '[' }] } });
-    expect(AgentConfig.safeParse(path).error?.issues[0]).toMatchObject({ path: ['security', 'rules', 'paths', 0, 'pattern'], message: expect.stringContaining('rule "bad path"') });
+    expect(AgentConfig.safeParse(path).error?.issues[0]).toMatchObject({
+      path: ['security', 'rules', 'paths', 0, 'pattern'],
+      message: expect.stringContaining('rule "bad path"'),
+    });
   });
 
   it('refuse unknown analyzers, risks, keys, default rule names and duplicate names', () => {
     expect(() => parseAgentConfig(agent({ analyzers: ['model', 'llm'] }))).toThrow(/security\.analyzers/);
     expect(() => parseAgentConfig(agent({ analyzers: [] }))).toThrow(/security\.analyzers/);
     expect(() => parseAgentConfig(agent({ analyzers: ['rules', 'rules'] }))).toThrow(/each analyzer once/);
-    expect(() => parseAgentConfig(agent({ rules: { commands: [{ name: 'x', risk: 'severe', pattern: 'x' }] } }))).toThrow(/risk/);
-    expect(() => parseAgentConfig(agent({ rules: { commands: [{ name: 'x', risk: 'high', pattern: 'x', flags: 'i' }] } }))).toThrow(/flags/);
-    expect(() => parseAgentConfig(agent({ rules: { disable: ['no such rule'] } }))).toThrow(/"no such rule" is not a default rule/);
-    expect(() => parseAgentConfig(agent({ rules: { commands: [{ name: 'git push', risk: 'high', pattern: '^git push' }] } }))).toThrow(/rule "git push": another rule has this name/);
-    expect(parseAgentConfig(agent({ rules: { disable: ['git push'], commands: [{ name: 'git push', risk: 'high', pattern: '^git push' }] } })).security.rules.commands).toHaveLength(1);
+    expect(() =>
+      parseAgentConfig(agent({ rules: { commands: [{ name: 'x', risk: 'severe', pattern: 'x' }] } })),
+    ).toThrow(/risk/);
+    expect(() =>
+      parseAgentConfig(agent({ rules: { commands: [{ name: 'x', risk: 'high', pattern: 'x', flags: 'i' }] } })),
+    ).toThrow(/flags/);
+    expect(() => parseAgentConfig(agent({ rules: { disable: ['no such rule'] } }))).toThrow(
+      /"no such rule" is not a default rule/,
+    );
+    expect(() =>
+      parseAgentConfig(agent({ rules: { commands: [{ name: 'git push', risk: 'high', pattern: '^git push' }] } })),
+    ).toThrow(/rule "git push": another rule has this name/);
+    expect(
+      parseAgentConfig(
+        agent({
+          rules: { disable: ['git push'], commands: [{ name: 'git push', risk: 'high', pattern: '^git push' }] },
+        }),
+      ).security.rules.commands,
+    ).toHaveLength(1);
   });
 });
 
@@ -197,9 +278,22 @@ describe('the step asks for confirmation, saying why', () => {
   const ref = { tenant: 'acme', conversation: 'risky' };
   const now = (): Date => new Date('2026-01-01T00:00:00Z');
   const run = async (command: string, risk: string, settings: Partial<AgentConfigInput> = {}) => {
-    const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'scripted' }, prompt: { includeDate: false }, confirmation: { mode: 'risky', threshold: 'high' }, ...settings });
-    const events = [draftEvent({ ...ref, source: 'user', now }, 'message', { role: 'user', content: [{ type: 'text', text: 'go' }] })].map((draft, index) => ({ ...draft, seq: index + 1 }) as Event);
-    const llm = new ScriptedLanguageModel({ replies: [{ toolCalls: [{ id: 'call_1', name: 'terminal', arguments: JSON.stringify({ command, security_risk: risk }) }] }] });
+    const agent = parseAgentConfig({
+      llm: { provider: 'openai-chat', model: 'scripted' },
+      prompt: { includeDate: false },
+      confirmation: { mode: 'risky', threshold: 'high' },
+      ...settings,
+    });
+    const events = [
+      draftEvent({ ...ref, source: 'user', now }, 'message', { role: 'user', content: [{ type: 'text', text: 'go' }] }),
+    ].map((draft, index) => ({ ...draft, seq: index + 1 }) as Event);
+    const llm = new ScriptedLanguageModel({
+      replies: [
+        {
+          toolCalls: [{ id: 'call_1', name: 'terminal', arguments: JSON.stringify({ command, security_risk: risk }) }],
+        },
+      ],
+    });
     return step({ agent, llm, tools, events, conversation: ref, now });
   };
   const reason = (drafts: readonly EventDraft[]): string | undefined => {
@@ -211,12 +305,18 @@ describe('the step asks for confirmation, saying why', () => {
     const result = await run('rm -fr /', 'low');
     expect(result.outcome).toBe('waiting_for_confirmation');
     expect(result.drafts.find((draft) => draft.type === 'action')).toMatchObject({ security_risk: 'high' });
-    expect(reason(result.drafts)).toBe('actions need confirmation: terminal command matches "rm -rf outside the workspace" (high)');
+    expect(reason(result.drafts)).toBe(
+      'actions need confirmation: terminal command matches "rm -rf outside the workspace" (high)',
+    );
   });
 
   it('names the model’s rating when no rule did, and runs a harmless low call', async () => {
-    expect(reason((await run('ls', 'high')).drafts)).toBe('actions need confirmation: terminal call rated high by the model');
-    expect(reason((await run('ls', 'nonsense')).drafts)).toBe('actions need confirmation: terminal call has no risk rating (unknown counts as high)');
+    expect(reason((await run('ls', 'high')).drafts)).toBe(
+      'actions need confirmation: terminal call rated high by the model',
+    );
+    expect(reason((await run('ls', 'nonsense')).drafts)).toBe(
+      'actions need confirmation: terminal call has no risk rating (unknown counts as high)',
+    );
     expect((await run('ls', 'low')).outcome).toBe('actions');
   });
 

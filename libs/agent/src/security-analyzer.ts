@@ -22,7 +22,11 @@ function checkPattern(rule: { name: string; pattern: string }, context: z.Refine
   try {
     new RegExp(rule.pattern, 'u');
   } catch (error) {
-    context.addIssue({ code: 'custom', path: ['pattern'], message: `rule "${rule.name}": ${(error as Error).message}` });
+    context.addIssue({
+      code: 'custom',
+      path: ['pattern'],
+      message: `rule "${rule.name}": ${(error as Error).message}`,
+    });
   }
 }
 
@@ -49,7 +53,9 @@ export const PathRule = z
   .superRefine(checkPattern);
 export type PathRule = z.infer<typeof PathRule>;
 
-const DEFAULT_NAMES: ReadonlySet<string> = new Set([...DEFAULT_COMMAND_RULES, ...DEFAULT_PATH_RULES].map((rule) => rule.name));
+const DEFAULT_NAMES: ReadonlySet<string> = new Set(
+  [...DEFAULT_COMMAND_RULES, ...DEFAULT_PATH_RULES].map((rule) => rule.name),
+);
 
 export const SecurityRules = z
   .strictObject({
@@ -65,12 +71,25 @@ export const SecurityRules = z
   })
   .superRefine((rules, context) => {
     rules.disable.forEach((name, index) => {
-      if (!DEFAULT_NAMES.has(name)) context.addIssue({ code: 'custom', path: ['disable', index], message: `"${name}" is not a default rule (they are: ${[...DEFAULT_NAMES].map((known) => `"${known}"`).join(', ')})` });
+      if (!DEFAULT_NAMES.has(name))
+        context.addIssue({
+          code: 'custom',
+          path: ['disable', index],
+          message: `"${name}" is not a default rule (they are: ${[...DEFAULT_NAMES].map((known) => `"${known}"`).join(', ')})`,
+        });
     });
     const seen = new Set(rules.defaults ? [...DEFAULT_NAMES].filter((name) => !rules.disable.includes(name)) : []);
-    for (const [kind, list] of [['commands', rules.commands], ['paths', rules.paths]] as const) {
+    for (const [kind, list] of [
+      ['commands', rules.commands],
+      ['paths', rules.paths],
+    ] as const) {
       list.forEach((rule, index) => {
-        if (seen.has(rule.name)) context.addIssue({ code: 'custom', path: [kind, index, 'name'], message: `rule "${rule.name}": another rule has this name (disable the default one to replace it)` });
+        if (seen.has(rule.name))
+          context.addIssue({
+            code: 'custom',
+            path: [kind, index, 'name'],
+            message: `rule "${rule.name}": another rule has this name (disable the default one to replace it)`,
+          });
         seen.add(rule.name);
       });
     }
@@ -92,7 +111,11 @@ export type SecurityConfig = z.infer<typeof SecurityConfig>;
 export type SecurityFinding = { readonly rule: string; readonly risk: RuleRisk; readonly subject: string };
 
 /** One action's rating: the risk it is given, the model's own, and what the rules found. */
-export type SecurityAssessment = { readonly risk: SecurityRisk; readonly model: SecurityRisk | undefined; readonly findings: readonly SecurityFinding[] };
+export type SecurityAssessment = {
+  readonly risk: SecurityRisk;
+  readonly model: SecurityRisk | undefined;
+  readonly findings: readonly SecurityFinding[];
+};
 
 /** How the confirmation policy ranks a risk: unknown counts as high. */
 export const RISK_RANK: Readonly<Record<SecurityRisk, number>> = { unknown: 3, low: 1, medium: 2, high: 3 };
@@ -109,7 +132,12 @@ export function highestRisk(first: SecurityRisk, second: SecurityRisk): Security
 }
 
 type Compiled = {
-  readonly commands: readonly { readonly name: string; readonly risk: RuleRisk; readonly scope: CommandRuleScope; readonly regex: RegExp }[];
+  readonly commands: readonly {
+    readonly name: string;
+    readonly risk: RuleRisk;
+    readonly scope: CommandRuleScope;
+    readonly regex: RegExp;
+  }[];
   readonly paths: readonly { readonly name: string; readonly risk: RuleRisk; readonly regex: RegExp }[];
   readonly tools: Readonly<Record<string, RuleRisk>>;
 };
@@ -118,10 +146,20 @@ const compiledRules = new WeakMap<SecurityRules, Compiled>();
 function compile(rules: SecurityRules): Compiled {
   let compiled = compiledRules.get(rules);
   if (!compiled) {
-    const enabled = <T extends { name: string }>(defaults: readonly T[]): T[] => (rules.defaults ? defaults.filter((rule) => !rules.disable.includes(rule.name)) : []);
+    const enabled = <T extends { name: string }>(defaults: readonly T[]): T[] =>
+      rules.defaults ? defaults.filter((rule) => !rules.disable.includes(rule.name)) : [];
     compiled = {
-      commands: [...enabled(DEFAULT_COMMAND_RULES), ...rules.commands].map((rule) => ({ name: rule.name, risk: rule.risk, scope: rule.scope ?? 'command', regex: new RegExp(rule.pattern, 'u') })),
-      paths: [...enabled(DEFAULT_PATH_RULES), ...rules.paths].map((rule) => ({ name: rule.name, risk: rule.risk, regex: new RegExp(rule.pattern, 'u') })),
+      commands: [...enabled(DEFAULT_COMMAND_RULES), ...rules.commands].map((rule) => ({
+        name: rule.name,
+        risk: rule.risk,
+        scope: rule.scope ?? 'command',
+        regex: new RegExp(rule.pattern, 'u'),
+      })),
+      paths: [...enabled(DEFAULT_PATH_RULES), ...rules.paths].map((rule) => ({
+        name: rule.name,
+        risk: rule.risk,
+        regex: new RegExp(rule.pattern, 'u'),
+      })),
       tools: rules.tools,
     };
     compiledRules.set(rules, compiled);
@@ -137,16 +175,24 @@ const HARMLESS_TOOLS: ReadonlySet<string> = new Set(['think', 'finish', 'task_tr
  * the highest finding, `low` for a tool they read and found nothing in, `unknown` for a tool
  * they cannot read (neither built in nor named in `rules.tools`, and not read-only).
  */
-export function ruleFindings(toolName: string, input: Readonly<Record<string, unknown>>, rules: SecurityRules, tools: ToolCatalog): { risk: SecurityRisk; findings: SecurityFinding[] } {
+export function ruleFindings(
+  toolName: string,
+  input: Readonly<Record<string, unknown>>,
+  rules: SecurityRules,
+  tools: ToolCatalog,
+): { risk: SecurityRisk; findings: SecurityFinding[] } {
   const compiled = compile(rules);
   const findings: SecurityFinding[] = [];
   const add = (finding: SecurityFinding): void => {
-    if (!findings.some((known) => known.rule === finding.rule && known.subject === finding.subject)) findings.push(finding);
+    if (!findings.some((known) => known.rule === finding.rule && known.subject === finding.subject))
+      findings.push(finding);
   };
   const checkPaths = (paths: readonly string[]): void => {
     for (const path of paths) {
       const resolved = resolvePath(path);
-      for (const rule of compiled.paths) if (rule.regex.test(resolved)) add({ rule: rule.name, risk: rule.risk, subject: `${toolName} path ${JSON.stringify(clip(path))}` });
+      for (const rule of compiled.paths)
+        if (rule.regex.test(resolved))
+          add({ rule: rule.name, risk: rule.risk, subject: `${toolName} path ${JSON.stringify(clip(path))}` });
     }
   };
   let read = tools.isReadOnly(toolName) || HARMLESS_TOOLS.has(toolName);
@@ -155,11 +201,17 @@ export function ruleFindings(toolName: string, input: Readonly<Record<string, un
     const command = input['command'];
     const subject = `${toolName} command`;
     const text = command.replace(/\s+/gu, ' ').trim();
-    for (const rule of compiled.commands) if (rule.scope === 'text' && rule.regex.test(text)) add({ rule: rule.name, risk: rule.risk, subject });
+    for (const rule of compiled.commands)
+      if (rule.scope === 'text' && rule.regex.test(text)) add({ rule: rule.name, risk: rule.risk, subject });
     for (const pipeline of shellPipelines(command)) {
       const texts = pipeline.map((simple) => simple.words.join(' '));
       for (const rule of compiled.commands) {
-        if (rule.scope === 'command' ? texts.some((line) => rule.regex.test(line)) : rule.scope === 'pipeline' && rule.regex.test(texts.join(' | '))) add({ rule: rule.name, risk: rule.risk, subject });
+        if (
+          rule.scope === 'command'
+            ? texts.some((line) => rule.regex.test(line))
+            : rule.scope === 'pipeline' && rule.regex.test(texts.join(' | '))
+        )
+          add({ rule: rule.name, risk: rule.risk, subject });
       }
       for (const simple of pipeline) checkPaths([...simple.writes, ...commandWrites(simple)]);
     }
@@ -170,7 +222,12 @@ export function ruleFindings(toolName: string, input: Readonly<Record<string, un
     read = true;
     const parsed = parsePatch(input['patch']);
     // a patch that does not parse is refused by the tool, and writes nothing
-    if (parsed.ok) checkPaths(parsed.changes.flatMap((change) => (change.kind === 'update' && change.moveTo !== undefined ? [change.path, change.moveTo] : [change.path])));
+    if (parsed.ok)
+      checkPaths(
+        parsed.changes.flatMap((change) =>
+          change.kind === 'update' && change.moveTo !== undefined ? [change.path, change.moveTo] : [change.path],
+        ),
+      );
   }
   const named = compiled.tools[toolName];
   if (named !== undefined) {
@@ -199,7 +256,11 @@ function clip(text: string): string {
  * the one `toolCallEvents` read from the call; without the `model` analyzer it is ignored. An
  * action that cannot run (input null) keeps what it had.
  */
-export function assessActions(drafts: readonly EventDraft[], security: SecurityConfig, tools: ToolCatalog): { drafts: EventDraft[]; assessments: Map<string, SecurityAssessment> } {
+export function assessActions(
+  drafts: readonly EventDraft[],
+  security: SecurityConfig,
+  tools: ToolCatalog,
+): { drafts: EventDraft[]; assessments: Map<string, SecurityAssessment> } {
   const assessments = new Map<string, SecurityAssessment>();
   const useModel = security.analyzers.includes('model');
   const useRules = security.analyzers.includes('rules');
@@ -207,7 +268,8 @@ export function assessActions(drafts: readonly EventDraft[], security: SecurityC
     if (draft.type !== 'action' || draft.input === null) return draft;
     const model = useModel ? draft.security_risk : undefined;
     const rules = useRules ? ruleFindings(draft.tool_name, draft.input, security.rules, tools) : undefined;
-    const risk = model !== undefined && rules !== undefined ? highestRisk(model, rules.risk) : (model ?? rules?.risk ?? 'unknown');
+    const risk =
+      model !== undefined && rules !== undefined ? highestRisk(model, rules.risk) : (model ?? rules?.risk ?? 'unknown');
     assessments.set(draft.id, { risk, model, findings: rules?.findings ?? [] });
     return risk === draft.security_risk ? draft : { ...draft, security_risk: risk };
   });
@@ -215,23 +277,36 @@ export function assessActions(drafts: readonly EventDraft[], security: SecurityC
 }
 
 /** The confirmation policy as this file reads it (`ConfirmationPolicy` in agent-config.ts, which imports this file). */
-type ConfirmationPolicyLike = { readonly mode: 'never' | 'always' } | { readonly mode: 'risky'; readonly threshold: RuleRisk };
+type ConfirmationPolicyLike =
+  { readonly mode: 'never' | 'always' } | { readonly mode: 'risky'; readonly threshold: RuleRisk };
 
 /**
  * The `reason` of the `waiting_for_confirmation` the step appends: why these actions ask, naming
  * the rule (`terminal command matches "rm -rf outside the workspace" (high)`) or the model's
  * rating that reached the policy's threshold.
  */
-export function confirmationReason(drafts: readonly EventDraft[], assessments: ReadonlyMap<string, SecurityAssessment>, policy: ConfirmationPolicyLike, tools: ToolCatalog): string {
+export function confirmationReason(
+  drafts: readonly EventDraft[],
+  assessments: ReadonlyMap<string, SecurityAssessment>,
+  policy: ConfirmationPolicyLike,
+  tools: ToolCatalog,
+): string {
   if (policy.mode !== 'risky') return 'actions need confirmation';
   const threshold = RISK_RANK[policy.threshold];
   const why: string[] = [];
   for (const draft of drafts) {
-    if (draft.type !== 'action' || draft.input === null || tools.isReadOnly(draft.tool_name) || RISK_RANK[draft.security_risk] < threshold) continue;
+    if (
+      draft.type !== 'action' ||
+      draft.input === null ||
+      tools.isReadOnly(draft.tool_name) ||
+      RISK_RANK[draft.security_risk] < threshold
+    )
+      continue;
     const assessment = assessments.get(draft.id);
     const finding = assessment?.findings.find((candidate) => RISK_RANK[candidate.risk] >= threshold);
     if (finding) why.push(`${finding.subject} matches "${finding.rule}" (${finding.risk})`);
-    else if (draft.security_risk === 'unknown') why.push(`${draft.tool_name} call has no risk rating (unknown counts as high)`);
+    else if (draft.security_risk === 'unknown')
+      why.push(`${draft.tool_name} call has no risk rating (unknown counts as high)`);
     else why.push(`${draft.tool_name} call rated ${draft.security_risk} by the model`);
   }
   if (why.length === 0) return 'actions need confirmation';

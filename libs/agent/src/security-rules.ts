@@ -17,7 +17,12 @@
  */
 export type RuleRisk = 'low' | 'medium' | 'high';
 export type CommandRuleScope = 'command' | 'pipeline' | 'text';
-export type CommandRuleSpec = { readonly name: string; readonly risk: RuleRisk; readonly pattern: string; readonly scope?: CommandRuleScope };
+export type CommandRuleSpec = {
+  readonly name: string;
+  readonly risk: RuleRisk;
+  readonly pattern: string;
+  readonly scope?: CommandRuleScope;
+};
 export type PathRuleSpec = { readonly name: string; readonly risk: RuleRisk; readonly pattern: string };
 
 /** A recursive flag of rm (-r, -R, in any cluster, or --recursive). */
@@ -33,25 +38,57 @@ export const DEFAULT_COMMAND_RULES: readonly CommandRuleSpec[] = [
     risk: 'high',
     pattern: String.raw`^rm${RECURSIVE}.* (?:/\*?|/(?!workspace(?:[/ ]|$)|tmp(?:[/ ]|$))[^ ]*|~[^ ]*|\$\{?HOME\}?[^ ]*|\.\.(?:/[^ ]*)?)(?: |$)`,
   },
-  { name: 'rm -rf of the whole workspace', risk: 'high', pattern: String.raw`^rm${RECURSIVE}.* (?:\*|\.\*|\./?\*?|/workspace/?\*?)(?: |$)` },
-  { name: 'git push --force', risk: 'high', pattern: String.raw`${GIT} push(?: .*)? (?:-[a-zA-Z]*f[a-zA-Z]*|--force[^ ]*|--mirror|\+[^ ]+)(?: |$)` },
+  {
+    name: 'rm -rf of the whole workspace',
+    risk: 'high',
+    pattern: String.raw`^rm${RECURSIVE}.* (?:\*|\.\*|\./?\*?|/workspace/?\*?)(?: |$)`,
+  },
+  {
+    name: 'git push --force',
+    risk: 'high',
+    pattern: String.raw`${GIT} push(?: .*)? (?:-[a-zA-Z]*f[a-zA-Z]*|--force[^ ]*|--mirror|\+[^ ]+)(?: |$)`,
+  },
   {
     name: 'a download piped into a shell',
     risk: 'high',
     scope: 'pipeline',
     pattern: String.raw`(?:^|\| )(?:curl|wget|aria2c|fetch)(?: [^|]*)?(?: \| [^|]*)* \| (?:(?:sudo|doas|env|exec|command)(?: -[^ ]+)* )?${SHELL_NAMES}(?: |$)`,
   },
-  { name: 'a download run as a script', risk: 'high', pattern: String.raw`^(?:${SHELL_NAMES}|source|\.|eval)(?: .*)? [$<]\( *(?:curl|wget)(?: |\))` },
-  { name: 'dd to a device', risk: 'high', pattern: String.raw`^dd(?: .*)? of=/dev/(?!(?:null|zero|stdout|stderr)(?: |$))` },
-  { name: 'formatting or wiping a disk', risk: 'high', pattern: String.raw`^(?:mkfs(?:\.[^ ]+)?|mke2fs|mkswap|wipefs|fdisk|sfdisk|cfdisk|parted|sgdisk|blkdiscard)(?: |$)|^shred(?: .*)? /dev/` },
-  { name: 'chmod -R 777', risk: 'high', pattern: String.raw`^chmod(?=.* (?:-[a-zA-Z]*R[a-zA-Z]*|--recursive)(?: |$)).* (?:0?777|(?:a|ugo)[+=]rwx)(?: |$)` },
+  {
+    name: 'a download run as a script',
+    risk: 'high',
+    pattern: String.raw`^(?:${SHELL_NAMES}|source|\.|eval)(?: .*)? [$<]\( *(?:curl|wget)(?: |\))`,
+  },
+  {
+    name: 'dd to a device',
+    risk: 'high',
+    pattern: String.raw`^dd(?: .*)? of=/dev/(?!(?:null|zero|stdout|stderr)(?: |$))`,
+  },
+  {
+    name: 'formatting or wiping a disk',
+    risk: 'high',
+    pattern: String.raw`^(?:mkfs(?:\.[^ ]+)?|mke2fs|mkswap|wipefs|fdisk|sfdisk|cfdisk|parted|sgdisk|blkdiscard)(?: |$)|^shred(?: .*)? /dev/`,
+  },
+  {
+    name: 'chmod -R 777',
+    risk: 'high',
+    pattern: String.raw`^chmod(?=.* (?:-[a-zA-Z]*R[a-zA-Z]*|--recursive)(?: |$)).* (?:0?777|(?:a|ugo)[+=]rwx)(?: |$)`,
+  },
   { name: 'sudo or another user', risk: 'high', pattern: String.raw`^(?:sudo|doas|su|pkexec|runuser)(?: |$)` },
-  { name: 'shutdown or reboot', risk: 'high', pattern: String.raw`^(?:shutdown|reboot|halt|poweroff)(?: |$)|^(?:init|telinit) [06]$|^systemctl(?: .*)? (?:poweroff|reboot|halt)(?: |$)` },
+  {
+    name: 'shutdown or reboot',
+    risk: 'high',
+    pattern: String.raw`^(?:shutdown|reboot|halt|poweroff)(?: |$)|^(?:init|telinit) [06]$|^systemctl(?: .*)? (?:poweroff|reboot|halt)(?: |$)`,
+  },
   { name: 'killing every process', risk: 'high', pattern: String.raw`^kill(?: -[^ ]+)* -1$` },
   { name: 'a fork bomb', risk: 'high', scope: 'text', pattern: String.raw`:\(\) ?\{ ?:\|:? ?& ?\} ?;? ?:` },
   // medium: hard to undo, reaching outside the workspace, or running code from elsewhere
   { name: 'git reset --hard', risk: 'medium', pattern: String.raw`${GIT} reset(?: .*)? --hard(?: |$)` },
-  { name: 'git clean -f', risk: 'medium', pattern: String.raw`${GIT} clean(?: .*)? (?:-[a-zA-Z]*f[a-zA-Z]*|--force)(?: |$)` },
+  {
+    name: 'git clean -f',
+    risk: 'medium',
+    pattern: String.raw`${GIT} clean(?: .*)? (?:-[a-zA-Z]*f[a-zA-Z]*|--force)(?: |$)`,
+  },
   {
     name: 'discarding git changes',
     risk: 'medium',
@@ -69,15 +106,27 @@ export const DEFAULT_COMMAND_RULES: readonly CommandRuleSpec[] = [
       String.raw`|^(?:pip[0-9.]*|pipx|gem|cargo|conda|mamba|brew|apt|apt-get|aptitude|yum|dnf|zypper|apk|pacman|snap|port|choco|go|composer|poetry|uv)(?: (?:-[^ ]+|[a-z]+))*? (?:install|add|get|sync|-S[a-z]*)(?: |$)` +
       String.raw`|^python[0-9.]* -m pip install(?: |$)`,
   },
-  { name: 'running a downloaded package', risk: 'medium', pattern: String.raw`^(?:npx|pnpx|bunx|uvx)(?: |$)|^(?:pnpm|yarn) dlx(?: |$)|^pipx run(?: |$)` },
+  {
+    name: 'running a downloaded package',
+    risk: 'medium',
+    pattern: String.raw`^(?:npx|pnpx|bunx|uvx)(?: |$)|^(?:pnpm|yarn) dlx(?: |$)|^pipx run(?: |$)`,
+  },
   {
     name: 'a network fetch',
     risk: 'medium',
     pattern: String.raw`^(?:curl|wget|aria2c|nc|ncat|netcat|socat|telnet|ssh|scp|sftp|ftp|http|https|xh)(?: |$)|^rsync(?: .*)? [^ /-][^ /]*:|${GIT} (?:clone|fetch|pull|ls-remote)(?: |$)`,
   },
-  { name: 'system services', risk: 'medium', pattern: String.raw`^(?:systemctl|service|crontab|launchctl|update-rc\.d|chkconfig)(?: |$)` },
+  {
+    name: 'system services',
+    risk: 'medium',
+    pattern: String.raw`^(?:systemctl|service|crontab|launchctl|update-rc\.d|chkconfig)(?: |$)`,
+  },
   { name: 'killing processes by name', risk: 'medium', pattern: String.raw`^(?:pkill|killall)(?: |$)` },
-  { name: 'containers and cloud', risk: 'medium', pattern: String.raw`^(?:docker|podman|kubectl|helm|terraform|tofu|pulumi|aws|gcloud|az|doctl|flyctl|heroku|vercel|netlify)(?: |$)` },
+  {
+    name: 'containers and cloud',
+    risk: 'medium',
+    pattern: String.raw`^(?:docker|podman|kubectl|helm|terraform|tofu|pulumi|aws|gcloud|az|doctl|flyctl|heroku|vercel|netlify)(?: |$)`,
+  },
 ];
 
 export const DEFAULT_PATH_RULES: readonly PathRuleSpec[] = [
@@ -87,10 +136,22 @@ export const DEFAULT_PATH_RULES: readonly PathRuleSpec[] = [
     pattern: String.raw`^/(?:etc|usr|bin|sbin|lib|lib32|lib64|libx32|boot|root|sys|proc|opt|srv|var(?!/tmp(?:/|$)))(?:/|$)|^/dev/(?!(?:null|zero|stdout|stderr|tty)$|fd/)`,
   },
   { name: 'ssh keys', risk: 'high', pattern: String.raw`(?:^|/)\.ssh(?:/|$)` },
-  { name: 'outside the workspace', risk: 'medium', pattern: String.raw`^~|^/(?!workspace(?:/|$)|tmp(?:/|$)|dev/(?:null|zero|stdout|stderr|tty)$|dev/fd/)` },
-  { name: 'shell startup files', risk: 'medium', pattern: String.raw`(?:^|/)\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv)$` },
+  {
+    name: 'outside the workspace',
+    risk: 'medium',
+    pattern: String.raw`^~|^/(?!workspace(?:/|$)|tmp(?:/|$)|dev/(?:null|zero|stdout|stderr|tty)$|dev/fd/)`,
+  },
+  {
+    name: 'shell startup files',
+    risk: 'medium',
+    pattern: String.raw`(?:^|/)\.(?:bashrc|bash_profile|bash_login|profile|zshrc|zprofile|zshenv)$`,
+  },
   { name: 'git hooks and config', risk: 'medium', pattern: String.raw`(?:^|/)\.git/(?:hooks(?:/|$)|config$)` },
-  { name: 'CI configuration', risk: 'medium', pattern: String.raw`(?:^|/)(?:\.github/workflows/|\.gitlab-ci\.ya?ml$|\.circleci/|Jenkinsfile$|azure-pipelines\.ya?ml$)` },
+  {
+    name: 'CI configuration',
+    risk: 'medium',
+    pattern: String.raw`(?:^|/)(?:\.github/workflows/|\.gitlab-ci\.ya?ml$|\.circleci/|Jenkinsfile$|azure-pipelines\.ya?ml$)`,
+  },
   {
     name: 'credential files',
     risk: 'medium',

@@ -14,31 +14,70 @@ export type ShellPipeline = readonly ShellCommand[];
 const MAX_DEPTH = 8;
 
 /** Words that start a compound command or negate one: the command is what follows them. */
-const KEYWORDS: ReadonlySet<string> = new Set(['{', '}', '!', 'if', 'then', 'else', 'elif', 'fi', 'do', 'done', 'while', 'until', 'time', 'coproc']);
+const KEYWORDS: ReadonlySet<string> = new Set([
+  '{',
+  '}',
+  '!',
+  'if',
+  'then',
+  'else',
+  'elif',
+  'fi',
+  'do',
+  'done',
+  'while',
+  'until',
+  'time',
+  'coproc',
+]);
 
 /**
  * Programs that run the command in their arguments: the flags that take a value (skipped with
  * it), and how many positional words come before the command.
  */
-const WRAPPERS: ReadonlyMap<string, { readonly valueFlags: ReadonlySet<string>; readonly positional: number }> = new Map(
-  Object.entries({
-    sudo: { flags: ['-u', '-g', '-C', '-D', '-h', '-p', '-r', '-t', '-U', '--user', '--group', '--chdir'], positional: 0 },
-    doas: { flags: ['-u', '-C'], positional: 0 },
-    env: { flags: ['-u', '-C', '--unset', '--chdir'], positional: 0 },
-    command: { flags: [], positional: 0 },
-    builtin: { flags: [], positional: 0 },
-    exec: { flags: ['-a'], positional: 0 },
-    nohup: { flags: [], positional: 0 },
-    nice: { flags: ['-n', '--adjustment'], positional: 0 },
-    ionice: { flags: ['-c', '-n', '-p', '-P', '-u'], positional: 0 },
-    stdbuf: { flags: ['-i', '-o', '-e'], positional: 0 },
-    setsid: { flags: [], positional: 0 },
-    timeout: { flags: ['-k', '-s', '--kill-after', '--signal'], positional: 1 },
-    chroot: { flags: ['--userspec', '--groups'], positional: 1 },
-    xargs: { flags: ['-a', '-d', '-E', '-e', '-I', '-i', '-L', '-l', '-n', '-P', '-s', '--delimiter', '--max-args', '--max-procs', '--arg-file', '--replace'], positional: 0 },
-    watch: { flags: ['-n', '-d', '--interval'], positional: 0 },
-  }).map(([name, { flags, positional }]) => [name, { valueFlags: new Set(flags), positional }]),
-);
+const WRAPPERS: ReadonlyMap<string, { readonly valueFlags: ReadonlySet<string>; readonly positional: number }> =
+  new Map(
+    Object.entries({
+      sudo: {
+        flags: ['-u', '-g', '-C', '-D', '-h', '-p', '-r', '-t', '-U', '--user', '--group', '--chdir'],
+        positional: 0,
+      },
+      doas: { flags: ['-u', '-C'], positional: 0 },
+      env: { flags: ['-u', '-C', '--unset', '--chdir'], positional: 0 },
+      command: { flags: [], positional: 0 },
+      builtin: { flags: [], positional: 0 },
+      exec: { flags: ['-a'], positional: 0 },
+      nohup: { flags: [], positional: 0 },
+      nice: { flags: ['-n', '--adjustment'], positional: 0 },
+      ionice: { flags: ['-c', '-n', '-p', '-P', '-u'], positional: 0 },
+      stdbuf: { flags: ['-i', '-o', '-e'], positional: 0 },
+      setsid: { flags: [], positional: 0 },
+      timeout: { flags: ['-k', '-s', '--kill-after', '--signal'], positional: 1 },
+      chroot: { flags: ['--userspec', '--groups'], positional: 1 },
+      xargs: {
+        flags: [
+          '-a',
+          '-d',
+          '-E',
+          '-e',
+          '-I',
+          '-i',
+          '-L',
+          '-l',
+          '-n',
+          '-P',
+          '-s',
+          '--delimiter',
+          '--max-args',
+          '--max-procs',
+          '--arg-file',
+          '--replace',
+        ],
+        positional: 0,
+      },
+      watch: { flags: ['-n', '-d', '--interval'], positional: 0 },
+    }).map(([name, { flags, positional }]) => [name, { valueFlags: new Set(flags), positional }]),
+  );
 
 const SHELLS: ReadonlySet<string> = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'ash', 'fish', 'busybox']);
 
@@ -232,7 +271,13 @@ function lex(text: string, depth: number, out: ShellPipeline[]): ShellCommand[][
 }
 
 /** Reads a double-quoted string from `index` (after the quote); returns the index after the closing quote. */
-function readDoubleQuoted(text: string, start: number, append: (part: string) => void, depth: number, out: ShellPipeline[]): number {
+function readDoubleQuoted(
+  text: string,
+  start: number,
+  append: (part: string) => void,
+  depth: number,
+  out: ShellPipeline[],
+): number {
   let index = start;
   let part = '';
   while (index < text.length && text[index] !== '"') {

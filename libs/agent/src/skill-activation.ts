@@ -1,4 +1,11 @@
-import { draftEvent, type DraftContext, type Event, type EventDraft, type KnowledgeSkill, type MessageEvent } from '@flotilla/events';
+import {
+  draftEvent,
+  type DraftContext,
+  type Event,
+  type EventDraft,
+  type KnowledgeSkill,
+  type MessageEvent,
+} from '@flotilla/events';
 import type { SkillsFold } from './skills-fold.js';
 
 /**
@@ -8,7 +15,11 @@ import type { SkillsFold } from './skills-fold.js';
  * holds each skill's text and whose `activated_skills` names them. The step appends it in its
  * commit and the model reads it as part of the user's turn; undefined when none is triggered.
  */
-export function skillActivationDraft(events: readonly Event[], skills: SkillsFold, context: DraftContext): EventDraft | undefined {
+export function skillActivationDraft(
+  events: readonly Event[],
+  skills: SkillsFold,
+  context: DraftContext,
+): EventDraft | undefined {
   const catalog = skills.context?.knowledge ?? [];
   if (catalog.length === 0) return undefined;
   const texts = unansweredUserTexts(events).map((text) => text.toLowerCase());
@@ -23,7 +34,10 @@ export function skillActivationDraft(events: readonly Event[], skills: SkillsFol
   return draftEvent({ ...context, source: 'environment' }, 'message', {
     role: 'user',
     content: [],
-    extended_content: triggered.map(({ skill, trigger }) => ({ type: 'text' as const, text: skillText(skill, trigger) })),
+    extended_content: triggered.map(({ skill, trigger }) => ({
+      type: 'text' as const,
+      text: skillText(skill, trigger),
+    })),
     activated_skills: triggered.map(({ skill }) => skill.name),
   });
 }
@@ -41,7 +55,8 @@ function unansweredUserTexts(events: readonly Event[]): string[] {
   for (let index = events.length - 1; index >= 0; index -= 1) {
     const event = events[index]!;
     if (event.source === 'agent') break;
-    if (isUserMessage(event)) texts.unshift(event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n'));
+    if (isUserMessage(event))
+      texts.unshift(event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n'));
   }
   return texts;
 }

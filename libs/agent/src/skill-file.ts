@@ -68,6 +68,7 @@ export function listField(file: SkillFile, name: string): string[] {
 
 function unquote(raw: string): string {
   const value = raw.trim();
-  if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.at(-1) === value[0]) return value.slice(1, -1);
+  if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.at(-1) === value[0])
+    return value.slice(1, -1);
   return value;
 }

@@ -35,7 +35,8 @@ export class SkillsFold {
     for (const event of events) {
       if (event.type === 'workspace_context') this.#context = event;
       else if (event.type === 'message') for (const name of event.activated_skills ?? []) this.#activated.add(name);
-      else if (event.type === 'observation') for (const path of appliedRulesOf(event.details)) this.#appliedRules.add(path);
+      else if (event.type === 'observation')
+        for (const path of appliedRulesOf(event.details)) this.#appliedRules.add(path);
     }
     return this;
   }
@@ -54,7 +55,11 @@ export class SkillsFold {
   }
 
   checkpoint(): SkillsCheckpoint {
-    return { ...(this.#context ? { context: this.#context } : {}), activated: [...this.#activated], applied_rules: [...this.#appliedRules] };
+    return {
+      ...(this.#context ? { context: this.#context } : {}),
+      activated: [...this.#activated],
+      applied_rules: [...this.#appliedRules],
+    };
   }
 }
 

@@ -9,11 +9,17 @@ export function workspaceContextPrompt(context: WorkspaceContextEvent | undefine
   if (!context) return undefined;
   const sections: string[] = [];
   if (context.repository.length > 0) {
-    const files = context.repository.map((file) => `[${file.path}${file.truncated ? ', its beginning only' : ''}]\n${file.content.trim()}`);
-    sections.push(`<REPO_CONTEXT>\nThe repository's own instructions, from files in the workspace. Follow them.\n\n${files.join('\n\n')}\n</REPO_CONTEXT>`);
+    const files = context.repository.map(
+      (file) => `[${file.path}${file.truncated ? ', its beginning only' : ''}]\n${file.content.trim()}`,
+    );
+    sections.push(
+      `<REPO_CONTEXT>\nThe repository's own instructions, from files in the workspace. Follow them.\n\n${files.join('\n\n')}\n</REPO_CONTEXT>`,
+    );
   }
   if (context.skills.length > 0) {
-    const skills = context.skills.map((skill) => `- ${skill.name}: ${skill.description || '(no description)'} (${skill.path})`);
+    const skills = context.skills.map(
+      (skill) => `- ${skill.name}: ${skill.description || '(no description)'} (${skill.path})`,
+    );
     sections.push(
       `<SKILLS>\nSkills in the workspace. When one fits the task, read its file (the path is relative to the workspace root) with the file editor and follow it.\n${skills.join('\n')}\n</SKILLS>`,
     );

@@ -5,13 +5,26 @@ import { z } from 'zod';
 import type { AgentConfig } from './agent-config.js';
 import { AGENT_SPEC_VERSION, AgentSpec, fieldIssues, MAX_FALLBACKS, type SpecModel } from './agent-spec.js';
 import { fallbackIssues } from './profile-fallbacks.js';
-import { DEFAULT_MAX_SUB_AGENT_DEPTH, DEFAULT_MAX_SUB_AGENTS, parseSubAgentMarkdown, TASK_TOOL, type SubAgentDefinition } from './sub-agents.js';
+import {
+  DEFAULT_MAX_SUB_AGENT_DEPTH,
+  DEFAULT_MAX_SUB_AGENTS,
+  parseSubAgentMarkdown,
+  TASK_TOOL,
+  type SubAgentDefinition,
+} from './sub-agents.js';
 
 /** The name of the deployment's own model (the default spec's), as a profile. */
 export const DEFAULT_PROFILE = 'default';
 
 /** What a spec that names a profile may still set of its model: how it samples, never where it goes or what it costs. */
-const TUNING_KEYS = ['temperature', 'maxOutputTokens', 'reasoningEffort', 'thinkingBudgetTokens', 'timeoutMs', 'promptCacheKey'] as const;
+const TUNING_KEYS = [
+  'temperature',
+  'maxOutputTokens',
+  'reasoningEffort',
+  'thinkingBudgetTokens',
+  'timeoutMs',
+  'promptCacheKey',
+] as const;
 
 /**
  * An `llm` of tuning only (`{"temperature": 0.5}`, what `flotilla spec ID --set llm.temperature=0.5`
@@ -31,7 +44,11 @@ function tunedModel(requested: unknown, current: AgentSpec['llm']): unknown {
  * named so.
  */
 function requestOf(model: SpecModel): Record<string, unknown> {
-  if (model.profile !== undefined) return { profile: model.profile, ...Object.fromEntries(TUNING_KEYS.flatMap((key) => (model[key] === undefined ? [] : [[key, model[key]]]))) };
+  if (model.profile !== undefined)
+    return {
+      profile: model.profile,
+      ...Object.fromEntries(TUNING_KEYS.flatMap((key) => (model[key] === undefined ? [] : [[key, model[key]]]))),
+    };
   const { fallbacks, ...own } = model;
   return fallbacks === undefined ? own : { ...own, fallbacks: fallbacks.map(requestOf) };
 }
@@ -89,7 +106,12 @@ export type OperatorLimits = z.infer<typeof OperatorLimits>;
  * a profile's name (with tuning) or, where the operator allows, a model of its own.
  */
 const SPEC_FIELDS = Object.keys(AgentSpec.shape).filter((key) => key !== 'version') as (keyof AgentSpec)[];
-export const SpecPatch = z.strictObject(Object.fromEntries(SPEC_FIELDS.map((key) => [key, z.unknown().optional()])) as Record<keyof AgentSpec, z.ZodOptional<z.ZodUnknown>>);
+export const SpecPatch = z.strictObject(
+  Object.fromEntries(SPEC_FIELDS.map((key) => [key, z.unknown().optional()])) as Record<
+    keyof AgentSpec,
+    z.ZodOptional<z.ZodUnknown>
+  >,
+);
 export type SpecPatch = Partial<Record<Exclude<keyof AgentSpec, 'version'>, unknown>>;
 
 /** The operator's catalog: model profiles (with their keys' sources), templates of specs, and the limits every spec keeps. */
@@ -132,10 +154,21 @@ export type SpecRequest = { readonly template?: string; readonly spec?: unknown 
 export type ResolvedSpec = { readonly spec: AgentSpec; readonly template?: string };
 
 /** A profile as `/v1/server-info` shows it: never its key or where the key comes from; the profiles it falls back on, in order. */
-export type ProfileSummary = { readonly name: string; readonly provider: string; readonly model: string; readonly fallbacks: readonly string[] };
+export type ProfileSummary = {
+  readonly name: string;
+  readonly provider: string;
+  readonly model: string;
+  readonly fallbacks: readonly string[];
+};
 
 /** A sub-agent as `/v1/server-info` shows it: what a spec may name in `subAgents`. */
-export type SubAgentSummary = { readonly name: string; readonly description: string; readonly tools: readonly string[]; readonly workspace: 'shared' | 'own'; readonly model: string | null };
+export type SubAgentSummary = {
+  readonly name: string;
+  readonly description: string;
+  readonly tools: readonly string[];
+  readonly workspace: 'shared' | 'own';
+  readonly model: string | null;
+};
 
 /**
  * The operator's catalog of agents and what it allows, and the one place a spec is made from a
@@ -159,7 +192,13 @@ export class AgentCatalog {
     const parsed = AgentCatalogSettings.safeParse(settings);
     if (!parsed.success) throw new SpecRefused(400, fieldIssues(parsed.error));
     const { profiles, fallbacks, templates, limits, subAgents } = parsed.data;
-    if (DEFAULT_PROFILE in profiles) throw new SpecRefused(400, [{ path: `profiles.${DEFAULT_PROFILE}`, message: "is the deployment's own model (its agent settings' llm): name the profile otherwise" }]);
+    if (DEFAULT_PROFILE in profiles)
+      throw new SpecRefused(400, [
+        {
+          path: `profiles.${DEFAULT_PROFILE}`,
+          message: "is the deployment's own model (its agent settings' llm): name the profile otherwise",
+        },
+      ]);
     this.limits = limits;
     this.#tools = limits.tools ?? [...builtinToolNames(), TASK_TOOL];
     this.#profiles = new Map([[DEFAULT_PROFILE, defaults.llm], ...Object.entries(profiles)]);
@@ -169,7 +208,12 @@ export class AgentCatalog {
     this.#subAgents = this.#readSubAgents(subAgents);
     const { llm: _llm, ...rest } = defaults;
     this.defaultSpec = this.#finish({ ...rest, llm: this.#profileModel(DEFAULT_PROFILE) }, 'defaults');
-    this.#templates = new Map(Object.entries(templates).map(([name, patch]) => [name, this.#apply(this.defaultSpec, patch, `templates.${name}`)]));
+    this.#templates = new Map(
+      Object.entries(templates).map(([name, patch]) => [
+        name,
+        this.#apply(this.defaultSpec, patch, `templates.${name}`),
+      ]),
+    );
   }
 
   /** The spec a request makes: `template` (or `base`, default the deployment's) with `spec`'s fields over it. */
@@ -177,7 +221,13 @@ export class AgentCatalog {
     let start = base;
     if (request.template !== undefined) {
       const template = this.#templates.get(request.template);
-      if (!template) throw new SpecRefused(400, [{ path: 'template', message: `no template "${request.template}" (the templates: ${this.templateNames().join(', ') || 'none'})` }]);
+      if (!template)
+        throw new SpecRefused(400, [
+          {
+            path: 'template',
+            message: `no template "${request.template}" (the templates: ${this.templateNames().join(', ') || 'none'})`,
+          },
+        ]);
       start = template;
     }
     const spec = request.spec === undefined ? start : this.#apply(start, request.spec, 'spec');
@@ -193,7 +243,14 @@ export class AgentCatalog {
   }
 
   profiles(): ProfileSummary[] {
-    return [...this.#profiles].map(([name, config]) => ({ name, provider: config.provider, model: config.model, fallbacks: this.#fallbacks.get(name) ?? [] })).sort((a, b) => a.name.localeCompare(b.name));
+    return [...this.#profiles]
+      .map(([name, config]) => ({
+        name,
+        provider: config.provider,
+        model: config.model,
+        fallbacks: this.#fallbacks.get(name) ?? [],
+      }))
+      .sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** The tools a spec may offer here. */
@@ -203,7 +260,13 @@ export class AgentCatalog {
 
   /** The sub-agents a spec may name here. */
   subAgents(): SubAgentSummary[] {
-    return [...this.#subAgents.values()].map((agent) => ({ name: agent.name, description: agent.description, tools: agent.tools, workspace: agent.workspace, model: agent.llm?.profile ?? null }));
+    return [...this.#subAgents.values()].map((agent) => ({
+      name: agent.name,
+      description: agent.description,
+      tools: agent.tools,
+      workspace: agent.workspace,
+      model: agent.llm?.profile ?? null,
+    }));
   }
 
   /**
@@ -213,12 +276,23 @@ export class AgentCatalog {
    * still the profile's (a profile moved elsewhere does not send its key where an older spec
    * points). A reason when it cannot be used.
    */
-  profileKey(model: SpecModel): { readonly ok: true; readonly key: Pick<LlmConfig, 'apiKey' | 'apiKeyEnv'> } | { readonly ok: false; readonly reason: string } {
+  profileKey(
+    model: SpecModel,
+  ):
+    | { readonly ok: true; readonly key: Pick<LlmConfig, 'apiKey' | 'apiKeyEnv'> }
+    | { readonly ok: false; readonly reason: string } {
     const name = model.profile;
     const profile = name === undefined ? undefined : this.#profiles.get(name);
-    if (!profile) return { ok: false, reason: `the model profile "${name}" is not offered by this deployment any more: switch the conversation's model` };
+    if (!profile)
+      return {
+        ok: false,
+        reason: `the model profile "${name}" is not offered by this deployment any more: switch the conversation's model`,
+      };
     if (profile.provider !== model.provider || profile.baseURL !== model.baseURL) {
-      return { ok: false, reason: `the model profile "${name}" now points elsewhere than this conversation's spec: switch the conversation's model to use it` };
+      return {
+        ok: false,
+        reason: `the model profile "${name}" now points elsewhere than this conversation's spec: switch the conversation's model to use it`,
+      };
     }
     return { ok: true, key: keyOfProfile(profile) };
   }
@@ -228,10 +302,17 @@ export class AgentCatalog {
    * `apiKey`, nor one with `apiKeyEnv: false`, a server that takes no key): what a service that
    * calls the models checks at start.
    */
-  keyVariables(): { readonly profile: string; readonly provider: string; readonly model: string; readonly variable: string }[] {
+  keyVariables(): {
+    readonly profile: string;
+    readonly provider: string;
+    readonly model: string;
+    readonly variable: string;
+  }[] {
     return [...this.#profiles].flatMap(([profile, config]) => {
       const key = keyOfProfile(config);
-      return key.apiKey === undefined && typeof key.apiKeyEnv === 'string' ? [{ profile, provider: config.provider, model: config.model, variable: key.apiKeyEnv }] : [];
+      return key.apiKey === undefined && typeof key.apiKeyEnv === 'string'
+        ? [{ profile, provider: config.provider, model: config.model, variable: key.apiKeyEnv }]
+        : [];
     });
   }
 
@@ -240,7 +321,8 @@ export class AgentCatalog {
     if (!fields.success) throw new SpecRefused(400, fieldIssues(fields.error, at));
     const given = Object.fromEntries(Object.entries(fields.data).filter(([, value]) => value !== undefined));
     const llm = given['llm'] === undefined ? base.llm : this.#model(tunedModel(given['llm'], base.llm), `${at}.llm`);
-    const subAgents = given['subAgents'] === undefined ? base.subAgents : this.#namedSubAgents(given['subAgents'], `${at}.subAgents`);
+    const subAgents =
+      given['subAgents'] === undefined ? base.subAgents : this.#namedSubAgents(given['subAgents'], `${at}.subAgents`);
     return this.#finish({ ...base, ...given, llm, subAgents }, at);
   }
 
@@ -248,7 +330,9 @@ export class AgentCatalog {
   #profileModel(name: string): Record<string, unknown> {
     const model = modelOfProfile(name, this.#profiles.get(name)!);
     const fallbacks = this.#fallbacks.get(name);
-    return fallbacks === undefined ? model : { ...model, fallbacks: fallbacks.map((fallback) => modelOfProfile(fallback, this.#profiles.get(fallback)!)) };
+    return fallbacks === undefined
+      ? model
+      : { ...model, fallbacks: fallbacks.map((fallback) => modelOfProfile(fallback, this.#profiles.get(fallback)!)) };
   }
 
   /** The operator's Markdown definitions, each read and its model resolved from its profile; an error names `subAgents.N.<field>`. */
@@ -263,12 +347,24 @@ export class AgentCatalog {
         return;
       }
       const { definition, profile } = read.value;
-      if (agents.has(definition.name)) issues.push({ path: `${at}.name`, message: `"${definition.name}" is defined twice` });
+      if (agents.has(definition.name))
+        issues.push({ path: `${at}.name`, message: `"${definition.name}" is defined twice` });
       const refused = definition.tools.filter((tool) => !this.#tools.includes(tool));
-      if (refused.length > 0) issues.push({ path: `${at}.tools`, message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})` });
+      if (refused.length > 0)
+        issues.push({
+          path: `${at}.tools`,
+          message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})`,
+        });
       const config = profile === undefined ? undefined : this.#profiles.get(profile);
-      if (profile !== undefined && !config) issues.push({ path: `${at}.model`, message: `no model profile ${JSON.stringify(profile)} (the profiles: ${[...this.#profiles.keys()].join(', ')})` });
-      agents.set(definition.name, { ...definition, ...(config ? { llm: this.#profileModel(profile!) as SpecModel } : {}) });
+      if (profile !== undefined && !config)
+        issues.push({
+          path: `${at}.model`,
+          message: `no model profile ${JSON.stringify(profile)} (the profiles: ${[...this.#profiles.keys()].join(', ')})`,
+        });
+      agents.set(definition.name, {
+        ...definition,
+        ...(config ? { llm: this.#profileModel(profile!) as SpecModel } : {}),
+      });
     });
     if (issues.length > 0) throw new SpecRefused(400, issues);
     return agents;
@@ -276,12 +372,20 @@ export class AgentCatalog {
 
   /** A request's sub-agents: the names of the operator's (a definition of the request's own could give itself any model or prompt the operator never saw). */
   #namedSubAgents(requested: unknown, at: string): SubAgentDefinition[] {
-    if (!Array.isArray(requested)) throw new SpecRefused(400, [{ path: at, message: 'must be a list of sub-agent names' }]);
+    if (!Array.isArray(requested))
+      throw new SpecRefused(400, [{ path: at, message: 'must be a list of sub-agent names' }]);
     const known = [...this.#subAgents.keys()].join(', ') || 'none';
     const issues: SpecIssue[] = [];
     const agents = requested.flatMap((name, index): SubAgentDefinition[] => {
       const agent = typeof name === 'string' ? this.#subAgents.get(name) : undefined;
-      if (!agent) issues.push({ path: `${at}.${index}`, message: typeof name === 'string' ? `no sub-agent "${name}" (the sub-agents: ${known})` : `must be a sub-agent's name (the sub-agents: ${known})` });
+      if (!agent)
+        issues.push({
+          path: `${at}.${index}`,
+          message:
+            typeof name === 'string'
+              ? `no sub-agent "${name}" (the sub-agents: ${known})`
+              : `must be a sub-agent's name (the sub-agents: ${known})`,
+        });
       return agent ? [agent] : [];
     });
     if (issues.length > 0) throw new SpecRefused(400, issues);
@@ -294,37 +398,80 @@ export class AgentCatalog {
    * own). A fallback (`asFallback`) has no fallbacks of its own.
    */
   #model(requested: unknown, at: string, asFallback = false): unknown {
-    if (typeof requested !== 'object' || requested === null || Array.isArray(requested)) throw new SpecRefused(400, [{ path: at, message: 'must be an object: { "profile": "<name>" } or a model of its own' }]);
+    if (typeof requested !== 'object' || requested === null || Array.isArray(requested))
+      throw new SpecRefused(400, [
+        { path: at, message: 'must be an object: { "profile": "<name>" } or a model of its own' },
+      ]);
     const { profile, ...rest } = requested as Record<string, unknown>;
     if (profile !== undefined) {
       const config = typeof profile === 'string' ? this.#profiles.get(profile) : undefined;
-      if (!config) throw new SpecRefused(400, [{ path: `${at}.profile`, message: `no model profile ${JSON.stringify(profile)} (the profiles: ${[...this.#profiles.keys()].join(', ')})` }]);
+      if (!config)
+        throw new SpecRefused(400, [
+          {
+            path: `${at}.profile`,
+            message: `no model profile ${JSON.stringify(profile)} (the profiles: ${[...this.#profiles.keys()].join(', ')})`,
+          },
+        ]);
       const fixed = Object.keys(rest).filter((key) => !(TUNING_KEYS as readonly string[]).includes(key));
       if (fixed.length > 0) {
-        throw new SpecRefused(400, fixed.map((key) => ({ path: `${at}.${key}`, message: `a profile fixes its model's ${key}: with a profile give only ${TUNING_KEYS.join(', ')}` })));
+        throw new SpecRefused(
+          400,
+          fixed.map((key) => ({
+            path: `${at}.${key}`,
+            message: `a profile fixes its model's ${key}: with a profile give only ${TUNING_KEYS.join(', ')}`,
+          })),
+        );
       }
-      return { ...(asFallback ? modelOfProfile(profile as string, config) : this.#profileModel(profile as string)), ...rest };
+      return {
+        ...(asFallback ? modelOfProfile(profile as string, config) : this.#profileModel(profile as string)),
+        ...rest,
+      };
     }
     const allowed = this.limits.customModels;
     if (allowed === false) {
-      throw new SpecRefused(403, [{ path: `${at}.profile`, message: `this deployment runs only its model profiles (${[...this.#profiles.keys()].join(', ')}): give one` }]);
+      throw new SpecRefused(403, [
+        {
+          path: `${at}.profile`,
+          message: `this deployment runs only its model profiles (${[...this.#profiles.keys()].join(', ')}): give one`,
+        },
+      ]);
     }
     const issues: SpecIssue[] = [];
     const provider = rest['provider'];
-    if (allowed.providers && !allowed.providers.includes(provider as never)) issues.push({ path: `${at}.provider`, message: `not allowed here (allowed: ${allowed.providers.join(', ')})` });
-    if (allowed.models && !allowed.models.includes(rest['model'] as string)) issues.push({ path: `${at}.model`, message: `not allowed here (allowed: ${allowed.models.join(', ')})` });
+    if (allowed.providers && !allowed.providers.includes(provider as never))
+      issues.push({ path: `${at}.provider`, message: `not allowed here (allowed: ${allowed.providers.join(', ')})` });
+    if (allowed.models && !allowed.models.includes(rest['model'] as string))
+      issues.push({ path: `${at}.model`, message: `not allowed here (allowed: ${allowed.models.join(', ')})` });
     const baseURL = rest['baseURL'];
     if (typeof baseURL !== 'string' || !allowed.baseURLs.some((prefix) => baseURL.startsWith(prefix))) {
-      issues.push({ path: `${at}.baseURL`, message: `a model of the spec's own needs a base URL starting with one of: ${allowed.baseURLs.join(', ')}` });
+      issues.push({
+        path: `${at}.baseURL`,
+        message: `a model of the spec's own needs a base URL starting with one of: ${allowed.baseURLs.join(', ')}`,
+      });
     }
     if (issues.length > 0) throw new SpecRefused(403, issues);
     const { fallbacks, ...own } = rest;
     if (fallbacks === undefined) return own;
-    if (asFallback) throw new SpecRefused(400, [{ path: `${at}.fallbacks`, message: "a fallback's own fallbacks are not followed: list every model in the fallbacks of the model they back up" }]);
+    if (asFallback)
+      throw new SpecRefused(400, [
+        {
+          path: `${at}.fallbacks`,
+          message:
+            "a fallback's own fallbacks are not followed: list every model in the fallbacks of the model they back up",
+        },
+      ]);
     if (!Array.isArray(fallbacks) || fallbacks.length === 0 || fallbacks.length > MAX_FALLBACKS) {
-      throw new SpecRefused(400, [{ path: `${at}.fallbacks`, message: `must be a list of 1 to ${MAX_FALLBACKS} models, each { "profile": "<name>" } or a model of its own` }]);
+      throw new SpecRefused(400, [
+        {
+          path: `${at}.fallbacks`,
+          message: `must be a list of 1 to ${MAX_FALLBACKS} models, each { "profile": "<name>" } or a model of its own`,
+        },
+      ]);
     }
-    return { ...own, fallbacks: fallbacks.map((fallback, index) => this.#model(fallback, `${at}.fallbacks.${index}`, true)) };
+    return {
+      ...own,
+      fallbacks: fallbacks.map((fallback, index) => this.#model(fallback, `${at}.fallbacks.${index}`, true)),
+    };
   }
 
   /** The spec's schema, then the limits, on a whole candidate. */
@@ -334,7 +481,11 @@ export class AgentCatalog {
     const spec = parsed.data;
     const issues: SpecIssue[] = [];
     const refused = spec.tools.filter((tool) => !this.#tools.includes(tool));
-    if (refused.length > 0) issues.push({ path: `${at}.tools`, message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})` });
+    if (refused.length > 0)
+      issues.push({
+        path: `${at}.tools`,
+        message: `${refused.map((tool) => `"${tool}"`).join(', ')}: not offered here (the tools: ${this.#tools.join(', ')})`,
+      });
     const invalid = subAgentIssues(spec, at);
     if (invalid.length > 0) throw new SpecRefused(400, invalid);
     issues.push(...mcpIssues(spec.mcpServers, this.limits, `${at}.mcpServers`));
@@ -348,15 +499,22 @@ export class AgentCatalog {
     }
     // the defaults are caps too: what one conversation may spawn is bounded unless the operator raises it
     const { maxSubAgents = DEFAULT_MAX_SUB_AGENTS, maxSubAgentDepth = DEFAULT_MAX_SUB_AGENT_DEPTH } = this.limits;
-    if ((spec.limits.maxSubAgents ?? 0) > maxSubAgents) issues.push({ path: `${at}.limits.maxSubAgents`, message: `at most ${maxSubAgents} here` });
-    if ((spec.limits.maxSubAgentDepth ?? 0) > maxSubAgentDepth) issues.push({ path: `${at}.limits.maxSubAgentDepth`, message: `at most ${maxSubAgentDepth} here` });
+    if ((spec.limits.maxSubAgents ?? 0) > maxSubAgents)
+      issues.push({ path: `${at}.limits.maxSubAgents`, message: `at most ${maxSubAgents} here` });
+    if ((spec.limits.maxSubAgentDepth ?? 0) > maxSubAgentDepth)
+      issues.push({ path: `${at}.limits.maxSubAgentDepth`, message: `at most ${maxSubAgentDepth} here` });
     if (issues.length > 0) throw new SpecRefused(403, issues);
     // limits the spec leaves unset are the operator's, written into the spec: the log says what held
     const limits = {
       ...spec.limits,
-      ...(maxBudgetPerRunUsd !== undefined && spec.limits.maxBudgetPerRunUsd === undefined ? { maxBudgetPerRunUsd } : {}),
+      ...(maxBudgetPerRunUsd !== undefined && spec.limits.maxBudgetPerRunUsd === undefined
+        ? { maxBudgetPerRunUsd }
+        : {}),
       ...(spec.subAgents.length > 0
-        ? { maxSubAgents: spec.limits.maxSubAgents ?? maxSubAgents, maxSubAgentDepth: spec.limits.maxSubAgentDepth ?? maxSubAgentDepth }
+        ? {
+            maxSubAgents: spec.limits.maxSubAgents ?? maxSubAgents,
+            maxSubAgentDepth: spec.limits.maxSubAgentDepth ?? maxSubAgentDepth,
+          }
         : {}),
     };
     return Object.freeze(JSON.stringify(limits) === JSON.stringify(spec.limits) ? spec : { ...spec, limits });
@@ -365,7 +523,8 @@ export class AgentCatalog {
 
 /** Where a profile's key comes from: its `apiKey`, else its `apiKeyEnv`, else its provider's usual variable. */
 function keyOfProfile(profile: LlmConfig): Pick<LlmConfig, 'apiKey' | 'apiKeyEnv'> {
-  if (profile.apiKey !== undefined) return { apiKey: profile.apiKey, ...(profile.apiKeyEnv !== undefined ? { apiKeyEnv: profile.apiKeyEnv } : {}) };
+  if (profile.apiKey !== undefined)
+    return { apiKey: profile.apiKey, ...(profile.apiKeyEnv !== undefined ? { apiKeyEnv: profile.apiKeyEnv } : {}) };
   return { apiKeyEnv: profile.apiKeyEnv ?? defaultApiKeyVariable(profile.provider) };
 }
 
@@ -378,13 +537,22 @@ function modelOfProfile(name: string, config: LlmConfig): Record<string, unknown
 /** A spec's sub-agents that do not fit it: a name given twice, a tool the spec does not offer, `task` offered with no sub-agent to start. */
 function subAgentIssues(spec: AgentSpec, at: string): SpecIssue[] {
   const issues: SpecIssue[] = [];
-  if (spec.tools.includes(TASK_TOOL) && spec.subAgents.length === 0) issues.push({ path: `${at}.tools`, message: `"${TASK_TOOL}" starts sub-agents: name them in subAgents, or leave the tool out` });
+  if (spec.tools.includes(TASK_TOOL) && spec.subAgents.length === 0)
+    issues.push({
+      path: `${at}.tools`,
+      message: `"${TASK_TOOL}" starts sub-agents: name them in subAgents, or leave the tool out`,
+    });
   const seen = new Set<string>();
   spec.subAgents.forEach((agent, index) => {
-    if (seen.has(agent.name)) issues.push({ path: `${at}.subAgents.${index}`, message: `"${agent.name}" is named twice` });
+    if (seen.has(agent.name))
+      issues.push({ path: `${at}.subAgents.${index}`, message: `"${agent.name}" is named twice` });
     seen.add(agent.name);
     const foreign = agent.tools.filter((tool) => !spec.tools.includes(tool));
-    if (foreign.length > 0) issues.push({ path: `${at}.subAgents.${index}.tools`, message: `${foreign.map((tool) => `"${tool}"`).join(', ')}: a sub-agent's tools are some of its parent's (the spec's tools: ${spec.tools.join(', ')})` });
+    if (foreign.length > 0)
+      issues.push({
+        path: `${at}.subAgents.${index}.tools`,
+        message: `${foreign.map((tool) => `"${tool}"`).join(', ')}: a sub-agent's tools are some of its parent's (the spec's tools: ${spec.tools.join(', ')})`,
+      });
   });
   return issues;
 }
@@ -396,10 +564,20 @@ function mcpIssues(servers: AgentSpec['mcpServers'], limits: OperatorLimits, at:
   return servers.flatMap((server, index): SpecIssue[] => {
     if (server.transport === 'stdio') {
       if (commands.includes(server.command)) return [];
-      return [{ path: `${at}.${index}.command`, message: `"${server.command}" is not a command MCP servers may run here (allowed: ${commands.join(', ') || 'none'})` }];
+      return [
+        {
+          path: `${at}.${index}.command`,
+          message: `"${server.command}" is not a command MCP servers may run here (allowed: ${commands.join(', ') || 'none'})`,
+        },
+      ];
     }
     if (urls.some((prefix) => server.url.startsWith(prefix))) return [];
-    return [{ path: `${at}.${index}.url`, message: `an MCP server's URL must start with one of: ${urls.join(', ') || '(none allowed here)'}` }];
+    return [
+      {
+        path: `${at}.${index}.url`,
+        message: `an MCP server's URL must start with one of: ${urls.join(', ') || '(none allowed here)'}`,
+      },
+    ];
   });
 }
 
@@ -411,7 +589,12 @@ function hookIssues(hooks: AgentSpec['hooks'], limits: OperatorLimits, at: strin
       entry.hooks.flatMap((hook, position): SpecIssue[] =>
         hook.type !== 'http' || urls.some((prefix) => hook.url.startsWith(prefix))
           ? []
-          : [{ path: `${at}.${point}.${index}.hooks.${position}.url`, message: `an HTTP hook's URL must start with one of: ${urls.join(', ') || '(none allowed here)'}` }],
+          : [
+              {
+                path: `${at}.${point}.${index}.hooks.${position}.url`,
+                message: `an HTTP hook's URL must start with one of: ${urls.join(', ') || '(none allowed here)'}`,
+              },
+            ],
       ),
     ),
   );

@@ -3,9 +3,18 @@ import { parseAgentConfig } from './agent-config.js';
 import { AgentSpec, agentConfigOf, llmConfigOf } from './agent-spec.js';
 import { AgentCatalog, SpecRefused } from './spec-catalog.js';
 
-const defaults = parseAgentConfig({ llm: { provider: 'anthropic', model: 'house-model', baseURL: 'https://models.example/', apiKeyEnv: 'HOUSE_KEY' }, tools: ['terminal', 'think', 'finish'] });
+const defaults = parseAgentConfig({
+  llm: { provider: 'anthropic', model: 'house-model', baseURL: 'https://models.example/', apiKeyEnv: 'HOUSE_KEY' },
+  tools: ['terminal', 'think', 'finish'],
+});
 const profiles = {
-  backup: { provider: 'openai-chat', model: 'backup-model', baseURL: 'https://backup.example/v1', apiKeyEnv: 'BACKUP_KEY', vision: false },
+  backup: {
+    provider: 'openai-chat',
+    model: 'backup-model',
+    baseURL: 'https://backup.example/v1',
+    apiKeyEnv: 'BACKUP_KEY',
+    vision: false,
+  },
   big: { provider: 'openai-responses', model: 'big-model', apiKeyEnv: 'BIG_KEY', temperature: 1 },
 };
 const settings = {
@@ -19,7 +28,8 @@ function refusal(run: () => unknown): { status: number; issues: { path: string; 
   try {
     run();
   } catch (error) {
-    if (error instanceof SpecRefused) return { status: error.status, issues: error.issues.map((issue) => ({ ...issue })) };
+    if (error instanceof SpecRefused)
+      return { status: error.status, issues: error.issues.map((issue) => ({ ...issue })) };
     throw error;
   }
   throw new Error('not refused');
@@ -36,7 +46,13 @@ describe("a profile's fallbacks", () => {
     const spec = catalog.defaultSpec;
     expect(spec.llm).toMatchObject({ profile: 'default', model: 'house-model' });
     expect(spec.llm.fallbacks).toHaveLength(1);
-    expect(spec.llm.fallbacks![0]).toMatchObject({ profile: 'backup', provider: 'openai-chat', model: 'backup-model', baseURL: 'https://backup.example/v1', vision: false });
+    expect(spec.llm.fallbacks![0]).toMatchObject({
+      profile: 'backup',
+      provider: 'openai-chat',
+      model: 'backup-model',
+      baseURL: 'https://backup.example/v1',
+      vision: false,
+    });
     expect(spec.llm.fallbacks![0]).not.toHaveProperty('fallbacks');
     // what the fallback is called with: its settings, without where its key comes from
     const { profile: _profile, ...called } = spec.llm.fallbacks![0]!;
@@ -63,7 +79,9 @@ describe("a profile's fallbacks", () => {
   });
 
   it('are the operator’s: a spec naming a profile cannot give its own', () => {
-    expect(paths(() => catalog.resolve({ spec: { llm: { profile: 'big', fallbacks: [{ profile: 'backup' }] } } }))).toEqual({ status: 400, paths: ['spec.llm.fallbacks'] });
+    expect(
+      paths(() => catalog.resolve({ spec: { llm: { profile: 'big', fallbacks: [{ profile: 'backup' }] } } })),
+    ).toEqual({ status: 400, paths: ['spec.llm.fallbacks'] });
   });
 
   it('are not the step’s configuration: the step runs the spec’s own model, the spec keeps the chain', () => {
@@ -81,42 +99,98 @@ describe("a profile's fallbacks", () => {
 
   it('are checked at start: each names profiles of the deployment, none twice, never the profile itself', () => {
     expect(refusal(() => new AgentCatalog(defaults, { profiles, fallbacks: { nobody: ['backup'] } })).issues).toEqual([
-      { path: 'fallbacks.nobody', message: 'no model profile "nobody" to fall back from (the profiles: default, backup, big)' },
+      {
+        path: 'fallbacks.nobody',
+        message: 'no model profile "nobody" to fall back from (the profiles: default, backup, big)',
+      },
     ]);
-    expect(refusal(() => new AgentCatalog(defaults, { profiles, fallbacks: { default: ['backup', 'gone'] } })).issues).toEqual([
+    expect(
+      refusal(() => new AgentCatalog(defaults, { profiles, fallbacks: { default: ['backup', 'gone'] } })).issues,
+    ).toEqual([
       { path: 'fallbacks.default.1', message: 'no model profile "gone" (the profiles: default, backup, big)' },
     ]);
-    expect(refusal(() => new AgentCatalog(defaults, { profiles, fallbacks: { big: ['backup', 'big'] } })).issues).toEqual([
-      { path: 'fallbacks.big.1', message: '"big" is the profile itself: a profile falls back on others' },
-    ]);
-    expect(paths(() => new AgentCatalog(defaults, { profiles, fallbacks: { big: ['backup', 'default', 'backup'] } }))).toEqual({ status: 400, paths: ['fallbacks.big.2'] });
-    expect(paths(() => new AgentCatalog(defaults, { profiles, fallbacks: { big: [] } }))).toEqual({ status: 400, paths: ['fallbacks.big'] });
-    expect(paths(() => new AgentCatalog(defaults, { profiles, fallbacks: { big: 'backup' } }))).toEqual({ status: 400, paths: ['fallbacks.big'] });
-    expect(paths(() => new AgentCatalog(defaults, { profiles, fallbacks: { big: Array.from({ length: 9 }, () => 'backup') } }))).toEqual({ status: 400, paths: ['fallbacks.big'] });
+    expect(
+      refusal(() => new AgentCatalog(defaults, { profiles, fallbacks: { big: ['backup', 'big'] } })).issues,
+    ).toEqual([{ path: 'fallbacks.big.1', message: '"big" is the profile itself: a profile falls back on others' }]);
+    expect(
+      paths(() => new AgentCatalog(defaults, { profiles, fallbacks: { big: ['backup', 'default', 'backup'] } })),
+    ).toEqual({ status: 400, paths: ['fallbacks.big.2'] });
+    expect(paths(() => new AgentCatalog(defaults, { profiles, fallbacks: { big: [] } }))).toEqual({
+      status: 400,
+      paths: ['fallbacks.big'],
+    });
+    expect(paths(() => new AgentCatalog(defaults, { profiles, fallbacks: { big: 'backup' } }))).toEqual({
+      status: 400,
+      paths: ['fallbacks.big'],
+    });
+    expect(
+      paths(
+        () => new AgentCatalog(defaults, { profiles, fallbacks: { big: Array.from({ length: 9 }, () => 'backup') } }),
+      ),
+    ).toEqual({ status: 400, paths: ['fallbacks.big'] });
   });
 });
 
 describe("a spec's own model's fallbacks", () => {
   const catalog = new AgentCatalog(defaults, settings);
   const own = { provider: 'openai-chat', model: 'own', baseURL: 'https://own.example/v1', apiKeySecret: 'OWN_KEY' };
-  const spare = { provider: 'anthropic', model: 'spare', baseURL: 'https://own.example/anthropic', apiKeySecret: 'SPARE_KEY', timeoutMs: 5_000 };
+  const spare = {
+    provider: 'anthropic',
+    model: 'spare',
+    baseURL: 'https://own.example/anthropic',
+    apiKeySecret: 'SPARE_KEY',
+    timeoutMs: 5_000,
+  };
 
   it('are profiles (their models, not their fallbacks) or models of the spec’s own, each checked as the model is', () => {
-    const { spec } = catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ profile: 'backup', temperature: 0.1 }, spare] } } });
-    expect(spec.llm).toMatchObject({ ...own, fallbacks: [{ profile: 'backup', model: 'backup-model', temperature: 0.1 }, spare] });
+    const { spec } = catalog.resolve({
+      spec: { llm: { ...own, fallbacks: [{ profile: 'backup', temperature: 0.1 }, spare] } },
+    });
+    expect(spec.llm).toMatchObject({
+      ...own,
+      fallbacks: [{ profile: 'backup', model: 'backup-model', temperature: 0.1 }, spare],
+    });
     expect(spec.llm.fallbacks![0]).not.toHaveProperty('fallbacks');
     // tuning the model keeps its fallbacks
-    expect(catalog.resolve({ spec: { llm: { temperature: 0.4 } } }, spec).spec.llm).toMatchObject({ temperature: 0.4, fallbacks: spec.llm.fallbacks });
+    expect(catalog.resolve({ spec: { llm: { temperature: 0.4 } } }, spec).spec.llm).toMatchObject({
+      temperature: 0.4,
+      fallbacks: spec.llm.fallbacks,
+    });
   });
 
   it('are refused, naming the fallback, outside the limits or past what a fallback may be', () => {
-    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ ...spare, baseURL: 'http://169.254.169.254/' }] } } }))).toEqual({ status: 403, paths: ['spec.llm.fallbacks.0.baseURL'] });
-    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ profile: 'nope' }] } } }))).toEqual({ status: 400, paths: ['spec.llm.fallbacks.0.profile'] });
-    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ ...spare, fallbacks: [{ profile: 'backup' }] }] } } }))).toEqual({ status: 400, paths: ['spec.llm.fallbacks.0.fallbacks'] });
-    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: [] } } }))).toEqual({ status: 400, paths: ['spec.llm.fallbacks'] });
-    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: { profile: 'backup' } } } }))).toEqual({ status: 400, paths: ['spec.llm.fallbacks'] });
-    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ ...spare, apiKey: 'sk-live' }] } } })).status).toBe(400);
-    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ ...spare, profile: undefined, apiKeySecret: 'X', colour: 'blue' }] } } })).paths).toEqual(['spec.llm.fallbacks.0.colour']);
+    expect(
+      paths(() =>
+        catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ ...spare, baseURL: 'http://169.254.169.254/' }] } } }),
+      ),
+    ).toEqual({ status: 403, paths: ['spec.llm.fallbacks.0.baseURL'] });
+    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ profile: 'nope' }] } } }))).toEqual({
+      status: 400,
+      paths: ['spec.llm.fallbacks.0.profile'],
+    });
+    expect(
+      paths(() =>
+        catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ ...spare, fallbacks: [{ profile: 'backup' }] }] } } }),
+      ),
+    ).toEqual({ status: 400, paths: ['spec.llm.fallbacks.0.fallbacks'] });
+    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: [] } } }))).toEqual({
+      status: 400,
+      paths: ['spec.llm.fallbacks'],
+    });
+    expect(paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: { profile: 'backup' } } } }))).toEqual({
+      status: 400,
+      paths: ['spec.llm.fallbacks'],
+    });
+    expect(
+      paths(() => catalog.resolve({ spec: { llm: { ...own, fallbacks: [{ ...spare, apiKey: 'sk-live' }] } } })).status,
+    ).toBe(400);
+    expect(
+      paths(() =>
+        catalog.resolve({
+          spec: { llm: { ...own, fallbacks: [{ ...spare, profile: undefined, apiKeySecret: 'X', colour: 'blue' }] } },
+        }),
+      ).paths,
+    ).toEqual(['spec.llm.fallbacks.0.colour']);
   });
 
   it('are read back from a logged spec only as it was written: a fallback with fallbacks of its own is no spec', () => {

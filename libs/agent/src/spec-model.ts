@@ -12,8 +12,14 @@ const ModelEndpoint = LlmConfig.omit({ apiKey: true, apiKeyEnv: true }).extend({
   apiKeySecret: SecretName.optional(),
 });
 
-const hasOneKeySource = (model: { readonly profile?: string | undefined; readonly apiKeySecret?: string | undefined }): boolean => model.profile === undefined || model.apiKeySecret === undefined;
-const ONE_KEY_SOURCE = { message: "a profile's model uses the profile's key: give a profile or an apiKeySecret, not both", path: ['apiKeySecret'] };
+const hasOneKeySource = (model: {
+  readonly profile?: string | undefined;
+  readonly apiKeySecret?: string | undefined;
+}): boolean => model.profile === undefined || model.apiKeySecret === undefined;
+const ONE_KEY_SOURCE = {
+  message: "a profile's model uses the profile's key: give a profile or an apiKeySecret, not both",
+  path: ['apiKeySecret'],
+};
 
 /**
  * A model a spec's model falls back on when its provider is out: a model as the spec's own is, but

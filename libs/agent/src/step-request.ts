@@ -48,7 +48,14 @@ export function offeredTools(tools: ToolCatalog): OfferedTools {
   let prepared = offered.get(catalog);
   if (!prepared) {
     const specs = catalog.map(withAgentParameters);
-    prepared = { specs, toolSchemas: specs.map((spec) => ({ name: spec.name, description: spec.description, parameters: spec.parameters })) };
+    prepared = {
+      specs,
+      toolSchemas: specs.map((spec) => ({
+        name: spec.name,
+        description: spec.description,
+        parameters: spec.parameters,
+      })),
+    };
     offered.set(catalog, prepared);
   }
   return prepared;

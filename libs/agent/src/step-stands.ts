@@ -10,9 +10,17 @@ import { onlyTitles } from './title-progress.js';
  * changes what the step decides from: it is thrown away and the next delivery decides again.
  */
 export function stepStandsAfter(events: readonly Event[]): boolean {
-  return events.length > 0 && events.every((event) => onlyTitles([event]) || event.type === 'pause' || isPausedStatus(event));
+  return (
+    events.length > 0 && events.every((event) => onlyTitles([event]) || event.type === 'pause' || isPausedStatus(event))
+  );
 }
 
 function isPausedStatus(event: Event): boolean {
-  return event.type === 'state_change' && event.status === 'paused' && event.title === undefined && event.tags === undefined && event.settings_ref === undefined;
+  return (
+    event.type === 'state_change' &&
+    event.status === 'paused' &&
+    event.title === undefined &&
+    event.tags === undefined &&
+    event.settings_ref === undefined
+  );
 }

@@ -78,11 +78,21 @@ export async function step(input: StepInput): Promise<StepResult> {
   const state = input.runState?.() ?? runState(events);
 
   if (state.iterations >= agent.limits.maxIterationsPerRun) {
-    return stop(system, 'max_iterations', `The run reached its limit of ${agent.limits.maxIterationsPerRun} steps.`, 'error');
+    return stop(
+      system,
+      'max_iterations',
+      `The run reached its limit of ${agent.limits.maxIterationsPerRun} steps.`,
+      'error',
+    );
   }
   const budget = agent.limits.maxBudgetPerRunUsd;
   if (budget !== undefined && state.spentUsd >= budget) {
-    return stop(system, 'max_budget', `The run spent $${state.spentUsd.toFixed(4)}, reaching its budget of $${budget}.`, 'error');
+    return stop(
+      system,
+      'max_budget',
+      `The run spent $${state.spentUsd.toFixed(4)}, reaching its budget of $${budget}.`,
+      'error',
+    );
   }
   if (agent.stuckDetection.enabled) {
     const stuck = detectStuck(events, agent.stuckDetection, state.runStart);
@@ -108,21 +118,42 @@ export async function step(input: StepInput): Promise<StepResult> {
     drafts.push(activation);
     history = [...history, { ...activation, seq: (history.at(-1)?.seq ?? 0) + 1 } as Event];
   }
-  const { request, view, measured } = stepRequest({ history, tools: input.tools, ...(history === events && input.view ? { view: input.view } : {}), ...(input.chat ? { chat: input.chat } : {}) });
+  const { request, view, measured } = stepRequest({
+    history,
+    tools: input.tools,
+    ...(history === events && input.view ? { view: input.view } : {}),
+    ...(input.chat ? { chat: input.chat } : {}),
+  });
   const reasons = shouldCondense(view, agent.condenser, {
     ...(input.llm.info.maxInputTokens === undefined ? {} : { maxInputTokens: input.llm.info.maxInputTokens }),
     countTokens: estimateTokens,
-    totalTokens: measured === undefined ? estimateTokens(request.messages, request.tools) : tokensOf(measured, request.tools),
+    totalTokens:
+      measured === undefined ? estimateTokens(request.messages, request.tools) : tokensOf(measured, request.tools),
   });
   if (reasons) {
-    drafts.push(draftEvent(system, 'condensation_request', { reason: `the view is too large (${reasons.join(', ')})` }));
+    drafts.push(
+      draftEvent(system, 'condensation_request', { reason: `the view is too large (${reasons.join(', ')})` }),
+    );
     return { drafts, outcome: StepOutcome.CondensationRequested };
   }
 
-  const turn: Turn = { agent, tools: input.tools, context, system, usedIds: state.toolCallIds, events, runStart: state.runStart, nativeToolCalling: input.llm.info.nativeToolCalling };
+  const turn: Turn = {
+    agent,
+    tools: input.tools,
+    context,
+    system,
+    usedIds: state.toolCallIds,
+    events,
+    runStart: state.runStart,
+    nativeToolCalling: input.llm.info.nativeToolCalling,
+  };
   let result: GenerateResult;
   try {
-    result = await input.llm.generate(request, { stream: STEP_STREAMS, ...(input.signal ? { signal: input.signal } : {}), ...(input.onDelta ? { onDelta: input.onDelta } : {}) });
+    result = await input.llm.generate(request, {
+      stream: STEP_STREAMS,
+      ...(input.signal ? { signal: input.signal } : {}),
+      ...(input.onDelta ? { onDelta: input.onDelta } : {}),
+    });
   } catch (error) {
     const failure = llmFailure(error, turn);
     return { drafts: [...drafts, ...failure.drafts], outcome: failure.outcome };
@@ -170,17 +201,33 @@ function replyEvents(result: GenerateResult, turn: Turn): StepResult {
     const called = toolCallEvents(result, tools, context, turn.usedIds);
     if (!called.some((draft) => draft.type === 'action' && draft.input !== null)) {
       const error = called.find((draft) => draft.type === 'agent_error');
-      return correction(turn, called, StepOutcome.Actions, `every tool call was invalid: ${error?.type === 'agent_error' ? error.error : 'no usable call'}`);
+      return correction(
+        turn,
+        called,
+        StepOutcome.Actions,
+        `every tool call was invalid: ${error?.type === 'agent_error' ? error.error : 'no usable call'}`,
+      );
     }
     // each action's security_risk: the highest of the configured analyzers' ratings (the model's, the rules')
     const { drafts: actions, assessments } = assessActions(called, agent.security, tools);
-    if (!needsConfirmation(actions, agent.confirmation, tools)) return { drafts: actions, outcome: StepOutcome.Actions };
-    actions.push(draftEvent(system, 'state_change', { status: 'waiting_for_confirmation', reason: confirmationReason(actions, assessments, agent.confirmation, tools) }));
+    if (!needsConfirmation(actions, agent.confirmation, tools))
+      return { drafts: actions, outcome: StepOutcome.Actions };
+    actions.push(
+      draftEvent(system, 'state_change', {
+        status: 'waiting_for_confirmation',
+        reason: confirmationReason(actions, assessments, agent.confirmation, tools),
+      }),
+    );
     return { drafts: actions, outcome: StepOutcome.WaitingForConfirmation };
   }
   const text = result.content.map((part) => part.text).join('');
   if (text.trim() === '') {
-    return correction(turn, [environmentMessage(context, EMPTY_REPLY_NUDGE)], StepOutcome.Continue, 'the reply was empty');
+    return correction(
+      turn,
+      [environmentMessage(context, EMPTY_REPLY_NUDGE)],
+      StepOutcome.Continue,
+      'the reply was empty',
+    );
   }
   const message = draftEvent(context, 'message', {
     role: 'assistant',
@@ -190,14 +237,33 @@ function replyEvents(result: GenerateResult, turn: Turn): StepResult {
   });
   // a native-tools model that writes a call as text: never run it (it may be prose or an example), never take it for the answer
   // (a prompt-tools model's calls are text by design: the model layer has parsed them into toolCalls already)
-  const written = turn.nativeToolCalling && tools.specs().length > 0 ? findTextToolCall(text, tools.specs().map((spec) => spec.name)) : undefined;
+  const written =
+    turn.nativeToolCalling && tools.specs().length > 0
+      ? findTextToolCall(
+          text,
+          tools.specs().map((spec) => spec.name),
+        )
+      : undefined;
   if (written) {
-    const nudge = draftEvent({ ...context, source: 'environment' }, 'agent_error', { error: textToolCallNudge(written.name) });
-    return correction(turn, [message, nudge], StepOutcome.Continue, `it wrote a call to "${written.name}" as text instead of calling the tool`);
+    const nudge = draftEvent({ ...context, source: 'environment' }, 'agent_error', {
+      error: textToolCallNudge(written.name),
+    });
+    return correction(
+      turn,
+      [message, nudge],
+      StepOutcome.Continue,
+      `it wrote a call to "${written.name}" as text instead of calling the tool`,
+    );
   }
   // with Stop hooks the run stays open: the tool runner runs them first, and a finish follows unless one refuses (prepare-duty.ts)
   if (agent.hooks.stop.length > 0) return { drafts: [message], outcome: StepOutcome.Finished };
-  return { drafts: [message, draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent replied without calling a tool' })], outcome: StepOutcome.Finished };
+  return {
+    drafts: [
+      message,
+      draftEvent(system, 'state_change', { status: 'finished', reason: 'the agent replied without calling a tool' }),
+    ],
+    outcome: StepOutcome.Finished,
+  };
 }
 
 /**
@@ -224,7 +290,10 @@ function textToolCallNudge(name: string): string {
 }
 
 function environmentMessage(context: DraftContext, text: string): EventDraft {
-  return draftEvent({ ...context, source: 'environment' }, 'message', { role: 'user', content: [{ type: 'text', text }] });
+  return draftEvent({ ...context, source: 'environment' }, 'message', {
+    role: 'user',
+    content: [{ type: 'text', text }],
+  });
 }
 
 function llmFailure(error: unknown, turn: Turn): StepResult {
@@ -234,9 +303,19 @@ function llmFailure(error: unknown, turn: Turn): StepResult {
     case 'cancelled':
       throw error;
     case 'context_window_exceeded':
-      return { drafts: [draftEvent(system, 'condensation_request', { reason: 'the model reported a context window overflow' })], outcome: StepOutcome.CondensationRequested };
+      return {
+        drafts: [
+          draftEvent(system, 'condensation_request', { reason: 'the model reported a context window overflow' }),
+        ],
+        outcome: StepOutcome.CondensationRequested,
+      };
     case 'content_filter':
-      return correction(turn, [environmentMessage(context, CONTENT_FILTER_NUDGE)], StepOutcome.Continue, "the provider's content filter blocked the reply");
+      return correction(
+        turn,
+        [environmentMessage(context, CONTENT_FILTER_NUDGE)],
+        StepOutcome.Continue,
+        "the provider's content filter blocked the reply",
+      );
     default:
       return {
         drafts: [
@@ -250,7 +329,10 @@ function llmFailure(error: unknown, turn: Turn): StepResult {
 
 function stop(system: DraftContext, code: string, detail: string, status: 'error' | 'stuck'): StepResult {
   return {
-    drafts: [draftEvent(system, 'conversation_error', { code, detail }), draftEvent(system, 'state_change', { status, reason: detail })],
+    drafts: [
+      draftEvent(system, 'conversation_error', { code, detail }),
+      draftEvent(system, 'state_change', { status, reason: detail }),
+    ],
     outcome: status === 'stuck' ? StepOutcome.Stuck : StepOutcome.Error,
   };
 }

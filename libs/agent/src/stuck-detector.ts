@@ -19,7 +19,12 @@ export type StuckThresholds = {
   readonly alternating: number;
 };
 
-export const DEFAULT_STUCK_THRESHOLDS: StuckThresholds = { actionObservation: 4, actionError: 3, monologue: 3, alternating: 6 };
+export const DEFAULT_STUCK_THRESHOLDS: StuckThresholds = {
+  actionObservation: 4,
+  actionError: 3,
+  monologue: 3,
+  alternating: 6,
+};
 
 type Step =
   | { readonly kind: 'tool'; readonly action: string; readonly result: string; readonly failed: boolean }
@@ -65,7 +70,10 @@ export function stuckLookback(events: readonly Event[], steps: number, from = 0)
 function allSameTool(steps: readonly Step[], failed: boolean): boolean {
   const first = steps[0];
   if (!first || first.kind !== 'tool' || first.failed !== failed) return false;
-  return steps.every((step) => step.kind === 'tool' && step.failed === failed && step.action === first.action && step.result === first.result);
+  return steps.every(
+    (step) =>
+      step.kind === 'tool' && step.failed === failed && step.action === first.action && step.result === first.result,
+  );
 }
 
 function isAlternating(steps: readonly Step[]): boolean {
@@ -83,7 +91,11 @@ function isAlternating(steps: readonly Step[]): boolean {
  * the end (results come after their actions), so the cost is bounded by the thresholds, not by
  * the length of the run.
  */
-function stepsSinceUserMessage(events: readonly Event[], needed: number, from: number): { steps: Step[]; reached: number } {
+function stepsSinceUserMessage(
+  events: readonly Event[],
+  needed: number,
+  from: number,
+): { steps: Step[]; reached: number } {
   const results = new Map<string, { text: string; failed: boolean }>();
   const steps: Step[] = [];
   let reached = events.length;
@@ -91,11 +103,19 @@ function stepsSinceUserMessage(events: readonly Event[], needed: number, from: n
     reached = index;
     const event = events[index]!;
     if (event.type === 'message' && event.source === 'user') break;
-    if (event.type === 'observation') results.set(event.tool_call_id, { text: contentKey(event.content), failed: event.is_error });
-    else if (event.type === 'agent_error' && event.tool_call_id) results.set(event.tool_call_id, { text: event.error, failed: true });
+    if (event.type === 'observation')
+      results.set(event.tool_call_id, { text: contentKey(event.content), failed: event.is_error });
+    else if (event.type === 'agent_error' && event.tool_call_id)
+      results.set(event.tool_call_id, { text: event.error, failed: true });
     else if (event.type === 'action') {
       const result = results.get(event.tool_call_id);
-      if (result) steps.push({ kind: 'tool', action: `${event.tool_name} ${normalizeArguments(event)}`, result: result.text, failed: result.failed });
+      if (result)
+        steps.push({
+          kind: 'tool',
+          action: `${event.tool_name} ${normalizeArguments(event)}`,
+          result: result.text,
+          failed: result.failed,
+        });
     } else if (event.type === 'message' && event.source === 'agent') {
       steps.push({ kind: 'message' });
     }

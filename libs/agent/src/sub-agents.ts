@@ -45,7 +45,9 @@ const Frontmatter = z.strictObject({
 /** A Markdown definition read: the definition without its model, and the profile that is its model. */
 export type SubAgentMarkdown = { readonly definition: Omit<SubAgentDefinition, 'llm'>; readonly profile?: string };
 
-export type SubAgentMarkdownRead = { readonly ok: true; readonly value: SubAgentMarkdown } | { readonly ok: false; readonly issues: readonly { readonly path: string; readonly message: string }[] };
+export type SubAgentMarkdownRead =
+  | { readonly ok: true; readonly value: SubAgentMarkdown }
+  | { readonly ok: false; readonly issues: readonly { readonly path: string; readonly message: string }[] };
 
 /**
  * Reads a sub-agent's Markdown definition, as OpenHands writes them: a frontmatter (`name`,
@@ -56,15 +58,30 @@ export type SubAgentMarkdownRead = { readonly ok: true; readonly value: SubAgent
  */
 export function parseSubAgentMarkdown(text: string): SubAgentMarkdownRead {
   const file = parseSkillFile(text);
-  if (Object.keys(file.attributes).length === 0) return { ok: false, issues: [{ path: '(frontmatter)', message: 'a sub-agent definition starts with a frontmatter between --- lines (name, description, tools)' }] };
+  if (Object.keys(file.attributes).length === 0)
+    return {
+      ok: false,
+      issues: [
+        {
+          path: '(frontmatter)',
+          message: 'a sub-agent definition starts with a frontmatter between --- lines (name, description, tools)',
+        },
+      ],
+    };
   const fields: Record<string, unknown> = {};
-  for (const name of Object.keys(file.attributes)) fields[name] = name === 'tools' ? listField(file, name) : textField(file, name);
+  for (const name of Object.keys(file.attributes))
+    fields[name] = name === 'tools' ? listField(file, name) : textField(file, name);
   const parsed = Frontmatter.safeParse(fields);
   if (!parsed.success) {
     return {
       ok: false,
       issues: parsed.error.issues.flatMap((issue) =>
-        issue.code === 'unrecognized_keys' ? issue.keys.map((key) => ({ path: key, message: 'unknown field (the fields: name, description, tools, model, workspace, max_iteration_per_run)' })) : [{ path: issue.path.map(String).join('.') || '(frontmatter)', message: issue.message }],
+        issue.code === 'unrecognized_keys'
+          ? issue.keys.map((key) => ({
+              path: key,
+              message: 'unknown field (the fields: name, description, tools, model, workspace, max_iteration_per_run)',
+            }))
+          : [{ path: issue.path.map(String).join('.') || '(frontmatter)', message: issue.message }],
       ),
     };
   }
@@ -72,7 +89,14 @@ export function parseSubAgentMarkdown(text: string): SubAgentMarkdownRead {
   return {
     ok: true,
     value: {
-      definition: { name, description, tools, prompt: file.body, workspace: workspace ?? 'shared', ...(maxIterations !== undefined ? { maxIterationsPerRun: maxIterations } : {}) },
+      definition: {
+        name,
+        description,
+        tools,
+        prompt: file.body,
+        workspace: workspace ?? 'shared',
+        ...(maxIterations !== undefined ? { maxIterationsPerRun: maxIterations } : {}),
+      },
       ...(model !== undefined ? { profile: model } : {}),
     },
   };

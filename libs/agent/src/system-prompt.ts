@@ -21,7 +21,11 @@ Safety:
  * dynamic one holds the date, the spec's context, and what the workspace said (`context`: its
  * repository instructions and skills, skills-prompt.ts).
  */
-export function buildSystemPrompt(agent: AgentConfig, now: Date, context?: WorkspaceContextEvent): { staticPrompt: string; dynamicPrompt?: string } {
+export function buildSystemPrompt(
+  agent: AgentConfig,
+  now: Date,
+  context?: WorkspaceContextEvent,
+): { staticPrompt: string; dynamicPrompt?: string } {
   const staticPrompt = agent.prompt.instructions ? `${STATIC_PROMPT}\n\n${agent.prompt.instructions}` : STATIC_PROMPT;
   const dynamic: string[] = [];
   if (agent.prompt.includeDate) dynamic.push(`Today's date is ${now.toISOString().slice(0, 10)} (UTC).`);
@@ -35,13 +39,17 @@ export function buildSystemPrompt(agent: AgentConfig, now: Date, context?: Works
 export function withAgentParameters(tool: ToolSpec): ToolSpec {
   const parameters = tool.parameters as { properties?: Record<string, unknown>; required?: string[] };
   const properties: Record<string, unknown> = { ...(parameters.properties ?? {}) };
-  properties['summary'] = { type: 'string', description: 'A short (≤ 10 words) summary of this call, shown to the user.' };
+  properties['summary'] = {
+    type: 'string',
+    description: 'A short (≤ 10 words) summary of this call, shown to the user.',
+  };
   const readOnly = tool.annotations?.read_only === true;
   if (!readOnly) {
     properties['security_risk'] = {
       type: 'string',
       enum: ['low', 'medium', 'high'],
-      description: 'Risk of this call: low (read-only, reversible), medium (changes the workspace), high (irreversible, external effects, secrets).',
+      description:
+        'Risk of this call: low (read-only, reversible), medium (changes the workspace), high (irreversible, external effects, secrets).',
     };
   }
   return { ...tool, parameters: { ...tool.parameters, properties } };

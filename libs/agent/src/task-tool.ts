@@ -26,9 +26,20 @@ export function taskToolSpec(agents: readonly SubAgentDefinition[]): ToolSpec {
     parameters: {
       type: 'object',
       properties: {
-        agent: { type: 'string', enum: agents.map((agent) => agent.name), description: 'The sub-agent to give the task to.' },
-        prompt: { type: 'string', description: 'The whole task, with everything the sub-agent needs to know: it sees nothing else of this conversation.' },
-        description: { type: 'string', description: 'A few words naming the task (the title of the sub-agent’s conversation).' },
+        agent: {
+          type: 'string',
+          enum: agents.map((agent) => agent.name),
+          description: 'The sub-agent to give the task to.',
+        },
+        prompt: {
+          type: 'string',
+          description:
+            'The whole task, with everything the sub-agent needs to know: it sees nothing else of this conversation.',
+        },
+        description: {
+          type: 'string',
+          description: 'A few words naming the task (the title of the sub-agent’s conversation).',
+        },
       },
       required: ['agent', 'prompt'],
       additionalProperties: false,
@@ -42,7 +53,10 @@ export function taskToolSpec(agents: readonly SubAgentDefinition[]): ToolSpec {
  * sub-agents for it: the step offers it and checks its calls like a built-in's (an unknown
  * sub-agent is an error the model reads); the delegator, not a tool runner, answers them.
  */
-export function withTaskTool(base: ToolCatalog, spec: { readonly tools: readonly string[]; readonly subAgents: readonly SubAgentDefinition[] }): ToolCatalog {
+export function withTaskTool(
+  base: ToolCatalog,
+  spec: { readonly tools: readonly string[]; readonly subAgents: readonly SubAgentDefinition[] },
+): ToolCatalog {
   if (!spec.tools.includes(TASK_TOOL) || spec.subAgents.length === 0) return base;
   const tool = taskToolSpec(spec.subAgents);
   const names = spec.subAgents.map((agent) => agent.name);
@@ -54,16 +68,26 @@ export function withTaskTool(base: ToolCatalog, spec: { readonly tools: readonly
       if (name !== TASK_TOOL) return base.check(name, input);
       const parsed = TaskInput.safeParse(input);
       if (!parsed.success) {
-        const lines = parsed.error.issues.map((issue) => `- ${issue.path.map(String).join('.') || '(arguments)'}: ${issue.code === 'unrecognized_keys' ? `unknown argument ${issue.keys.join(', ')}` : issue.message}`);
+        const lines = parsed.error.issues.map(
+          (issue) =>
+            `- ${issue.path.map(String).join('.') || '(arguments)'}: ${issue.code === 'unrecognized_keys' ? `unknown argument ${issue.keys.join(', ')}` : issue.message}`,
+        );
         return { ok: false, message: `Invalid arguments for tool "${TASK_TOOL}":\n${lines.join('\n')}` };
       }
-      if (!names.includes(parsed.data.agent)) return { ok: false, message: `There is no sub-agent "${parsed.data.agent}". The sub-agents: ${names.join(', ')}.` };
+      if (!names.includes(parsed.data.agent))
+        return {
+          ok: false,
+          message: `There is no sub-agent "${parsed.data.agent}". The sub-agents: ${names.join(', ')}.`,
+        };
       return { ok: true, input: parsed.data };
     },
   };
 }
 
 /** The built-in tools a spec offers, described by `registry`, with its `task` tool: what its steps offer before any MCP tool (the step worker and a replay alike). */
-export function specTools(registry: ToolRegistry, spec: { readonly tools: readonly string[]; readonly subAgents: readonly SubAgentDefinition[] }): ToolCatalog {
+export function specTools(
+  registry: ToolRegistry,
+  spec: { readonly tools: readonly string[]; readonly subAgents: readonly SubAgentDefinition[] },
+): ToolCatalog {
   return withTaskTool(registryCatalog(registry, spec.tools), spec);
 }

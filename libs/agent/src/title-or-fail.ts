@@ -15,22 +15,37 @@ export type TitleResult = { readonly drafts: readonly EventDraft[]; readonly tit
  * title_failed` saying why (the status is left alone: a title is not the run's business). A
  * cancelled call (a shutdown) is thrown.
  */
-export async function titleOrFail(firstMessage: MessageEvent, llm: LanguageModel, context: DraftContext, signal?: AbortSignal): Promise<TitleResult> {
+export async function titleOrFail(
+  firstMessage: MessageEvent,
+  llm: LanguageModel,
+  context: DraftContext,
+  signal?: AbortSignal,
+): Promise<TitleResult> {
   const system: DraftContext = { ...context, source: 'system' };
-  const failed = (detail: string): TitleResult => ({ drafts: [draftEvent(system, 'conversation_error', { code: TITLE_FAILED, detail })], title: undefined });
+  const failed = (detail: string): TitleResult => ({
+    drafts: [draftEvent(system, 'conversation_error', { code: TITLE_FAILED, detail })],
+    title: undefined,
+  });
   let result;
   try {
     result = await llm.generate(titleRequest(messageText(firstMessage)), signal === undefined ? {} : { signal });
   } catch (error) {
     signal?.throwIfAborted();
     if (!isLlmError(error) || error.code === 'cancelled') throw error;
-    return failed(`The title could not be generated (${error.code}: ${error.message.replace(/\.$/, '')}); the conversation stays untitled until one is set.`);
+    return failed(
+      `The title could not be generated (${error.code}: ${error.message.replace(/\.$/, '')}); the conversation stays untitled until one is set.`,
+    );
   }
   const usage = llmUsageDraft(result, system, 'other');
   const title = cleanTitle(result.content.map((part) => part.text).join(''));
   if (title === undefined) {
     return {
-      drafts: [usage, ...failed('The title could not be generated (the model answered without text for a title); the conversation stays untitled until one is set.').drafts],
+      drafts: [
+        usage,
+        ...failed(
+          'The title could not be generated (the model answered without text for a title); the conversation stays untitled until one is set.',
+        ).drafts,
+      ],
       title: undefined,
     };
   }

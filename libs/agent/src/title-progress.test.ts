@@ -8,13 +8,35 @@ function conversation() {
   let seq = 0;
   const event = (draft: EventDraft): Event => ({ ...draft, seq: (seq += 1) }) as Event;
   return {
-    created: (title?: string) => event(draftEvent({ ...context, source: 'system' }, 'state_change', { status: 'idle', reason: 'conversation created', ...(title === undefined ? {} : { title }) })),
-    userMessage: (...content: ({ type: 'text'; text: string } | { type: 'image'; url: string })[]) => event(draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content })),
-    nudge: (text: string) => event(draftEvent({ ...context, source: 'environment' }, 'message', { role: 'user', content: [{ type: 'text', text }] })),
-    agentMessage: (text: string) => event(draftEvent({ ...context, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text }] })),
+    created: (title?: string) =>
+      event(
+        draftEvent({ ...context, source: 'system' }, 'state_change', {
+          status: 'idle',
+          reason: 'conversation created',
+          ...(title === undefined ? {} : { title }),
+        }),
+      ),
+    userMessage: (...content: ({ type: 'text'; text: string } | { type: 'image'; url: string })[]) =>
+      event(draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content })),
+    nudge: (text: string) =>
+      event(
+        draftEvent({ ...context, source: 'environment' }, 'message', {
+          role: 'user',
+          content: [{ type: 'text', text }],
+        }),
+      ),
+    agentMessage: (text: string) =>
+      event(
+        draftEvent({ ...context, source: 'agent' }, 'message', {
+          role: 'assistant',
+          content: [{ type: 'text', text }],
+        }),
+      ),
     running: () => event(draftEvent({ ...context, source: 'system' }, 'state_change', { status: 'running' })),
-    titled: (title: string, source: 'user' | 'system' = 'user') => event(draftEvent({ ...context, source }, 'state_change', { title })),
-    failed: (code = TITLE_FAILED) => event(draftEvent({ ...context, source: 'system' }, 'conversation_error', { code, detail: 'down' })),
+    titled: (title: string, source: 'user' | 'system' = 'user') =>
+      event(draftEvent({ ...context, source }, 'state_change', { title })),
+    failed: (code = TITLE_FAILED) =>
+      event(draftEvent({ ...context, source: 'system' }, 'conversation_error', { code, detail: 'down' })),
   };
 }
 
@@ -37,16 +59,31 @@ describe('titleWork: is a title owed?', () => {
     const created = c.created();
     expect(titleWork([created]).kind).toBe('no_message');
     const first = c.userMessage({ type: 'text', text: 'Fix the flaky login test' });
-    const events = [created, first, c.running(), c.agentMessage('On it.'), c.userMessage({ type: 'text', text: 'And the docs' })];
+    const events = [
+      created,
+      first,
+      c.running(),
+      c.agentMessage('On it.'),
+      c.userMessage({ type: 'text', text: 'And the docs' }),
+    ];
     expect(titleWork(events)).toEqual({ kind: 'owed', message: first });
     decisionsAgree(events);
   });
 
   it('counts only a user’s text: not an image alone, not a blank message, not an environment nudge, not the agent', () => {
     const c = conversation();
-    const events = [c.created(), c.userMessage({ type: 'image', url: 'https://example.com/a.png' }), c.userMessage({ type: 'text', text: '   ' }), c.nudge('Call tools properly.'), c.agentMessage('Hello')];
+    const events = [
+      c.created(),
+      c.userMessage({ type: 'image', url: 'https://example.com/a.png' }),
+      c.userMessage({ type: 'text', text: '   ' }),
+      c.nudge('Call tools properly.'),
+      c.agentMessage('Hello'),
+    ];
     expect(titleWork(events).kind).toBe('no_message');
-    const described = c.userMessage({ type: 'image', url: 'https://example.com/b.png' }, { type: 'text', text: 'What is in this picture?' });
+    const described = c.userMessage(
+      { type: 'image', url: 'https://example.com/b.png' },
+      { type: 'text', text: 'What is in this picture?' },
+    );
     expect(titleWork([...events, described])).toEqual({ kind: 'owed', message: described });
   });
 

@@ -47,7 +47,14 @@ export class TitleProgress {
       if (this.#settled) return;
       if (event.type === 'state_change' && event.title !== undefined) this.#settled = true;
       else if (event.type === 'conversation_error' && event.code === TITLE_FAILED) this.#settled = true;
-      else if (this.#first === undefined && event.type === 'message' && event.role === 'user' && event.source === 'user' && messageText(event) !== '') this.#first = event;
+      else if (
+        this.#first === undefined &&
+        event.type === 'message' &&
+        event.role === 'user' &&
+        event.source === 'user' &&
+        messageText(event) !== ''
+      )
+        this.#first = event;
     }
   }
 
@@ -77,7 +84,11 @@ export function onlyTitles(events: readonly Event[]): boolean {
     events.length > 0 &&
     events.every(
       (event) =>
-        (event.type === 'state_change' && event.title !== undefined && event.status === undefined && event.tags === undefined && event.settings_ref === undefined) ||
+        (event.type === 'state_change' &&
+          event.title !== undefined &&
+          event.status === undefined &&
+          event.tags === undefined &&
+          event.settings_ref === undefined) ||
         (event.type === 'llm_usage' && event.purpose === 'other') ||
         (event.type === 'conversation_error' && event.code === TITLE_FAILED),
     )

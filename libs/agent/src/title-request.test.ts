@@ -2,10 +2,20 @@ import { draftEvent, type MessageEvent } from '@flotilla/events';
 import { LlmError, ScriptedLanguageModel } from '@flotilla/llm';
 import { describe, expect, it } from 'vitest';
 import { titleOrFail } from './title-or-fail.js';
-import { cleanTitle, MAX_TITLE_CHARS, TITLE_MESSAGE_CHARS, TITLE_SYSTEM_PROMPT, titleRequest } from './title-request.js';
+import {
+  cleanTitle,
+  MAX_TITLE_CHARS,
+  TITLE_MESSAGE_CHARS,
+  TITLE_SYSTEM_PROMPT,
+  titleRequest,
+} from './title-request.js';
 
 const context = { tenant: 'acme', conversation: 'titled', source: 'system' as const };
-const message = (text: string): MessageEvent => ({ ...draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] }), seq: 2 }) as MessageEvent;
+const message = (text: string): MessageEvent =>
+  ({
+    ...draftEvent({ ...context, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] }),
+    seq: 2,
+  }) as MessageEvent;
 
 describe('cleanTitle', () => {
   it('keeps one plain line: no label, quotes, markdown, control characters or trailing period', () => {
@@ -55,12 +65,26 @@ describe('titleRequest', () => {
 
 describe('titleOrFail', () => {
   it('answers with the call’s usage (purpose other) and the cleaned title, in that order', async () => {
-    const llm = new ScriptedLanguageModel({ replies: [{ text: 'Title: "Fix the login test"', usage: { inputTokens: 40, outputTokens: 6 }, costUsd: 0.001 }] });
+    const llm = new ScriptedLanguageModel({
+      replies: [{ text: 'Title: "Fix the login test"', usage: { inputTokens: 40, outputTokens: 6 }, costUsd: 0.001 }],
+    });
     const result = await titleOrFail(message('The login test fails one run in ten: fix it'), llm, context);
     expect(result.title).toBe('Fix the login test');
     expect(result.drafts).toMatchObject([
-      { type: 'llm_usage', purpose: 'other', prompt_tokens: 40, completion_tokens: 6, cost_usd: 0.001, source: 'system' },
-      { type: 'state_change', title: 'Fix the login test', reason: 'generated from the first message', source: 'system' },
+      {
+        type: 'llm_usage',
+        purpose: 'other',
+        prompt_tokens: 40,
+        completion_tokens: 6,
+        cost_usd: 0.001,
+        source: 'system',
+      },
+      {
+        type: 'state_change',
+        title: 'Fix the login test',
+        reason: 'generated from the first message',
+        source: 'system',
+      },
     ]);
     expect(result.drafts[1]).not.toHaveProperty('status');
     expect(JSON.stringify(llm.requests[0]!.messages)).toContain('The login test fails one run in ten');
@@ -70,8 +94,19 @@ describe('titleOrFail', () => {
     const down = new ScriptedLanguageModel({ replies: [new LlmError('transient', 'The server is down.')] });
     const failed = await titleOrFail(message('Fix it'), down, context);
     expect(failed.title).toBeUndefined();
-    expect(failed.drafts).toMatchObject([{ type: 'conversation_error', code: 'title_failed', detail: 'The title could not be generated (transient: The server is down); the conversation stays untitled until one is set.' }]);
-    const empty = await titleOrFail(message('Fix it'), new ScriptedLanguageModel({ replies: [{ text: '  ' }] }), context);
+    expect(failed.drafts).toMatchObject([
+      {
+        type: 'conversation_error',
+        code: 'title_failed',
+        detail:
+          'The title could not be generated (transient: The server is down); the conversation stays untitled until one is set.',
+      },
+    ]);
+    const empty = await titleOrFail(
+      message('Fix it'),
+      new ScriptedLanguageModel({ replies: [{ text: '  ' }] }),
+      context,
+    );
     expect(empty.drafts.map((draft) => [draft.type, 'code' in draft ? draft.code : ''])).toEqual([
       ['llm_usage', ''],
       ['conversation_error', 'title_failed'],

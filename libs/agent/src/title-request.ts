@@ -22,10 +22,16 @@ export const TITLE_SYSTEM_PROMPT = [
 
 /** One system + user request for the title of a conversation opened by `firstMessage`. No tools. */
 export function titleRequest(firstMessage: string): GenerateRequest {
-  const shown = firstMessage.length > TITLE_MESSAGE_CHARS ? `${firstMessage.slice(0, TITLE_MESSAGE_CHARS).trimEnd()} […]` : firstMessage;
+  const shown =
+    firstMessage.length > TITLE_MESSAGE_CHARS
+      ? `${firstMessage.slice(0, TITLE_MESSAGE_CHARS).trimEnd()} […]`
+      : firstMessage;
   const messages: ChatMessage[] = [
     { role: 'system', content: [{ text: TITLE_SYSTEM_PROMPT, cache: false }] },
-    { role: 'user', content: [{ type: 'text', text: `<FIRST_MESSAGE>\n${shown}\n</FIRST_MESSAGE>\n\nWrite the title now.` }] },
+    {
+      role: 'user',
+      content: [{ type: 'text', text: `<FIRST_MESSAGE>\n${shown}\n</FIRST_MESSAGE>\n\nWrite the title now.` }],
+    },
   ];
   return { messages, maxOutputTokens: TITLE_MAX_OUTPUT_TOKENS };
 }
@@ -44,10 +50,14 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2
 export function cleanTitle(reply: string): string | undefined {
   for (const rawLine of reply.split(/\r\n|\r|\n/)) {
     let line = rawLine.replace(CONTROL, ' ').replace(/\s+/gu, ' ').trim();
-    for (let previous = ''; previous !== line; ) {
+    for (let previous = ''; previous !== line;) {
       previous = line;
       // a period before or after the closing quote: `"Fix the build".` or `"Fix the build."`
-      line = line.replace(LABEL, '').replace(WRAPPERS, '').replace(/(?<!\.)\.$/u, '').trim();
+      line = line
+        .replace(LABEL, '')
+        .replace(WRAPPERS, '')
+        .replace(/(?<!\.)\.$/u, '')
+        .trim();
     }
     if (line !== '') return capTitle(line);
   }

@@ -14,11 +14,14 @@ export function estimateTokens(messages: readonly ChatMessage[], tools: readonly
 export function messageCharacters(message: ChatMessage): number {
   let characters = 16;
   if (message.role === 'system') for (const block of message.content) characters += block.text.length;
-  else for (const part of message.content) characters += part.type === 'text' ? part.text.length : IMAGE_ESTIMATE_CHARACTERS;
+  else
+    for (const part of message.content)
+      characters += part.type === 'text' ? part.text.length : IMAGE_ESTIMATE_CHARACTERS;
   if (message.role === 'assistant') {
     for (const call of message.toolCalls) characters += call.name.length + call.arguments.length + 16;
     characters += message.reasoning?.text?.length ?? 0;
-    for (const block of message.reasoning?.thinkingBlocks ?? []) characters += block.type === 'thinking' ? block.thinking.length : block.data.length;
+    for (const block of message.reasoning?.thinkingBlocks ?? [])
+      characters += block.type === 'thinking' ? block.thinking.length : block.data.length;
   }
   return characters;
 }
@@ -35,7 +38,8 @@ function toolCharacters(tools: readonly ToolSchema[]): number {
   let characters = measuredTools.get(tools);
   if (characters === undefined) {
     characters = 0;
-    for (const tool of tools) characters += tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
+    for (const tool of tools)
+      characters += tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
     measuredTools.set(tools, characters);
   }
   return characters;

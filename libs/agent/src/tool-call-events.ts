@@ -11,7 +11,12 @@ const RISKS: ReadonlySet<string> = new Set(['low', 'medium', 'high']);
  * input null, answered at once by an agent_error the model reads: the transcript stays
  * well-formed and the model can correct itself.
  */
-export function toolCallEvents(result: GenerateResult, tools: ToolCatalog, context: DraftContext, usedIds: ReadonlySet<string> = new Set()): EventDraft[] {
+export function toolCallEvents(
+  result: GenerateResult,
+  tools: ToolCatalog,
+  context: DraftContext,
+  usedIds: ReadonlySet<string> = new Set(),
+): EventDraft[] {
   const drafts: EventDraft[] = [];
   // an id the model repeats (within this reply, or from earlier in the conversation, where it is
   // answered already) is replaced: an action whose id is answered would never be run or answered
@@ -51,7 +56,14 @@ export function toolCallEvents(result: GenerateResult, tools: ToolCatalog, conte
     });
     drafts.push(action);
     if (error !== undefined) {
-      drafts.push(draftEvent({ ...context, source: 'environment' }, 'agent_error', { tool_call_id: callId, tool_name: call.name || 'unknown', action_id: action.id, error }));
+      drafts.push(
+        draftEvent({ ...context, source: 'environment' }, 'agent_error', {
+          tool_call_id: callId,
+          tool_name: call.name || 'unknown',
+          action_id: action.id,
+          error,
+        }),
+      );
     }
   });
   return drafts;
@@ -61,7 +73,8 @@ function parseArguments(raw: string): { ok: true; value: Record<string, unknown>
   if (raw.trim() === '') return { ok: true, value: {} };
   try {
     const value: unknown = JSON.parse(raw);
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, reason: 'expected a JSON object' };
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      return { ok: false, reason: 'expected a JSON object' };
     return { ok: true, value: value as Record<string, unknown> };
   } catch (error) {
     return { ok: false, reason: (error as Error).message };

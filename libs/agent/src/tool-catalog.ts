@@ -1,7 +1,8 @@
 import type { ToolSpec } from '@flotilla/events';
 import type { AnyToolDefinition, ToolRegistry } from '@flotilla/tools';
 
-export type CheckedInput = { readonly ok: true; readonly input: Record<string, unknown> } | { readonly ok: false; readonly message: string };
+export type CheckedInput =
+  { readonly ok: true; readonly input: Record<string, unknown> } | { readonly ok: false; readonly message: string };
 
 /** What the step needs of the tools: their specs, and argument validation without running anything. */
 export interface ToolCatalog {
@@ -34,10 +35,24 @@ export function registryCatalog(registry: ToolRegistry, names?: readonly string[
     isReadOnly: (name) => registry.get(name)?.annotations.readOnly === true,
     check(name, input) {
       const tool: AnyToolDefinition | undefined = offeredSet.has(name) ? registry.get(name) : undefined;
-      if (!tool) return { ok: false, message: `Tool "${name}" does not exist. Available tools: ${offered.join(', ') || '(none)'}.` };
-      const parsed = (tool.parameters as unknown as { safeParse(value: unknown): { success: boolean; data?: unknown; error?: { issues: { path: PropertyKey[]; message: string }[] } } }).safeParse(input);
+      if (!tool)
+        return {
+          ok: false,
+          message: `Tool "${name}" does not exist. Available tools: ${offered.join(', ') || '(none)'}.`,
+        };
+      const parsed = (
+        tool.parameters as unknown as {
+          safeParse(value: unknown): {
+            success: boolean;
+            data?: unknown;
+            error?: { issues: { path: PropertyKey[]; message: string }[] };
+          };
+        }
+      ).safeParse(input);
       if (parsed.success) return { ok: true, input: parsed.data as Record<string, unknown> };
-      const lines = (parsed.error?.issues ?? []).map((issue) => `- ${issue.path.map(String).join('.') || '(arguments)'}: ${issue.message}`);
+      const lines = (parsed.error?.issues ?? []).map(
+        (issue) => `- ${issue.path.map(String).join('.') || '(arguments)'}: ${issue.message}`,
+      );
       return { ok: false, message: `Invalid arguments for tool "${name}":\n${lines.join('\n')}` };
     },
   };

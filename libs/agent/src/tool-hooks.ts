@@ -23,7 +23,14 @@ export async function withToolHooks(
   const rejected = new Map<string, EventDraft>();
   for (const action of actions) {
     for (const hook of hooksFor(hooks, 'preToolUse', action.tool_name)) {
-      const outcome = await run(hook, hookInput('preToolUse', context, { tool_name: action.tool_name, tool_input: action.input, tool_call_id: action.tool_call_id }));
+      const outcome = await run(
+        hook,
+        hookInput('preToolUse', context, {
+          tool_name: action.tool_name,
+          tool_input: action.input,
+          tool_call_id: action.tool_call_id,
+        }),
+      );
       runs.push(hookExecutionDraft(context, 'preToolUse', hook, outcome, { actionId: action.id, parent: action.id }));
       if (outcome.decision === 'deny') {
         rejected.set(action.id, hookRejectionDraft(context, action, outcome.reason ?? 'blocked by a hook'));
@@ -39,21 +46,49 @@ export async function withToolHooks(
       results.push(rejection);
       continue;
     }
-    let result = executed.find((draft) => (draft.type === 'observation' || draft.type === 'agent_error') && draft.action_id === action.id);
+    let result = executed.find(
+      (draft) => (draft.type === 'observation' || draft.type === 'agent_error') && draft.action_id === action.id,
+    );
     if (!result) continue;
     const notes: string[] = [];
     for (const hook of hooksFor(hooks, 'postToolUse', action.tool_name)) {
-      const response = result.type === 'observation' ? { content: result.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n').slice(0, 20_000), is_error: result.is_error } : { error: result.type === 'agent_error' ? result.error : '' };
-      const outcome = await run(hook, hookInput('postToolUse', context, { tool_name: action.tool_name, tool_input: action.input, tool_call_id: action.tool_call_id, tool_response: response }));
+      const response =
+        result.type === 'observation'
+          ? {
+              content: result.content
+                .flatMap((part) => (part.type === 'text' ? [part.text] : []))
+                .join('\n')
+                .slice(0, 20_000),
+              is_error: result.is_error,
+            }
+          : { error: result.type === 'agent_error' ? result.error : '' };
+      const outcome = await run(
+        hook,
+        hookInput('postToolUse', context, {
+          tool_name: action.tool_name,
+          tool_input: action.input,
+          tool_call_id: action.tool_call_id,
+          tool_response: response,
+        }),
+      );
       runs.push(hookExecutionDraft(context, 'postToolUse', hook, outcome, { actionId: action.id, parent: action.id }));
-      if (outcome.decision === 'deny') notes.push(`[A PostToolUse hook objected to this result: ${outcome.reason ?? 'no reason given'}]`);
+      if (outcome.decision === 'deny')
+        notes.push(`[A PostToolUse hook objected to this result: ${outcome.reason ?? 'no reason given'}]`);
       else if (outcome.context) notes.push(`[A PostToolUse hook adds: ${outcome.context}]`);
     }
-    if (notes.length > 0 && result.type === 'observation') result = { ...result, content: [...result.content, ...notes.map((text) => ({ type: 'text' as const, text }))] };
+    if (notes.length > 0 && result.type === 'observation')
+      result = { ...result, content: [...result.content, ...notes.map((text) => ({ type: 'text' as const, text }))] };
     results.push(result);
   }
   // anything else the batch produced (free-standing notes) stays, after the results
   const answered = new Set(actions.map((action) => action.id));
-  const rest = executed.filter((draft) => !((draft.type === 'observation' || draft.type === 'agent_error') && draft.action_id !== undefined && answered.has(draft.action_id)));
+  const rest = executed.filter(
+    (draft) =>
+      !(
+        (draft.type === 'observation' || draft.type === 'agent_error') &&
+        draft.action_id !== undefined &&
+        answered.has(draft.action_id)
+      ),
+  );
   return [...runs, ...results, ...rest];
 }

@@ -38,9 +38,15 @@ describe('readWorkspaceContext', () => {
       { path: '.cursorrules', content: 'cursor', truncated: false },
       { path: '.agents/skills/always.md', content: 'always on', truncated: false },
     ]);
-    expect(context.knowledge).toEqual([{ path: '.agents/skills/git.md', content: 'git skill', truncated: false, name: 'git', triggers: ['git'] }]);
-    expect(context.skills).toEqual([{ name: 'pdf', description: 'Fill PDF forms', path: '.openhands/skills/pdf/SKILL.md' }]);
-    expect(context.rules).toEqual([{ path: 'src/api/AGENTS.md', content: 'api rule', truncated: false, folder: 'src/api' }]);
+    expect(context.knowledge).toEqual([
+      { path: '.agents/skills/git.md', content: 'git skill', truncated: false, name: 'git', triggers: ['git'] },
+    ]);
+    expect(context.skills).toEqual([
+      { name: 'pdf', description: 'Fill PDF forms', path: '.openhands/skills/pdf/SKILL.md' },
+    ]);
+    expect(context.rules).toEqual([
+      { path: 'src/api/AGENTS.md', content: 'api rule', truncated: false, folder: 'src/api' },
+    ]);
     expect(context.notes).toEqual([]);
     expect(JSON.stringify(context)).not.toContain(root);
   });
@@ -55,7 +61,9 @@ describe('readWorkspaceContext', () => {
     expect(performance.now() - started).toBeLessThan(2_000);
     expect(context.repository[0]).toMatchObject({ path: 'AGENTS.md', truncated: true });
     expect(context.repository[0]!.content).toBe('x'.repeat(WORKSPACE_CONTEXT_BOUNDS.fileChars));
-    expect(context.notes).toEqual([`AGENTS.md is longer than ${WORKSPACE_CONTEXT_BOUNDS.fileChars} characters: only its beginning is kept`]);
+    expect(context.notes).toEqual([
+      `AGENTS.md is longer than ${WORKSPACE_CONTEXT_BOUNDS.fileChars} characters: only its beginning is kept`,
+    ]);
   });
 
   it('follows no symlink out of the workspace, and skips a FIFO instead of blocking on it', async () => {
@@ -72,7 +80,8 @@ describe('readWorkspaceContext', () => {
   });
 
   it('keeps within the total bound across many rules', async () => {
-    for (let index = 0; index < 15; index += 1) await put(`pkg${String(index).padStart(2, '0')}/AGENTS.md`, 'r'.repeat(WORKSPACE_CONTEXT_BOUNDS.fileChars));
+    for (let index = 0; index < 15; index += 1)
+      await put(`pkg${String(index).padStart(2, '0')}/AGENTS.md`, 'r'.repeat(WORKSPACE_CONTEXT_BOUNDS.fileChars));
     const context = await readWorkspaceContext(await openWorkspace(root));
     const total = context.rules.reduce((sum, rule) => sum + rule.content.length, 0);
     expect(total).toBeLessThanOrEqual(WORKSPACE_CONTEXT_BOUNDS.totalChars);

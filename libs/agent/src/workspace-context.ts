@@ -1,6 +1,14 @@
 import { lstat, opendir } from 'node:fs/promises';
 import { posix, relative, sep } from 'node:path';
-import { draftEvent, type AgentSkill, type ContextFile, type DraftContext, type EventDraft, type KnowledgeSkill, type PathRule } from '@flotilla/events';
+import {
+  draftEvent,
+  type AgentSkill,
+  type ContextFile,
+  type DraftContext,
+  type EventDraft,
+  type KnowledgeSkill,
+  type PathRule,
+} from '@flotilla/events';
 import type { Workspace } from '@flotilla/tools';
 import { listField, parseSkillFile, textField } from './skill-file.js';
 
@@ -38,7 +46,15 @@ export const SKILL_FOLDERS = ['.agents/skills', '.openhands/skills'] as const;
 export const PATH_RULES_FILE = 'AGENTS.md';
 
 /** Folders never walked for rules: dependencies and version control, not the repository's own. */
-const SKIPPED_FOLDERS: ReadonlySet<string> = new Set(['node_modules', '.git', 'dist', 'build', 'target', 'vendor', '__pycache__']);
+const SKIPPED_FOLDERS: ReadonlySet<string> = new Set([
+  'node_modules',
+  '.git',
+  'dist',
+  'build',
+  'target',
+  'vendor',
+  '__pycache__',
+]);
 
 /** A workspace_context event's fields. */
 export type WorkspaceContextPayload = {
@@ -80,7 +96,8 @@ class ContextReader {
   constructor(private readonly workspace: Workspace) {}
 
   note(text: string): void {
-    if (this.payload.notes.length < WORKSPACE_CONTEXT_BOUNDS.notes) this.payload.notes.push(text.length > 500 ? `${text.slice(0, 499)}…` : text);
+    if (this.payload.notes.length < WORKSPACE_CONTEXT_BOUNDS.notes)
+      this.payload.notes.push(text.length > 500 ? `${text.slice(0, 499)}…` : text);
   }
 
   /**
@@ -107,7 +124,9 @@ class ContextReader {
       if (!info.isFile()) return undefined;
       const left = WORKSPACE_CONTEXT_BOUNDS.totalChars - this.#chars;
       if (left <= 0) {
-        this.note(`${path} was left out: the workspace context is full (${WORKSPACE_CONTEXT_BOUNDS.totalChars} characters)`);
+        this.note(
+          `${path} was left out: the workspace context is full (${WORKSPACE_CONTEXT_BOUNDS.totalChars} characters)`,
+        );
         return undefined;
       }
       const keep = Math.min(limit, left);
@@ -136,13 +155,15 @@ class ContextReader {
   async skills(folder: string): Promise<void> {
     for (const entry of await this.#entries(folder)) {
       const path = posix.join(folder, entry.name);
-      if (entry.isFile() && entry.name.endsWith('.md') && entry.name.toLowerCase() !== 'readme.md') await this.#knowledgeSkill(path, entry.name.slice(0, -3));
+      if (entry.isFile() && entry.name.endsWith('.md') && entry.name.toLowerCase() !== 'readme.md')
+        await this.#knowledgeSkill(path, entry.name.slice(0, -3));
       else if (entry.isDirectory()) await this.#agentSkill(posix.join(path, 'SKILL.md'), entry.name);
     }
   }
 
   async #knowledgeSkill(path: string, fallbackName: string): Promise<void> {
-    if (this.payload.knowledge.length >= WORKSPACE_CONTEXT_BOUNDS.skills) return this.note(`${path} was left out: at most ${WORKSPACE_CONTEXT_BOUNDS.skills} knowledge skills are read`);
+    if (this.payload.knowledge.length >= WORKSPACE_CONTEXT_BOUNDS.skills)
+      return this.note(`${path} was left out: at most ${WORKSPACE_CONTEXT_BOUNDS.skills} knowledge skills are read`);
     const file = await this.text(path, WORKSPACE_CONTEXT_BOUNDS.skillChars);
     if (!file) return;
     const parsed = parseSkillFile(file.content);
@@ -158,14 +179,25 @@ class ContextReader {
   }
 
   async #agentSkill(path: string, fallbackName: string): Promise<void> {
-    if (this.payload.skills.length >= WORKSPACE_CONTEXT_BOUNDS.skills) return this.note(`${path} was left out: at most ${WORKSPACE_CONTEXT_BOUNDS.skills} skills are listed`);
+    if (this.payload.skills.length >= WORKSPACE_CONTEXT_BOUNDS.skills)
+      return this.note(`${path} was left out: at most ${WORKSPACE_CONTEXT_BOUNDS.skills} skills are listed`);
     const file = await this.text(path, WORKSPACE_CONTEXT_BOUNDS.skillHeaderChars, false);
     if (!file) return;
     // only the name and description are kept: the agent reads the file itself when it uses the skill
     this.#chars -= file.content.length;
     const parsed = parseSkillFile(file.content);
-    const description = textField(parsed, 'description') ?? parsed.body.split('\n').find((line) => line.trim() !== '')?.replace(/^#+\s*/u, '') ?? '';
-    this.payload.skills.push({ name: clip(textField(parsed, 'name') ?? fallbackName, 100), description: clip(description, 1_000), path });
+    const description =
+      textField(parsed, 'description') ??
+      parsed.body
+        .split('\n')
+        .find((line) => line.trim() !== '')
+        ?.replace(/^#+\s*/u, '') ??
+      '';
+    this.payload.skills.push({
+      name: clip(textField(parsed, 'name') ?? fallbackName, 100),
+      description: clip(description, 1_000),
+      path,
+    });
     this.#chars += description.length;
   }
 
@@ -176,13 +208,20 @@ class ContextReader {
     while (queue.length > 0) {
       const folder = queue.shift()!;
       if (visited >= WORKSPACE_CONTEXT_BOUNDS.folders) {
-        this.note(`folders past the first ${WORKSPACE_CONTEXT_BOUNDS.folders} were not looked into for ${PATH_RULES_FILE} rules`);
+        this.note(
+          `folders past the first ${WORKSPACE_CONTEXT_BOUNDS.folders} were not looked into for ${PATH_RULES_FILE} rules`,
+        );
         return;
       }
       visited += 1;
       for (const entry of await this.#entries(folder.path)) {
         const path = folder.path === '' ? entry.name : posix.join(folder.path, entry.name);
-        if (entry.isDirectory() && !entry.name.startsWith('.') && !SKIPPED_FOLDERS.has(entry.name) && folder.depth < WORKSPACE_CONTEXT_BOUNDS.depth) {
+        if (
+          entry.isDirectory() &&
+          !entry.name.startsWith('.') &&
+          !SKIPPED_FOLDERS.has(entry.name) &&
+          folder.depth < WORKSPACE_CONTEXT_BOUNDS.depth
+        ) {
           queue.push({ path, depth: folder.depth + 1 });
         } else if (entry.isFile() && entry.name === PATH_RULES_FILE && folder.path !== '') {
           if (this.payload.rules.length >= WORKSPACE_CONTEXT_BOUNDS.rules) {
@@ -190,7 +229,8 @@ class ContextReader {
             continue;
           }
           const file = await this.text(path, WORKSPACE_CONTEXT_BOUNDS.fileChars);
-          if (file) this.payload.rules.push({ path, content: file.content, truncated: file.truncated, folder: folder.path });
+          if (file)
+            this.payload.rules.push({ path, content: file.content, truncated: file.truncated, folder: folder.path });
         }
       }
     }
@@ -213,7 +253,9 @@ class ContextReader {
         if (entry.isSymbolicLink()) continue;
         entries.push(entry);
         if (entries.length >= WORKSPACE_CONTEXT_BOUNDS.entriesPerFolder) {
-          this.note(`${path || 'the workspace root'} has more than ${WORKSPACE_CONTEXT_BOUNDS.entriesPerFolder} entries: only some were looked at`);
+          this.note(
+            `${path || 'the workspace root'} has more than ${WORKSPACE_CONTEXT_BOUNDS.entriesPerFolder} entries: only some were looked at`,
+          );
           break;
         }
       }

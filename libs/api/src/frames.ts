@@ -34,9 +34,21 @@ export const AckFrame = z.strictObject({
   last_seq: z.number().int().nonnegative(),
   appended: z.boolean(),
 });
-export const ErrorFrame = z.strictObject({ type: z.literal('error'), id: z.string().optional(), code: ErrorCode, message: z.string() });
+export const ErrorFrame = z.strictObject({
+  type: z.literal('error'),
+  id: z.string().optional(),
+  code: ErrorCode,
+  message: z.string(),
+});
 
-export const ServerFrame = z.discriminatedUnion('type', [SyncFrame, EventFrame, LiveFrame, DeltaFrame, AckFrame, ErrorFrame]);
+export const ServerFrame = z.discriminatedUnion('type', [
+  SyncFrame,
+  EventFrame,
+  LiveFrame,
+  DeltaFrame,
+  AckFrame,
+  ErrorFrame,
+]);
 export type ServerFrame = z.infer<typeof ServerFrame>;
 export type SyncFrame = z.infer<typeof SyncFrame>;
 export type EventFrame = z.infer<typeof EventFrame>;
@@ -50,8 +62,18 @@ export const ClientFrame = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('auth'), api_key: z.string().min(1).max(256) }),
   /** A user message, as `POST …/messages` takes it: text, images or both (images within the socket's max_frame_bytes). */
   z
-    .strictObject({ type: z.literal('message'), id: FrameId, text: MessageText.optional(), images: MessageImages.optional(), run: z.boolean().optional(), on_busy: OnBusy.optional() })
-    .refine((frame) => frame.text !== undefined || frame.images !== undefined, { message: 'give text, images or both', path: ['text'] }),
+    .strictObject({
+      type: z.literal('message'),
+      id: FrameId,
+      text: MessageText.optional(),
+      images: MessageImages.optional(),
+      run: z.boolean().optional(),
+      on_busy: OnBusy.optional(),
+    })
+    .refine((frame) => frame.text !== undefined || frame.images !== undefined, {
+      message: 'give text, images or both',
+      path: ['text'],
+    }),
   z.strictObject({ type: z.literal('run'), id: FrameId }),
   /** Pause after the step / interrupt now, with the `reason` the REST routes take (validated the same). */
   z.strictObject({ type: z.literal('pause'), id: FrameId, reason: ReasonBody.shape.reason }),

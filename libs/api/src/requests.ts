@@ -1,4 +1,16 @@
-import { ConversationId, ConversationStatus, EventSource, EVENT_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, OnBusy, SpecName, StoredImageMediaType, TenantId, Timestamp } from '@flotilla/events';
+import {
+  ConversationId,
+  ConversationStatus,
+  EventSource,
+  EVENT_TYPES,
+  MAX_IMAGE_BYTES,
+  MAX_IMAGES_PER_MESSAGE,
+  OnBusy,
+  SpecName,
+  StoredImageMediaType,
+  TenantId,
+  Timestamp,
+} from '@flotilla/events';
 import { z } from 'zod';
 import { Tags, Title } from './resources.js';
 
@@ -60,7 +72,10 @@ export type AskBody = z.infer<typeof AskBody>;
 
 export const UpdateConversationBody = z
   .strictObject({ title: Title.optional(), tags: Tags.optional() })
-  .refine((body) => body.title !== undefined || body.tags !== undefined, { message: 'give title or tags', path: ['title'] });
+  .refine((body) => body.title !== undefined || body.tags !== undefined, {
+    message: 'give title or tags',
+    path: ['title'],
+  });
 export type UpdateConversationBody = z.infer<typeof UpdateConversationBody>;
 
 /**
@@ -68,8 +83,15 @@ export type UpdateConversationBody = z.infer<typeof UpdateConversationBody>;
  * template, `spec` fields replace the current spec's (or the template's). At least one.
  */
 export const UpdateSpecBody = z
-  .strictObject({ template: SpecName.optional(), spec: SpecFields.optional(), reason: z.string().min(1).max(500).optional() })
-  .refine((body) => body.template !== undefined || body.spec !== undefined, { message: 'give template or spec', path: ['spec'] });
+  .strictObject({
+    template: SpecName.optional(),
+    spec: SpecFields.optional(),
+    reason: z.string().min(1).max(500).optional(),
+  })
+  .refine((body) => body.template !== undefined || body.spec !== undefined, {
+    message: 'give template or spec',
+    path: ['spec'],
+  });
 export type UpdateSpecBody = z.infer<typeof UpdateSpecBody>;
 
 /** The most bytes the images of one message may have together: four of the largest. */
@@ -104,8 +126,16 @@ export const MessageImages = z.array(ImageUpload).min(1).max(MAX_IMAGES_PER_MESS
  * `on_busy` says what it does if the conversation is running (its spec's `on_busy` when absent).
  */
 export const SendMessageBody = z
-  .strictObject({ text: MessageText.optional(), images: MessageImages.optional(), run: z.boolean().optional(), on_busy: OnBusy.optional() })
-  .refine((body) => body.text !== undefined || body.images !== undefined, { message: 'give text, images or both', path: ['text'] });
+  .strictObject({
+    text: MessageText.optional(),
+    images: MessageImages.optional(),
+    run: z.boolean().optional(),
+    on_busy: OnBusy.optional(),
+  })
+  .refine((body) => body.text !== undefined || body.images !== undefined, {
+    message: 'give text, images or both',
+    path: ['text'],
+  });
 export type SendMessageBody = z.infer<typeof SendMessageBody>;
 
 export const ReasonBody = z.strictObject({ reason: z.string().max(2_000).optional() });
@@ -128,9 +158,15 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  */
 export const SecretValue = z
   .string({ error: 'a secret value is a string' })
-  .min(MIN_SECRET_VALUE_CHARS, `a secret value needs at least ${MIN_SECRET_VALUE_CHARS} characters (shorter ones would mask ordinary text in the agent's output)`)
+  .min(
+    MIN_SECRET_VALUE_CHARS,
+    `a secret value needs at least ${MIN_SECRET_VALUE_CHARS} characters (shorter ones would mask ordinary text in the agent's output)`,
+  )
   .max(MAX_SECRET_VALUE_CHARS, `a secret value has at most ${MAX_SECRET_VALUE_CHARS} characters`)
-  .refine((value) => !value.includes('\u0000'), 'a secret value cannot hold a NUL character (an environment variable cannot)')
+  .refine(
+    (value) => !value.includes('\u0000'),
+    'a secret value cannot hold a NUL character (an environment variable cannot)',
+  )
   .refine((value) => !LONE_SURROGATE.test(value), 'a secret value must be well-formed Unicode');
 
 /** `PUT …/secrets/{name}`: create or replace the secret. */
@@ -200,4 +236,6 @@ export const CountEventsQuery = EventFilterQuery;
 export type CountEventsQuery = z.input<typeof CountEventsQuery>;
 
 /** The WebSocket's query string. */
-export const SocketQuery = z.strictObject({ after_seq: z.coerce.number<number | string>().int().nonnegative().default(0) });
+export const SocketQuery = z.strictObject({
+  after_seq: z.coerce.number<number | string>().int().nonnegative().default(0),
+});

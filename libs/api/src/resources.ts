@@ -54,7 +54,13 @@ export const Conversation = z.strictObject({
   usage: Usage,
   last_error: z.strictObject({ code: z.string(), detail: z.string(), seq: z.number().int().positive() }).nullable(),
   /** The agent spec in force (GET …/spec has all of it); null for a conversation created before specs were logged. */
-  agent: z.strictObject({ model: z.string().nullable(), template: z.string().nullable(), spec_seq: z.number().int().positive() }).nullable(),
+  agent: z
+    .strictObject({
+      model: z.string().nullable(),
+      template: z.string().nullable(),
+      spec_seq: z.number().int().positive(),
+    })
+    .nullable(),
   /**
    * Which of its events make the current branch: the conversation it was forked from (and after
    * which of its events), and the seq ranges of its own log that rewinds left (still readable,
@@ -153,13 +159,26 @@ export const ServerInfo = z.strictObject({
   agents: z.strictObject({
     templates: z.array(z.strictObject({ name: z.string(), model: z.string(), tools: z.array(z.string()) })),
     /** Each profile's model, and the profiles it falls back on, in order, when its provider is out. */
-    profiles: z.array(z.strictObject({ name: z.string(), provider: z.string(), model: z.string(), fallbacks: z.array(z.string()) })),
-    custom_models: z.union([z.literal(false), z.strictObject({ providers: z.array(z.string()).nullable(), base_urls: z.array(z.string()) })]),
+    profiles: z.array(
+      z.strictObject({ name: z.string(), provider: z.string(), model: z.string(), fallbacks: z.array(z.string()) }),
+    ),
+    custom_models: z.union([
+      z.literal(false),
+      z.strictObject({ providers: z.array(z.string()).nullable(), base_urls: z.array(z.string()) }),
+    ]),
     default: z.strictObject({ model: z.string(), tools: z.array(z.string()) }),
     /** The MCP servers a spec may name: stdio commands (run in the conversation's sandbox) and HTTP URL prefixes; none by default. */
     mcp: z.strictObject({ commands: z.array(z.string()), url_prefixes: z.array(z.string()) }),
     /** The sub-agents a spec may name (`subAgents`) for its `task` tool: what each is for, its tools, its workspace (shared or own) and its model's profile (null: the parent's model). */
-    sub_agents: z.array(z.strictObject({ name: z.string(), description: z.string(), tools: z.array(z.string()), workspace: z.enum(['shared', 'own']), model: z.string().nullable() })),
+    sub_agents: z.array(
+      z.strictObject({
+        name: z.string(),
+        description: z.string(),
+        tools: z.array(z.string()),
+        workspace: z.enum(['shared', 'own']),
+        model: z.string().nullable(),
+      }),
+    ),
   }),
   capabilities: z.strictObject({
     websocket: z.boolean(),
@@ -190,7 +209,13 @@ export const ServerInfo = z.strictObject({
     /** 0 = no limit. */
     max_running_per_tenant: Count,
     /** A message's images: each at most `max_image_bytes`, at most `max_images_per_message`, `max_message_image_bytes` together; the message routes' body limit is `max_message_body_bytes`. */
-    images: z.strictObject({ max_image_bytes: Count, max_images_per_message: Count, max_message_image_bytes: Count, max_message_body_bytes: Count, media_types: z.array(z.string()) }),
+    images: z.strictObject({
+      max_image_bytes: Count,
+      max_images_per_message: Count,
+      max_message_image_bytes: Count,
+      max_message_body_bytes: Count,
+      media_types: z.array(z.string()),
+    }),
   }),
 });
 export type ServerInfo = z.infer<typeof ServerInfo>;
@@ -211,7 +236,9 @@ export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 const PeriodUsage = z.strictObject({
   usd: z.number().nonnegative(),
   tokens: z.number().int().nonnegative(),
-  budget: z.strictObject({ usd: z.number().positive().optional(), tokens: z.number().int().positive().optional() }).nullable(),
+  budget: z
+    .strictObject({ usd: z.number().positive().optional(), tokens: z.number().int().positive().optional() })
+    .nullable(),
 });
 
 /**
@@ -223,12 +250,21 @@ export const TenantUsageReport = z.strictObject({
   month: z.string(),
   /** False when no budgets are configured (FLOTILLA_TENANT_BUDGETS): the step workers count nothing. */
   counting: z.boolean(),
-  tenants: z.array(z.strictObject({ tenant: z.string(), day: PeriodUsage, month: PeriodUsage, reached: z.string().nullable() })),
+  tenants: z.array(
+    z.strictObject({ tenant: z.string(), day: PeriodUsage, month: PeriodUsage, reached: z.string().nullable() }),
+  ),
 });
 export type TenantUsageReport = z.infer<typeof TenantUsageReport>;
 
 /** The caller's own tenant's usage this UTC day and month, beside its budgets (`reached`: why its runs are stopped, or null). */
-export const TenantUsage = z.strictObject({ day: z.string(), month: z.string(), counting: z.boolean(), tenant: z.string(), usage: z.strictObject({ day: PeriodUsage, month: PeriodUsage }), reached: z.string().nullable() });
+export const TenantUsage = z.strictObject({
+  day: z.string(),
+  month: z.string(),
+  counting: z.boolean(),
+  tenant: z.string(),
+  usage: z.strictObject({ day: PeriodUsage, month: PeriodUsage }),
+  reached: z.string().nullable(),
+});
 export type TenantUsage = z.infer<typeof TenantUsage>;
 
 export { EventSource };

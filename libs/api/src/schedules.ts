@@ -19,7 +19,15 @@ export function isTimeZone(name: string): boolean {
 }
 
 /** nats-server's predefined cron schedules. */
-export const PREDEFINED_SCHEDULES = ['@yearly', '@annually', '@monthly', '@weekly', '@daily', '@midnight', '@hourly'] as const;
+export const PREDEFINED_SCHEDULES = [
+  '@yearly',
+  '@annually',
+  '@monthly',
+  '@weekly',
+  '@daily',
+  '@midnight',
+  '@hourly',
+] as const;
 
 /**
  * A cron expression as nats-server takes it: six fields, `second minute hour day-of-month month
@@ -30,12 +38,16 @@ export const CronExpression = z
   .string()
   .max(200)
   .refine(
-    (value) => (PREDEFINED_SCHEDULES as readonly string[]).includes(value) || /^[0-9A-Za-z*?,/-]+( [0-9A-Za-z*?,/-]+){5}$/.test(value),
+    (value) =>
+      (PREDEFINED_SCHEDULES as readonly string[]).includes(value) ||
+      /^[0-9A-Za-z*?,/-]+( [0-9A-Za-z*?,/-]+){5}$/.test(value),
     `must be six space-separated fields (second minute hour day-of-month month day-of-week, e.g. "0 30 9 * * MON-FRI") or one of ${PREDEFINED_SCHEDULES.join(', ')}`,
   );
 
 /** An interval: a whole number of seconds, minutes or hours (`30s`, `5m`, `2h`). */
-export const Interval = z.string().regex(/^[1-9][0-9]{0,6}[smh]$/, 'must be a whole number of seconds, minutes or hours: 30s, 5m, 2h');
+export const Interval = z
+  .string()
+  .regex(/^[1-9][0-9]{0,6}[smh]$/, 'must be a whole number of seconds, minutes or hours: 30s, 5m, 2h');
 
 /** The seconds an Interval stands for. */
 export function intervalSeconds(interval: string): number {
@@ -49,7 +61,11 @@ export const ScheduleWhen = z.union([
   z.strictObject({ every: Interval }),
   z.strictObject({
     cron: CronExpression,
-    time_zone: z.string().max(64).refine(isTimeZone, 'is not a time zone the server knows (an IANA name such as Europe/Paris, or UTC)').optional(),
+    time_zone: z
+      .string()
+      .max(64)
+      .refine(isTimeZone, 'is not a time zone the server knows (an IANA name such as Europe/Paris, or UTC)')
+      .optional(),
   }),
 ]);
 export type ScheduleWhen = z.infer<typeof ScheduleWhen>;

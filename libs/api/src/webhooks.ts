@@ -6,9 +6,15 @@ import { z } from 'zod';
  * `state_change` that changes its status): any status change, a change to
  * `waiting_for_confirmation` (actions wait for the user's approval), a change to `finished`.
  */
-export const WEBHOOK_EVENT_TYPES = ['conversation.status_changed', 'conversation.confirmation_pending', 'conversation.finished', 'conversation.expiring'] as const;
+export const WEBHOOK_EVENT_TYPES = [
+  'conversation.status_changed',
+  'conversation.confirmation_pending',
+  'conversation.finished',
+  'conversation.expiring',
+] as const;
 export const WebhookEventType = z.enum(WEBHOOK_EVENT_TYPES, {
-  error: (issue) => `unknown event kind ${JSON.stringify(issue.input)}: the kinds are ${WEBHOOK_EVENT_TYPES.join(', ')}`,
+  error: (issue) =>
+    `unknown event kind ${JSON.stringify(issue.input)}: the kinds are ${WEBHOOK_EVENT_TYPES.join(', ')}`,
 });
 export type WebhookEventType = z.infer<typeof WebhookEventType>;
 
@@ -20,7 +26,13 @@ export const MAX_WEBHOOKS_PER_TENANT = 20;
 function isHttpUrl(value: string): boolean {
   if (value !== value.trim() || !URL.canParse(value)) return false;
   const url = new URL(value);
-  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '' && url.username === '' && url.password === '' && url.hash === '';
+  return (
+    (url.protocol === 'http:' || url.protocol === 'https:') &&
+    url.hostname !== '' &&
+    url.username === '' &&
+    url.password === '' &&
+    url.hash === ''
+  );
 }
 
 /**
@@ -116,7 +128,11 @@ export const WebhookEvent = z.discriminatedUnion('type', [
 export type WebhookEvent = z.infer<typeof WebhookEvent>;
 
 /** Compile-time check that WEBHOOK_EVENT_TYPES and the payload union name the same kinds. */
-const _sameKinds: [Exclude<WebhookEvent['type'], WebhookEventType> | Exclude<WebhookEventType, WebhookEvent['type']>] extends [never] ? true : never = true;
+const _sameKinds: [
+  Exclude<WebhookEvent['type'], WebhookEventType> | Exclude<WebhookEventType, WebhookEvent['type']>,
+] extends [never]
+  ? true
+  : never = true;
 
 /** A delivery that failed every attempt (or was refused for good), kept for the tenant to read. */
 export const DeadLetter = z.strictObject({
@@ -136,5 +152,7 @@ export type DeadLetter = z.infer<typeof DeadLetter>;
 export const DeadLetterList = z.strictObject({ dead_letters: z.array(DeadLetter) });
 export type DeadLetterList = z.infer<typeof DeadLetterList>;
 
-export const DeadLetterQuery = z.strictObject({ limit: z.coerce.number<number | string>().int().min(1).max(500).default(100) });
+export const DeadLetterQuery = z.strictObject({
+  limit: z.coerce.number<number | string>().int().min(1).max(500).default(100),
+});
 export type DeadLetterQuery = z.input<typeof DeadLetterQuery>;

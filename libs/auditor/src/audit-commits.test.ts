@@ -32,13 +32,27 @@ describe('auditCommits: a clean conversation', () => {
       finalStatus: 'idle',
       pending: [],
       tail: { streamSeq: list.commits.at(-1)!.streamSeq, lastSeq: list.commits.at(-1)!.lastSeq },
-      summary: { actions: 4, observations: 3, errors: 1, conversationErrors: 0, rejections: 0, steps: 4, condensations: 1, invalidMessages: 0 },
+      summary: {
+        actions: 4,
+        observations: 3,
+        errors: 1,
+        conversationErrors: 0,
+        rejections: 0,
+        steps: 4,
+        condensations: 1,
+        invalidMessages: 0,
+      },
     });
   });
 
   it('needs the conversation when there are no commits', () => {
     expect(() => auditCommits([])).toThrow(AuditorError);
-    expect(auditCommits([], { conversation: ref })).toMatchObject({ commits: 0, events: 0, finalStatus: 'idle', violations: [] });
+    expect(auditCommits([], { conversation: ref })).toMatchObject({
+      commits: 0,
+      events: 0,
+      finalStatus: 'idle',
+      violations: [],
+    });
   });
 
   it('reports pending actions without a violation while running, paused or waiting for confirmation', () => {
@@ -49,14 +63,19 @@ describe('auditCommits: a clean conversation', () => {
       if (status !== 'running') list.add([d.status(status)]);
       const report = auditCommits(list.commits);
       expect(report.violations, status).toEqual([]);
-      expect(report.pending).toEqual([expect.objectContaining({ actionId: action.id, toolCallId: action.tool_call_id, started: false })]);
+      expect(report.pending).toEqual([
+        expect.objectContaining({ actionId: action.id, toolCallId: action.tool_call_id, started: false }),
+      ]);
     }
   });
 
   it('accepts a rejected confirmation that returns to idle', () => {
     const list = running();
     const action = d.action();
-    list.addAll([[d.usage(), action, d.status('waiting_for_confirmation')], [d.rejection(action), d.status('idle')]]);
+    list.addAll([
+      [d.usage(), action, d.status('waiting_for_confirmation')],
+      [d.rejection(action), d.status('idle')],
+    ]);
     expect(auditCommits(list.commits).violations).toEqual([]);
   });
 });
@@ -103,11 +122,23 @@ describe('auditCommits: positions', () => {
     const broken: StoredCommit[] = [
       ...list.commits.slice(0, -1),
       { ...last, lastSeq: last.lastSeq + 1 },
-      { ...last, streamSeq: last.streamSeq + 10, id: 'empty', firstSeq: last.lastSeq + 2, lastSeq: last.lastSeq + 1, events: [] },
+      {
+        ...last,
+        streamSeq: last.streamSeq + 10,
+        id: 'empty',
+        firstSeq: last.lastSeq + 2,
+        lastSeq: last.lastSeq + 1,
+        events: [],
+      },
     ];
     expect(rules(auditCommits(broken))).toEqual([AuditRule.CommitRangeMismatch, AuditRule.EmptyCommit]);
-    const other = new CommitList({ tenant: 'acme', conversation: 'other' }).addAll([[draftsFor({ tenant: 'acme', conversation: 'other' }).userMessage()]]);
-    expect(rules(auditCommits(other.commits, { conversation: ref }))).toEqual([AuditRule.WrongConversation, AuditRule.WrongConversation]);
+    const other = new CommitList({ tenant: 'acme', conversation: 'other' }).addAll([
+      [draftsFor({ tenant: 'acme', conversation: 'other' }).userMessage()],
+    ]);
+    expect(rules(auditCommits(other.commits, { conversation: ref }))).toEqual([
+      AuditRule.WrongConversation,
+      AuditRule.WrongConversation,
+    ]);
   });
 
   it('reports the invalid messages the reader saw', () => {
@@ -148,7 +179,10 @@ describe('auditCommits: actions and results', () => {
     list.addAll([[d.usage(), action], [d.started(action)], [d.status('error')]]);
     const result = auditCommits(list.commits);
     expect(rules(result)).toEqual([AuditRule.PendingAtRest]);
-    expect(result.violations[0]).toMatchObject({ seq: list.commits[1]!.firstSeq + 1, detail: expect.stringContaining('rests in error') });
+    expect(result.violations[0]).toMatchObject({
+      seq: list.commits[1]!.firstSeq + 1,
+      detail: expect.stringContaining('rests in error'),
+    });
     expect(result.pending).toEqual([expect.objectContaining({ started: true })]);
   });
 
@@ -166,7 +200,11 @@ describe('auditCommits: actions and results', () => {
   it('reports a result naming another action', () => {
     const list = running();
     const [one, two] = [d.action(), d.action()];
-    list.addAll([[d.usage(), one, two], [d.started(one, two)], [d.observation(one, { action_id: two.id }), d.observation(two)]]);
+    list.addAll([
+      [d.usage(), one, two],
+      [d.started(one, two)],
+      [d.observation(one, { action_id: two.id }), d.observation(two)],
+    ]);
     expect(report(list)).toEqual([AuditRule.ResultActionMismatch]);
   });
 
@@ -181,7 +219,14 @@ describe('auditCommits: actions and results', () => {
     const list = running();
     const first = d.action('terminal', { command: 'ls' }, 'call_1');
     const second = d.action('terminal', { command: 'pwd' }, 'call_1');
-    list.addAll([[d.usage(), first], [d.started(first)], [d.observation(first)], [d.usage(), second], [d.started(second)], [d.observation(second)]]);
+    list.addAll([
+      [d.usage(), first],
+      [d.started(first)],
+      [d.observation(first)],
+      [d.usage(), second],
+      [d.started(second)],
+      [d.observation(second)],
+    ]);
     expect(report(list)).toEqual([AuditRule.DuplicateToolCallId]);
   });
 
@@ -227,14 +272,20 @@ describe('auditCommits: status and steps', () => {
     list.addAll([[d.usage(), d.assistantMessage(), d.status('finished')], [d.userMessage('more')]]);
     expect(report(list)).toEqual([AuditRule.UserMessageNotReopened]);
     const reopened = running();
-    reopened.addAll([[d.usage(), d.assistantMessage(), d.status('finished')], [d.userMessage('more'), d.status('running')]]);
+    reopened.addAll([
+      [d.usage(), d.assistantMessage(), d.status('finished')],
+      [d.userMessage('more'), d.status('running')],
+    ]);
     expect(report(reopened)).toEqual([]);
   });
 
   it('reports a step on unanswered actions (two steps on the same tail)', () => {
     const list = running();
     const action = d.action();
-    list.addAll([[d.usage(), action], [d.usage(), d.action()]]);
+    list.addAll([
+      [d.usage(), action],
+      [d.usage(), d.action()],
+    ]);
     const result = auditCommits(list.commits);
     expect(rules(result)).toEqual([AuditRule.StepOnUnansweredActions]);
     expect(result.violations[0]!.streamSeq).toBe(list.commits[2]!.streamSeq);
@@ -253,13 +304,25 @@ describe('auditCommits: status and steps', () => {
 
   it('reports a second system prompt', () => {
     const list = running();
-    list.addAll([[d.systemPrompt(), d.usage(), d.assistantMessage(), d.status('finished')], [d.userMessage(), d.status('running')], [d.systemPrompt(), d.usage(), d.assistantMessage(), d.status('finished')]]);
+    list.addAll([
+      [d.systemPrompt(), d.usage(), d.assistantMessage(), d.status('finished')],
+      [d.userMessage(), d.status('running')],
+      [d.systemPrompt(), d.usage(), d.assistantMessage(), d.status('finished')],
+    ]);
     expect(report(list)).toEqual([AuditRule.SystemPromptRepeated]);
   });
 });
 
 describe('auditCommits: the status machine', () => {
-  const statuses: ConversationStatus[] = ['idle', 'running', 'paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck'];
+  const statuses: ConversationStatus[] = [
+    'idle',
+    'running',
+    'paused',
+    'waiting_for_confirmation',
+    'finished',
+    'error',
+    'stuck',
+  ];
   const allowed: Record<ConversationStatus, ConversationStatus[]> = {
     idle: ['running'],
     running: ['paused', 'waiting_for_confirmation', 'finished', 'error', 'stuck', 'idle'],

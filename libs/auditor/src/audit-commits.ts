@@ -14,7 +14,11 @@ export type AuditOptions = {
 export function auditCommits(commits: readonly StoredCommit[], options: AuditOptions = {}): AuditReport {
   const first = commits[0];
   const ref = options.conversation ?? (first && { tenant: first.tenant, conversation: first.conversation });
-  if (!ref) throw new AuditorError(AuditorErrorCode.MissingConversation, 'auditCommits needs options.conversation when there are no commits');
+  if (!ref)
+    throw new AuditorError(
+      AuditorErrorCode.MissingConversation,
+      'auditCommits needs options.conversation when there are no commits',
+    );
   const auditor = new ConversationAuditor(ref);
   for (const message of options.invalidMessages ?? []) auditor.invalidMessage(message);
   for (const commit of commits) auditor.commit(commit);

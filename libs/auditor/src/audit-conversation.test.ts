@@ -26,7 +26,12 @@ describe('auditConversation against a real log', () => {
     const stored = await appendAll(log, ref, cleanConversation(draftsFor(ref)));
     const report = await auditConversation(log, ref);
     expect(report.violations).toEqual([]);
-    expect(report).toMatchObject({ commits: stored.length, events: stored.at(-1)!.lastSeq, finalStatus: 'idle', tail: { streamSeq: stored.at(-1)!.streamSeq } });
+    expect(report).toMatchObject({
+      commits: stored.length,
+      events: stored.at(-1)!.lastSeq,
+      finalStatus: 'idle',
+      tail: { streamSeq: stored.at(-1)!.streamSeq },
+    });
     const empty = await auditConversation(log, { tenant: 'acme', conversation: 'nothing' });
     expect(empty).toMatchObject({ commits: 0, events: 0, violations: [] });
   });
@@ -40,7 +45,9 @@ describe('auditConversation against a real log', () => {
     const tail = { streamSeq: ack.seq, lastSeq: first[0]!.lastSeq };
     await appendAll(log, ref, [[d.usage(), d.assistantMessage(), d.status('finished')]], tail);
     const report = await auditConversation(log, ref);
-    expect(report.violations).toEqual([{ rule: AuditRule.InvalidMessage, streamSeq: ack.seq, detail: expect.stringContaining('foreign') }]);
+    expect(report.violations).toEqual([
+      { rule: AuditRule.InvalidMessage, streamSeq: ack.seq, detail: expect.stringContaining('foreign') },
+    ]);
     expect(report).toMatchObject({ commits: 2, finalStatus: 'finished', summary: { invalidMessages: 1 } });
   });
 
@@ -54,7 +61,9 @@ describe('auditConversation against a real log', () => {
     for (const [key, values] of encoded.headers) hdrs.set(key, values[0]!);
     await jetstream(nc).publish(log.subject(ref), encoded.data, { headers: hdrs });
     const report = await auditConversation(log, ref);
-    expect(report.violations).toEqual([expect.objectContaining({ rule: AuditRule.SeqNotContiguous, seq: first!.lastSeq + 4 })]);
+    expect(report.violations).toEqual([
+      expect.objectContaining({ rule: AuditRule.SeqNotContiguous, seq: first!.lastSeq + 4 }),
+    ]);
   });
 
   it('reports an action never answered at rest', async () => {
@@ -81,16 +90,31 @@ describe('auditAll', () => {
     await jetstream(nc).publish(`${log.subjectPrefix}.bad+tenant.c1.user`, 'junk');
 
     const all = await auditAll(log);
-    expect(all.reports.map((report) => [report.conversation.conversation, report.violations.map((violation) => violation.rule)])).toEqual([
+    expect(
+      all.reports.map((report) => [
+        report.conversation.conversation,
+        report.violations.map((violation) => violation.rule),
+      ]),
+    ).toEqual([
       ['a1', []],
       ['a2', [AuditRule.InvalidMessage]],
       ['g1', []],
     ]);
     // stored with the partition the stream appends
-    expect(all.strays).toEqual([{ subject: expect.stringMatching(new RegExp(`^${log.subjectPrefix.replaceAll('.', '\\.')}\\.bad\\+tenant\\.c1\\.user\\.\\d+$`)), messages: 1 }]);
+    expect(all.strays).toEqual([
+      {
+        subject: expect.stringMatching(
+          new RegExp(`^${log.subjectPrefix.replaceAll('.', '\\.')}\\.bad\\+tenant\\.c1\\.user\\.\\d+$`),
+        ),
+        messages: 1,
+      },
+    ]);
 
     const seen: string[] = [];
-    const globex = await auditAll(log, { tenant: 'globex', onReport: (report) => seen.push(report.conversation.conversation) });
+    const globex = await auditAll(log, {
+      tenant: 'globex',
+      onReport: (report) => seen.push(report.conversation.conversation),
+    });
     expect(globex.reports.map((report) => report.conversation)).toEqual([refs[2]]);
     expect(globex.strays).toEqual([]);
     expect(seen).toEqual(['g1']);

@@ -12,7 +12,11 @@ export type AuditConversationOptions = { readonly signal?: AbortSignal };
  * the log reader) and audits it. Messages that are not valid commits become `invalid-message`
  * (or `unsupported-protocol-version`) violations. Streams: memory grows with ids, not events.
  */
-export async function auditConversation(location: LogLocation, ref: ConversationRef, options: AuditConversationOptions = {}): Promise<AuditReport> {
+export async function auditConversation(
+  location: LogLocation,
+  ref: ConversationRef,
+  options: AuditConversationOptions = {},
+): Promise<AuditReport> {
   const auditor = new ConversationAuditor({ tenant: ref.tenant, conversation: ref.conversation });
   for await (const entry of readSubject(location, ref, options.signal)) {
     if (entry.kind === 'commit') auditor.commit(entry.commit);

@@ -23,14 +23,26 @@ describe('AuditFollower over a followed stream', () => {
     const forged: ConversationRef = { tenant: 'acme', conversation: 'forged' };
     const resting: ConversationRef = { tenant: 'globex', conversation: 'resting' };
     const found: { ref: ConversationRef; violation: Violation }[] = [];
-    const follower = new AuditFollower({ violation: (ref, violation) => void found.push({ ref, violation }) }, { subjectPrefix: log.subjectPrefix, settleMs: 300 });
+    const follower = new AuditFollower(
+      { violation: (ref, violation) => void found.push({ ref, violation }) },
+      { subjectPrefix: log.subjectPrefix, settleMs: 300 },
+    );
     const stop = new AbortController();
     let visited = 0;
     let retries = 0;
-    const following = followStream(fixture.nc, { streamName: log.streamName, subjectPrefix: log.subjectPrefix, signal: stop.signal, onRetry: () => void (retries += 1) }, ({ message }) => {
-      visited += 1;
-      follower.visit(message);
-    });
+    const following = followStream(
+      fixture.nc,
+      {
+        streamName: log.streamName,
+        subjectPrefix: log.subjectPrefix,
+        signal: stop.signal,
+        onRetry: () => void (retries += 1),
+      },
+      ({ message }) => {
+        visited += 1;
+        follower.visit(message);
+      },
+    );
 
     const c = draftsFor(clean);
     const cleanCommits = await appendAll(log, clean, cleanConversation(c));
@@ -38,13 +50,26 @@ describe('AuditFollower over a followed stream', () => {
     const f = draftsFor(forged);
     const forgedCommits = await appendAll(log, forged, [[f.userMessage()], [f.usage(), f.assistantMessage()]]);
     await until('the forged step reported', () => found.length > 0);
-    expect(found).toEqual([{ ref: forged, violation: expect.objectContaining({ rule: AuditRule.StepWhileNotRunning, streamSeq: forgedCommits[1]!.streamSeq }) }]);
+    expect(found).toEqual([
+      {
+        ref: forged,
+        violation: expect.objectContaining({
+          rule: AuditRule.StepWhileNotRunning,
+          streamSeq: forgedCommits[1]!.streamSeq,
+        }),
+      },
+    ]);
 
     // an action left unanswered while the conversation rests: only a quiet period shows it
     if (fixture.server.kind === 'process') {
       await fixture.server.restart();
       const deadline = Date.now() + 15_000;
-      while (!(await log.jsm.streams.info(log.streamName).then(() => true, () => false))) {
+      while (
+        !(await log.jsm.streams.info(log.streamName).then(
+          () => true,
+          () => false,
+        ))
+      ) {
         if (Date.now() > deadline) throw new Error('the stream did not come back after the restart');
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
@@ -57,7 +82,9 @@ describe('AuditFollower over a followed stream', () => {
     await following;
     follower.close();
 
-    expect(found.slice(1)).toEqual([{ ref: resting, violation: expect.objectContaining({ rule: AuditRule.PendingAtRest, seq: 4 }) }]);
+    expect(found.slice(1)).toEqual([
+      { ref: resting, violation: expect.objectContaining({ rule: AuditRule.PendingAtRest, seq: 4 }) },
+    ]);
     expect(found.filter((entry) => entry.ref.conversation === 'clean')).toEqual([]);
     // every message once, across the restart: no gap, no repeat
     expect(visited).toBe(cleanCommits.length + forgedCommits.length + 3);

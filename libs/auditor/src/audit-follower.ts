@@ -35,7 +35,10 @@ export class AuditFollower {
   readonly #sink: FollowerSink;
   readonly #settleMs: number;
   readonly #prefix: string;
-  readonly #conversations = new Map<string, { readonly ref: ConversationRef; readonly auditor: ConversationAuditor; reported: number; timer?: NodeJS.Timeout }>();
+  readonly #conversations = new Map<
+    string,
+    { readonly ref: ConversationRef; readonly auditor: ConversationAuditor; reported: number; timer?: NodeJS.Timeout }
+  >();
   #commits = 0;
 
   constructor(sink: FollowerSink, options: AuditFollowerOptions) {
@@ -67,7 +70,11 @@ export class AuditFollower {
       this.#commits += 1;
       state.auditor.commit(decoded.commit);
     } else {
-      state.auditor.invalidMessage({ streamSeq: message.seq, reason: decoded.reason, unsupportedVersion: decoded.unsupportedVersion });
+      state.auditor.invalidMessage({
+        streamSeq: message.seq,
+        reason: decoded.reason,
+        unsupportedVersion: decoded.unsupportedVersion,
+      });
     }
     this.#report(state);
     if (this.#settleMs === 0) {
@@ -113,7 +120,11 @@ function decode(message: RawMessage, ref: ConversationRef) {
   try {
     const decoded = decodeCommit(message, ref);
     if (decoded.ok) return decoded;
-    return { ok: false as const, reason: decoded.reason, unsupportedVersion: decoded.error?.code === ProtocolErrorCode.UnsupportedVersion };
+    return {
+      ok: false as const,
+      reason: decoded.reason,
+      unsupportedVersion: decoded.error?.code === ProtocolErrorCode.UnsupportedVersion,
+    };
   } catch (error) {
     return { ok: false as const, reason: `undecodable: ${(error as Error).message}`, unsupportedVersion: false };
   }

@@ -11,7 +11,11 @@ describe('parseCliArgs', () => {
       subjectPrefix: 'flotilla.ev',
       json: false,
     });
-    expect(parseCliArgs(['--stream', 'EV', '--prefix', 'a.b', '--tenant', 'acme', '--conversation', 'c1', '--json'], { NATS_URL: 'localhost:4222,nats://h2:4222' })).toEqual({
+    expect(
+      parseCliArgs(['--stream', 'EV', '--prefix', 'a.b', '--tenant', 'acme', '--conversation', 'c1', '--json'], {
+        NATS_URL: 'localhost:4222,nats://h2:4222',
+      }),
+    ).toEqual({
       help: false,
       servers: ['localhost:4222', 'nats://h2:4222'],
       streamName: 'EV',

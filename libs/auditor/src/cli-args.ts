@@ -73,29 +73,38 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
   }
   if (values.help) return { help: true };
 
-  const nats = [values.nats, env['NATS_URL'], env['FLOTILLA_NATS_URL']].find((value) => value !== undefined && value.trim() !== '');
-  if (nats === undefined) throw usage('no NATS server: pass --nats (e.g. --nats nats://127.0.0.1:14222), set FLOTILLA_NATS_URL, or start the local system with ./dev up (it writes .flotilla/tap.json)');
+  const nats = [values.nats, env['NATS_URL'], env['FLOTILLA_NATS_URL']].find(
+    (value) => value !== undefined && value.trim() !== '',
+  );
+  if (nats === undefined)
+    throw usage(
+      'no NATS server: pass --nats (e.g. --nats nats://127.0.0.1:14222), set FLOTILLA_NATS_URL, or start the local system with ./dev up (it writes .flotilla/tap.json)',
+    );
   const servers = nats.split(',').map((server) => server.trim());
   for (const server of servers) {
     if (!isServerUrl(server)) throw usage(`--nats: "${server}" is not a NATS URL; use nats://host:port`);
   }
   const streamName = values.stream ?? DEFAULT_STREAM_NAME;
-  if (!STREAM_NAME.test(streamName)) throw usage(`--stream: "${streamName}" is not a valid stream name (no spaces, dots, *, >, slashes)`);
+  if (!STREAM_NAME.test(streamName))
+    throw usage(`--stream: "${streamName}" is not a valid stream name (no spaces, dots, *, >, slashes)`);
   const subjectPrefix = values.prefix ?? DEFAULT_SUBJECT_PREFIX;
   if (!subjectPrefix.split('.').every((token) => SUBJECT_TOKEN.test(token))) {
     throw usage(`--prefix: "${subjectPrefix}" is not a subject prefix (dot-separated tokens, no wildcards or spaces)`);
   }
   const { tenant, conversation } = values;
-  if (tenant !== undefined && !isSubjectToken(tenant)) throw usage(`--tenant: "${tenant}" must be 1-64 characters of A-Z a-z 0-9 _ -`);
+  if (tenant !== undefined && !isSubjectToken(tenant))
+    throw usage(`--tenant: "${tenant}" must be 1-64 characters of A-Z a-z 0-9 _ -`);
   if (conversation !== undefined) {
     if (tenant === undefined) throw usage('--conversation needs --tenant (a conversation is named by tenant and id)');
-    if (!isSubjectToken(conversation)) throw usage(`--conversation: "${conversation}" must be 1-64 characters of A-Z a-z 0-9 _ -`);
+    if (!isSubjectToken(conversation))
+      throw usage(`--conversation: "${conversation}" must be 1-64 characters of A-Z a-z 0-9 _ -`);
   }
   const follow = values.follow ? followSettings(values, env) : undefined;
   if (!follow && (values['health-port'] ?? values['health-host'] ?? values['settle-ms']) !== undefined) {
     throw usage('--health-port, --health-host and --settle-ms go with --follow');
   }
-  if (follow && conversation !== undefined) throw usage('--follow follows every conversation (or a tenant\'s): drop --conversation');
+  if (follow && conversation !== undefined)
+    throw usage("--follow follows every conversation (or a tenant's): drop --conversation");
   if (follow && values.json) throw usage('--follow writes JSON log lines already: drop --json');
   return {
     help: false,
@@ -111,15 +120,20 @@ export function parseCliArgs(argv: readonly string[], env: Readonly<Record<strin
 
 const DEFAULT_FOLLOW_HEALTH_PORT = 9465;
 
-function followSettings(values: { readonly 'health-port'?: string; readonly 'health-host'?: string; readonly 'settle-ms'?: string }, env: Readonly<Record<string, string | undefined>>): NonNullable<Extract<CliArgs, { help: false }>['follow']> {
+function followSettings(
+  values: { readonly 'health-port'?: string; readonly 'health-host'?: string; readonly 'settle-ms'?: string },
+  env: Readonly<Record<string, string | undefined>>,
+): NonNullable<Extract<CliArgs, { help: false }>['follow']> {
   const port = values['health-port'] ?? env['FLOTILLA_HEALTH_PORT'] ?? String(DEFAULT_FOLLOW_HEALTH_PORT);
   const healthPort = Number(port);
   if (!/^\d+$/.test(port) || healthPort > 65_535) throw usage(`--health-port: "${port}" is not a port (0-65535)`);
   const healthHost = values['health-host'] ?? (env['FLOTILLA_HEALTH_HOST'] || '127.0.0.1');
-  if (!/^[A-Za-z0-9.:_-]+$/.test(healthHost)) throw usage(`--health-host: "${healthHost}" is not a host name or address`);
+  if (!/^[A-Za-z0-9.:_-]+$/.test(healthHost))
+    throw usage(`--health-host: "${healthHost}" is not a host name or address`);
   const settle = values['settle-ms'] ?? '30000';
   const settleMs = Number(settle);
-  if (!/^\d+$/.test(settle) || settleMs > 3_600_000) throw usage(`--settle-ms: "${settle}" must be 0-3600000 milliseconds`);
+  if (!/^\d+$/.test(settle) || settleMs > 3_600_000)
+    throw usage(`--settle-ms: "${settle}" must be 0-3600000 milliseconds`);
   return { healthPort, healthHost, settleMs };
 }
 

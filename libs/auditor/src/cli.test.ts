@@ -17,7 +17,15 @@ type Run = { code: number | null; stdout: string; stderr: string };
 function runCli(args: readonly string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
     // a home with no local system's tap.json: only what the test gives names a server
-    const child = spawn(tsx, [cli, ...args], { cwd: root, env: { ...process.env, NATS_URL: '', FLOTILLA_NATS_URL: '', FLOTILLA_HOME: join(tmpdir(), 'flotilla-audit-test-no-home') } });
+    const child = spawn(tsx, [cli, ...args], {
+      cwd: root,
+      env: {
+        ...process.env,
+        NATS_URL: '',
+        FLOTILLA_NATS_URL: '',
+        FLOTILLA_HOME: join(tmpdir(), 'flotilla-audit-test-no-home'),
+      },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -74,7 +82,12 @@ describe('the audit CLI', () => {
   it('prints JSON with --json', async () => {
     const run = await runCli([...target(dirty), '--json']);
     expect(run.code).toBe(1);
-    const output = JSON.parse(run.stdout) as { conversations: number; failed: number; violations: number; reports: { violations: { rule: string }[] }[] };
+    const output = JSON.parse(run.stdout) as {
+      conversations: number;
+      failed: number;
+      violations: number;
+      reports: { violations: { rule: string }[] }[];
+    };
     expect(output).toMatchObject({ conversations: 2, failed: 1, violations: 1 });
     expect(output.reports[1]!.violations[0]!.rule).toBe('invalid-message');
   });

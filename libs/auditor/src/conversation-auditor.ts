@@ -62,7 +62,16 @@ export class ConversationAuditor {
   #condensationPending = false;
   /** Actions already reported as pending at rest (settle may run many times on a followed conversation). */
   readonly #reportedAtRest = new Set<string>();
-  #counts = { actions: 0, observations: 0, errors: 0, conversationErrors: 0, rejections: 0, steps: 0, condensations: 0, invalidMessages: 0 };
+  #counts = {
+    actions: 0,
+    observations: 0,
+    errors: 0,
+    conversationErrors: 0,
+    rejections: 0,
+    steps: 0,
+    condensations: 0,
+    invalidMessages: 0,
+  };
 
   constructor(ref: ConversationRef) {
     this.#ref = ref;
@@ -118,7 +127,12 @@ export class ConversationAuditor {
           break;
         case 'execution_started':
           if (this.#status !== 'running') {
-            this.#violations.push({ rule: AuditRule.ExecutionWhileNotRunning, seq: event.seq, streamSeq: commit.streamSeq, detail: `execution_started by ${event.runner} while ${this.#status}` });
+            this.#violations.push({
+              rule: AuditRule.ExecutionWhileNotRunning,
+              seq: event.seq,
+              streamSeq: commit.streamSeq,
+              detail: `execution_started by ${event.runner} while ${this.#status}`,
+            });
           }
           this.#ledger.executionStarted(event, at);
           break;
@@ -131,18 +145,33 @@ export class ConversationAuditor {
           break;
         case 'system_prompt':
           if (this.#systemPromptSeq !== undefined) {
-            this.#violations.push({ rule: AuditRule.SystemPromptRepeated, seq: event.seq, streamSeq: commit.streamSeq, detail: `system_prompt already at seq ${this.#systemPromptSeq}` });
+            this.#violations.push({
+              rule: AuditRule.SystemPromptRepeated,
+              seq: event.seq,
+              streamSeq: commit.streamSeq,
+              detail: `system_prompt already at seq ${this.#systemPromptSeq}`,
+            });
           } else {
             this.#systemPromptSeq = event.seq;
           }
           break;
         case 'message':
-          if (event.source === 'user' && event.role === 'user' && (this.#status === 'finished' || this.#status === 'stuck')) reopenNeededBy ??= event;
+          if (
+            event.source === 'user' &&
+            event.role === 'user' &&
+            (this.#status === 'finished' || this.#status === 'stuck')
+          )
+            reopenNeededBy ??= event;
           break;
         case 'state_change':
           if (event.status === undefined) break;
           if (!isAllowedTransition(this.#status, event.status)) {
-            this.#violations.push({ rule: AuditRule.IllegalTransition, seq: event.seq, streamSeq: commit.streamSeq, detail: `${this.#status} → ${event.status}` });
+            this.#violations.push({
+              rule: AuditRule.IllegalTransition,
+              seq: event.seq,
+              streamSeq: commit.streamSeq,
+              detail: `${this.#status} → ${event.status}`,
+            });
           }
           if (reopenNeededBy && (event.status === 'idle' || event.status === 'running')) reopenNeededBy = undefined;
           this.#status = event.status;
@@ -152,14 +181,27 @@ export class ConversationAuditor {
           break;
         case 'subagent_started':
           if (this.#status !== 'running') {
-            this.#violations.push({ rule: AuditRule.SubagentWhileNotRunning, seq: event.seq, streamSeq: commit.streamSeq, detail: `subagent_started (child ${event.child}) while ${this.#status}` });
+            this.#violations.push({
+              rule: AuditRule.SubagentWhileNotRunning,
+              seq: event.seq,
+              streamSeq: commit.streamSeq,
+              detail: `subagent_started (child ${event.child}) while ${this.#status}`,
+            });
           }
           this.#ledger.subagentStarted(event, at);
           break;
         case 'subagent_task':
           // a sub-agent's conversation says whose it is in its first commit, once
           if (index !== 0 || this.#subagentTaskSeq !== undefined) {
-            this.#violations.push({ rule: AuditRule.SubagentTaskMisplaced, seq: event.seq, streamSeq: commit.streamSeq, detail: this.#subagentTaskSeq !== undefined ? `subagent_task already at seq ${this.#subagentTaskSeq}` : `subagent_task in commit ${index + 1}, not the first` });
+            this.#violations.push({
+              rule: AuditRule.SubagentTaskMisplaced,
+              seq: event.seq,
+              streamSeq: commit.streamSeq,
+              detail:
+                this.#subagentTaskSeq !== undefined
+                  ? `subagent_task already at seq ${this.#subagentTaskSeq}`
+                  : `subagent_task in commit ${index + 1}, not the first`,
+            });
           }
           this.#subagentTaskSeq ??= event.seq;
           break;
@@ -181,14 +223,26 @@ export class ConversationAuditor {
   #checkStep(commit: StoredCommit): void {
     const at = { seq: commit.firstSeq, streamSeq: commit.streamSeq };
     if (this.#status !== 'running') {
-      this.#violations.push({ rule: AuditRule.StepWhileNotRunning, ...at, detail: `step commit ${commit.id} while ${this.#status}` });
+      this.#violations.push({
+        rule: AuditRule.StepWhileNotRunning,
+        ...at,
+        detail: `step commit ${commit.id} while ${this.#status}`,
+      });
     }
     const unanswered = this.#ledger.unansweredCount;
     if (unanswered > 0) {
-      this.#violations.push({ rule: AuditRule.StepOnUnansweredActions, ...at, detail: `step commit ${commit.id} while ${unanswered} earlier action(s) had no result` });
+      this.#violations.push({
+        rule: AuditRule.StepOnUnansweredActions,
+        ...at,
+        detail: `step commit ${commit.id} while ${unanswered} earlier action(s) had no result`,
+      });
     }
     if (this.#condensationPending) {
-      this.#violations.push({ rule: AuditRule.StepBeforeCondensation, ...at, detail: `step commit ${commit.id} while a condensation_request awaits its condensation` });
+      this.#violations.push({
+        rule: AuditRule.StepBeforeCondensation,
+        ...at,
+        detail: `step commit ${commit.id} while a condensation_request awaits its condensation`,
+      });
     }
   }
 

@@ -1,4 +1,12 @@
-import { AckPolicy, DeliverPolicy, JetStreamApiError, jetstream, jetstreamManager, type ConsumerConfig, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiError,
+  jetstream,
+  jetstreamManager,
+  type ConsumerConfig,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 
 export type FollowStreamOptions = {
@@ -30,24 +38,42 @@ const CONSUMER_NOT_FOUND = 10014;
  * memory consumers) it is made again right after the last message visited, so a restart neither
  * skips nor repeats a message.
  */
-export async function followStream(nc: NatsConnection, options: FollowStreamOptions, visit: (followed: FollowedMessage) => void): Promise<void> {
+export async function followStream(
+  nc: NatsConnection,
+  options: FollowStreamOptions,
+  visit: (followed: FollowedMessage) => void,
+): Promise<void> {
   const { streamName: stream, signal } = options;
-  const filter_subject = options.tenant === undefined ? `${options.subjectPrefix}.>` : `${options.subjectPrefix}.${options.tenant}.>`;
+  const filter_subject =
+    options.tenant === undefined ? `${options.subjectPrefix}.>` : `${options.subjectPrefix}.${options.tenant}.>`;
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const js = jetstream(nc);
   let last = 0;
   let consumer: string | undefined;
   const create = async (): Promise<string> => {
     const name = `audit-${Math.random().toString(36).slice(2, 12)}`;
-    const from: Partial<ConsumerConfig> = last === 0 ? { deliver_policy: DeliverPolicy.All } : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last + 1 };
-    await jsm.consumers.add(stream, { name, filter_subject, ...from, ack_policy: AckPolicy.None, inactive_threshold: nanos(60_000), mem_storage: true, num_replicas: 1 });
+    const from: Partial<ConsumerConfig> =
+      last === 0
+        ? { deliver_policy: DeliverPolicy.All }
+        : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: last + 1 };
+    await jsm.consumers.add(stream, {
+      name,
+      filter_subject,
+      ...from,
+      ack_policy: AckPolicy.None,
+      inactive_threshold: nanos(60_000),
+      mem_storage: true,
+      num_replicas: 1,
+    });
     return name;
   };
   try {
     while (!signal.aborted) {
       try {
         consumer ??= await create();
-        const messages = await (await js.consumers.get(stream, consumer)).fetch({ max_messages: BATCH, expires: 5_000 });
+        const messages = await (
+          await js.consumers.get(stream, consumer)
+        ).fetch({ max_messages: BATCH, expires: 5_000 });
         const stop = (): void => void messages.stop();
         signal.addEventListener('abort', stop, { once: true });
         try {
@@ -75,7 +101,11 @@ export async function followStream(nc: NatsConnection, options: FollowStreamOpti
   }
 }
 
-async function exists(jsm: Awaited<ReturnType<typeof jetstreamManager>>, stream: string, name: string): Promise<boolean> {
+async function exists(
+  jsm: Awaited<ReturnType<typeof jetstreamManager>>,
+  stream: string,
+  name: string,
+): Promise<boolean> {
   try {
     await jsm.consumers.info(stream, name);
     return true;
@@ -86,5 +116,7 @@ async function exists(jsm: Awaited<ReturnType<typeof jetstreamManager>>, stream:
 }
 
 function isPermissionError(error: unknown): boolean {
-  return /permissions? violation/i.test(`${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}`);
+  return /permissions? violation/i.test(
+    `${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}`,
+  );
 }

@@ -16,7 +16,10 @@ export function formatReport(report: AuditReport): string {
 }
 
 export function formatViolation(violation: Violation): string {
-  const where = [violation.seq === undefined ? undefined : `seq ${violation.seq}`, violation.streamSeq === undefined ? undefined : `stream #${violation.streamSeq}`]
+  const where = [
+    violation.seq === undefined ? undefined : `seq ${violation.seq}`,
+    violation.streamSeq === undefined ? undefined : `stream #${violation.streamSeq}`,
+  ]
     .filter((part) => part !== undefined)
     .join(', ');
   return `${violation.rule}${where === '' ? '' : ` (${where})`}: ${violation.detail}`;

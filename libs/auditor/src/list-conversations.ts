@@ -14,8 +14,12 @@ export type ConversationListing = {
  * (`STREAM.INFO` with `subjects_filter`, nats-server 2.9; paged by the client for large lists),
  * optionally confined to one tenant. Sorted by tenant then conversation.
  */
-export async function listConversations(location: LogLocation, options: { readonly tenant?: string } = {}): Promise<ConversationListing> {
-  const filter = options.tenant === undefined ? `${location.subjectPrefix}.>` : `${location.subjectPrefix}.${options.tenant}.>`;
+export async function listConversations(
+  location: LogLocation,
+  options: { readonly tenant?: string } = {},
+): Promise<ConversationListing> {
+  const filter =
+    options.tenant === undefined ? `${location.subjectPrefix}.>` : `${location.subjectPrefix}.${options.tenant}.>`;
   const info = await location.jsm.streams.info(location.streamName, { subjects_filter: filter });
   // a conversation's commits are on a subject per kind (and, if it began before kinds were in the subject, its legacy one)
   const counts = new Map<string, ConversationRef & { messages: number }>();

@@ -21,7 +21,14 @@ describe('readSubject', () => {
     const commits = Array.from({ length: 2_500 }, (_, index) => [d.userMessage(`note ${index}`)]);
     const stored = await appendAll(log, ref, commits);
     const counts: number[] = [];
-    const sampling = setInterval(() => void log.jsm.streams.info(log.streamName).then((info) => counts.push(info.state.consumer_count), () => undefined), 5);
+    const sampling = setInterval(
+      () =>
+        void log.jsm.streams.info(log.streamName).then(
+          (info) => counts.push(info.state.consumer_count),
+          () => undefined,
+        ),
+      5,
+    );
     try {
       const seqs: number[] = [];
       for await (const entry of readSubject(log, ref)) if (entry.kind === 'commit') seqs.push(entry.commit.streamSeq);

@@ -1,9 +1,19 @@
 import { ProtocolErrorCode } from '@flotilla/events';
-import { conversationFilter, decodeCommit, legacyConversationSubject, readSubjectRange, type ConversationRef, type RawMessage, type StoredCommit } from '@flotilla/log';
+import {
+  conversationFilter,
+  decodeCommit,
+  legacyConversationSubject,
+  readSubjectRange,
+  type ConversationRef,
+  type RawMessage,
+  type StoredCommit,
+} from '@flotilla/log';
 import type { InvalidMessage } from './conversation-auditor.js';
 import type { LogLocation } from './log-location.js';
 
-export type SubjectEntry = { readonly kind: 'commit'; readonly commit: StoredCommit } | { readonly kind: 'invalid'; readonly message: InvalidMessage };
+export type SubjectEntry =
+  | { readonly kind: 'commit'; readonly commit: StoredCommit }
+  | { readonly kind: 'invalid'; readonly message: InvalidMessage };
 
 /**
  * Every message stored on a conversation's subject, up to its last message as of the call, decoded
@@ -13,9 +23,16 @@ export type SubjectEntry = { readonly kind: 'commit'; readonly commit: StoredCom
  * commit of this conversation (foreign, corrupt, another conversation's, a newer protocol) come
  * back as `invalid` entries, never as errors.
  */
-export async function* readSubject(location: LogLocation, ref: ConversationRef, signal?: AbortSignal): AsyncGenerator<SubjectEntry> {
+export async function* readSubject(
+  location: LogLocation,
+  ref: ConversationRef,
+  signal?: AbortSignal,
+): AsyncGenerator<SubjectEntry> {
   // a conversation begun before commits carried their kind has its first commits on its legacy subject
-  for (const subject of [legacyConversationSubject(location.subjectPrefix, ref), conversationFilter(location.subjectPrefix, ref)]) {
+  for (const subject of [
+    legacyConversationSubject(location.subjectPrefix, ref),
+    conversationFilter(location.subjectPrefix, ref),
+  ]) {
     const last = await location.jsm.streams.getMessage(location.streamName, { last_by_subj: subject });
     if (!last) continue;
     if (signal?.aborted) return;
@@ -26,7 +43,14 @@ export async function* readSubject(location: LogLocation, ref: ConversationRef, 
       const message = await location.jsm.streams.getMessage(location.streamName, query);
       return message && { subject: message.subject, seq: message.seq, data: message.data, headers: message.header };
     };
-    for await (const message of readSubjectRange(location.nc, { stream: location.streamName, subject, from: 1, until: last.seq, signal, leaderGet })) {
+    for await (const message of readSubjectRange(location.nc, {
+      stream: location.streamName,
+      subject,
+      from: 1,
+      until: last.seq,
+      signal,
+      leaderGet,
+    })) {
       yield decode(message, ref);
     }
   }
@@ -38,7 +62,11 @@ function decode(message: RawMessage, ref: ConversationRef): SubjectEntry {
     if (decoded.ok) return { kind: 'commit', commit: decoded.commit };
     return {
       kind: 'invalid',
-      message: { streamSeq: message.seq, reason: decoded.reason, unsupportedVersion: decoded.error?.code === ProtocolErrorCode.UnsupportedVersion },
+      message: {
+        streamSeq: message.seq,
+        reason: decoded.reason,
+        unsupportedVersion: decoded.error?.code === ProtocolErrorCode.UnsupportedVersion,
+      },
     };
   } catch (error) {
     return { kind: 'invalid', message: { streamSeq: message.seq, reason: `undecodable: ${(error as Error).message}` } };

@@ -32,7 +32,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
   try {
     // the local system's tap (./dev up's tap.json): its server when none is named, its credential for that server only
     local = readLocalTap(io.env);
-    args = parseCliArgs(argv, local && !io.env['FLOTILLA_NATS_URL']?.trim() ? { ...io.env, FLOTILLA_NATS_URL: local.natsUrl } : io.env);
+    args = parseCliArgs(
+      argv,
+      local && !io.env['FLOTILLA_NATS_URL']?.trim() ? { ...io.env, FLOTILLA_NATS_URL: local.natsUrl } : io.env,
+    );
   } catch (error) {
     io.stderr(`flotilla audit: ${(error as Error).message}\n\n${USAGE}`);
     return ExitCode.Usage;
@@ -44,7 +47,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
   const env = withLocalTap({ ...io.env, FLOTILLA_NATS_URL: args.servers.join(',') }, local);
   if (args.follow) {
     try {
-      await runFollow({ ...args, follow: args.follow }, { stdout: io.stdout, env, signal: io.signal ?? new AbortController().signal, ...(io.onListening ? { onListening: io.onListening } : {}) });
+      await runFollow(
+        { ...args, follow: args.follow },
+        {
+          stdout: io.stdout,
+          env,
+          signal: io.signal ?? new AbortController().signal,
+          ...(io.onListening ? { onListening: io.onListening } : {}),
+        },
+      );
       return ExitCode.Clean;
     } catch (error) {
       io.stderr(`flotilla audit: could not follow the stream: ${(error as Error).message}\n`);
@@ -60,7 +71,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     const jsm = await jetstreamManager(nc, { checkAPI: true });
     await jsm.streams.info(args.streamName).catch((error: unknown) => {
       if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) {
-        throw new AuditorError(AuditorErrorCode.StreamUnavailable, `stream ${args.streamName} does not exist on ${nc!.getServer()} (check --stream)`);
+        throw new AuditorError(
+          AuditorErrorCode.StreamUnavailable,
+          `stream ${args.streamName} does not exist on ${nc!.getServer()} (check --stream)`,
+        );
       }
       throw error;
     });
@@ -73,7 +87,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       print(report);
       reports = [report];
     } else {
-      ({ reports, strays } = await auditAll(location, { ...(args.tenant === undefined ? {} : { tenant: args.tenant }), onReport: print }));
+      ({ reports, strays } = await auditAll(location, {
+        ...(args.tenant === undefined ? {} : { tenant: args.tenant }),
+        onReport: print,
+      }));
     }
     const failed = reports.filter((report) => report.violations.length > 0).length;
     const violations = reports.reduce((total, report) => total + report.violations.length, 0) + strays.length;
@@ -81,7 +98,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       io.stdout(`${JSON.stringify({ conversations: reports.length, failed, violations, strays, reports }, null, 2)}\n`);
     } else {
       for (const stray of strays) io.stdout(`${formatStray(stray)}\n`);
-      io.stdout(`audited ${reports.length} conversation(s) on ${args.streamName}: ${failed} with violations, ${violations} violation(s) in all\n`);
+      io.stdout(
+        `audited ${reports.length} conversation(s) on ${args.streamName}: ${failed} with violations, ${violations} violation(s) in all\n`,
+      );
     }
     return violations > 0 ? ExitCode.Violations : ExitCode.Clean;
   } catch (error) {

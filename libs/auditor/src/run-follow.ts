@@ -16,7 +16,9 @@ export type FollowIo = {
   readonly onListening?: (url: string) => void;
 };
 
-type FollowArgs = Extract<CliArgs, { help: false }> & { readonly follow: NonNullable<Extract<CliArgs, { help: false }>['follow']> };
+type FollowArgs = Extract<CliArgs, { help: false }> & {
+  readonly follow: NonNullable<Extract<CliArgs, { help: false }>['follow']>;
+};
 
 /**
  * `flotilla audit --follow`: the auditor as a tap. Reads the events stream from its start with a
@@ -27,17 +29,34 @@ type FollowArgs = Extract<CliArgs, { help: false }> & { readonly follow: NonNull
  * Resolves when the signal aborts; throws when the stream cannot be read at all (a refused credential).
  */
 export async function runFollow(args: FollowArgs, io: FollowIo): Promise<void> {
-  const logger = pino({ level: io.env['FLOTILLA_LOG_LEVEL'] ?? 'info', base: { service: 'auditor' } }, { write: (line: string) => io.stdout(line) });
+  const logger = pino(
+    { level: io.env['FLOTILLA_LOG_LEVEL'] ?? 'info', base: { service: 'auditor' } },
+    { write: (line: string) => io.stdout(line) },
+  );
   const bus = loadBusSettings({ ...io.env, FLOTILLA_NATS_URL: args.servers.join(',') });
   const identity = bus.auth.kind === 'user' ? bus.auth.user : 'tap';
-  const nc = await connectBus(bus, { name: 'flotilla-audit-follow', identity }, { waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000 });
+  const nc = await connectBus(
+    bus,
+    { name: 'flotilla-audit-follow', identity },
+    { waitOnFirstConnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000 },
+  );
   const metrics = new AuditMetrics();
   metrics.initialise(Object.values(AuditRule));
   const follower = new AuditFollower(
     {
       violation: (conversation, violation) => {
         metrics.violations.inc({ rule: violation.rule });
-        logger.error({ tenant: conversation.tenant, conversation: conversation.conversation, rule: violation.rule, seq: violation.seq, streamSeq: violation.streamSeq, detail: violation.detail }, 'invariant violated');
+        logger.error(
+          {
+            tenant: conversation.tenant,
+            conversation: conversation.conversation,
+            rule: violation.rule,
+            seq: violation.seq,
+            streamSeq: violation.streamSeq,
+            detail: violation.detail,
+          },
+          'invariant violated',
+        );
       },
       conversation: () => metrics.conversations.inc(),
       stray: (subject, streamSeq) => {
@@ -48,9 +67,17 @@ export async function runFollow(args: FollowArgs, io: FollowIo): Promise<void> {
     { subjectPrefix: args.subjectPrefix, settleMs: args.follow.settleMs },
   );
   let reading = false;
-  const health = await startHealthServer(args.follow.healthPort, { ready: async () => !nc.isClosed() && reading }, metrics, args.follow.healthHost);
+  const health = await startHealthServer(
+    args.follow.healthPort,
+    { ready: async () => !nc.isClosed() && reading },
+    metrics,
+    args.follow.healthHost,
+  );
   io.onListening?.(health.url);
-  logger.info({ health: health.url, stream: args.streamName, tenant: args.tenant ?? '*', identity }, 'auditor following the stream');
+  logger.info(
+    { health: health.url, stream: args.streamName, tenant: args.tenant ?? '*', identity },
+    'auditor following the stream',
+  );
   try {
     await followStream(
       nc,

@@ -14,7 +14,12 @@ import { answersUnder, connectionInboxPrefix } from './connection-options.js';
  * nats-server at a full core and every consumer of the stream at a few hundred commits a second
  * (docs/benchmarks.md, backlog-drain). Later servers record only replies not otherwise allowed.
  */
-export function requestAnswer(nc: NatsConnection, subject: string, payload: Payload | undefined, options: { readonly timeout: number; readonly headers?: MsgHdrs }): Promise<Msg> {
+export function requestAnswer(
+  nc: NatsConnection,
+  subject: string,
+  payload: Payload | undefined,
+  options: { readonly timeout: number; readonly headers?: MsgHdrs },
+): Promise<Msg> {
   const reply = createInbox(answersUnder(connectionInboxPrefix(nc) ?? '_INBOX'));
   return nc.request(subject, payload, { ...options, noMux: true, reply });
 }

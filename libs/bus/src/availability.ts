@@ -1,5 +1,11 @@
 import { JetStreamApiError } from '@nats-io/jetstream';
-import { AuthorizationError, ConnectionError, NoRespondersError, PermissionViolationError, TimeoutError } from '@nats-io/transport-node';
+import {
+  AuthorizationError,
+  ConnectionError,
+  NoRespondersError,
+  PermissionViolationError,
+  TimeoutError,
+} from '@nats-io/transport-node';
 
 /** JetStream API codes that mean "not now" in a cluster: no meta leader yet, no peers to place on yet. */
 const CLUSTER_NOT_AVAILABLE = 10008;
@@ -15,7 +21,9 @@ const STREAM_SUBJECTS_OVERLAP = 10065;
  * and says so.
  */
 export function isLostCreationRace(error: unknown): boolean {
-  return error instanceof JetStreamApiError && (error.code === STREAM_NAME_IN_USE || error.code === STREAM_SUBJECTS_OVERLAP);
+  return (
+    error instanceof JetStreamApiError && (error.code === STREAM_NAME_IN_USE || error.code === STREAM_SUBJECTS_OVERLAP)
+  );
 }
 
 /**
@@ -29,8 +37,12 @@ export function isTransientNatsError(error: unknown): boolean {
   // nats.js' RequestError and JetStreamNotEnabled, which is what it calls "no responders" to a
   // JetStream request, pass the question on to their cause)
   for (let cause = error, depth = 0; cause instanceof Error && depth < 8; cause = cause.cause, depth += 1) {
-    if (cause instanceof TimeoutError || cause instanceof NoRespondersError || cause instanceof ConnectionError) return true;
-    if (cause instanceof JetStreamApiError) return cause.code === CLUSTER_NOT_AVAILABLE || cause.code === NO_SUITABLE_PEERS || cause.status === SERVICE_UNAVAILABLE;
+    if (cause instanceof TimeoutError || cause instanceof NoRespondersError || cause instanceof ConnectionError)
+      return true;
+    if (cause instanceof JetStreamApiError)
+      return (
+        cause.code === CLUSTER_NOT_AVAILABLE || cause.code === NO_SUITABLE_PEERS || cause.status === SERVICE_UNAVAILABLE
+      );
     if (cause instanceof PermissionViolationError || cause instanceof AuthorizationError) return false;
   }
   return false;

@@ -62,23 +62,37 @@ export function loadBusSettings(environment: NodeJS.ProcessEnv = process.env): B
   const passwordFile = value(BusVariables.passwordFile);
   const seedFile = value(BusVariables.nkeySeedFile);
   const credsFile = value(BusVariables.credsFile);
-  const chosen = [user && BusVariables.user, seedFile && BusVariables.nkeySeedFile, credsFile && BusVariables.credsFile].filter(Boolean);
+  const chosen = [
+    user && BusVariables.user,
+    seedFile && BusVariables.nkeySeedFile,
+    credsFile && BusVariables.credsFile,
+  ].filter(Boolean);
   if (chosen.length > 1) throw new BusConfigError(`give one way to authenticate to NATS, not ${chosen.join(' and ')}`);
-  if ((password || passwordFile) && !user) throw new BusConfigError(`${password ? BusVariables.password : BusVariables.passwordFile} needs ${BusVariables.user}`);
+  if ((password || passwordFile) && !user)
+    throw new BusConfigError(
+      `${password ? BusVariables.password : BusVariables.passwordFile} needs ${BusVariables.user}`,
+    );
 
   let auth: BusAuth = { kind: 'none' };
   if (user) {
-    if (password && passwordFile) throw new BusConfigError(`give ${BusVariables.password} or ${BusVariables.passwordFile}, not both`);
-    if (!password && !passwordFile) throw new BusConfigError(`${BusVariables.user} needs ${BusVariables.password} or ${BusVariables.passwordFile}`);
+    if (password && passwordFile)
+      throw new BusConfigError(`give ${BusVariables.password} or ${BusVariables.passwordFile}, not both`);
+    if (!password && !passwordFile)
+      throw new BusConfigError(`${BusVariables.user} needs ${BusVariables.password} or ${BusVariables.passwordFile}`);
     if (passwordFile) {
-      if (readSecretFile(BusVariables.passwordFile, passwordFile, warnings).trim() === '') throw new BusConfigError(`${BusVariables.passwordFile}: ${passwordFile} is empty`);
+      if (readSecretFile(BusVariables.passwordFile, passwordFile, warnings).trim() === '')
+        throw new BusConfigError(`${BusVariables.passwordFile}: ${passwordFile} is empty`);
     }
     const source: SecretSource = passwordFile
       ? { from: passwordFile, read: () => readFileSync(passwordFile, 'utf8').trim() }
       : { from: BusVariables.password, read: () => password ?? '' };
     auth = { kind: 'user', user, password: source };
   } else if (seedFile) {
-    auth = { kind: 'nkey', seedFile, publicKey: userSeedPublicKey(readSecretFile(BusVariables.nkeySeedFile, seedFile, warnings).trim(), seedFile) };
+    auth = {
+      kind: 'nkey',
+      seedFile,
+      publicKey: userSeedPublicKey(readSecretFile(BusVariables.nkeySeedFile, seedFile, warnings).trim(), seedFile),
+    };
   } else if (credsFile) {
     checkCreds(readSecretFile(BusVariables.credsFile, credsFile, warnings), credsFile);
     auth = { kind: 'creds', credsFile };
@@ -88,18 +102,25 @@ export function loadBusSettings(environment: NodeJS.ProcessEnv = process.env): B
   const certFile = value(BusVariables.tlsCertFile);
   const keyFile = value(BusVariables.tlsKeyFile);
   if (Boolean(certFile) !== Boolean(keyFile)) {
-    throw new BusConfigError(`a client certificate needs both ${BusVariables.tlsCertFile} and ${BusVariables.tlsKeyFile}`);
+    throw new BusConfigError(
+      `a client certificate needs both ${BusVariables.tlsCertFile} and ${BusVariables.tlsKeyFile}`,
+    );
   }
   if (caFile) readPublicFile(BusVariables.tlsCaFile, caFile, 'CERTIFICATE');
   if (certFile) readPublicFile(BusVariables.tlsCertFile, certFile, 'CERTIFICATE');
   if (keyFile) {
     const key = readSecretFile(BusVariables.tlsKeyFile, keyFile, warnings);
-    if (!key.includes('PRIVATE KEY')) throw new BusConfigError(`${BusVariables.tlsKeyFile}: ${keyFile} does not hold a PEM private key`);
+    if (!key.includes('PRIVATE KEY'))
+      throw new BusConfigError(`${BusVariables.tlsKeyFile}: ${keyFile} does not hold a PEM private key`);
   }
   const wantsTls = servers.some((server) => server.startsWith('tls://')) || caFile || certFile;
-  const tls: BusTls | undefined = wantsTls ? { ...(caFile ? { caFile } : {}), ...(certFile ? { certFile } : {}), ...(keyFile ? { keyFile } : {}) } : undefined;
+  const tls: BusTls | undefined = wantsTls
+    ? { ...(caFile ? { caFile } : {}), ...(certFile ? { certFile } : {}), ...(keyFile ? { keyFile } : {}) }
+    : undefined;
   if (!tls && auth.kind !== 'none' && servers.some((server) => !isLoopback(server))) {
-    warnings.push(`NATS credentials are sent in clear to ${servers.filter((server) => !isLoopback(server)).join(', ')}: use tls:// or ${BusVariables.tlsCaFile}`);
+    warnings.push(
+      `NATS credentials are sent in clear to ${servers.filter((server) => !isLoopback(server)).join(', ')}: use tls:// or ${BusVariables.tlsCaFile}`,
+    );
   }
   return { servers, auth, tls, warnings };
 }
@@ -116,12 +137,17 @@ function parseServers(text: string): string[] {
     try {
       url = new URL(withScheme);
     } catch {
-      throw new BusConfigError(`${BusVariables.url}: ${JSON.stringify(server)} is not a server address (nats://host:port or tls://host:port)`);
+      throw new BusConfigError(
+        `${BusVariables.url}: ${JSON.stringify(server)} is not a server address (nats://host:port or tls://host:port)`,
+      );
     }
-    if (url.protocol !== 'nats:' && url.protocol !== 'tls:') throw new BusConfigError(`${BusVariables.url}: ${url.protocol}// is not supported (nats:// or tls://)`);
+    if (url.protocol !== 'nats:' && url.protocol !== 'tls:')
+      throw new BusConfigError(`${BusVariables.url}: ${url.protocol}// is not supported (nats:// or tls://)`);
     if (url.username || url.password) {
       // a URL is logged and shown in listings; the credential goes in its own setting
-      throw new BusConfigError(`${BusVariables.url} must not carry credentials: give them with ${BusVariables.user} and ${BusVariables.passwordFile}, ${BusVariables.nkeySeedFile} or ${BusVariables.credsFile}`);
+      throw new BusConfigError(
+        `${BusVariables.url} must not carry credentials: give them with ${BusVariables.user} and ${BusVariables.passwordFile}, ${BusVariables.nkeySeedFile} or ${BusVariables.credsFile}`,
+      );
     }
     if (url.hostname === '') throw new BusConfigError(`${BusVariables.url}: ${JSON.stringify(server)} names no host`);
     return `${url.protocol}//${url.host}`;
@@ -136,24 +162,32 @@ function isLoopback(server: string): boolean {
 function readSecretFile(variable: string, path: string, warnings: string[]): string {
   const text = readFile(variable, path);
   const mode = statSync(path).mode;
-  if ((mode & 0o077) !== 0) warnings.push(`${variable}: ${path} may be read by other users (mode ${(mode & 0o777).toString(8)}); chmod 600 it`);
+  if ((mode & 0o077) !== 0)
+    warnings.push(`${variable}: ${path} may be read by other users (mode ${(mode & 0o777).toString(8)}); chmod 600 it`);
   return text;
 }
 
 function readPublicFile(variable: string, path: string, pem: string): void {
-  if (!readFile(variable, path).includes(`BEGIN ${pem}`)) throw new BusConfigError(`${variable}: ${path} does not hold a PEM ${pem.toLowerCase()}`);
+  if (!readFile(variable, path).includes(`BEGIN ${pem}`))
+    throw new BusConfigError(`${variable}: ${path} does not hold a PEM ${pem.toLowerCase()}`);
 }
 
 function readFile(variable: string, path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
-    throw new BusConfigError(`${variable}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { cause: error });
+    throw new BusConfigError(
+      `${variable}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      { cause: error },
+    );
   }
 }
 
 function userSeedPublicKey(seed: string, path: string): string {
-  if (!seed.startsWith('SU')) throw new BusConfigError(`${BusVariables.nkeySeedFile}: ${path} does not hold a user nkey seed (one starts with SU)`);
+  if (!seed.startsWith('SU'))
+    throw new BusConfigError(
+      `${BusVariables.nkeySeedFile}: ${path} does not hold a user nkey seed (one starts with SU)`,
+    );
   try {
     return nkeys.fromSeed(new TextEncoder().encode(seed)).getPublicKey();
   } catch (error) {
@@ -163,13 +197,22 @@ function userSeedPublicKey(seed: string, path: string): string {
 
 function checkCreds(text: string, path: string): void {
   if (!/-----BEGIN NATS USER JWT-----/.test(text) || !/-----BEGIN USER NKEY SEED-----/.test(text)) {
-    throw new BusConfigError(`${BusVariables.credsFile}: ${path} is not a NATS .creds file (it needs a user JWT and a user nkey seed)`);
+    throw new BusConfigError(
+      `${BusVariables.credsFile}: ${path} is not a NATS .creds file (it needs a user JWT and a user nkey seed)`,
+    );
   }
 }
 
 /** What may be logged about the settings: servers, how the process authenticates and as whom, never a secret. */
 export function describeBus(settings: BusSettings): { servers: readonly string[]; auth: string; tls: boolean } {
   const auth = settings.auth;
-  const who = auth.kind === 'user' ? `user ${auth.user}` : auth.kind === 'nkey' ? `nkey ${auth.publicKey}` : auth.kind === 'creds' ? `creds ${auth.credsFile}` : 'anonymous';
+  const who =
+    auth.kind === 'user'
+      ? `user ${auth.user}`
+      : auth.kind === 'nkey'
+        ? `nkey ${auth.publicKey}`
+        : auth.kind === 'creds'
+          ? `creds ${auth.credsFile}`
+          : 'anonymous';
   return { servers: settings.servers, auth: who, tls: settings.tls !== undefined };
 }

@@ -12,7 +12,10 @@ const old = findOldNatsServer();
 describe('connectBus', () => {
   it('connects to a current nats-server with JetStream', async () => {
     await using server = await NatsServerProcess.start();
-    const nc = await connectBus(loadBusSettings({ FLOTILLA_NATS_URL: server.url }), { name: 'test', identity: 'admin' });
+    const nc = await connectBus(loadBusSettings({ FLOTILLA_NATS_URL: server.url }), {
+      name: 'test',
+      identity: 'admin',
+    });
     try {
       expect(nc.info?.jetstream).toBe(true);
     } finally {
@@ -22,18 +25,29 @@ describe('connectBus', () => {
 
   it('refuses a current nats-server without JetStream, saying how to enable it', async () => {
     await using server = await NatsServerProcess.start({ jetstream: false });
-    const refused = await connectBus(loadBusSettings({ FLOTILLA_NATS_URL: server.url }), { name: 'test', identity: 'admin' }).catch((error: unknown) => error);
+    const refused = await connectBus(loadBusSettings({ FLOTILLA_NATS_URL: server.url }), {
+      name: 'test',
+      identity: 'admin',
+    }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(UnsupportedServerError);
     expect((refused as UnsupportedServerError).code).toBe('jetstream_unavailable');
     expect((refused as Error).message).toContain('start it with -js');
   });
 
-  it.skipIf(old.binary === undefined)(`refuses a nats-server older than ${MINIMUM_SERVER_VERSION}, naming the version it needs and why (${old.binary === undefined ? old.reason : old.version})`, async () => {
-    await using server = await NatsServerProcess.start({ binary: old.binary! });
-    const refused = await connectBus(loadBusSettings({ FLOTILLA_NATS_URL: server.url }), { name: 'test', identity: 'admin' }).catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(UnsupportedServerError);
-    expect((refused as UnsupportedServerError).code).toBe('server_too_old');
-    expect((refused as Error).message).toContain(`nats-server ${old.binary === undefined ? '' : old.version} at 127.0.0.1:${server.port} is too old: Flotilla needs nats-server ${MINIMUM_SERVER_VERSION} or newer`);
-    expect((refused as Error).message).toContain('direct-get batch');
-  });
+  it.skipIf(old.binary === undefined)(
+    `refuses a nats-server older than ${MINIMUM_SERVER_VERSION}, naming the version it needs and why (${old.binary === undefined ? old.reason : old.version})`,
+    async () => {
+      await using server = await NatsServerProcess.start({ binary: old.binary! });
+      const refused = await connectBus(loadBusSettings({ FLOTILLA_NATS_URL: server.url }), {
+        name: 'test',
+        identity: 'admin',
+      }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(UnsupportedServerError);
+      expect((refused as UnsupportedServerError).code).toBe('server_too_old');
+      expect((refused as Error).message).toContain(
+        `nats-server ${old.binary === undefined ? '' : old.version} at 127.0.0.1:${server.port} is too old: Flotilla needs nats-server ${MINIMUM_SERVER_VERSION} or newer`,
+      );
+      expect((refused as Error).message).toContain('direct-get batch');
+    },
+  );
 });

@@ -5,7 +5,10 @@ import { connectionOptions, type BusConnectionOptions } from './connection-optio
 import { UnsupportedServerError } from './errors.js';
 
 /** How a process reconnects and pings; where it connects and as whom come from the settings. */
-export type BusConnectOptions = Omit<ConnectionOptions, 'servers' | 'name' | 'inboxPrefix' | 'authenticator' | 'tls' | 'user' | 'pass' | 'token'>;
+export type BusConnectOptions = Omit<
+  ConnectionOptions,
+  'servers' | 'name' | 'inboxPrefix' | 'authenticator' | 'tls' | 'user' | 'pass' | 'token'
+>;
 
 /**
  * Connects to NATS as the settings say, and refuses a server Flotilla cannot run on (older than
@@ -13,7 +16,11 @@ export type BusConnectOptions = Omit<ConnectionOptions, 'servers' | 'name' | 'in
  * after closing the connection. Every Flotilla process connects through here: each service (its
  * KV-only start-up included), the launcher, the tap and the auditor.
  */
-export async function connectBus(settings: BusSettings, identity: BusConnectionOptions, options: BusConnectOptions = {}): Promise<NatsConnection> {
+export async function connectBus(
+  settings: BusSettings,
+  identity: BusConnectionOptions,
+  options: BusConnectOptions = {},
+): Promise<NatsConnection> {
   const nc = await connect({ ...connectionOptions(settings, identity), ...options });
   try {
     assertServerSupported(nc);

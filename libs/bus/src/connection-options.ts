@@ -1,5 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { credsAuthenticator, nkeyAuthenticator, usernamePasswordAuthenticator, type Authenticator, type ConnectionOptions } from '@nats-io/transport-node';
+import {
+  credsAuthenticator,
+  nkeyAuthenticator,
+  usernamePasswordAuthenticator,
+  type Authenticator,
+  type ConnectionOptions,
+} from '@nats-io/transport-node';
 import type { BusAuth, BusSettings } from './bus-settings.js';
 
 /**

@@ -1,7 +1,19 @@
-export { BusVariables, DEFAULT_NATS_URL, describeBus, isBusCredentialSetting, loadBusSettings } from './bus-settings.js';
+export {
+  BusVariables,
+  DEFAULT_NATS_URL,
+  describeBus,
+  isBusCredentialSetting,
+  loadBusSettings,
+} from './bus-settings.js';
 export type { BusAuth, BusSettings, BusTls, SecretSource } from './bus-settings.js';
 export { requestAnswer } from './answered-request.js';
-export { answersPrefix, answersUnder, connectionInboxPrefix, connectionOptions, inboxPrefix } from './connection-options.js';
+export {
+  answersPrefix,
+  answersUnder,
+  connectionInboxPrefix,
+  connectionOptions,
+  inboxPrefix,
+} from './connection-options.js';
 export type { BusConnectionOptions } from './connection-options.js';
 export { BusConfigError, UnsupportedServerError } from './errors.js';
 export type { UnsupportedServerErrorCode } from './errors.js';
@@ -40,11 +52,26 @@ export {
   WRITER_KINDS,
 } from './layout.js';
 export type { BucketRole, CommitKind, CommitWriter, GroupConsumer, StreamNames } from './layout.js';
-export { appendsToLog, CONSUMER_GROUPS, FOLLOWS_LOG, GROUP_QUEUES, identityName, permissionsFor, SERVICE_BUCKETS, SERVICES } from './permissions.js';
+export {
+  appendsToLog,
+  CONSUMER_GROUPS,
+  FOLLOWS_LOG,
+  GROUP_QUEUES,
+  identityName,
+  permissionsFor,
+  SERVICE_BUCKETS,
+  SERVICES,
+} from './permissions.js';
 export type { BucketAccess, Identity, Permissions, ServiceName } from './permissions.js';
 export { authorizationConfig, ensureUsers, userEnvironment } from './server-authorization.js';
 export type { GeneratedUser } from './server-authorization.js';
-export { describeDrift, loadStorageSettings, replicasWarning, StorageVariables, streamDrift } from './storage-settings.js';
+export {
+  describeDrift,
+  loadStorageSettings,
+  replicasWarning,
+  StorageVariables,
+  streamDrift,
+} from './storage-settings.js';
 export type { SettingDrift, StorageSettings, WantedStream } from './storage-settings.js';
 export { checkBucketStorage } from './storage-check.js';
 export { isLostCreationRace, isTransientNatsError, whileUnavailable } from './availability.js';
@@ -53,5 +80,12 @@ export { BucketError, openBucket } from './open-bucket.js';
 export type { BucketErrorCode, OpenBucketOptions } from './open-bucket.js';
 export { ensureWorkQueue, parseQueueMessage } from './work-queue.js';
 export type { WorkQueueSpec } from './work-queue.js';
-export { LOCAL_TAP_FILE, localTapFile, readLocalTap, removeLocalTap, withLocalTap, writeLocalTap } from './local-tap.js';
+export {
+  LOCAL_TAP_FILE,
+  localTapFile,
+  readLocalTap,
+  removeLocalTap,
+  withLocalTap,
+  writeLocalTap,
+} from './local-tap.js';
 export type { LocalTap } from './local-tap.js';

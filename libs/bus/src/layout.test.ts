@@ -5,23 +5,38 @@ describe('partitions', () => {
   it("gives a partitioned group its own consumer and one per partition, each filtered to the group's kinds in it; other groups one consumer", () => {
     const consumers = groupConsumers('step-worker', 'p');
     expect(consumers).toHaveLength(PARTITIONS + 1);
-    expect(consumers[0]).toEqual({ name: 'step-worker', filterSubjects: ['p.*.*', 'p.*.*.user', 'p.*.*.tool', 'p.*.*.condense', 'p.*.*.delegate'] });
-    expect(consumers[3]).toEqual({ name: 'step-worker-p2', filterSubjects: ['p.*.*.user.2', 'p.*.*.tool.2', 'p.*.*.condense.2', 'p.*.*.delegate.2'], partition: 2 });
+    expect(consumers[0]).toEqual({
+      name: 'step-worker',
+      filterSubjects: ['p.*.*', 'p.*.*.user', 'p.*.*.tool', 'p.*.*.condense', 'p.*.*.delegate'],
+    });
+    expect(consumers[3]).toEqual({
+      name: 'step-worker-p2',
+      filterSubjects: ['p.*.*.user.2', 'p.*.*.tool.2', 'p.*.*.condense.2', 'p.*.*.delegate.2'],
+      partition: 2,
+    });
     expect(groupConsumerNames('tool-runner').at(-1)).toBe(`tool-runner-p${PARTITIONS - 1}`);
     expect(groupConsumers('projector', 'p')).toEqual([{ name: 'projector', filterSubjects: ['p.>'] }]);
-    expect(commitSubjectTransform('p')).toEqual({ src: 'p.*.*.*', dest: `p.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(${PARTITIONS},1,2)}}` });
+    expect(commitSubjectTransform('p')).toEqual({
+      src: 'p.*.*.*',
+      dest: `p.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(${PARTITIONS},1,2)}}`,
+    });
   });
 
-  it("ranks instances differently on each partition, over every priority nats-server takes, the same for the same id", () => {
+  it('ranks instances differently on each partition, over every priority nats-server takes, the same for the same id', () => {
     const ids = Array.from({ length: 200 }, (_, index) => `step-worker-${index.toString(16)}`);
-    const priorities = ids.flatMap((id) => Array.from({ length: PARTITIONS }, (_, partition) => partitionPriority(id, partition)));
+    const priorities = ids.flatMap((id) =>
+      Array.from({ length: PARTITIONS }, (_, partition) => partitionPriority(id, partition)),
+    );
     expect(new Set(priorities)).toEqual(new Set([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]));
     // roughly even: no priority takes more than twice its share
-    for (let priority = 0; priority < 10; priority += 1) expect(priorities.filter((each) => each === priority).length).toBeLessThan((priorities.length / 10) * 2);
+    for (let priority = 0; priority < 10; priority += 1)
+      expect(priorities.filter((each) => each === priority).length).toBeLessThan((priorities.length / 10) * 2);
     expect(partitionPriority('a', 3)).toBe(partitionPriority('a', 3));
     // two instances split the partitions between them, not all to one
     const [a, b] = ids as [string, string];
-    const wins = Array.from({ length: PARTITIONS }, (_, partition) => Math.sign(partitionPriority(a, partition) - partitionPriority(b, partition)));
+    const wins = Array.from({ length: PARTITIONS }, (_, partition) =>
+      Math.sign(partitionPriority(a, partition) - partitionPriority(b, partition)),
+    );
     expect(wins).toContain(1);
     expect(wins).toContain(-1);
   });

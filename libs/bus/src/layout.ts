@@ -42,7 +42,10 @@ export function isCommitKind(value: string): value is CommitKind {
  * `carryOnAfterOwnCommits`), so a commit of theirs can never be the only wake-up they are owed.
  * Every other group is delivered every kind.
  */
-export const SELF_CONTINUING: Readonly<Partial<Record<string, CommitKind>>> = { 'step-worker': 'step', 'tool-runner': 'tool' };
+export const SELF_CONTINUING: Readonly<Partial<Record<string, CommitKind>>> = {
+  'step-worker': 'step',
+  'tool-runner': 'tool',
+};
 
 /** The kinds a group's consumer is delivered. */
 export function groupKinds(group: string): readonly CommitKind[] {
@@ -57,7 +60,9 @@ export function groupKinds(group: string): readonly CommitKind[] {
  */
 export function groupFilterSubjects(group: string, prefix: string): string[] {
   const kinds = groupKinds(group);
-  return kinds.length === COMMIT_KINDS.length ? [`${prefix}.>`] : [legacyCommitSubjects(prefix), ...kinds.map((kind) => `${prefix}.*.*.${kind}`)];
+  return kinds.length === COMMIT_KINDS.length
+    ? [`${prefix}.>`]
+    : [legacyCommitSubjects(prefix), ...kinds.map((kind) => `${prefix}.*.*.${kind}`)];
 }
 
 /**
@@ -85,11 +90,18 @@ const PRIORITY_LEVELS = 10;
 
 /** How the events stream stores what is published on `<prefix>.<tenant>.<conversation>.<kind>`: with the partition appended. */
 export function commitSubjectTransform(prefix: string): { readonly src: string; readonly dest: string } {
-  return { src: commitSubjects(prefix), dest: `${prefix}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(${PARTITIONS},1,2)}}` };
+  return {
+    src: commitSubjects(prefix),
+    dest: `${prefix}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}.{{partition(${PARTITIONS},1,2)}}`,
+  };
 }
 
 /** A consumer a group pulls from: the group's own, or one of its partitions'. */
-export type GroupConsumer = { readonly name: string; readonly filterSubjects: readonly string[]; readonly partition?: number };
+export type GroupConsumer = {
+  readonly name: string;
+  readonly filterSubjects: readonly string[];
+  readonly partition?: number;
+};
 
 /**
  * Every consumer a group pulls from. First the group's own (named after it), delivered what the
@@ -103,7 +115,11 @@ export function groupConsumers(group: string, prefix: string): GroupConsumer[] {
   const kinds = groupKinds(group);
   return [
     own,
-    ...Array.from({ length: PARTITIONS }, (_, partition) => ({ name: partitionConsumerName(group, partition), filterSubjects: kinds.map((kind) => `${prefix}.*.*.${kind}.${partition}`), partition })),
+    ...Array.from({ length: PARTITIONS }, (_, partition) => ({
+      name: partitionConsumerName(group, partition),
+      filterSubjects: kinds.map((kind) => `${prefix}.*.*.${kind}.${partition}`),
+      partition,
+    })),
   ];
 }
 
@@ -229,7 +245,11 @@ export const WEBHOOK_DELIVERIES = { stream: 'FLOTILLA_WEBHOOK_DELIVERIES', subje
  * wake-up leaves the queue once nothing it can do is owed. Step workers publish, the condenser
  * consumes (its group `condenser`).
  */
-export const CONDENSER_WAKEUPS = { stream: 'FLOTILLA_CONDENSER_WAKEUPS', subjectPrefix: 'flotilla.wake.condenser', group: 'condenser' } as const;
+export const CONDENSER_WAKEUPS = {
+  stream: 'FLOTILLA_CONDENSER_WAKEUPS',
+  subjectPrefix: 'flotilla.wake.condenser',
+  group: 'condenser',
+} as const;
 
 /**
  * Schedules on nats-server's message scheduler (2.14+): the stream holds each schedule's
@@ -239,7 +259,12 @@ export const CONDENSER_WAKEUPS = { stream: 'FLOTILLA_CONDENSER_WAKEUPS', subject
  * subject (runs nobody took yet collapse into one). The gateways create the stream and take the
  * runs through one durable consumer (`group`) they share.
  */
-export const SCHEDULES = { stream: 'FLOTILLA_SCHEDULES', definitionPrefix: 'flotilla.sched', firePrefix: 'flotilla.fire', group: 'gateway-schedules' } as const;
+export const SCHEDULES = {
+  stream: 'FLOTILLA_SCHEDULES',
+  definitionPrefix: 'flotilla.sched',
+  firePrefix: 'flotilla.fire',
+  group: 'gateway-schedules',
+} as const;
 
 /**
  * Notices of conversations deleted (by a user or their retention), one subject per conversation:
@@ -248,7 +273,12 @@ export const SCHEDULES = { stream: 'FLOTILLA_SCHEDULES', definitionPrefix: 'flot
  * and keeps or drops its rows by its setting (docs/analytics.md, "Deleted conversations"). Kept for
  * `maxAgeDays`: a sink stopped longer than that misses the notices of that time.
  */
-export const DELETIONS = { stream: 'FLOTILLA_DELETIONS', subjectPrefix: 'flotilla.deleted', group: 'pg-sink', maxAgeDays: 30 } as const;
+export const DELETIONS = {
+  stream: 'FLOTILLA_DELETIONS',
+  subjectPrefix: 'flotilla.deleted',
+  group: 'pg-sink',
+  maxAgeDays: 30,
+} as const;
 
 /** The events stream's names a deployment chose (FLOTILLA_STREAM, FLOTILLA_SUBJECT_PREFIX). */
 export type StreamNames = { readonly stream: string; readonly subjectPrefix: string };

@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 describe("the local system's tap (tap.json)", () => {
-  it('is written owner-only with the URL and the tap user\'s password file, and read from $FLOTILLA_HOME', async () => {
+  it("is written owner-only with the URL and the tap user's password file, and read from $FLOTILLA_HOME", async () => {
     const passwordFile = join(home, 'tap.password');
     await writeFile(passwordFile, 'tap-secret\n', { mode: 0o600 });
     await writeFile(join(home, 'tap.json'), '{}', { mode: 0o644 });
@@ -34,10 +34,24 @@ describe("the local system's tap (tap.json)", () => {
   });
 
   it('gives way to the environment: its credential wins, and the tap password never goes to another server', () => {
-    const tap = { natsUrl: 'nats://127.0.0.1:14222', user: 'tap', passwordFile: '/nowhere/tap.password', file: 'tap.json' };
-    expect(withLocalTap({ FLOTILLA_NATS_URL: 'nats://elsewhere:4222' }, tap)).toEqual({ FLOTILLA_NATS_URL: 'nats://elsewhere:4222' });
-    expect(withLocalTap({ FLOTILLA_NATS_USER: 'tap-acme', FLOTILLA_NATS_PASSWORD: 'p' }, tap)).toEqual({ FLOTILLA_NATS_URL: 'nats://127.0.0.1:14222', FLOTILLA_NATS_USER: 'tap-acme', FLOTILLA_NATS_PASSWORD: 'p' });
-    expect(withLocalTap({ FLOTILLA_NATS_URL: 'nats://127.0.0.1:14222' }, tap)).toMatchObject({ FLOTILLA_NATS_USER: 'tap', FLOTILLA_NATS_PASSWORD_FILE: '/nowhere/tap.password' });
+    const tap = {
+      natsUrl: 'nats://127.0.0.1:14222',
+      user: 'tap',
+      passwordFile: '/nowhere/tap.password',
+      file: 'tap.json',
+    };
+    expect(withLocalTap({ FLOTILLA_NATS_URL: 'nats://elsewhere:4222' }, tap)).toEqual({
+      FLOTILLA_NATS_URL: 'nats://elsewhere:4222',
+    });
+    expect(withLocalTap({ FLOTILLA_NATS_USER: 'tap-acme', FLOTILLA_NATS_PASSWORD: 'p' }, tap)).toEqual({
+      FLOTILLA_NATS_URL: 'nats://127.0.0.1:14222',
+      FLOTILLA_NATS_USER: 'tap-acme',
+      FLOTILLA_NATS_PASSWORD: 'p',
+    });
+    expect(withLocalTap({ FLOTILLA_NATS_URL: 'nats://127.0.0.1:14222' }, tap)).toMatchObject({
+      FLOTILLA_NATS_USER: 'tap',
+      FLOTILLA_NATS_PASSWORD_FILE: '/nowhere/tap.password',
+    });
     expect(withLocalTap({ FLOTILLA_NATS_URL: 'nats://x:1' }, undefined)).toEqual({ FLOTILLA_NATS_URL: 'nats://x:1' });
   });
 

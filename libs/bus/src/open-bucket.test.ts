@@ -27,8 +27,14 @@ describe('whileUnavailable', () => {
   it('waits out "no responders" until a responder appears, then returns its answer', async () => {
     const nc = await client(await serve(false));
     const retries: number[] = [];
-    setTimeout(() => nc.subscribe('late.service', { callback: (_error, message) => void message.respond('here') }), 700);
-    const answer = await whileUnavailable(async () => (await nc.request('late.service', '', { timeout: 500 })).string(), { onRetry: (_error, attempt) => retries.push(attempt) });
+    setTimeout(
+      () => nc.subscribe('late.service', { callback: (_error, message) => void message.respond('here') }),
+      700,
+    );
+    const answer = await whileUnavailable(
+      async () => (await nc.request('late.service', '', { timeout: 500 })).string(),
+      { onRetry: (_error, attempt) => retries.push(attempt) },
+    );
     expect(answer).toBe('here');
     expect(retries.length).toBeGreaterThan(1);
   });
@@ -45,7 +51,9 @@ describe('whileUnavailable', () => {
 
     const nc = await client(await serve(false));
     const started = Date.now();
-    const failure = await whileUnavailable(() => nc.request('nobody.home', '', { timeout: 200 }), { deadlineMs: 800 }).catch((error: unknown) => error);
+    const failure = await whileUnavailable(() => nc.request('nobody.home', '', { timeout: 200 }), {
+      deadlineMs: 800,
+    }).catch((error: unknown) => error);
     expect(isTransientNatsError(failure)).toBe(true);
     expect(Date.now() - started).toBeLessThan(3_000);
   });
@@ -65,7 +73,9 @@ describe('openBucket', () => {
   it('creates one bucket when many instances open it at once, each with its settings', async () => {
     const server = await serve();
     const connections = await Promise.all(Array.from({ length: 6 }, () => client(server)));
-    const buckets = await Promise.all(connections.map((nc) => openBucket(nc, 'shared', { history: 1, description: 'shared by all' })));
+    const buckets = await Promise.all(
+      connections.map((nc) => openBucket(nc, 'shared', { history: 1, description: 'shared by all' })),
+    );
     await buckets[0]!.put('key', 'one');
     for (const kv of buckets) expect((await kv.get('key'))?.string()).toBe('one');
     expect((await buckets[5]!.status()).description).toBe('shared by all');

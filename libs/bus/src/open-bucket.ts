@@ -31,10 +31,18 @@ const JETSTREAM_NOT_ENABLED_FOR_ACCOUNT = 10039;
  * elections and a node's restart (transient failures are waited out until the deadline). A server
  * or account without JetStream is a `BucketError` saying so, at once.
  */
-export async function openBucket(nc: NatsConnection, bucket: string, settings: Partial<KvOptions>, options: OpenBucketOptions = {}): Promise<KV> {
+export async function openBucket(
+  nc: NatsConnection,
+  bucket: string,
+  settings: Partial<KvOptions>,
+  options: OpenBucketOptions = {},
+): Promise<KV> {
   const server = nc.getServer();
   if (nc.info && nc.info.jetstream !== true) {
-    throw new BucketError('jetstream_unavailable', `nats-server ${nc.info.version} at ${server} does not have JetStream enabled, which the bucket ${bucket} needs: start it with -js (or jetstream {} in its config).`);
+    throw new BucketError(
+      'jetstream_unavailable',
+      `nats-server ${nc.info.version} at ${server} does not have JetStream enabled, which the bucket ${bucket} needs: start it with -js (or jetstream {} in its config).`,
+    );
   }
   const kvm = new Kvm(jetstream(nc, { timeout: options.timeoutMs ?? 5_000 }));
   try {
@@ -49,6 +57,10 @@ export async function openBucket(nc: NatsConnection, bucket: string, settings: P
     }, options);
   } catch (error) {
     const noJetStream = error instanceof JetStreamApiError && error.code === JETSTREAM_NOT_ENABLED_FOR_ACCOUNT;
-    throw new BucketError(noJetStream ? 'jetstream_unavailable' : 'bucket_unavailable', `could not create or open the bucket ${bucket} at ${server}: ${(error as Error).message}`, { cause: error });
+    throw new BucketError(
+      noJetStream ? 'jetstream_unavailable' : 'bucket_unavailable',
+      `could not create or open the bucket ${bucket} at ${server}: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
 }

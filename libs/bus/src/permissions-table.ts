@@ -1,8 +1,35 @@
 import { answersPrefix } from './connection-options.js';
-import { Buckets, commitKindOf, CONDENSER_WAKEUPS, DELETIONS, DEFAULT_SIGNAL_ROOT, DEFAULT_STREAM_NAMES, PARTITIONS, PURGE_SUBJECT, RunnerSubjects, SCHEDULES, SELF_CONTINUING, WEBHOOK_DELIVERIES } from './layout.js';
-import { appendsToLog, CONSUMER_GROUPS, GROUP_QUEUES, permissionsFor, SERVICE_BUCKETS, SERVICES, type Identity, type ServiceName } from './permissions.js';
+import {
+  Buckets,
+  commitKindOf,
+  CONDENSER_WAKEUPS,
+  DELETIONS,
+  DEFAULT_SIGNAL_ROOT,
+  DEFAULT_STREAM_NAMES,
+  PARTITIONS,
+  PURGE_SUBJECT,
+  RunnerSubjects,
+  SCHEDULES,
+  SELF_CONTINUING,
+  WEBHOOK_DELIVERIES,
+} from './layout.js';
+import {
+  appendsToLog,
+  CONSUMER_GROUPS,
+  GROUP_QUEUES,
+  permissionsFor,
+  SERVICE_BUCKETS,
+  SERVICES,
+  type Identity,
+  type ServiceName,
+} from './permissions.js';
 
-const ACCESS_WORDS = { read: 'reads', write: 'writes', 'read-write': 'reads, writes', 'write-only': 'writes, never reads' } as const;
+const ACCESS_WORDS = {
+  read: 'reads',
+  write: 'writes',
+  'read-write': 'reads, writes',
+  'write-only': 'writes, never reads',
+} as const;
 
 /** What each service may do besides reading the log and creating the stream if missing, in words. */
 const EXTRA: Readonly<Record<ServiceName, string>> = {
@@ -23,11 +50,15 @@ const EXTRA: Readonly<Record<ServiceName, string>> = {
 export function permissionsMarkdown(): string {
   const { stream, subjectPrefix } = DEFAULT_STREAM_NAMES;
   const rows = SERVICES.map((service) => {
-    const buckets = SERVICE_BUCKETS[service].map(([role, access]) => `\`${Buckets[role]}\` (${ACCESS_WORDS[access]})`).join(', ') || '—';
+    const buckets =
+      SERVICE_BUCKETS[service].map(([role, access]) => `\`${Buckets[role]}\` (${ACCESS_WORDS[access]})`).join(', ') ||
+      '—';
     const appends = appendsToLog(service) ? `\`${commitKindOf(service)}\` commits only` : 'no';
     const queue = GROUP_QUEUES[service];
     const own = SELF_CONTINUING[service];
-    const group = CONSUMER_GROUPS.includes(service) ? `\`${service}\`${queue ? ` (on \`${queue}\`)` : own ? ` (every kind but its own \`${own}\`)` : ''}` : '—';
+    const group = CONSUMER_GROUPS.includes(service)
+      ? `\`${service}\`${queue ? ` (on \`${queue}\`)` : own ? ` (every kind but its own \`${own}\`)` : ''}`
+      : '—';
     return `| ${service} | ${appends} | ${group} | ${buckets} | ${EXTRA[service]} |`;
   });
   const raw = (identity: Identity, title: string): string => {
@@ -72,7 +103,9 @@ function collapsePartitions<T extends object>(permissions: T): T {
       return [template];
     });
   };
-  return JSON.parse(JSON.stringify(permissions), (_key, value: unknown) => (Array.isArray(value) && value.every((item) => typeof item === 'string') ? collapse(value) : value)) as T;
+  return JSON.parse(JSON.stringify(permissions), (_key, value: unknown) =>
+    Array.isArray(value) && value.every((item) => typeof item === 'string') ? collapse(value) : value,
+  ) as T;
 }
 
 const START = '<!-- permissions:start -->';
@@ -104,12 +137,18 @@ export function chartNatsValues(secretName = 'flotilla-nats-users'): Record<stri
       cluster: { enabled: true, replicas: 3 },
       merge: {
         authorization: {
-          users: users.map((user) => ({ user, password: `<< $${passwordVariable(user)} >>`, permissions: permissionsFor(user) })),
+          users: users.map((user) => ({
+            user,
+            password: `<< $${passwordVariable(user)} >>`,
+            permissions: permissionsFor(user),
+          })),
         },
       },
     },
     container: {
-      env: Object.fromEntries(users.map((user) => [passwordVariable(user), { valueFrom: { secretKeyRef: { name: secretName, key: user } } }])),
+      env: Object.fromEntries(
+        users.map((user) => [passwordVariable(user), { valueFrom: { secretKeyRef: { name: secretName, key: user } } }]),
+      ),
     },
   };
 }

@@ -1,11 +1,45 @@
 import { answersPrefix, inboxPrefix } from './connection-options.js';
-import { AskSubjects, bucketStream, Buckets, commitKindOf, CONDENSER_WAKEUPS, DELETIONS, everyCommit, DEFAULT_SIGNAL_ROOT, groupConsumerNames, DEFAULT_STREAM_NAMES, PURGE_SUBJECT, RunnerSubjects, SCHEDULES, WEBHOOK_DELIVERIES, type BucketRole, type StreamNames } from './layout.js';
+import {
+  AskSubjects,
+  bucketStream,
+  Buckets,
+  commitKindOf,
+  CONDENSER_WAKEUPS,
+  DELETIONS,
+  everyCommit,
+  DEFAULT_SIGNAL_ROOT,
+  groupConsumerNames,
+  DEFAULT_STREAM_NAMES,
+  PURGE_SUBJECT,
+  RunnerSubjects,
+  SCHEDULES,
+  WEBHOOK_DELIVERIES,
+  type BucketRole,
+  type StreamNames,
+} from './layout.js';
 
 /** The services, each with its own NATS credential; all but the gateway consume the log as a group of that name. */
-export const SERVICES = ['gateway', 'step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'] as const;
+export const SERVICES = [
+  'gateway',
+  'step-worker',
+  'tool-runner',
+  'condenser',
+  'projector',
+  'pg-sink',
+  'webhooks',
+  'delegator',
+] as const;
 export type ServiceName = (typeof SERVICES)[number];
 /** Services whose instances share one durable consumer (named after the service). */
-export const CONSUMER_GROUPS: readonly ServiceName[] = ['step-worker', 'tool-runner', 'condenser', 'projector', 'pg-sink', 'webhooks', 'delegator'];
+export const CONSUMER_GROUPS: readonly ServiceName[] = [
+  'step-worker',
+  'tool-runner',
+  'condenser',
+  'projector',
+  'pg-sink',
+  'webhooks',
+  'delegator',
+];
 /**
  * Groups that pull from a queue of their own instead of the events stream: the stream their
  * durable consumer is on. The condenser is woken through its queue (CONDENSER_WAKEUPS); its
@@ -164,7 +198,11 @@ function bucket(role: BucketRole, access: BucketAccess): { publish: string[]; de
   const deny: string[] = [];
   if (access === 'read' || access === 'read-write') publish.push(...readStream(stream));
   if (access === 'write' || access === 'read-write' || access === 'write-only') publish.push(`$KV.${name}.>`);
-  if (access === 'write-only') deny.push(...readStream(stream).filter((subject) => !subject.startsWith(`${API}.STREAM.INFO.`)), `${API}.CONSUMER.DURABLE.CREATE.${stream}.>`);
+  if (access === 'write-only')
+    deny.push(
+      ...readStream(stream).filter((subject) => !subject.startsWith(`${API}.STREAM.INFO.`)),
+      `${API}.CONSUMER.DURABLE.CREATE.${stream}.>`,
+    );
   return { publish, deny };
 }
 
@@ -185,14 +223,27 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   if (typeof identity === 'object') return tenantTap(identity.tenantTap, names, inbox);
   if (identity === 'tap') {
     return {
-      publish: { allow: [`${API}.INFO`, ...readStream(stream), `$JS.ACK.${stream}.>`, ...bucket('snapshots', 'read').publish.filter((subject) => !subject.includes('.STREAM.CREATE.'))], deny: otherGroups(stream) },
+      publish: {
+        allow: [
+          `${API}.INFO`,
+          ...readStream(stream),
+          `$JS.ACK.${stream}.>`,
+          ...bucket('snapshots', 'read').publish.filter((subject) => !subject.includes('.STREAM.CREATE.')),
+        ],
+        deny: otherGroups(stream),
+      },
       subscribe: { allow: [inbox] },
     };
   }
   const service: ServiceName = identity;
   // its own inbox too: an answer to a request of another instance of the same service (a
   // forwarded wake-up) must still go out after a server restart forgot who asked
-  const publish = [`${API}.INFO`, ...(WAITS_FOR_STREAM.includes(service) ? [] : createStream(stream)), ...readStream(stream), inbox];
+  const publish = [
+    `${API}.INFO`,
+    ...(WAITS_FOR_STREAM.includes(service) ? [] : createStream(stream)),
+    ...readStream(stream),
+    inbox,
+  ];
   // every service process follows interrupts (runService), even those with nothing to cancel
   const subscribe = [inbox, interrupts];
   // answers to the gateway's requests (deletions, workspace requests) go to its answers branch, nowhere else in its inbox
@@ -206,7 +257,16 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   switch (service) {
     case 'gateway':
       // its announcements of conversations idle past their retention go into the webhooks' delivery queue
-      publish.push(interrupts, RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny, PURGE_SUBJECT, AskSubjects.ask, `${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`);
+      publish.push(
+        interrupts,
+        RunnerSubjects.delete('*'),
+        RunnerSubjects.deleteAny,
+        RunnerSubjects.workspace('*'),
+        RunnerSubjects.workspaceAny,
+        PURGE_SUBJECT,
+        AskSubjects.ask,
+        `${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`,
+      );
       subscribe.push(deltas);
       // schedules: their stream (definitions written, purged to cancel; runs published by the
       // server, and by a gateway catching up a run the server skipped) and the gateways' shared
@@ -225,12 +285,24 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
     case 'step-worker':
       // side questions (POST …/ask): taken from the gateway, answered (streamed) under its answers branch;
       // the condenser's wake-ups, and whether its group is there to take them
-      publish.push(deltas, gatewayAnswers, ...createStream(CONDENSER_WAKEUPS.stream), `${CONDENSER_WAKEUPS.subjectPrefix}.*.*`, `${API}.CONSUMER.INFO.${CONDENSER_WAKEUPS.stream}.${CONDENSER_WAKEUPS.group}`);
+      publish.push(
+        deltas,
+        gatewayAnswers,
+        ...createStream(CONDENSER_WAKEUPS.stream),
+        `${CONDENSER_WAKEUPS.subjectPrefix}.*.*`,
+        `${API}.CONSUMER.INFO.${CONDENSER_WAKEUPS.stream}.${CONDENSER_WAKEUPS.group}`,
+      );
       subscribe.push(AskSubjects.ask);
       break;
     case 'tool-runner':
       publish.push(RunnerSubjects.wake('*'), gatewayAnswers);
-      subscribe.push(RunnerSubjects.wake('*'), RunnerSubjects.delete('*'), RunnerSubjects.deleteAny, RunnerSubjects.workspace('*'), RunnerSubjects.workspaceAny);
+      subscribe.push(
+        RunnerSubjects.wake('*'),
+        RunnerSubjects.delete('*'),
+        RunnerSubjects.deleteAny,
+        RunnerSubjects.workspace('*'),
+        RunnerSubjects.workspaceAny,
+      );
       break;
     case 'condenser':
       // its wake-ups' queue (its group's rights on it are granted above)
@@ -246,7 +318,11 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
       break;
     case 'webhooks':
       // its queue of deliveries: created, filled and consumed by it alone
-      publish.push(...createStream(WEBHOOK_DELIVERIES.stream), `${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`, ...groupSubjects(WEBHOOK_DELIVERIES.stream, service));
+      publish.push(
+        ...createStream(WEBHOOK_DELIVERIES.stream),
+        `${WEBHOOK_DELIVERIES.subjectPrefix}.*.*`,
+        ...groupSubjects(WEBHOOK_DELIVERIES.stream, service),
+      );
       break;
     case 'projector':
       // the one purge a service may do: a conversation's subject, when the gateway deletes it

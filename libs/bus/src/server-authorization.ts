@@ -7,7 +7,12 @@ import { identityName, permissionsFor, type Identity } from './permissions.js';
 import { DEFAULT_STREAM_NAMES, type StreamNames } from './layout.js';
 
 /** One user of a generated server configuration, with where its password is kept. */
-export type GeneratedUser = { readonly identity: Identity; readonly user: string; readonly password: string; readonly passwordFile: string };
+export type GeneratedUser = {
+  readonly identity: Identity;
+  readonly user: string;
+  readonly password: string;
+  readonly passwordFile: string;
+};
 
 /**
  * The password of each identity, kept in `<dir>/<user>.password` (owner-only, created with 32
@@ -15,7 +20,10 @@ export type GeneratedUser = { readonly identity: Identity; readonly user: string
  */
 export async function ensureUsers(dir: string, identities: readonly Identity[]): Promise<GeneratedUser[]> {
   for (const identity of identities) {
-    if (typeof identity === 'object' && !/^[A-Za-z0-9_-]{1,64}$/.test(identity.tenantTap)) throw new BusConfigError(`a tenant tap's tenant must be 1-64 characters of A-Z a-z 0-9 _ -, not ${JSON.stringify(identity.tenantTap)}`);
+    if (typeof identity === 'object' && !/^[A-Za-z0-9_-]{1,64}$/.test(identity.tenantTap))
+      throw new BusConfigError(
+        `a tenant tap's tenant must be 1-64 characters of A-Z a-z 0-9 _ -, not ${JSON.stringify(identity.tenantTap)}`,
+      );
   }
   await mkdir(dir, { recursive: true, mode: 0o700 });
   return Promise.all(
@@ -34,8 +42,15 @@ export async function ensureUsers(dir: string, identities: readonly Identity[]):
 }
 
 /** A nats-server `authorization` block: these users with their permissions, nobody anonymous. */
-export function authorizationConfig(users: readonly GeneratedUser[], names: StreamNames = DEFAULT_STREAM_NAMES): string {
-  const entries = users.map((user) => ({ user: user.user, password: user.password, permissions: permissionsFor(user.identity, names) }));
+export function authorizationConfig(
+  users: readonly GeneratedUser[],
+  names: StreamNames = DEFAULT_STREAM_NAMES,
+): string {
+  const entries = users.map((user) => ({
+    user: user.user,
+    password: user.password,
+    permissions: permissionsFor(user.identity, names),
+  }));
   // nats-server reads JSON values; quoted strings keep `$JS…` from being taken for variables
   return `authorization {\n  users: ${JSON.stringify(entries, null, 2).replace(/\n/g, '\n  ')}\n}\n`;
 }

@@ -8,7 +8,12 @@ import { describeDrift, replicasWarning, streamDrift, type StorageSettings } fro
  * server with the replica count: one warning per problem, for the service to log at start.
  * (The events stream is compared where it is opened, in the log.)
  */
-export async function checkBucketStorage(jsm: JetStreamManager, service: string, settings: StorageSettings, serverInfo: { cluster?: string } | undefined): Promise<string[]> {
+export async function checkBucketStorage(
+  jsm: JetStreamManager,
+  service: string,
+  settings: StorageSettings,
+  serverInfo: { cluster?: string } | undefined,
+): Promise<string[]> {
   const warnings: string[] = [];
   const clustered = replicasWarning(serverInfo, settings.replicas);
   if (clustered) warnings.push(clustered);

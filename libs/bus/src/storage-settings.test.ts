@@ -4,7 +4,13 @@ import { loadStorageSettings, replicasWarning, streamDrift } from './storage-set
 describe('storage settings', () => {
   it('defaults to one replica and unlimited retention, and reads the variables', () => {
     expect(loadStorageSettings({})).toEqual({ replicas: 1, streamMaxAgeMs: 0, streamMaxBytes: -1 });
-    expect(loadStorageSettings({ FLOTILLA_REPLICAS: '3', FLOTILLA_STREAM_MAX_AGE_MS: '86400000', FLOTILLA_STREAM_MAX_BYTES: '1000' })).toEqual({ replicas: 3, streamMaxAgeMs: 86_400_000, streamMaxBytes: 1000 });
+    expect(
+      loadStorageSettings({
+        FLOTILLA_REPLICAS: '3',
+        FLOTILLA_STREAM_MAX_AGE_MS: '86400000',
+        FLOTILLA_STREAM_MAX_BYTES: '1000',
+      }),
+    ).toEqual({ replicas: 3, streamMaxAgeMs: 86_400_000, streamMaxBytes: 1000 });
   });
 
   it.each([
@@ -17,7 +23,9 @@ describe('storage settings', () => {
   });
 
   it('warns when a clustered server is given one replica', () => {
-    expect(replicasWarning({ cluster: 'prod' }, 1)).toMatch(/part of cluster prod but FLOTILLA_REPLICAS=1.*set FLOTILLA_REPLICAS=3/);
+    expect(replicasWarning({ cluster: 'prod' }, 1)).toMatch(
+      /part of cluster prod but FLOTILLA_REPLICAS=1.*set FLOTILLA_REPLICAS=3/,
+    );
     expect(replicasWarning({ cluster: 'prod' }, 3)).toBeUndefined();
     expect(replicasWarning({}, 1)).toBeUndefined();
   });

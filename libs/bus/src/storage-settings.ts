@@ -24,7 +24,8 @@ const Settings = z.object({
 });
 
 export function loadStorageSettings(environment: NodeJS.ProcessEnv = process.env): StorageSettings {
-  const read = (name: string, fallback: string): string => (environment[name]?.trim() ? environment[name].trim() : fallback);
+  const read = (name: string, fallback: string): string =>
+    environment[name]?.trim() ? environment[name].trim() : fallback;
   const result = Settings.safeParse({
     replicas: read(StorageVariables.replicas, '1'),
     streamMaxAgeMs: read(StorageVariables.streamMaxAgeMs, '0'),
@@ -39,7 +40,12 @@ export function loadStorageSettings(environment: NodeJS.ProcessEnv = process.env
 }
 
 /** One setting of an existing stream that differs from the configured one. */
-export type SettingDrift = { readonly setting: string; readonly actual: string; readonly configured: string; readonly flag: string };
+export type SettingDrift = {
+  readonly setting: string;
+  readonly actual: string;
+  readonly configured: string;
+  readonly flag: string;
+};
 
 /** The configured settings a stream is compared on (stream config field names). */
 export type WantedStream = { readonly num_replicas: number; readonly max_age?: number; readonly max_bytes?: number };
@@ -47,15 +53,34 @@ export type WantedStream = { readonly num_replicas: number; readonly max_age?: n
 const NANOS_PER_MS = 1_000_000;
 
 /** What differs between an existing stream's config and the configured one (ages in nanoseconds, as the server keeps them). */
-export function streamDrift(actual: { num_replicas?: number; max_age?: number; max_bytes?: number }, wanted: WantedStream): SettingDrift[] {
+export function streamDrift(
+  actual: { num_replicas?: number; max_age?: number; max_bytes?: number },
+  wanted: WantedStream,
+): SettingDrift[] {
   const drifts: SettingDrift[] = [];
   const replicas = actual.num_replicas ?? 1;
-  if (replicas !== wanted.num_replicas) drifts.push({ setting: 'replicas', actual: String(replicas), configured: String(wanted.num_replicas), flag: `--replicas ${wanted.num_replicas}` });
+  if (replicas !== wanted.num_replicas)
+    drifts.push({
+      setting: 'replicas',
+      actual: String(replicas),
+      configured: String(wanted.num_replicas),
+      flag: `--replicas ${wanted.num_replicas}`,
+    });
   if (wanted.max_age !== undefined && (actual.max_age ?? 0) !== wanted.max_age) {
-    drifts.push({ setting: 'max age', actual: age(actual.max_age ?? 0), configured: age(wanted.max_age), flag: `--max-age ${Math.round(wanted.max_age / NANOS_PER_MS)}ms` });
+    drifts.push({
+      setting: 'max age',
+      actual: age(actual.max_age ?? 0),
+      configured: age(wanted.max_age),
+      flag: `--max-age ${Math.round(wanted.max_age / NANOS_PER_MS)}ms`,
+    });
   }
   if (wanted.max_bytes !== undefined && (actual.max_bytes ?? -1) !== wanted.max_bytes) {
-    drifts.push({ setting: 'max bytes', actual: bytes(actual.max_bytes ?? -1), configured: bytes(wanted.max_bytes), flag: `--max-bytes ${wanted.max_bytes}` });
+    drifts.push({
+      setting: 'max bytes',
+      actual: bytes(actual.max_bytes ?? -1),
+      configured: bytes(wanted.max_bytes),
+      flag: `--max-bytes ${wanted.max_bytes}`,
+    });
   }
   return drifts;
 }

@@ -50,7 +50,10 @@ export async function ensureWorkQueue(jsm: JetStreamManager, spec: WorkQueueSpec
 }
 
 /** A queue message's JSON body read with its schema: the value, or why it is not one (its first three issues). */
-export function parseQueueMessage<T>(schema: z.ZodType<T>, data: Uint8Array): { ok: true; value: T } | { ok: false; reason: string } {
+export function parseQueueMessage<T>(
+  schema: z.ZodType<T>,
+  data: Uint8Array,
+): { ok: true; value: T } | { ok: false; reason: string } {
   let json: unknown;
   try {
     json = JSON.parse(Buffer.from(data).toString('utf8'));
@@ -59,5 +62,11 @@ export function parseQueueMessage<T>(schema: z.ZodType<T>, data: Uint8Array): { 
   }
   const parsed = schema.safeParse(json);
   if (parsed.success) return { ok: true, value: parsed.data };
-  return { ok: false, reason: parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).slice(0, 3).join('; ') };
+  return {
+    ok: false,
+    reason: parsed.error.issues
+      .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+      .slice(0, 3)
+      .join('; '),
+  };
 }

@@ -32,7 +32,9 @@ export class PendingActions {
 
   /** Actions without an answer that no runner has started, in log order. */
   list(): ActionEvent[] {
-    return [...this.#actions.values()].filter((action) => !this.#answered.has(action.tool_call_id) && !this.#started.has(action.id));
+    return [...this.#actions.values()].filter(
+      (action) => !this.#answered.has(action.tool_call_id) && !this.#started.has(action.id),
+    );
   }
 
   /** Whether this action still waits (for marking it in the stream). */

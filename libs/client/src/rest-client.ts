@@ -128,7 +128,11 @@ export class FlotillaClient {
   // ── commands ─────────────────────────────────────────────────────────────────────────────
   /** A user message: its text (may be empty with images) and images (base64; png, jpeg, gif or webp), optionally starting the run. */
   /** A user message; `on_busy` says what it does if the conversation is running (its spec's when absent: docs/api.md, "Messages while running"). */
-  sendMessage(id: string, text: string, options: { run?: boolean; images?: readonly ImageUpload[]; on_busy?: OnBusy } = {}): Promise<CommandResult> {
+  sendMessage(
+    id: string,
+    text: string,
+    options: { run?: boolean; images?: readonly ImageUpload[]; on_busy?: OnBusy } = {},
+  ): Promise<CommandResult> {
     const body = { ...(text === '' && options.images?.length ? {} : { text }), ...options };
     return this.#json('POST', `/conversations/${enc(id)}/messages`, { body });
   }
@@ -162,7 +166,9 @@ export class FlotillaClient {
     return this.#json('GET', `/conversations/${enc(id)}/events`, { query: flattenFilters(query) });
   }
   async countEvents(id: string, query: CountEventsQuery = {}): Promise<number> {
-    return (await this.#json<CountResult>('GET', `/conversations/${enc(id)}/events/count`, { query: flattenFilters(query) })).count;
+    return (
+      await this.#json<CountResult>('GET', `/conversations/${enc(id)}/events/count`, { query: flattenFilters(query) })
+    ).count;
   }
   /** One event by its seq (a number) or its id (a string). */
   getEvent(id: string, seqOrId: number | string): Promise<Event> {
@@ -174,7 +180,8 @@ export class FlotillaClient {
    * order, reconnecting (with the last seq seen) after drops and slow-consumer closes.
    */
   subscribe(id: string, options: SubscribeOptions = {}): EventSubscription {
-    const WebSocketImpl = this.options.WebSocket ?? (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket;
+    const WebSocketImpl =
+      this.options.WebSocket ?? (globalThis as { WebSocket?: new (url: string) => WebSocketLike }).WebSocket;
     if (!WebSocketImpl) throw new Error('no WebSocket implementation: pass one (in Node, from @flotilla/client/node)');
     const url = `${this.#base.replace(/^http/, 'ws')}${API_PREFIX}/conversations/${enc(id)}/events`;
     return new EventSubscription(url, this.options.apiKey, WebSocketImpl, options);
@@ -222,7 +229,9 @@ export class FlotillaClient {
   }
   /** The webhook's deliveries that failed every attempt, the latest first. */
   async listWebhookDeadLetters(id: string, options: { limit?: number } = {}): Promise<DeadLetter[]> {
-    return (await this.#json<DeadLetterList>('GET', `/webhooks/${enc(id)}/dead-letters`, { query: { limit: options.limit } })).dead_letters;
+    return (
+      await this.#json<DeadLetterList>('GET', `/webhooks/${enc(id)}/dead-letters`, { query: { limit: options.limit } })
+    ).dead_letters;
   }
 
   // ── schedules (run by nats-server's scheduler, taken by a gateway) ─────────────────────────
@@ -261,14 +270,26 @@ export class FlotillaClient {
   }
   /** A file of the workspace, byte for byte (FlotillaApiError file_not_found, is_a_directory, path_outside_workspace, file_too_large, secret_in_file…). */
   async downloadFile(id: string, path: string): Promise<Uint8Array> {
-    const response = await this.#send('GET', `/conversations/${enc(id)}/files/content`, { query: { path } }, 'application/octet-stream');
+    const response = await this.#send(
+      'GET',
+      `/conversations/${enc(id)}/files/content`,
+      { query: { path } },
+      'application/octet-stream',
+    );
     return new Uint8Array(await response.arrayBuffer());
   }
   /** Puts a file in the workspace at `path` (made or replaced at once, its folders made); the conversation's log records it as a `workspace_file` event. */
   async uploadFile(id: string, path: string, content: Uint8Array | ArrayBuffer | Blob | string): Promise<UploadedFile> {
     // a copy of a view (it may be of a shared or larger buffer), the bytes as they are otherwise
-    const bytes = typeof content === 'string' ? new TextEncoder().encode(content) : content instanceof Uint8Array ? new Uint8Array(content) : content;
-    return (await this.#request<UploadedFile>('PUT', `/conversations/${enc(id)}/files/content`, { query: { path }, bytes })).data;
+    const bytes =
+      typeof content === 'string'
+        ? new TextEncoder().encode(content)
+        : content instanceof Uint8Array
+          ? new Uint8Array(content)
+          : content;
+    return (
+      await this.#request<UploadedFile>('PUT', `/conversations/${enc(id)}/files/content`, { query: { path }, bytes })
+    ).data;
   }
   /** `git status` of the repository holding the folder (`''`: the workspace root), its changes under that folder (FlotillaApiError not_a_git_repository). */
   gitStatus(id: string, path = ''): Promise<GitStatus> {
@@ -308,7 +329,11 @@ export class FlotillaClient {
       try {
         data = JSON.parse(text);
       } catch {
-        throw new FlotillaApiError(response.status, 'bad_response', `${method} ${new URL(response.url || this.#base).pathname}: the gateway answered ${response.status} with non-JSON`);
+        throw new FlotillaApiError(
+          response.status,
+          'bad_response',
+          `${method} ${new URL(response.url || this.#base).pathname}: the gateway answered ${response.status} with non-JSON`,
+        );
       }
     }
     return { status: response.status, data: data as T };
@@ -326,7 +351,12 @@ export class FlotillaClient {
     const body = options.bytes ?? (options.body !== undefined ? JSON.stringify(options.body) : undefined);
     let response: Response;
     try {
-      response = await this.#fetch(url, { method, headers, ...(body !== undefined ? { body } : {}), signal: AbortSignal.timeout(this.#timeoutMs) });
+      response = await this.#fetch(url, {
+        method,
+        headers,
+        ...(body !== undefined ? { body } : {}),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
     } catch (error) {
       throw new FlotillaApiError(0, 'network_error', `${method} ${url.pathname}: ${(error as Error).message}`);
     }
@@ -336,9 +366,15 @@ export class FlotillaClient {
     try {
       data = text.length > 0 ? JSON.parse(text) : undefined;
     } catch {
-      throw new FlotillaApiError(response.status, 'bad_response', `${method} ${url.pathname}: the gateway answered ${response.status} with non-JSON`);
+      throw new FlotillaApiError(
+        response.status,
+        'bad_response',
+        `${method} ${url.pathname}: the gateway answered ${response.status} with non-JSON`,
+      );
     }
-    const error = (data as { error?: { code?: string; message?: string; issues?: { path: string; message: string }[] } } | undefined)?.error;
+    const error = (
+      data as { error?: { code?: string; message?: string; issues?: { path: string; message: string }[] } } | undefined
+    )?.error;
     const retryAfter = response.headers.get('retry-after');
     throw new FlotillaApiError(
       response.status,

@@ -35,7 +35,12 @@ export type SubscribeOptions = {
 type Pending = { resolve(frame: ServerFrame): void; reject(error: Error): void };
 
 /** Close codes after which reconnecting cannot help. */
-const FATAL: ReadonlySet<number> = new Set([CloseCode.Unauthorized, CloseCode.NotFound, CloseCode.BadFrame, CloseCode.MessageTooBig]);
+const FATAL: ReadonlySet<number> = new Set([
+  CloseCode.Unauthorized,
+  CloseCode.NotFound,
+  CloseCode.BadFrame,
+  CloseCode.MessageTooBig,
+]);
 const OPEN = 1;
 
 /**
@@ -161,7 +166,8 @@ export class EventSubscription {
     const pending = frame.id ? this.#pending.get(frame.id) : undefined;
     if (!pending || !frame.id) return;
     this.#pending.delete(frame.id);
-    if (frame.type === 'error') pending.reject(Object.assign(new Error((frame as ErrorFrame).message), { code: (frame as ErrorFrame).code }));
+    if (frame.type === 'error')
+      pending.reject(Object.assign(new Error((frame as ErrorFrame).message), { code: (frame as ErrorFrame).code }));
     else pending.resolve(frame);
   }
 
@@ -181,7 +187,8 @@ export class EventSubscription {
       return;
     }
     this.#ready = this.#newReady();
-    const delay = code === CloseCode.SlowConsumer ? 0 : Math.min(5_000, 100 * 2 ** this.#attempt) * (0.5 + Math.random() / 2);
+    const delay =
+      code === CloseCode.SlowConsumer ? 0 : Math.min(5_000, 100 * 2 ** this.#attempt) * (0.5 + Math.random() / 2);
     this.#attempt += 1;
     this.options.onReconnect?.({ code, reason }, delay);
     this.#timer = setTimeout(() => this.#connect(), delay);

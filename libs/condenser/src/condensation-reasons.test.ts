@@ -39,7 +39,9 @@ describe('condensationReasons', () => {
     const total = weighView(view).total;
     expect(condensationReasons(view, parseCondenserConfig({ maxTokens: total }))).toEqual([]);
     expect(condensationReasons(view, parseCondenserConfig({ maxTokens: total - 1 }))).toEqual(['tokens']);
-    expect(condensationReasons(view, parseCondenserConfig({ maxTokens: 1_000_000 }), { maxInputTokens: total - 1 })).toEqual(['tokens']);
+    expect(
+      condensationReasons(view, parseCondenserConfig({ maxTokens: 1_000_000 }), { maxInputTokens: total - 1 }),
+    ).toEqual(['tokens']);
     expect(condensationReasons(view, parseCondenserConfig(), { maxInputTokens: total })).toEqual([]);
   });
 
@@ -54,7 +56,10 @@ describe('condensationReasons', () => {
     const log = smallLog();
     log.batch({ size: 4 });
     log.requestCondensation();
-    const reasons = condensationReasons(buildView(log.events), parseCondenserConfig({ maxEvents: 8, keepFirst: 1, maxTokens: 10 }));
+    const reasons = condensationReasons(
+      buildView(log.events),
+      parseCondenserConfig({ maxEvents: 8, keepFirst: 1, maxTokens: 10 }),
+    );
     expect(reasons).toEqual(['request', 'tokens', 'events']);
     expect(reasons.map(isHardReason)).toEqual([true, true, false]);
   });

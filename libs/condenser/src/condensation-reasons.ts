@@ -27,7 +27,10 @@ export function isHardReason(reason: CondensationReason): boolean {
 }
 
 /** The stricter of the configured token limit and the model's input limit, or undefined when neither is known. */
-export function effectiveTokenLimit(config: Pick<CondenserConfig, 'maxTokens'>, maxInputTokens?: number): number | undefined {
+export function effectiveTokenLimit(
+  config: Pick<CondenserConfig, 'maxTokens'>,
+  maxInputTokens?: number,
+): number | undefined {
   const limits = [config.maxTokens, maxInputTokens].filter((limit): limit is number => limit !== undefined);
   return limits.length === 0 ? undefined : Math.min(...limits);
 }
@@ -36,14 +39,23 @@ export function effectiveTokenLimit(config: Pick<CondenserConfig, 'maxTokens'>, 
  * The triggers that hold for this view, hard ones first. Empty means: call the model. A step
  * worker that gets a non-empty answer appends a condensation_request instead of stepping.
  */
-export function condensationReasons(view: View, config: CondenserConfig, options: ReasonOptions = {}): CondensationReason[] {
+export function condensationReasons(
+  view: View,
+  config: CondenserConfig,
+  options: ReasonOptions = {},
+): CondensationReason[] {
   const limit = effectiveTokenLimit(config, options.maxInputTokens);
   const tokens = limit === undefined ? 0 : weighView(view, options.countTokens ?? approximateTokens).total;
   return reasonsFor(view, config, limit, tokens);
 }
 
 /** The reasons, given the effective token limit and the view's weighed tokens. */
-export function reasonsFor(view: View, config: Pick<CondenserConfig, 'maxEvents'>, tokenLimit: number | undefined, tokens: number): CondensationReason[] {
+export function reasonsFor(
+  view: View,
+  config: Pick<CondenserConfig, 'maxEvents'>,
+  tokenLimit: number | undefined,
+  tokens: number,
+): CondensationReason[] {
   const reasons: CondensationReason[] = [];
   if (view.unhandledCondensationRequest) reasons.push('request');
   if (tokenLimit !== undefined && tokens > tokenLimit) reasons.push('tokens');

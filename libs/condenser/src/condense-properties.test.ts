@@ -18,7 +18,13 @@ const configArbitrary = fc
     minimumProgress: fc.double({ min: 0.05, max: 0.6, noNaN: true }),
     summaryMaxOutputTokens: fc.integer({ min: 20, max: 400 }),
   })
-  .map(({ maxTokens, ...rest }) => parseCondenserConfig({ ...rest, keepFirst: Math.min(rest.keepFirst, Math.floor(rest.maxEvents / 2) - 2), ...(maxTokens === undefined ? {} : { maxTokens }) }));
+  .map(({ maxTokens, ...rest }) =>
+    parseCondenserConfig({
+      ...rest,
+      keepFirst: Math.min(rest.keepFirst, Math.floor(rest.maxEvents / 2) - 2),
+      ...(maxTokens === undefined ? {} : { maxTokens }),
+    }),
+  );
 
 async function condenseInto(log: TestLog, config: CondenserConfig): Promise<void> {
   log.requestCondensation();
@@ -48,7 +54,11 @@ describe('condense over generated sessions', () => {
         expect(indices).toContain(offset);
         expect(indices).toContain(end);
         expect(condensation.forgotten_event_ids).toEqual(ids(before.items.slice(offset, end)));
-        expect(ids(after.items)).toEqual([...ids(before.items.slice(0, offset)), condensation.id, ...ids(before.items.slice(end))]);
+        expect(ids(after.items)).toEqual([
+          ...ids(before.items.slice(0, offset)),
+          condensation.id,
+          ...ids(before.items.slice(end)),
+        ]);
         expect(after.items.filter((item) => item.type === 'condensation_summary')).toHaveLength(1);
         expect(after.unhandledCondensationRequest).toBe(false);
 

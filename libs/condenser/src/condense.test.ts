@@ -10,7 +10,10 @@ import { SUMMARY_TEXT, summarizer, userPromptOf } from './test-support/summarize
 import { TEST_CONTEXT, TestLog } from './test-support/test-log.js';
 import { weighView } from './token-count.js';
 
-function options(config: CondenserConfigInput = {}, llm = summarizer()): CondenseOptions & { llm: ScriptedLanguageModel } {
+function options(
+  config: CondenserConfigInput = {},
+  llm = summarizer(),
+): CondenseOptions & { llm: ScriptedLanguageModel } {
   return { config: parseCondenserConfig({ maxEvents: 40, ...config }), llm, context: TEST_CONTEXT };
 }
 
@@ -30,12 +33,21 @@ describe('condense', () => {
     const { before, after, condensation } = applyCondensation(log, result!);
     expect(before.items.length).toBeGreaterThan(40);
     expect(after.items.length).toBeLessThanOrEqual(20);
-    expect(result!.outcome).toMatchObject({ kind: 'summarized', reasons: ['events'], itemsBefore: before.items.length, itemsAfter: after.items.length });
+    expect(result!.outcome).toMatchObject({
+      kind: 'summarized',
+      reasons: ['events'],
+      itemsBefore: before.items.length,
+      itemsAfter: after.items.length,
+    });
 
     const offset = condensation.summary_offset!;
     expect(offset).toBeGreaterThanOrEqual(3);
     expect(ids(after.items.slice(0, offset))).toEqual(ids(before.items.slice(0, offset)));
-    expect(after.items[offset]).toEqual({ type: 'condensation_summary', id: condensation.id, summary: condensation.summary });
+    expect(after.items[offset]).toEqual({
+      type: 'condensation_summary',
+      id: condensation.id,
+      summary: condensation.summary,
+    });
     expect(condensation.summary).toBe(`${SUMMARY_PREAMBLE}\n\n${SUMMARY_TEXT}`);
     const end = offset + condensation.forgotten_event_ids.length;
     expect(condensation.forgotten_event_ids).toEqual(ids(before.items.slice(offset, end)));
@@ -46,7 +58,13 @@ describe('condense', () => {
     const log = realisticLog(8);
     const result = await condense(log.events, options());
     const [condensation, usage] = result!.drafts;
-    expect(condensation).toMatchObject({ type: 'condensation', tenant: 'acme', conversation: 'c1', source: 'agent', response_id: 'scripted-1' });
+    expect(condensation).toMatchObject({
+      type: 'condensation',
+      tenant: 'acme',
+      conversation: 'c1',
+      source: 'agent',
+      response_id: 'scripted-1',
+    });
     expect(usage).toMatchObject({
       type: 'llm_usage',
       source: 'system',
@@ -88,7 +106,9 @@ describe('condense', () => {
     expect(prompt).not.toContain('Report of turn 7.');
     expect(prompt).not.toContain('The build of service A fails');
     const forgotten = new Set(condensation.forgotten_event_ids);
-    const keptTexts = before.items.filter((item) => !forgotten.has(item.id) && item.type === 'message').map((item) => (item.type === 'message' && item.content[0]?.type === 'text' ? item.content[0].text : ''));
+    const keptTexts = before.items
+      .filter((item) => !forgotten.has(item.id) && item.type === 'message')
+      .map((item) => (item.type === 'message' && item.content[0]?.type === 'text' ? item.content[0].text : ''));
     for (const text of keptTexts) expect(prompt).not.toContain(text);
   });
 
@@ -103,7 +123,13 @@ describe('condense', () => {
     expect(second.condensation.summary_offset).toBe(first.condensation.summary_offset);
     expect(userPromptOf(run.llm.requests[0])).toContain(`<PREVIOUS_SUMMARY>\n${SUMMARY_TEXT}\n</PREVIOUS_SUMMARY>`);
     const summaries = second.after.items.filter((item) => item.type === 'condensation_summary');
-    expect(summaries).toEqual([{ type: 'condensation_summary', id: second.condensation.id, summary: `${SUMMARY_PREAMBLE}\n\nUSER_CONTEXT: second summary` }]);
+    expect(summaries).toEqual([
+      {
+        type: 'condensation_summary',
+        id: second.condensation.id,
+        summary: `${SUMMARY_PREAMBLE}\n\nUSER_CONTEXT: second summary`,
+      },
+    ]);
   });
 
   it('rolls a summary that sits inside the would-be head: the range starts at the summary', async () => {
@@ -141,7 +167,10 @@ describe('condense', () => {
   it('takes the model input limit as a token limit when it is stricter', async () => {
     const log = realisticLog(10);
     const total = weighView(buildView(log.events)).total;
-    const result = await condense(log.events, { ...options({ maxEvents: 1_000, summaryMaxOutputTokens: 200 }), maxInputTokens: total - 10 });
+    const result = await condense(log.events, {
+      ...options({ maxEvents: 1_000, summaryMaxOutputTokens: 200 }),
+      maxInputTokens: total - 10,
+    });
     expect(result!.outcome.reasons).toEqual(['tokens']);
   });
 
@@ -167,19 +196,28 @@ describe('condense', () => {
     log.append(result!.drafts);
     for (const action of pending) log.observe(action, 'late result');
     const view = buildView(log.events);
-    expect(ids(view.items.slice(-4))).toEqual([...pending.map((action) => action.id), ...ids(log.events.slice(-2) as never)]);
+    expect(ids(view.items.slice(-4))).toEqual([
+      ...pending.map((action) => action.id),
+      ...ids(log.events.slice(-2) as never),
+    ]);
   });
 
   it('passes LLM failures other than overflow through, after one call', async () => {
     const log = realisticLog(8);
     const llm = new ScriptedLanguageModel({ replies: [new LlmError('rate_limit', 'slow down')] });
-    await expect(condense(log.events, options({}, llm))).rejects.toMatchObject({ name: 'LlmError', code: 'rate_limit' });
+    await expect(condense(log.events, options({}, llm))).rejects.toMatchObject({
+      name: 'LlmError',
+      code: 'rate_limit',
+    });
     expect(llm.requests).toHaveLength(1);
   });
 
   it('reports an empty summary as a retryable CondenserError', async () => {
     const log = realisticLog(8);
-    await expect(condense(log.events, options({}, summarizer({}, '   ')))).rejects.toMatchObject({ code: 'empty_summary', isRetryable: true });
+    await expect(condense(log.events, options({}, summarizer({}, '   ')))).rejects.toMatchObject({
+      code: 'empty_summary',
+      isRetryable: true,
+    });
   });
 
   it('stops when its signal is aborted', async () => {
@@ -204,18 +242,25 @@ describe('condense', () => {
       const log = realisticLog(8);
       const full = await condense(log.events, options());
       const half = await condense(log.events, { ...options(), attempt: 2 });
-      const forgotten = (result: typeof full): number => (result!.drafts[0] as { forgotten_event_ids: string[] }).forgotten_event_ids.length;
+      const forgotten = (result: typeof full): number =>
+        (result!.drafts[0] as { forgotten_event_ids: string[] }).forgotten_event_ids.length;
       expect(forgotten(half)).toBeLessThan(forgotten(full));
       expect(forgotten(half)).toBeGreaterThan(0);
       // the cut is a safe one: no tool call is kept without its result, or forgotten without it
       const forgottenIds = new Set((half!.drafts[0] as { forgotten_event_ids: string[] }).forgotten_event_ids);
       const before = buildView(log.events).items;
-      const callOf = (item: (typeof before)[number]): string | undefined => (item.type === 'action' || item.type === 'observation' || item.type === 'agent_error' ? item.tool_call_id : undefined);
+      const callOf = (item: (typeof before)[number]): string | undefined =>
+        item.type === 'action' || item.type === 'observation' || item.type === 'agent_error'
+          ? item.tool_call_id
+          : undefined;
       for (const item of before.filter((candidate) => forgottenIds.has(candidate.id))) {
         const call = callOf(item);
         if (call === undefined) continue;
         const partners = before.filter((other) => callOf(other) === call);
-        expect(partners.every((partner) => forgottenIds.has(partner.id)), call).toBe(true);
+        expect(
+          partners.every((partner) => forgottenIds.has(partner.id)),
+          call,
+        ).toBe(true);
       }
     });
 
@@ -227,7 +272,9 @@ describe('condense', () => {
       expect(result!.outcome.kind).toBe('placeholder');
       expect(result!.drafts).toHaveLength(1);
       const summary = (result!.drafts[0] as { summary: string }).summary;
-      expect(summary).toMatch(/^Summary of the earlier part.*\n\n\(No summary: the summarizer failed on every attempt\. \d+ earlier items were removed/s);
+      expect(summary).toMatch(
+        /^Summary of the earlier part.*\n\n\(No summary: the summarizer failed on every attempt\. \d+ earlier items were removed/s,
+      );
       expect(summary).toContain('The last tool calls among them:');
     });
   });

@@ -111,8 +111,15 @@ export async function condense(events: readonly Event[], options: CondenseOption
     summary = `${SUMMARY_PREAMBLE}\n\n${placeholderSummary(forgotten)}`;
   } else {
     summarized = await summarize(forgotten, options, countTokens, attempt > 0);
-    const text = summarized.result.content.map((part) => part.text).join('').trim();
-    if (text === '') throw new CondenserError('empty_summary', `The summarizer (${summarized.result.model}) returned no text${summarized.result.toolCalls.length > 0 ? ' (it called a tool instead)' : ''}.`);
+    const text = summarized.result.content
+      .map((part) => part.text)
+      .join('')
+      .trim();
+    if (text === '')
+      throw new CondenserError(
+        'empty_summary',
+        `The summarizer (${summarized.result.model}) returned no text${summarized.result.toolCalls.length > 0 ? ' (it called a tool instead)' : ''}.`,
+      );
     summary = `${SUMMARY_PREAMBLE}\n\n${text}`;
   }
   const drafts: EventDraft[] = [
@@ -129,7 +136,12 @@ export async function condense(events: readonly Event[], options: CondenseOption
   return {
     drafts,
     outcome: {
-      kind: summarized === undefined ? CondensationKind.placeholder : range.hardReset ? CondensationKind.hardReset : CondensationKind.summarized,
+      kind:
+        summarized === undefined
+          ? CondensationKind.placeholder
+          : range.hardReset
+            ? CondensationKind.hardReset
+            : CondensationKind.summarized,
       reasons,
       forgottenItems: forgotten.length,
       summaryOffset: range.start,
@@ -147,7 +159,9 @@ export async function condense(events: readonly Event[], options: CondenseOption
 function smallerEnd(items: readonly ViewItem[], range: { start: number; end: number }): number {
   const summaryAt = items.findIndex((item, index) => index >= range.start && item.type === 'condensation_summary');
   const target = range.start + Math.ceil((range.end - range.start) / 2);
-  const cuts = manipulationIndices(items).filter((index) => index > range.start && index > summaryAt && index <= target);
+  const cuts = manipulationIndices(items).filter(
+    (index) => index > range.start && index > summaryAt && index <= target,
+  );
   return cuts.at(-1) ?? range.end;
 }
 
@@ -157,10 +171,18 @@ const PLACEHOLDER_CALLS = 20;
 function placeholderSummary(forgotten: readonly ViewItem[]): string {
   const counts = new Map<string, number>();
   for (const item of forgotten) counts.set(item.type, (counts.get(item.type) ?? 0) + 1);
-  const previous = forgotten.flatMap((item) => (item.type === 'condensation_summary' ? [item.summary.replace(SUMMARY_PREAMBLE, '').trim()] : []));
-  const requests = forgotten.flatMap((item) => (item.type === 'message' && item.role === 'user' ? [renderItem(item).slice(0, 500)] : []));
+  const previous = forgotten.flatMap((item) =>
+    item.type === 'condensation_summary' ? [item.summary.replace(SUMMARY_PREAMBLE, '').trim()] : [],
+  );
+  const requests = forgotten.flatMap((item) =>
+    item.type === 'message' && item.role === 'user' ? [renderItem(item).slice(0, 500)] : [],
+  );
   // what the agent did, most recent last: the calls it should not repeat blindly
-  const calls = forgotten.flatMap((item) => (item.type === 'action' ? [`- ${item.tool_name} (${item.tool_call_id}): ${item.arguments.slice(0, 160)}`] : [])).slice(-PLACEHOLDER_CALLS);
+  const calls = forgotten
+    .flatMap((item) =>
+      item.type === 'action' ? [`- ${item.tool_name} (${item.tool_call_id}): ${item.arguments.slice(0, 160)}`] : [],
+    )
+    .slice(-PLACEHOLDER_CALLS);
   return [
     `(No summary: the summarizer failed on every attempt. ${forgotten.length} earlier items were removed from the context: ${[...counts].map(([type, count]) => `${count} ${type}`).join(', ')}. The full history stays in the log; re-read files and re-run commands rather than trusting memory.)`,
     ...(previous.length > 0 ? ['', 'The summary before them:', ...previous] : []),
@@ -175,7 +197,12 @@ type Summarized = { readonly result: GenerateResult; readonly attempts: number; 
  * One summary call; when the summarizer's context overflows (or the request is estimated not to
  * fit its known input limit), every event's text is shortened by 20% more and the call retried.
  */
-async function summarize(forgotten: readonly ViewItem[], options: CondenseOptions, countTokens: TokenCounter, strict: boolean): Promise<Summarized> {
+async function summarize(
+  forgotten: readonly ViewItem[],
+  options: CondenseOptions,
+  countTokens: TokenCounter,
+  strict: boolean,
+): Promise<Summarized> {
   const { config, llm, signal } = options;
   const inputLimit = llm.info.maxInputTokens;
   let calls = 0;
@@ -183,7 +210,13 @@ async function summarize(forgotten: readonly ViewItem[], options: CondenseOption
   for (let attempt = 0; attempt < config.maxSummaryAttempts; attempt += 1) {
     signal?.throwIfAborted();
     const scale = SHRINK_FACTOR ** attempt;
-    const request = summaryRequest({ forgotten, maxEventChars: config.maxEventChars, scale, maxOutputTokens: config.summaryMaxOutputTokens, strict });
+    const request = summaryRequest({
+      forgotten,
+      maxEventChars: config.maxEventChars,
+      scale,
+      maxOutputTokens: config.summaryMaxOutputTokens,
+      strict,
+    });
     const lastAttempt = attempt === config.maxSummaryAttempts - 1;
     if (!lastAttempt && inputLimit !== undefined && countTokens(request.messages) > inputLimit) continue;
     calls += 1;

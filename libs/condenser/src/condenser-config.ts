@@ -36,7 +36,9 @@ export type CondenserConfigInput = z.input<typeof CondenserConfig>;
 export function parseCondenserConfig(input: unknown = {}): CondenserConfig {
   const parsed = CondenserConfig.safeParse(input);
   if (!parsed.success) {
-    throw new CondenserError('invalid_config', `invalid condenser configuration:\n${z.prettifyError(parsed.error)}`, { cause: parsed.error });
+    throw new CondenserError('invalid_config', `invalid condenser configuration:\n${z.prettifyError(parsed.error)}`, {
+      cause: parsed.error,
+    });
   }
   return Object.freeze(parsed.data);
 }

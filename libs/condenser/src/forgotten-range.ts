@@ -34,7 +34,8 @@ function targetsFor(input: RangeInput): Targets {
   let itemTarget = Number.POSITIVE_INFINITY;
   let tokenTarget = Number.POSITIVE_INFINITY;
   if (reasons.includes('events')) itemTarget = Math.min(itemTarget, Math.floor(config.maxEvents / 2));
-  if (reasons.includes('tokens') && tokenLimit !== undefined) tokenTarget = Math.min(tokenTarget, Math.floor(tokenLimit / 2) - config.summaryMaxOutputTokens);
+  if (reasons.includes('tokens') && tokenLimit !== undefined)
+    tokenTarget = Math.min(tokenTarget, Math.floor(tokenLimit / 2) - config.summaryMaxOutputTokens);
   if (reasons.includes('request')) {
     itemTarget = Math.min(itemTarget, Math.ceil(items.length / 2));
     tokenTarget = Math.min(tokenTarget, Math.ceil(weights.total / 2));
@@ -87,7 +88,11 @@ export function planForgottenRange(input: RangeInput): ForgottenRange | null {
     best = { end, tokensAfter };
   }
   const hard = reasons.some(isHardReason);
-  const overLimit = best !== undefined && reasons.includes('tokens') && tokenLimit !== undefined && best.tokensAfter + allowance > tokenLimit;
+  const overLimit =
+    best !== undefined &&
+    reasons.includes('tokens') &&
+    tokenLimit !== undefined &&
+    best.tokensAfter + allowance > tokenLimit;
   if (best !== undefined && !overLimit) return { start: head, end: best.end, hardReset: false };
   if (!hard) return null;
   return hardReset(input, indices, Math.min(wantedHead, rollCap));
@@ -113,6 +118,7 @@ function hardReset(input: RangeInput, indices: readonly number[], wantedHead: nu
   const first = firstCuttableIndex(items);
   const head = indices.filter((index) => index <= wantedHead).at(-1) ?? first;
   const fits = tokenLimit === undefined || tokensBefore(weights, head) + config.summaryMaxOutputTokens <= tokenLimit;
-  if (head > first && head < items.length && fits && isProgress(input, head, items.length)) return { start: head, end: items.length, hardReset: true };
+  if (head > first && head < items.length && fits && isProgress(input, head, items.length))
+    return { start: head, end: items.length, hardReset: true };
   return { start: first, end: items.length, hardReset: true };
 }

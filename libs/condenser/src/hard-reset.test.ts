@@ -8,7 +8,10 @@ import { overflowingSummarizer, summarizer, userPromptOf } from './test-support/
 import { TEST_CONTEXT, TestLog } from './test-support/test-log.js';
 import { weighView } from './token-count.js';
 
-function options(config: CondenserConfigInput = {}, llm: ScriptedLanguageModel = summarizer()): CondenseOptions & { llm: ScriptedLanguageModel } {
+function options(
+  config: CondenserConfigInput = {},
+  llm: ScriptedLanguageModel = summarizer(),
+): CondenseOptions & { llm: ScriptedLanguageModel } {
   return { config: parseCondenserConfig({ maxEvents: 40, ...config }), llm, context: TEST_CONTEXT };
 }
 
@@ -17,7 +20,8 @@ function oneHugeLoop(batches = 30, output = 'output'): TestLog {
   const log = new TestLog();
   log.system();
   log.user('Migrate the whole repository to ESM.');
-  for (let index = 0; index < batches; index += 1) log.batch({ size: 1 + (index % 2), thinking: index === 0, output: `${output} ${index}` });
+  for (let index = 0; index < batches; index += 1)
+    log.batch({ size: 1 + (index % 2), thinking: index === 0, output: `${output} ${index}` });
   return log;
 }
 
@@ -75,7 +79,10 @@ describe('hard reset', () => {
     log.user('more');
     for (let index = 0; index < 6; index += 1) log.batch({ thinking: index === 0, output: 'o'.repeat(4_000) });
     const total = weighView(buildView(log.events)).total;
-    const result = await condense(log.events, options({ maxTokens: Math.floor(total / 3), summaryMaxOutputTokens: 100 }));
+    const result = await condense(
+      log.events,
+      options({ maxTokens: Math.floor(total / 3), summaryMaxOutputTokens: 100 }),
+    );
     expect(result!.outcome).toMatchObject({ kind: 'summarized', summaryOffset: 3 });
     const { after } = applyCondensation(log, result!);
     expect(weighView(after).total).toBeLessThan(total / 6);

@@ -9,7 +9,11 @@ describe('renderItem', () => {
     const message = {
       ...draftEvent(ref, 'message', {
         role: 'user',
-        content: [{ type: 'text', text: 'Why is this red?' }, { type: 'image', sha256, bytes: 2_000, media_type: 'image/png', name: 'build.png' }, { type: 'image', data: 'iVBORw0KGgo=', media_type: 'image/png' }],
+        content: [
+          { type: 'text', text: 'Why is this red?' },
+          { type: 'image', sha256, bytes: 2_000, media_type: 'image/png', name: 'build.png' },
+          { type: 'image', data: 'iVBORw0KGgo=', media_type: 'image/png' },
+        ],
       }),
       seq: 2,
     } as MessageEvent;

@@ -14,7 +14,9 @@ export function shorten(text: string, limit: number): string {
 
 /** Text as it is, an image as a mark naming it: a summary never carries an image's bytes. */
 function partsText(parts: readonly ContentPart[]): string {
-  return parts.map((part) => (part.type === 'text' ? part.text : part.name === undefined ? '[image]' : `[image ${part.name}]`)).join('\n');
+  return parts
+    .map((part) => (part.type === 'text' ? part.text : part.name === undefined ? '[image]' : `[image ${part.name}]`))
+    .join('\n');
 }
 
 /** One view item as plain text for the summarizer (summaries are handled apart). */

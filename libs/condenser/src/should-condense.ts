@@ -1,5 +1,11 @@
 import type { View } from '@flotilla/view';
-import { effectiveTokenLimit, isHardReason, reasonsFor, type CondensationReason, type ReasonOptions } from './condensation-reasons.js';
+import {
+  effectiveTokenLimit,
+  isHardReason,
+  reasonsFor,
+  type CondensationReason,
+  type ReasonOptions,
+} from './condensation-reasons.js';
 import type { CondenserConfig } from './condenser-config.js';
 import { planForgottenRange } from './forgotten-range.js';
 import { approximateTokens, weighView } from './token-count.js';
@@ -25,6 +31,12 @@ export function shouldCondense(
   const reasons = reasonsFor(view, config, limit, tokens).filter((reason) => reason !== 'request');
   if (reasons.length === 0) return null;
   if (reasons.some(isHardReason)) return reasons;
-  const range = planForgottenRange({ items: view.items, weights: weighView(view, countTokens), reasons, config, ...(limit === undefined ? {} : { tokenLimit: limit }) });
+  const range = planForgottenRange({
+    items: view.items,
+    weights: weighView(view, countTokens),
+    reasons,
+    config,
+    ...(limit === undefined ? {} : { tokenLimit: limit }),
+  });
   return range === null ? null : reasons;
 }

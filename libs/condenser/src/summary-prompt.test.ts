@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { buildView } from '@flotilla/view';
 import { shorten } from './render-items.js';
-import { SUMMARY_PREAMBLE, SUMMARY_SECTIONS, SUMMARY_SYSTEM_PROMPT, summaryRequest, summaryUserPrompt } from './summary-prompt.js';
+import {
+  SUMMARY_PREAMBLE,
+  SUMMARY_SECTIONS,
+  SUMMARY_SYSTEM_PROMPT,
+  summaryRequest,
+  summaryUserPrompt,
+} from './summary-prompt.js';
 import { TestLog } from './test-support/test-log.js';
 
 describe('shorten', () => {
@@ -22,7 +28,11 @@ describe('summaryRequest', () => {
   log.user('please fix src/app.ts');
   log.batch({ size: 2, thought: 'look around', output: `TOP${'y'.repeat(3_000)}BOTTOM` });
   const items = buildView(log.events).items.slice(1);
-  const previous = { type: 'condensation_summary' as const, id: 'c0', summary: `${SUMMARY_PREAMBLE}\n\nUSER_CONTEXT: earlier facts` };
+  const previous = {
+    type: 'condensation_summary' as const,
+    id: 'c0',
+    summary: `${SUMMARY_PREAMBLE}\n\nUSER_CONTEXT: earlier facts`,
+  };
 
   it('asks for every section in a system prompt, with no tools', () => {
     const request = summaryRequest({ forgotten: items, maxEventChars: 10_000, scale: 1, maxOutputTokens: 777 });
@@ -33,7 +43,12 @@ describe('summaryRequest', () => {
   });
 
   it('shows the previous summary apart from the events, without its preamble', () => {
-    const prompt = summaryUserPrompt({ forgotten: [previous, ...items], maxEventChars: 10_000, scale: 1, maxOutputTokens: 100 });
+    const prompt = summaryUserPrompt({
+      forgotten: [previous, ...items],
+      maxEventChars: 10_000,
+      scale: 1,
+      maxOutputTokens: 100,
+    });
     expect(prompt).toMatch(/<PREVIOUS_SUMMARY>\nUSER_CONTEXT: earlier facts\n<\/PREVIOUS_SUMMARY>/);
     expect(prompt).not.toContain(SUMMARY_PREAMBLE);
     expect(prompt).toContain('[1] USER: please fix src/app.ts');
@@ -43,7 +58,8 @@ describe('summaryRequest', () => {
   });
 
   it('cuts each event to maxEventChars, and 20% shorter per scale step', () => {
-    const prompt = (scale: number, maxEventChars = 10_000) => summaryUserPrompt({ forgotten: items, maxEventChars, scale, maxOutputTokens: 100 });
+    const prompt = (scale: number, maxEventChars = 10_000) =>
+      summaryUserPrompt({ forgotten: items, maxEventChars, scale, maxOutputTokens: 100 });
     expect(prompt(1)).not.toContain('omitted');
     expect(prompt(1, 1_000).length).toBeLessThan(prompt(1).length - 3_000);
     expect(prompt(0.8).length).toBeLessThan(prompt(1).length * 0.85);

@@ -19,7 +19,7 @@ export const SUMMARY_SECTIONS = [
 export const SUMMARY_PREAMBLE = 'Summary of the earlier part of this conversation, condensed to save context:';
 
 export const SUMMARY_SYSTEM_PROMPT = [
-  "You keep the working memory of a software agent whose conversation has outgrown its context window.",
+  'You keep the working memory of a software agent whose conversation has outgrown its context window.',
   'You receive the previous summary (if there is one) and the events now being removed from the',
   "agent's context. Write ONE new summary that replaces both. The agent will continue its work from",
   'this summary plus its first messages and its most recent events, so keep every fact it needs to go',
@@ -65,10 +65,14 @@ function withoutPreamble(summary: string): string {
 
 /** The user turn: the previous summary, then every forgotten event, numbered, each shortened to its share. */
 export function summaryUserPrompt(input: SummaryRequestInput): string {
-  const limit = (text: string, cap: number): string => shorten(text, Math.max(40, Math.floor(Math.min(text.length, cap) * input.scale)));
-  const previous = input.forgotten.flatMap((item) => (item.type === 'condensation_summary' ? [withoutPreamble(item.summary)] : []));
+  const limit = (text: string, cap: number): string =>
+    shorten(text, Math.max(40, Math.floor(Math.min(text.length, cap) * input.scale)));
+  const previous = input.forgotten.flatMap((item) =>
+    item.type === 'condensation_summary' ? [withoutPreamble(item.summary)] : [],
+  );
   const events = input.forgotten.filter((item) => item.type !== 'condensation_summary');
-  const previousText = previous.length === 0 ? 'none' : previous.map((text) => limit(text, Number.POSITIVE_INFINITY)).join('\n\n');
+  const previousText =
+    previous.length === 0 ? 'none' : previous.map((text) => limit(text, Number.POSITIVE_INFINITY)).join('\n\n');
   const eventLines = events.map((item, index) => `[${index + 1}] ${limit(renderItem(item), input.maxEventChars)}`);
   return [
     '<PREVIOUS_SUMMARY>',

@@ -18,13 +18,17 @@ export const approximateTokens: TokenCounter = (messages, tools = []) => {
       for (const block of message.content) characters += block.text.length;
       continue;
     }
-    for (const part of message.content) characters += part.type === 'text' ? part.text.length : IMAGE_ESTIMATE_CHARACTERS;
+    for (const part of message.content)
+      characters += part.type === 'text' ? part.text.length : IMAGE_ESTIMATE_CHARACTERS;
     if (message.role !== 'assistant') continue;
-    for (const call of message.toolCalls) characters += call.name.length + call.arguments.length + MESSAGE_OVERHEAD_CHARACTERS;
+    for (const call of message.toolCalls)
+      characters += call.name.length + call.arguments.length + MESSAGE_OVERHEAD_CHARACTERS;
     characters += message.reasoning?.text?.length ?? 0;
-    for (const block of message.reasoning?.thinkingBlocks ?? []) characters += block.type === 'thinking' ? block.thinking.length : block.data.length;
+    for (const block of message.reasoning?.thinkingBlocks ?? [])
+      characters += block.type === 'thinking' ? block.thinking.length : block.data.length;
   }
-  for (const tool of tools) characters += tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
+  for (const tool of tools)
+    characters += tool.name.length + tool.description.length + JSON.stringify(tool.parameters).length;
   return Math.ceil(characters / 4);
 };
 
@@ -46,7 +50,8 @@ export type ViewTokens = {
 /** Weighs a view block by block (a batch with its results is one block, so each slice renders validly). */
 export function weighView(view: View | readonly ViewItem[], countTokens: TokenCounter = approximateTokens): ViewTokens {
   const items = 'items' in view ? view.items : view;
-  const system = items[0]?.type === 'system_prompt' ? countTokens(toChatMessages(items.slice(0, 1)), viewTools(items)) : 0;
+  const system =
+    items[0]?.type === 'system_prompt' ? countTokens(toChatMessages(items.slice(0, 1)), viewTools(items)) : 0;
   const before = new Map<number, number>();
   let running = system;
   for (const block of viewBlocks(items)) {

@@ -5,7 +5,11 @@ import type { GenerateResult } from '@flotilla/llm';
  * The llm_usage event of one model call: tokens, latency and cost, tagged with what the call was
  * for, and the fallback that made it when the spec's model's provider was out (protocol v5).
  */
-export function llmUsageDraft(result: GenerateResult, context: DraftContext, purpose: 'step' | 'condensation' | 'other'): EventDraft {
+export function llmUsageDraft(
+  result: GenerateResult,
+  context: DraftContext,
+  purpose: 'step' | 'condensation' | 'other',
+): EventDraft {
   return draftEvent(context, 'llm_usage', {
     model: result.model,
     purpose,

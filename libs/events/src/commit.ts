@@ -66,7 +66,13 @@ export function parseCommit(value: unknown, options: ParseCommitOptions = {}): C
     if (!parsed.success) throw invalid(issuesOf(parsed.error));
     head = parsed.data;
   }
-  const meta = { v: head.v, commit: head.commit, tenant: head.tenant, conversation: head.conversation, first_seq: head.first_seq };
+  const meta = {
+    v: head.v,
+    commit: head.commit,
+    tenant: head.tenant,
+    conversation: head.conversation,
+    first_seq: head.first_seq,
+  };
   const rawEvents = head.events;
   const issues: ProtocolIssue[] = [];
   const events: Event[] = [];
@@ -85,7 +91,12 @@ export function parseCommit(value: unknown, options: ParseCommitOptions = {}): C
       }
       event = parsed.data;
     }
-    if (event.tenant !== meta.tenant || event.conversation !== meta.conversation || event.v > meta.v || event.seq !== meta.first_seq + index) {
+    if (
+      event.tenant !== meta.tenant ||
+      event.conversation !== meta.conversation ||
+      event.v > meta.v ||
+      event.seq !== meta.first_seq + index
+    ) {
       issues.push(...placementIssues(event, index, meta));
     }
     events.push(event);
@@ -103,10 +114,13 @@ function isSupportedVersion(value: unknown): boolean {
 function placementIssues(event: Event, index: number, meta: Omit<Commit, 'events'>): ProtocolIssue[] {
   const prefix = `events.${index}.`;
   const issues: ProtocolIssue[] = [];
-  if (event.tenant !== meta.tenant) issues.push({ path: `${prefix}tenant`, message: `must be the commit's tenant "${meta.tenant}"` });
-  if (event.conversation !== meta.conversation) issues.push({ path: `${prefix}conversation`, message: `must be the commit's conversation "${meta.conversation}"` });
+  if (event.tenant !== meta.tenant)
+    issues.push({ path: `${prefix}tenant`, message: `must be the commit's tenant "${meta.tenant}"` });
+  if (event.conversation !== meta.conversation)
+    issues.push({ path: `${prefix}conversation`, message: `must be the commit's conversation "${meta.conversation}"` });
   if (event.v > meta.v) issues.push({ path: `${prefix}v`, message: `must not be newer than its commit (v ${meta.v})` });
-  if (event.seq !== meta.first_seq + index) issues.push({ path: `${prefix}seq`, message: `must be ${meta.first_seq + index} (first_seq + index)` });
+  if (event.seq !== meta.first_seq + index)
+    issues.push({ path: `${prefix}seq`, message: `must be ${meta.first_seq + index} (first_seq + index)` });
   return issues;
 }
 

@@ -15,26 +15,52 @@ const context: DraftContext = {
 const ENVELOPE = new Set(['v', 'id', 'seq', 'tenant', 'conversation', 'source', 'timestamp', 'parent', 'type']);
 
 describe('draftEvent', () => {
-  it('stamps the oldest version that expresses the event: v4 for a stored image, in any content list, and the type\'s otherwise', () => {
+  it("stamps the oldest version that expresses the event: v4 for a stored image, in any content list, and the type's otherwise", () => {
     const stored = { type: 'image' as const, sha256: 'a'.repeat(64), bytes: 10, media_type: 'image/png' };
-    const withImage = draftEvent(context, 'message', { role: 'user', content: [{ type: 'text', text: 'look' }, stored] });
+    const withImage = draftEvent(context, 'message', {
+      role: 'user',
+      content: [{ type: 'text', text: 'look' }, stored],
+    });
     expect(withImage.v).toBe(4);
-    expect(draftEvent(context, 'message', { role: 'user', content: [{ type: 'image', url: 'https://example.com/a.png' }] }).v).toBe(1);
-    const observation = draftEvent(context, 'observation', { action_id: 'a1', tool_call_id: 't1', tool_name: 'x', content: [stored], is_error: false });
+    expect(
+      draftEvent(context, 'message', { role: 'user', content: [{ type: 'image', url: 'https://example.com/a.png' }] })
+        .v,
+    ).toBe(1);
+    const observation = draftEvent(context, 'observation', {
+      action_id: 'a1',
+      tool_call_id: 't1',
+      tool_name: 'x',
+      content: [stored],
+      is_error: false,
+    });
     expect(observation.v).toBe(4);
     expect(parseEvent({ ...withImage, seq: 3 }).v).toBe(4);
     // the same event stamped older is refused at its v, naming the field that needs v4
-    expect(() => parseEvent({ ...withImage, seq: 3, v: 3 })).toThrowError(/v: a stored image .* exists from protocol version 4 on/);
+    expect(() => parseEvent({ ...withImage, seq: 3, v: 3 })).toThrowError(
+      /v: a stored image .* exists from protocol version 4 on/,
+    );
   });
 
   it("stamps v5 on an llm_usage naming the fallback that made its call, and the type's v1 on one without", () => {
-    const usage = { model: 'gpt-4.1', purpose: 'step' as const, prompt_tokens: 10, completion_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 12, cost_usd: 0 };
+    const usage = {
+      model: 'gpt-4.1',
+      purpose: 'step' as const,
+      prompt_tokens: 10,
+      completion_tokens: 2,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
+      reasoning_tokens: 0,
+      latency_ms: 12,
+      cost_usd: 0,
+    };
     const fallback = { index: 0, provider: 'openai-chat', model: 'gpt-4.1', profile: 'backup' };
     const byFallback = draftEvent({ ...context, source: 'system' }, 'llm_usage', { ...usage, fallback });
     expect(byFallback.v).toBe(5);
     expect(draftEvent({ ...context, source: 'system' }, 'llm_usage', usage).v).toBe(1);
     expect(parseEvent({ ...byFallback, seq: 4 })).toMatchObject({ v: 5, fallback });
-    expect(() => parseEvent({ ...byFallback, seq: 4, v: 4 })).toThrowError(/v: an llm_usage's fallback exists from protocol version 5 on/);
+    expect(() => parseEvent({ ...byFallback, seq: 4, v: 4 })).toThrowError(
+      /v: an llm_usage's fallback exists from protocol version 5 on/,
+    );
   });
 
   it('fills the envelope: version, fresh id, tenant, conversation, source, UTC timestamp', () => {
@@ -59,7 +85,11 @@ describe('draftEvent', () => {
   });
 
   it('lets the body override id, source and parent', () => {
-    const draft = draftEvent({ ...context, parent: 'from-context' }, 'pause', { id: 'ev-1', source: 'user', parent: 'ev-0' });
+    const draft = draftEvent({ ...context, parent: 'from-context' }, 'pause', {
+      id: 'ev-1',
+      source: 'user',
+      parent: 'ev-0',
+    });
     expect(draft).toMatchObject({ id: 'ev-1', source: 'user', parent: 'ev-0' });
     expect(draftEvent({ ...context, parent: 'from-context' }, 'pause', {}).parent).toBe('from-context');
   });
@@ -83,9 +113,14 @@ describe('draftEvent', () => {
   });
 
   it('drafts of one step become a valid commit once placed', () => {
-    const shared = { response_id: 'resp_1', security_risk: 'low', thought: [], arguments: '{}', input: {}, tool_name: 'terminal' } satisfies Partial<
-      ActionEvent
-    >;
+    const shared = {
+      response_id: 'resp_1',
+      security_risk: 'low',
+      thought: [],
+      arguments: '{}',
+      input: {},
+      tool_name: 'terminal',
+    } satisfies Partial<ActionEvent>;
     const drafts = [
       draftEvent(context, 'action', { ...shared, tool_call_id: 'call_a' }),
       draftEvent(context, 'action', { ...shared, tool_call_id: 'call_b' }),

@@ -23,7 +23,11 @@ type DraftBody<T extends EventType> = Omit<
  * source, UTC timestamp, parent). The version is the oldest that can express the event: its
  * type's, or a later field's it uses (`protocolVersionOf`). The log validates the draft and assigns `seq` on append.
  */
-export function draftEvent<T extends EventType>(context: DraftContext, type: T, body: DraftBody<T>): Extract<EventDraft, { type: T }> {
+export function draftEvent<T extends EventType>(
+  context: DraftContext,
+  type: T,
+  body: DraftBody<T>,
+): Extract<EventDraft, { type: T }> {
   const { id, source, parent, ...payload } = body;
   const resolvedParent = parent ?? context.parent;
   return {

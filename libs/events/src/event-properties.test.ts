@@ -43,9 +43,14 @@ describe('random valid events', () => {
 
   it('with an unknown field are rejected naming that field', () => {
     fc.assert(
-      fc.property(anyEvent(EVENT_TYPES), fc.stringMatching(/^x_[a-z_]{1,20}$/), fc.jsonValue(), (event, field, value) => {
-        expectNamed(rejection({ ...event, [field]: value }), field);
-      }),
+      fc.property(
+        anyEvent(EVENT_TYPES),
+        fc.stringMatching(/^x_[a-z_]{1,20}$/),
+        fc.jsonValue(),
+        (event, field, value) => {
+          expectNamed(rejection({ ...event, [field]: value }), field);
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -29,7 +29,9 @@ describe('parseEvent', () => {
   });
 
   it('fails loudly on a future version, saying what to do', () => {
-    expect(() => parseEvent({ ...message, v: CURRENT_PROTOCOL_VERSION + 1, some_new_field: true })).toThrowError(new RegExp(`protocol version ${CURRENT_PROTOCOL_VERSION + 1}.*Upgrade Flotilla`));
+    expect(() => parseEvent({ ...message, v: CURRENT_PROTOCOL_VERSION + 1, some_new_field: true })).toThrowError(
+      new RegExp(`protocol version ${CURRENT_PROTOCOL_VERSION + 1}.*Upgrade Flotilla`),
+    );
   });
 
   it('rejects values that are not objects as foreign messages', () => {

@@ -30,13 +30,27 @@ export function isValidCommitEnvelope(value: unknown): boolean {
 }
 
 function compile(): { event: ValidateFunction; envelope: ValidateFunction } {
-  const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: false, validateFormats: false, discriminator: true });
+  const ajv = new Ajv2020({
+    strict: true,
+    strictRequired: false,
+    allErrors: false,
+    validateFormats: false,
+    discriminator: true,
+  });
   const schema = structuredClone(buildJsonSchema()) as { $defs: Record<string, Record<string, unknown>> };
   // Dispatch on `type` (as zod's discriminated union does) instead of trying all 16 branches.
-  schema.$defs['Event'] = { type: 'object', required: ['type'], discriminator: { propertyName: 'type' }, oneOf: schema.$defs['Event']!['oneOf'] };
+  schema.$defs['Event'] = {
+    type: 'object',
+    required: ['type'],
+    discriminator: { propertyName: 'type' },
+    oneOf: schema.$defs['Event']!['oneOf'],
+  };
   const commit = schema.$defs['Commit']!;
   const properties = commit['properties'] as Record<string, Record<string, unknown>>;
-  schema.$defs['CommitEnvelope'] = { ...commit, properties: { ...properties, events: { ...properties['events'], items: {} } } };
+  schema.$defs['CommitEnvelope'] = {
+    ...commit,
+    properties: { ...properties, events: { ...properties['events'], items: {} } },
+  };
   ajv.addSchema(schema);
   const event = ajv.getSchema(`${JSON_SCHEMA_ID}#/$defs/Event`);
   const envelope = ajv.getSchema(`${JSON_SCHEMA_ID}#/$defs/CommitEnvelope`);

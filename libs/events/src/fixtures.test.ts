@@ -38,23 +38,30 @@ describe('golden fixtures', () => {
       expect(v, fixture.name).toBeLessThanOrEqual(fixture.version);
       expect(v, fixture.name).toBeGreaterThanOrEqual(protocolVersionOf(fixture.type));
     }
-    for (const fixture of goldenCommits()) expect((fixture.value as { v: number }).v, fixture.name).toBe(fixture.version);
+    for (const fixture of goldenCommits())
+      expect((fixture.value as { v: number }).v, fixture.name).toBe(fixture.version);
   });
 
   describe.each(fixtureVersions())('v%i events', (version) => {
-    it.each(goldenEvents(version).map((fixture) => [fixture.name, fixture] as const))('%s parses and round-trips', (_name, fixture) => {
-      const event = parseEvent(fixture.value);
-      expect(event.type).toBe(fixture.type);
-      expect(throughJson(event)).toStrictEqual(fixture.value);
-    });
+    it.each(goldenEvents(version).map((fixture) => [fixture.name, fixture] as const))(
+      '%s parses and round-trips',
+      (_name, fixture) => {
+        const event = parseEvent(fixture.value);
+        expect(event.type).toBe(fixture.type);
+        expect(throughJson(event)).toStrictEqual(fixture.value);
+      },
+    );
   });
 
   describe.each(fixtureVersions())('v%i commits', (version) => {
-    it.each(goldenCommits(version).map((fixture) => [fixture.name, fixture] as const))('%s parses and round-trips', (_name, fixture) => {
-      const commit = parseCommit(fixture.value);
-      expect(commit.events.length).toBeGreaterThan(0);
-      expect(throughJson(commit)).toStrictEqual(fixture.value);
-    });
+    it.each(goldenCommits(version).map((fixture) => [fixture.name, fixture] as const))(
+      '%s parses and round-trips',
+      (_name, fixture) => {
+        const commit = parseCommit(fixture.value);
+        expect(commit.events.length).toBeGreaterThan(0);
+        expect(throughJson(commit)).toStrictEqual(fixture.value);
+      },
+    );
   });
 
   it('include a parallel batch: several actions of one response in one commit', () => {
@@ -74,13 +81,18 @@ describe('negative fixtures', () => {
     expect(fixtures.filter((fixture) => fixture.kind === 'commit').length).toBeGreaterThan(5);
   });
 
-  it.each(fixtures.map((fixture) => [fixture.name, fixture] as const))('%s is rejected naming the field', (_name, fixture) => {
-    const error = protocolErrorOf(() => (fixture.kind === 'event' ? parseEvent(fixture.value) : parseCommit(fixture.value)));
-    expect(error.code).toBe(fixture.expect.code);
-    expect(error.isRetryable).toBe(false);
-    // Exactly one fault per fixture: every issue names the expected field.
-    expect(error.issues.map((issue) => issue.path)).toEqual(error.issues.map(() => fixture.expect.path));
-    expect(error.issues.length).toBeGreaterThan(0);
-    if (fixture.expect.code !== 'unsupported_protocol_version') expect(error.message).toContain(fixture.expect.path);
-  });
+  it.each(fixtures.map((fixture) => [fixture.name, fixture] as const))(
+    '%s is rejected naming the field',
+    (_name, fixture) => {
+      const error = protocolErrorOf(() =>
+        fixture.kind === 'event' ? parseEvent(fixture.value) : parseCommit(fixture.value),
+      );
+      expect(error.code).toBe(fixture.expect.code);
+      expect(error.isRetryable).toBe(false);
+      // Exactly one fault per fixture: every issue names the expected field.
+      expect(error.issues.map((issue) => issue.path)).toEqual(error.issues.map(() => fixture.expect.path));
+      expect(error.issues.length).toBeGreaterThan(0);
+      if (fixture.expect.code !== 'unsupported_protocol_version') expect(error.message).toContain(fixture.expect.path);
+    },
+  );
 });

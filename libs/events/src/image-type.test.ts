@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { sniffImageType } from './image-type.js';
 
 const bytes = (...parts: (string | number[])[]): Uint8Array =>
-  Uint8Array.from(parts.flatMap((part) => (typeof part === 'string' ? [...part].map((character) => character.charCodeAt(0)) : part)));
+  Uint8Array.from(
+    parts.flatMap((part) => (typeof part === 'string' ? [...part].map((character) => character.charCodeAt(0)) : part)),
+  );
 
 describe('sniffImageType', () => {
   it('tells png, jpeg, gif and webp apart by their first bytes', () => {

@@ -65,7 +65,9 @@ describe('a v4 reader of a v5 event', () => {
     const ajv = new Ajv2020({ strict: true, strictRequired: false, allErrors: true, validateFormats: false });
     ajv.addSchema(JSON.parse(readFileSync(path, 'utf8')) as object);
     const event = ajv.getSchema('urn:flotilla:events:v4#/$defs/Event')!;
-    const needsV5 = goldenEvents(5).filter((fixture) => fixture.type === 'llm_usage' && 'fallback' in (fixture.value as object));
+    const needsV5 = goldenEvents(5).filter(
+      (fixture) => fixture.type === 'llm_usage' && 'fallback' in (fixture.value as object),
+    );
     expect(needsV5.length).toBeGreaterThan(0);
     for (const fixture of needsV5) {
       expect(event(fixture.value), fixture.name).toBe(false);
@@ -94,22 +96,31 @@ describe('published JSON Schema', () => {
     expect(document.$defs?.['Commit']?.properties?.['events']).toMatchObject({ items: { $ref: '#/$defs/Event' } });
   });
 
-  it.each(goldenEvents().map((fixture) => [fixture.name, fixture.value] as const))('accepts golden event %s', (_name, value) => {
-    expect(schema.event(value)).toBe(true);
-    expect(schema.root(value)).toBe(true);
-  });
+  it.each(goldenEvents().map((fixture) => [fixture.name, fixture.value] as const))(
+    'accepts golden event %s',
+    (_name, value) => {
+      expect(schema.event(value)).toBe(true);
+      expect(schema.root(value)).toBe(true);
+    },
+  );
 
-  it.each(goldenCommits().map((fixture) => [fixture.name, fixture.value] as const))('accepts golden commit %s', (_name, value) => {
-    expect(schema.commit(value)).toBe(true);
-    expect(schema.root(value)).toBe(true);
-  });
+  it.each(goldenCommits().map((fixture) => [fixture.name, fixture.value] as const))(
+    'accepts golden commit %s',
+    (_name, value) => {
+      expect(schema.commit(value)).toBe(true);
+      expect(schema.root(value)).toBe(true);
+    },
+  );
 
-  it.each(negativeFixtures().map((fixture) => [fixture.name, fixture] as const))('agrees on negative fixture %s', (_name, fixture) => {
-    const validate = fixture.kind === 'event' ? schema.event : schema.commit;
-    // Cross-field commit rules (contiguous seqs, one conversation) are beyond JSON Schema;
-    // the schema's $comment says so and readers check them. Everything else it rejects.
-    expect(validate(fixture.value)).toBe(fixture.cross_field === true);
-  });
+  it.each(negativeFixtures().map((fixture) => [fixture.name, fixture] as const))(
+    'agrees on negative fixture %s',
+    (_name, fixture) => {
+      const validate = fixture.kind === 'event' ? schema.event : schema.commit;
+      // Cross-field commit rules (contiguous seqs, one conversation) are beyond JSON Schema;
+      // the schema's $comment says so and readers check them. Everything else it rejects.
+      expect(validate(fixture.value)).toBe(fixture.cross_field === true);
+    },
+  );
 
   it('agrees with zod on random valid events', () => {
     fc.assert(

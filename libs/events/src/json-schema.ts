@@ -106,7 +106,8 @@ const REFINEMENTS = new Map<z.core.$ZodType, JsonSchema>([
   [
     ImageContent,
     {
-      $comment: 'Exactly one of url, data or sha256; inline data needs its media_type; a stored image (sha256) its bytes and a media_type of png, jpeg, gif or webp; bytes and name only with sha256.',
+      $comment:
+        'Exactly one of url, data or sha256; inline data needs its media_type; a stored image (sha256) its bytes and a media_type of png, jpeg, gif or webp; bytes and name only with sha256.',
       oneOf: [{ required: ['url'] }, { required: ['data'] }, { required: ['sha256'] }],
       dependentRequired: { data: ['media_type'], sha256: ['media_type', 'bytes'], bytes: ['sha256'], name: ['sha256'] },
       if: { required: ['sha256'] },
@@ -134,7 +135,12 @@ const REFINEMENTS = new Map<z.core.$ZodType, JsonSchema>([
     StateChangeEvent,
     {
       $comment: 'A state change sets at least one of status, title, tags, settings_ref.',
-      anyOf: [{ required: ['status'] }, { required: ['title'] }, { required: ['tags'] }, { required: ['settings_ref'] }],
+      anyOf: [
+        { required: ['status'] },
+        { required: ['title'] },
+        { required: ['tags'] },
+        { required: ['settings_ref'] },
+      ],
     },
   ],
   [
@@ -160,7 +166,12 @@ function storedImagesNeedVersion4(schema: z.ZodObject): JsonSchema {
   const fields = CONTENT_FIELDS.filter((field) => field in schema.shape);
   return {
     $comment: 'An event holding a stored image (an image part with sha256) exists from protocol version 4 on.',
-    if: { anyOf: fields.map((field) => ({ required: [field], properties: { [field]: { type: 'array', contains: { type: 'object', required: ['sha256'] } } } })) },
+    if: {
+      anyOf: fields.map((field) => ({
+        required: [field],
+        properties: { [field]: { type: 'array', contains: { type: 'object', required: ['sha256'] } } },
+      })),
+    },
     then: { properties: { v: { enum: versionsSince(4) } } },
   };
 }
@@ -175,7 +186,7 @@ const ROOT_COMMENT =
   laterEventTypes()
     .map(([type, version]) => `${type} ${version}`)
     .join(', ') +
-  '; every other type 1) and may carry any later one; an event holding a stored image carries at least 4, an llm_usage with a fallback at least 5. An agent_spec event\'s spec is checked here only as an object with a ' +
+  "; every other type 1) and may carry any later one; an event holding a stored image carries at least 4, an llm_usage with a fallback at least 5. An agent_spec event's spec is checked here only as an object with a " +
   'version; the agent spec has its own published schema (flotilla-agent-spec.v<N>.schema.json). ' +
   'The format keyword is an ' +
   'annotation only; the pattern of each date-time enforces UTC with a Z suffix. A reader must reject a v it ' +
@@ -215,7 +226,8 @@ export function buildJsonSchema(): JsonSchema {
   const eventMembers = Event.options as readonly z.ZodType[];
   const named = new Set<z.ZodType>(Object.values(NAMED_SCHEMAS));
   const unnamed = eventMembers.filter((member) => !named.has(member));
-  if (unnamed.length > 0) throw new Error(`every Event member needs a $defs name in NAMED_SCHEMAS (${unnamed.length} missing)`);
+  if (unnamed.length > 0)
+    throw new Error(`every Event member needs a $defs name in NAMED_SCHEMAS (${unnamed.length} missing)`);
 
   const definitions: Record<string, JsonSchema> = {};
   for (const id of Object.keys(NAMED_SCHEMAS)) {

@@ -66,7 +66,10 @@ export function withPositionalIds(drafts: readonly EventDraft[], firstSeq: numbe
  * What is wrong with the positional ids of a commit starting at `firstSeq`: each one must name
  * that seq. Checked before a commit is written.
  */
-export function positionalIdIssues(events: readonly { readonly id: string }[], firstSeq: number): { path: string; message: string }[] {
+export function positionalIdIssues(
+  events: readonly { readonly id: string }[],
+  firstSeq: number,
+): { path: string; message: string }[] {
   const issues: { path: string; message: string }[] = [];
   events.forEach((event, index) => {
     const position = positionOfEventId(event.id);

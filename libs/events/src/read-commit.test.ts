@@ -13,9 +13,11 @@ describe('the fast read path agrees with zod', () => {
     for (const fixture of goldenEvents()) expect(isValidEvent(fixture.value), fixture.name).toBe(true);
     for (const fixture of goldenCommits()) expect(readCommit(fixture.value)).toEqual(parseCommit(fixture.value));
     for (const fixture of negativeFixtures()) {
-      if (fixture.kind === 'event') expect(isValidEvent(fixture.value), fixture.description).toBe(Event.safeParse(fixture.value).success);
+      if (fixture.kind === 'event')
+        expect(isValidEvent(fixture.value), fixture.description).toBe(Event.safeParse(fixture.value).success);
       else {
-        if (!Commit.safeParse(fixture.value).success) expect(isValidCommitEnvelope(fixture.value), fixture.description).toBe(false);
+        if (!Commit.safeParse(fixture.value).success)
+          expect(isValidCommitEnvelope(fixture.value), fixture.description).toBe(false);
         const codeOf = (read: (value: unknown) => unknown): unknown => {
           try {
             read(fixture.value);
@@ -31,7 +33,13 @@ describe('the fast read path agrees with zod', () => {
   });
 
   it('on random valid events and random broken ones', () => {
-    fc.assert(fc.property(anyEvent(EVENT_TYPES), (event) => isValidEvent(event) && Event.safeParse(event).success), { numRuns: 300 });
-    fc.assert(fc.property(mutatedEvent, ({ value }) => isValidEvent(value) === Event.safeParse(value).success), { numRuns: 300 });
+    fc.assert(
+      fc.property(anyEvent(EVENT_TYPES), (event) => isValidEvent(event) && Event.safeParse(event).success),
+      { numRuns: 300 },
+    );
+    fc.assert(
+      fc.property(mutatedEvent, ({ value }) => isValidEvent(value) === Event.safeParse(value).success),
+      { numRuns: 300 },
+    );
   });
 });

@@ -19,7 +19,16 @@ export type ProtocolVersion = 1 | 2 | 3 | 4 | 5;
  * later one (with any `v` from its type's first version on); a type introduced later needs at
  * least its version.
  */
-const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = { secret_changed: 2, agent_spec: 3, mcp_tools: 3, workspace_context: 3, subagent_started: 4, subagent_task: 4, branch: 4, workspace_file: 4 };
+const INTRODUCED_IN: Readonly<Record<string, ProtocolVersion>> = {
+  secret_changed: 2,
+  agent_spec: 3,
+  mcp_tools: 3,
+  workspace_context: 3,
+  subagent_started: 4,
+  subagent_task: 4,
+  branch: 4,
+  workspace_file: 4,
+};
 
 /** The event types introduced after v1, each with its version, in version order. */
 export function laterEventTypes(): readonly (readonly [string, ProtocolVersion])[] {
@@ -38,9 +47,18 @@ export function versionsSince(introduced: ProtocolVersion): ProtocolVersion[] {
  * strict), so an event using it carries the field's version and an older reader stops at the
  * version, saying so, instead of at an unknown field.
  */
-const FIELDS_INTRODUCED: readonly { readonly field: string; readonly version: ProtocolVersion; uses(event: object): boolean }[] = [
+const FIELDS_INTRODUCED: readonly {
+  readonly field: string;
+  readonly version: ProtocolVersion;
+  uses(event: object): boolean;
+}[] = [
   { field: 'a stored image (an image part with sha256)', version: 4, uses: holdsStoredImage },
-  { field: "an llm_usage's fallback", version: 5, uses: (event) => (event as { type?: unknown }).type === 'llm_usage' && (event as { fallback?: unknown }).fallback !== undefined },
+  {
+    field: "an llm_usage's fallback",
+    version: 5,
+    uses: (event) =>
+      (event as { type?: unknown }).type === 'llm_usage' && (event as { fallback?: unknown }).fallback !== undefined,
+  },
 ];
 
 /** The event fields whose values are content parts (text and images). */
@@ -50,7 +68,14 @@ function holdsStoredImage(event: object): boolean {
   for (const field of CONTENT_FIELDS) {
     const parts = (event as Record<string, unknown>)[field];
     if (!Array.isArray(parts)) continue;
-    for (const part of parts) if (typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'image' && 'sha256' in part) return true;
+    for (const part of parts)
+      if (
+        typeof part === 'object' &&
+        part !== null &&
+        (part as { type?: unknown }).type === 'image' &&
+        'sha256' in part
+      )
+        return true;
   }
   return false;
 }
@@ -69,9 +94,13 @@ export function protocolVersionOf(event: string | { readonly type: string }): Pr
 }
 
 /** What makes an event need a version later than its type's (undefined when nothing does): for error messages. */
-export function laterFieldOf(event: { readonly type: string }): { readonly field: string; readonly version: ProtocolVersion } | undefined {
+export function laterFieldOf(event: {
+  readonly type: string;
+}): { readonly field: string; readonly version: ProtocolVersion } | undefined {
   const type = INTRODUCED_IN[event.type] ?? 1;
-  return FIELDS_INTRODUCED.filter((later) => later.version > type && later.uses(event)).sort((a, b) => b.version - a.version)[0];
+  return FIELDS_INTRODUCED.filter((later) => later.version > type && later.uses(event)).sort(
+    (a, b) => b.version - a.version,
+  )[0];
 }
 
 /** The version of a commit holding these events: the newest of theirs (1 for none). */

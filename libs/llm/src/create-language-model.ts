@@ -32,8 +32,17 @@ export function createLanguageModel(config: unknown, options: CreateLanguageMode
   const apiKey =
     parsed.apiKeyEnv === false
       ? explicit || NO_API_KEY
-      : loadApiKey({ explicit, variable: parsed.apiKeyEnv ?? defaultApiKeyVariable(parsed.provider), env: options.env ?? process.env, provider: parsed.provider });
-  const client = { apiKey, ...(baseURL === undefined ? {} : { baseURL }), ...(options.fetch ? { fetch: options.fetch } : {}) };
+      : loadApiKey({
+          explicit,
+          variable: parsed.apiKeyEnv ?? defaultApiKeyVariable(parsed.provider),
+          env: options.env ?? process.env,
+          provider: parsed.provider,
+        });
+  const client = {
+    apiKey,
+    ...(baseURL === undefined ? {} : { baseURL }),
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  };
   return new ManagedLanguageModel({
     adapter: createAdapter(parsed, client, baseURL),
     config: parsed,
@@ -65,8 +74,16 @@ export type WireRequest = { readonly provider: LlmConfig['provider']; readonly m
  * The body a model made by `createLanguageModel(config)` sends for `request` (each attempt the
  * same), built as its adapter builds it: for a replay of what a model was asked, without calling it.
  */
-export function wireRequest(config: unknown, request: GenerateRequest, options: { readonly stream: boolean }): WireRequest {
+export function wireRequest(
+  config: unknown,
+  request: GenerateRequest,
+  options: { readonly stream: boolean },
+): WireRequest {
   const parsed = parseLlmConfig(config);
-  const body = providerBody(providerSettings(parsed, parsed.baseURL), toProviderRequest(parsed, request), options.stream);
+  const body = providerBody(
+    providerSettings(parsed, parsed.baseURL),
+    toProviderRequest(parsed, request),
+    options.stream,
+  );
   return { provider: parsed.provider, model: parsed.model, body: body.toString('utf8') };
 }

@@ -34,8 +34,17 @@ export {
 export { defaultApiKeyVariable, loadApiKey, NO_API_KEY, type ApiKeySource } from './core/api-key.js';
 export { silentLogger, type LlmLogger } from './core/logger.js';
 export { createHttpFetch, proxySettings, type ProxySettings } from './core/http-fetch.js';
-export { createLanguageModel, wireRequest, type CreateLanguageModelOptions, type WireRequest } from './create-language-model.js';
-export { ScriptedLanguageModel, type ScriptedLanguageModelOptions, type ScriptedReply } from './scripted-language-model.js';
+export {
+  createLanguageModel,
+  wireRequest,
+  type CreateLanguageModelOptions,
+  type WireRequest,
+} from './create-language-model.js';
+export {
+  ScriptedLanguageModel,
+  type ScriptedLanguageModelOptions,
+  type ScriptedReply,
+} from './scripted-language-model.js';
 export { renderToolPrompt } from './prompt-tools/tool-prompt.js';
 export { parseToolCallText, type ParsedToolText } from './prompt-tools/parse-tool-calls.js';
 export { findTextToolCall, type TextToolCall } from './prompt-tools/text-tool-calls.js';

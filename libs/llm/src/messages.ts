@@ -50,7 +50,11 @@ export type Reasoning = {
   readonly text?: string;
   readonly thinkingBlocks?: readonly ThinkingBlock[];
   /** OpenAI Responses reasoning items (id and encrypted content) for stateless replay. */
-  readonly items?: readonly { readonly id: string; readonly encryptedContent?: string; readonly summary?: readonly string[] }[];
+  readonly items?: readonly {
+    readonly id: string;
+    readonly encryptedContent?: string;
+    readonly summary?: readonly string[];
+  }[];
 };
 
 export type SystemMessage = { readonly role: 'system'; readonly content: readonly SystemBlock[] };

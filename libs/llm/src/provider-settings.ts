@@ -18,11 +18,15 @@ export function providerSettings(config: LlmConfig, baseURL: string | undefined)
   const effort = config.reasoningEffort === undefined ? {} : { reasoningEffort: config.reasoningEffort };
   switch (config.provider) {
     case 'openai-chat':
-      return { provider: config.provider, settings: { model: config.model, officialOpenAI: isOfficialOpenAI(baseURL), ...effort } };
+      return {
+        provider: config.provider,
+        settings: { model: config.model, officialOpenAI: isOfficialOpenAI(baseURL), ...effort },
+      };
     case 'openai-responses':
       return { provider: config.provider, settings: { model: config.model, ...effort } };
     case 'anthropic': {
-      const budget = config.thinkingBudgetTokens ?? (config.reasoningEffort ? THINKING_BUDGETS[config.reasoningEffort] : undefined);
+      const budget =
+        config.thinkingBudgetTokens ?? (config.reasoningEffort ? THINKING_BUDGETS[config.reasoningEffort] : undefined);
       return {
         provider: config.provider,
         settings: {

@@ -27,7 +27,8 @@ export type ScriptedReply =
 
 export type ScriptedLanguageModelOptions = {
   /** Replies in order, or a function of the request and its 0-based call index. */
-  readonly replies: readonly ScriptedReply[] | ((request: GenerateRequest, index: number) => ScriptedReply | Promise<ScriptedReply>);
+  readonly replies:
+    readonly ScriptedReply[] | ((request: GenerateRequest, index: number) => ScriptedReply | Promise<ScriptedReply>);
   /** Artificial latency per call, in ms (or a function of the request); aborting the signal cancels the wait. */
   readonly latencyMs?: number | ((request: GenerateRequest) => number);
   readonly info?: Partial<ModelInfo>;
@@ -55,7 +56,8 @@ export class ScriptedLanguageModel implements LanguageModel {
     if (this.#options.record !== false) this.requests.push(request);
     const started = performance.now();
     const reply = await this.#reply(request, index);
-    const latencyMs = typeof this.#options.latencyMs === 'function' ? this.#options.latencyMs(request) : this.#options.latencyMs;
+    const latencyMs =
+      typeof this.#options.latencyMs === 'function' ? this.#options.latencyMs(request) : this.#options.latencyMs;
     if (latencyMs) await sleep(latencyMs, options.signal);
     throwIfCancelled(options.signal);
     if (reply instanceof Error) throw reply;
@@ -80,12 +82,18 @@ export class ScriptedLanguageModel implements LanguageModel {
     const { replies } = this.#options;
     if (typeof replies === 'function') return replies(request, index);
     const reply = replies[index];
-    if (reply === undefined) throw new Error(`ScriptedLanguageModel has ${replies.length} replies; call ${index + 1} has none.`);
+    if (reply === undefined)
+      throw new Error(`ScriptedLanguageModel has ${replies.length} replies; call ${index + 1} has none.`);
     return reply;
   }
 }
 
-function emitDeltas(text: string, reasoning: string | undefined, toolCalls: readonly ToolCall[], onDelta: (delta: StreamDelta) => void): void {
+function emitDeltas(
+  text: string,
+  reasoning: string | undefined,
+  toolCalls: readonly ToolCall[],
+  onDelta: (delta: StreamDelta) => void,
+): void {
   if (reasoning) onDelta({ type: 'reasoning', text: reasoning });
   for (const piece of text.match(/\S+\s*|\s+/g) ?? []) onDelta({ type: 'text', text: piece });
   toolCalls.forEach((call, index) => {

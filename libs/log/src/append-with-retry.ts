@@ -38,7 +38,12 @@ function backoff(): () => Promise<void> {
  * conflict, or a failure retrying cannot fix, is thrown; so is the last transient failure at the
  * deadline.
  */
-export async function appendSurely(log: EventLog, ref: ConversationRef, drafts: readonly EventDraft[], options: AppendSurelyOptions): Promise<StoredCommit> {
+export async function appendSurely(
+  log: EventLog,
+  ref: ConversationRef,
+  drafts: readonly EventDraft[],
+  options: AppendSurelyOptions,
+): Promise<StoredCommit> {
   const deadline = options.deadline ?? Date.now() + 30_000;
   const commitId = options.commitId ?? newId();
   const pause = backoff();
@@ -68,7 +73,7 @@ export async function appendWithRetry(
   const maxConflicts = options.maxConflicts ?? 50;
   const deadline = Date.now() + (options.transientBudgetMs ?? 30_000);
   const pause = backoff();
-  for (let conflicts = 0; ; ) {
+  for (let conflicts = 0; ;) {
     options.signal?.throwIfAborted();
     let tail: Tail;
     try {
@@ -83,13 +88,20 @@ export async function appendWithRetry(
     const drafts = await decide(tail);
     if (drafts === null || drafts.length === 0) return null;
     try {
-      return await appendSurely(log, ref, drafts, { expected: tail, deadline, ...(options.signal ? { signal: options.signal } : {}) });
+      return await appendSurely(log, ref, drafts, {
+        expected: tail,
+        deadline,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
     } catch (error) {
       if (!isConflict(error)) throw error;
     }
     conflicts += 1;
     if (conflicts > maxConflicts) {
-      throw new LogError('conflict', `gave up on ${ref.tenant}/${ref.conversation} after ${maxConflicts} conflicting appends`);
+      throw new LogError(
+        'conflict',
+        `gave up on ${ref.tenant}/${ref.conversation} after ${maxConflicts} conflicting appends`,
+      );
     }
     await delay(Math.random() * Math.min(5 * conflicts, 50));
   }

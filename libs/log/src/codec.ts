@@ -27,9 +27,19 @@ export type EncodedCommit = { readonly data: Uint8Array; readonly headers: MsgHd
 export function encodeCommit(id: string, ref: ConversationRef, events: readonly Event[]): EncodedCommit {
   const firstSeq = events[0]?.seq ?? 0;
   const issues = positionalIdIssues(events, firstSeq);
-  if (issues.length > 0) throw new LogError(LogErrorCode.InvalidEvent, `refused to append invalid events: ${describeIssues(issues)}`, { issues });
+  if (issues.length > 0)
+    throw new LogError(LogErrorCode.InvalidEvent, `refused to append invalid events: ${describeIssues(issues)}`, {
+      issues,
+    });
   const version = commitVersionOf(events);
-  const body = { v: version, commit: id, tenant: ref.tenant, conversation: ref.conversation, first_seq: firstSeq, events };
+  const body = {
+    v: version,
+    commit: id,
+    tenant: ref.tenant,
+    conversation: ref.conversation,
+    first_seq: firstSeq,
+    events,
+  };
   const headers = natsHeaders();
   headers.set(CommitHeader.Protocol, String(version));
   headers.set(CommitHeader.EventTypes, commitEventTypes(events).join(','));
@@ -40,7 +50,12 @@ export function encodeCommit(id: string, ref: ConversationRef, events: readonly 
 }
 
 /** The parts of a NATS message a decoder needs (JsMsg and StoredMsg both have them). */
-export type RawMessage = { readonly subject: string; readonly seq: number; readonly data: Uint8Array; readonly headers?: MsgHdrs | undefined };
+export type RawMessage = {
+  readonly subject: string;
+  readonly seq: number;
+  readonly data: Uint8Array;
+  readonly headers?: MsgHdrs | undefined;
+};
 
 export type DecodeResult = { ok: true; commit: StoredCommit } | { ok: false; reason: string; error?: ProtocolError };
 

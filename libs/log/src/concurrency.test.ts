@@ -13,14 +13,23 @@ describe('concurrent writers on one conversation', () => {
     const writers = await Promise.all(
       Array.from({ length: 20 }, async () => {
         const nc = await connect({ servers: fixture.server.url });
-        return { nc, log: await EventLog.open(nc, { streamName: fixture.log.streamName, subjectPrefix: fixture.log.subjectPrefix }) };
+        return {
+          nc,
+          log: await EventLog.open(nc, {
+            streamName: fixture.log.streamName,
+            subjectPrefix: fixture.log.subjectPrefix,
+          }),
+        };
       }),
     );
     try {
       const results = await Promise.all(
         writers.flatMap(({ log }, writer) =>
           [0, 1, 2].map((round) =>
-            appendWithRetry(log, ref, () => [userMessage(ref, `${writer}.${round}`), userMessage(ref, `${writer}.${round}.b`)]),
+            appendWithRetry(log, ref, () => [
+              userMessage(ref, `${writer}.${round}`),
+              userMessage(ref, `${writer}.${round}.b`),
+            ]),
           ),
         ),
       );
@@ -28,7 +37,9 @@ describe('concurrent writers on one conversation', () => {
       for await (const commit of fixture.log.read(ref)) commits.push(commit);
       expect(commits).toHaveLength(60);
       // every commit exactly once
-      const texts = commits.map((commit) => (commit.events[0]?.type === 'message' ? commit.events[0].content[0] : undefined));
+      const texts = commits.map((commit) =>
+        commit.events[0]?.type === 'message' ? commit.events[0].content[0] : undefined,
+      );
       expect(new Set(texts.map((text) => JSON.stringify(text))).size).toBe(60);
       expect(new Set(results.map((result) => result?.id)).size).toBe(60);
       // positions contiguous, each commit built on the previous one's tail
@@ -55,7 +66,9 @@ describe('nats-server crash', () => {
     let stop = false;
     const writer = (async () => {
       for (let index = 0; !stop; index += 1) {
-        const commit = await appendWithRetry(fixture.log, ref, () => [userMessage(ref, `m${index}`)], { transientBudgetMs: 30_000 });
+        const commit = await appendWithRetry(fixture.log, ref, () => [userMessage(ref, `m${index}`)], {
+          transientBudgetMs: 30_000,
+        });
         if (commit) acknowledged.push(`m${index}`);
       }
     })();
@@ -68,7 +81,9 @@ describe('nats-server crash', () => {
     stop = true;
     await writer;
     const { events } = await fixture.log.readEvents(ref);
-    const stored = events.map((event) => (event.type === 'message' && event.content[0]?.type === 'text' ? event.content[0].text : ''));
+    const stored = events.map((event) =>
+      event.type === 'message' && event.content[0]?.type === 'text' ? event.content[0].text : '',
+    );
     // every acknowledged commit is there, exactly once and in order; seqs contiguous
     expect(stored).toEqual(acknowledged);
     expect(events.map((event) => event.seq)).toEqual(events.map((_, index) => index + 1));

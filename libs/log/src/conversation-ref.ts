@@ -47,11 +47,15 @@ export function legacyConversationSubject(prefix: string, ref: ConversationRef):
  * `<tenant>.<conversation>` (legacy), `….<kind>` (as published, and as stored before the stream
  * partitioned commits) and `….<kind>.<partition>` (as stored: libs/bus commitSubjectTransform).
  */
-function commitTokens(prefix: string, subject: string): { tenant: string; conversation: string; kind: CommitKind | undefined } | undefined {
+function commitTokens(
+  prefix: string,
+  subject: string,
+): { tenant: string; conversation: string; kind: CommitKind | undefined } | undefined {
   if (!subject.startsWith(`${prefix}.`)) return undefined;
   const tokens = subject.slice(prefix.length + 1).split('.');
   const [tenant, conversation, kind, partition] = tokens as [string, string, string | undefined, string | undefined];
-  if (tokens.length > 4 || tokens.length < 2 || !isSubjectToken(tenant) || !isSubjectToken(conversation)) return undefined;
+  if (tokens.length > 4 || tokens.length < 2 || !isSubjectToken(tenant) || !isSubjectToken(conversation))
+    return undefined;
   if (kind === undefined) return { tenant, conversation, kind: undefined };
   if (!isCommitKind(kind)) return undefined;
   if (partition !== undefined && !isPartition(partition)) return undefined;

@@ -46,7 +46,13 @@ export function directBatch(nc: NatsConnection, request: DirectBatchRequest): Pr
     }, idleMs);
     const fail = (reason: string, cause?: unknown): void => {
       finish();
-      reject(new LogError(LogErrorCode.Transient, `direct batch get on ${request.stream} (${request.subject} from #${request.from}) failed: ${reason}`, { cause }));
+      reject(
+        new LogError(
+          LogErrorCode.Transient,
+          `direct batch get on ${request.stream} (${request.subject} from #${request.from}) failed: ${reason}`,
+          { cause },
+        ),
+      );
     };
     const finish = (): void => {
       clearInterval(timer);
@@ -62,7 +68,8 @@ export function directBatch(nc: NatsConnection, request: DirectBatchRequest): Pr
         const pending = Number(headers?.get('Nats-Num-Pending') || '0');
         return resolve({ messages, more: code === 204 && pending > 0 });
       }
-      if (code !== 0 || !headers) return fail(code !== 0 ? `${code} ${headers?.description ?? ''}`.trim() : 'an answer without headers');
+      if (code !== 0 || !headers)
+        return fail(code !== 0 ? `${code} ${headers?.description ?? ''}`.trim() : 'an answer without headers');
       const seq = Number(headers.get('Nats-Sequence'));
       messages.push({ subject: headers.get('Nats-Subject'), seq, data: message.data, headers });
       received += 1;
@@ -123,7 +130,10 @@ export async function* readSubjectBatches(nc: NatsConnection, range: SubjectRang
     answer.catch(() => undefined); // awaited below, or dropped when the reader stops early
     return { size, answer };
   };
-  let next = cursor <= until ? ask(cursor, range.expected !== undefined && range.expected > 0 ? range.expected : DIRECT_BATCH_SIZE) : undefined;
+  let next =
+    cursor <= until
+      ? ask(cursor, range.expected !== undefined && range.expected > 0 ? range.expected : DIRECT_BATCH_SIZE)
+      : undefined;
   // whether the answers showed there is nothing more up to `until` (a message past it came)
   let passed = false;
   while (next && !signal?.aborted) {

@@ -10,7 +10,10 @@ async function writeLong(log: EventLog, ref: ConversationRef, other: Conversatio
   let tail = EMPTY_TAIL;
   let otherTail = EMPTY_TAIL;
   for (let index = 0; index < commits; index += 1) {
-    const drafts = index % 3 === 0 ? [userMessage(ref, `m${index}a`), userMessage(ref, `m${index}b`)] : [userMessage(ref, `m${index}`)];
+    const drafts =
+      index % 3 === 0
+        ? [userMessage(ref, `m${index}a`), userMessage(ref, `m${index}b`)]
+        : [userMessage(ref, `m${index}`)];
     const commit = await log.append(ref, drafts, { expected: tail });
     tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
     if (index % 4 === 0) {
@@ -36,14 +39,24 @@ describe('reads create no consumer', () => {
     const other = newRef();
     const commits = DIRECT_BATCH_SIZE * 2 + 300;
     const tail = await writeLong(log, ref, other, commits);
-    const subscriptions = (): number => (nc as unknown as { protocol: { subscriptions: { size(): number } } }).protocol.subscriptions.size();
+    const subscriptions = (): number =>
+      (nc as unknown as { protocol: { subscriptions: { size(): number } } }).protocol.subscriptions.size();
     const subscribedBefore = subscriptions();
     const seen: number[] = [];
-    const counted = setInterval(() => void consumerCount(log).then((count) => seen.push(count), () => undefined), 5);
+    const counted = setInterval(
+      () =>
+        void consumerCount(log).then(
+          (count) => seen.push(count),
+          () => undefined,
+        ),
+      5,
+    );
     try {
       const whole = await log.readEvents(ref);
       expect(whole.tail).toEqual(tail);
-      expect(whole.events.map((event) => event.seq)).toEqual(Array.from({ length: tail.lastSeq }, (_, index) => index + 1));
+      expect(whole.events.map((event) => event.seq)).toEqual(
+        Array.from({ length: tail.lastSeq }, (_, index) => index + 1),
+      );
 
       const read: number[] = [];
       for await (const commit of log.read(ref, { afterSeq: 100 })) read.push(commit.firstSeq);
@@ -53,7 +66,11 @@ describe('reads create no consumer', () => {
       // a catch-up between two known stream positions, the way a cache reads: past one batch
       let visited = 0;
       const middle = await log.locate(ref, 700);
-      await log.forEachCommit(ref, { afterSeq: 0, afterStreamSeq: middle! - 1, untilStreamSeq: tail.streamSeq, expectedMessages: 3 }, () => void (visited += 1));
+      await log.forEachCommit(
+        ref,
+        { afterSeq: 0, afterStreamSeq: middle! - 1, untilStreamSeq: tail.streamSeq, expectedMessages: 3 },
+        () => void (visited += 1),
+      );
       expect(visited).toBeGreaterThan(DIRECT_BATCH_SIZE);
 
       // a read told to stop early stops there
@@ -89,7 +106,12 @@ describe('reads create no consumer', () => {
     expect(first.messages).toHaveLength(10);
     expect(first.more).toBe(true);
     expect(first.messages.every((message) => message.subject.startsWith(subject.slice(0, -1)))).toBe(true);
-    const rest = await directBatch(nc, { stream: log.streamName, subject, from: first.messages.at(-1)!.seq + 1, batch: 100 });
+    const rest = await directBatch(nc, {
+      stream: log.streamName,
+      subject,
+      from: first.messages.at(-1)!.seq + 1,
+      batch: 100,
+    });
     expect(rest.messages).toHaveLength(30);
     expect(rest.more).toBe(false);
     expect(rest.messages.at(-1)!.seq).toBe(tail.streamSeq);
@@ -98,7 +120,8 @@ describe('reads create no consumer', () => {
 
     const tenth = first.messages[9]!.seq;
     const range: number[] = [];
-    for await (const message of readSubjectRange(nc, { stream: log.streamName, subject, from: 1, until: tenth })) range.push(message.seq);
+    for await (const message of readSubjectRange(nc, { stream: log.streamName, subject, from: 1, until: tenth }))
+      range.push(message.seq);
     expect(range).toEqual(first.messages.map((message) => message.seq));
 
     // past what the answering server holds, the leader is asked for the rest (here: nothing more)
@@ -108,11 +131,20 @@ describe('reads create no consumer', () => {
       return null;
     };
     let count = 0;
-    for await (const _message of readSubjectRange(nc, { stream: log.streamName, subject, from: 1, until: tail.streamSeq + 50, leaderGet })) count += 1;
+    for await (const _message of readSubjectRange(nc, {
+      stream: log.streamName,
+      subject,
+      from: 1,
+      until: tail.streamSeq + 50,
+      leaderGet,
+    }))
+      count += 1;
     expect(count).toBe(40);
     expect(asked).toEqual([tail.streamSeq + 1]);
 
-    await expect(directBatch(nc, { stream: 'NO_SUCH_STREAM', subject, from: 1, batch: 5, idleTimeoutMs: 2_000 })).rejects.toMatchObject({ code: 'transient' });
+    await expect(
+      directBatch(nc, { stream: 'NO_SUCH_STREAM', subject, from: 1, batch: 5, idleTimeoutMs: 2_000 }),
+    ).rejects.toMatchObject({ code: 'transient' });
     expect(await consumerCount(log)).toBe(0);
   });
 });

@@ -14,7 +14,9 @@ describe('EventLog append and read', () => {
     expect(await log.tail(ref)).toEqual(EMPTY_TAIL);
     const first = await log.append(ref, [userMessage(ref, 'hello')], { expected: EMPTY_TAIL });
     expect(first).toMatchObject({ firstSeq: 1, lastSeq: 1 });
-    const second = await log.append(ref, [userMessage(ref, 'a'), userMessage(ref, 'b')], { expected: { streamSeq: first.streamSeq, lastSeq: 1 } });
+    const second = await log.append(ref, [userMessage(ref, 'a'), userMessage(ref, 'b')], {
+      expected: { streamSeq: first.streamSeq, lastSeq: 1 },
+    });
     expect(second).toMatchObject({ firstSeq: 2, lastSeq: 3 });
     expect(await log.tail(ref)).toEqual({ streamSeq: second.streamSeq, lastSeq: 3 });
     const { events } = await log.readEvents(ref);
@@ -67,7 +69,9 @@ describe('EventLog append and read', () => {
     }
     for (const after of [0, 1, 2, 17, tail.lastSeq - 1, tail.lastSeq]) {
       const { events } = await log.readEvents(ref, { afterSeq: after });
-      expect(events.map((event) => event.seq)).toEqual(Array.from({ length: tail.lastSeq - after }, (_, n) => after + 1 + n));
+      expect(events.map((event) => event.seq)).toEqual(
+        Array.from({ length: tail.lastSeq - after }, (_, n) => after + 1 + n),
+      );
     }
     expect(await log.locate(ref, tail.lastSeq + 1)).toBeUndefined();
     expect(await log.locate(ref, tail.lastSeq)).toBe(tail.streamSeq);
@@ -87,7 +91,11 @@ describe('EventLog append and read', () => {
     for await (const commit of log.read(ref, { afterSeq: 3 })) yielded.push(commit.streamSeq);
     for (const expectedMessages of [undefined, 2, 100]) {
       const visited: number[] = [];
-      await log.forEachCommit(ref, { afterSeq: 3, ...(expectedMessages === undefined ? {} : { expectedMessages }) }, (commit) => void visited.push(commit.streamSeq));
+      await log.forEachCommit(
+        ref,
+        { afterSeq: 3, ...(expectedMessages === undefined ? {} : { expectedMessages }) },
+        (commit) => void visited.push(commit.streamSeq),
+      );
       expect(visited).toEqual(yielded);
     }
     const firstFive: number[] = [];
@@ -115,10 +123,15 @@ describe('EventLog append and read', () => {
     });
     const attempt = log.append(ref, [good, bad], { expected: EMPTY_TAIL });
     await expect(attempt).rejects.toBeInstanceOf(LogError);
-    await expect(attempt).rejects.toMatchObject({ code: 'invalid_event', issues: [expect.objectContaining({ path: 'events.1.tool_call_id' })] });
+    await expect(attempt).rejects.toMatchObject({
+      code: 'invalid_event',
+      issues: [expect.objectContaining({ path: 'events.1.tool_call_id' })],
+    });
     await expect(attempt).rejects.toThrow(/events\.1\.tool_call_id/);
     const wrongConversation = { ...userMessage(ref, 'x'), conversation: 'elsewhere' } as EventDraft;
-    await expect(log.append(ref, [wrongConversation], { expected: EMPTY_TAIL })).rejects.toThrow(/events\.0\.conversation/);
+    await expect(log.append(ref, [wrongConversation], { expected: EMPTY_TAIL })).rejects.toThrow(
+      /events\.0\.conversation/,
+    );
     const info = await log.jsm.streams.info(log.streamName);
     expect(info.state.messages).toBe(0);
   });
@@ -127,7 +140,9 @@ describe('EventLog append and read', () => {
     await using fixture = await logFixture({ maxMessageBytes: 4096 });
     const { log } = fixture;
     const ref = newRef();
-    await expect(log.append(ref, [userMessage(ref, 'x'.repeat(10_000))], { expected: EMPTY_TAIL })).rejects.toMatchObject({ code: 'too_large' });
+    await expect(
+      log.append(ref, [userMessage(ref, 'x'.repeat(10_000))], { expected: EMPTY_TAIL }),
+    ).rejects.toMatchObject({ code: 'too_large' });
   });
 
   it('follows a conversation live from a position, including commits written later', async () => {
@@ -165,7 +180,9 @@ describe('EventLog idempotent retries', () => {
     const drafts = [userMessage(ref, 'exactly once')];
     const first = await log.append(ref, drafts, { expected: EMPTY_TAIL, commitId });
     // the writer never saw this ack; meanwhile someone else appends
-    await log.append(ref, [userMessage(ref, 'other writer')], { expected: { streamSeq: first.streamSeq, lastSeq: first.lastSeq } });
+    await log.append(ref, [userMessage(ref, 'other writer')], {
+      expected: { streamSeq: first.streamSeq, lastSeq: first.lastSeq },
+    });
     // the stream refuses the repeat (its expected sequence is checked before the duplicate window);
     // the log finds the commit right after the position it expected, and answers with it
     const retried = await log.append(ref, drafts, { expected: EMPTY_TAIL, commitId });
@@ -183,7 +200,9 @@ describe('EventLog idempotent retries', () => {
     const ref = newRef();
     const drafts = [userMessage(ref, 'same words')];
     await log.append(ref, drafts, { expected: EMPTY_TAIL, commitId: 'commit-of-another-writer' });
-    await expect(log.append(ref, drafts, { expected: EMPTY_TAIL, commitId: 'commit-never-stored' })).rejects.toBeInstanceOf(ConflictError);
+    await expect(
+      log.append(ref, drafts, { expected: EMPTY_TAIL, commitId: 'commit-never-stored' }),
+    ).rejects.toBeInstanceOf(ConflictError);
     expect((await log.readEvents(ref)).events).toHaveLength(1);
   });
 });
@@ -226,7 +245,10 @@ describe('EventLog with foreign and corrupt messages', () => {
     await log.append(ref, [secret], { expected: { streamSeq: first.streamSeq, lastSeq: first.lastSeq } });
     const stored = async (seq: number) => {
       const message = await log.jsm.direct.getMessage(log.streamName, { seq, next_by_subj: log.filter(ref) });
-      return { header: message?.header.get(CommitHeader.Protocol), body: message?.json<{ v: number; events: { v: number }[] }>() };
+      return {
+        header: message?.header.get(CommitHeader.Protocol),
+        body: message?.json<{ v: number; events: { v: number }[] }>(),
+      };
     };
     const v1 = await stored(first.streamSeq);
     expect(v1).toMatchObject({ header: '1', body: { v: 1, events: [{ v: 1 }] } });
@@ -248,7 +270,14 @@ describe('EventLog with foreign and corrupt messages', () => {
     future.set(CommitHeader.Protocol, String(newer));
     future.set(CommitHeader.FirstSeq, '2');
     future.set(CommitHeader.EventCount, '1');
-    const body = { v: newer, commit: 'f', tenant: ref.tenant, conversation: ref.conversation, first_seq: 2, events: [{ v: newer }] };
+    const body = {
+      v: newer,
+      commit: 'f',
+      tenant: ref.tenant,
+      conversation: ref.conversation,
+      first_seq: 2,
+      events: [{ v: newer }],
+    };
     await jetstream(nc).publish(log.subject(ref), JSON.stringify(body), { headers: future });
     await expect(log.readEvents(ref)).rejects.toMatchObject({ code: 'unsupported_protocol_version' });
   });

@@ -1,10 +1,25 @@
-import { CommitHeader, Event, ProtocolErrorCode, describeIssues, isValidEvent, newId, type EventDraft, type ProtocolIssue } from '@flotilla/events';
+import {
+  CommitHeader,
+  Event,
+  ProtocolErrorCode,
+  describeIssues,
+  isValidEvent,
+  newId,
+  type EventDraft,
+  type ProtocolIssue,
+} from '@flotilla/events';
 import { activeTraceparent } from '@flotilla/tracing';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
 import { commitKindOf, legacyCommitSubjects, type CommitKind } from '@flotilla/bus';
-import { conversationFilter, conversationSubject, DEFAULT_SUBJECT_PREFIX, legacyConversationSubject, type ConversationRef } from './conversation-ref.js';
+import {
+  conversationFilter,
+  conversationSubject,
+  DEFAULT_SUBJECT_PREFIX,
+  legacyConversationSubject,
+  type ConversationRef,
+} from './conversation-ref.js';
 import { readSubjectBatches, readSubjectRange, type SubjectRange } from './direct-batch.js';
 import { ConflictError, isConflict, LogError, LogErrorCode } from './errors.js';
 import { JetStreamPublisher } from './jetstream-publisher.js';
@@ -133,7 +148,10 @@ export class EventLog {
     this.subjectPrefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
     this.kind = commitKindOf(options.writer);
     this.#publisher = new JetStreamPublisher(nc, options.appendTimeoutMs ?? 5_000);
-    this.#maxPayload = Math.min(nc.info?.max_payload ?? 1024 * 1024, options.maxMessageBytes ?? Number.POSITIVE_INFINITY);
+    this.#maxPayload = Math.min(
+      nc.info?.max_payload ?? 1024 * 1024,
+      options.maxMessageBytes ?? Number.POSITIVE_INFINITY,
+    );
   }
 
   /** Checks the server, creates or verifies the events stream, and returns the log. */
@@ -178,7 +196,10 @@ export class EventLog {
     }
     const headers = encoded.headers;
     headers.set(MSG_ID_HEADER, commitId);
-    headers.set('Nats-Expected-Last-Subject-Sequence', String(await this.#expectedOnFilter(ref, options.expected.streamSeq)));
+    headers.set(
+      'Nats-Expected-Last-Subject-Sequence',
+      String(await this.#expectedOnFilter(ref, options.expected.streamSeq)),
+    );
     headers.set(EXPECTED_SUBJECT_HEADER, this.filter(ref));
     // the span appending (a request, a step, a tool batch…) when this process traces
     const traceparent = activeTraceparent();
@@ -192,7 +213,10 @@ export class EventLog {
       // a repeat of a commit stored already (its first answer was lost) is refused as a conflict,
       // the stream checking the expected sequence before its duplicate window: the commit is ours
       // when it is the message right after the one expected
-      const stored = isConflict(error) && options.commitId !== undefined ? await this.#storedAfter(ref, options.expected.streamSeq, commitId) : undefined;
+      const stored =
+        isConflict(error) && options.commitId !== undefined
+          ? await this.#storedAfter(ref, options.expected.streamSeq, commitId)
+          : undefined;
       if (stored === undefined) throw error;
       streamSeq = stored;
     }
@@ -214,7 +238,10 @@ export class EventLog {
    */
   async purge(ref: ConversationRef): Promise<number> {
     let purged = (await this.jsm.streams.purge(this.streamName, { filter: this.filter(ref) })).purged;
-    if (this.#legacy) purged += (await this.jsm.streams.purge(this.streamName, { filter: legacyConversationSubject(this.subjectPrefix, ref) })).purged;
+    if (this.#legacy)
+      purged += (
+        await this.jsm.streams.purge(this.streamName, { filter: legacyConversationSubject(this.subjectPrefix, ref) })
+      ).purged;
     this.#legacyTails.delete(`${ref.tenant}.${ref.conversation}`);
     return purged;
   }
@@ -237,7 +264,15 @@ export class EventLog {
     // The last message is foreign or corrupt: appends go after it, events continue the last valid commit.
     this.#report(subject, last.seq, decoded.reason, decoded.error?.issues ?? [], 'skip', decoded.error?.code);
     let lastSeq = 0;
-    for await (const commit of this.#scan(ref, { start: 1, until: last.seq, afterSeq: 0, policy: 'skip', signal: undefined, expected: undefined })) lastSeq = commit.lastSeq;
+    for await (const commit of this.#scan(ref, {
+      start: 1,
+      until: last.seq,
+      afterSeq: 0,
+      policy: 'skip',
+      signal: undefined,
+      expected: undefined,
+    }))
+      lastSeq = commit.lastSeq;
     return { streamSeq: last.seq, lastSeq };
   }
 
@@ -282,7 +317,11 @@ export class EventLog {
    * promise turns per commit, a tenth of a long read's time). A visitor returning `false` stops
    * the read.
    */
-  async forEachCommit(ref: ConversationRef, options: ReadOptions, visit: (commit: StoredCommit) => void | boolean): Promise<void> {
+  async forEachCommit(
+    ref: ConversationRef,
+    options: ReadOptions,
+    visit: (commit: StoredCommit) => void | boolean,
+  ): Promise<void> {
     const plan = await this.#plan(ref, options);
     if (!plan || plan.signal?.aborted) return;
     const accept = this.#acceptor(ref, plan);
@@ -321,7 +360,11 @@ export class EventLog {
     const tail = options.until ?? (await this.tail(ref));
     if (tail.streamSeq === 0 || tail.lastSeq <= afterSeq) return undefined;
     const start =
-      options.afterStreamSeq !== undefined ? options.afterStreamSeq + 1 : afterSeq === 0 ? 1 : await this.locate(ref, afterSeq + 1, tail);
+      options.afterStreamSeq !== undefined
+        ? options.afterStreamSeq + 1
+        : afterSeq === 0
+          ? 1
+          : await this.locate(ref, afterSeq + 1, tail);
     if (start === undefined) return undefined;
     return { ...common, start, until: tail.streamSeq, expected: options.expectedMessages ?? tail.lastSeq - afterSeq };
   }
@@ -343,7 +386,14 @@ export class EventLog {
       const located = await this.locate(ref, afterSeq + 1, tail);
       start = located ?? tail.streamSeq + 1;
     }
-    yield* this.#scan(ref, { start, until: undefined, afterSeq, policy: options.invalidPolicy, signal: options.signal, expected: undefined });
+    yield* this.#scan(ref, {
+      start,
+      until: undefined,
+      afterSeq,
+      policy: options.invalidPolicy,
+      signal: options.signal,
+      expected: undefined,
+    });
   }
 
   async *#scan(ref: ConversationRef, plan: ScanPlan): AsyncGenerator<StoredCommit> {
@@ -372,7 +422,9 @@ export class EventLog {
       }
       const commit = decoded.commit;
       if (commit.lastSeq <= afterSeq) return undefined; // before the requested position
-      if (expectedFirst === undefined ? commit.firstSeq > afterSeq + 1 && afterSeq > 0 : commit.firstSeq !== expectedFirst) {
+      if (
+        expectedFirst === undefined ? commit.firstSeq > afterSeq + 1 && afterSeq > 0 : commit.firstSeq !== expectedFirst
+      ) {
         const wanted = expectedFirst ?? afterSeq + 1;
         this.#report(subject, message.seq, `commit starts at seq ${commit.firstSeq}, expected ${wanted}`, [], policy);
         return undefined;
@@ -387,37 +439,82 @@ export class EventLog {
    * direct-get batches: no consumer is created, however long the read and however many readers.
    * A conversation begun in the legacy layout is read there first, up to its last legacy commit.
    */
-  #messages(ref: ConversationRef, start: number, until: number | undefined, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage> {
+  #messages(
+    ref: ConversationRef,
+    start: number,
+    until: number | undefined,
+    expected: number | undefined,
+    signal?: AbortSignal,
+  ): AsyncGenerator<RawMessage> {
     if (this.#legacy) return this.#messagesAcrossLayouts(ref, start, until, expected, signal);
     if (until === undefined) return this.#live(this.filter(ref), start, signal);
     return readSubjectRange(this.nc, this.#range(this.filter(ref), start, until, expected, signal));
   }
 
-  async *#messagesAcrossLayouts(ref: ConversationRef, start: number, until: number | undefined, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage> {
+  async *#messagesAcrossLayouts(
+    ref: ConversationRef,
+    start: number,
+    until: number | undefined,
+    expected: number | undefined,
+    signal?: AbortSignal,
+  ): AsyncGenerator<RawMessage> {
     let from = start;
     const legacyLast = await this.#legacyTail(ref);
     if (legacyLast >= from) {
-      yield* readSubjectRange(this.nc, this.#range(legacyConversationSubject(this.subjectPrefix, ref), from, Math.min(until ?? legacyLast, legacyLast), expected, signal));
+      yield* readSubjectRange(
+        this.nc,
+        this.#range(
+          legacyConversationSubject(this.subjectPrefix, ref),
+          from,
+          Math.min(until ?? legacyLast, legacyLast),
+          expected,
+          signal,
+        ),
+      );
       from = legacyLast + 1;
     }
     if (until === undefined) yield* this.#live(this.filter(ref), from, signal);
-    else if (from <= until) yield* readSubjectRange(this.nc, this.#range(this.filter(ref), from, until, expected, signal));
+    else if (from <= until)
+      yield* readSubjectRange(this.nc, this.#range(this.filter(ref), from, until, expected, signal));
   }
 
   /** A bounded read's messages a batch at a time. */
-  async *#batches(ref: ConversationRef, start: number, until: number, expected: number | undefined, signal?: AbortSignal): AsyncGenerator<RawMessage[]> {
+  async *#batches(
+    ref: ConversationRef,
+    start: number,
+    until: number,
+    expected: number | undefined,
+    signal?: AbortSignal,
+  ): AsyncGenerator<RawMessage[]> {
     let from = start;
     const legacyLast = this.#legacy ? await this.#legacyTail(ref) : 0;
     if (legacyLast >= from) {
-      yield* readSubjectBatches(this.nc, this.#range(legacyConversationSubject(this.subjectPrefix, ref), from, Math.min(until, legacyLast), expected, signal));
+      yield* readSubjectBatches(
+        this.nc,
+        this.#range(
+          legacyConversationSubject(this.subjectPrefix, ref),
+          from,
+          Math.min(until, legacyLast),
+          expected,
+          signal,
+        ),
+      );
       from = legacyLast + 1;
     }
     if (from <= until) yield* readSubjectBatches(this.nc, this.#range(this.filter(ref), from, until, expected, signal));
   }
 
-  #range(subject: string, from: number, until: number, expected: number | undefined, signal: AbortSignal | undefined): SubjectRange {
+  #range(
+    subject: string,
+    from: number,
+    until: number,
+    expected: number | undefined,
+    signal: AbortSignal | undefined,
+  ): SubjectRange {
     // a replicated stream's batch may come from a replica that is behind: the leader answers the rest
-    const leaderGet = this.#fromLeader ? (seq: number): Promise<RawMessage | null> => this.#direct({ seq, next_by_subj: subject }) : undefined;
+    const leaderGet = this.#fromLeader
+      ? (seq: number): Promise<RawMessage | null> => this.#direct({ seq, next_by_subj: subject })
+      : undefined;
     return { stream: this.streamName, subject, from, until, expected, signal, leaderGet };
   }
 
@@ -426,8 +523,17 @@ export class EventLog {
    * subscription on the subject, read with direct-get batches (no consumer, however many follow).
    */
   async *#live(subject: string, start: number, signal?: AbortSignal): AsyncGenerator<RawMessage> {
-    const leaderGet = this.#fromLeader ? (seq: number): Promise<RawMessage | null> => this.#direct({ seq, next_by_subj: subject }) : undefined;
-    const follow = { stream: this.streamName, subject, from: start, signal, leaderGet, backstopMs: this.options.followBackstopMs };
+    const leaderGet = this.#fromLeader
+      ? (seq: number): Promise<RawMessage | null> => this.#direct({ seq, next_by_subj: subject })
+      : undefined;
+    const follow = {
+      stream: this.streamName,
+      subject,
+      from: start,
+      signal,
+      leaderGet,
+      backstopMs: this.options.followBackstopMs,
+    };
     for await (const messages of followSubject(this.nc, follow)) yield* messages;
   }
 
@@ -446,16 +552,24 @@ export class EventLog {
       throw new LogError(LogErrorCode.UnsupportedVersion, `${subject} #${streamSeq}: ${reason}`, { issues });
     }
     if ((policy ?? this.options.invalidPolicy ?? 'skip') === 'stop') {
-      throw new LogError(LogErrorCode.CorruptCommit, `invalid message at ${subject} #${streamSeq}: ${reason}`, { issues });
+      throw new LogError(LogErrorCode.CorruptCommit, `invalid message at ${subject} #${streamSeq}: ${reason}`, {
+        issues,
+      });
     }
   }
 
   async #direct(query: { last_by_subj: string } | { seq: number; next_by_subj: string }): Promise<RawMessage | null> {
     try {
-      const message = this.#fromLeader ? await this.jsm.streams.getMessage(this.streamName, query) : await this.jsm.direct.getMessage(this.streamName, query);
+      const message = this.#fromLeader
+        ? await this.jsm.streams.getMessage(this.streamName, query)
+        : await this.jsm.direct.getMessage(this.streamName, query);
       return message && { subject: message.subject, seq: message.seq, data: message.data, headers: message.header };
     } catch (error) {
-      throw new LogError(LogErrorCode.Transient, `${this.#fromLeader ? 'message' : 'direct'} get on ${this.streamName} failed: ${(error as Error).message}`, { cause: error });
+      throw new LogError(
+        LogErrorCode.Transient,
+        `${this.#fromLeader ? 'message' : 'direct'} get on ${this.streamName} failed: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
 
@@ -497,7 +611,10 @@ export class EventLog {
     const legacyLast = await this.#legacyTail(ref);
     if (streamSeq > legacyLast) return streamSeq;
     if (streamSeq === legacyLast) return 0;
-    throw new ConflictError(`${this.filter(ref)} moved on since it was read: the append expects #${streamSeq}, but the conversation's legacy log goes on to #${legacyLast}`, legacyLast);
+    throw new ConflictError(
+      `${this.filter(ref)} moved on since it was read: the append expects #${streamSeq}, but the conversation's legacy log goes on to #${legacyLast}`,
+      legacyLast,
+    );
   }
 
   /** The stream sequence of the conversation's message right after `expected` when it is commit `commitId` (its `Nats-Msg-Id`). */
@@ -507,7 +624,11 @@ export class EventLog {
   }
 
   /** The first commit at or after `from` (skipping foreign messages) up to `limit`. */
-  async #nextPlaced(ref: ConversationRef, from: number, limit: number): Promise<{ seq: number; firstSeq: number } | undefined> {
+  async #nextPlaced(
+    ref: ConversationRef,
+    from: number,
+    limit: number,
+  ): Promise<{ seq: number; firstSeq: number } | undefined> {
     let cursor = from;
     while (cursor <= limit) {
       const message = await this.#next(ref, cursor);
@@ -522,33 +643,44 @@ export class EventLog {
 
 /** Assigns seqs after `lastSeq` and validates every event, naming each bad field. */
 export function placeEvents(ref: ConversationRef, drafts: readonly EventDraft[], lastSeq: number): Event[] {
-  if (drafts.length === 0) throw new LogError(LogErrorCode.InvalidEvent, 'a commit needs at least one event', { issues: [{ path: 'events', message: 'empty' }] });
+  if (drafts.length === 0)
+    throw new LogError(LogErrorCode.InvalidEvent, 'a commit needs at least one event', {
+      issues: [{ path: 'events', message: 'empty' }],
+    });
   const issues: ProtocolIssue[] = [];
   const events: Event[] = [];
   drafts.forEach((draft, index) => {
     const candidate = { ...draft, seq: lastSeq + 1 + index };
     // the compiled JSON Schema vouches for valid events quickly; zod names what is wrong
     if (isValidEvent(candidate)) {
-      if (candidate.tenant !== ref.tenant) issues.push({ path: `events.${index}.tenant`, message: `must be "${ref.tenant}"` });
-      if (candidate.conversation !== ref.conversation) issues.push({ path: `events.${index}.conversation`, message: `must be "${ref.conversation}"` });
+      if (candidate.tenant !== ref.tenant)
+        issues.push({ path: `events.${index}.tenant`, message: `must be "${ref.tenant}"` });
+      if (candidate.conversation !== ref.conversation)
+        issues.push({ path: `events.${index}.conversation`, message: `must be "${ref.conversation}"` });
       events.push(candidate);
       return;
     }
     const result = Event.safeParse(candidate);
     if (!result.success) {
       for (const issue of result.error.issues) {
-        issues.push({ path: `events.${index}.${issue.path.map(String).join('.') || '(root)'}`, message: issue.message });
+        issues.push({
+          path: `events.${index}.${issue.path.map(String).join('.') || '(root)'}`,
+          message: issue.message,
+        });
       }
       return;
     }
-    if (result.data.tenant !== ref.tenant) issues.push({ path: `events.${index}.tenant`, message: `must be "${ref.tenant}"` });
+    if (result.data.tenant !== ref.tenant)
+      issues.push({ path: `events.${index}.tenant`, message: `must be "${ref.tenant}"` });
     if (result.data.conversation !== ref.conversation) {
       issues.push({ path: `events.${index}.conversation`, message: `must be "${ref.conversation}"` });
     }
     events.push(result.data);
   });
   if (issues.length > 0) {
-    throw new LogError(LogErrorCode.InvalidEvent, `refused to append invalid events: ${describeIssues(issues)}`, { issues });
+    throw new LogError(LogErrorCode.InvalidEvent, `refused to append invalid events: ${describeIssues(issues)}`, {
+      issues,
+    });
   }
   return events;
 }

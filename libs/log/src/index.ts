@@ -1,7 +1,21 @@
 export { EventLog, placeEvents } from './event-log.js';
-export type { AppendOptions, EventLogOptions, InvalidMessagePolicy, InvalidMessageReport, ReadOptions } from './event-log.js';
+export type {
+  AppendOptions,
+  EventLogOptions,
+  InvalidMessagePolicy,
+  InvalidMessageReport,
+  ReadOptions,
+} from './event-log.js';
 export { ConflictError, LogError, LogErrorCode, isConflict } from './errors.js';
-export { assertConversationRef, conversationFilter, conversationSubject, DEFAULT_SUBJECT_PREFIX, legacyConversationSubject, parseConversationSubject, subjectKind } from './conversation-ref.js';
+export {
+  assertConversationRef,
+  conversationFilter,
+  conversationSubject,
+  DEFAULT_SUBJECT_PREFIX,
+  legacyConversationSubject,
+  parseConversationSubject,
+  subjectKind,
+} from './conversation-ref.js';
 export type { ConversationRef } from './conversation-ref.js';
 export { EMPTY_TAIL, tailOf } from './stored-commit.js';
 export type { StoredCommit, Tail } from './stored-commit.js';

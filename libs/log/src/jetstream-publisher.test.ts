@@ -33,9 +33,19 @@ describe('JetStreamPublisher', () => {
     };
 
     // many at once: each answer is matched to its own publish
-    const answers = await Promise.all(Array.from({ length: 50 }, (_, index) => publisher.publish(`${subject}.s${index}`, bytes(String(index)), withId(`m${index}`))));
-    expect(answers.map((answer) => (answer.ok ? answer.seq : 0)).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, index) => index + 1));
-    expect(await publisher.publish(`${subject}.s7`, bytes('again'), withId('m7'))).toEqual({ ok: true, seq: answers[7]!.ok ? answers[7]!.seq : -1, duplicate: true });
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, index) =>
+        publisher.publish(`${subject}.s${index}`, bytes(String(index)), withId(`m${index}`)),
+      ),
+    );
+    expect(answers.map((answer) => (answer.ok ? answer.seq : 0)).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 50 }, (_, index) => index + 1),
+    );
+    expect(await publisher.publish(`${subject}.s7`, bytes('again'), withId('m7'))).toEqual({
+      ok: true,
+      seq: answers[7]!.ok ? answers[7]!.seq : -1,
+      duplicate: true,
+    });
 
     const stale = await publisher.publish(`${subject}.s3`, bytes('stale'), withId('stale', 1));
     expect(stale).toMatchObject({ ok: false, kind: 'refused', status: 400, errCode: 10071 });
@@ -44,7 +54,10 @@ describe('JetStreamPublisher', () => {
 
   it('says when no stream takes the subject, when no answer comes in time, and when the connection is closed', async () => {
     const publisher = new JetStreamPublisher(nc, 300);
-    expect(await publisher.publish(`nostream.${uniqueName('X')}`, bytes('x'), headers())).toMatchObject({ ok: false, kind: 'no_stream' });
+    expect(await publisher.publish(`nostream.${uniqueName('X')}`, bytes('x'), headers())).toMatchObject({
+      ok: false,
+      kind: 'no_stream',
+    });
 
     const silent = `silent.${uniqueName('X').toLowerCase()}`;
     const listener = nc.subscribe(silent); // a responder that never answers

@@ -5,7 +5,13 @@ import { createInbox, type Msg, type MsgHdrs, type NatsConnection, type Subscrip
 export type PublishAnswer =
   | { readonly ok: true; readonly seq: number; readonly duplicate: boolean }
   /** Refused by the stream (`errCode` is JetStream's error code, e.g. 10071 wrong last sequence). */
-  | { readonly ok: false; readonly kind: 'refused'; readonly status: number; readonly errCode: number; readonly description: string }
+  | {
+      readonly ok: false;
+      readonly kind: 'refused';
+      readonly status: number;
+      readonly errCode: number;
+      readonly description: string;
+    }
   /** No stream took it (nothing listens on the subject), or no answer in time, or the connection closed. */
   | { readonly ok: false; readonly kind: 'no_stream' | 'timeout' | 'closed'; readonly description: string };
 
@@ -30,11 +36,14 @@ export class JetStreamPublisher {
   #sweep: NodeJS.Timeout | undefined;
 
   constructor(nc: NatsConnection, timeoutMs: number) {
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1) throw new RangeError(`timeoutMs must be a whole number of milliseconds ≥ 1, not ${timeoutMs}`);
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 1)
+      throw new RangeError(`timeoutMs must be a whole number of milliseconds ≥ 1, not ${timeoutMs}`);
     this.#nc = nc;
     this.#timeoutMs = timeoutMs;
     this.#prefix = `${createInbox(connectionInboxPrefix(nc))}.`;
-    this.#subscription = nc.subscribe(`${this.#prefix}*`, { callback: (error, message) => (error ? this.#failAll('closed', error.message) : this.#answer(message)) });
+    this.#subscription = nc.subscribe(`${this.#prefix}*`, {
+      callback: (error, message) => (error ? this.#failAll('closed', error.message) : this.#answer(message)),
+    });
     void this.#subscription.closed.then(() => this.#failAll('closed', 'the connection closed'));
   }
 
@@ -89,7 +98,13 @@ function readAnswer(message: Msg): PublishAnswer {
   const status = message.headers?.code ?? 0;
   if (message.data.length === 0) {
     if (status === 503) return { ok: false, kind: 'no_stream', description: 'no stream answered (no responders)' };
-    return { ok: false, kind: 'refused', status, errCode: 0, description: message.headers?.description || `status ${status} without a body` };
+    return {
+      ok: false,
+      kind: 'refused',
+      status,
+      errCode: 0,
+      description: message.headers?.description || `status ${status} without a body`,
+    };
   }
   let body: unknown;
   try {
@@ -97,18 +112,29 @@ function readAnswer(message: Msg): PublishAnswer {
   } catch {
     return { ok: false, kind: 'refused', status, errCode: 0, description: 'an acknowledgement that is not JSON' };
   }
-  const answer = body as { seq?: unknown; duplicate?: unknown; error?: { code?: unknown; err_code?: unknown; description?: unknown } };
+  const answer = body as {
+    seq?: unknown;
+    duplicate?: unknown;
+    error?: { code?: unknown; err_code?: unknown; description?: unknown };
+  };
   if (answer.error && typeof answer.error === 'object') {
     return {
       ok: false,
       kind: 'refused',
       status: typeof answer.error.code === 'number' ? answer.error.code : status,
       errCode: typeof answer.error.err_code === 'number' ? answer.error.err_code : 0,
-      description: typeof answer.error.description === 'string' ? answer.error.description : 'refused without a description',
+      description:
+        typeof answer.error.description === 'string' ? answer.error.description : 'refused without a description',
     };
   }
   if (typeof answer.seq !== 'number' || !Number.isSafeInteger(answer.seq) || answer.seq < 1) {
-    return { ok: false, kind: 'refused', status, errCode: 0, description: 'an acknowledgement without a stream sequence' };
+    return {
+      ok: false,
+      kind: 'refused',
+      status,
+      errCode: 0,
+      description: 'an acknowledgement without a stream sequence',
+    };
   }
   return { ok: true, seq: answer.seq, duplicate: answer.duplicate === true };
 }

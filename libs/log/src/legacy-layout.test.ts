@@ -4,7 +4,12 @@ import { jetstream } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import { encodeCommit } from './codec.js';
-import { legacyConversationSubject, parseConversationSubject, subjectKind, type ConversationRef } from './conversation-ref.js';
+import {
+  legacyConversationSubject,
+  parseConversationSubject,
+  subjectKind,
+  type ConversationRef,
+} from './conversation-ref.js';
 import { EMPTY_TAIL } from './stored-commit.js';
 import { commitSubjectTransform } from '@flotilla/bus';
 import { ConflictError } from './errors.js';
@@ -18,7 +23,13 @@ const GOLDEN_START = new URL('../../events/fixtures/v1/commits/conversation-star
  * Publishes a commit where a writer of the legacy layout put it (`<prefix>.<tenant>.<conversation>`,
  * expecting that subject's last sequence), with the headers it wrote.
  */
-async function publishLegacy(log: EventLog, ref: ConversationRef, body: { commit: string; v: number; events: Event[] }, expectedStreamSeq: number, data: string | Uint8Array = JSON.stringify(body)): Promise<number> {
+async function publishLegacy(
+  log: EventLog,
+  ref: ConversationRef,
+  body: { commit: string; v: number; events: Event[] },
+  expectedStreamSeq: number,
+  data: string | Uint8Array = JSON.stringify(body),
+): Promise<number> {
   const headers = natsHeaders();
   headers.set(CommitHeader.Protocol, String(body.v));
   headers.set(CommitHeader.EventTypes, commitEventTypes(body.events).join(','));
@@ -37,19 +48,35 @@ describe('logs written before commits carried their kind', () => {
     await using fixture = await logFixture();
     const { log: current } = fixture;
     await current.jsm.streams.update(current.streamName, { subjects: [`${current.subjectPrefix}.*.*`] });
-    const golden = JSON.parse(await readFile(GOLDEN_START, 'utf8')) as { commit: string; v: number; tenant: string; conversation: string; events: Event[] };
+    const golden = JSON.parse(await readFile(GOLDEN_START, 'utf8')) as {
+      commit: string;
+      v: number;
+      tenant: string;
+      conversation: string;
+      events: Event[];
+    };
     const ref = { tenant: golden.tenant, conversation: golden.conversation };
     const first = await publishLegacy(current, ref, golden, 0);
     const secondEvents = placeEvents(ref, [userMessage(ref, 'still the legacy layout')], golden.events.length);
     const encoded = encodeCommit('legacy-second', ref, secondEvents);
-    const second = await publishLegacy(current, ref, { commit: 'legacy-second', v: Number(encoded.headers.get(CommitHeader.Protocol)), events: secondEvents }, first, encoded.data);
+    const second = await publishLegacy(
+      current,
+      ref,
+      { commit: 'legacy-second', v: Number(encoded.headers.get(CommitHeader.Protocol)), events: secondEvents },
+      first,
+      encoded.data,
+    );
     const options = { streamName: current.streamName, subjectPrefix: current.subjectPrefix };
 
     // a service of the current version refuses the stream until it is moved (an older writer could still append there)
-    await expect(EventLog.open(fixture.nc, options)).rejects.toThrow(`nats stream edit ${current.streamName} --subjects '${current.subjectPrefix}.*.*.*'`);
+    await expect(EventLog.open(fixture.nc, options)).rejects.toThrow(
+      `nats stream edit ${current.streamName} --subjects '${current.subjectPrefix}.*.*.*'`,
+    );
     // the admin (the launcher, on its own server) moves it; the stored commits stay
     await EventLog.open(fixture.nc, { ...options, upgradeSubjects: true });
-    expect((await current.jsm.streams.info(current.streamName)).config.subjects).toEqual([`${current.subjectPrefix}.*.*.*`]);
+    expect((await current.jsm.streams.info(current.streamName)).config.subjects).toEqual([
+      `${current.subjectPrefix}.*.*.*`,
+    ]);
     const log = await EventLog.open(fixture.nc, { ...options, writer: 'gateway' });
 
     const tail = await log.tail(ref);
@@ -64,20 +91,34 @@ describe('logs written before commits carried their kind', () => {
     expect(await log.locate(ref, 4)).toBe(second);
 
     // a stale writer (it read the first legacy commit only) conflicts; the one at the tail continues the log
-    await expect(log.append(ref, [userMessage(ref, 'stale')], { expected: { streamSeq: first, lastSeq: 3 } })).rejects.toBeInstanceOf(ConflictError);
-    const third = await log.append(ref, [userMessage(ref, 'the current layout')], { expected: tail, commitId: 'third' });
+    await expect(
+      log.append(ref, [userMessage(ref, 'stale')], { expected: { streamSeq: first, lastSeq: 3 } }),
+    ).rejects.toBeInstanceOf(ConflictError);
+    const third = await log.append(ref, [userMessage(ref, 'the current layout')], {
+      expected: tail,
+      commitId: 'third',
+    });
     expect(third).toMatchObject({ firstSeq: 5, lastSeq: 5 });
     // a retry whose answer was lost finds its commit; a second writer on the old tail conflicts
-    expect((await log.append(ref, [userMessage(ref, 'the current layout')], { expected: tail, commitId: 'third' })).streamSeq).toBe(third.streamSeq);
-    await expect(log.append(ref, [userMessage(ref, 'racing')], { expected: tail })).rejects.toBeInstanceOf(ConflictError);
-    const fourth = await log.append(ref, [userMessage(ref, 'and on')], { expected: { streamSeq: third.streamSeq, lastSeq: 5 } });
+    expect(
+      (await log.append(ref, [userMessage(ref, 'the current layout')], { expected: tail, commitId: 'third' }))
+        .streamSeq,
+    ).toBe(third.streamSeq);
+    await expect(log.append(ref, [userMessage(ref, 'racing')], { expected: tail })).rejects.toBeInstanceOf(
+      ConflictError,
+    );
+    const fourth = await log.append(ref, [userMessage(ref, 'and on')], {
+      expected: { streamSeq: third.streamSeq, lastSeq: 5 },
+    });
 
     expect((await log.readEvents(ref)).events.map((event) => event.seq)).toEqual([1, 2, 3, 4, 5, 6]);
     expect((await log.readEvents(ref, { afterSeq: 3 })).events.map((event) => event.seq)).toEqual([4, 5, 6]);
     expect(await log.tail(ref)).toEqual({ streamSeq: fourth.streamSeq, lastSeq: 6 });
     const stored = await log.jsm.direct.getMessage(log.streamName, { seq: third.streamSeq });
     // stored with its partition, which the server computes from tenant and conversation
-    expect(stored?.subject).toMatch(new RegExp(`^${log.subjectPrefix.replaceAll('.', '\\.')}\\.${ref.tenant}\\.${ref.conversation}\\.user\\.(\\d+)$`));
+    expect(stored?.subject).toMatch(
+      new RegExp(`^${log.subjectPrefix.replaceAll('.', '\\.')}\\.${ref.tenant}\\.${ref.conversation}\\.user\\.(\\d+)$`),
+    );
     expect(parseConversationSubject(log.subjectPrefix, stored!.subject)).toEqual(ref);
     expect(subjectKind(log.subjectPrefix, stored!.subject)).toBe('user');
 
@@ -109,17 +150,27 @@ describe('logs written before commits carried their kind', () => {
     expect(before.storageWarning).toMatch(/does not partition its commits/);
     const ref = { tenant: 'acme', conversation: 'before-partitions' };
     const first = await before.append(ref, [userMessage(ref, 'unpartitioned')], { expected: EMPTY_TAIL });
-    expect((await before.jsm.direct.getMessage(before.streamName, { seq: first.streamSeq }))?.subject).toBe(`${before.subjectPrefix}.acme.before-partitions.user`);
+    expect((await before.jsm.direct.getMessage(before.streamName, { seq: first.streamSeq }))?.subject).toBe(
+      `${before.subjectPrefix}.acme.before-partitions.user`,
+    );
 
     // the admin (the launcher) partitions it; the stored commits stay where they are
     await EventLog.open(fixture.nc, { ...options, upgradeSubjects: true });
-    expect((await current.jsm.streams.info(current.streamName)).config.subject_transform).toEqual(commitSubjectTransform(current.subjectPrefix));
+    expect((await current.jsm.streams.info(current.streamName)).config.subject_transform).toEqual(
+      commitSubjectTransform(current.subjectPrefix),
+    );
     const log = await EventLog.open(fixture.nc, { ...options, writer: 'gateway' });
     expect(log.storageWarning).toBeUndefined();
     // a stale writer conflicts across both layouts; the one at the tail continues the log
-    const second = await log.append(ref, [userMessage(ref, 'partitioned')], { expected: { streamSeq: first.streamSeq, lastSeq: 1 } });
-    await expect(log.append(ref, [userMessage(ref, 'stale')], { expected: { streamSeq: first.streamSeq, lastSeq: 1 } })).rejects.toBeInstanceOf(ConflictError);
-    expect((await log.jsm.direct.getMessage(log.streamName, { seq: second.streamSeq }))?.subject).toMatch(/\.acme\.before-partitions\.user\.\d+$/);
+    const second = await log.append(ref, [userMessage(ref, 'partitioned')], {
+      expected: { streamSeq: first.streamSeq, lastSeq: 1 },
+    });
+    await expect(
+      log.append(ref, [userMessage(ref, 'stale')], { expected: { streamSeq: first.streamSeq, lastSeq: 1 } }),
+    ).rejects.toBeInstanceOf(ConflictError);
+    expect((await log.jsm.direct.getMessage(log.streamName, { seq: second.streamSeq }))?.subject).toMatch(
+      /\.acme\.before-partitions\.user\.\d+$/,
+    );
     expect((await log.readEvents(ref)).events.map((event) => event.seq)).toEqual([1, 2]);
     expect(await log.tail(ref)).toEqual({ streamSeq: second.streamSeq, lastSeq: 2 });
     expect(await log.locate(ref, 1)).toBe(first.streamSeq);
@@ -142,12 +193,23 @@ describe('logs written before commits carried their kind', () => {
 describe('commit subjects of every layout', () => {
   it('name their conversation and kind as stored now, before partitions and before kinds, and nothing else', () => {
     const prefix = 'flotilla.ev';
-    expect(parseConversationSubject(prefix, 'flotilla.ev.acme.c1.step.15')).toEqual({ tenant: 'acme', conversation: 'c1' });
+    expect(parseConversationSubject(prefix, 'flotilla.ev.acme.c1.step.15')).toEqual({
+      tenant: 'acme',
+      conversation: 'c1',
+    });
     expect(subjectKind(prefix, 'flotilla.ev.acme.c1.step.0')).toBe('step');
     expect(subjectKind(prefix, 'flotilla.ev.acme.c1.tool')).toBe('tool');
     expect(parseConversationSubject(prefix, 'flotilla.ev.acme.c1')).toEqual({ tenant: 'acme', conversation: 'c1' });
     expect(subjectKind(prefix, 'flotilla.ev.acme.c1')).toBeUndefined();
-    for (const subject of ['flotilla.ev.acme.c1.step.16', 'flotilla.ev.acme.c1.step.01', 'flotilla.ev.acme.c1.step.x', 'flotilla.ev.acme.c1.nope.1', 'flotilla.ev.acme.c1.step.1.2', 'flotilla.ev.acme', 'other.acme.c1.step.1']) {
+    for (const subject of [
+      'flotilla.ev.acme.c1.step.16',
+      'flotilla.ev.acme.c1.step.01',
+      'flotilla.ev.acme.c1.step.x',
+      'flotilla.ev.acme.c1.nope.1',
+      'flotilla.ev.acme.c1.step.1.2',
+      'flotilla.ev.acme',
+      'other.acme.c1.step.1',
+    ]) {
       expect(parseConversationSubject(prefix, subject), subject).toBeUndefined();
     }
   });

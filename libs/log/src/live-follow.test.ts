@@ -1,7 +1,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { authorizationConfig, connectionOptions, DEFAULT_STREAM_NAMES, ensureUsers, loadBusSettings, userEnvironment } from '@flotilla/bus';
+import {
+  authorizationConfig,
+  connectionOptions,
+  DEFAULT_STREAM_NAMES,
+  ensureUsers,
+  loadBusSettings,
+  userEnvironment,
+} from '@flotilla/bus';
 import { freePort, NatsServerProcess, startNats, uniqueName } from '@flotilla/testing';
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -21,7 +28,8 @@ type Follower = { readonly seqs: number[]; readonly done: Promise<void> };
 function follower(log: EventLog, ref: ConversationRef, signal: AbortSignal, options: ReadOptions = {}): Follower {
   const seqs: number[] = [];
   const done = (async () => {
-    for await (const commit of log.follow(ref, { ...options, signal })) seqs.push(...commit.events.map((event) => event.seq));
+    for await (const commit of log.follow(ref, { ...options, signal }))
+      seqs.push(...commit.events.map((event) => event.seq));
   })();
   return { seqs, done };
 }
@@ -35,13 +43,15 @@ async function appendEvents(log: EventLog, ref: ConversationRef, tail: Tail, cou
       const commit = await log.append(ref, drafts, { expected: tail, commitId: `${ref.conversation}-${tail.lastSeq}` });
       return { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`could not append to ${ref.conversation} after a restart for 20 s`, { cause: error });
+      if (Date.now() > deadline)
+        throw new Error(`could not append to ${ref.conversation} after a restart for 20 s`, { cause: error });
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 }
 
-const upTo = (last: number, after = 0): number[] => Array.from({ length: last - after }, (_, index) => after + 1 + index);
+const upTo = (last: number, after = 0): number[] =>
+  Array.from({ length: last - after }, (_, index) => after + 1 + index);
 
 async function consumerCount(log: EventLog): Promise<number> {
   return (await log.jsm.streams.info(log.streamName)).state.consumer_count;
@@ -50,7 +60,14 @@ async function consumerCount(log: EventLog): Promise<number> {
 /** Samples the stream's consumer count until stopped (samples taken while the server is away are skipped). */
 function sampleConsumers(log: EventLog): { stop(): number[] } {
   const seen: number[] = [];
-  const timer = setInterval(() => void consumerCount(log).then((count) => seen.push(count), () => undefined), 20);
+  const timer = setInterval(
+    () =>
+      void consumerCount(log).then(
+        (count) => seen.push(count),
+        () => undefined,
+      ),
+    20,
+  );
   return {
     stop() {
       clearInterval(timer);
@@ -59,13 +76,19 @@ function sampleConsumers(log: EventLog): { stop(): number[] } {
   };
 }
 
-const subscriptionsOf = (nc: NatsConnection): number => (nc as unknown as { protocol: { subscriptions: { size(): number } } }).protocol.subscriptions.size();
-const statusListenersOf = (nc: NatsConnection): number => (nc as unknown as { protocol: { listeners: unknown[] } }).protocol.listeners.length;
+const subscriptionsOf = (nc: NatsConnection): number =>
+  (nc as unknown as { protocol: { subscriptions: { size(): number } } }).protocol.subscriptions.size();
+const statusListenersOf = (nc: NatsConnection): number =>
+  (nc as unknown as { protocol: { listeners: unknown[] } }).protocol.listeners.length;
 
 describe('EventLog.follow without a consumer', () => {
   it('gives several followers every commit once and in order, across a server restart, with no consumer on the stream', async () => {
     const reports: string[] = [];
-    await using fixture = await logFixture({ ...NO_BACKSTOP, appendTimeoutMs: 1_000, onInvalid: (report) => reports.push(report.reason) });
+    await using fixture = await logFixture({
+      ...NO_BACKSTOP,
+      appendTimeoutMs: 1_000,
+      onInvalid: (report) => reports.push(report.reason),
+    });
     const { log, nc, server } = fixture;
     const [a, b, c] = [newRef(), newRef(), newRef()];
     const tails = new Map<ConversationRef, Tail>([
@@ -73,7 +96,8 @@ describe('EventLog.follow without a consumer', () => {
       [b, EMPTY_TAIL],
       [c, EMPTY_TAIL],
     ]);
-    const add = async (ref: ConversationRef, count = 1): Promise<void> => void tails.set(ref, await appendEvents(log, ref, tails.get(ref)!, count));
+    const add = async (ref: ConversationRef, count = 1): Promise<void> =>
+      void tails.set(ref, await appendEvents(log, ref, tails.get(ref)!, count));
     await add(a, 2);
     await add(a);
     await add(b);
@@ -90,7 +114,9 @@ describe('EventLog.follow without a consumer', () => {
     };
     const expectSeen = async (wanted: Record<keyof typeof followers, number[]>): Promise<void> => {
       for (const [name, seqs] of Object.entries(wanted)) {
-        await expect.poll(() => followers[name as keyof typeof followers].seqs, { timeout: 15_000, message: `follower ${name}` }).toEqual(seqs);
+        await expect
+          .poll(() => followers[name as keyof typeof followers].seqs, { timeout: 15_000, message: `follower ${name}` })
+          .toEqual(seqs);
       }
     };
     try {
@@ -155,7 +181,11 @@ describe('EventLog.follow without a consumer', () => {
     const tails = new Map<ConversationRef, Tail>();
     const appendAll = async (): Promise<void> => {
       for (let start = 0; start < refs.length; start += 100) {
-        await Promise.all(refs.slice(start, start + 100).map(async (ref) => void tails.set(ref, await appendEvents(log, ref, tails.get(ref) ?? EMPTY_TAIL))));
+        await Promise.all(
+          refs
+            .slice(start, start + 100)
+            .map(async (ref) => void tails.set(ref, await appendEvents(log, ref, tails.get(ref) ?? EMPTY_TAIL))),
+        );
       }
     };
     await appendAll();
@@ -169,7 +199,9 @@ describe('EventLog.follow without a consumer', () => {
       // the nats-server in use refuses a stream's 1,001st consumer: the followers hold none
       expect(await consumerCount(log)).toBe(0);
       await appendAll();
-      await expect.poll(() => behind(2), { timeout: 30_000, message: 'followers without the commit appended while they follow' }).toBe(0);
+      await expect
+        .poll(() => behind(2), { timeout: 30_000, message: 'followers without the commit appended while they follow' })
+        .toBe(0);
       for (const each of followers) expect(each.seqs).toEqual([1, 2]);
     } finally {
       controller.abort();
@@ -187,8 +219,22 @@ describe('EventLog.follow without a consumer', () => {
     try {
       const routes = await Promise.all([0, 1, 2].map(() => freePort()));
       const clusterConfig = (index: number): string =>
-        [`server_name: "n${index}"`, 'cluster {', '  name: "follow"', `  listen: "127.0.0.1:${routes[index]}"`, `  routes: [${routes.map((port) => `"nats-route://127.0.0.1:${port}"`).join(', ')}]`, '}', ''].join('\n');
-      nodes.push(...(await Promise.all([0, 1, 2].map((index) => NatsServerProcess.start({ storeDir: join(dir, `n${index}`), config: clusterConfig(index) })))));
+        [
+          `server_name: "n${index}"`,
+          'cluster {',
+          '  name: "follow"',
+          `  listen: "127.0.0.1:${routes[index]}"`,
+          `  routes: [${routes.map((port) => `"nats-route://127.0.0.1:${port}"`).join(', ')}]`,
+          '}',
+          '',
+        ].join('\n');
+      nodes.push(
+        ...(await Promise.all(
+          [0, 1, 2].map((index) =>
+            NatsServerProcess.start({ storeDir: join(dir, `n${index}`), config: clusterConfig(index) }),
+          ),
+        )),
+      );
       const writer = await connect({ servers: nodes[0]!.url, maxReconnectAttempts: -1 });
       const reader = await connect({ servers: nodes[2]!.url, maxReconnectAttempts: -1 });
       try {
@@ -207,7 +253,10 @@ describe('EventLog.follow without a consumer', () => {
         const ref = newRef();
         let tail = await appendEvents(writerLog, ref, EMPTY_TAIL);
         const controller = new AbortController();
-        const followers = [follower(readerLog, ref, controller.signal), follower(readerLog, ref, controller.signal, { afterSeq: 1 })];
+        const followers = [
+          follower(readerLog, ref, controller.signal),
+          follower(readerLog, ref, controller.signal, { afterSeq: 1 }),
+        ];
         try {
           await expect.poll(() => followers[0]!.seqs).toEqual([1]);
           for (let index = 0; index < 30; index += 1) tail = await appendEvents(writerLog, ref, tail, 1 + (index % 3));
@@ -231,21 +280,42 @@ describe('EventLog.follow without a consumer', () => {
   it("follows with the gateway's credential from the permission matrix, and tells a user who may not subscribe what it lacks", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'flotilla-follow-permissions-'));
     try {
-      const users = new Map((await ensureUsers(join(dir, 'users'), ['gateway', 'step-worker'])).map((user) => [user.user, user]));
-      await using server = await startNats({ storeDir: join(dir, 'store'), config: authorizationConfig([...users.values()]), preferExternal: false });
+      const users = new Map(
+        (await ensureUsers(join(dir, 'users'), ['gateway', 'step-worker'])).map((user) => [user.user, user]),
+      );
+      await using server = await startNats({
+        storeDir: join(dir, 'store'),
+        config: authorizationConfig([...users.values()]),
+        preferExternal: false,
+      });
       const as = async (user: string): Promise<NatsConnection> =>
-        connect({ ...connectionOptions(loadBusSettings({ FLOTILLA_NATS_URL: server.url, ...userEnvironment(users.get(user)!) }), { name: user, identity: user }), maxReconnectAttempts: 0 });
+        connect({
+          ...connectionOptions(
+            loadBusSettings({ FLOTILLA_NATS_URL: server.url, ...userEnvironment(users.get(user)!) }),
+            { name: user, identity: user },
+          ),
+          maxReconnectAttempts: 0,
+        });
       const gateway = await as('gateway');
       const worker = await as('step-worker');
       try {
-        const log = await EventLog.open(gateway, { streamName: DEFAULT_STREAM_NAMES.stream, subjectPrefix: DEFAULT_STREAM_NAMES.subjectPrefix, writer: 'gateway', ...NO_BACKSTOP });
+        const log = await EventLog.open(gateway, {
+          streamName: DEFAULT_STREAM_NAMES.stream,
+          subjectPrefix: DEFAULT_STREAM_NAMES.subjectPrefix,
+          writer: 'gateway',
+          ...NO_BACKSTOP,
+        });
         const ref = newRef();
         const first = await appendEvents(log, ref, EMPTY_TAIL);
         const controller = new AbortController();
         const followed = follower(log, ref, controller.signal);
         await expect.poll(() => followed.seqs).toEqual([1]);
         // another service appends (the step worker may): the gateway's follower is woken
-        const workerLog = await EventLog.open(worker, { streamName: DEFAULT_STREAM_NAMES.stream, subjectPrefix: DEFAULT_STREAM_NAMES.subjectPrefix, writer: 'step-worker' });
+        const workerLog = await EventLog.open(worker, {
+          streamName: DEFAULT_STREAM_NAMES.stream,
+          subjectPrefix: DEFAULT_STREAM_NAMES.subjectPrefix,
+          writer: 'step-worker',
+        });
         await appendEvents(workerLog, ref, first, 2);
         await expect.poll(() => followed.seqs).toEqual([1, 2, 3]);
         expect(await consumerCount(log)).toBe(0);
@@ -255,7 +325,10 @@ describe('EventLog.follow without a consumer', () => {
         const refused = (async () => {
           for await (const _commit of workerLog.follow(ref, { signal: AbortSignal.timeout(10_000) })) return;
         })();
-        await expect(refused).rejects.toMatchObject({ code: 'forbidden', message: expect.stringMatching(/permission to subscribe/) });
+        await expect(refused).rejects.toMatchObject({
+          code: 'forbidden',
+          message: expect.stringMatching(/permission to subscribe/),
+        });
       } finally {
         await gateway.close();
         await worker.close();

@@ -47,7 +47,10 @@ export type SubjectFollow = {
 export async function* followSubject(nc: NatsConnection, follow: SubjectFollow): AsyncGenerator<RawMessage[]> {
   const { stream, subject, signal } = follow;
   const backstopMs = follow.backstopMs ?? FOLLOW_BACKSTOP_MS;
-  if (!Number.isFinite(backstopMs) || backstopMs < 10) throw new TypeError(`followBackstopMs must be a number of milliseconds of at least 10, not ${String(follow.backstopMs)}`);
+  if (!Number.isFinite(backstopMs) || backstopMs < 10)
+    throw new TypeError(
+      `followBackstopMs must be a number of milliseconds of at least 10, not ${String(follow.backstopMs)}`,
+    );
   const wakeup = new Wakeup();
   // publishes seen and not yet read from the stream (a refused append is seen too, and never stored)
   let owed = 0;
@@ -70,9 +73,17 @@ export async function* followSubject(nc: NatsConnection, follow: SubjectFollow):
     let failures = 0;
     while (!signal?.aborted) {
       if (refused) {
-        throw new LogError(LogErrorCode.Forbidden, `may not follow ${subject}: ${refused.message}; the connection's NATS user needs permission to subscribe to it`, { cause: refused });
+        throw new LogError(
+          LogErrorCode.Forbidden,
+          `may not follow ${subject}: ${refused.message}; the connection's NATS user needs permission to subscribe to it`,
+          { cause: refused },
+        );
       }
-      if (nc.isClosed()) throw new LogError(LogErrorCode.Closed, `the NATS connection closed while following ${subject}: connect again and follow from the last commit seen`);
+      if (nc.isClosed())
+        throw new LogError(
+          LogErrorCode.Closed,
+          `the NATS connection closed while following ${subject}: connect again and follow from the last commit seen`,
+        );
       wakeup.clear();
       let answer: DirectBatch;
       try {
@@ -147,7 +158,10 @@ class Wakeup {
   }
 }
 
-type StatusWatch = { readonly listeners: Set<() => void>; readonly iterator: AsyncIterable<Status> & { stop?: () => void } };
+type StatusWatch = {
+  readonly listeners: Set<() => void>;
+  readonly iterator: AsyncIterable<Status> & { stop?: () => void };
+};
 
 /** One status watch per connection, shared by all its followers. */
 const watches = new WeakMap<NatsConnection, StatusWatch>();

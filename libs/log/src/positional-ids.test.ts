@@ -16,7 +16,9 @@ describe('positional event ids in the log', () => {
   it('are stored as given in the commit they name, and refused in any other, before anything is written', async () => {
     const { log } = fixture;
     const ref = newRef();
-    const first = await log.append(ref, withPositionalIds([userMessage(ref, 'a'), userMessage(ref, 'b')], 1), { expected: await log.tail(ref) });
+    const first = await log.append(ref, withPositionalIds([userMessage(ref, 'a'), userMessage(ref, 'b')], 1), {
+      expected: await log.tail(ref),
+    });
     expect(first.events.map((event) => positionOfEventId(event.id))).toEqual([1, 1]);
     const stale = withPositionalIds([userMessage(ref, 'c')], 1); // decided at the empty log, appended after the first commit
     const refused = await log.append(ref, stale, { expected: tailOf(first) }).catch((error: unknown) => error);

@@ -12,7 +12,10 @@ export function classifyPublishAnswer(answer: Exclude<PublishAnswer, { ok: true 
   }
   if (answer.errCode === WRONG_LAST_SEQUENCE || answer.errCode === WRONG_LAST_SEQUENCE_UNKNOWN) {
     const match = /(\d+)\s*$/.exec(answer.description);
-    return new ConflictError(`${subject} moved on since it was read (${answer.description})`, match ? Number(match[1]) : undefined);
+    return new ConflictError(
+      `${subject} moved on since it was read (${answer.description})`,
+      match ? Number(match[1]) : undefined,
+    );
   }
   if (answer.status === 503 || answer.status === 408) {
     return new LogError(LogErrorCode.Transient, `JetStream busy on ${subject}: ${answer.description}`);
@@ -20,5 +23,8 @@ export function classifyPublishAnswer(answer: Exclude<PublishAnswer, { ok: true 
   if (/maximum (payload|message size)/i.test(answer.description)) {
     return new LogError(LogErrorCode.TooLarge, `commit on ${subject} is too large: ${answer.description}`);
   }
-  return new LogError(LogErrorCode.Transient, `JetStream refused a commit on ${subject}: ${answer.description} (error ${answer.errCode || answer.status})`);
+  return new LogError(
+    LogErrorCode.Transient,
+    `JetStream refused a commit on ${subject}: ${answer.description} (error ${answer.errCode || answer.status})`,
+  );
 }

@@ -14,7 +14,14 @@ describe('the events stream against the configured settings', () => {
 
   it('reports an existing stream whose settings differ, naming what to run, and changes nothing', async () => {
     await using fixture = await logFixture();
-    const reopened = await EventLog.open(fixture.nc, { streamName: fixture.log.streamName, subjectPrefix: fixture.log.subjectPrefix, replicas: 3, maxAgeMs: 30 * 86_400_000, maxBytes: 5_000_000, duplicateWindowMs: 60_000 });
+    const reopened = await EventLog.open(fixture.nc, {
+      streamName: fixture.log.streamName,
+      subjectPrefix: fixture.log.subjectPrefix,
+      replicas: 3,
+      maxAgeMs: 30 * 86_400_000,
+      maxBytes: 5_000_000,
+      duplicateWindowMs: 60_000,
+    });
     expect(reopened.storageWarning).toBe(
       `stream ${fixture.log.streamName} exists with other settings than configured: replicas 1 (configured 3), max age unlimited (configured 30d), max bytes unlimited (configured 5000000 B), duplicate window 120000ms (configured 60000ms). ` +
         `They are not changed automatically; to apply them, run with the admin credential: nats stream edit ${fixture.log.streamName} --replicas 3 --max-age 2592000000ms --max-bytes 5000000 --dupe-window 60000ms`,
@@ -27,6 +34,8 @@ describe('the events stream against the configured settings', () => {
     await using fixture = await logFixture();
     const config = (await fixture.log.jsm.streams.info(fixture.log.streamName)).config;
     await fixture.log.jsm.streams.update(fixture.log.streamName, { ...config, allow_direct: false });
-    await expect(EventLog.open(fixture.nc, { streamName: fixture.log.streamName, subjectPrefix: fixture.log.subjectPrefix })).rejects.toThrow(`nats stream edit ${fixture.log.streamName} --allow-direct`);
+    await expect(
+      EventLog.open(fixture.nc, { streamName: fixture.log.streamName, subjectPrefix: fixture.log.subjectPrefix }),
+    ).rejects.toThrow(`nats stream edit ${fixture.log.streamName} --allow-direct`);
   });
 });

@@ -1,6 +1,13 @@
 import { jetstreamManager, JetStreamApiError, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import { commitSubjects, commitSubjectTransform, describeDrift, isLostCreationRace, legacyCommitSubjects, streamDrift } from '@flotilla/bus';
+import {
+  commitSubjects,
+  commitSubjectTransform,
+  describeDrift,
+  isLostCreationRace,
+  legacyCommitSubjects,
+  streamDrift,
+} from '@flotilla/bus';
 import { LogError, LogErrorCode } from './errors.js';
 
 export type EventStreamOptions = {
@@ -58,7 +65,12 @@ export async function connectManager(nc: NatsConnection): Promise<JetStreamManag
  * applies them. Nothing is changed on an existing stream: that takes the admin credential.
  * Safe to call from every service at start-up, concurrently.
  */
-export async function ensureEventStream(jsm: JetStreamManager, streamName: string, prefix: string, options: EventStreamOptions): Promise<EventStreamState> {
+export async function ensureEventStream(
+  jsm: JetStreamManager,
+  streamName: string,
+  prefix: string,
+  options: EventStreamOptions,
+): Promise<EventStreamState> {
   const wanted: Partial<StreamConfig> & { name: string } = {
     name: streamName,
     subjects: [commitSubjects(prefix)],
@@ -80,7 +92,11 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
       throw error;
     });
     if (!existing) {
-      if (options.createIfMissing === false) throw new LogError(LogErrorCode.Transient, `stream ${streamName} does not exist yet (this reader may not create it)`);
+      if (options.createIfMissing === false)
+        throw new LogError(
+          LogErrorCode.Transient,
+          `stream ${streamName} does not exist yet (this reader may not create it)`,
+        );
       try {
         const created = await jsm.streams.add(wanted);
         return { replicas: created.config.num_replicas ?? 1, warning: undefined };
@@ -92,7 +108,8 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
     const config = existing.config;
     const legacy = config.subjects?.includes(legacyCommitSubjects(prefix)) === true;
     const transform = commitSubjectTransform(prefix);
-    const partitioned = config.subject_transform?.src === transform.src && config.subject_transform.dest === transform.dest;
+    const partitioned =
+      config.subject_transform?.src === transform.src && config.subject_transform.dest === transform.dest;
     const current = config.subjects?.includes(commitSubjects(prefix)) === true;
     // the legacy subjects, none, or the current ones not partitioned yet: moved to the current layout
     const upgradable = legacy || config.subjects?.length === 0 || (current && !config.subject_transform);
@@ -122,15 +139,30 @@ export async function ensureEventStream(jsm: JetStreamManager, streamName: strin
       );
     }
     if (config.retention !== 'limits') {
-      throw new LogError(LogErrorCode.StreamMisconfigured, `stream ${streamName} must use limits retention, not ${config.retention}`);
+      throw new LogError(
+        LogErrorCode.StreamMisconfigured,
+        `stream ${streamName} must use limits retention, not ${config.retention}`,
+      );
     }
     if (config.allow_direct !== true) {
-      throw new LogError(LogErrorCode.StreamMisconfigured, `stream ${streamName} does not allow direct gets, which every reader of the log uses: run with the admin credential: nats stream edit ${streamName} --allow-direct`);
+      throw new LogError(
+        LogErrorCode.StreamMisconfigured,
+        `stream ${streamName} does not allow direct gets, which every reader of the log uses: run with the admin credential: nats stream edit ${streamName} --allow-direct`,
+      );
     }
-    const drifts = streamDrift(config, { num_replicas: wanted.num_replicas ?? 1, max_age: wanted.max_age ?? 0, max_bytes: wanted.max_bytes ?? -1 });
+    const drifts = streamDrift(config, {
+      num_replicas: wanted.num_replicas ?? 1,
+      max_age: wanted.max_age ?? 0,
+      max_bytes: wanted.max_bytes ?? -1,
+    });
     if (config.duplicate_window !== wanted.duplicate_window) {
       const ms = (nanoseconds: number): string => `${Math.round(nanoseconds / 1e6)}ms`;
-      drifts.push({ setting: 'duplicate window', actual: ms(config.duplicate_window), configured: ms(wanted.duplicate_window ?? 0), flag: `--dupe-window ${ms(wanted.duplicate_window ?? 0)}` });
+      drifts.push({
+        setting: 'duplicate window',
+        actual: ms(config.duplicate_window),
+        configured: ms(wanted.duplicate_window ?? 0),
+        flag: `--dupe-window ${ms(wanted.duplicate_window ?? 0)}`,
+      });
     }
     const warnings = [
       ...(drifts.length > 0 ? [describeDrift(streamName, drifts)] : []),

@@ -1,4 +1,13 @@
-import { AckPolicy, DeliverPolicy, JetStreamApiError, jetstream, jetstreamManager, type ConsumerConfig, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiError,
+  jetstream,
+  jetstreamManager,
+  type ConsumerConfig,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { decodeCommit } from './codec.js';
 import { DEFAULT_SUBJECT_PREFIX, parseConversationSubject } from './conversation-ref.js';
@@ -51,7 +60,8 @@ const CONSUMER_NOT_FOUND = 10014;
 
 /** The consumer name of a named tap (kept apart from the services' groups). */
 export function tapConsumerName(name: string): string {
-  if (!NAME.test(name)) throw new Error(`a tap's name must be 1-64 characters of A-Z a-z 0-9 _ -, not ${JSON.stringify(name)}`);
+  if (!NAME.test(name))
+    throw new Error(`a tap's name must be 1-64 characters of A-Z a-z 0-9 _ -, not ${JSON.stringify(name)}`);
   return `tap-${name}`;
 }
 
@@ -63,13 +73,21 @@ export function tapConsumerName(name: string): string {
  * and no repeat; a tap killed mid-batch repeats at most that batch's visited messages. Needs only
  * read rights (the `tap` or a tenant's tap credential), never a stream info.
  */
-export async function tapStream(nc: NatsConnection, options: StreamTapOptions, visit: (item: TapItem) => void): Promise<TapResult> {
+export async function tapStream(
+  nc: NatsConnection,
+  options: StreamTapOptions,
+  visit: (item: TapItem) => void,
+): Promise<TapResult> {
   const stream = options.streamName ?? DEFAULT_STREAM_NAME;
   const prefix = options.subjectPrefix ?? DEFAULT_SUBJECT_PREFIX;
   // a tenant's commits of both layouts (legacy `<prefix>.<tenant>.<conversation>`, current `….<kind>`);
   // one conversation's in the current layout (its legacy commits are in its tenant's tap)
   const filterSubject =
-    options.conversation !== undefined ? `${prefix}.${options.tenant ?? '*'}.${options.conversation}.>` : options.tenant !== undefined ? `${prefix}.${options.tenant}.>` : `${prefix}.>`;
+    options.conversation !== undefined
+      ? `${prefix}.${options.tenant ?? '*'}.${options.conversation}.>`
+      : options.tenant !== undefined
+        ? `${prefix}.${options.tenant}.>`
+        : `${prefix}.>`;
   const jsm = await jetstreamManager(nc, { checkAPI: false });
   const js = jetstream(nc);
   const durable = options.name === undefined ? undefined : tapConsumerName(options.name);
@@ -79,11 +97,24 @@ export async function tapStream(nc: NatsConnection, options: StreamTapOptions, v
   const create = async (start: TapStart): Promise<string> => {
     const config: Partial<ConsumerConfig> = { filter_subject: filterSubject, ...deliverFrom(start) };
     if (durable) {
-      await jsm.consumers.add(stream, { ...config, name: durable, durable_name: durable, ack_policy: AckPolicy.All, ack_wait: nanos(30_000), max_ack_pending: BATCH * 4 });
+      await jsm.consumers.add(stream, {
+        ...config,
+        name: durable,
+        durable_name: durable,
+        ack_policy: AckPolicy.All,
+        ack_wait: nanos(30_000),
+        max_ack_pending: BATCH * 4,
+      });
       return durable;
     }
     const name = `tap-${Math.random().toString(36).slice(2, 12)}`;
-    await jsm.consumers.add(stream, { ...config, name, ack_policy: AckPolicy.None, inactive_threshold: nanos(60_000), mem_storage: true });
+    await jsm.consumers.add(stream, {
+      ...config,
+      name,
+      ack_policy: AckPolicy.None,
+      inactive_threshold: nanos(60_000),
+      mem_storage: true,
+    });
     return name;
   };
 
@@ -92,7 +123,9 @@ export async function tapStream(nc: NatsConnection, options: StreamTapOptions, v
     const existing = await consumerInfo(jsm, stream, durable);
     if (existing) {
       if (existing.config.filter_subject !== filterSubject) {
-        throw new Error(`the named tap ${options.name} reads ${existing.config.filter_subject ?? 'everything'}, not ${filterSubject}: give the same filters, or another name`);
+        throw new Error(
+          `the named tap ${options.name} reads ${existing.config.filter_subject ?? 'everything'}, not ${filterSubject}: give the same filters, or another name`,
+        );
       }
       resumed = true;
       if (existing.num_ack_pending > 0) {
@@ -107,9 +140,17 @@ export async function tapStream(nc: NatsConnection, options: StreamTapOptions, v
 
   const decode = (message: JsMsg): TapItem => {
     const ref = parseConversationSubject(prefix, message.subject);
-    if (!ref) return { kind: 'invalid', streamSeq: message.seq, subject: message.subject, reason: 'the subject is not <prefix>.<tenant>.<conversation>.<kind>' };
+    if (!ref)
+      return {
+        kind: 'invalid',
+        streamSeq: message.seq,
+        subject: message.subject,
+        reason: 'the subject is not <prefix>.<tenant>.<conversation>.<kind>',
+      };
     const decoded = decodeCommit({ subject: message.subject, seq: message.seq, data: message.data }, ref);
-    return decoded.ok ? { kind: 'commit', commit: decoded.commit } : { kind: 'invalid', streamSeq: message.seq, subject: message.subject, reason: decoded.reason };
+    return decoded.ok
+      ? { kind: 'commit', commit: decoded.commit }
+      : { kind: 'invalid', streamSeq: message.seq, subject: message.subject, reason: decoded.reason };
   };
 
   const signal = options.signal;
@@ -143,7 +184,9 @@ export async function tapStream(nc: NatsConnection, options: StreamTapOptions, v
       if (signal?.aborted) break;
       if (error instanceof JetStreamApiError && error.code === CONSUMER_NOT_FOUND && !durable) {
         // an ephemeral tap's consumer does not outlive a server restart: made again after the last message read
-        consumerName = await create(lastStreamSeq > 0 ? { from: 'position', streamSeq: lastStreamSeq + 1 } : options.start).catch(() => consumerName);
+        consumerName = await create(
+          lastStreamSeq > 0 ? { from: 'position', streamSeq: lastStreamSeq + 1 } : options.start,
+        ).catch(() => consumerName);
       }
       if (isPermissionError(error)) throw error;
       options.onRetry?.(error);

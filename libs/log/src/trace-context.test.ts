@@ -10,7 +10,9 @@ describe('trace context in commit headers', () => {
     await using fixture = await logFixture();
     const { log } = fixture;
     const header = async (ref: ReturnType<typeof newRef>): Promise<string | undefined> =>
-      (await log.jsm.direct.getMessage(log.streamName, { last_by_subj: log.filter(ref) }))?.header.get(CommitHeader.Traceparent) || undefined;
+      (await log.jsm.direct.getMessage(log.streamName, { last_by_subj: log.filter(ref) }))?.header.get(
+        CommitHeader.Traceparent,
+      ) || undefined;
 
     const off = newRef();
     await inSpan('ignored', {}, () => log.append(off, [userMessage(off, 'untraced')], { expected: EMPTY_TAIL }));

@@ -20,7 +20,11 @@ export async function freePorts(count: number): Promise<number[]> {
     }
     return ports;
   } finally {
-    await Promise.all(servers.map((server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()))));
+    await Promise.all(
+      servers.map(
+        (server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())),
+      ),
+    );
   }
 }
 

@@ -50,7 +50,9 @@ export type Jsz = {
 /** Reads `/jsz?<query>` from a node's monitoring endpoint, or undefined when the node does not answer (killed, still starting). */
 export async function fetchJsz(monitorUrl: string, query = ''): Promise<Jsz | undefined> {
   try {
-    const response = await fetch(`${monitorUrl}/jsz${query === '' ? '' : `?${query}`}`, { signal: AbortSignal.timeout(2_000) });
+    const response = await fetch(`${monitorUrl}/jsz${query === '' ? '' : `?${query}`}`, {
+      signal: AbortSignal.timeout(2_000),
+    });
     if (!response.ok) return undefined;
     const body: unknown = await response.json();
     return typeof body === 'object' && body !== null ? (body as Jsz) : undefined;
@@ -60,12 +62,17 @@ export async function fetchJsz(monitorUrl: string, query = ''): Promise<Jsz | un
 }
 
 /** The streams called `streamName` in a node's reply, in `account` (name or id) or in any account. */
-export function findStreams(jsz: Jsz | undefined, streamName: string, account: string | undefined): { readonly account: string; readonly stream: JszStream }[] {
+export function findStreams(
+  jsz: Jsz | undefined,
+  streamName: string,
+  account: string | undefined,
+): { readonly account: string; readonly stream: JszStream }[] {
   const found: { account: string; stream: JszStream }[] = [];
   for (const details of jsz?.account_details ?? []) {
     const accountName = details.name ?? details.id ?? '';
     if (account !== undefined && details.name !== account && details.id !== account) continue;
-    for (const stream of details.stream_detail ?? []) if (stream.name === streamName) found.push({ account: accountName, stream });
+    for (const stream of details.stream_detail ?? [])
+      if (stream.name === streamName) found.push({ account: accountName, stream });
   }
   return found;
 }

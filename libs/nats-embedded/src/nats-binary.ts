@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { binaryVersion, isSupportedServerVersion, MINIMUM_SERVER_VERSION } from './server-version.js';
 
 /** Where `./dev` keeps the nats-server it fetched when the machine has none new enough. */
-export const PROJECT_NATS_SERVER = resolve(fileURLToPath(new URL('../../../.cache/nats-server/nats-server', import.meta.url)));
+export const PROJECT_NATS_SERVER = resolve(
+  fileURLToPath(new URL('../../../.cache/nats-server/nats-server', import.meta.url)),
+);
 
 function executable(path: string): boolean {
   try {
@@ -26,7 +28,9 @@ export function findNatsServerBinary(): string | undefined {
   if (explicit) return explicit;
   const dirs = (process.env['PATH'] ?? '').split(delimiter).concat(['/usr/sbin', '/usr/local/bin', '/usr/local/sbin']);
   const candidates = [PROJECT_NATS_SERVER, ...dirs.filter((dir) => dir !== '').map((dir) => join(dir, 'nats-server'))];
-  return candidates.find((candidate) => executable(candidate) && isSupportedServerVersion(binaryVersion(candidate) ?? ''));
+  return candidates.find(
+    (candidate) => executable(candidate) && isSupportedServerVersion(binaryVersion(candidate) ?? ''),
+  );
 }
 
 /** Why no nats-server could be found, for the error a caller shows. */

@@ -15,7 +15,8 @@ async function publishAcked(js: JetStreamClient, subject: string, id: string, ti
       await js.publish(subject, id, { msgID: id, timeout: 1_000 });
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`message ${id} was not acknowledged in ${timeoutMs} ms`, { cause: error });
+      if (Date.now() > deadline)
+        throw new Error(`message ${id} was not acknowledged in ${timeoutMs} ms`, { cause: error });
       await sleep(100);
     }
   }
@@ -45,7 +46,11 @@ describe.skipIf(!findNatsServerBinary())('NatsCluster', () => {
       expect(cluster.nodes[leader]).toMatchObject({ running: true, port, storeDir });
       await cluster.waitCurrent('FAILOVER', 30_000);
       for (let index = 0; index < cluster.nodes.length; index++) {
-        expect(await cluster.streamState(index, 'FAILOVER'), `node ${index}`).toMatchObject({ messages: 100, firstSeq: 1, lastSeq: 100 });
+        expect(await cluster.streamState(index, 'FAILOVER'), `node ${index}`).toMatchObject({
+          messages: 100,
+          firstSeq: 1,
+          lastSeq: 100,
+        });
       }
       expect((await jsm.streams.info('FAILOVER')).state.messages).toBe(100);
     } finally {
@@ -81,7 +86,12 @@ describe.skipIf(!findNatsServerBinary())('NatsCluster', () => {
   });
 
   it('says which node did not start and why, and refuses a one-node cluster', async () => {
-    await expect(NatsCluster.start({ config: 'authorization {' })).rejects.toMatchObject({ code: 'start_failed', message: expect.stringMatching(/node n1 of cluster flotilla did not start: nats-server exited \(1\) before ready:\s+nats-server: Parse error/) });
+    await expect(NatsCluster.start({ config: 'authorization {' })).rejects.toMatchObject({
+      code: 'start_failed',
+      message: expect.stringMatching(
+        /node n1 of cluster flotilla did not start: nats-server exited \(1\) before ready:\s+nats-server: Parse error/,
+      ),
+    });
     await expect(NatsCluster.start({ size: 1 })).rejects.toMatchObject({ code: 'invalid_argument' });
   });
 });

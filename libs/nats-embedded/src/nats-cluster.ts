@@ -68,7 +68,11 @@ export class NatsCluster implements AsyncDisposable {
   static async start(options: NatsClusterOptions = {}): Promise<NatsCluster> {
     const size = options.size ?? 3;
     // One node with a cluster block waits for routes forever in nats-server 2.9: use NatsServerProcess for a single server.
-    if (!Number.isInteger(size) || size < 2) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.invalidArgument, `a cluster needs a whole number of nodes, at least 2 (got ${size}); use NatsServerProcess for one server`);
+    if (!Number.isInteger(size) || size < 2)
+      throw new NatsEmbeddedError(
+        NatsEmbeddedErrorCode.invalidArgument,
+        `a cluster needs a whole number of nodes, at least 2 (got ${size}); use NatsServerProcess for one server`,
+      );
     const binary = options.binary ?? findNatsServerBinary();
     if (!binary) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.binaryNotFound, missingNatsServerHint());
     const name = options.name ?? 'flotilla';
@@ -87,10 +91,21 @@ export class NatsCluster implements AsyncDisposable {
             binary,
             port,
             storeDir: join(dir, serverName(index)),
-            config: clusterNodeConfig({ clusterName: name, serverName: serverName(index), routePort: routePorts[index] ?? 0, monitorPort: monitorPorts[index] ?? 0, routePorts, extra: options.config }),
+            config: clusterNodeConfig({
+              clusterName: name,
+              serverName: serverName(index),
+              routePort: routePorts[index] ?? 0,
+              monitorPort: monitorPorts[index] ?? 0,
+              routePorts,
+              extra: options.config,
+            }),
             ...(onLog ? { onLog: (line: string) => onLog(index, line) } : {}),
           }).catch((error: unknown) => {
-            throw new NatsEmbeddedError(NatsEmbeddedErrorCode.startFailed, `node ${serverName(index)} of cluster ${name} did not start: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+            throw new NatsEmbeddedError(
+              NatsEmbeddedErrorCode.startFailed,
+              `node ${serverName(index)} of cluster ${name} did not start: ${error instanceof Error ? error.message : String(error)}`,
+              { cause: error },
+            );
           }),
         ),
       );
@@ -100,10 +115,20 @@ export class NatsCluster implements AsyncDisposable {
         await Promise.all(nodes.map((node) => node[Symbol.asyncDispose]()));
         throw failure.reason;
       }
-      const cluster = new NatsCluster(name, dir, nodes, monitorPorts.map((port) => `http://127.0.0.1:${port}`), startTimeoutMs);
+      const cluster = new NatsCluster(
+        name,
+        dir,
+        nodes,
+        monitorPorts.map((port) => `http://127.0.0.1:${port}`),
+        startTimeoutMs,
+      );
       cluster.#ownsDir = ownsDir;
       try {
-        await cluster.#waitJoined(nodes.map((_, index) => index), startTimeoutMs, `the ${size} nodes of cluster ${name} to agree on a JetStream meta leader`);
+        await cluster.#waitJoined(
+          nodes.map((_, index) => index),
+          startTimeoutMs,
+          `the ${size} nodes of cluster ${name} to agree on a JetStream meta leader`,
+        );
       } catch (error) {
         await cluster[Symbol.asyncDispose]();
         throw error;
@@ -147,7 +172,11 @@ export class NatsCluster implements AsyncDisposable {
    * (during an election after a leader was killed, nats-server 2.9 takes 4 to 9 s).
    */
   async streamLeader(streamName: string, timeoutMs = 15_000, options: StreamQueryOptions = {}): Promise<number> {
-    return await pollUntil(`a leader of stream ${streamName}`, async () => this.#observeLeader(streamName, await this.#streamViews(streamName, options.account)), timeoutMs);
+    return await pollUntil(
+      `a leader of stream ${streamName}`,
+      async () => this.#observeLeader(streamName, await this.#streamViews(streamName, options.account)),
+      timeoutMs,
+    );
   }
 
   /**
@@ -156,14 +185,27 @@ export class NatsCluster implements AsyncDisposable {
    * Meant for a stream nobody is publishing to at the time.
    */
   async waitCurrent(streamName: string, timeoutMs = 30_000, options: StreamQueryOptions = {}): Promise<void> {
-    await pollUntil(`every replica of stream ${streamName} to be current`, async () => this.#observeCurrent(streamName, await this.#streamViews(streamName, options.account)), timeoutMs);
+    await pollUntil(
+      `every replica of stream ${streamName} to be current`,
+      async () => this.#observeCurrent(streamName, await this.#streamViews(streamName, options.account)),
+      timeoutMs,
+    );
   }
 
   /** Node `index`'s own copy of a stream, or undefined when that node is down or holds no replica of it. */
-  async streamState(index: number, streamName: string, options: StreamQueryOptions = {}): Promise<StreamReplicaState | undefined> {
+  async streamState(
+    index: number,
+    streamName: string,
+    options: StreamQueryOptions = {},
+  ): Promise<StreamReplicaState | undefined> {
     const state = onlyStream(await fetchJsz(this.#monitorUrl(index), STREAM_QUERY), streamName, options.account)?.state;
     if (!state) return undefined;
-    return { messages: state.messages ?? 0, bytes: state.bytes ?? 0, firstSeq: state.first_seq ?? 0, lastSeq: state.last_seq ?? 0 };
+    return {
+      messages: state.messages ?? 0,
+      bytes: state.bytes ?? 0,
+      firstSeq: state.first_seq ?? 0,
+      lastSeq: state.last_seq ?? 0,
+    };
   }
 
   /** Kills every node and removes the temp dir with their stores and configuration files (not a `dir` that was given). */
@@ -174,7 +216,11 @@ export class NatsCluster implements AsyncDisposable {
 
   #node(index: number): NatsServerProcess {
     const node = this.nodes[index];
-    if (!node) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.invalidArgument, `no node ${index}: the cluster has nodes 0 to ${this.nodes.length - 1}`);
+    if (!node)
+      throw new NatsEmbeddedError(
+        NatsEmbeddedErrorCode.invalidArgument,
+        `no node ${index}: the cluster has nodes 0 to ${this.nodes.length - 1}`,
+      );
     return node;
   }
 
@@ -189,7 +235,11 @@ export class NatsCluster implements AsyncDisposable {
   }
 
   async #waitJoined(indices: readonly number[], timeoutMs: number, description: string): Promise<void> {
-    await pollUntil(description, async () => this.#observeJoined(indices, await Promise.all(this.monitorUrls.map((url) => fetchJsz(url)))), timeoutMs);
+    await pollUntil(
+      description,
+      async () => this.#observeJoined(indices, await Promise.all(this.monitorUrls.map((url) => fetchJsz(url)))),
+      timeoutMs,
+    );
   }
 
   /** Each of `indices` names a meta leader that agrees it leads and (unless it is that leader) sees it current. */
@@ -198,20 +248,33 @@ export class NatsCluster implements AsyncDisposable {
     for (const index of indices) {
       const name = serverName(index);
       const leader = views[index]?.meta_cluster?.leader;
-      if (leader === undefined || leader === '') return { done: false, reason: `${name} ${views[index] ? 'has no meta leader yet' : 'does not answer on its monitoring port'}` };
+      if (leader === undefined || leader === '')
+        return {
+          done: false,
+          reason: `${name} ${views[index] ? 'has no meta leader yet' : 'does not answer on its monitoring port'}`,
+        };
       leaders.add(leader);
       const leaderIndex = this.#indexOf(leader);
       const leaderMeta = leaderIndex === undefined ? undefined : views[leaderIndex]?.meta_cluster;
-      if (leaderMeta?.leader !== leader) return { done: false, reason: `${name} follows ${leader}, which does not say it leads` };
-      if (leaderIndex !== index && leaderMeta.replicas?.find((replica) => replica.name === name)?.current !== true) return { done: false, reason: `meta leader ${leader} does not see ${name} current` };
+      if (leaderMeta?.leader !== leader)
+        return { done: false, reason: `${name} follows ${leader}, which does not say it leads` };
+      if (leaderIndex !== index && leaderMeta.replicas?.find((replica) => replica.name === name)?.current !== true)
+        return { done: false, reason: `meta leader ${leader} does not see ${name} current` };
     }
-    if (leaders.size > 1) return { done: false, reason: `nodes follow different meta leaders (${[...leaders].join(', ')})` };
+    if (leaders.size > 1)
+      return { done: false, reason: `nodes follow different meta leaders (${[...leaders].join(', ')})` };
     return { done: true, value: undefined };
   }
 
   /** Each running node's own view of the stream (undefined for a node that is down or holds no replica). */
   async #streamViews(streamName: string, account: string | undefined): Promise<StreamViews> {
-    return await Promise.all(this.nodes.map(async (node, index) => (node.running ? onlyStream(await fetchJsz(this.#monitorUrl(index), STREAM_QUERY), streamName, account) : undefined)));
+    return await Promise.all(
+      this.nodes.map(async (node, index) =>
+        node.running
+          ? onlyStream(await fetchJsz(this.#monitorUrl(index), STREAM_QUERY), streamName, account)
+          : undefined,
+      ),
+    );
   }
 
   #observeLeader(streamName: string, views: StreamViews): Observation<number> {
@@ -224,10 +287,15 @@ export class NatsCluster implements AsyncDisposable {
       const own = views[candidate];
       // A node restarted a moment ago reports the leadership it had before it was killed: a majority must agree.
       const replicas = own?.config?.num_replicas ?? 1 + (own?.cluster?.replicas?.length ?? 0);
-      if (own?.cluster?.leader === serverName(candidate) && count > replicas / 2) return { done: true, value: candidate };
+      if (own?.cluster?.leader === serverName(candidate) && count > replicas / 2)
+        return { done: true, value: candidate };
     }
-    if (views.every((view) => view === undefined)) return { done: false, reason: `no running node reports stream ${streamName}` };
-    const named = views.map((view, index) => `${serverName(index)}: ${view === undefined ? 'down or no replica' : (view.cluster?.leader ?? 'no leader')}`);
+    if (views.every((view) => view === undefined))
+      return { done: false, reason: `no running node reports stream ${streamName}` };
+    const named = views.map(
+      (view, index) =>
+        `${serverName(index)}: ${view === undefined ? 'down or no replica' : (view.cluster?.leader ?? 'no leader')}`,
+    );
     return { done: false, reason: `leaders named (${named.join(', ')})` };
   }
 
@@ -239,17 +307,29 @@ export class NatsCluster implements AsyncDisposable {
     const leader = serverName(leaderIndex);
     const replicas = leaderView?.cluster?.replicas ?? [];
     const expected = (leaderView?.config?.num_replicas ?? 1) - 1;
-    if (replicas.length < expected) return { done: false, reason: `leader ${leader} lists ${replicas.length} of ${expected} followers` };
+    if (replicas.length < expected)
+      return { done: false, reason: `leader ${leader} lists ${replicas.length} of ${expected} followers` };
     for (const replica of replicas) {
-      if (replica.current !== true || (replica.lag ?? 0) > 0) return { done: false, reason: `leader ${leader} sees ${replica.name ?? '?'} ${replica.current === true ? 'current' : 'not current'} with lag ${replica.lag ?? 0}` };
+      if (replica.current !== true || (replica.lag ?? 0) > 0)
+        return {
+          done: false,
+          reason: `leader ${leader} sees ${replica.name ?? '?'} ${replica.current === true ? 'current' : 'not current'} with lag ${replica.lag ?? 0}`,
+        };
     }
     const target = leaderView?.state;
     for (const replica of replicas) {
       const index = this.#indexOf(replica.name);
       const state = index === undefined ? undefined : views[index]?.state;
       if (!state) return { done: false, reason: `${replica.name ?? '?'} does not report its copy of the stream` };
-      if (state.messages !== target?.messages || state.first_seq !== target?.first_seq || state.last_seq !== target?.last_seq) {
-        return { done: false, reason: `${replica.name ?? '?'} holds ${state.messages} messages (seq ${state.first_seq}..${state.last_seq}), leader ${leader} ${target?.messages} (seq ${target?.first_seq}..${target?.last_seq})` };
+      if (
+        state.messages !== target?.messages ||
+        state.first_seq !== target?.first_seq ||
+        state.last_seq !== target?.last_seq
+      ) {
+        return {
+          done: false,
+          reason: `${replica.name ?? '?'} holds ${state.messages} messages (seq ${state.first_seq}..${state.last_seq}), leader ${leader} ${target?.messages} (seq ${target?.first_seq}..${target?.last_seq})`,
+        };
       }
     }
     return { done: true, value: undefined };
@@ -262,6 +342,10 @@ function serverName(index: number): string {
 
 function onlyStream(jsz: Jsz | undefined, streamName: string, account: string | undefined): JszStream | undefined {
   const found = findStreams(jsz, streamName, account);
-  if (found.length > 1) throw new NatsEmbeddedError(NatsEmbeddedErrorCode.invalidArgument, `stream ${streamName} exists in several accounts (${found.map((entry) => entry.account).join(', ')}): pass the account option`);
+  if (found.length > 1)
+    throw new NatsEmbeddedError(
+      NatsEmbeddedErrorCode.invalidArgument,
+      `stream ${streamName} exists in several accounts (${found.map((entry) => entry.account).join(', ')}): pass the account option`,
+    );
   return found[0]?.stream;
 }

@@ -23,7 +23,11 @@ describe.skipIf(!findNatsServerBinary())('NatsServerProcess', () => {
       expect(server.running).toBe(false);
       await server.restart();
       expect(server.running).toBe(true);
-      await expect.poll(async () => (await jsm.streams.info('HARNESS').catch(() => undefined))?.state.messages, { timeout: 10_000 }).toBe(1);
+      await expect
+        .poll(async () => (await jsm.streams.info('HARNESS').catch(() => undefined))?.state.messages, {
+          timeout: 10_000,
+        })
+        .toBe(1);
     } finally {
       await nc.close();
     }
@@ -70,6 +74,8 @@ describe.skipIf(!findNatsServerBinary())('NatsServerProcess', () => {
     expect(lines.every((line) => !line.includes('\n'))).toBe(true);
     await expect(connect({ servers: server.url, reconnect: false })).rejects.toThrow(/authorization/i);
     // nats-server logs the refused client as an error once it is running
-    await expect.poll(() => lines.slice(ready + 1).some((line) => /\[ERR\].*authentication error/.test(line)), { timeout: 5_000 }).toBe(true);
+    await expect
+      .poll(() => lines.slice(ready + 1).some((line) => /\[ERR\].*authentication error/.test(line)), { timeout: 5_000 })
+      .toBe(true);
   });
 });

@@ -78,7 +78,11 @@ export class NatsServerProcess implements AsyncDisposable {
       storeDir,
       ownsStore,
       configFile,
-      args: [...(configFile === undefined ? [] : ['-c', configFile]), ...(options.jetstream === false ? [] : ['-js']), ...(options.extraArgs ?? [])],
+      args: [
+        ...(configFile === undefined ? [] : ['-c', configFile]),
+        ...(options.jetstream === false ? [] : ['-js']),
+        ...(options.extraArgs ?? []),
+      ],
       startTimeoutMs: options.startTimeoutMs ?? 15_000,
       onLog: options.onLog,
     });
@@ -129,7 +133,9 @@ export class NatsServerProcess implements AsyncDisposable {
 
   async #spawn(): Promise<void> {
     const { binary, port, storeDir, args, startTimeoutMs, onLog } = this.#settings;
-    const child = spawn(binary, ['-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(binary, ['-a', '127.0.0.1', '-p', String(port), '-sd', storeDir, ...args], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     this.#child = child;
     // A nats-server must not outlive the process that started it (a crashed test worker, a killed launcher).
     const reap = (): void => void child.kill('SIGKILL');
@@ -138,7 +144,16 @@ export class NatsServerProcess implements AsyncDisposable {
     await new Promise<void>((resolve, reject) => {
       let starting = true;
       let output = '';
-      const timer = setTimeout(() => fail(new NatsEmbeddedError(NatsEmbeddedErrorCode.startFailed, `nats-server did not become ready in ${startTimeoutMs} ms:\n${output}`)), startTimeoutMs);
+      const timer = setTimeout(
+        () =>
+          fail(
+            new NatsEmbeddedError(
+              NatsEmbeddedErrorCode.startFailed,
+              `nats-server did not become ready in ${startTimeoutMs} ms:\n${output}`,
+            ),
+          ),
+        startTimeoutMs,
+      );
       const fail = (error: Error): void => {
         if (!starting) return;
         starting = false;
@@ -147,7 +162,14 @@ export class NatsServerProcess implements AsyncDisposable {
       };
       child.once('error', fail);
       // 'close' comes after stderr is drained, so the error holds the server's last words (a config parse error, a port in use).
-      child.once('close', (code, signal) => fail(new NatsEmbeddedError(NatsEmbeddedErrorCode.startFailed, `nats-server exited (${code ?? signal}) before ready:\n${output}`)));
+      child.once('close', (code, signal) =>
+        fail(
+          new NatsEmbeddedError(
+            NatsEmbeddedErrorCode.startFailed,
+            `nats-server exited (${code ?? signal}) before ready:\n${output}`,
+          ),
+        ),
+      );
       // The log is read for the child's whole life, so a full pipe never blocks the server.
       forEachLine(child.stderr, (line) => {
         onLog?.(line);

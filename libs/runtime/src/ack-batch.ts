@@ -23,8 +23,10 @@ export class AckBatch {
     readonly holdMs: number,
     readonly maxHeld = 64,
   ) {
-    if (!Number.isInteger(holdMs) || holdMs < 0) throw new RangeError(`holdMs must be a whole number of milliseconds, not ${holdMs}`);
-    if (!Number.isInteger(maxHeld) || maxHeld < 1) throw new RangeError(`maxHeld must be a whole number of at least 1, not ${maxHeld}`);
+    if (!Number.isInteger(holdMs) || holdMs < 0)
+      throw new RangeError(`holdMs must be a whole number of milliseconds, not ${holdMs}`);
+    if (!Number.isInteger(maxHeld) || maxHeld < 1)
+      throw new RangeError(`maxHeld must be a whole number of at least 1, not ${maxHeld}`);
   }
 
   get held(): number {

@@ -1,5 +1,11 @@
 import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
-import { AckPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,7 +35,12 @@ async function streamWithGroup(ackWaitMs = 30_000): Promise<{ stream: string; su
   const stream = uniqueName('BP');
   const subject = `bp.${stream.toLowerCase()}`;
   await jsm.streams.add({ name: stream, subjects: [`${subject}.>`] });
-  await jsm.consumers.add(stream, { durable_name: 'group', ack_policy: AckPolicy.Explicit, ack_wait: nanos(ackWaitMs), max_deliver: -1 });
+  await jsm.consumers.add(stream, {
+    durable_name: 'group',
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: nanos(ackWaitMs),
+    max_deliver: -1,
+  });
   return { stream, subject };
 }
 
@@ -86,7 +97,9 @@ describe('BatchedPull', () => {
     });
     await new Promise((resolve) => setTimeout(resolve, 100)); // idle: one standing pull
     const pullsBefore = pull.pulls;
-    const published = await Promise.all(Array.from({ length: 300 }, (_, index) => js.publish(`${subject}.c${index % 7}`, String(index))));
+    const published = await Promise.all(
+      Array.from({ length: 300 }, (_, index) => js.publish(`${subject}.c${index % 7}`, String(index))),
+    );
     await until(() => seqs.length === 300);
     expect(seqs).toEqual(published.map((ack) => ack.seq).sort((a, b) => a - b));
     expect(pull.pulls - pullsBefore).toBeLessThan(30);
@@ -97,11 +110,19 @@ describe('BatchedPull', () => {
   it('works through a backlog in pulls of half its capacity or more, with no interval between them, once told of freed capacity', async () => {
     const { stream, subject } = await streamWithGroup();
     const backlog = 640;
-    for (let sent = 0; sent < backlog; sent += 64) await Promise.all(Array.from({ length: 64 }, (_, index) => js.publish(`${subject}.e`, String(sent + index))));
+    for (let sent = 0; sent < backlog; sent += 64)
+      await Promise.all(Array.from({ length: 64 }, (_, index) => js.publish(`${subject}.e`, String(sent + index))));
     // a caller of 32 slots that handles each message in a later turn, then says its slot is free (as the commit consumer does)
     let taken = 0;
     let acked = 0;
-    const pull = new BatchedPull({ nc, stream, consumer: 'group', intervalMs: 1_000, capacity: () => 32 - taken, logger });
+    const pull = new BatchedPull({
+      nc,
+      stream,
+      consumer: 'group',
+      intervalMs: 1_000,
+      capacity: () => 32 - taken,
+      logger,
+    });
     const started = performance.now();
     const reading = drain(pull, (message) => {
       taken += 1;
@@ -124,7 +145,14 @@ describe('BatchedPull', () => {
     const { stream, subject } = await streamWithGroup();
     for (let index = 0; index < 10; index += 1) await js.publish(`${subject}.d`, String(index));
     const held: ConsumedMessage[] = [];
-    const pull = new BatchedPull({ nc, stream, consumer: 'group', intervalMs: 10, capacity: () => 3 - held.length, logger });
+    const pull = new BatchedPull({
+      nc,
+      stream,
+      consumer: 'group',
+      intervalMs: 10,
+      capacity: () => 3 - held.length,
+      logger,
+    });
     const redelivered: ConsumedMessage[] = [];
     let nakedSeq = 0;
     let acked = 0;
@@ -161,7 +189,15 @@ describe('BatchedPull', () => {
 
   it('keeps pulling after nats-server restarts', async () => {
     const { stream, subject } = await streamWithGroup();
-    const pull = new BatchedPull({ nc, stream, consumer: 'group', intervalMs: 10, capacity: () => 100, logger, idleExpiresMs: 30_000 });
+    const pull = new BatchedPull({
+      nc,
+      stream,
+      consumer: 'group',
+      intervalMs: 10,
+      capacity: () => 100,
+      logger,
+      idleExpiresMs: 30_000,
+    });
     const seen: number[] = [];
     const reading = drain(pull, (message) => {
       seen.push(message.seq);

@@ -87,10 +87,13 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
   #handedOut = 0;
 
   constructor(options: BatchedPullOptions) {
-    if (!Number.isInteger(options.intervalMs) || options.intervalMs < 1) throw new RangeError(`intervalMs must be a whole number of milliseconds ≥ 1, not ${options.intervalMs}`);
+    if (!Number.isInteger(options.intervalMs) || options.intervalMs < 1)
+      throw new RangeError(`intervalMs must be a whole number of milliseconds ≥ 1, not ${options.intervalMs}`);
     this.#options = options;
     this.#inbox = createInbox(connectionInboxPrefix(options.nc));
-    this.#subscription = options.nc.subscribe(`${this.#inbox}.*`, { callback: (error, message) => (error ? undefined : this.#receive(message)) });
+    this.#subscription = options.nc.subscribe(`${this.#inbox}.*`, {
+      callback: (error, message) => (error ? undefined : this.#receive(message)),
+    });
     this.#loop = this.#run();
     void this.#watchReconnects();
   }
@@ -164,7 +167,10 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
    * One pull request, answered when it ends: 'full' (all it asked for came, and the server holds
    * more), 'some' messages came, 'none', or the server 'refused' it.
    */
-  #pull(request: { batch: number; no_wait?: true; expires?: number }, guardMs: number): Promise<'full' | 'some' | 'none' | 'refused'> {
+  #pull(
+    request: { batch: number; no_wait?: true; expires?: number },
+    guardMs: number,
+  ): Promise<'full' | 'some' | 'none' | 'refused'> {
     if (this.#closed) return Promise.resolve('none');
     const { nc, stream, consumer } = this.#options;
     const token = ++this.#token;
@@ -178,13 +184,25 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
         end: () => {
           clearTimeout(guard);
           if (this.#current === pull) this.#current = undefined;
-          resolve(pull.refused ? 'refused' : pull.received === 0 ? 'none' : pull.remaining === 0 && this.#lastPending > 0 ? 'full' : 'some');
+          resolve(
+            pull.refused
+              ? 'refused'
+              : pull.received === 0
+                ? 'none'
+                : pull.remaining === 0 && this.#lastPending > 0
+                  ? 'full'
+                  : 'some',
+          );
         },
       };
       this.#current = pull;
       this.#pulls += 1;
       try {
-        nc.publish(`${this.#options.apiPrefix ?? '$JS.API'}.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify(request), { reply: pull.replyTo });
+        nc.publish(
+          `${this.#options.apiPrefix ?? '$JS.API'}.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
+          JSON.stringify(request),
+          { reply: pull.replyTo },
+        );
       } catch (error) {
         this.#options.logger.warn({ err: error }, 'a pull request could not be sent; retrying');
         pull.refused = true;
@@ -198,7 +216,10 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
     if (reply && reply.startsWith('$JS.ACK.')) {
       const pulled = PulledMessage.from(message, this.#options.nc);
       if (!pulled) {
-        this.#options.logger.warn({ subject: message.subject, reply }, 'a pulled message with an unreadable reply subject: left to redelivery');
+        this.#options.logger.warn(
+          { subject: message.subject, reply },
+          'a pulled message with an unreadable reply subject: left to redelivery',
+        );
         return;
       }
       if (this.#closed) return; // not handed out: redelivered after the ack wait
@@ -220,7 +241,15 @@ export class BatchedPull implements AsyncIterable<ConsumedMessage> {
     const code = message.headers?.code ?? 0;
     if (code === 100) return; // a heartbeat
     if (code !== 404 && code !== 408) {
-      this.#options.logger.warn({ code, description: message.headers?.description, stream: this.#options.stream, consumer: this.#options.consumer }, 'JetStream refused a pull; retrying');
+      this.#options.logger.warn(
+        {
+          code,
+          description: message.headers?.description,
+          stream: this.#options.stream,
+          consumer: this.#options.consumer,
+        },
+        'JetStream refused a pull; retrying',
+      );
       current.refused = true;
     }
     current.end();
@@ -289,7 +318,8 @@ class PulledMessage implements ConsumedMessage {
     const timestampNanos = Number(tokens[at + 3]);
     const pending = Number(tokens[at + 4]);
     // the timestamp (nanoseconds since the epoch) is beyond a double's exact integers: close enough
-    if (![deliveryCount, seq, pending].every(Number.isSafeInteger) || !Number.isFinite(timestampNanos)) return undefined;
+    if (![deliveryCount, seq, pending].every(Number.isSafeInteger) || !Number.isFinite(timestampNanos))
+      return undefined;
     return new PulledMessage(message, nc, seq, { deliveryCount, pending, timestampNanos });
   }
 
@@ -310,7 +340,9 @@ class PulledMessage implements ConsumedMessage {
   }
 
   nak(millis?: number): void {
-    this.#settle(millis && millis > 0 ? new TextEncoder().encode(`-NAK ${JSON.stringify({ delay: millis * 1_000_000 })}`) : NAK);
+    this.#settle(
+      millis && millis > 0 ? new TextEncoder().encode(`-NAK ${JSON.stringify({ delay: millis * 1_000_000 })}`) : NAK,
+    );
   }
 
   working(): void {

@@ -47,9 +47,12 @@ export type CheckpointPosition = {
 export type StoredCheckpoint<S> = CheckpointPosition & { readonly state: S; readonly revision: number };
 
 /** What a write left: the new revision, or why nothing was written. */
-export type CheckpointPut = { readonly ok: true; readonly revision: number } | { readonly ok: false; readonly reason: 'conflict' | 'too_large'; readonly bytes: number };
+export type CheckpointPut =
+  | { readonly ok: true; readonly revision: number }
+  | { readonly ok: false; readonly reason: 'conflict' | 'too_large'; readonly bytes: number };
 
-export type CheckpointParseResult<S> = { readonly ok: true; readonly checkpoint: S } | { readonly ok: false; readonly reason: string };
+export type CheckpointParseResult<S> =
+  { readonly ok: true; readonly checkpoint: S } | { readonly ok: false; readonly reason: string };
 
 export type CheckpointStoreOptions<S> = {
   /** Checks a stored state and gives it its type; a state it refuses is treated as missing. */
@@ -97,7 +100,11 @@ export class CheckpointStore<S> {
   /** Creates the bucket (history 1) or opens the existing one; safe to call from every instance at once. */
   static async open<S>(nc: NatsConnection, options: CheckpointStoreOptions<S>): Promise<CheckpointStore<S>> {
     const bucket = options.bucket ?? DEFAULT_CHECKPOINT_BUCKET;
-    const kv = await openBucket(nc, bucket, { history: 1, replicas: options.replicas ?? 1, description: 'Flotilla view checkpoints (derived from the log)' });
+    const kv = await openBucket(nc, bucket, {
+      history: 1,
+      replicas: options.replicas ?? 1,
+      description: 'Flotilla view checkpoints (derived from the log)',
+    });
     const serverLimit = (nc.info?.max_payload ?? 1024 * 1024) - 1024;
     return new CheckpointStore(kv, bucket, Math.min(serverLimit, options.maxBytes ?? serverLimit), options);
   }
@@ -120,7 +127,8 @@ export class CheckpointStore<S> {
     const position = Position.safeParse(value);
     if (!position.success) return this.#corrupt(key, position.error.issues[0]?.message ?? 'not a checkpoint');
     const record = position.data;
-    if (record.tenant !== ref.tenant || record.conversation !== ref.conversation) return this.#corrupt(key, `a checkpoint of ${record.tenant}/${record.conversation}`);
+    if (record.tenant !== ref.tenant || record.conversation !== ref.conversation)
+      return this.#corrupt(key, `a checkpoint of ${record.tenant}/${record.conversation}`);
     const state = this.options.parse(record.state);
     if (!state.ok) return this.#corrupt(key, state.reason);
     return {
@@ -155,7 +163,10 @@ export class CheckpointStore<S> {
     const bytes = await gzipAsync(encoder.encode(JSON.stringify(record)));
     if (bytes.length > this.maxBytes) return { ok: false, reason: 'too_large', bytes: bytes.length };
     try {
-      return { ok: true, revision: revision === 0 ? await this.kv.create(key, bytes) : await this.kv.update(key, bytes, revision) };
+      return {
+        ok: true,
+        revision: revision === 0 ? await this.kv.create(key, bytes) : await this.kv.update(key, bytes, revision),
+      };
     } catch (error) {
       if (isRevisionConflict(error)) return { ok: false, reason: 'conflict', bytes: bytes.length };
       throw error;
@@ -175,13 +186,17 @@ export class CheckpointStore<S> {
 
 /** The KV key of a conversation's checkpoint: `<tenant>.<conversation>`. */
 export function checkpointKey(ref: ConversationRef): string {
-  if (!isSubjectToken(ref.tenant) || !isSubjectToken(ref.conversation)) throw new Error(`not a conversation reference: ${ref.tenant}/${ref.conversation}`);
+  if (!isSubjectToken(ref.tenant) || !isSubjectToken(ref.conversation))
+    throw new Error(`not a conversation reference: ${ref.tenant}/${ref.conversation}`);
   return `${ref.tenant}.${ref.conversation}`;
 }
 
 function isRevisionConflict(error: unknown): boolean {
   if (error instanceof JetStreamApiError) {
-    return error.code === JetStreamApiCodes.StreamWrongLastSequence || error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown;
+    return (
+      error.code === JetStreamApiCodes.StreamWrongLastSequence ||
+      error.code === JetStreamApiCodes.StreamWrongLastSequenceUnknown
+    );
   }
   return error instanceof Error && /wrong last sequence/i.test(error.message);
 }

@@ -8,7 +8,12 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AckBatch } from './ack-batch.js';
 import type { ConsumedMessage } from './batched-pull.js';
-import { startCommitConsumer, type CommitConsumerOptions, type Delivery, type HandleOutcome } from './commit-consumer.js';
+import {
+  startCommitConsumer,
+  type CommitConsumerOptions,
+  type Delivery,
+  type HandleOutcome,
+} from './commit-consumer.js';
 import { ensureDurableConsumer, ensureGroupConsumers } from './durable-consumer.js';
 import { ServiceMetrics } from './metrics.js';
 import { OwnCommits } from './own-commits.js';
@@ -29,12 +34,29 @@ afterAll(async () => {
 });
 
 /** A stream of its own with a durable consumer group `group`, and the options to consume it. */
-async function group(ackWaitMs: number, maxAckPending: number): Promise<{ log: EventLog; js: JetStreamClient; options: Omit<CommitConsumerOptions, 'handler' | 'concurrency'> }> {
+async function group(
+  ackWaitMs: number,
+  maxAckPending: number,
+): Promise<{ log: EventLog; js: JetStreamClient; options: Omit<CommitConsumerOptions, 'handler' | 'concurrency'> }> {
   const name = uniqueName('CC');
   const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
-  await ensureDurableConsumer(log.jsm, { stream: name, name: 'group', filterSubjects: [`${log.subjectPrefix}.>`], ackWaitMs, maxAckPending });
+  await ensureDurableConsumer(log.jsm, {
+    stream: name,
+    name: 'group',
+    filterSubjects: [`${log.subjectPrefix}.>`],
+    ackWaitMs,
+    maxAckPending,
+  });
   const js = jetstream(nc);
-  const options = { js, stream: name, consumer: 'group', subjectPrefix: log.subjectPrefix, ackWaitMs, logger: pino({ level: 'silent' }), metrics: new ServiceMetrics('test') };
+  const options = {
+    js,
+    stream: name,
+    consumer: 'group',
+    subjectPrefix: log.subjectPrefix,
+    ackWaitMs,
+    logger: pino({ level: 'silent' }),
+    metrics: new ServiceMetrics('test'),
+  };
   return { log, js, options };
 }
 
@@ -44,24 +66,60 @@ describe('commit consumer', () => {
     const prefix = `t.${name.toLowerCase()}`;
     const own = new OwnCommits();
     // the step workers' group: its log appends `step` commits, its consumer is delivered every kind but those
-    const worker = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'step-worker', onAppended: (ref, message) => own.appended(ref, message) });
+    const worker = await EventLog.open(nc, {
+      streamName: name,
+      subjectPrefix: prefix,
+      writer: 'step-worker',
+      onAppended: (ref, message) => own.appended(ref, message),
+    });
     const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
     const runner = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'tool-runner' });
-    const partitions = await ensureGroupConsumers(worker.jsm, { stream: name, group: 'step-worker', subjectPrefix: prefix, instanceId: 'worker-a', ackWaitMs: 30_000, maxAckPending: 100 });
+    const partitions = await ensureGroupConsumers(worker.jsm, {
+      stream: name,
+      group: 'step-worker',
+      subjectPrefix: prefix,
+      instanceId: 'worker-a',
+      ackWaitMs: 30_000,
+      maxAckPending: 100,
+    });
     const ref = { tenant: 'acme', conversation: 'chain' };
-    const say = (text: string) => [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })];
+    const say = (text: string) => [
+      draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] }),
+    ];
     const seen: { seq: number; subject: string; kind: string | undefined; deliveryCount: number }[] = [];
     let acked = 0;
     const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
-      seen.push({ seq: delivery.streamSeq, subject: delivery.subject, kind: subjectKind(prefix, delivery.subject), deliveryCount: delivery.deliveryCount });
+      seen.push({
+        seq: delivery.streamSeq,
+        subject: delivery.subject,
+        kind: subjectKind(prefix, delivery.subject),
+        deliveryCount: delivery.deliveryCount,
+      });
       const tail = await worker.tail(ref);
       // two commits of its own after the gateway's, one after another: each is handed back to it
-      if (seen.filter((entry) => entry.kind === 'step').length < 2 && tail.streamSeq === delivery.streamSeq && delivery.streamSeq !== runnerSeq) await worker.append(ref, say('a step'), { expected: tail });
+      if (
+        seen.filter((entry) => entry.kind === 'step').length < 2 &&
+        tail.streamSeq === delivery.streamSeq &&
+        delivery.streamSeq !== runnerSeq
+      )
+        await worker.append(ref, say('a step'), { expected: tail });
       return { ack: true, outcome: 'ok' };
     };
     let runnerSeq = -1;
     const first = await gateway.append(ref, say('hello'), { expected: { streamSeq: 0, lastSeq: 0 } });
-    const consumer = await startCommitConsumer({ js: jetstream(nc), stream: name, consumer: 'step-worker', partitions, subjectPrefix: prefix, ackWaitMs: 30_000, logger: pino({ level: 'silent' }), metrics: new ServiceMetrics('test'), concurrency: 4, handler, ownCommits: own });
+    const consumer = await startCommitConsumer({
+      js: jetstream(nc),
+      stream: name,
+      consumer: 'step-worker',
+      partitions,
+      subjectPrefix: prefix,
+      ackWaitMs: 30_000,
+      logger: pino({ level: 'silent' }),
+      metrics: new ServiceMetrics('test'),
+      concurrency: 4,
+      handler,
+      ownCommits: own,
+    });
     try {
       await expect.poll(() => seen.length).toBe(3);
       // the tool runner's commit is delivered by the server
@@ -70,7 +128,9 @@ describe('commit consumer', () => {
       await expect.poll(() => seen.length).toBe(4);
       // the conversation's partition's consumer delivered them (stored as <prefix>.<tenant>.<conversation>.<kind>.<partition>)
       const partitionConsumer = `step-worker-p${seen[0]!.subject.split('.').at(-1)}`;
-      await expect.poll(async () => (acked = (await worker.jsm.consumers.info(name, partitionConsumer)).ack_floor.stream_seq)).toBe(runnerSeq);
+      await expect
+        .poll(async () => (acked = (await worker.jsm.consumers.info(name, partitionConsumer)).ack_floor.stream_seq))
+        .toBe(runnerSeq);
       expect(seen.map((entry) => entry.kind)).toEqual(['user', 'step', 'step', 'tool']);
       expect(seen[0]!.seq).toBe(first.streamSeq);
       // the server never delivered the group's own commits: nothing pending, nothing redelivered
@@ -97,16 +157,23 @@ describe('commit consumer', () => {
     const newerHeld = new Promise<void>((resolve) => (releaseNewer = resolve));
     const done = new Promise<void>((resolve) => {
       const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
-        if (delivery.streamSeq === older && delivery.deliveryCount === 1) return { ack: false, outcome: 'later', delayMs: 300 };
+        if (delivery.streamSeq === older && delivery.deliveryCount === 1)
+          return { ack: false, outcome: 'later', delayMs: 300 };
         if (delivery.streamSeq === newer) {
           setTimeout(releaseNewer, 1_000);
           await newerHeld;
         }
-        seen.push({ seq: delivery.streamSeq, deliveryCount: delivery.deliveryCount, laterQueued: delivery.laterQueued() });
+        seen.push({
+          seq: delivery.streamSeq,
+          deliveryCount: delivery.deliveryCount,
+          laterQueued: delivery.laterQueued(),
+        });
         if (seen.length === 2) resolve();
         return { ack: true, outcome: 'ok' };
       };
-      void startCommitConsumer({ ...options, concurrency: 8, handler }).then((consumer) => done.finally(() => consumer.stop()));
+      void startCommitConsumer({ ...options, concurrency: 8, handler }).then((consumer) =>
+        done.finally(() => consumer.stop()),
+      );
     });
     await done;
     // the newer commit is the tail although an (older) redelivery queued behind it; the older one is not
@@ -131,11 +198,18 @@ describe('commit consumer', () => {
         const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
           handed.push(delivery.streamSeq);
           if (handed.length === 3) release();
-          together.push(await Promise.race([allHanded.then(() => true), new Promise<boolean>((wait) => setTimeout(() => wait(false), 300))]));
+          together.push(
+            await Promise.race([
+              allHanded.then(() => true),
+              new Promise<boolean>((wait) => setTimeout(() => wait(false), 300)),
+            ]),
+          );
           if (together.length === 3) resolve();
           return { ack: true, outcome: 'ok' };
         };
-        void startCommitConsumer({ ...options, concurrency: 8, handler, concurrentPerConversation }).then((consumer) => done.finally(() => consumer.stop()));
+        void startCommitConsumer({ ...options, concurrency: 8, handler, concurrentPerConversation }).then((consumer) =>
+          done.finally(() => consumer.stop()),
+        );
       });
       await done;
       expect(handed).toEqual(seqs);
@@ -148,11 +222,24 @@ describe('commit consumer', () => {
     const { log, js, options } = await group(30_000, 100);
     const ref = { tenant: 'acme', conversation: 'spans' };
     const source = { ...ref, source: 'user' as const };
-    const first = await log.append(ref, [draftEvent(source, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: { streamSeq: 0, lastSeq: 0 } });
-    const message = (text: string) => draftEvent(source, 'message', { role: 'user', content: [{ type: 'text', text }] });
-    await log.append(ref, [message('a'), draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'running', reason: 'run' }), message('b')], {
-      expected: { streamSeq: first.streamSeq, lastSeq: first.lastSeq },
-    });
+    const first = await log.append(
+      ref,
+      [draftEvent(source, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })],
+      { expected: { streamSeq: 0, lastSeq: 0 } },
+    );
+    const message = (text: string) =>
+      draftEvent(source, 'message', { role: 'user', content: [{ type: 'text', text }] });
+    await log.append(
+      ref,
+      [
+        message('a'),
+        draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'running', reason: 'run' }),
+        message('b'),
+      ],
+      {
+        expected: { streamSeq: first.streamSeq, lastSeq: first.lastSeq },
+      },
+    );
     await js.publish(log.subject(ref), 'not a commit');
     const seen: { types: readonly string[]; span: unknown }[] = [];
     const done = new Promise<void>((resolve) => {
@@ -161,7 +248,9 @@ describe('commit consumer', () => {
         if (seen.length === 3) resolve();
         return { ack: true, outcome: 'ok' };
       };
-      void startCommitConsumer({ ...options, concurrency: 1, handler }).then((consumer) => done.finally(() => consumer.stop()));
+      void startCommitConsumer({ ...options, concurrency: 1, handler }).then((consumer) =>
+        done.finally(() => consumer.stop()),
+      );
     });
     await done;
     expect(seen).toEqual([
@@ -175,7 +264,11 @@ describe('commit consumer', () => {
     const { log, js, options } = await group(1_000, 1_000);
     const name = options.stream;
     const commits = 200;
-    await Promise.all(Array.from({ length: commits }, (_, index) => js.publish(log.subject({ tenant: 'acme', conversation: `c${index % 20}` }), `commit ${index}`)));
+    await Promise.all(
+      Array.from({ length: commits }, (_, index) =>
+        js.publish(log.subject({ tenant: 'acme', conversation: `c${index % 20}` }), `commit ${index}`),
+      ),
+    );
     const handled: number[] = [];
     const consumer = await startCommitConsumer({
       ...options,
@@ -190,7 +283,7 @@ describe('commit consumer', () => {
     // acks go out while the consumer runs (the server applies them asynchronously: allow it well
     // under the ack wait to show them all)
     let info = await log.jsm.consumers.info(name, 'group');
-    for (const deadline = Date.now() + 600; info.num_ack_pending > 0 && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 600; info.num_ack_pending > 0 && Date.now() < deadline;) {
       await new Promise((resolve) => setTimeout(resolve, 20));
       info = await log.jsm.consumers.info(name, 'group');
     }
@@ -206,7 +299,11 @@ describe('commit consumer', () => {
   it('holds acks until the next append, which carries them, or until the hold ends', async () => {
     const { log, js, options } = await group(30_000, 100);
     const acks = new AckBatch(1_000);
-    const writer = await EventLog.open(nc, { streamName: options.stream, subjectPrefix: log.subjectPrefix, beforePublish: () => acks.flush() });
+    const writer = await EventLog.open(nc, {
+      streamName: options.stream,
+      subjectPrefix: log.subjectPrefix,
+      beforePublish: () => acks.flush(),
+    });
     const ref = { tenant: 'acme', conversation: 'held' };
     await js.publish(log.subject(ref), 'first');
     await js.publish(log.subject(ref), 'second');
@@ -220,7 +317,8 @@ describe('commit consumer', () => {
         return { ack: true, outcome: 'ok' };
       },
     });
-    const pendingAcks = async (): Promise<number> => (await log.jsm.consumers.info(options.stream, 'group')).num_ack_pending;
+    const pendingAcks = async (): Promise<number> =>
+      (await log.jsm.consumers.info(options.stream, 'group')).num_ack_pending;
     try {
       while (handled < 2 || consumer.inFlight() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
       // handled, but the acks are held: the server still counts both as pending
@@ -228,10 +326,19 @@ describe('commit consumer', () => {
       expect(await pendingAcks()).toBe(2);
       // an append sends them in its write
       const other = { tenant: 'acme', conversation: 'other' };
-      await writer.append(other, [draftEvent({ ...other, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: { streamSeq: 0, lastSeq: 0 } });
+      await writer.append(
+        other,
+        [
+          draftEvent({ ...other, source: 'user' }, 'message', {
+            role: 'user',
+            content: [{ type: 'text', text: 'hi' }],
+          }),
+        ],
+        { expected: { streamSeq: 0, lastSeq: 0 } },
+      );
       // (well before the hold ends)
       let floor = 0;
-      for (const deadline = Date.now() + 500; floor < 2 && Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 500; floor < 2 && Date.now() < deadline;) {
         floor = (await log.jsm.consumers.info(options.stream, 'group')).ack_floor.stream_seq;
         if (floor < 2) await new Promise((resolve) => setTimeout(resolve, 10));
       }
@@ -242,7 +349,8 @@ describe('commit consumer', () => {
       await new Promise((resolve) => setTimeout(resolve, 1_100));
       expect(acks.held).toBe(0);
       let pending = await pendingAcks();
-      for (const deadline = Date.now() + 500; pending > 0 && Date.now() < deadline; pending = await pendingAcks()) await new Promise((resolve) => setTimeout(resolve, 10));
+      for (const deadline = Date.now() + 500; pending > 0 && Date.now() < deadline; pending = await pendingAcks())
+        await new Promise((resolve) => setTimeout(resolve, 10));
       expect(await pendingAcks()).toBe(0);
     } finally {
       await consumer.stop();
@@ -258,7 +366,15 @@ describe('commit consumer', () => {
   it('sends held acks at once when maxHeld are held (a backlog must not fill the group’s max ack pending)', () => {
     const acks = new AckBatch(60_000, 3);
     const acked: number[] = [];
-    const message = (seq: number): ConsumedMessage => ({ subject: 's', seq, data: new Uint8Array(), info: { deliveryCount: 1, pending: 0, timestampNanos: 0 }, ack: () => acked.push(seq), nak: () => undefined, working: () => undefined });
+    const message = (seq: number): ConsumedMessage => ({
+      subject: 's',
+      seq,
+      data: new Uint8Array(),
+      info: { deliveryCount: 1, pending: 0, timestampNanos: 0 },
+      ack: () => acked.push(seq),
+      nak: () => undefined,
+      working: () => undefined,
+    });
     acks.add(message(1));
     acks.add(message(2));
     expect(acked).toEqual([]);
@@ -301,7 +417,9 @@ describe('partitioned groups', () => {
     const ids: string[] = [];
     for (let candidate = 0; ids.length < count; candidate += 1) {
       const id = `worker-${candidate}`;
-      const clash = Array.from({ length: PARTITIONS }, (_, partition) => partition).some((partition) => ids.some((other) => partitionPriority(other, partition) === partitionPriority(id, partition)));
+      const clash = Array.from({ length: PARTITIONS }, (_, partition) => partition).some((partition) =>
+        ids.some((other) => partitionPriority(other, partition) === partitionPriority(id, partition)),
+      );
       if (!clash) ids.push(id);
     }
     return ids;
@@ -317,7 +435,14 @@ describe('partitioned groups', () => {
     let count = 0;
     const start = async (instance: string) => {
       const connection = await connect({ servers: server.url });
-      const partitions = await ensureGroupConsumers(gateway.jsm, { stream: name, group: 'step-worker', subjectPrefix: prefix, instanceId: instance, ackWaitMs: 30_000, maxAckPending: 1_000 });
+      const partitions = await ensureGroupConsumers(gateway.jsm, {
+        stream: name,
+        group: 'step-worker',
+        subjectPrefix: prefix,
+        instanceId: instance,
+        ackWaitMs: 30_000,
+        maxAckPending: 1_000,
+      });
       const consumer = await startCommitConsumer({
         js: jetstream(connection),
         stream: name,
@@ -339,13 +464,24 @@ describe('partitioned groups', () => {
       return { connection, consumer };
     };
     const conversations = Array.from({ length: 64 }, (_, index) => `c${index}`);
-    const tails = new Map<string, { streamSeq: number; lastSeq: number }>(conversations.map((conversation) => [conversation, { streamSeq: 0, lastSeq: 0 }]));
+    const tails = new Map<string, { streamSeq: number; lastSeq: number }>(
+      conversations.map((conversation) => [conversation, { streamSeq: 0, lastSeq: 0 }]),
+    );
     const round = async (): Promise<void> => {
       const before = count;
       handled.clear();
       for (const conversation of conversations) {
         const ref = { tenant: 'acme', conversation };
-        const appended = await gateway.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: tails.get(conversation)! });
+        const appended = await gateway.append(
+          ref,
+          [
+            draftEvent({ ...ref, source: 'user' }, 'message', {
+              role: 'user',
+              content: [{ type: 'text', text: 'hi' }],
+            }),
+          ],
+          { expected: tails.get(conversation)! },
+        );
         tails.set(conversation, { streamSeq: appended.streamSeq, lastSeq: appended.lastSeq });
       }
       await expect.poll(() => count - before, { timeout: 10_000 }).toBe(conversations.length);
@@ -361,7 +497,19 @@ describe('partitioned groups', () => {
     /** Until every partition's consumer holds a waiting pull of each of `instances` live instances. */
     const pullsWaiting = async (instances: number): Promise<void> => {
       await expect
-        .poll(async () => Math.min(...(await Promise.all(Array.from({ length: PARTITIONS }, async (_, partition) => (await gateway.jsm.consumers.info(name, `step-worker-p${partition}`)).num_waiting)))), { timeout: 10_000 })
+        .poll(
+          async () =>
+            Math.min(
+              ...(await Promise.all(
+                Array.from(
+                  { length: PARTITIONS },
+                  async (_, partition) =>
+                    (await gateway.jsm.consumers.info(name, `step-worker-p${partition}`)).num_waiting,
+                ),
+              )),
+            ),
+          { timeout: 10_000 },
+        )
         .toBeGreaterThanOrEqual(instances);
     };
     const first = await start(a);
@@ -405,7 +553,14 @@ describe('partitioned groups', () => {
     const blocked = new Promise<void>((resolve) => (release = resolve));
     const handled: { conversation: string; partition: number; instance: string; deliveryCount: number }[] = [];
     const start = async (instance: string) => {
-      const partitions = await ensureGroupConsumers(gateway.jsm, { stream: name, group: 'step-worker', subjectPrefix: prefix, instanceId: instance, ackWaitMs: 30_000, maxAckPending: 1_000 });
+      const partitions = await ensureGroupConsumers(gateway.jsm, {
+        stream: name,
+        group: 'step-worker',
+        subjectPrefix: prefix,
+        instanceId: instance,
+        ackWaitMs: 30_000,
+        maxAckPending: 1_000,
+      });
       const metrics = new ServiceMetrics('test');
       const consumer = await startCommitConsumer({
         js: jetstream(nc),
@@ -419,7 +574,12 @@ describe('partitioned groups', () => {
         // one commit at a time and none held beyond it
         concurrency: 1,
         handler: async (delivery) => {
-          handled.push({ conversation: delivery.ref!.conversation, partition: Number(delivery.subject.split('.').at(-1)), instance, deliveryCount: delivery.deliveryCount });
+          handled.push({
+            conversation: delivery.ref!.conversation,
+            partition: Number(delivery.subject.split('.').at(-1)),
+            instance,
+            deliveryCount: delivery.deliveryCount,
+          });
           if (instance === busy) await blocked;
           return { ack: true, outcome: 'ok' };
         },
@@ -430,7 +590,17 @@ describe('partitioned groups', () => {
     const second = await start(idle);
     try {
       // the first commit keeps `busy` full (it holds every partition it ranks best on)
-      const append = (conversation: string) => gateway.append({ tenant: 'acme', conversation }, [draftEvent({ tenant: 'acme', conversation, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: { streamSeq: 0, lastSeq: 0 } });
+      const append = (conversation: string) =>
+        gateway.append(
+          { tenant: 'acme', conversation },
+          [
+            draftEvent({ tenant: 'acme', conversation, source: 'user' }, 'message', {
+              role: 'user',
+              content: [{ type: 'text', text: 'hi' }],
+            }),
+          ],
+          { expected: { streamSeq: 0, lastSeq: 0 } },
+        );
       const holds = (partition: number) => partitionPriority(busy, partition) < partitionPriority(idle, partition);
       let blocker = 0;
       for (; ; blocker += 1) {
@@ -441,12 +611,18 @@ describe('partitioned groups', () => {
       // while it is full, every other conversation is run by the idle one, those of busy's partitions included
       const others = Array.from({ length: 12 }, (_, index) => `later-${index}`);
       for (const conversation of others) await append(conversation);
-      await expect.poll(() => handled.filter((entry) => entry.conversation.startsWith('later-')).length, { timeout: 10_000 }).toBe(others.length);
+      await expect
+        .poll(() => handled.filter((entry) => entry.conversation.startsWith('later-')).length, { timeout: 10_000 })
+        .toBe(others.length);
       const later = handled.filter((entry) => entry.conversation.startsWith('later-'));
       expect(later.every((entry) => entry.instance === idle)).toBe(true);
       const handedBack = later.filter((entry) => holds(entry.partition));
       expect(handedBack.length).toBeGreaterThan(0);
-      expect((await first.metrics.registry.getSingleMetricAsString('flotilla_commits_handled_total')).includes('outcome="handed_back_full"')).toBe(true);
+      expect(
+        (await first.metrics.registry.getSingleMetricAsString('flotilla_commits_handled_total')).includes(
+          'outcome="handed_back_full"',
+        ),
+      ).toBe(true);
     } finally {
       release();
       await first.consumer.stop();

@@ -140,33 +140,45 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   const partitions = options.partitions ?? [];
   if (options.batched && partitions.length > 0) throw new Error('a batched pull takes one consumer, not partitions');
   const fairness = options.fairness ?? { lookahead: 0, lookaheadBytes: 0, reserve: 0 };
-  if (options.batched && fairness.lookahead > 0) throw new Error('a batched pull pulls for its free slots only: no lookahead');
-  const waiting = new TenantQueue<Waiting>({ capacity: options.concurrency, reserve: fairness.reserve, activeForMs: TENANT_ACTIVE_FOR_MS });
+  if (options.batched && fairness.lookahead > 0)
+    throw new Error('a batched pull pulls for its free slots only: no lookahead');
+  const waiting = new TenantQueue<Waiting>({
+    capacity: options.concurrency,
+    reserve: fairness.reserve,
+    activeForMs: TENANT_ACTIVE_FOR_MS,
+  });
   let waitingBytes = 0;
   // what each pull holds for this process: the whole concurrency (and lookahead) through one consumer, a share of it
   // through several (at least 16 with a lookahead; without one, a full process hands back what comes beyond its slots)
   const wanted = options.concurrency + fairness.lookahead;
   const share = Math.max(fairness.lookahead > 0 ? 16 : 1, Math.ceil(wanted / Math.max(1, partitions.length)));
   const maxMessages = Math.max(1, Math.min(wanted, 1_000, partitions.length === 0 ? Infinity : share));
-  const consume = async (consumer: string, priority?: PartitionPull): Promise<AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> }> =>
+  const consume = async (
+    consumer: string,
+    priority?: PartitionPull,
+  ): Promise<AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> }> =>
     (await options.js.consumers.get(options.stream, consumer)).consume({
       max_messages: maxMessages,
       // a stalled instance (stopped, paused, cut off) keeps its connection, and its waiting pulls keep its partitions
       // until they expire: short pulls hand them to the next instance within seconds
       ...(priority ? { group: priority.group, priority: priority.priority, expires: PARTITION_PULL_EXPIRES_MS } : {}),
     });
-  const sources: (AsyncIterable<ConsumedMessage> & { close(): Promise<unknown>; capacityFreed?: () => void })[] = options.batched
-    ? [
-        new BatchedPull({
-          nc: options.batched.nc,
-          stream: options.stream,
-          consumer: options.consumer,
-          intervalMs: options.batched.intervalMs,
-          capacity: () => slots,
-          logger: options.logger,
-        }),
-      ]
-    : await Promise.all([consume(options.consumer), ...partitions.map((partition) => consume(partition.consumer, partition))]);
+  const sources: (AsyncIterable<ConsumedMessage> & { close(): Promise<unknown>; capacityFreed?: () => void })[] =
+    options.batched
+      ? [
+          new BatchedPull({
+            nc: options.batched.nc,
+            stream: options.stream,
+            consumer: options.consumer,
+            intervalMs: options.batched.intervalMs,
+            capacity: () => slots,
+            logger: options.logger,
+          }),
+        ]
+      : await Promise.all([
+          consume(options.consumer),
+          ...partitions.map((partition) => consume(partition.consumer, partition)),
+        ]);
   const shutdown = new AbortController();
   const tails = new Map<string, Promise<void>>();
   /** Per conversation with work queued here: the highest stream sequence delivered to this process. */
@@ -183,22 +195,28 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   const held = new Set<ConsumedMessage>();
   // checked four times a period: each commit is kept alive about a period after it came, so a
   // flood's thousands of held commits are not all kept alive in one turn (one burst of publishes)
-  const keepAlive = setInterval(() => {
-    const now = performance.now();
-    for (const [message, since] of handling) {
-      if (now - since < (held.has(message) ? waitingPeriod : keepAlivePeriod)) continue;
-      message.working();
-      handling.set(message, now);
-    }
-  }, Math.max(250, Math.floor(keepAlivePeriod / 4)));
+  const keepAlive = setInterval(
+    () => {
+      const now = performance.now();
+      for (const [message, since] of handling) {
+        if (now - since < (held.has(message) ? waitingPeriod : keepAlivePeriod)) continue;
+        message.working();
+        handling.set(message, now);
+      }
+    },
+    Math.max(250, Math.floor(keepAlivePeriod / 4)),
+  );
   keepAlive.unref();
   /** Loops waiting for room among the held commits. */
   const roomWaiters: (() => void)[] = [];
   // without a lookahead the next commit is taken only for a free slot, so a busy instance leaves it
   // to a sibling with one (the overflow of partitions); with one, up to the lookahead waits here
   const hasRoom = (): boolean =>
-    fairness.lookahead === 0 ? waiting.held === 0 && slots > 0 : waiting.held < fairness.lookahead && (fairness.lookaheadBytes === 0 || waitingBytes < fairness.lookaheadBytes);
-  const tenantOf = (message: ConsumedMessage): string => parseConversationSubject(options.subjectPrefix, message.subject)?.tenant ?? '';
+    fairness.lookahead === 0
+      ? waiting.held === 0 && slots > 0
+      : waiting.held < fairness.lookahead && (fairness.lookaheadBytes === 0 || waitingBytes < fairness.lookaheadBytes);
+  const tenantOf = (message: ConsumedMessage): string =>
+    parseConversationSubject(options.subjectPrefix, message.subject)?.tenant ?? '';
 
   /** Gives free slots to the commits waiting, fairly across tenants. */
   const dispatch = (): void => {
@@ -209,7 +227,10 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
       const { message, since } = next.item;
       held.delete(message);
       waitingBytes -= message.data.length;
-      options.metrics.slotWaitSeconds.observe({ share: next.withinShare ? 'within' : 'over' }, (performance.now() - since) / 1_000);
+      options.metrics.slotWaitSeconds.observe(
+        { share: next.withinShare ? 'within' : 'over' },
+        (performance.now() - since) / 1_000,
+      );
       void handleOne(message).finally(() => {
         slots += 1;
         waiting.finished(next.tenant);
@@ -229,7 +250,9 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     let child: Logger | undefined;
     // created on first use: most deliveries log nothing, and a pino child is not free
     const logger = (): Logger =>
-      (child ??= options.logger.child(ref ? { conversation: ref.conversation, tenant: ref.tenant, seq: message.seq } : { subject: message.subject }));
+      (child ??= options.logger.child(
+        ref ? { conversation: ref.conversation, tenant: ref.tenant, seq: message.seq } : { subject: message.subject },
+      ));
     const previous = (options.concurrentPerConversation ? undefined : tails.get(key)) ?? Promise.resolve();
     const started = performance.now();
     options.metrics.inFlight.inc();
@@ -259,7 +282,13 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           deliveryCount: count,
           signal: shutdown.signal,
         });
-        let result = await options.handler(delivered({ subject: message.subject, seq: message.seq, data: message.data, headers: message.headers }, message.info.deliveryCount, isLikelyTail(message)));
+        let result = await options.handler(
+          delivered(
+            { subject: message.subject, seq: message.seq, data: message.data, headers: message.headers },
+            message.info.deliveryCount,
+            isLikelyTail(message),
+          ),
+        );
         // the group's own commits, as if delivered: the process that wrote one carries on after it
         for (let round = 0; own && result.ack && round < MAX_OWN_ROUNDS && !shutdown.signal.aborted; round += 1) {
           const appended = own.take(key);
@@ -316,7 +345,9 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   };
 
   // one loop per consumer, all sharing the process's slots
-  const names = options.batched ? [options.consumer] : [options.consumer, ...partitions.map((partition) => partition.consumer)];
+  const names = options.batched
+    ? [options.consumer]
+    : [options.consumer, ...partitions.map((partition) => partition.consumer)];
   const loops = sources.map(async (messages, index) => {
     const delivered = options.metrics.deliveries.labels(names[index]!);
     for await (const message of messages) {

@@ -3,7 +3,13 @@ import { startNats, type NatsTestServer } from '@flotilla/testing';
 import { AckPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CondenserWakeups, condenserWakeupSubject, ensureCondenserWakeups, parseCondenserWakeup, removeRetiredCondenserGroup } from './condenser-wakeups.js';
+import {
+  CondenserWakeups,
+  condenserWakeupSubject,
+  ensureCondenserWakeups,
+  parseCondenserWakeup,
+  removeRetiredCondenserGroup,
+} from './condenser-wakeups.js';
 
 let server: NatsTestServer;
 let nc: NatsConnection;
@@ -37,7 +43,9 @@ describe('CondenserWakeups', () => {
     await wakeups.wake(ref, 'title', 7);
     await wakeups.wake(ref, 'condense', 7, { again: true });
     expect(await stored()).toBe(3);
-    const first = await jsm.streams.getMessage(CONDENSER_WAKEUPS.stream, { seq: (await jsm.streams.info(CONDENSER_WAKEUPS.stream)).state.first_seq });
+    const first = await jsm.streams.getMessage(CONDENSER_WAKEUPS.stream, {
+      seq: (await jsm.streams.info(CONDENSER_WAKEUPS.stream)).state.first_seq,
+    });
     expect(first?.subject).toBe(condenserWakeupSubject(ref));
     expect(first?.header.get('traceparent')).toBe(traceparent);
     expect(parseCondenserWakeup(first!.data)).toEqual({ ok: true, wakeup: { v: 1, reason: 'condense', at: 7 } });
@@ -51,8 +59,13 @@ describe('CondenserWakeups', () => {
     await wakeups.wake(ref, 'title', 3);
     expect(await stored()).toBe(1);
     // a work queue: the condenser's ack removes it
-    await jsm.consumers.add(CONDENSER_WAKEUPS.stream, { durable_name: CONDENSER_WAKEUPS.group, ack_policy: AckPolicy.Explicit });
-    const message = await (await jetstream(nc).consumers.get(CONDENSER_WAKEUPS.stream, CONDENSER_WAKEUPS.group)).next({ expires: 2_000 });
+    await jsm.consumers.add(CONDENSER_WAKEUPS.stream, {
+      durable_name: CONDENSER_WAKEUPS.group,
+      ack_policy: AckPolicy.Explicit,
+    });
+    const message = await (
+      await jetstream(nc).consumers.get(CONDENSER_WAKEUPS.stream, CONDENSER_WAKEUPS.group)
+    ).next({ expires: 2_000 });
     await message?.ackAck();
     expect(await stored()).toBe(0);
   });

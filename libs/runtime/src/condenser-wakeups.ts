@@ -23,7 +23,9 @@ export const CondenserWakeup = z.strictObject({
 export type CondenserWakeup = z.infer<typeof CondenserWakeup>;
 
 /** A wake-up read back: its body, or why it is not one. */
-export function parseCondenserWakeup(data: Uint8Array): { ok: true; wakeup: CondenserWakeup } | { ok: false; reason: string } {
+export function parseCondenserWakeup(
+  data: Uint8Array,
+): { ok: true; wakeup: CondenserWakeup } | { ok: false; reason: string } {
   const parsed = parseQueueMessage(CondenserWakeup, data);
   return parsed.ok ? { ok: true, wakeup: parsed.value } : parsed;
 }
@@ -40,7 +42,7 @@ const DUPLICATE_WINDOW_MS = 120_000;
 export async function ensureCondenserWakeups(jsm: JetStreamManager, replicas: number): Promise<void> {
   await ensureWorkQueue(jsm, {
     stream: CONDENSER_WAKEUPS.stream,
-    description: "Flotilla condenser wake-ups: conversations waiting for a condensation or owed a title",
+    description: 'Flotilla condenser wake-ups: conversations waiting for a condensation or owed a title',
     subjects: [`${CONDENSER_WAKEUPS.subjectPrefix}.*.*`],
     replicas,
     duplicateWindowMs: DUPLICATE_WINDOW_MS,
@@ -78,7 +80,12 @@ export class CondenserWakeups {
     private readonly ensureQueue: () => Promise<void>,
   ) {}
 
-  async wake(ref: ConversationRef, reason: CondenserWakeupReason, at: number, options: WakeOptions = {}): Promise<void> {
+  async wake(
+    ref: ConversationRef,
+    reason: CondenserWakeupReason,
+    at: number,
+    options: WakeOptions = {},
+  ): Promise<void> {
     const body: CondenserWakeup = { v: 1, reason, at };
     const traced = options.traceparent ? headers() : undefined;
     if (traced && options.traceparent) traced.set(TRACEPARENT_HEADER, options.traceparent);

@@ -1,5 +1,12 @@
 import { draftEvent, type Event } from '@flotilla/events';
-import { EMPTY_TAIL, EventLog, type ConversationRef, type RawMessage, type StoredCommit, type Tail } from '@flotilla/log';
+import {
+  EMPTY_TAIL,
+  EventLog,
+  type ConversationRef,
+  type RawMessage,
+  type StoredCommit,
+  type Tail,
+} from '@flotilla/log';
 import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
@@ -33,12 +40,19 @@ afterAll(async () => {
 });
 
 /** A conversation of `count` commits of two events each, and each commit as a consumer delivers it. */
-async function conversation(count: number): Promise<{ ref: ConversationRef; commits: StoredCommit[]; delivered: RawMessage[]; tail: Tail }> {
+async function conversation(
+  count: number,
+): Promise<{ ref: ConversationRef; commits: StoredCommit[]; delivered: RawMessage[]; tail: Tail }> {
   const ref = { tenant: 'acme', conversation: uniqueName('c') };
   const commits: StoredCommit[] = [];
   let tail: Tail = EMPTY_TAIL;
   for (let index = 0; index < count; index += 1) {
-    const drafts = ['a', 'b'].map((part) => draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: `${part}${index}` }] }));
+    const drafts = ['a', 'b'].map((part) =>
+      draftEvent({ ...ref, source: 'user' }, 'message', {
+        role: 'user',
+        content: [{ type: 'text', text: `${part}${index}` }],
+      }),
+    );
     const commit = await log.append(ref, drafts, { expected: tail });
     commits.push(commit);
     tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
@@ -62,7 +76,10 @@ async function countGets(action: () => Promise<unknown>): Promise<number> {
   return gets - before;
 }
 
-const texts = (events: readonly Event[]): string[] => events.map((event) => (event.type === 'message' && event.content[0]?.type === 'text' ? event.content[0].text : event.type));
+const texts = (events: readonly Event[]): string[] =>
+  events.map((event) =>
+    event.type === 'message' && event.content[0]?.type === 'text' ? event.content[0].text : event.type,
+  );
 
 describe('a cached conversation that another instance was delivered some commits of', () => {
   it('holds the commits delivered past a gap, and a load reads only the gap', async () => {
@@ -98,11 +115,20 @@ describe('a cached conversation that another instance was delivered some commits
     const cache = new ConversationCache(log);
     await cache.load(ref, commits[0]!.streamSeq);
     const foreign = await jetstream(nc).publish(log.subject(ref), new TextEncoder().encode('not a commit'));
-    const later = await log.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'a2' }] })], {
-      expected: { streamSeq: foreign.seq, lastSeq: commits[1]!.lastSeq },
-    });
+    const later = await log.append(
+      ref,
+      [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'a2' }] })],
+      {
+        expected: { streamSeq: foreign.seq, lastSeq: commits[1]!.lastSeq },
+      },
+    );
     const laterMessage = await log.jsm.streams.getMessage(log.streamName, { seq: later.streamSeq });
-    cache.extend(ref, { subject: laterMessage!.subject, seq: laterMessage!.seq, data: laterMessage!.data, headers: laterMessage!.header });
+    cache.extend(ref, {
+      subject: laterMessage!.subject,
+      seq: laterMessage!.seq,
+      data: laterMessage!.data,
+      headers: laterMessage!.header,
+    });
     const loaded = await cache.load(ref, later.streamSeq);
     expect(texts(loaded.events)).toEqual(['a0', 'b0', 'a1', 'b1', 'a2']);
     expect(loaded.tail).toEqual({ streamSeq: later.streamSeq, lastSeq: 5 });

@@ -1,5 +1,13 @@
 import type { Event } from '@flotilla/events';
-import { decodeCommit, placementOf, type ConversationRef, type EventLog, type RawMessage, type StoredCommit, type Tail } from '@flotilla/log';
+import {
+  decodeCommit,
+  placementOf,
+  type ConversationRef,
+  type EventLog,
+  type RawMessage,
+  type StoredCommit,
+  type Tail,
+} from '@flotilla/log';
 import { loadConversation, type CheckpointReading, type ConversationStart } from './conversation-load.js';
 import { TailHints } from './tail-hints.js';
 
@@ -7,7 +15,11 @@ import { TailHints } from './tail-hints.js';
  * A conversation as cached: its events up to `tail`, from the start of the log, or (`start`) from
  * a little before a checkpoint whose state stands for everything earlier.
  */
-export type CachedConversation<S = never> = { readonly events: readonly Event[]; readonly tail: Tail; readonly start?: ConversationStart<S> };
+export type CachedConversation<S = never> = {
+  readonly events: readonly Event[];
+  readonly tail: Tail;
+  readonly start?: ConversationStart<S>;
+};
 
 /**
  * `ahead`: commits delivered to this process after a gap (commits another instance of the
@@ -91,8 +103,15 @@ export class ConversationCache<S = never> {
     if (entry.tail.streamSeq === 0 && target > 0) {
       await this.#coldTurn();
       try {
-        const loaded = await loadConversation(this.log, ref, target, this.#worthACheckpoint(delivered, target) ? this.options.checkpoints : undefined);
-        entry = loaded.start ? { events: loaded.events, tail: loaded.tail, start: loaded.start } : { events: loaded.events, tail: loaded.tail };
+        const loaded = await loadConversation(
+          this.log,
+          ref,
+          target,
+          this.#worthACheckpoint(delivered, target) ? this.options.checkpoints : undefined,
+        );
+        entry = loaded.start
+          ? { events: loaded.events, tail: loaded.tail, start: loaded.start }
+          : { events: loaded.events, tail: loaded.tail };
         this.#events += loaded.events.length;
         this.options.onColdLoad?.(loaded.start ? 'checkpoint' : 'log', loaded.events.length);
       } finally {
@@ -135,10 +154,18 @@ export class ConversationCache<S = never> {
     while (entry.tail.streamSeq < target) {
       const held = entry.ahead?.[0];
       const next = held !== undefined && held.streamSeq <= target ? held : undefined;
-      await this.log.forEachCommit(ref, { afterSeq: entry.tail.lastSeq, afterStreamSeq: entry.tail.streamSeq, untilStreamSeq: next ? next.streamSeq - 1 : target }, (commit) => {
-        this.#append(entry, commit);
-        return next === undefined || commit.lastSeq + 1 !== next.firstSeq;
-      });
+      await this.log.forEachCommit(
+        ref,
+        {
+          afterSeq: entry.tail.lastSeq,
+          afterStreamSeq: entry.tail.streamSeq,
+          untilStreamSeq: next ? next.streamSeq - 1 : target,
+        },
+        (commit) => {
+          this.#append(entry, commit);
+          return next === undefined || commit.lastSeq + 1 !== next.firstSeq;
+        },
+      );
       if (next === undefined) break;
       const before = entry.tail.streamSeq;
       this.#applyAhead(entry, target);

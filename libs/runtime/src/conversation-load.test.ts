@@ -6,7 +6,12 @@ import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CheckpointStore, type CheckpointParseResult, type CheckpointPosition, type CheckpointPut } from './checkpoint-store.js';
+import {
+  CheckpointStore,
+  type CheckpointParseResult,
+  type CheckpointPosition,
+  type CheckpointPut,
+} from './checkpoint-store.js';
 import { ConversationCache } from './conversation-cache.js';
 import { loadConversation } from './conversation-load.js';
 import { requestPurge, servePurges } from './conversation-purge.js';
@@ -14,7 +19,9 @@ import { requestPurge, servePurges } from './conversation-purge.js';
 /** A stand-in for what a real checkpoint holds: the number of events folded. */
 type Counted = { readonly events: number };
 const parse = (value: unknown): CheckpointParseResult<Counted> =>
-  typeof value === 'object' && value !== null && typeof (value as Counted).events === 'number' ? { ok: true, checkpoint: value as Counted } : { ok: false, reason: 'not a count' };
+  typeof value === 'object' && value !== null && typeof (value as Counted).events === 'number'
+    ? { ok: true, checkpoint: value as Counted }
+    : { ok: false, reason: 'not a count' };
 
 let server: NatsTestServer;
 let nc: NatsConnection;
@@ -27,7 +34,11 @@ beforeAll(async () => {
   nc = await connect({ servers: server.url });
   const name = uniqueName('CP');
   log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
-  store = await CheckpointStore.open(nc, { parse, bucket: uniqueName('checkpoints'), onCorrupt: (report) => corrupt.push(report.reason) });
+  store = await CheckpointStore.open(nc, {
+    parse,
+    bucket: uniqueName('checkpoints'),
+    onCorrupt: (report) => corrupt.push(report.reason),
+  });
 });
 
 afterAll(async () => {
@@ -35,7 +46,8 @@ afterAll(async () => {
   await server[Symbol.asyncDispose]();
 });
 
-const message = (ref: ConversationRef, text: string): EventDraft => draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] });
+const message = (ref: ConversationRef, text: string): EventDraft =>
+  draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] });
 
 /** A conversation of `count` commits of two events each. */
 async function conversation(count: number): Promise<{ ref: ConversationRef; commits: StoredCommit[]; tail: Tail }> {
@@ -58,7 +70,13 @@ function revisionOf(put: CheckpointPut): number {
 /** A checkpoint after commit `at`, whose reader reads from the second event of commit `from` on. */
 function position(commits: readonly StoredCommit[], at: number, from: number): CheckpointPosition {
   const commit = commits[at]!;
-  return { streamSeq: commit.streamSeq, commit: commit.id, lastSeq: commit.lastSeq, origin: commits[0]!.streamSeq, readFrom: { streamSeq: commits[from]!.streamSeq, seq: commits[from]!.firstSeq + 1 } };
+  return {
+    streamSeq: commit.streamSeq,
+    commit: commit.id,
+    lastSeq: commit.lastSeq,
+    origin: commits[0]!.streamSeq,
+    readFrom: { streamSeq: commits[from]!.streamSeq, seq: commits[from]!.firstSeq + 1 },
+  };
 }
 
 describe('loading a conversation from its checkpoint', () => {
@@ -75,7 +93,9 @@ describe('loading a conversation from its checkpoint', () => {
     // from the second event of commit 20 (seq 42) to the end; 9 of them (42–50) are before the checkpoint
     expect(loaded.events.map((event) => event.seq)).toEqual(Array.from({ length: 19 }, (_, index) => index + 42));
     expect(loaded.start?.folded).toBe(9);
-    expect(loaded.commits.map((commit) => commit.streamSeq)).toEqual(commits.slice(20).map((commit) => commit.streamSeq));
+    expect(loaded.commits.map((commit) => commit.streamSeq)).toEqual(
+      commits.slice(20).map((commit) => commit.streamSeq),
+    );
     expect(loaded.tail).toEqual(tail);
     // up to the checkpoint itself
     const atCheckpoint = await loadConversation(log, ref, commits[24]!.streamSeq, { store });
@@ -130,9 +150,19 @@ describe('loading a conversation from its checkpoint', () => {
     expect((await store.get(ref))?.state).toEqual(repetitive);
     await store.delete(ref);
     expect(stored).toBeGreaterThan(0);
-    expect(await store.put(ref, position(commits, 2, 1), { events: 6, padding: randomBytes(store.maxBytes).toString('base64') } as Counted, 0)).toMatchObject({ ok: false, reason: 'too_large' });
+    expect(
+      await store.put(
+        ref,
+        position(commits, 2, 1),
+        { events: 6, padding: randomBytes(store.maxBytes).toString('base64') } as Counted,
+        0,
+      ),
+    ).toMatchObject({ ok: false, reason: 'too_large' });
     const first = revisionOf(await store.put(ref, position(commits, 1, 0), { events: 4 }, 0));
-    expect(await store.put(ref, position(commits, 2, 1), { events: 6 }, 0)).toMatchObject({ ok: false, reason: 'conflict' });
+    expect(await store.put(ref, position(commits, 2, 1), { events: 6 }, 0)).toMatchObject({
+      ok: false,
+      reason: 'conflict',
+    });
     expect(revisionOf(await store.put(ref, position(commits, 2, 1), { events: 6 }, first))).toBeGreaterThan(first);
     expect((await store.get(ref))?.state).toEqual({ events: 6 });
   });
@@ -141,7 +171,10 @@ describe('loading a conversation from its checkpoint', () => {
     const { ref, commits, tail } = await conversation(10);
     await store.put(ref, position(commits, 7, 6), { events: 16 }, 0);
     const loads: string[] = [];
-    const cache = new ConversationCache<Counted>(log, 10, 1_000, 8, { checkpoints: { store }, onColdLoad: (source, events) => loads.push(`${source} ${events}`) });
+    const cache = new ConversationCache<Counted>(log, 10, 1_000, 8, {
+      checkpoints: { store },
+      onColdLoad: (source, events) => loads.push(`${source} ${events}`),
+    });
     const cold = await cache.load(ref);
     expect(loads).toEqual(['checkpoint 7']);
     expect(cold.start?.state).toEqual({ events: 16 });

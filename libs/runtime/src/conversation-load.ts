@@ -66,7 +66,12 @@ async function fromCheckpoint<S>(
   known: StoredCheckpoint<S> | undefined,
 ): Promise<LoadedConversation<S> | undefined> {
   const [checkpoint, origin] = await Promise.all([
-    known ?? reading.store.get(ref).catch((error: unknown) => void reading.onUnused?.(`the checkpoint could not be read: ${(error as Error).message}`)),
+    known ??
+      reading.store
+        .get(ref)
+        .catch(
+          (error: unknown) => void reading.onUnused?.(`the checkpoint could not be read: ${(error as Error).message}`),
+        ),
     log.firstCommitSeq(ref),
   ]);
   if (!checkpoint || checkpoint.streamSeq > target) return undefined;
@@ -74,7 +79,8 @@ async function fromCheckpoint<S>(
     reading.onUnused?.(reason);
     return undefined;
   };
-  if (origin !== checkpoint.origin) return unused(`the log's first commit is at ${origin ?? 'none'}, the checkpoint's at ${checkpoint.origin}`);
+  if (origin !== checkpoint.origin)
+    return unused(`the log's first commit is at ${origin ?? 'none'}, the checkpoint's at ${checkpoint.origin}`);
   if (reading.accept && !reading.accept(checkpoint)) return unused('this reader does not accept it');
   const { readFrom } = checkpoint;
   const events: Event[] = [];
@@ -83,16 +89,27 @@ async function fromCheckpoint<S>(
   let reached = false;
   let mismatch: string | undefined;
   const check = (commit: StoredCommit): string | undefined => {
-    if (commits.length === 0 && (commit.streamSeq !== readFrom.streamSeq || commit.firstSeq > readFrom.seq || commit.lastSeq < readFrom.seq)) {
+    if (
+      commits.length === 0 &&
+      (commit.streamSeq !== readFrom.streamSeq || commit.firstSeq > readFrom.seq || commit.lastSeq < readFrom.seq)
+    ) {
       return `no commit holding seq ${readFrom.seq} at ${readFrom.streamSeq}`;
     }
-    if (commit.streamSeq === checkpoint.streamSeq && (commit.id !== checkpoint.commit || commit.lastSeq !== checkpoint.lastSeq)) {
+    if (
+      commit.streamSeq === checkpoint.streamSeq &&
+      (commit.id !== checkpoint.commit || commit.lastSeq !== checkpoint.lastSeq)
+    ) {
       return `the commit at ${checkpoint.streamSeq} is ${commit.id}, not ${checkpoint.commit}`;
     }
     if (!reached && commit.streamSeq > checkpoint.streamSeq) return `no commit at ${checkpoint.streamSeq}`;
     return undefined;
   };
-  const from = { afterSeq: 0, afterStreamSeq: readFrom.streamSeq - 1, untilStreamSeq: target, expectedMessages: target - readFrom.streamSeq + 1 };
+  const from = {
+    afterSeq: 0,
+    afterStreamSeq: readFrom.streamSeq - 1,
+    untilStreamSeq: target,
+    expectedMessages: target - readFrom.streamSeq + 1,
+  };
   await log.forEachCommit(ref, from, (commit) => {
     mismatch = check(commit);
     if (mismatch !== undefined) return false;

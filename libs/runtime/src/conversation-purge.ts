@@ -20,12 +20,20 @@ export type PurgeOptions = {
   readonly alsoRemove?: (ref: ConversationRef) => Promise<void>;
 };
 
-export function servePurges(nc: NatsConnection, log: EventLog, logger: Logger, options: PurgeOptions = {}): Subscription {
+export function servePurges(
+  nc: NatsConnection,
+  log: EventLog,
+  logger: Logger,
+  options: PurgeOptions = {},
+): Subscription {
   return nc.subscribe(PURGE_SUBJECT, {
     queue: PURGE_QUEUE,
     callback: (error, message) => {
       if (error) return;
-      const ref = { tenant: message.headers?.get(RunnerHeader.Tenant) ?? '', conversation: message.headers?.get(RunnerHeader.Conversation) ?? '' };
+      const ref = {
+        tenant: message.headers?.get(RunnerHeader.Tenant) ?? '',
+        conversation: message.headers?.get(RunnerHeader.Conversation) ?? '',
+      };
       try {
         assertConversationRef(ref);
       } catch (invalid) {
@@ -52,7 +60,11 @@ export function servePurges(nc: NatsConnection, log: EventLog, logger: Logger, o
 
 /** What the purging service answers: the commits removed, and the events stream's last sequence after the purge. */
 const PurgeAnswer = z.union([
-  z.object({ ok: z.literal(true), purged: z.number().int().nonnegative(), up_to_stream_seq: z.number().int().nonnegative() }),
+  z.object({
+    ok: z.literal(true),
+    purged: z.number().int().nonnegative(),
+    up_to_stream_seq: z.number().int().nonnegative(),
+  }),
   z.object({ ok: z.literal(false), error: z.string() }),
 ]);
 type PurgeAnswer = z.infer<typeof PurgeAnswer>;
@@ -61,13 +73,20 @@ type PurgeAnswer = z.infer<typeof PurgeAnswer>;
  * Asks the purging service to remove a conversation's log; throws when none answers or it failed.
  * Returns the events stream's last sequence after the purge (every purged commit is at or below it).
  */
-export async function requestPurge(nc: NatsConnection, ref: ConversationRef, timeoutMs = 10_000): Promise<{ readonly upToStreamSeq: number }> {
+export async function requestPurge(
+  nc: NatsConnection,
+  ref: ConversationRef,
+  timeoutMs = 10_000,
+): Promise<{ readonly upToStreamSeq: number }> {
   const request = headers();
   request.set(RunnerHeader.Tenant, ref.tenant);
   request.set(RunnerHeader.Conversation, ref.conversation);
   const reply = await requestAnswer(nc, PURGE_SUBJECT, undefined, { headers: request, timeout: timeoutMs });
   const answer = PurgeAnswer.safeParse(reply.json<unknown>());
-  if (!answer.success) throw new Error(`removing the conversation's log: the purging service's answer is not one (${answer.error.issues[0]?.message ?? 'invalid'})`);
+  if (!answer.success)
+    throw new Error(
+      `removing the conversation's log: the purging service's answer is not one (${answer.error.issues[0]?.message ?? 'invalid'})`,
+    );
   if (!answer.data.ok) throw new Error(`removing the conversation's log failed: ${answer.data.error}`);
   return { upToStreamSeq: answer.data.up_to_stream_seq };
 }

@@ -37,5 +37,9 @@ export async function ensureDeletionNotices(jsm: JetStreamManager, replicas: num
 export async function publishDeletion(js: JetStreamClient, notice: DeletionNotice): Promise<void> {
   const ref: ConversationRef = { tenant: notice.tenant, conversation: notice.conversation };
   assertConversationRef(ref);
-  await js.publish(`${DELETIONS.subjectPrefix}.${ref.tenant}.${ref.conversation}`, JSON.stringify(DeletionNotice.parse(notice)), { msgID: `${ref.tenant}.${ref.conversation}.${notice.up_to_stream_seq}` });
+  await js.publish(
+    `${DELETIONS.subjectPrefix}.${ref.tenant}.${ref.conversation}`,
+    JSON.stringify(DeletionNotice.parse(notice)),
+    { msgID: `${ref.tenant}.${ref.conversation}.${notice.up_to_stream_seq}` },
+  );
 }

@@ -18,7 +18,10 @@ describe('DeltaCoalescer', () => {
     expect(published).toEqual([{ type: 'text', text: 'Hello' }]);
     deltas.push({ type: 'text', text: '!' });
     deltas.flush();
-    expect(published).toEqual([{ type: 'text', text: 'Hello' }, { type: 'text', text: '!' }]);
+    expect(published).toEqual([
+      { type: 'text', text: 'Hello' },
+      { type: 'text', text: '!' },
+    ]);
     vi.advanceTimersByTime(100);
     expect(published).toHaveLength(2);
   });

@@ -43,8 +43,15 @@ export class DeltaCoalescer {
 }
 
 function merge(pending: StreamDelta, next: StreamDelta): StreamDelta | undefined {
-  if ((pending.type === 'text' || pending.type === 'reasoning') && next.type === pending.type) return { type: pending.type, text: pending.text + next.text };
-  if (pending.type === 'tool_call' && next.type === 'tool_call' && next.index === pending.index && next.id === undefined && next.name === undefined) {
+  if ((pending.type === 'text' || pending.type === 'reasoning') && next.type === pending.type)
+    return { type: pending.type, text: pending.text + next.text };
+  if (
+    pending.type === 'tool_call' &&
+    next.type === 'tool_call' &&
+    next.index === pending.index &&
+    next.id === undefined &&
+    next.name === undefined
+  ) {
     return { ...pending, argumentsDelta: pending.argumentsDelta + next.argumentsDelta };
   }
   return undefined;

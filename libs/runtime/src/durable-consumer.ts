@@ -44,16 +44,30 @@ export async function ensureDurableConsumer(jsm: JetStreamManager, spec: Durable
     });
     return;
   }
-  const current = existing.config.filter_subjects ?? (existing.config.filter_subject ? [existing.config.filter_subject] : []);
-  const sameFilters = current.length === spec.filterSubjects.length && spec.filterSubjects.every((subject) => current.includes(subject));
-  if (!sameFilters || existing.config.ack_wait !== nanos(spec.ackWaitMs) || existing.config.max_ack_pending !== spec.maxAckPending || existing.config.headers_only === true) {
-    await jsm.consumers.update(spec.stream, spec.name, { ack_wait: nanos(spec.ackWaitMs), max_ack_pending: spec.maxAckPending, headers_only: false, ...filters(spec.filterSubjects) });
+  const current =
+    existing.config.filter_subjects ?? (existing.config.filter_subject ? [existing.config.filter_subject] : []);
+  const sameFilters =
+    current.length === spec.filterSubjects.length && spec.filterSubjects.every((subject) => current.includes(subject));
+  if (
+    !sameFilters ||
+    existing.config.ack_wait !== nanos(spec.ackWaitMs) ||
+    existing.config.max_ack_pending !== spec.maxAckPending ||
+    existing.config.headers_only === true
+  ) {
+    await jsm.consumers.update(spec.stream, spec.name, {
+      ack_wait: nanos(spec.ackWaitMs),
+      max_ack_pending: spec.maxAckPending,
+      headers_only: false,
+      ...filters(spec.filterSubjects),
+    });
   }
 }
 
 /** One filter as `filter_subject` (what nats-server answers for a single one), several as `filter_subjects`. */
 function filters(subjects: readonly string[]): { filter_subject?: string; filter_subjects?: string[] } {
-  return subjects.length === 1 ? { filter_subject: subjects[0]!, filter_subjects: [] } : { filter_subject: '', filter_subjects: [...subjects] };
+  return subjects.length === 1
+    ? { filter_subject: subjects[0]!, filter_subjects: [] }
+    : { filter_subject: '', filter_subjects: [...subjects] };
 }
 
 /**
@@ -63,7 +77,11 @@ function filters(subjects: readonly string[]): { filter_subject?: string; filter
  */
 export async function ensureGroupConsumers(
   jsm: JetStreamManager,
-  spec: Omit<DurableConsumerSpec, 'name' | 'filterSubjects' | 'priorityGroup'> & { readonly group: string; readonly subjectPrefix: string; readonly instanceId: string },
+  spec: Omit<DurableConsumerSpec, 'name' | 'filterSubjects' | 'priorityGroup'> & {
+    readonly group: string;
+    readonly subjectPrefix: string;
+    readonly instanceId: string;
+  },
 ): Promise<PartitionPull[]> {
   const consumers = groupConsumers(spec.group, spec.subjectPrefix);
   await Promise.all(
@@ -78,12 +96,24 @@ export async function ensureGroupConsumers(
       }),
     ),
   );
-  return consumers.flatMap((each) => (each.partition === undefined ? [] : [{ consumer: each.name, group: PARTITION_PRIORITY_GROUP, priority: partitionPriority(spec.instanceId, each.partition) }]));
+  return consumers.flatMap((each) =>
+    each.partition === undefined
+      ? []
+      : [
+          {
+            consumer: each.name,
+            group: PARTITION_PRIORITY_GROUP,
+            priority: partitionPriority(spec.instanceId, each.partition),
+          },
+        ],
+  );
 }
 
 /** What a group has not handled: commits pending and unacknowledged over all its consumers (undefined when it has none). */
 export async function groupBacklog(jsm: JetStreamManager, stream: string, group: string): Promise<number | undefined> {
-  const infos = await Promise.all(groupConsumerNames(group).map((name) => jsm.consumers.info(stream, name).catch(() => undefined)));
+  const infos = await Promise.all(
+    groupConsumerNames(group).map((name) => jsm.consumers.info(stream, name).catch(() => undefined)),
+  );
   const found = infos.filter((info) => info !== undefined);
   return found.length === 0 ? undefined : found.reduce((sum, info) => sum + info.num_pending + info.num_ack_pending, 0);
 }

@@ -10,7 +10,12 @@ export type HealthChecks = {
 export type HealthServer = AsyncDisposable & { readonly port: number; readonly url: string };
 
 /** GET /health (alive), /ready (503 until ready), /metrics (Prometheus text). */
-export async function startHealthServer(port: number, checks: HealthChecks, metrics: Pick<ServiceMetrics, 'registry'>, host = '127.0.0.1'): Promise<HealthServer> {
+export async function startHealthServer(
+  port: number,
+  checks: HealthChecks,
+  metrics: Pick<ServiceMetrics, 'registry'>,
+  host = '127.0.0.1',
+): Promise<HealthServer> {
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
     const reply = (status: number, body: string, type = 'application/json'): void => {

@@ -42,7 +42,13 @@ describe('HeapRelease', () => {
   const setup = (after = 3) => {
     const collect = vi.fn();
     const released: number[] = [];
-    const release = new HeapRelease({ after, quietMs: 1_000, secondAfterMs: 3_000, collect, onRelease: ({ heapAfter }) => released.push(heapAfter) });
+    const release = new HeapRelease({
+      after,
+      quietMs: 1_000,
+      secondAfterMs: 3_000,
+      collect,
+      onRelease: ({ heapAfter }) => released.push(heapAfter),
+    });
     return { collect, released, release };
   };
 
@@ -121,17 +127,23 @@ describe('HeapRelease', () => {
     expect(garbage).toHaveLength(300_000);
     garbage = undefined;
     const before = process.memoryUsage().heapUsed;
-    const released = await new Promise<number>((resolve) => new HeapRelease({ after: 1, quietMs: 1, onRelease: () => resolve(process.memoryUsage().heapUsed) }).idle(0));
+    const released = await new Promise<number>((resolve) =>
+      new HeapRelease({ after: 1, quietMs: 1, onRelease: () => resolve(process.memoryUsage().heapUsed) }).idle(0),
+    );
     // the 300,000 dropped objects (~10 MiB) are gone: only a full collection reclaims promoted garbage
     expect(before - released).toBeGreaterThan(5 * 2 ** 20);
   });
 
   it('gives back the young generation a burst grew (its second collection comes after V8 stops counting the burst)', async () => {
     vi.useRealTimers();
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', YOUNG_GENERATION_CHILD], {
-      cwd: fileURLToPath(new URL('.', import.meta.url)),
-      timeout: 30_000,
-    });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', YOUNG_GENERATION_CHILD],
+      {
+        cwd: fileURLToPath(new URL('.', import.meta.url)),
+        timeout: 30_000,
+      },
+    );
     const { grown, after } = JSON.parse(stdout) as { grown: number; after: number };
     expect(grown).toBeGreaterThanOrEqual(16 * 2 ** 20);
     expect(after).toBeLessThanOrEqual(4 * 2 ** 20);

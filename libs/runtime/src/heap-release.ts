@@ -21,7 +21,11 @@ export type HeapReleaseOptions = {
   /** A full, compacting collection. */
   readonly collect?: () => void;
   /** After each collection of a release. */
-  readonly onRelease?: (released: { readonly ms: number; readonly heapBefore: number; readonly heapAfter: number }) => void;
+  readonly onRelease?: (released: {
+    readonly ms: number;
+    readonly heapBefore: number;
+    readonly heapAfter: number;
+  }) => void;
 };
 
 /**
@@ -78,7 +82,11 @@ export class HeapRelease {
     const heapBefore = process.memoryUsage().heapTotal;
     const started = performance.now();
     this.#collect!();
-    this.options.onRelease?.({ ms: performance.now() - started, heapBefore, heapAfter: process.memoryUsage().heapTotal });
+    this.options.onRelease?.({
+      ms: performance.now() - started,
+      heapBefore,
+      heapAfter: process.memoryUsage().heapTotal,
+    });
     if (round === 1) {
       // cancelled like the first by a delivery meanwhile
       this.#timer = setTimeout(() => this.#release(round + 1), this.#secondAfterMs);

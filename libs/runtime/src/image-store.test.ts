@@ -31,7 +31,12 @@ describe('ImageStore', () => {
   it('keeps an image of several chunks and gives back the same bytes, named by their sha256', async () => {
     const bytes = png(IMAGE_CHUNK_BYTES * 3 + 17);
     const stored = await store.put('acme', bytes, { name: 'screen.png', claimed: 'image/png' });
-    expect(stored).toEqual({ sha256: createHash('sha256').update(bytes).digest('hex'), bytes: bytes.length, media_type: 'image/png', name: 'screen.png' });
+    expect(stored).toEqual({
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      bytes: bytes.length,
+      media_type: 'image/png',
+      name: 'screen.png',
+    });
     expect(Buffer.from((await store.get('acme', stored))!).equals(bytes)).toBe(true);
     // the keys: the tenant, the digest, the chunk
     expect((await store.kv.get(`acme.${stored.sha256}.3`))?.value.length).toBe(17);
@@ -57,8 +62,14 @@ describe('ImageStore', () => {
   });
 
   it('refuses what is not a png, jpeg, gif or webp image, a media type the bytes contradict, and too many bytes', async () => {
-    const refusal = (promise: Promise<unknown>) => promise.then(() => 'stored', (error: unknown) => (error instanceof ImageError ? error.code : String(error)));
-    expect(await refusal(store.put('acme', new TextEncoder().encode('<svg xmlns="http://www.w3.org/2000/svg"/>')))).toBe('not_an_image');
+    const refusal = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'stored',
+        (error: unknown) => (error instanceof ImageError ? error.code : String(error)),
+      );
+    expect(
+      await refusal(store.put('acme', new TextEncoder().encode('<svg xmlns="http://www.w3.org/2000/svg"/>'))),
+    ).toBe('not_an_image');
     expect(await refusal(store.put('acme', png(100), { claimed: 'image/jpeg' }))).toBe('media_type_mismatch');
     expect(await refusal(store.put('acme', png(MAX_IMAGE_BYTES + 1)))).toBe('image_too_large');
     expect(await store.get('acme', { sha256: 'a'.repeat(64), bytes: MAX_IMAGE_BYTES + 1 })).toBeUndefined();

@@ -62,7 +62,11 @@ export class ImageStore {
   /** Creates the bucket (history 1) or opens the existing one; safe to call from every instance at once. */
   static async open(nc: NatsConnection, options: ImageStoreOptions = {}): Promise<ImageStore> {
     const bucket = options.bucket ?? DEFAULT_IMAGES_BUCKET;
-    const kv = await openBucket(nc, bucket, { history: 1, replicas: options.replicas ?? 1, description: 'Flotilla images of user messages (<tenant>.<sha256>.<chunk>)' });
+    const kv = await openBucket(nc, bucket, {
+      history: 1,
+      replicas: options.replicas ?? 1,
+      description: 'Flotilla images of user messages (<tenant>.<sha256>.<chunk>)',
+    });
     return new ImageStore(kv, bucket);
   }
 
@@ -71,11 +75,20 @@ export class ImageStore {
    * bytes; a `claimed` media type must agree. Refuses (`ImageError`) anything but png, jpeg, gif and
    * webp, and more than `MAX_IMAGE_BYTES`.
    */
-  async put(tenant: string, bytes: Uint8Array, options: { readonly claimed?: string; readonly name?: string } = {}): Promise<StoredImage> {
+  async put(
+    tenant: string,
+    bytes: Uint8Array,
+    options: { readonly claimed?: string; readonly name?: string } = {},
+  ): Promise<StoredImage> {
     const image = describeImage(bytes, options);
     const puts: Promise<unknown>[] = [];
     for (let index = 0; index * IMAGE_CHUNK_BYTES < bytes.length; index += 1) {
-      puts.push(this.kv.put(chunkKey(tenant, image.sha256, index), bytes.subarray(index * IMAGE_CHUNK_BYTES, (index + 1) * IMAGE_CHUNK_BYTES)));
+      puts.push(
+        this.kv.put(
+          chunkKey(tenant, image.sha256, index),
+          bytes.subarray(index * IMAGE_CHUNK_BYTES, (index + 1) * IMAGE_CHUNK_BYTES),
+        ),
+      );
     }
     await Promise.all(puts);
     return image;
@@ -88,7 +101,9 @@ export class ImageStore {
   async get(tenant: string, image: Pick<StoredImage, 'sha256' | 'bytes'>): Promise<Uint8Array | undefined> {
     if (!Number.isSafeInteger(image.bytes) || image.bytes <= 0 || image.bytes > MAX_IMAGE_BYTES) return undefined;
     const count = Math.ceil(image.bytes / IMAGE_CHUNK_BYTES);
-    const entries = await Promise.all(Array.from({ length: count }, (_, index) => this.kv.get(chunkKey(tenant, image.sha256, index))));
+    const entries = await Promise.all(
+      Array.from({ length: count }, (_, index) => this.kv.get(chunkKey(tenant, image.sha256, index))),
+    );
     const bytes = new Uint8Array(image.bytes);
     let offset = 0;
     for (const entry of entries) {
@@ -102,16 +117,31 @@ export class ImageStore {
 }
 
 /** How an event names these bytes, or the `ImageError` saying why they cannot be stored. */
-export function describeImage(bytes: Uint8Array, options: { readonly claimed?: string; readonly name?: string } = {}): StoredImage {
+export function describeImage(
+  bytes: Uint8Array,
+  options: { readonly claimed?: string; readonly name?: string } = {},
+): StoredImage {
   if (bytes.length > MAX_IMAGE_BYTES) {
-    throw new ImageError(ImageErrorCode.TooLarge, `the image has ${bytes.length} bytes; at most ${MAX_IMAGE_BYTES} (3.75 MiB) are taken`);
+    throw new ImageError(
+      ImageErrorCode.TooLarge,
+      `the image has ${bytes.length} bytes; at most ${MAX_IMAGE_BYTES} (3.75 MiB) are taken`,
+    );
   }
   const mediaType = sniffImageType(bytes);
-  if (mediaType === undefined) throw new ImageError(ImageErrorCode.NotAnImage, 'the data is not a png, jpeg, gif or webp image');
+  if (mediaType === undefined)
+    throw new ImageError(ImageErrorCode.NotAnImage, 'the data is not a png, jpeg, gif or webp image');
   if (options.claimed !== undefined && options.claimed !== mediaType) {
-    throw new ImageError(ImageErrorCode.MediaTypeMismatch, `the data is ${mediaType}, not ${options.claimed} as its media_type says`);
+    throw new ImageError(
+      ImageErrorCode.MediaTypeMismatch,
+      `the data is ${mediaType}, not ${options.claimed} as its media_type says`,
+    );
   }
-  return { sha256: sha256(bytes), bytes: bytes.length, media_type: mediaType, ...(options.name === undefined ? {} : { name: options.name }) };
+  return {
+    sha256: sha256(bytes),
+    bytes: bytes.length,
+    media_type: mediaType,
+    ...(options.name === undefined ? {} : { name: options.name }),
+  };
 }
 
 function sha256(bytes: Uint8Array): string {

@@ -21,7 +21,12 @@ export class ServiceMetrics {
   constructor(service: string) {
     this.registry.setDefaultLabels({ service });
     collectDefaultMetrics({ register: this.registry });
-    this.commits = new Counter({ name: 'flotilla_commits_handled_total', help: 'Delivered commits handled, by outcome', labelNames: ['outcome'], registers: [this.registry] });
+    this.commits = new Counter({
+      name: 'flotilla_commits_handled_total',
+      help: 'Delivered commits handled, by outcome',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+    });
     this.deliveries = new Counter({
       name: 'flotilla_deliveries_total',
       help: "Commits delivered to this instance, by consumer (a partitioned group's partition consumers: which partitions it holds)",
@@ -35,7 +40,11 @@ export class ServiceMetrics {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
       registers: [this.registry],
     });
-    this.waiting = new Gauge({ name: 'flotilla_commits_waiting', help: 'Delivered commits waiting in this instance for a slot (its lookahead)', registers: [this.registry] });
+    this.waiting = new Gauge({
+      name: 'flotilla_commits_waiting',
+      help: 'Delivered commits waiting in this instance for a slot (its lookahead)',
+      registers: [this.registry],
+    });
     this.handleSeconds = new Histogram({
       name: 'flotilla_commit_handle_seconds',
       help: 'Time to handle one delivered commit',
@@ -43,10 +52,29 @@ export class ServiceMetrics {
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
       registers: [this.registry],
     });
-    this.appends = new Counter({ name: 'flotilla_appends_total', help: 'Appends to the event log, by result', labelNames: ['result'], registers: [this.registry] });
-    this.inFlight = new Gauge({ name: 'flotilla_in_flight', help: 'Commits being handled now', registers: [this.registry] });
-    this.heapReleases = new Counter({ name: 'flotilla_heap_releases_total', help: 'Full collections run to give the heap back after a burst (two per release)', registers: [this.registry] });
-    this.llmSeconds = new Histogram({ name: 'flotilla_llm_call_seconds', help: 'LLM call latency', labelNames: ['outcome'], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120], registers: [this.registry] });
+    this.appends = new Counter({
+      name: 'flotilla_appends_total',
+      help: 'Appends to the event log, by result',
+      labelNames: ['result'],
+      registers: [this.registry],
+    });
+    this.inFlight = new Gauge({
+      name: 'flotilla_in_flight',
+      help: 'Commits being handled now',
+      registers: [this.registry],
+    });
+    this.heapReleases = new Counter({
+      name: 'flotilla_heap_releases_total',
+      help: 'Full collections run to give the heap back after a burst (two per release)',
+      registers: [this.registry],
+    });
+    this.llmSeconds = new Histogram({
+      name: 'flotilla_llm_call_seconds',
+      help: 'LLM call latency',
+      labelNames: ['outcome'],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120],
+      registers: [this.registry],
+    });
     this.llmFallbacks = new Counter({
       name: 'flotilla_llm_fallbacks_total',
       help: "Model calls moved to a fallback after the provider of the model before it was out, by profile moved from and to (own: a model of a spec's own) and the failure's code (transient, rate_limit, timeout, quota)",

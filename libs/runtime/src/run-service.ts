@@ -1,4 +1,11 @@
-import { checkBucketStorage, connectBus, describeBus, SELF_CONTINUING, UnsupportedServerError, whileUnavailable } from '@flotilla/bus';
+import {
+  checkBucketStorage,
+  connectBus,
+  describeBus,
+  SELF_CONTINUING,
+  UnsupportedServerError,
+  whileUnavailable,
+} from '@flotilla/bus';
 import { prepareValidation } from '@flotilla/events';
 import { EventLog, type EventLogOptions } from '@flotilla/log';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -83,16 +90,31 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   // acks of handled commits ride along with the next append's write
   const acks = new AckBatch(config.ackHoldMs);
   // a group not delivered its own commits carries on after them itself (libs/bus SELF_CONTINUING)
-  const ownCommits = SELF_CONTINUING[definition.consumer ?? definition.service] !== undefined ? new OwnCommits() : undefined;
-  const log = await openLogWithRetry(nc, config, logger, { beforePublish: () => acks.flush(), ...(ownCommits ? { onAppended: (ref, message) => ownCommits.appended(ref, message) } : {}) }, definition.createsStream ?? true);
+  const ownCommits =
+    SELF_CONTINUING[definition.consumer ?? definition.service] !== undefined ? new OwnCommits() : undefined;
+  const log = await openLogWithRetry(
+    nc,
+    config,
+    logger,
+    {
+      beforePublish: () => acks.flush(),
+      ...(ownCommits ? { onAppended: (ref, message) => ownCommits.appended(ref, message) } : {}),
+    },
+    definition.createsStream ?? true,
+  );
   // start-up outlives a leader election or a node's restart in a cluster (transient failures are waited out, then it fails)
   const untilAvailable = <T>(what: string, call: () => Promise<T>): Promise<T> =>
-    whileUnavailable(call, { onRetry: (error, attempt, waitMs) => logger.warn({ err: error, attempt, waitMs }, `${what}: NATS is not available yet; retrying`) });
+    whileUnavailable(call, {
+      onRetry: (error, attempt, waitMs) =>
+        logger.warn({ err: error, attempt, waitMs }, `${what}: NATS is not available yet; retrying`),
+    });
   const jsm = await untilAvailable('JetStream', () => jetstreamManager(nc));
   await reportStorage(jsm, config, logger, nc);
   const js = jetstream(nc);
   const interrupts = new InterruptRegistry();
-  interrupts.listen(nc, undefined, (error) => logger.error({ err: error }, 'interrupts cannot be followed: in-flight work will not be cancelled by an interrupt'));
+  interrupts.listen(nc, undefined, (error) =>
+    logger.error({ err: error }, 'interrupts cannot be followed: in-flight work will not be cancelled by an interrupt'),
+  );
   const context: ServiceContext = { config, logger, metrics, nc, js, jsm, log, interrupts, untilAvailable };
   const parts = await definition.start(context);
 
@@ -104,51 +126,88 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       after: config.heapReleaseAfter,
       onRelease: ({ ms, heapBefore, heapAfter }) => {
         metrics.heapReleases.inc();
-        logger.debug({ ms: Math.round(ms), heapBeforeMiB: Math.round(heapBefore / 2 ** 20), heapAfterMiB: Math.round(heapAfter / 2 ** 20) }, 'quiet after a burst: heap given back');
+        logger.debug(
+          {
+            ms: Math.round(ms),
+            heapBeforeMiB: Math.round(heapBefore / 2 ** 20),
+            heapAfterMiB: Math.round(heapAfter / 2 ** 20),
+          },
+          'quiet after a burst: heap given back',
+        );
       },
     });
     const name = definition.consumer ?? definition.service;
     const { queue } = definition;
     if (queue) await untilAvailable(`the ${queue.stream} stream`, () => queue.ensure(jsm, config));
     const source = queue ?? { stream: log.streamName, subjectPrefix: log.subjectPrefix };
-    const consumerSpec = { stream: source.stream, ackWaitMs: config.ackWaitMs, maxAckPending: Math.max(config.concurrency * 4, 256, config.concurrency + config.lookahead) };
+    const consumerSpec = {
+      stream: source.stream,
+      ackWaitMs: config.ackWaitMs,
+      maxAckPending: Math.max(config.concurrency * 4, 256, config.concurrency + config.lookahead),
+    };
     // the events stream: the kinds the group can be owed work by, through its partitions' consumers
     // too where it has them (libs/bus groupConsumers); a queue of its own: all of it
     const partitions = await untilAvailable(`the ${name} consumers`, async (): Promise<PartitionPull[]> => {
-      if (!queue) return ensureGroupConsumers(jsm, { ...consumerSpec, group: name, subjectPrefix: source.subjectPrefix, instanceId: config.instanceId });
+      if (!queue)
+        return ensureGroupConsumers(jsm, {
+          ...consumerSpec,
+          group: name,
+          subjectPrefix: source.subjectPrefix,
+          instanceId: config.instanceId,
+        });
       await ensureDurableConsumer(jsm, { ...consumerSpec, name, filterSubjects: [`${source.subjectPrefix}.>`] });
       return [];
     });
-    consumer = await untilAvailable(`the ${name} consumer`, () => startCommitConsumer({
-      js,
-      stream: source.stream,
-      consumer: name,
-      partitions,
-      subjectPrefix: source.subjectPrefix,
-      concurrency: config.concurrency,
-      // a batched pull (the projector) pulls for its free slots only
-      ...(config.lookahead > 0 && config.pullIntervalMs === 0 ? { fairness: { lookahead: config.lookahead, lookaheadBytes: config.lookaheadBytes, reserve: config.fairReserve } } : {}),
-      ackWaitMs: config.ackWaitMs,
-      handler,
-      logger,
-      metrics,
-      heapRelease,
-      acks,
-      ...(config.pullIntervalMs > 0 ? { batched: { nc, intervalMs: config.pullIntervalMs } } : {}),
-      ...(definition.concurrentPerConversation ? { concurrentPerConversation: true } : {}),
-      ...(ownCommits && !queue ? { ownCommits } : {}),
-    }));
+    consumer = await untilAvailable(`the ${name} consumer`, () =>
+      startCommitConsumer({
+        js,
+        stream: source.stream,
+        consumer: name,
+        partitions,
+        subjectPrefix: source.subjectPrefix,
+        concurrency: config.concurrency,
+        // a batched pull (the projector) pulls for its free slots only
+        ...(config.lookahead > 0 && config.pullIntervalMs === 0
+          ? {
+              fairness: {
+                lookahead: config.lookahead,
+                lookaheadBytes: config.lookaheadBytes,
+                reserve: config.fairReserve,
+              },
+            }
+          : {}),
+        ackWaitMs: config.ackWaitMs,
+        handler,
+        logger,
+        metrics,
+        heapRelease,
+        acks,
+        ...(config.pullIntervalMs > 0 ? { batched: { nc, intervalMs: config.pullIntervalMs } } : {}),
+        ...(definition.concurrentPerConversation ? { concurrentPerConversation: true } : {}),
+        ...(ownCommits && !queue ? { ownCommits } : {}),
+      }),
+    );
     heapRelease.idle(consumer.inFlight());
   }
   const health = await startHealthServer(
     config.healthPort,
     {
-      ready: async () => !nc.isClosed() && nc.info !== undefined && (await log.jsm.streams.info(log.streamName).then(() => true, () => false)) && ((await parts.ready?.()) ?? true),
+      ready: async () =>
+        !nc.isClosed() &&
+        nc.info !== undefined &&
+        (await log.jsm.streams.info(log.streamName).then(
+          () => true,
+          () => false,
+        )) &&
+        ((await parts.ready?.()) ?? true),
     },
     metrics,
     config.healthHost,
   );
-  logger.info({ health: health.url, nats: describeBus(config.bus), stream: log.streamName, allocator }, `${definition.service} ready`);
+  logger.info(
+    { health: health.url, nats: describeBus(config.bus), stream: log.streamName, allocator },
+    `${definition.service} ready`,
+  );
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
@@ -161,7 +220,9 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     interrupts.close();
     await health[Symbol.asyncDispose]();
     await nc.drain().catch(() => undefined);
-    await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
+    await tracing
+      ?.shutdown()
+      .catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
     logger.info('stopped');
     process.exit(0);
   };
@@ -182,14 +243,21 @@ export async function connectWithRetry(config: ServiceConfig, logger: Logger): P
     try {
       // noAsyncTraces: no Error (with a captured stack) per request just in case it times out; that
       // eager capture was a large share of every service's CPU under load (see tests/bench/throughput).
-      return await connectBus(config.bus, { name: config.instanceId, identity: config.service }, { maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000, noAsyncTraces: true });
+      return await connectBus(
+        config.bus,
+        { name: config.instanceId, identity: config.service },
+        { maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 5_000, noAsyncTraces: true },
+      );
     } catch (error) {
       if (error instanceof UnsupportedServerError) {
         logger.fatal({ code: error.code, nats: bus }, error.message);
         process.exit(1);
       }
       if (isAuthenticationFailure(error)) {
-        throw new Error(`NATS at ${bus.servers.join(', ')} refused ${bus.auth}: check FLOTILLA_NATS_USER and its password, or the nkey or .creds file (${(error as Error).message})`, { cause: error });
+        throw new Error(
+          `NATS at ${bus.servers.join(', ')} refused ${bus.auth}: check FLOTILLA_NATS_USER and its password, or the nkey or .creds file (${(error as Error).message})`,
+          { cause: error },
+        );
       }
       logger.warn({ err: error, attempt, nats: bus }, 'NATS is not reachable yet; retrying');
       await delay(Math.min(5_000, 200 * attempt));
@@ -198,13 +266,25 @@ export async function connectWithRetry(config: ServiceConfig, logger: Logger): P
 }
 
 function isAuthenticationFailure(error: unknown): boolean {
-  const text = `${(error as Error).name} ${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}`.toLowerCase();
-  return text.includes('authorization violation') || text.includes('authentication') || text.includes('user authentication expired');
+  const text =
+    `${(error as Error).name} ${(error as Error).message} ${String((error as { cause?: unknown }).cause ?? '')}`.toLowerCase();
+  return (
+    text.includes('authorization violation') ||
+    text.includes('authentication') ||
+    text.includes('user authentication expired')
+  );
 }
 
 /** Warns, once at start, of storage that differs from the configuration (it is not changed: that takes the admin credential). */
-async function reportStorage(jsm: JetStreamManager, config: ServiceConfig, logger: Logger, nc: NatsConnection): Promise<void> {
-  const warnings = await checkBucketStorage(jsm, config.service, config.storage, nc.info).catch((error: unknown) => [`could not compare the buckets' settings: ${(error as Error).message}`]);
+async function reportStorage(
+  jsm: JetStreamManager,
+  config: ServiceConfig,
+  logger: Logger,
+  nc: NatsConnection,
+): Promise<void> {
+  const warnings = await checkBucketStorage(jsm, config.service, config.storage, nc.info).catch((error: unknown) => [
+    `could not compare the buckets' settings: ${(error as Error).message}`,
+  ]);
   for (const warning of warnings) logger.warn(warning);
 }
 

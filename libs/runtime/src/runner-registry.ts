@@ -18,7 +18,11 @@ export type RunnerRegistryOptions = {
 };
 
 /** A live runner as its last heartbeat described it. */
-export type RunnerInfo = { readonly runner: string; readonly at: number; readonly sandbox?: Readonly<Record<string, unknown>> };
+export type RunnerInfo = {
+  readonly runner: string;
+  readonly at: number;
+  readonly sandbox?: Readonly<Record<string, unknown>>;
+};
 
 export type WorkspaceOwner = { readonly runner: string; readonly revision: number };
 
@@ -49,8 +53,15 @@ export class RunnerRegistry {
 
   static async open(nc: NatsConnection, options: RunnerRegistryOptions = {}): Promise<RunnerRegistry> {
     const livenessMs = options.livenessMs ?? 10_000;
-    const runners = await openBucket(nc, options.runnersBucket ?? DEFAULT_RUNNERS_BUCKET, { history: 1, ttl: livenessMs, replicas: options.replicas ?? 1 });
-    const workspaces = await openBucket(nc, options.workspacesBucket ?? DEFAULT_WORKSPACES_BUCKET, { history: 1, replicas: options.replicas ?? 1 });
+    const runners = await openBucket(nc, options.runnersBucket ?? DEFAULT_RUNNERS_BUCKET, {
+      history: 1,
+      ttl: livenessMs,
+      replicas: options.replicas ?? 1,
+    });
+    const workspaces = await openBucket(nc, options.workspacesBucket ?? DEFAULT_WORKSPACES_BUCKET, {
+      history: 1,
+      replicas: options.replicas ?? 1,
+    });
     return new RunnerRegistry(runners, workspaces, livenessMs, options.sandbox);
   }
 
@@ -69,7 +80,8 @@ export class RunnerRegistry {
       if (!entry || entry.operation !== 'PUT') continue;
       try {
         const beat = entry.json<{ at: number; sandbox?: Record<string, unknown> }>();
-        if (Date.now() - beat.at < this.livenessMs) live.push({ runner, at: beat.at, ...(beat.sandbox ? { sandbox: beat.sandbox } : {}) });
+        if (Date.now() - beat.at < this.livenessMs)
+          live.push({ runner, at: beat.at, ...(beat.sandbox ? { sandbox: beat.sandbox } : {}) });
       } catch {
         // not a heartbeat of ours
       }
@@ -156,14 +168,25 @@ function key(ref: ConversationRef): string {
  * whether one answered that it did. `workspace` is the conversation whose workspace it works in
  * (a sub-agent's shared workspace is its parent's: its owner holds the child's shell and files).
  */
-export async function requestWorkspaceDeletion(nc: NatsConnection, runners: RunnerRegistry, ref: ConversationRef, timeoutMs = 10_000, workspace: ConversationRef = ref): Promise<boolean> {
+export async function requestWorkspaceDeletion(
+  nc: NatsConnection,
+  runners: RunnerRegistry,
+  ref: ConversationRef,
+  timeoutMs = 10_000,
+  workspace: ConversationRef = ref,
+): Promise<boolean> {
   const owner = await runners.owner(workspace);
   const alive = owner?.runner ? await runners.isAlive(owner.runner) : false;
   const request = headers();
   request.set(RunnerHeader.Tenant, ref.tenant);
   request.set(RunnerHeader.Conversation, ref.conversation);
   try {
-    const reply = await requestAnswer(nc, alive ? RunnerSubjects.delete(owner!.runner) : RunnerSubjects.deleteAny, undefined, { headers: request, timeout: timeoutMs });
+    const reply = await requestAnswer(
+      nc,
+      alive ? RunnerSubjects.delete(owner!.runner) : RunnerSubjects.deleteAny,
+      undefined,
+      { headers: request, timeout: timeoutMs },
+    );
     return reply.json<{ ok: boolean }>().ok;
   } catch {
     return false;

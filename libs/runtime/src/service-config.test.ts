@@ -3,12 +3,25 @@ import { loadServiceConfig } from './service-config.js';
 
 describe('service configuration', () => {
   it('reads every setting through one schema, with defaults', () => {
-    const config = loadServiceConfig('step-worker', { FLOTILLA_HOME: '/data', FLOTILLA_CACHE_CONVERSATIONS: '50', FLOTILLA_RUNNER_LIVENESS_MS: '3000' });
-    expect(config).toMatchObject({ cacheConversations: 50, runnerLivenessMs: 3_000, workspaces: '/data/workspaces', projectorSettleMs: 25, condensationWarnMs: 60_000, healthHost: '127.0.0.1' });
+    const config = loadServiceConfig('step-worker', {
+      FLOTILLA_HOME: '/data',
+      FLOTILLA_CACHE_CONVERSATIONS: '50',
+      FLOTILLA_RUNNER_LIVENESS_MS: '3000',
+    });
+    expect(config).toMatchObject({
+      cacheConversations: 50,
+      runnerLivenessMs: 3_000,
+      workspaces: '/data/workspaces',
+      projectorSettleMs: 25,
+      condensationWarnMs: 60_000,
+      healthHost: '127.0.0.1',
+    });
     expect(config.bus.servers).toEqual(['nats://127.0.0.1:4222']);
     expect(config.storage.replicas).toBe(1);
     expect(config.otlpEndpoint).toBeUndefined();
-    expect(loadServiceConfig('gateway', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318' }).otlpEndpoint).toBe('http://otel-collector:4318');
+    expect(
+      loadServiceConfig('gateway', { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector:4318' }).otlpEndpoint,
+    ).toBe('http://otel-collector:4318');
   });
 
   it.each([

@@ -61,7 +61,10 @@ export const ServiceConfig = z.object({
   otlpEndpoint: z
     .string()
     .trim()
-    .refine(isOtlpEndpoint, 'must be an http(s) URL such as http://otel-collector:4318, without credentials, query or fragment')
+    .refine(
+      isOtlpEndpoint,
+      'must be an http(s) URL such as http://otel-collector:4318, without credentials, query or fragment',
+    )
     .optional(),
 });
 export type ServiceConfig = z.infer<typeof ServiceConfig> & {
@@ -72,7 +75,11 @@ export type ServiceConfig = z.infer<typeof ServiceConfig> & {
 };
 
 /** A service's own defaults for settings its environment does not give. */
-export type ServiceDefaults = { readonly concurrency?: number; readonly pullIntervalMs?: number; readonly lookahead?: number };
+export type ServiceDefaults = {
+  readonly concurrency?: number;
+  readonly pullIntervalMs?: number;
+  readonly lookahead?: number;
+};
 
 const VARIABLES: Record<string, string> = {
   streamName: 'FLOTILLA_STREAM',
@@ -100,7 +107,11 @@ const VARIABLES: Record<string, string> = {
 };
 
 /** Reads the service config from the environment and fails fast naming the bad variable. */
-export function loadServiceConfig(service: string, environment: NodeJS.ProcessEnv = process.env, defaults: ServiceDefaults = {}): ServiceConfig {
+export function loadServiceConfig(
+  service: string,
+  environment: NodeJS.ProcessEnv = process.env,
+  defaults: ServiceDefaults = {},
+): ServiceConfig {
   const home = resolve(environment['FLOTILLA_HOME'] ?? '.flotilla');
   const concurrency = Number(environment['FLOTILLA_CONCURRENCY'] ?? defaults.concurrency ?? 64);
   const lookahead = environment['FLOTILLA_LOOKAHEAD'] ?? defaults.lookahead ?? 0;
@@ -115,7 +126,9 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     lookahead,
     lookaheadBytes: environment['FLOTILLA_LOOKAHEAD_BYTES'] ?? 64 * 2 ** 20,
     // a tenth of the slots, with a lookahead (without one, nothing waits here to be served fairly)
-    fairReserve: environment['FLOTILLA_FAIR_RESERVE'] ?? (Number(lookahead) > 0 && Number.isInteger(concurrency) ? Math.floor(concurrency / 10) : 0),
+    fairReserve:
+      environment['FLOTILLA_FAIR_RESERVE'] ??
+      (Number(lookahead) > 0 && Number.isInteger(concurrency) ? Math.floor(concurrency / 10) : 0),
     ackWaitMs: environment['FLOTILLA_ACK_WAIT_MS'] ?? 30_000,
     ackHoldMs: environment['FLOTILLA_ACK_HOLD_MS'] ?? 20,
     pullIntervalMs: environment['FLOTILLA_PULL_INTERVAL_MS'] ?? defaults.pullIntervalMs ?? 0,
@@ -131,10 +144,14 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
     otlpEndpoint: environment['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined,
   });
   if (result.success && result.data.fairReserve >= result.data.concurrency) {
-    throw new Error(`invalid ${service} configuration: FLOTILLA_FAIR_RESERVE: must be below FLOTILLA_CONCURRENCY (${result.data.concurrency}), not ${result.data.fairReserve}`);
+    throw new Error(
+      `invalid ${service} configuration: FLOTILLA_FAIR_RESERVE: must be below FLOTILLA_CONCURRENCY (${result.data.concurrency}), not ${result.data.fairReserve}`,
+    );
   }
   if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
+    const problems = result.error.issues.map(
+      (issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`,
+    );
     throw new Error(`invalid ${service} configuration: ${problems.join('; ')}`);
   }
   // each throws naming its variable
@@ -144,7 +161,13 @@ export function loadServiceConfig(service: string, environment: NodeJS.ProcessEn
 function isOtlpEndpoint(value: string): boolean {
   try {
     const url = new URL(value);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+    return (
+      (url.protocol === 'http:' || url.protocol === 'https:') &&
+      url.username === '' &&
+      url.password === '' &&
+      url.search === '' &&
+      url.hash === ''
+    );
   } catch {
     return false;
   }

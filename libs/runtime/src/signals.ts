@@ -25,8 +25,16 @@ export function deltaSubject(root: string, ref: ConversationRef): string {
  * stream sequence of the commit holding it: work decided at that commit or later (a step the
  * commit itself woke, when the run goes on) is not stopped; without it everything is.
  */
-export function publishInterrupt(nc: NatsConnection, ref: ConversationRef, at?: number, root = DEFAULT_SIGNAL_ROOT): void {
-  nc.publish(interruptSubject(root, ref), JSON.stringify({ tenant: ref.tenant, conversation: ref.conversation, ...(at === undefined ? {} : { at }) }));
+export function publishInterrupt(
+  nc: NatsConnection,
+  ref: ConversationRef,
+  at?: number,
+  root = DEFAULT_SIGNAL_ROOT,
+): void {
+  nc.publish(
+    interruptSubject(root, ref),
+    JSON.stringify({ tenant: ref.tenant, conversation: ref.conversation, ...(at === undefined ? {} : { at }) }),
+  );
 }
 
 /**
@@ -34,7 +42,12 @@ export function publishInterrupt(nc: NatsConnection, ref: ConversationRef, at?: 
  * an error for the step (a delta past the server's payload limit, or a closed connection, is
  * dropped: the reply's events carry the whole text anyway).
  */
-export function publishDelta(nc: NatsConnection, ref: ConversationRef, delta: StreamDelta, root = DEFAULT_SIGNAL_ROOT): void {
+export function publishDelta(
+  nc: NatsConnection,
+  ref: ConversationRef,
+  delta: StreamDelta,
+  root = DEFAULT_SIGNAL_ROOT,
+): void {
   try {
     nc.publish(deltaSubject(root, ref), JSON.stringify(delta));
   } catch {
@@ -68,7 +81,11 @@ export class InterruptRegistry {
   }
 
   /** Work for the conversation, decided at the commit of stream sequence `decidedAt` when known: its signal aborts on an interrupt appended after that commit. */
-  track(ref: ConversationRef, parent?: AbortSignal, decidedAt = Number.NEGATIVE_INFINITY): { signal: AbortSignal; done(): void } {
+  track(
+    ref: ConversationRef,
+    parent?: AbortSignal,
+    decidedAt = Number.NEGATIVE_INFINITY,
+  ): { signal: AbortSignal; done(): void } {
     const key = `${ref.tenant}.${ref.conversation}`;
     const controller = new AbortController();
     const unfollow = parent ? whenAborted(parent, () => controller.abort(parent.reason)) : undefined;

@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 /** What a tenant may spend in a period: USD (the steps' `cost_usd`) and tokens (prompt + completion), either or both. */
-export const BudgetLimits = z.strictObject({ usd: z.number().positive().optional(), tokens: z.number().int().positive().optional() });
+export const BudgetLimits = z.strictObject({
+  usd: z.number().positive().optional(),
+  tokens: z.number().int().positive().optional(),
+});
 export type BudgetLimits = z.infer<typeof BudgetLimits>;
 
 /** A tenant's budgets per UTC day and per UTC month. */
@@ -14,7 +17,10 @@ export type TenantBudget = z.infer<typeof TenantBudget>;
  * for every tenant without its own, `tenants` by name. E.g.
  * `{"default": {"day": {"usd": 20}}, "tenants": {"acme": {"day": {"usd": 100, "tokens": 5000000}, "month": {"usd": 2000}}}}`.
  */
-export const TenantBudgets = z.strictObject({ default: TenantBudget.optional(), tenants: z.record(z.string().min(1), TenantBudget).default({}) });
+export const TenantBudgets = z.strictObject({
+  default: TenantBudget.optional(),
+  tenants: z.record(z.string().min(1), TenantBudget).default({}),
+});
 export type TenantBudgets = z.infer<typeof TenantBudgets>;
 
 /** The operator's budgets from the environment, undefined when none are set; a malformed value throws naming the variable. */
@@ -30,7 +36,10 @@ export function loadTenantBudgets(environment: NodeJS.ProcessEnv = process.env):
     throw new Error(`${variable}: not JSON (${(error as Error).message})`);
   }
   const result = TenantBudgets.safeParse(json);
-  if (!result.success) throw new Error(`${variable}: ${result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')}`);
+  if (!result.success)
+    throw new Error(
+      `${variable}: ${result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')}`,
+    );
   return result.data;
 }
 
@@ -49,13 +58,19 @@ export function periodsOf(at: Date): { readonly day: string; readonly month: str
 }
 
 /** Why the tenant may not spend more (a sentence for the stopped run), or undefined while it is within its budget. */
-export function budgetReached(tenant: string, budget: TenantBudget | undefined, usage: { readonly day: Usage; readonly month: Usage }): string | undefined {
+export function budgetReached(
+  tenant: string,
+  budget: TenantBudget | undefined,
+  usage: { readonly day: Usage; readonly month: Usage },
+): string | undefined {
   for (const period of ['day', 'month'] as const) {
     const limits = budget?.[period];
     const used = usage[period];
     const name = period === 'day' ? 'daily' : 'monthly';
-    if (limits?.usd !== undefined && used.usd >= limits.usd) return `tenant ${tenant} reached its ${name} budget of $${limits.usd} ($${used.usd.toFixed(4)} spent)`;
-    if (limits?.tokens !== undefined && used.tokens >= limits.tokens) return `tenant ${tenant} reached its ${name} budget of ${limits.tokens} tokens (${used.tokens} used)`;
+    if (limits?.usd !== undefined && used.usd >= limits.usd)
+      return `tenant ${tenant} reached its ${name} budget of $${limits.usd} ($${used.usd.toFixed(4)} spent)`;
+    if (limits?.tokens !== undefined && used.tokens >= limits.tokens)
+      return `tenant ${tenant} reached its ${name} budget of ${limits.tokens} tokens (${used.tokens} used)`;
   }
   return undefined;
 }

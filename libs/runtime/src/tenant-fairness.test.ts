@@ -33,19 +33,34 @@ const CONCURRENCY = 8;
  * holding its slot for 20 ms (a model call). Returns the tenants in the order their commits
  * started, once every commit was handled and acknowledged.
  */
-async function floodThenSmall(fairness: Fairness | undefined): Promise<{ order: string[]; redelivered: number; handedBack: number }> {
+async function floodThenSmall(
+  fairness: Fairness | undefined,
+): Promise<{ order: string[]; redelivered: number; handedBack: number }> {
   const name = uniqueName('FAIR');
   const prefix = `t.${name.toLowerCase()}`;
   const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
-  const say = (ref: { tenant: string; conversation: string }) => [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'go' }] })];
+  const say = (ref: { tenant: string; conversation: string }) => [
+    draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'go' }] }),
+  ];
   for (let at = 0; at < FLOOD; at += 100) {
-    await Promise.all(Array.from({ length: 100 }, (_, index) => ({ tenant: 'flood', conversation: `c${at + index}` })).map((ref) => gateway.append(ref, say(ref), { expected: { streamSeq: 0, lastSeq: 0 } })));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, index) => ({ tenant: 'flood', conversation: `c${at + index}` })).map((ref) =>
+        gateway.append(ref, say(ref), { expected: { streamSeq: 0, lastSeq: 0 } }),
+      ),
+    );
   }
   for (let index = 0; index < SMALL; index += 1) {
     const ref = { tenant: 'small', conversation: `c${index}` };
     await gateway.append(ref, say(ref), { expected: { streamSeq: 0, lastSeq: 0 } });
   }
-  const partitions = await ensureGroupConsumers(gateway.jsm, { stream: name, group: 'step-worker', subjectPrefix: prefix, instanceId: 'worker-a', ackWaitMs: 30_000, maxAckPending: 2_000 });
+  const partitions = await ensureGroupConsumers(gateway.jsm, {
+    stream: name,
+    group: 'step-worker',
+    subjectPrefix: prefix,
+    instanceId: 'worker-a',
+    ackWaitMs: 30_000,
+    maxAckPending: 2_000,
+  });
   const order: string[] = [];
   let redelivered = 0;
   const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
@@ -73,7 +88,11 @@ async function floodThenSmall(fairness: Fairness | undefined): Promise<{ order: 
     // every commit acknowledged: nothing pending or waiting for an ack on any of the group's consumers
     await expect
       .poll(async () => {
-        const infos = await Promise.all(['step-worker', ...partitions.map((partition) => partition.consumer)].map((consumer) => gateway.jsm.consumers.info(name, consumer)));
+        const infos = await Promise.all(
+          ['step-worker', ...partitions.map((partition) => partition.consumer)].map((consumer) =>
+            gateway.jsm.consumers.info(name, consumer),
+          ),
+        );
         return infos.reduce((sum, info) => sum + info.num_pending + info.num_ack_pending, 0);
       })
       .toBe(0);
@@ -81,7 +100,8 @@ async function floodThenSmall(fairness: Fairness | undefined): Promise<{ order: 
     await consumer.stop();
   }
   // a commit of a partition's that came while every slot was taken was handed back once (delivered again)
-  const handedBack = (await metrics.commits.get()).values.find((value) => value.labels.outcome === 'handed_back_full')?.value ?? 0;
+  const handedBack =
+    (await metrics.commits.get()).values.find((value) => value.labels.outcome === 'handed_back_full')?.value ?? 0;
   return { order, redelivered, handedBack };
 }
 
@@ -90,7 +110,11 @@ const lastSmall = (order: readonly string[]): number => order.lastIndexOf('small
 
 describe('tenant fairness in a partitioned group', () => {
   it("serves another tenant's commits within its share while one tenant floods the group, each handled once", async () => {
-    const { order, redelivered, handedBack } = await floodThenSmall({ lookahead: 1_000, lookaheadBytes: 0, reserve: 1 });
+    const { order, redelivered, handedBack } = await floodThenSmall({
+      lookahead: 1_000,
+      lookaheadBytes: 0,
+      reserve: 1,
+    });
     // the slots busy when the small tenant's commits came, then at least every other slot is theirs
     expect(lastSmall(order)).toBeLessThan(CONCURRENCY + 2 * SMALL);
     expect(order.filter((tenant) => tenant === 'small')).toHaveLength(SMALL);
@@ -110,10 +134,21 @@ describe('tenant fairness in a partitioned group', () => {
     const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
     for (let index = 0; index < 12; index += 1) {
       const ref = { tenant: index % 2 === 0 ? 'a' : 'b', conversation: `c${index}` };
-      await gateway.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'go' }] })], { expected: { streamSeq: 0, lastSeq: 0 } });
+      await gateway.append(
+        ref,
+        [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'go' }] })],
+        { expected: { streamSeq: 0, lastSeq: 0 } },
+      );
     }
     const ackWaitMs = 1_000;
-    const partitions = await ensureGroupConsumers(gateway.jsm, { stream: name, group: 'step-worker', subjectPrefix: prefix, instanceId: 'worker-a', ackWaitMs, maxAckPending: 100 });
+    const partitions = await ensureGroupConsumers(gateway.jsm, {
+      stream: name,
+      group: 'step-worker',
+      subjectPrefix: prefix,
+      instanceId: 'worker-a',
+      ackWaitMs,
+      maxAckPending: 100,
+    });
     const deliveries: number[] = [];
     const consumer = await startCommitConsumer({
       js: jetstream(nc),

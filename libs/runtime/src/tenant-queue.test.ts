@@ -19,7 +19,12 @@ describe('tenant queue', () => {
     const queue = new TenantQueue<string>({ capacity: 4, reserve: 1, activeForMs: 1_000, now: () => now });
     for (let index = 0; index < 10; index += 1) queue.push('flood', `a${index}`);
     // alone: all four slots
-    expect([queue.next(4), queue.next(3), queue.next(2), queue.next(1)].map((next) => next?.item)).toEqual(['a0', 'a1', 'a2', 'a3']);
+    expect([queue.next(4), queue.next(3), queue.next(2), queue.next(1)].map((next) => next?.item)).toEqual([
+      'a0',
+      'a1',
+      'a2',
+      'a3',
+    ]);
     for (let index = 0; index < 4; index += 1) queue.finished('flood');
     queue.push('small', 'b0');
     // two active: the flood (at 0 in flight) and small; small first, then the flood up to the reserve

@@ -21,8 +21,12 @@ export class TenantQueue<T> {
   #served = 0;
 
   constructor(options: TenantQueueOptions) {
-    if (!Number.isInteger(options.capacity) || options.capacity < 1) throw new RangeError(`capacity must be a whole number ≥ 1, not ${options.capacity}`);
-    if (!Number.isInteger(options.reserve) || options.reserve < 0 || options.reserve >= options.capacity) throw new RangeError(`reserve must be a whole number below the capacity (${options.capacity}), not ${options.reserve}`);
+    if (!Number.isInteger(options.capacity) || options.capacity < 1)
+      throw new RangeError(`capacity must be a whole number ≥ 1, not ${options.capacity}`);
+    if (!Number.isInteger(options.reserve) || options.reserve < 0 || options.reserve >= options.capacity)
+      throw new RangeError(
+        `reserve must be a whole number below the capacity (${options.capacity}), not ${options.reserve}`,
+      );
     this.#options = options;
   }
 
@@ -56,7 +60,12 @@ export class TenantQueue<T> {
         continue;
       }
       if (!waiting) continue;
-      if (!best || state.inFlight < best[1].inFlight || (state.inFlight === best[1].inFlight && state.lastServed < best[1].lastServed)) best = [tenant, state];
+      if (
+        !best ||
+        state.inFlight < best[1].inFlight ||
+        (state.inFlight === best[1].inFlight && state.lastServed < best[1].lastServed)
+      )
+        best = [tenant, state];
     }
     if (!best) return undefined;
     const [tenant, state] = best;
@@ -66,7 +75,8 @@ export class TenantQueue<T> {
       // kept for the others: the reserve, and what each under its share used lately and gave back
       let kept = this.#options.reserve;
       for (const other of active) {
-        if (other !== state && other.inFlight < share) kept += Math.max(0, Math.min(share, this.#peak(other, now)) - other.inFlight);
+        if (other !== state && other.inFlight < share)
+          kept += Math.max(0, Math.min(share, this.#peak(other, now)) - other.inFlight);
       }
       if (free <= kept) return undefined;
     }

@@ -20,7 +20,13 @@ export class TenantUsageStore {
   private constructor(readonly kv: KV) {}
 
   static async open(nc: NatsConnection, options: { replicas?: number } = {}): Promise<TenantUsageStore> {
-    return new TenantUsageStore(await openBucket(nc, Buckets.tenantUsage, { history: 1, replicas: options.replicas ?? 1, description: "Flotilla tenants' model usage per UTC day and month" }));
+    return new TenantUsageStore(
+      await openBucket(nc, Buckets.tenantUsage, {
+        history: 1,
+        replicas: options.replicas ?? 1,
+        description: "Flotilla tenants' model usage per UTC day and month",
+      }),
+    );
   }
 
   /** Adds a step's usage to its tenant's day and month. */
@@ -32,7 +38,10 @@ export class TenantUsageStore {
   /** The tenant's usage in the day and month `at` falls in. */
   async read(tenant: string, at: Date): Promise<{ day: Usage; month: Usage }> {
     const { day, month } = periodsOf(at);
-    const [dayUsage, monthUsage] = await Promise.all([this.#get(`${tenant}.day.${day}`), this.#get(`${tenant}.month.${month}`)]);
+    const [dayUsage, monthUsage] = await Promise.all([
+      this.#get(`${tenant}.day.${day}`),
+      this.#get(`${tenant}.month.${month}`),
+    ]);
     return { day: dayUsage.usage, month: monthUsage.usage };
   }
 
@@ -41,7 +50,8 @@ export class TenantUsageStore {
     const { day, month } = periodsOf(at);
     const tenants = new Map<string, { day: Usage; month: Usage }>();
     const keys: string[] = [];
-    for await (const key of await this.kv.keys()) if (key.endsWith(`.day.${day}`) || key.endsWith(`.month.${month}`)) keys.push(key);
+    for await (const key of await this.kv.keys())
+      if (key.endsWith(`.day.${day}`) || key.endsWith(`.month.${month}`)) keys.push(key);
     for (const key of keys) {
       const [tenant, period] = splitKey(key);
       const current = tenants.get(tenant) ?? { day: NO_USAGE, month: NO_USAGE };
@@ -73,9 +83,11 @@ export class TenantUsageStore {
     };
     this.#waiting.set(key, entry);
     this.#writing.set(key, entry.done);
-    void entry.done.finally(() => {
-      if (this.#writing.get(key) === entry.done) this.#writing.delete(key);
-    }).catch(() => undefined);
+    void entry.done
+      .finally(() => {
+        if (this.#writing.get(key) === entry.done) this.#writing.delete(key);
+      })
+      .catch(() => undefined);
     return entry.done;
   }
 
@@ -97,7 +109,8 @@ export class TenantUsageStore {
 
   async #get(key: string): Promise<{ usage: Usage; revision: number }> {
     const entry = await this.kv.get(key);
-    if (!entry || entry.operation !== 'PUT' || entry.length === 0) return { usage: NO_USAGE, revision: entry?.revision ?? 0 };
+    if (!entry || entry.operation !== 'PUT' || entry.length === 0)
+      return { usage: NO_USAGE, revision: entry?.revision ?? 0 };
     const parsed = entry.json<Partial<Usage>>();
     return { usage: { usd: Number(parsed.usd) || 0, tokens: Number(parsed.tokens) || 0 }, revision: entry.revision };
   }

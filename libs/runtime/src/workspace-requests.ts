@@ -34,7 +34,14 @@ export type FileVersion = z.infer<typeof FileVersion>;
 export const WorkspaceOp = z.discriminatedUnion('op', [
   z.strictObject({ op: z.literal('list'), path: FolderPath }),
   /** Bytes of a file from `offset`; the first read (no `version`) also checks the file and says its version. */
-  z.strictObject({ op: z.literal('read'), path: WorkspacePath, offset: Offset, length: z.number().int().positive(), max_size: Offset, version: FileVersion.optional() }),
+  z.strictObject({
+    op: z.literal('read'),
+    path: WorkspacePath,
+    offset: Offset,
+    length: z.number().int().positive(),
+    max_size: Offset,
+    version: FileVersion.optional(),
+  }),
   /** The body's bytes at `offset` of an upload; `final` puts the whole upload in place of the file at `path`. */
   z.strictObject({ op: z.literal('write'), path: WorkspacePath, upload: UploadId, offset: Offset, final: z.boolean() }),
   z.strictObject({ op: z.literal('abort'), upload: UploadId }),
@@ -57,10 +64,22 @@ export type ListedEntry = z.infer<typeof ListedEntry>;
 export const WorkspaceAnswers = {
   list: z.strictObject({ truncated: z.boolean() }),
   read: z.strictObject({ version: FileVersion }),
-  write: z.union([z.strictObject({ done: z.literal(false), received: Offset }), z.strictObject({ done: z.literal(true), size: Offset, sha256: z.string().regex(/^[0-9a-f]{64}$/), created: z.boolean() })]),
+  write: z.union([
+    z.strictObject({ done: z.literal(false), received: Offset }),
+    z.strictObject({
+      done: z.literal(true),
+      size: Offset,
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      created: z.boolean(),
+    }),
+  ]),
   abort: z.strictObject({}),
   git_status: z.strictObject({ repository_root: z.string(), truncated: z.boolean() }),
-  git_diff: z.strictObject({ repository_root: z.string(), base: z.enum(['HEAD', 'empty_tree']), truncated: z.boolean() }),
+  git_diff: z.strictObject({
+    repository_root: z.string(),
+    base: z.enum(['HEAD', 'empty_tree']),
+    truncated: z.boolean(),
+  }),
 } as const satisfies Record<WorkspaceOp['op'], z.ZodType>;
 
 /** Why a workspace request was not done. `moved`: this runner does not own the workspace (ask the owner again). */
@@ -84,7 +103,13 @@ export const WorkspaceFailureCode = z.enum([
 export type WorkspaceFailureCode = z.infer<typeof WorkspaceFailureCode>;
 
 /** A failure; `moved` may name the live runner that owns the workspace (where it is not where the gateway looked: a sub-agent's shared workspace is its parent's). */
-const Failure = z.strictObject({ ok: z.literal(false), code: WorkspaceFailureCode, message: z.string().max(8_000), runner: z.string().optional(), owner: z.string().min(1).max(256).optional() });
+const Failure = z.strictObject({
+  ok: z.literal(false),
+  code: WorkspaceFailureCode,
+  message: z.string().max(8_000),
+  runner: z.string().optional(),
+  owner: z.string().min(1).max(256).optional(),
+});
 /** A success's own fields (a read's version, a write's progress, a diff's place) are the operation's; the gateway checks them as it uses them. */
 const Success = z.looseObject({ ok: z.literal(true), runner: z.string() });
 const AnswerMeta = z.discriminatedUnion('ok', [Success, Failure]);
@@ -113,7 +138,12 @@ export class WorkspaceRequestError extends Error {
     super(message, options);
     this.name = 'WorkspaceRequestError';
     this.code = code;
-    this.isRetryable = code === 'moved' || code === 'no_runner' || code === 'timeout' || code === 'unavailable' || code === 'upload_lost';
+    this.isRetryable =
+      code === 'moved' ||
+      code === 'no_runner' ||
+      code === 'timeout' ||
+      code === 'unavailable' ||
+      code === 'upload_lost';
   }
 }
 
@@ -138,7 +168,14 @@ const ATTEMPTS = 4;
  * when no live runner owns it). A runner that turns out not to own it answers `moved`, and the
  * owner is looked up again. Throws a WorkspaceRequestError.
  */
-export async function askWorkspace(nc: NatsConnection, runners: RunnerRegistry, ref: ConversationRef, op: WorkspaceOp, body?: Uint8Array, options: AskOptions = {}): Promise<WorkspaceAnswer> {
+export async function askWorkspace(
+  nc: NatsConnection,
+  runners: RunnerRegistry,
+  ref: ConversationRef,
+  op: WorkspaceOp,
+  body?: Uint8Array,
+  options: AskOptions = {},
+): Promise<WorkspaceAnswer> {
   const request = headers();
   request.set(RunnerHeader.Tenant, ref.tenant);
   request.set(RunnerHeader.Conversation, ref.conversation);
@@ -146,7 +183,11 @@ export async function askWorkspace(nc: NatsConnection, runners: RunnerRegistry, 
   let hint = options.runner;
   let anyRunner = false;
   for (let attempt = 1; ; attempt += 1) {
-    const subject = hint ? RunnerSubjects.workspace(hint) : anyRunner ? RunnerSubjects.workspaceAny : await ownerSubject(runners, ref);
+    const subject = hint
+      ? RunnerSubjects.workspace(hint)
+      : anyRunner
+        ? RunnerSubjects.workspaceAny
+        : await ownerSubject(runners, ref);
     let reply: Msg;
     try {
       reply = await requestAnswer(nc, subject, body, { headers: request, timeout: options.timeoutMs ?? 30_000 });
@@ -158,9 +199,18 @@ export async function askWorkspace(nc: NatsConnection, runners: RunnerRegistry, 
           anyRunner = true;
           continue;
         }
-        throw new WorkspaceRequestError('no_runner', 'No tool runner is running to answer for the workspace; start one (or wait for it) and retry.', { cause: error });
+        throw new WorkspaceRequestError(
+          'no_runner',
+          'No tool runner is running to answer for the workspace; start one (or wait for it) and retry.',
+          { cause: error },
+        );
       }
-      if (isTimeout(error)) throw new WorkspaceRequestError('timeout', 'The tool runner that owns the workspace did not answer in time; retry.', { cause: error });
+      if (isTimeout(error))
+        throw new WorkspaceRequestError(
+          'timeout',
+          'The tool runner that owns the workspace did not answer in time; retry.',
+          { cause: error },
+        );
       throw error;
     }
     const answer = readAnswer(reply);
@@ -177,30 +227,51 @@ export async function askWorkspace(nc: NatsConnection, runners: RunnerRegistry, 
 /** The subject of the runner that owns the workspace while it lives, else the one any runner takes. */
 async function ownerSubject(runners: RunnerRegistry, ref: ConversationRef): Promise<string> {
   const owner = await runners.owner(ref);
-  return owner?.runner && (await runners.isAlive(owner.runner)) ? RunnerSubjects.workspace(owner.runner) : RunnerSubjects.workspaceAny;
+  return owner?.runner && (await runners.isAlive(owner.runner))
+    ? RunnerSubjects.workspace(owner.runner)
+    : RunnerSubjects.workspaceAny;
 }
 
-function readAnswer(reply: Msg): { ok: true; meta: Record<string, unknown>; runner: string } | { ok: false; code: WorkspaceFailureCode; message: string; owner?: string } {
+function readAnswer(
+  reply: Msg,
+):
+  | { ok: true; meta: Record<string, unknown>; runner: string }
+  | { ok: false; code: WorkspaceFailureCode; message: string; owner?: string } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(reply.headers?.get(WorkspaceHeader.Answer) ?? '');
   } catch {
-    throw new WorkspaceRequestError('unavailable', 'A tool runner answered a workspace request without a readable answer header.');
+    throw new WorkspaceRequestError(
+      'unavailable',
+      'A tool runner answered a workspace request without a readable answer header.',
+    );
   }
   const answer = AnswerMeta.safeParse(parsed);
-  if (!answer.success) throw new WorkspaceRequestError('unavailable', `A tool runner answered a workspace request with an answer this gateway cannot read: ${answer.error.issues[0]?.message ?? 'invalid'}.`);
-  if (!answer.data.ok) return { ok: false, code: answer.data.code, message: answer.data.message, ...(answer.data.owner ? { owner: answer.data.owner } : {}) };
+  if (!answer.success)
+    throw new WorkspaceRequestError(
+      'unavailable',
+      `A tool runner answered a workspace request with an answer this gateway cannot read: ${answer.error.issues[0]?.message ?? 'invalid'}.`,
+    );
+  if (!answer.data.ok)
+    return {
+      ok: false,
+      code: answer.data.code,
+      message: answer.data.message,
+      ...(answer.data.owner ? { owner: answer.data.owner } : {}),
+    };
   const { ok: _ok, runner, ...meta } = answer.data;
   return { ok: true, meta, runner };
 }
 
 function isNoResponders(error: unknown): boolean {
-  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth += 1) if (cause instanceof NoRespondersError) return true;
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth += 1)
+    if (cause instanceof NoRespondersError) return true;
   return false;
 }
 
 function isTimeout(error: unknown): boolean {
-  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth += 1) if (cause instanceof TimeoutError) return true;
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth += 1)
+    if (cause instanceof TimeoutError) return true;
   return false;
 }
 
@@ -209,7 +280,10 @@ export type WorkspaceRequest = { readonly ref: ConversationRef; readonly op: Wor
 
 /** The request a message holds, or why it holds none. */
 export function parseWorkspaceRequest(message: Msg): WorkspaceRequest | string {
-  const ref = { tenant: message.headers?.get(RunnerHeader.Tenant) ?? '', conversation: message.headers?.get(RunnerHeader.Conversation) ?? '' };
+  const ref = {
+    tenant: message.headers?.get(RunnerHeader.Tenant) ?? '',
+    conversation: message.headers?.get(RunnerHeader.Conversation) ?? '',
+  };
   try {
     assertConversationRef(ref);
   } catch (error) {
@@ -222,15 +296,31 @@ export function parseWorkspaceRequest(message: Msg): WorkspaceRequest | string {
     return `${WorkspaceHeader.Op} must hold the operation as JSON`;
   }
   const op = WorkspaceOp.safeParse(raw);
-  if (!op.success) return `${WorkspaceHeader.Op}: ${op.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')}`;
+  if (!op.success)
+    return `${WorkspaceHeader.Op}: ${op.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')}`;
   return { ref, op: op.data, data: message.data };
 }
 
 /** Answers a workspace request: a success with its fields and bytes, or a failure. */
-export function answerWorkspace(message: Msg, runner: string, answer: { readonly meta?: Readonly<Record<string, unknown>>; readonly data?: Uint8Array } | { readonly code: WorkspaceFailureCode; readonly message: string; readonly owner?: string }): void {
+export function answerWorkspace(
+  message: Msg,
+  runner: string,
+  answer:
+    | { readonly meta?: Readonly<Record<string, unknown>>; readonly data?: Uint8Array }
+    | { readonly code: WorkspaceFailureCode; readonly message: string; readonly owner?: string },
+): void {
   const reply = headers();
   if ('code' in answer) {
-    reply.set(WorkspaceHeader.Answer, headerJson({ ok: false, code: answer.code, message: answer.message.slice(0, 8_000), runner, ...(answer.owner ? { owner: answer.owner } : {}) }));
+    reply.set(
+      WorkspaceHeader.Answer,
+      headerJson({
+        ok: false,
+        code: answer.code,
+        message: answer.message.slice(0, 8_000),
+        runner,
+        ...(answer.owner ? { owner: answer.owner } : {}),
+      }),
+    );
     message.respond(undefined, { headers: reply });
     return;
   }
@@ -240,5 +330,8 @@ export function answerWorkspace(message: Msg, runner: string, answer: { readonly
 
 /** JSON for a header value: one line of ASCII (a path may hold any character; JSON escapes the line breaks, this the rest). */
 function headerJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[\u007f-\uffff]/g, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value).replace(
+    /[\u007f-\uffff]/g,
+    (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }

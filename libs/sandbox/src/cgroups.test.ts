@@ -19,7 +19,11 @@ describe('reading the cgroup hierarchies', () => {
       '34 25 0:30 / /sys/fs/cgroup/unified rw,relatime shared:15 - cgroup2 cgroup2 rw',
     ].join('\n');
     const mounts = cgroupMounts(mountinfo);
-    expect(Object.fromEntries(mounts.v1)).toEqual({ memory: '/sys/fs/cgroup/memory', cpu: '/sys/fs/cgroup/cpu,cpuacct', pids: '/sys/fs/cgroup/pids' });
+    expect(Object.fromEntries(mounts.v1)).toEqual({
+      memory: '/sys/fs/cgroup/memory',
+      cpu: '/sys/fs/cgroup/cpu,cpuacct',
+      pids: '/sys/fs/cgroup/pids',
+    });
     expect(mounts.v2).toBe('/sys/fs/cgroup/unified');
     const own = ownCgroups('12:pids:/runner\n4:memory:/process_api/abc\n2:cpu,cpuacct:/\n0::/init.scope\n');
     expect(Object.fromEntries(own.v1)).toEqual({ pids: '/runner', memory: '/process_api/abc', cpu: '/', cpuacct: '/' });
@@ -27,12 +31,19 @@ describe('reading the cgroup hierarchies', () => {
   });
 
   it('finds a unified (v2) hierarchy', () => {
-    expect(cgroupMounts('30 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate')).toEqual({ v1: new Map(), v2: '/sys/fs/cgroup' });
+    expect(cgroupMounts('30 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate')).toEqual({
+      v1: new Map(),
+      v2: '/sys/fs/cgroup',
+    });
     expect(ownCgroups('0::/kubepods/pod1/c2\n')).toEqual({ v1: new Map(), v2: '/kubepods/pod1/c2' });
   });
 });
 
-async function run(sandbox: Sandbox, script: string, timeoutMs = 30_000): Promise<{ output: string; code: number | null }> {
+async function run(
+  sandbox: Sandbox,
+  script: string,
+  timeoutMs = 30_000,
+): Promise<{ output: string; code: number | null }> {
   const child = await sandbox.spawn('bash', ['-c', script]);
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
@@ -45,7 +56,8 @@ async function run(sandbox: Sandbox, script: string, timeoutMs = 30_000): Promis
 }
 
 const support = await detectCgroups();
-if (support.kind === 'none') console.warn(`cgroup tests SKIPPED: this machine gives no cgroups to make (${support.reason})`);
+if (support.kind === 'none')
+  console.warn(`cgroup tests SKIPPED: this machine gives no cgroups to make (${support.reason})`);
 
 describe.skipIf(support.kind === 'none')('a sandbox in a cgroup of its own', () => {
   let root: string;
@@ -61,7 +73,10 @@ describe.skipIf(support.kind === 'none')('a sandbox in a cgroup of its own', () 
   };
   /** The folder of a sandbox's cgroup for a controller. */
   const cgroupDir = async (controller: 'memory' | 'pids' | 'cpu', name: string): Promise<string> => {
-    const base = (support as Extract<CgroupSupport, { kind: 'v1' }>).kind === 'v1' ? (support as Extract<CgroupSupport, { kind: 'v1' }>).bases[controller] : (support as Extract<CgroupSupport, { kind: 'v2' }>).base;
+    const base =
+      (support as Extract<CgroupSupport, { kind: 'v1' }>).kind === 'v1'
+        ? (support as Extract<CgroupSupport, { kind: 'v1' }>).bases[controller]
+        : (support as Extract<CgroupSupport, { kind: 'v2' }>).base;
     const found = (await readdir(base)).find((entry) => entry.startsWith(`acme_${name}-`));
     if (!found) throw new Error(`no cgroup of ${name} under ${base}`);
     return path.join(base, found);
@@ -81,11 +96,17 @@ describe.skipIf(support.kind === 'none')('a sandbox in a cgroup of its own', () 
     const neighbour = await open('beside');
     try {
       // four processes of 100 MiB each, every one under the per-process limit, 400 MiB together
-      const hogs = await run(sandbox, 'for i in 1 2 3 4; do (head -c 100M /dev/zero | tail > /dev/null) & done; wait; echo done', 50_000);
+      const hogs = await run(
+        sandbox,
+        'for i in 1 2 3 4; do (head -c 100M /dev/zero | tail > /dev/null) & done; wait; echo done',
+        50_000,
+      );
       expect(hogs.output).toContain('done');
       expect(sandbox.outOfMemoryKills!()).toBeGreaterThan(0);
       if (support.kind === 'v1') {
-        const peak = Number(await readFile(path.join(await cgroupDir('memory', 'memory'), 'memory.max_usage_in_bytes'), 'utf8'));
+        const peak = Number(
+          await readFile(path.join(await cgroupDir('memory', 'memory'), 'memory.max_usage_in_bytes'), 'utf8'),
+        );
         expect(peak).toBeLessThanOrEqual(256 * MiB);
       }
       expect(await run(neighbour, 'echo still fine')).toMatchObject({ output: 'still fine\n', code: 0 });

@@ -23,7 +23,10 @@ const SERVICE_LEAF = 'flotilla-service';
 const CPU_PERIOD_US = 100_000;
 
 /** cgroup mounts from /proc/self/mountinfo: each v1 controller's mount point, and the v2 mount. */
-export function cgroupMounts(mountinfo: string): { readonly v1: ReadonlyMap<string, string>; readonly v2: string | undefined } {
+export function cgroupMounts(mountinfo: string): {
+  readonly v1: ReadonlyMap<string, string>;
+  readonly v2: string | undefined;
+} {
   const v1 = new Map<string, string>();
   let v2: string | undefined;
   for (const line of mountinfo.split('\n')) {
@@ -33,13 +36,18 @@ export function cgroupMounts(mountinfo: string): { readonly v1: ReadonlyMap<stri
     const [type, , options = ''] = after.split(' ');
     if (mountPoint === undefined) continue;
     if (type === 'cgroup2') v2 ??= mountPoint;
-    else if (type === 'cgroup') for (const option of options.split(',')) if ((CONTROLLERS as readonly string[]).includes(option)) v1.set(option, mountPoint);
+    else if (type === 'cgroup')
+      for (const option of options.split(','))
+        if ((CONTROLLERS as readonly string[]).includes(option)) v1.set(option, mountPoint);
   }
   return { v1, v2 };
 }
 
 /** The process's own cgroups from /proc/self/cgroup: each v1 controller's path, and the v2 path. */
-export function ownCgroups(procCgroup: string): { readonly v1: ReadonlyMap<string, string>; readonly v2: string | undefined } {
+export function ownCgroups(procCgroup: string): {
+  readonly v1: ReadonlyMap<string, string>;
+  readonly v2: string | undefined;
+} {
   const v1 = new Map<string, string>();
   let v2: string | undefined;
   for (const line of procCgroup.split('\n')) {
@@ -58,11 +66,17 @@ export async function detectCgroups(proc = '/proc/self'): Promise<CgroupSupport>
     const mounts = cgroupMounts(await readFile(`${proc}/mountinfo`, 'utf8'));
     const own = ownCgroups(await readFile(`${proc}/cgroup`, 'utf8'));
     if (CONTROLLERS.every((controller) => mounts.v1.has(controller) && own.v1.has(controller))) {
-      const bases = Object.fromEntries(CONTROLLERS.map((controller) => [controller, path.join(mounts.v1.get(controller)!, own.v1.get(controller)!, SANDBOXES)])) as Record<Controller, string>;
+      const bases = Object.fromEntries(
+        CONTROLLERS.map((controller) => [
+          controller,
+          path.join(mounts.v1.get(controller)!, own.v1.get(controller)!, SANDBOXES),
+        ]),
+      ) as Record<Controller, string>;
       for (const base of Object.values(bases)) await mkdir(base, { recursive: true });
       return { kind: 'v1', bases };
     }
-    if (mounts.v2 !== undefined && own.v2 !== undefined) return { kind: 'v2', base: await prepareV2(path.join(mounts.v2, own.v2)) };
+    if (mounts.v2 !== undefined && own.v2 !== undefined)
+      return { kind: 'v2', base: await prepareV2(path.join(mounts.v2, own.v2)) };
     return { kind: 'none', reason: 'no cgroup hierarchy with the memory, pids and cpu controllers is mounted' };
   } catch (error) {
     return { kind: 'none', reason: (error as Error).message };
@@ -103,7 +117,11 @@ export class SandboxCgroup {
   ) {}
 
   /** Makes the sandbox's cgroup with its limits (a name already there is reused: its limits set again). */
-  static async create(support: Exclude<CgroupSupport, { kind: 'none' }>, id: string, limits: CgroupLimits): Promise<SandboxCgroup> {
+  static async create(
+    support: Exclude<CgroupSupport, { kind: 'none' }>,
+    id: string,
+    limits: CgroupLimits,
+  ): Promise<SandboxCgroup> {
     const name = cgroupName(id);
     const quota = String(Math.max(1_000, Math.round(limits.cpus * CPU_PERIOD_US)));
     if (support.kind === 'v1') {
@@ -112,7 +130,9 @@ export class SandboxCgroup {
       for (const dir of dirs) await mkdir(dir, { recursive: true });
       await writeFile(path.join(memory, 'memory.limit_in_bytes'), String(limits.memoryBytes));
       // swap counts too where the kernel accounts it (memsw), so a sandbox cannot page its way past its limit
-      await writeFile(path.join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes)).catch(() => undefined);
+      await writeFile(path.join(memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes)).catch(
+        () => undefined,
+      );
       await writeFile(path.join(pids, 'pids.max'), String(limits.processes));
       await writeFile(path.join(cpu, 'cpu.cfs_period_us'), String(CPU_PERIOD_US));
       await writeFile(path.join(cpu, 'cpu.cfs_quota_us'), quota);
@@ -142,7 +162,10 @@ export class SandboxCgroup {
 
   /** Processes the kernel killed for the sandbox's memory so far (a kernel file of a few lines, read at once: microseconds). */
   outOfMemoryKills(): number {
-    const file = this.support.kind === 'v1' ? path.join(this.dirs[0]!, 'memory.oom_control') : path.join(this.dirs[0]!, 'memory.events');
+    const file =
+      this.support.kind === 'v1'
+        ? path.join(this.dirs[0]!, 'memory.oom_control')
+        : path.join(this.dirs[0]!, 'memory.events');
     let text = '';
     try {
       text = readFileSync(file, 'utf8');
@@ -184,10 +207,19 @@ export async function sweepIdleCgroups(support: CgroupSupport, olderThanMs: numb
     for (const entry of await readdir(base, { withFileTypes: true }).catch(() => [])) {
       if (!entry.isDirectory()) continue;
       const dir = path.join(base, entry.name);
-      const made = await stat(dir).then((info) => info.mtimeMs, () => Number.NaN);
+      const made = await stat(dir).then(
+        (info) => info.mtimeMs,
+        () => Number.NaN,
+      );
       if (!(Date.now() - made >= olderThanMs)) continue;
       // the kernel refuses (EBUSY) while a process is in it
-      if (await rmdir(dir).then(() => true, () => false)) removed += 1;
+      if (
+        await rmdir(dir).then(
+          () => true,
+          () => false,
+        )
+      )
+        removed += 1;
     }
   }
   return removed;
@@ -199,4 +231,3 @@ function cgroupName(id: string): string {
   for (let index = 0; index < id.length; index += 1) hash = Math.imul(hash ^ id.charCodeAt(index), 16777619) >>> 0;
   return `${id.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}-${hash.toString(16)}`;
 }
-

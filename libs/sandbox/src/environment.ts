@@ -11,7 +11,10 @@ export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
  * provider keys, no FLOTILLA_* settings, no NATS address). The conversation's secrets come first
  * so that none of them can replace the base variables.
  */
-export function sandboxEnvironment(home: string, ...extra: readonly (Readonly<Record<string, string>> | undefined)[]): Record<string, string> {
+export function sandboxEnvironment(
+  home: string,
+  ...extra: readonly (Readonly<Record<string, string>> | undefined)[]
+): Record<string, string> {
   return Object.assign({}, ...extra, {
     PATH: SANDBOX_PATH,
     HOME: home,

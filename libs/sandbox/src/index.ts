@@ -8,7 +8,15 @@ export {
   SandboxLimits,
   SandboxSettings,
 } from './settings.js';
-export type { ProcessExit, Sandbox, SandboxDescription, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from './sandbox.js';
+export type {
+  ProcessExit,
+  Sandbox,
+  SandboxDescription,
+  SandboxProcess,
+  SandboxProvider,
+  SandboxSpec,
+  SpawnOptions,
+} from './sandbox.js';
 export { SANDBOX_HOME, SANDBOX_PATH, SANDBOX_PRIVATE, SANDBOX_WORKSPACE, sandboxEnvironment } from './environment.js';
 export { openSandboxProvider } from './open-provider.js';
 export type { OpenSandboxProviderOptions } from './open-provider.js';
@@ -23,4 +31,12 @@ export { formatBytes, workspaceUsage } from './workspace-usage.js';
 export { sandboxStateDir } from './state-dir.js';
 export type { UsageBudget, WorkspaceUsage } from './workspace-usage.js';
 export { detectCgroups, SandboxCgroup, type CgroupSupport } from './cgroups.js';
-export { detectWorkspaceDisks, DiskLimit, unmountWorkspacesUnder, WorkspaceDisks, type DiskSupport, type WorkspaceDiskKind, type WorkspaceDisksOptions } from './workspace-disk.js';
+export {
+  detectWorkspaceDisks,
+  DiskLimit,
+  unmountWorkspacesUnder,
+  WorkspaceDisks,
+  type DiskSupport,
+  type WorkspaceDiskKind,
+  type WorkspaceDisksOptions,
+} from './workspace-disk.js';

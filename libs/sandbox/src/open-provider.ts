@@ -23,7 +23,10 @@ export type OpenSandboxProviderOptions = {
  * The provider of the configured kind, after its self-test proved that it runs here and
  * isolates. Throws a SandboxError saying what to install or configure otherwise.
  */
-export async function openSandboxProvider(settings: SandboxSettings, options: OpenSandboxProviderOptions): Promise<SandboxProvider> {
+export async function openSandboxProvider(
+  settings: SandboxSettings,
+  options: OpenSandboxProviderOptions,
+): Promise<SandboxProvider> {
   const provider = await providerOf(settings, options);
   if (!options.skipSelfTest) await provider.selfTest();
   return provider;
@@ -36,8 +39,17 @@ async function providerOf(settings: SandboxSettings, options: OpenSandboxProvide
       // empty cgroups a runner killed before closing its sandboxes left (a minute old at least: a sibling runner's being made is younger)
       await sweepIdleCgroups(cgroups, IDLE_CGROUP_SWEEP_MS);
       const owner = { uid: settings.uid, gid: settings.gid };
-      const disks = await detectWorkspaceDisks(settings.diskLimit, options.stateDir, { bytes: settings.limits.workspaceBytes, owner, ...(options.workspaces === undefined ? {} : { workspaces: options.workspaces }) });
-      return createBwrapProvider(settings, { stateDir: options.stateDir, cgroups, disks, ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }) });
+      const disks = await detectWorkspaceDisks(settings.diskLimit, options.stateDir, {
+        bytes: settings.limits.workspaceBytes,
+        owner,
+        ...(options.workspaces === undefined ? {} : { workspaces: options.workspaces }),
+      });
+      return createBwrapProvider(settings, {
+        stateDir: options.stateDir,
+        cgroups,
+        disks,
+        ...(options.ownedRoot === undefined ? {} : { ownedRoot: options.ownedRoot }),
+      });
     }
     case SandboxKind.None:
       return createNoneProvider(settings);

@@ -37,16 +37,24 @@ describe('SandboxPool', () => {
 
   it('counts only sandboxes that hold something toward its bound: thousands of conversations that never ran a process are never stopped for room', async () => {
     const pool = new SandboxPool(createNoneProvider(DEFAULT_SANDBOX_SETTINGS), { idleStopMs: 60_000, maxOpen: 2 });
-    const quiet = await Promise.all(Array.from({ length: 20 }, (_, index) => pool.use({ id: `quiet-${index}`, workspace }, async ({ sandbox }) => sandbox)));
+    const quiet = await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        pool.use({ id: `quiet-${index}`, workspace }, async ({ sandbox }) => sandbox),
+      ),
+    );
     expect(pool.size).toBe(20);
     const shells = [];
-    for (const id of ['busy-1', 'busy-2', 'busy-3']) shells.push(await pool.use({ id, workspace }, async ({ sandbox }) => sandbox.spawn('sleep', ['30'])));
+    for (const id of ['busy-1', 'busy-2', 'busy-3'])
+      shells.push(await pool.use({ id, workspace }, async ({ sandbox }) => sandbox.spawn('sleep', ['30'])));
     // the third shell's sandbox stopped the least recently used one that held a shell; the quiet ones stay
     await pool.use({ id: 'busy-4', workspace }, async () => undefined);
     expect(await shells[0]!.exited).toMatchObject({ signal: 'SIGKILL' });
     expect(pool.size).toBe(20 + 3);
-    for (const [index, sandbox] of quiet.entries()) expect((await pool.use({ id: `quiet-${index}`, workspace }, async (acquired) => acquired)).sandbox).toBe(sandbox);
-    expect((await pool.use({ id: 'busy-1', workspace }, async (acquired) => acquired)).restarted).toBe(RestartReason.Idle);
+    for (const [index, sandbox] of quiet.entries())
+      expect((await pool.use({ id: `quiet-${index}`, workspace }, async (acquired) => acquired)).sandbox).toBe(sandbox);
+    expect((await pool.use({ id: 'busy-1', workspace }, async (acquired) => acquired)).restarted).toBe(
+      RestartReason.Idle,
+    );
     await pool.closeAll();
   });
 

@@ -43,7 +43,10 @@ export class SandboxPool {
     private readonly provider: SandboxProvider,
     private readonly options: SandboxPoolOptions,
   ) {
-    this.#sweeper = setInterval(() => void this.sweep(), Math.max(250, Math.min(60_000, Math.floor(options.idleStopMs / 4))));
+    this.#sweeper = setInterval(
+      () => void this.sweep(),
+      Math.max(250, Math.min(60_000, Math.floor(options.idleStopMs / 4))),
+    );
     this.#sweeper.unref();
   }
 
@@ -84,7 +87,9 @@ export class SandboxPool {
 
   /** Stops every sandbox idle for longer than the idle time. */
   async sweep(now = Date.now()): Promise<void> {
-    const idle = [...this.#open].filter(([, entry]) => entry.users === 0 && now - entry.lastUsed >= this.options.idleStopMs);
+    const idle = [...this.#open].filter(
+      ([, entry]) => entry.users === 0 && now - entry.lastUsed >= this.options.idleStopMs,
+    );
     await Promise.all(idle.map(([id]) => this.#stop(id, RestartReason.Idle)));
   }
 
@@ -138,5 +143,7 @@ export class SandboxPool {
 /** What decides whether an open sandbox still fits: its workspace and its environment. */
 function fingerprintOf(spec: SandboxSpec): string {
   const env = Object.entries(spec.env ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return createHash('sha256').update(JSON.stringify([spec.workspace, env])).digest('base64url');
+  return createHash('sha256')
+    .update(JSON.stringify([spec.workspace, env]))
+    .digest('base64url');
 }

@@ -17,7 +17,10 @@ describe('the start-up self-test', () => {
   });
 
   it('passes for bwrap: nothing of the service is seen or reached', async () => {
-    const provider = await openSandboxProvider({ ...DEFAULT_SANDBOX_SETTINGS, kind: 'bwrap' }, { stateDir: path.join(root, 'bwrap'), ownedRoot: root });
+    const provider = await openSandboxProvider(
+      { ...DEFAULT_SANDBOX_SETTINGS, kind: 'bwrap' },
+      { stateDir: path.join(root, 'bwrap'), ownedRoot: root },
+    );
     expect(provider.describe()).toMatchObject({ kind: 'bwrap', isolated: true });
   });
 
@@ -25,14 +28,22 @@ describe('the start-up self-test', () => {
     const provider = createNoneProvider(DEFAULT_SANDBOX_SETTINGS);
     const report = await probeSandbox(provider, path.join(root, 'none'));
     expect(report).toMatchObject({ outside: 'visible', loopback: 'open', workspace: 'writable' });
-    await expect(runSelfTest(provider, path.join(root, 'none'))).rejects.toMatchObject({ code: 'sandbox_not_isolated', message: expect.stringContaining('outside=visible') });
+    await expect(runSelfTest(provider, path.join(root, 'none'))).rejects.toMatchObject({
+      code: 'sandbox_not_isolated',
+      message: expect.stringContaining('outside=visible'),
+    });
     // as its own kind, none passes its (smaller) self-test: it is an explicit opt-in
     await expect(provider.selfTest()).resolves.toBeUndefined();
   });
 
   it('settings name the variable that is wrong', () => {
     expect(() => loadSandboxSettings({ FLOTILLA_SANDBOX: 'chroot' })).toThrow(/FLOTILLA_SANDBOX:/);
-    expect(() => loadSandboxSettings({ FLOTILLA_SANDBOX_MAX_PROCESSES: 'many' })).toThrow(/FLOTILLA_SANDBOX_MAX_PROCESSES/);
-    expect(loadSandboxSettings({ FLOTILLA_SANDBOX_NETWORK: 'egress', FLOTILLA_SANDBOX_DISK_MB: '64' })).toMatchObject({ network: 'egress', limits: { workspaceBytes: 64 * 1024 * 1024 } });
+    expect(() => loadSandboxSettings({ FLOTILLA_SANDBOX_MAX_PROCESSES: 'many' })).toThrow(
+      /FLOTILLA_SANDBOX_MAX_PROCESSES/,
+    );
+    expect(loadSandboxSettings({ FLOTILLA_SANDBOX_NETWORK: 'egress', FLOTILLA_SANDBOX_DISK_MB: '64' })).toMatchObject({
+      network: 'egress',
+      limits: { workspaceBytes: 64 * 1024 * 1024 },
+    });
   });
 });

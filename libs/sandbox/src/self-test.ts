@@ -41,9 +41,18 @@ export async function probeSandbox(provider: SandboxProvider, scratchDir: string
       child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
       child.stderr.resume();
       child.stdin.end();
-      const exit = await Promise.race([child.exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000))]);
-      if (exit === undefined) throw new SandboxError(SandboxErrorCode.StartFailed, 'the sandbox self-test did not finish within 15 s');
-      return Object.fromEntries(output.split('\n').filter((line) => line.includes('=')).map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+      const exit = await Promise.race([
+        child.exited,
+        new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 15_000)),
+      ]);
+      if (exit === undefined)
+        throw new SandboxError(SandboxErrorCode.StartFailed, 'the sandbox self-test did not finish within 15 s');
+      return Object.fromEntries(
+        output
+          .split('\n')
+          .filter((line) => line.includes('='))
+          .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+      );
     } finally {
       await sandbox.close();
     }
@@ -62,14 +71,30 @@ export async function runSelfTest(provider: SandboxProvider, scratchDir: string)
     report = await probeSandbox(provider, scratchDir);
   } catch (error) {
     if (error instanceof SandboxError) throw error;
-    throw new SandboxError(SandboxErrorCode.Unavailable, `the ${kind} sandbox cannot start here: ${(error as Error).message}`, { cause: error });
+    throw new SandboxError(
+      SandboxErrorCode.Unavailable,
+      `the ${kind} sandbox cannot start here: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
-  const expected: Record<string, string> = { service_env: '0', outside: 'hidden', root: 'read-only', loopback: 'closed', workspace: 'writable' };
+  const expected: Record<string, string> = {
+    service_env: '0',
+    outside: 'hidden',
+    root: 'read-only',
+    loopback: 'closed',
+    workspace: 'writable',
+  };
   const leaks = Object.entries(expected).filter(([key, value]) => report[key] !== value);
   if (leaks.length === 0) return;
   const seen = leaks.map(([key]) => `${key}=${report[key] ?? '(nothing printed)'}`).join(', ');
   if (report['workspace'] === undefined) {
-    throw new SandboxError(SandboxErrorCode.Unavailable, `the ${kind} sandbox cannot run a shell here (the self-test printed nothing): check that user namespaces are allowed (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone) and that the container's seccomp/AppArmor profile allows them`);
+    throw new SandboxError(
+      SandboxErrorCode.Unavailable,
+      `the ${kind} sandbox cannot run a shell here (the self-test printed nothing): check that user namespaces are allowed (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone) and that the container's seccomp/AppArmor profile allows them`,
+    );
   }
-  throw new SandboxError(SandboxErrorCode.NotIsolated, `the ${kind} sandbox does not isolate here: its self-test saw ${seen}. Refusing to run the agent's commands with it.`);
+  throw new SandboxError(
+    SandboxErrorCode.NotIsolated,
+    `the ${kind} sandbox does not isolate here: its self-test saw ${seen}. Refusing to run the agent's commands with it.`,
+  );
 }

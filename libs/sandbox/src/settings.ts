@@ -19,7 +19,10 @@ export const SandboxLimits = z.strictObject({
   /** Processes (and threads) at once inside one sandbox. */
   processes: z.number().int().min(8).max(100_000),
   /** Memory: per process (address space) under rlimits, for the whole sandbox under cgroups or Docker. */
-  memoryBytes: z.number().int().min(64 * MiB),
+  memoryBytes: z
+    .number()
+    .int()
+    .min(64 * MiB),
   /** CPU seconds one process may use. */
   cpuSeconds: z.number().int().min(1),
   /** CPUs the whole sandbox may keep busy at once (under cgroups or Docker; 1.5 = one and a half). */
@@ -40,8 +43,16 @@ export const SandboxSettings = z.strictObject({
   /** How the workspace's quota is held (DiskLimit): a filesystem per workspace where the tool runner may mount one, or a check from outside. */
   diskLimit: z.enum([DiskLimit.Auto, DiskLimit.Filesystem, DiskLimit.Check]),
   /** Host uid and gid sandboxed processes run as when the service runs as root (never root itself). */
-  uid: z.number().int().min(1).max(2 ** 31),
-  gid: z.number().int().min(1).max(2 ** 31),
+  uid: z
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31),
+  gid: z
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31),
   /** An idle sandbox (no command for this long) is stopped; the next action starts it again. */
   idleStopMs: z.number().int().min(1_000),
   /** Image of the `docker` kind's containers. */
@@ -87,7 +98,14 @@ const VARIABLES = {
   FLOTILLA_SANDBOX_GID: { path: ['gid'], parse: Number },
   FLOTILLA_SANDBOX_IDLE_SECONDS: { path: ['idleStopMs'], parse: (text: string) => Number(text) * 1_000 },
   FLOTILLA_SANDBOX_IMAGE: { path: ['image'], parse: (text: string) => text },
-  FLOTILLA_SANDBOX_RO_PATHS: { path: ['readOnlyPaths'], parse: (text: string) => text.split(',').map((part) => part.trim()).filter(Boolean) },
+  FLOTILLA_SANDBOX_RO_PATHS: {
+    path: ['readOnlyPaths'],
+    parse: (text: string) =>
+      text
+        .split(',')
+        .map((part) => part.trim())
+        .filter(Boolean),
+  },
 } as const;
 
 /** The sandbox settings from `FLOTILLA_SANDBOX*` variables over the defaults; a bad value names its variable. */

@@ -18,6 +18,8 @@ describe('sandboxStateDir', () => {
     for (const name of [gone, running, 'other-host-1']) await mkdir(path.join(root, name, 'etc'), { recursive: true });
     const mine = await sandboxStateDir(root);
     expect(path.basename(mine)).toBe(`${host}-${process.pid}`);
-    expect((await readdir(root)).sort()).toEqual([mine, path.join(root, running), path.join(root, 'other-host-1')].map((entry) => path.basename(entry)).sort());
+    expect((await readdir(root)).sort()).toEqual(
+      [mine, path.join(root, running), path.join(root, 'other-host-1')].map((entry) => path.basename(entry)).sort(),
+    );
   });
 });

@@ -21,7 +21,8 @@ export async function sandboxStateDir(root: string): Promise<string> {
   await mkdir(root, { recursive: true });
   for (const name of await readdir(root)) {
     const match = new RegExp(`^${host.replace(/[.]/g, '\\.')}-(\\d+)$`).exec(name);
-    if (match && (Number(match[1]) === process.pid || !alive(Number(match[1])))) await rm(path.join(root, name), { recursive: true, force: true });
+    if (match && (Number(match[1]) === process.pid || !alive(Number(match[1]))))
+      await rm(path.join(root, name), { recursive: true, force: true });
   }
   const directory = path.join(root, `${host}-${process.pid}`);
   await mkdir(directory, { recursive: true });

@@ -8,7 +8,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createBwrapProvider } from './bwrap/bwrap-provider.js';
 import type { Sandbox, SandboxProvider } from './sandbox.js';
 import { DEFAULT_SANDBOX_SETTINGS, type SandboxSettings } from './settings.js';
-import { detectWorkspaceDisks, DiskLimit, unmountWorkspacesUnder, WorkspaceDisks, type DiskSupport } from './workspace-disk.js';
+import {
+  detectWorkspaceDisks,
+  DiskLimit,
+  unmountWorkspacesUnder,
+  WorkspaceDisks,
+  type DiskSupport,
+} from './workspace-disk.js';
 
 const execute = promisify(execFile);
 const MiB = 1024 * 1024;
@@ -24,9 +30,18 @@ afterAll(async () => {
 
 describe('choosing how the quota is held', () => {
   it('is the check from outside when asked for, and refuses `filesystem` where it cannot mount, saying why', async () => {
-    expect(await detectWorkspaceDisks(DiskLimit.Check, scratch, { bytes: QUOTA, owner: OWNER })).toEqual({ kind: 'check', reason: 'FLOTILLA_SANDBOX_DISK_LIMIT=check' });
-    if (support.kind === 'check') await expect(detectWorkspaceDisks(DiskLimit.Filesystem, scratch, { bytes: QUOTA, owner: OWNER })).rejects.toThrow(/FLOTILLA_SANDBOX_DISK_LIMIT=filesystem/);
-    else expect((await detectWorkspaceDisks(DiskLimit.Filesystem, scratch, { bytes: QUOTA, owner: OWNER })).kind).toBe('filesystem');
+    expect(await detectWorkspaceDisks(DiskLimit.Check, scratch, { bytes: QUOTA, owner: OWNER })).toEqual({
+      kind: 'check',
+      reason: 'FLOTILLA_SANDBOX_DISK_LIMIT=check',
+    });
+    if (support.kind === 'check')
+      await expect(detectWorkspaceDisks(DiskLimit.Filesystem, scratch, { bytes: QUOTA, owner: OWNER })).rejects.toThrow(
+        /FLOTILLA_SANDBOX_DISK_LIMIT=filesystem/,
+      );
+    else
+      expect((await detectWorkspaceDisks(DiskLimit.Filesystem, scratch, { bytes: QUOTA, owner: OWNER })).kind).toBe(
+        'filesystem',
+      );
   });
 });
 
@@ -54,11 +69,21 @@ describe.skipIf(support.kind === 'check')('a workspace as a filesystem of its ow
     expect(await disks.ensure(directory, true)).toBe('filesystem');
     await unmountWorkspacesUnder(root);
     // the image is there, unmounted: several ask at once, each with a view of its own
-    const others = Array.from({ length: 4 }, () => new WorkspaceDisks({ bytes: QUOTA, owner: OWNER, workspaces: root }));
-    expect(await Promise.all(others.map((other, index) => other.ensure(directory, index % 2 === 0)))).toEqual(['filesystem', 'filesystem', 'filesystem', 'filesystem']);
+    const others = Array.from(
+      { length: 4 },
+      () => new WorkspaceDisks({ bytes: QUOTA, owner: OWNER, workspaces: root }),
+    );
+    expect(await Promise.all(others.map((other, index) => other.ensure(directory, index % 2 === 0)))).toEqual([
+      'filesystem',
+      'filesystem',
+      'filesystem',
+      'filesystem',
+    ]);
     const { stdout } = await execute('findmnt', ['-n', '-o', 'TARGET', '--target', directory]);
     expect(stdout.trim()).toBe(directory);
-    const mounts = (await execute('findmnt', ['-n', '-l', '-o', 'TARGET'])).stdout.split('\n').filter((line) => line.trim() === directory);
+    const mounts = (await execute('findmnt', ['-n', '-l', '-o', 'TARGET'])).stdout
+      .split('\n')
+      .filter((line) => line.trim() === directory);
     expect(mounts).toHaveLength(1);
   });
 
@@ -98,7 +123,12 @@ describe.skipIf(support.kind === 'check')('a workspace as a filesystem of its ow
     await disks.ensure(directory, true);
     const results: string[] = [];
     for (let index = 0; index < 4; index += 1) {
-      results.push(await execute('fallocate', ['-l', '6M', path.join(directory, `big-${index}`)]).then(() => 'ok', (error: { stderr: string }) => error.stderr));
+      results.push(
+        await execute('fallocate', ['-l', '6M', path.join(directory, `big-${index}`)]).then(
+          () => 'ok',
+          (error: { stderr: string }) => error.stderr,
+        ),
+      );
     }
     expect(results.slice(0, 2)).toEqual(['ok', 'ok']);
     expect(results.slice(2).every((result) => /No space left on device/.test(result))).toBe(true);
@@ -112,7 +142,9 @@ describe.skipIf(support.kind === 'check')('a workspace as a filesystem of its ow
     const { files } = await statfs(directory);
     let refused: string | undefined;
     for (let index = 0; index <= files && refused === undefined; index += 1) {
-      await writeFile(path.join(directory, `f${index}`), '').catch((error: NodeJS.ErrnoException) => (refused = error.code));
+      await writeFile(path.join(directory, `f${index}`), '').catch(
+        (error: NodeJS.ErrnoException) => (refused = error.code),
+      );
     }
     expect(refused).toBe('ENOSPC');
   });
@@ -140,7 +172,18 @@ describe.skipIf(support.kind === 'check')('a workspace as a filesystem of its ow
       const disks = new WorkspaceDisks({ bytes: ${QUOTA}, owner: ${JSON.stringify(OWNER)} });
       await disks.ensure(${JSON.stringify(directory)}, true);
       (await import('node:fs')).writeFileSync(${JSON.stringify(path.join(directory, 'from-sibling'))}, 'hello');`;
-    await execute('unshare', ['--mount', '--propagation', 'private', '--', process.execPath, '--import', 'tsx', '--input-type=module', '-e', sibling]);
+    await execute('unshare', [
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      process.execPath,
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      sibling,
+    ]);
     expect(await readdir(directory)).toContain('from-sibling');
     const { stdout } = await execute('losetup', ['-j', WorkspaceDisks.imageOf(directory)]);
     expect(stdout.trim().split('\n')).toHaveLength(1);
@@ -167,7 +210,10 @@ describe.skipIf(support.kind === 'check')('a workspace as a filesystem of its ow
 describe.skipIf(support.kind === 'check')('inside a sandbox', () => {
   let root: string;
   let provider: SandboxProvider;
-  const settings: SandboxSettings = { ...DEFAULT_SANDBOX_SETTINGS, limits: { ...DEFAULT_SANDBOX_SETTINGS.limits, workspaceBytes: QUOTA } };
+  const settings: SandboxSettings = {
+    ...DEFAULT_SANDBOX_SETTINGS,
+    limits: { ...DEFAULT_SANDBOX_SETTINGS.limits, workspaceBytes: QUOTA },
+  };
 
   async function run(sandbox: Sandbox, script: string): Promise<string> {
     const child = await sandbox.spawn('bash', ['-c', script]);
@@ -196,7 +242,10 @@ describe.skipIf(support.kind === 'check')('inside a sandbox', () => {
     // nothing written yet: none made; the first process makes it
     expect(sandbox.diskLimited).toBe(false);
     await expect(stat(WorkspaceDisks.imageOf(directory))).rejects.toThrow();
-    const output = await run(sandbox, 'for i in 1 2 3 4; do fallocate -l 6M big-$i && echo "allocated $i"; done; dd if=/dev/zero of=tail bs=1M count=8 2>&1 | head -1; ls -A');
+    const output = await run(
+      sandbox,
+      'for i in 1 2 3 4; do fallocate -l 6M big-$i && echo "allocated $i"; done; dd if=/dev/zero of=tail bs=1M count=8 2>&1 | head -1; ls -A',
+    );
     expect(sandbox.diskLimited).toBe(true);
     await sandbox.close();
     expect(output).toMatch(/allocated 1\nallocated 2\n/);

@@ -1,6 +1,18 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, link, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  link,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  stat,
+  truncate,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { SandboxError, SandboxErrorCode } from './errors.js';
@@ -21,7 +33,8 @@ export type DiskLimit = (typeof DiskLimit)[keyof typeof DiskLimit];
 export type WorkspaceDiskKind = 'filesystem' | 'checked';
 
 /** Where workspaces get a filesystem each, and why not where they do not. */
-export type DiskSupport = { readonly kind: 'filesystem'; readonly disks: WorkspaceDisks } | { readonly kind: 'check'; readonly reason: string };
+export type DiskSupport =
+  { readonly kind: 'filesystem'; readonly disks: WorkspaceDisks } | { readonly kind: 'check'; readonly reason: string };
 
 /** The commands the filesystem limit runs (util-linux and e2fsprogs). */
 const COMMANDS = ['flock', 'mkfs.ext4', 'mount', 'umount'];
@@ -107,7 +120,11 @@ export class WorkspaceDisks {
       // a sibling (another runner, or this one for another conversation in the same workspace: a
       // sub-agent in its parent's) mounted it between the look above and the lock: it is mounted
       if (await isMountPoint(workspace)) return 'filesystem';
-      throw new SandboxError(SandboxErrorCode.StartFailed, `the workspace's filesystem could not be mounted: ${(error as { stderr?: string }).stderr?.trim() || (error as Error).message}`, { cause: error });
+      throw new SandboxError(
+        SandboxErrorCode.StartFailed,
+        `the workspace's filesystem could not be mounted: ${(error as { stderr?: string }).stderr?.trim() || (error as Error).message}`,
+        { cause: error },
+      );
     }
     if (made) {
       // a new filesystem's own lost+found is not the agent's (fsck makes it again when it needs one);
@@ -125,7 +142,10 @@ export class WorkspaceDisks {
   async #place(image: string, workspace: string): Promise<boolean> {
     // spares are on the workspaces' filesystem, for the workspaces of their root (a link cannot cross filesystems)
     const root = this.options.workspaces === undefined ? undefined : path.resolve(this.options.workspaces);
-    const spares = root !== undefined && path.dirname(path.dirname(path.resolve(workspace))) === root ? path.join(root, SPARES_DIR) : undefined;
+    const spares =
+      root !== undefined && path.dirname(path.dirname(path.resolve(workspace))) === root
+        ? path.join(root, SPARES_DIR)
+        : undefined;
     const ready = (spares && (await this.#takeSpare(spares))) || (await this.#make(path.dirname(image)));
     try {
       // a link never replaces: of two runners making one workspace's filesystem at once, one is kept
@@ -144,7 +164,10 @@ export class WorkspaceDisks {
   async #takeSpare(spares: string): Promise<string | undefined> {
     for (const name of (await readdir(spares).catch(() => [])).filter((entry) => this.#isSpare(entry))) {
       const claimed = path.join(spares, `claimed-${randomBytes(8).toString('hex')}`);
-      const taken = await rename(path.join(spares, name), claimed).then(() => true, () => false);
+      const taken = await rename(path.join(spares, name), claimed).then(
+        () => true,
+        () => false,
+      );
       if (taken) return claimed;
     }
     return undefined;
@@ -157,11 +180,23 @@ export class WorkspaceDisks {
     try {
       await truncate(image, this.options.bytes);
       const { uid, gid } = this.options.owner;
-      await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-E', `root_owner=${uid}:${gid},lazy_itable_init=1,lazy_journal_init=1`, image]);
+      await run('mkfs.ext4', [
+        '-q',
+        '-F',
+        '-m',
+        '0',
+        '-E',
+        `root_owner=${uid}:${gid},lazy_itable_init=1,lazy_journal_init=1`,
+        image,
+      ]);
       return image;
     } catch (error) {
       await rm(image, { force: true });
-      throw new SandboxError(SandboxErrorCode.StartFailed, `the workspace's filesystem could not be made: ${(error as { stderr?: string }).stderr?.trim() || (error as Error).message}`, { cause: error });
+      throw new SandboxError(
+        SandboxErrorCode.StartFailed,
+        `the workspace's filesystem could not be made: ${(error as { stderr?: string }).stderr?.trim() || (error as Error).message}`,
+        { cause: error },
+      );
     }
   }
 
@@ -182,7 +217,11 @@ export class WorkspaceDisks {
 
   /** Unmounts `workspace` and removes its image (the workspace is being deleted, its sandboxes closed). */
   async remove(workspace: string): Promise<void> {
-    await Promise.all([this.#pending.get(`make:${workspace}`), this.#pending.get(`find:${workspace}`)].map((task) => task?.catch(() => undefined)));
+    await Promise.all(
+      [this.#pending.get(`make:${workspace}`), this.#pending.get(`find:${workspace}`)].map((task) =>
+        task?.catch(() => undefined),
+      ),
+    );
     this.#checked.delete(workspace);
     if (await isMountPoint(workspace)) await run('umount', [workspace]);
     await rm(WorkspaceDisks.imageOf(workspace), { force: true });
@@ -205,7 +244,9 @@ export async function unmountWorkspacesUnder(root: string): Promise<number> {
   // the fifth field is the mount point, with spaces and the like as octal escapes
   const points = mountinfo
     .split('\n')
-    .map((line) => line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+    .map((line) =>
+      line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))),
+    )
     .filter((point): point is string => point !== undefined && point.startsWith(below))
     .sort((a, b) => b.length - a.length);
   for (const point of points) await run('umount', ['--lazy', point]).catch(() => undefined);
@@ -214,11 +255,17 @@ export async function unmountWorkspacesUnder(root: string): Promise<number> {
 
 /** Whether `directory` is a mount point: its device differs from its parent's. */
 async function exists(file: string): Promise<boolean> {
-  return stat(file).then(() => true, () => false);
+  return stat(file).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function isMountPoint(directory: string): Promise<boolean> {
-  const [own, parent] = await Promise.all([stat(directory).catch(() => undefined), stat(path.dirname(directory)).catch(() => undefined)]);
+  const [own, parent] = await Promise.all([
+    stat(directory).catch(() => undefined),
+    stat(path.dirname(directory)).catch(() => undefined),
+  ]);
   return own !== undefined && parent !== undefined && own.dev !== parent.dev;
 }
 
@@ -227,18 +274,29 @@ async function isMountPoint(directory: string): Promise<boolean> {
  * probe in `scratch` (an image made, mounted, written past its size and removed) succeeds. `filesystem`
  * asked for and impossible throws, saying why; `auto` falls back to the check and says why.
  */
-export async function detectWorkspaceDisks(setting: DiskLimit, scratch: string, options: WorkspaceDisksOptions): Promise<DiskSupport> {
+export async function detectWorkspaceDisks(
+  setting: DiskLimit,
+  scratch: string,
+  options: WorkspaceDisksOptions,
+): Promise<DiskSupport> {
   if (setting === DiskLimit.Check) return { kind: 'check', reason: 'FLOTILLA_SANDBOX_DISK_LIMIT=check' };
   const reason = await unavailableReason(scratch, options);
   if (reason === undefined) return { kind: 'filesystem', disks: new WorkspaceDisks(options) };
-  if (setting === DiskLimit.Filesystem) throw new SandboxError(SandboxErrorCode.Unavailable, `FLOTILLA_SANDBOX_DISK_LIMIT=filesystem, but a workspace cannot be a filesystem of its own here: ${reason}`);
+  if (setting === DiskLimit.Filesystem)
+    throw new SandboxError(
+      SandboxErrorCode.Unavailable,
+      `FLOTILLA_SANDBOX_DISK_LIMIT=filesystem, but a workspace cannot be a filesystem of its own here: ${reason}`,
+    );
   return { kind: 'check', reason };
 }
 
 async function unavailableReason(scratch: string, options: WorkspaceDisksOptions): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'the tool runner is not root (mounting a loop device needs CAP_SYS_ADMIN)';
   for (const command of COMMANDS) {
-    const found = await run('sh', ['-c', `command -v ${command}`]).then(() => true, () => false);
+    const found = await run('sh', ['-c', `command -v ${command}`]).then(
+      () => true,
+      () => false,
+    );
     if (!found) return `\`${command}\` is not installed (util-linux, e2fsprogs)`;
   }
   await mkdir(scratch, { recursive: true });
@@ -253,7 +311,9 @@ async function unavailableReason(scratch: string, options: WorkspaceDisksOptions
       () => 'succeeded',
       (error: NodeJS.ErrnoException) => error.code ?? error.message,
     );
-    return written === 'ENOSPC' ? undefined : `a write past the probe filesystem’s size ${written === 'succeeded' ? 'succeeded' : `failed with ${written}, not ENOSPC`}`;
+    return written === 'ENOSPC'
+      ? undefined
+      : `a write past the probe filesystem’s size ${written === 'succeeded' ? 'succeeded' : `failed with ${written}, not ENOSPC`}`;
   } catch (error) {
     return (error as Error).message;
   } finally {

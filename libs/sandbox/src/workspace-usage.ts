@@ -8,7 +8,11 @@ export type WorkspaceUsage = {
   readonly complete: boolean;
 };
 
-export type UsageBudget = { readonly maxEntries?: number; readonly deadlineMs?: number; readonly stopAboveBytes?: number };
+export type UsageBudget = {
+  readonly maxEntries?: number;
+  readonly deadlineMs?: number;
+  readonly stopAboveBytes?: number;
+};
 
 /**
  * Disk used below `root`, never following symlinks, bounded in entries and time so that a huge
@@ -31,7 +35,14 @@ export async function workspaceUsage(root: string, budget: UsageBudget = {}): Pr
     } catch {
       continue;
     }
-    const infos = await Promise.all(names.map((name) => lstat(path.join(directory, name)).then((info) => ({ name, info }), () => undefined)));
+    const infos = await Promise.all(
+      names.map((name) =>
+        lstat(path.join(directory, name)).then(
+          (info) => ({ name, info }),
+          () => undefined,
+        ),
+      ),
+    );
     for (const entry of infos) {
       if (entry === undefined) continue;
       entries += 1;

@@ -1,5 +1,12 @@
 import { SCHEDULES } from '@flotilla/bus';
-import { AckPolicy, DeliverPolicy, jetstream, type ConsumerMessages, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  type ConsumerMessages,
+  type JetStreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import type { DeliveredRun } from './run-decision.js';
 import { parseRunMessage } from './run-message.js';
@@ -34,7 +41,12 @@ export class RunConsumer {
     readonly options: RunConsumerOptions,
   ) {}
 
-  static async start(nc: NatsConnection, jsm: JetStreamManager, take: (run: DeliveredRun) => Promise<void>, options: RunConsumerOptions = {}): Promise<RunConsumer> {
+  static async start(
+    nc: NatsConnection,
+    jsm: JetStreamManager,
+    take: (run: DeliveredRun) => Promise<void>,
+    options: RunConsumerOptions = {},
+  ): Promise<RunConsumer> {
     const config = {
       durable_name: SCHEDULES.group,
       ack_policy: AckPolicy.Explicit,
@@ -45,7 +57,13 @@ export class RunConsumer {
     };
     // every gateway makes it the same; one made by another gateway meanwhile is the same one
     await jsm.consumers.add(SCHEDULES.stream, config).catch(async (error: unknown) => {
-      if (!(await jsm.consumers.info(SCHEDULES.stream, SCHEDULES.group).then(() => true, () => false))) throw error;
+      if (
+        !(await jsm.consumers.info(SCHEDULES.stream, SCHEDULES.group).then(
+          () => true,
+          () => false,
+        ))
+      )
+        throw error;
     });
     const consumer = new RunConsumer(nc, options);
     consumer.#loop = consumer.#run(take);

@@ -25,16 +25,25 @@ export type RunDecision =
  * a run at or before the last one taken is dropped; a claimed run delivered again is interrupted
  * (creating a conversation is safe to redo, its id is derived from the run, so that is acted on again).
  */
-export function decideRun(schedule: StoredSchedule | undefined, run: DeliveredRun, now: Date, graceMs: number): RunDecision {
+export function decideRun(
+  schedule: StoredSchedule | undefined,
+  run: DeliveredRun,
+  now: Date,
+  graceMs: number,
+): RunDecision {
   if (!schedule) return { kind: 'drop', reason: 'no_schedule' };
   if (run.message.generation !== schedule.generation) return { kind: 'drop', reason: 'stale' };
   if (run.seq <= schedule.handled_seq) return { kind: 'drop', reason: 'taken' };
   if (schedule.status !== 'active' && run.message.kind !== 'manual') return { kind: 'drop', reason: 'paused' };
-  if (schedule.claimed_seq === run.seq) return schedule.action.type === 'send_message' ? { kind: 'interrupted' } : { kind: 'act' };
+  if (schedule.claimed_seq === run.seq)
+    return schedule.action.type === 'send_message' ? { kind: 'interrupted' } : { kind: 'act' };
   const due = dueOf(schedule, run);
   const lateMs = now.getTime() - due.getTime();
   if (run.message.kind === 'scheduled' && schedule.missed_runs === 'skip' && lateMs > graceMs) {
-    return { kind: 'skip', reason: `it came due at ${due.toISOString()}, ${Math.round(lateMs / 1000)} s before a gateway could take it (missed_runs: skip)` };
+    return {
+      kind: 'skip',
+      reason: `it came due at ${due.toISOString()}, ${Math.round(lateMs / 1000)} s before a gateway could take it (missed_runs: skip)`,
+    };
   }
   return { kind: 'act' };
 }
@@ -58,7 +67,12 @@ export function claimRun(schedule: StoredSchedule, seq: number, now: Date): Stor
 }
 
 /** The schedule after a run: its outcome, the count, and the next run as the server announced it (a one-time schedule's run completes it). */
-export function recordRun(schedule: StoredSchedule, run: DeliveredRun, outcome: Omit<ScheduleRun, 'due_at' | 'handled_at'>, now: Date): StoredSchedule {
+export function recordRun(
+  schedule: StoredSchedule,
+  run: DeliveredRun,
+  outcome: Omit<ScheduleRun, 'due_at' | 'handled_at'>,
+  now: Date,
+): StoredSchedule {
   const completed = run.next === 'purge';
   const announced = run.next !== undefined && !completed ? parseNext(run.next) : undefined;
   const next = completed ? null : (announced ?? (run.message.kind === 'caught_up' ? null : schedule.next_run_at));

@@ -31,8 +31,10 @@ const storedRuns = async (tenant: string, id: string): Promise<number> => {
 
 describe('the server version schedules need', () => {
   it('is 2.14 or newer', () => {
-    for (const version of ['2.14.0', '2.15.1', '2.14.0-RC.1', '3.0.0']) expect(schedulesSupported(version), version).toBe(true);
-    for (const version of ['2.12.4', '2.13.0', '2.9.10', 'unknown', '']) expect(schedulesSupported(version), version).toBe(false);
+    for (const version of ['2.14.0', '2.15.1', '2.14.0-RC.1', '3.0.0'])
+      expect(schedulesSupported(version), version).toBe(true);
+    for (const version of ['2.12.4', '2.13.0', '2.9.10', 'unknown', ''])
+      expect(schedulesSupported(version), version).toBe(false);
   });
 });
 
@@ -50,7 +52,10 @@ describe('schedules on nats-server', () => {
     await sleep(1_500);
     await consumer.stop();
     expect(seen).toHaveLength(1);
-    expect(seen[0]).toMatchObject({ message: { tenant: 'acme', schedule: schedule.id, generation: 0, kind: 'scheduled' }, next: expect.any(String) });
+    expect(seen[0]).toMatchObject({
+      message: { tenant: 'acme', schedule: schedule.id, generation: 0, kind: 'scheduled' },
+      next: expect.any(String),
+    });
     await store.remove('acme', schedule.id);
   });
 
@@ -66,7 +71,9 @@ describe('schedules on nats-server', () => {
     const resumed = await store.resume('acme', schedule.id);
     expect(resumed).toMatchObject({ status: 'active', generation: 2 });
     expect(await store.hasDefinition('acme', schedule.id)).toBe(true);
-    const definition = await store.jsm.streams.getMessage(SCHEDULES.stream, { last_by_subj: definitionSubject('acme', schedule.id) });
+    const definition = await store.jsm.streams.getMessage(SCHEDULES.stream, {
+      last_by_subj: definitionSubject('acme', schedule.id),
+    });
     expect(definition?.json()).toMatchObject({ generation: 2, kind: 'scheduled' });
     expect(definition?.header.get('Nats-Schedule')).toBe('@every 3600s');
     expect(await store.remove('acme', schedule.id)).toBe(true);
@@ -80,29 +87,46 @@ describe('schedules on nats-server', () => {
     const victim = await store.create('acme', { when: { every: '1h' }, action, missed_runs: 'run_once' });
     const other = await store.create('globex', { when: { every: '1h' }, action, missed_runs: 'run_once' });
     // globex's run body published on an acme schedule's subject, and a body that is not a run at all
-    await store.js.publish(runSubject('acme', victim.id), JSON.stringify({ v: 1, tenant: 'globex', schedule: other.id, generation: 0, kind: 'manual' }));
+    await store.js.publish(
+      runSubject('acme', victim.id),
+      JSON.stringify({ v: 1, tenant: 'globex', schedule: other.id, generation: 0, kind: 'manual' }),
+    );
     await store.js.publish(runSubject('globex', other.id), 'not a run');
     await store.runNow(schedule);
     const seen: DeliveredRun[] = [];
     const malformed: string[] = [];
-    const consumer = await RunConsumer.start(nc, store.jsm, async (run) => void seen.push(run), { onMalformed: (subject) => malformed.push(subject) });
+    const consumer = await RunConsumer.start(nc, store.jsm, async (run) => void seen.push(run), {
+      onMalformed: (subject) => malformed.push(subject),
+    });
     await sleep(1_000);
     await consumer.stop();
     expect(malformed).toEqual([runSubject('acme', victim.id), runSubject('globex', other.id)]);
-    expect(seen.map((run) => [run.message.tenant, run.message.schedule, run.message.kind])).toEqual([['acme', schedule.id, 'manual']]);
-    for (const [tenant, id] of [['acme', schedule.id], ['acme', victim.id], ['globex', other.id]] as const) await store.remove(tenant, id);
+    expect(seen.map((run) => [run.message.tenant, run.message.schedule, run.message.kind])).toEqual([
+      ['acme', schedule.id, 'manual'],
+    ]);
+    for (const [tenant, id] of [
+      ['acme', schedule.id],
+      ['acme', victim.id],
+      ['globex', other.id],
+    ] as const)
+      await store.remove(tenant, id);
   });
 
   it('a caught-up run made by several gateways is stored once', async () => {
     const schedule = await store.create('acme', { when: { every: '1h' }, action, missed_runs: 'run_once' });
     const before = (await store.jsm.streams.info(SCHEDULES.stream)).state.last_seq;
-    await Promise.all([store.catchUp(schedule, '2026-12-06T03:00:00.000Z'), store.catchUp(schedule, '2026-12-06T03:00:00.000Z')]);
+    await Promise.all([
+      store.catchUp(schedule, '2026-12-06T03:00:00.000Z'),
+      store.catchUp(schedule, '2026-12-06T03:00:00.000Z'),
+    ]);
     expect((await store.jsm.streams.info(SCHEDULES.stream)).state.last_seq).toBe(before + 1);
     await store.remove('acme', schedule.id);
   });
 
   it("a definition nats-server refuses leaves no record; a tenant's listing holds its own schedules only", async () => {
-    await expect(store.create('acme', { when: { cron: '0 0 25 * * *' }, action, missed_runs: 'run_once' })).rejects.toBeInstanceOf(SchedulesError);
+    await expect(
+      store.create('acme', { when: { cron: '0 0 25 * * *' }, action, missed_runs: 'run_once' }),
+    ).rejects.toBeInstanceOf(SchedulesError);
     expect(await store.list('acme')).toEqual([]);
     const other = await store.create('globex', { when: { every: '1h' }, action, missed_runs: 'run_once' });
     expect(await store.list('acme')).toEqual([]);

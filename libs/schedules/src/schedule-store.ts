@@ -1,6 +1,18 @@
-import { intervalSeconds, MAX_SCHEDULES_PER_TENANT, type MissedRunPolicy, type ScheduleAction, type ScheduleWhen } from '@flotilla/api';
+import {
+  intervalSeconds,
+  MAX_SCHEDULES_PER_TENANT,
+  type MissedRunPolicy,
+  type ScheduleAction,
+  type ScheduleWhen,
+} from '@flotilla/api';
 import { Buckets, openBucket, SCHEDULES } from '@flotilla/bus';
-import { jetstream, jetstreamManager, JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  jetstream,
+  jetstreamManager,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+} from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { SchedulesError, SchedulesErrorCode } from './errors.js';
@@ -62,25 +74,42 @@ export class ScheduleStore {
     const replicas = options.replicas ?? 1;
     const version = nc.info?.version ?? 'unknown';
     if (!schedulesSupported(version)) {
-      throw new SchedulesError(SchedulesErrorCode.StoreUnavailable, `nats-server ${version} does not run cron and interval schedules: schedules need ${MINIMUM_SCHEDULES_VERSION} or newer`);
+      throw new SchedulesError(
+        SchedulesErrorCode.StoreUnavailable,
+        `nats-server ${version} does not run cron and interval schedules: schedules need ${MINIMUM_SCHEDULES_VERSION} or newer`,
+      );
     }
     try {
       const jsm = await jetstreamManager(nc);
       await ensureSchedulesStream(jsm, { replicas });
       if ((await jsm.streams.info(SCHEDULES.stream)).config.allow_msg_schedules !== true) {
-        throw new Error(`the stream ${SCHEDULES.stream} exists without allow_msg_schedules: an operator enables it on the stream (with the admin credential)`);
+        throw new Error(
+          `the stream ${SCHEDULES.stream} exists without allow_msg_schedules: an operator enables it on the stream (with the admin credential)`,
+        );
       }
-      const kv = await openBucket(nc, Buckets.schedules, { history: 1, replicas, allow_direct: false, description: "Flotilla schedules: what each tenant's schedule does and when, and its last run" });
+      const kv = await openBucket(nc, Buckets.schedules, {
+        history: 1,
+        replicas,
+        allow_direct: false,
+        description: "Flotilla schedules: what each tenant's schedule does and when, and its last run",
+      });
       return new ScheduleStore(kv, jetstream(nc), jsm, options.onCorrupt ?? (() => undefined));
     } catch (error) {
-      throw new SchedulesError(SchedulesErrorCode.StoreUnavailable, `the schedules stream or bucket could not be opened: ${(error as Error).message}`, { cause: error });
+      throw new SchedulesError(
+        SchedulesErrorCode.StoreUnavailable,
+        `the schedules stream or bucket could not be opened: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
 
   /** Records a schedule and publishes its definition; a definition nats-server refuses removes the record again (SchedulesError 'refused'). */
   async create(tenant: string, input: NewSchedule, now: Date = new Date()): Promise<StoredSchedule> {
     if ((await this.#keys(tenant)).length >= MAX_SCHEDULES_PER_TENANT) {
-      throw new SchedulesError(SchedulesErrorCode.LimitReached, `a tenant has at most ${MAX_SCHEDULES_PER_TENANT} schedules: delete one first`);
+      throw new SchedulesError(
+        SchedulesErrorCode.LimitReached,
+        `a tenant has at most ${MAX_SCHEDULES_PER_TENANT} schedules: delete one first`,
+      );
     }
     const schedule: StoredSchedule = {
       v: 1,
@@ -140,7 +169,11 @@ export class ScheduleStore {
    * `change` returns the new record, or undefined to leave it. Returns the record as it stands
    * after (undefined when there is none).
    */
-  async update(tenant: string, id: string, change: (schedule: StoredSchedule) => StoredSchedule | undefined): Promise<StoredSchedule | undefined> {
+  async update(
+    tenant: string,
+    id: string,
+    change: (schedule: StoredSchedule) => StoredSchedule | undefined,
+  ): Promise<StoredSchedule | undefined> {
     const key = scheduleKey(tenant, id);
     for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt += 1) {
       const entry = await this.#read(key);
@@ -151,16 +184,32 @@ export class ScheduleStore {
         await this.kv.update(key, JSON.stringify(StoredSchedule.parse(next)), entry.revision);
         return next;
       } catch (error) {
-        if (!isWrongRevision(error)) throw new SchedulesError(SchedulesErrorCode.Unavailable, `updating schedule ${key} failed: ${(error as Error).message}`, { cause: error });
+        if (!isWrongRevision(error))
+          throw new SchedulesError(
+            SchedulesErrorCode.Unavailable,
+            `updating schedule ${key} failed: ${(error as Error).message}`,
+            { cause: error },
+          );
       }
     }
-    throw new SchedulesError(SchedulesErrorCode.Unavailable, `schedule ${key} kept changing under ${CAS_ATTEMPTS} updates: retry`);
+    throw new SchedulesError(
+      SchedulesErrorCode.Unavailable,
+      `schedule ${key} kept changing under ${CAS_ATTEMPTS} updates: retry`,
+    );
   }
 
   /** Pauses: the record says so (a new generation), then the definition and any run waiting are removed. Undefined when there is no such schedule. */
   async pause(tenant: string, id: string, now: Date = new Date()): Promise<StoredSchedule | undefined> {
     const schedule = await this.update(tenant, id, (current) =>
-      current.status === 'active' ? { ...current, status: 'paused', generation: current.generation + 1, next_run_at: null, updated_at: now.toISOString() } : undefined,
+      current.status === 'active'
+        ? {
+            ...current,
+            status: 'paused',
+            generation: current.generation + 1,
+            next_run_at: null,
+            updated_at: now.toISOString(),
+          }
+        : undefined,
     );
     if (schedule?.status === 'paused') await this.cancelDefinition(tenant, id);
     return schedule;
@@ -170,7 +219,13 @@ export class ScheduleStore {
   async resume(tenant: string, id: string, now: Date = new Date()): Promise<StoredSchedule | undefined> {
     const schedule = await this.update(tenant, id, (current) =>
       current.status === 'paused'
-        ? { ...current, status: 'active', generation: current.generation + 1, next_run_at: firstRun(current.when, now), updated_at: now.toISOString() }
+        ? {
+            ...current,
+            status: 'active',
+            generation: current.generation + 1,
+            next_run_at: firstRun(current.when, now),
+            updated_at: now.toISOString(),
+          }
         : undefined,
     );
     if (schedule?.status === 'active') await this.publishDefinition(schedule);
@@ -189,8 +244,17 @@ export class ScheduleStore {
 
   /** Publishes a run now (POST …/run): taken as any other, even when the schedule is paused. */
   async runNow(schedule: StoredSchedule, now: Date = new Date()): Promise<void> {
-    const message = encodeRunMessage({ v: 1, tenant: schedule.tenant, schedule: schedule.id, generation: schedule.generation, kind: 'manual', due_at: now.toISOString() });
-    await call(`running schedule ${schedule.id}`, () => this.js.publish(runSubject(schedule.tenant, schedule.id), message));
+    const message = encodeRunMessage({
+      v: 1,
+      tenant: schedule.tenant,
+      schedule: schedule.id,
+      generation: schedule.generation,
+      kind: 'manual',
+      due_at: now.toISOString(),
+    });
+    await call(`running schedule ${schedule.id}`, () =>
+      this.js.publish(runSubject(schedule.tenant, schedule.id), message),
+    );
   }
 
   /**
@@ -198,20 +262,45 @@ export class ScheduleStore {
    * schedule: its message id is the run that was due, so gateways that all catch it up store it once.
    */
   async catchUp(schedule: StoredSchedule, dueAt: string): Promise<void> {
-    const message = encodeRunMessage({ v: 1, tenant: schedule.tenant, schedule: schedule.id, generation: schedule.generation, kind: 'caught_up', due_at: dueAt });
-    await call(`catching up schedule ${schedule.id}`, () => this.js.publish(runSubject(schedule.tenant, schedule.id), message, { msgID: `${schedule.id}:${schedule.generation}:${dueAt}` }));
+    const message = encodeRunMessage({
+      v: 1,
+      tenant: schedule.tenant,
+      schedule: schedule.id,
+      generation: schedule.generation,
+      kind: 'caught_up',
+      due_at: dueAt,
+    });
+    await call(`catching up schedule ${schedule.id}`, () =>
+      this.js.publish(runSubject(schedule.tenant, schedule.id), message, {
+        msgID: `${schedule.id}:${schedule.generation}:${dueAt}`,
+      }),
+    );
   }
 
   /** (Re)publishes the definition of an active schedule: nats-server's scheduler runs it from now on (replacing any earlier one). */
   async publishDefinition(schedule: StoredSchedule): Promise<void> {
-    const body = encodeRunMessage({ v: 1, tenant: schedule.tenant, schedule: schedule.id, generation: schedule.generation, kind: 'scheduled' });
+    const body = encodeRunMessage({
+      v: 1,
+      tenant: schedule.tenant,
+      schedule: schedule.id,
+      generation: schedule.generation,
+      kind: 'scheduled',
+    });
     try {
-      await this.js.publish(definitionSubject(schedule.tenant, schedule.id), body, { schedule: { ...natsSchedule(schedule.when), target: runSubject(schedule.tenant, schedule.id) } });
+      await this.js.publish(definitionSubject(schedule.tenant, schedule.id), body, {
+        schedule: { ...natsSchedule(schedule.when), target: runSubject(schedule.tenant, schedule.id) },
+      });
     } catch (error) {
       if (error instanceof JetStreamApiError && REFUSED_DEFINITION.has(error.code)) {
-        throw new SchedulesError(SchedulesErrorCode.Refused, `nats-server refused the schedule: ${error.message}`, { cause: error });
+        throw new SchedulesError(SchedulesErrorCode.Refused, `nats-server refused the schedule: ${error.message}`, {
+          cause: error,
+        });
       }
-      throw new SchedulesError(SchedulesErrorCode.Unavailable, `publishing the definition of schedule ${schedule.id} failed: ${(error as Error).message}`, { cause: error });
+      throw new SchedulesError(
+        SchedulesErrorCode.Unavailable,
+        `publishing the definition of schedule ${schedule.id} failed: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
 
@@ -238,12 +327,18 @@ export class ScheduleStore {
       return (await this.jsm.consumers.info(SCHEDULES.stream, SCHEDULES.group)).ack_floor.stream_seq;
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === CONSUMER_NOT_FOUND) return 0;
-      throw new SchedulesError(SchedulesErrorCode.Unavailable, `reading the schedules' consumer failed: ${(error as Error).message}`, { cause: error });
+      throw new SchedulesError(
+        SchedulesErrorCode.Unavailable,
+        `reading the schedules' consumer failed: ${(error as Error).message}`,
+        { cause: error },
+      );
     }
   }
 
   async #lastSeq(subject: string): Promise<number | undefined> {
-    const message = await call(`reading ${subject}`, () => this.jsm.streams.getMessage(SCHEDULES.stream, { last_by_subj: subject }));
+    const message = await call(`reading ${subject}`, () =>
+      this.jsm.streams.getMessage(SCHEDULES.stream, { last_by_subj: subject }),
+    );
     return message?.seq;
   }
 
@@ -280,7 +375,8 @@ async function call<T>(what: string, operation: () => Promise<T>): Promise<T> {
     return await operation();
   } catch (error) {
     if (error instanceof SchedulesError) throw error;
-    const code = error instanceof JetStreamApiError ? SchedulesErrorCode.StoreUnavailable : SchedulesErrorCode.Unavailable;
+    const code =
+      error instanceof JetStreamApiError ? SchedulesErrorCode.StoreUnavailable : SchedulesErrorCode.Unavailable;
     throw new SchedulesError(code, `${what} failed: ${(error as Error).message}`, { cause: error });
   }
 }

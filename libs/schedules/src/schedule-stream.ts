@@ -61,5 +61,7 @@ export function natsSchedule(when: ScheduleWhen): { specification: ScheduleSpec;
   const predefined = when.cron.startsWith('@');
   // nats-server takes a time zone with cron and predefined schedules only; UTC is its default
   const zone = when.time_zone !== undefined ? { timezone: when.time_zone } : {};
-  return predefined ? { specification: { predefined: when.cron as never }, ...zone } : { specification: { cron: when.cron }, ...zone };
+  return predefined
+    ? { specification: { predefined: when.cron as never }, ...zone }
+    : { specification: { cron: when.cron }, ...zone };
 }

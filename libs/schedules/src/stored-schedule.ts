@@ -50,6 +50,13 @@ export function parseStoredSchedule(key: string, value: Uint8Array): StoredSched
 
 /** The public view: everything but the bookkeeping. */
 export function publicSchedule(schedule: StoredSchedule): Schedule {
-  const { v: _v, tenant: _tenant, generation: _generation, handled_seq: _handled, claimed_seq: _claimed, ...visible } = schedule;
+  const {
+    v: _v,
+    tenant: _tenant,
+    generation: _generation,
+    handled_seq: _handled,
+    claimed_seq: _claimed,
+    ...visible
+  } = schedule;
   return visible;
 }

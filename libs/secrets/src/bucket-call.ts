@@ -12,6 +12,10 @@ export async function callBucket<T>(bucket: string, what: string, operation: () 
   } catch (error) {
     if (error instanceof SecretsError) throw error;
     const message = `${what} in the bucket ${bucket} failed: ${(error as Error).message}`;
-    throw new SecretsError(error instanceof JetStreamApiError ? SecretsErrorCode.BucketUnavailable : SecretsErrorCode.Unavailable, message, { cause: error });
+    throw new SecretsError(
+      error instanceof JetStreamApiError ? SecretsErrorCode.BucketUnavailable : SecretsErrorCode.Unavailable,
+      message,
+      { cause: error },
+    );
   }
 }

@@ -13,7 +13,11 @@ export const DEFAULT_SECRET_NAMES_BUCKET = Buckets.secretNames;
  * behind) or opens the existing one. Safe to call from every service at start-up, concurrently.
  */
 export function openSecretsBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
-  return openSecretBucket(nc, bucket, { history: 1, replicas, description: 'Flotilla secrets (AES-256-GCM ciphertexts; names in the keys)' });
+  return openSecretBucket(nc, bucket, {
+    history: 1,
+    replicas,
+    description: 'Flotilla secrets (AES-256-GCM ciphertexts; names in the keys)',
+  });
 }
 
 /**
@@ -22,10 +26,20 @@ export function openSecretsBucket(nc: NatsConnection, bucket: string, replicas: 
  * there, and the order of its writes relies on seeing the latest.
  */
 export function openSecretNamesBucket(nc: NatsConnection, bucket: string, replicas: number): Promise<KV> {
-  return openSecretBucket(nc, bucket, { history: 1, replicas, allow_direct: false, description: 'Flotilla secret names (the keys of the secrets bucket; no values)' });
+  return openSecretBucket(nc, bucket, {
+    history: 1,
+    replicas,
+    allow_direct: false,
+    description: 'Flotilla secret names (the keys of the secrets bucket; no values)',
+  });
 }
 
-type BucketSettings = { readonly history: number; readonly replicas: number; readonly description: string; readonly allow_direct?: boolean };
+type BucketSettings = {
+  readonly history: number;
+  readonly replicas: number;
+  readonly description: string;
+  readonly allow_direct?: boolean;
+};
 
 /** Opening needs only the stream's info (and its creation when missing): no read of its contents. */
 async function openSecretBucket(nc: NatsConnection, bucket: string, settings: BucketSettings): Promise<KV> {

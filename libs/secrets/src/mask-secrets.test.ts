@@ -39,13 +39,18 @@ describe('maskSecrets', () => {
     const base64 = Buffer.from(value).toString('base64');
     const base64url = Buffer.from(value).toString('base64url');
     expect(base64).not.toBe(base64url);
-    expect(maskSecrets(`Authorization: Basic ${base64}`, secrets)).toBe(`Authorization: Basic <secret:TOKEN>${base64.endsWith('=') ? base64.slice(base64.replace(/=+$/, '').length) : ''}`);
+    expect(maskSecrets(`Authorization: Basic ${base64}`, secrets)).toBe(
+      `Authorization: Basic <secret:TOKEN>${base64.endsWith('=') ? base64.slice(base64.replace(/=+$/, '').length) : ''}`,
+    );
     expect(maskSecrets(`url ${base64url} end`, secrets)).toBe('url <secret:TOKEN> end');
-    expect(maskSecrets(`echo -n | base64: ${Buffer.from('abcd').toString('base64')}`, { SHORT: 'abcd' })).toBe('echo -n | base64: <secret:SHORT>==');
+    expect(maskSecrets(`echo -n | base64: ${Buffer.from('abcd').toString('base64')}`, { SHORT: 'abcd' })).toBe(
+      'echo -n | base64: <secret:SHORT>==',
+    );
   });
 
   it('masks multi-line values whole, in CRLF form, as JSON and line by line', () => {
-    const pem = '-----BEGIN TEST KEY-----\nMIIBVwIBADANBgkqhkiG9w0BAQEFAASCAUEwggE9\nAgEAAkEAq7BFUpkGp3+XQmZ8rJ5KQZq0mNc\n-----END TEST KEY-----';
+    const pem =
+      '-----BEGIN TEST KEY-----\nMIIBVwIBADANBgkqhkiG9w0BAQEFAASCAUEwggE9\nAgEAAkEAq7BFUpkGp3+XQmZ8rJ5KQZq0mNc\n-----END TEST KEY-----';
     const secrets = { KEY: pem };
     expect(maskSecrets(`cat key.pem\n${pem}\n$ `, secrets)).toBe('cat key.pem\n<secret:KEY>\n$ ');
     expect(maskSecrets(`pty: ${pem.replaceAll('\n', '\r\n')}\r\n`, secrets)).toBe('pty: <secret:KEY>\r\n');
@@ -64,7 +69,9 @@ describe('maskSecrets', () => {
   });
 
   it('shows a value two names share under the first name, and ignores values too short to be secrets', () => {
-    expect(maskSecrets('v=shared-value', { B_TOKEN: 'shared-value', A_TOKEN: 'shared-value' })).toBe('v=<secret:A_TOKEN>');
+    expect(maskSecrets('v=shared-value', { B_TOKEN: 'shared-value', A_TOKEN: 'shared-value' })).toBe(
+      'v=<secret:A_TOKEN>',
+    );
     expect(maskSecrets('a b c abc', { SHORT: 'abc', EMPTY: '' })).toBe('a b c abc');
   });
 
@@ -75,7 +82,8 @@ describe('maskSecrets', () => {
   it('masks what one shell command makes of a value: base64 at any offset, hex, reversed, case-changed, URL- and JSON-escaped', () => {
     const value = 'ghp_Sup3rS3cret_4817_zebra';
     const secrets = { TOKEN: value };
-    const shell = (command: string): string => execFileSync('bash', ['-c', command], { env: { S: value, PATH: process.env['PATH'] ?? '' } }).toString('utf8');
+    const shell = (command: string): string =>
+      execFileSync('bash', ['-c', command], { env: { S: value, PATH: process.env['PATH'] ?? '' } }).toString('utf8');
     const commands = [
       'echo "$S" | rev',
       'printf %s "$S" | xxd -p',
@@ -94,23 +102,34 @@ describe('maskSecrets', () => {
       const masked = maskSecrets(output, secrets);
       expect(masked, `${command} → ${output}`).toContain('<secret:TOKEN>');
       // no run of 8 characters of the encoded value is left beside the mask
-      expect(masked.replace(/<secret:TOKEN>/g, '').replace(/[^A-Za-z0-9+/_-]/g, '').length, `${command} → ${masked}`).toBeLessThan(12);
+      expect(
+        masked.replace(/<secret:TOKEN>/g, '').replace(/[^A-Za-z0-9+/_-]/g, '').length,
+        `${command} → ${masked}`,
+      ).toBeLessThan(12);
     }
   });
 
   it('leaves text that merely shares a few characters with an encoding alone', () => {
-    expect(maskSecrets('a commit 5f3e, a word STAR, plain output', { TOKEN: 'ghp_Sup3rS3cret_4817_zebra' })).toBe('a commit 5f3e, a word STAR, plain output');
+    expect(maskSecrets('a commit 5f3e, a word STAR, plain output', { TOKEN: 'ghp_Sup3rS3cret_4817_zebra' })).toBe(
+      'a commit 5f3e, a word STAR, plain output',
+    );
   });
 
   it('masks a long text in one pass exactly as a search per needle does, overlaps, neighbours and regular-expression characters included', () => {
     // values built of few letters (so they overlap and nest), some with characters a pattern would read
     const value = fc.oneof(fc.stringMatching(/^[ab]{4,8}$/), fc.stringMatching(/^[ab.*()|?+$^\\-]{4,9}$/));
     fc.assert(
-      fc.property(fc.dictionary(fc.constantFrom('A', 'B', 'C'), value, { minKeys: 1 }), fc.array(fc.oneof(value, fc.stringMatching(/^[ab]{0,6}$/), fc.stringMatching(/^[abc. ]{0,6}$/)), { maxLength: 40 }), (secrets, parts) => {
-        // past the length from which the whole text is searched at once
-        const text = `${'-'.repeat(40_000)}${parts.join('')}`;
-        expect(maskSecrets(text, secrets)).toBe(maskSecrets(text, secrets, 'encodings', 'per-needle'));
-      }),
+      fc.property(
+        fc.dictionary(fc.constantFrom('A', 'B', 'C'), value, { minKeys: 1 }),
+        fc.array(fc.oneof(value, fc.stringMatching(/^[ab]{0,6}$/), fc.stringMatching(/^[abc. ]{0,6}$/)), {
+          maxLength: 40,
+        }),
+        (secrets, parts) => {
+          // past the length from which the whole text is searched at once
+          const text = `${'-'.repeat(40_000)}${parts.join('')}`;
+          expect(maskSecrets(text, secrets)).toBe(maskSecrets(text, secrets, 'encodings', 'per-needle'));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -17,16 +17,22 @@ type Occurrence = { readonly start: number; readonly end: number; readonly name:
  * shown under the first name in sorted order. Values shorter than 4 characters (which a store
  * never holds) are ignored, not masked everywhere.
  */
-export function maskSecrets(text: string, secrets: Readonly<Record<string, string>>, forms: MaskedForms = 'encodings', search: MaskSearch = 'auto'): string {
+export function maskSecrets(
+  text: string,
+  secrets: Readonly<Record<string, string>>,
+  forms: MaskedForms = 'encodings',
+  search: MaskSearch = 'auto',
+): string {
   const needles = needlesOf(secrets, forms);
   if (needles.length === 0 || text.length === 0) return text;
-  const occurrences = search === 'per-needle' || text.length < ONE_PASS_FROM_CHARS ? eachNeedle(text, needles) : onePass(text, needles);
+  const occurrences =
+    search === 'per-needle' || text.length < ONE_PASS_FROM_CHARS ? eachNeedle(text, needles) : onePass(text, needles);
   if (occurrences.length === 0) return text;
   // by start, longest first: a run of overlapping occurrences becomes one masked range
   occurrences.sort((a, b) => a.start - b.start || b.end - a.end);
   let output = '';
   let position = 0;
-  for (let index = 0; index < occurrences.length; ) {
+  for (let index = 0; index < occurrences.length;) {
     const first = occurrences[index]!;
     let end = first.end;
     const labels = [first.name];
@@ -74,7 +80,10 @@ function eachNeedle(text: string, needles: readonly Needle[]): Occurrence[] {
  */
 function onePass(text: string, needles: readonly Needle[]): Occurrence[] {
   const names = new Map(needles.map((needle) => [needle.text, needle.name]));
-  const pattern = new RegExp(needles.map((needle) => needle.text.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&')).join('|'), 'g');
+  const pattern = new RegExp(
+    needles.map((needle) => needle.text.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&')).join('|'),
+    'g',
+  );
   const occurrences: Occurrence[] = [];
   for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
     occurrences.push({ start: match.index, end: match.index + match[0].length, name: names.get(match[0])! });

@@ -21,7 +21,12 @@ function corruption(run: () => unknown): SecretsError {
 
 describe('SecretCipher', () => {
   it('round-trips values, unicode and multi-line ones included', () => {
-    for (const value of [VALUE, 'päss wörd 🔑 密码', '-----BEGIN KEY-----\nAAAA\nBBBB\n-----END KEY-----\n', 'x'.repeat(65_536)]) {
+    for (const value of [
+      VALUE,
+      'päss wörd 🔑 密码',
+      '-----BEGIN KEY-----\nAAAA\nBBBB\n-----END KEY-----\n',
+      'x'.repeat(65_536),
+    ]) {
       expect(cipher.decrypt(KEY, cipher.encrypt(KEY, value))).toBe(value);
     }
   });
@@ -40,7 +45,12 @@ describe('SecretCipher', () => {
 
   it('refuses a ciphertext moved under another KV key (tenant, conversation or name)', () => {
     const stored = cipher.encrypt(KEY, VALUE);
-    for (const other of ['globex.conversation.c1.GITHUB_TOKEN', 'acme.conversation.c2.GITHUB_TOKEN', 'acme.conversation.c1.NPM_TOKEN', 'acme.defaults.GITHUB_TOKEN']) {
+    for (const other of [
+      'globex.conversation.c1.GITHUB_TOKEN',
+      'acme.conversation.c2.GITHUB_TOKEN',
+      'acme.conversation.c1.NPM_TOKEN',
+      'acme.defaults.GITHUB_TOKEN',
+    ]) {
       const error = corruption(() => cipher.decrypt(other, stored));
       expect(error.message).toContain(other);
       expect(error.message).toMatch(/does not authenticate/);

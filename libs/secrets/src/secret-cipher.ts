@@ -45,12 +45,19 @@ export class SecretCipher {
   decrypt(kvKey: string, stored: Uint8Array): string {
     const data = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
     const corrupt = (why: string, cause?: unknown): SecretsError =>
-      new SecretsError(SecretsErrorCode.Corrupt, `the secret stored under ${kvKey} ${why}`, cause === undefined ? undefined : { cause });
-    if (data.length < HEADER_BYTES + NONCE_BYTES + TAG_BYTES) throw corrupt(`is too short (${data.length} bytes) to be an encrypted value`);
+      new SecretsError(
+        SecretsErrorCode.Corrupt,
+        `the secret stored under ${kvKey} ${why}`,
+        cause === undefined ? undefined : { cause },
+      );
+    if (data.length < HEADER_BYTES + NONCE_BYTES + TAG_BYTES)
+      throw corrupt(`is too short (${data.length} bytes) to be an encrypted value`);
     if (data[0] !== FORMAT_VERSION) throw corrupt(`has format version ${data[0]}; this build reads ${FORMAT_VERSION}`);
     const header = data.subarray(0, HEADER_BYTES);
     if (!header.equals(this.#header)) {
-      throw corrupt(`was encrypted with another key (key id ${header.subarray(1).toString('hex')}; this key's id is ${this.keyId}): set FLOTILLA_SECRETS_KEY(_FILE) to the key it was stored with`);
+      throw corrupt(
+        `was encrypted with another key (key id ${header.subarray(1).toString('hex')}; this key's id is ${this.keyId}): set FLOTILLA_SECRETS_KEY(_FILE) to the key it was stored with`,
+      );
     }
     const nonce = data.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES);
     const tag = data.subarray(data.length - TAG_BYTES);
@@ -62,7 +69,10 @@ export class SecretCipher {
       decipher.setAuthTag(tag);
       plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
     } catch (error) {
-      throw corrupt('does not authenticate: it was changed, or copied from another secret, conversation or tenant', error);
+      throw corrupt(
+        'does not authenticate: it was changed, or copied from another secret, conversation or tenant',
+        error,
+      );
     }
     try {
       return strictUtf8.decode(plaintext);

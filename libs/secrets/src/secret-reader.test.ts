@@ -30,7 +30,9 @@ describe('SecretReader', () => {
       UNICODE: 'päss wörd 🔑',
     });
     await writer.set(scope, 'GITHUB_TOKEN', 'ghp_Replaced000000000');
-    expect((await reader.reveal({ tenant: scope.tenant, conversation: 'c1' }))['GITHUB_TOKEN']).toBe('ghp_Replaced000000000');
+    expect((await reader.reveal({ tenant: scope.tenant, conversation: 'c1' }))['GITHUB_TOKEN']).toBe(
+      'ghp_Replaced000000000',
+    );
   });
 
   it('overlays the tenant defaults with the conversation its own, and keeps conversations and tenants apart', async () => {
@@ -42,10 +44,25 @@ describe('SecretReader', () => {
     await writer.set({ tenant: acme, conversation: 'c2' }, 'ONLY_C2', 'c2-only');
     const globex = tenant();
     await writer.set({ tenant: globex }, 'SHARED', 'globex-default');
-    expect(await reader.reveal({ tenant: acme, conversation: 'c1' })).toEqual({ ONLY_C1: 'c1-only', ONLY_DEFAULT: 'default-only', SHARED: 'c1-shared' });
-    expect(Object.keys(await reader.reveal({ tenant: acme, conversation: 'c1' }))).toEqual(['ONLY_C1', 'ONLY_DEFAULT', 'SHARED']);
-    expect(await reader.reveal({ tenant: acme, conversation: 'c2' })).toEqual({ ONLY_C2: 'c2-only', ONLY_DEFAULT: 'default-only', SHARED: 'default-shared' });
-    expect(await reader.reveal({ tenant: acme, conversation: 'c3' })).toEqual({ ONLY_DEFAULT: 'default-only', SHARED: 'default-shared' });
+    expect(await reader.reveal({ tenant: acme, conversation: 'c1' })).toEqual({
+      ONLY_C1: 'c1-only',
+      ONLY_DEFAULT: 'default-only',
+      SHARED: 'c1-shared',
+    });
+    expect(Object.keys(await reader.reveal({ tenant: acme, conversation: 'c1' }))).toEqual([
+      'ONLY_C1',
+      'ONLY_DEFAULT',
+      'SHARED',
+    ]);
+    expect(await reader.reveal({ tenant: acme, conversation: 'c2' })).toEqual({
+      ONLY_C2: 'c2-only',
+      ONLY_DEFAULT: 'default-only',
+      SHARED: 'default-shared',
+    });
+    expect(await reader.reveal({ tenant: acme, conversation: 'c3' })).toEqual({
+      ONLY_DEFAULT: 'default-only',
+      SHARED: 'default-shared',
+    });
     expect(await reader.reveal({ tenant: globex, conversation: 'c1' })).toEqual({ SHARED: 'globex-default' });
     expect(await reader.reveal({ tenant: tenant(), conversation: 'c1' })).toEqual({});
   });
@@ -72,7 +89,9 @@ describe('SecretReader', () => {
   });
 
   it('refuses a bad key before touching NATS, and fails with a retryable error when NATS is gone', async () => {
-    await expect(SecretReader.open(nc, { key: randomBytes(16), bucket: reader.bucket })).rejects.toMatchObject({ code: 'invalid_key' });
+    await expect(SecretReader.open(nc, { key: randomBytes(16), bucket: reader.bucket })).rejects.toMatchObject({
+      code: 'invalid_key',
+    });
     expect((await rejection(reader.reveal({ tenant: 'acme', conversation: 'x>' }))).code).toBe('invalid_scope');
     const gone = await connect({ servers: server.url });
     const lost = await SecretReader.open(gone, { key, bucket: reader.bucket });

@@ -45,7 +45,8 @@ export class SecretReader {
   /** The values a conversation's sandbox gets: the tenant's defaults overlaid with the conversation's own. */
   async reveal(ref: { tenant: string; conversation: string }): Promise<Record<string, string>> {
     const followed = this.#followed;
-    const values = (scope: SecretScope): Promise<[string, string][]> => (followed ? Promise.resolve(this.#followedValues(followed, scope)) : this.#read(scope));
+    const values = (scope: SecretScope): Promise<[string, string][]> =>
+      followed ? Promise.resolve(this.#followedValues(followed, scope)) : this.#read(scope);
     const [defaults, own] = await Promise.all([values({ tenant: ref.tenant }), values(ref)]);
     const merged = new Map([...defaults, ...own]);
     return Object.fromEntries([...merged].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
@@ -102,7 +103,8 @@ export class SecretReader {
     const pairs: [string, string][] = [];
     for (const [key, value] of followed) {
       // the name is the last token: a conversation's keys are not under the tenant's defaults
-      if (key.startsWith(prefix) && !key.slice(prefix.length).includes('.')) pairs.push([nameOfKey(key), this.#cipher.decrypt(key, value)]);
+      if (key.startsWith(prefix) && !key.slice(prefix.length).includes('.'))
+        pairs.push([nameOfKey(key), this.#cipher.decrypt(key, value)]);
     }
     return pairs;
   }

@@ -1,7 +1,13 @@
 import { SecretName } from '@flotilla/events';
 import { describe, expect, it } from 'vitest';
 import { SecretsError } from './errors.js';
-import { assertSecretName, assertSecretValue, MAX_SECRET_VALUE_CHARS, SECRET_NAME_PATTERN, secretNameProblem } from './secret-rules.js';
+import {
+  assertSecretName,
+  assertSecretValue,
+  MAX_SECRET_VALUE_CHARS,
+  SECRET_NAME_PATTERN,
+  secretNameProblem,
+} from './secret-rules.js';
 
 function errorOf(run: () => void): SecretsError {
   try {
@@ -26,7 +32,21 @@ describe('secret names', () => {
   });
 
   it('may not replace what the sandbox sets, nor use reserved prefixes', () => {
-    for (const name of ['PATH', 'HOME', 'LANG', 'TERM', 'PWD', 'SHELL', 'USER', 'LD_PRELOAD', 'LD_LIBRARY_PATH', 'LD_AUDIT', 'BASH_ENV', 'IFS', '_']) {
+    for (const name of [
+      'PATH',
+      'HOME',
+      'LANG',
+      'TERM',
+      'PWD',
+      'SHELL',
+      'USER',
+      'LD_PRELOAD',
+      'LD_LIBRARY_PATH',
+      'LD_AUDIT',
+      'BASH_ENV',
+      'IFS',
+      '_',
+    ]) {
       expect(errorOf(() => assertSecretName(name)).message, name).toMatch(/cannot be a secret|reserved/);
     }
     expect(errorOf(() => assertSecretName('FLOTILLA_SECRETS_KEY')).message).toContain('FLOTILLA_');
@@ -43,7 +63,8 @@ describe('secret names', () => {
 
 describe('secret values', () => {
   it('are 4 to 64 Ki characters, with no NUL and no lone surrogate', () => {
-    for (const value of ['abcd', 'x'.repeat(MAX_SECRET_VALUE_CHARS), 'line 1\nline 2', 'päss wörd 🔑', '  spaces  ']) expect(() => assertSecretValue(value)).not.toThrow();
+    for (const value of ['abcd', 'x'.repeat(MAX_SECRET_VALUE_CHARS), 'line 1\nline 2', 'päss wörd 🔑', '  spaces  '])
+      expect(() => assertSecretValue(value)).not.toThrow();
     const cases: [string, RegExp][] = [
       ['', /at least 4/],
       ['abc', /at least 4 characters \(shorter ones would mask ordinary text/],

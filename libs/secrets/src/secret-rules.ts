@@ -49,7 +49,8 @@ export function secretNameProblem(name: string): string | undefined {
   if (!SECRET_NAME_PATTERN.test(name)) {
     return 'a secret name is an environment-variable name: 1-128 characters of A-Z 0-9 _, not starting with a digit (e.g. GITHUB_TOKEN)';
   }
-  if (RESERVED_NAMES.has(name)) return `${name} is set by the sandbox itself and cannot be a secret; choose another name`;
+  if (RESERVED_NAMES.has(name))
+    return `${name} is set by the sandbox itself and cannot be a secret; choose another name`;
   const prefix = RESERVED_PREFIXES.find((each) => name.startsWith(each));
   if (prefix) return `names starting with ${prefix} are reserved and cannot be secrets; choose another name`;
   return undefined;

@@ -11,7 +11,9 @@ function scan(parts: readonly (string | Uint8Array)[], secrets: Record<string, s
 
 describe('SecretScanner', () => {
   it('finds a value, and its base64, in bytes among binary ones', () => {
-    expect(scan([Buffer.concat([Buffer.from([0, 255, 7]), Buffer.from('x tok-1234567890 y'), Buffer.from([0])])])).toEqual(['API_TOKEN']);
+    expect(
+      scan([Buffer.concat([Buffer.from([0, 255, 7]), Buffer.from('x tok-1234567890 y'), Buffer.from([0])])]),
+    ).toEqual(['API_TOKEN']);
     expect(scan([Buffer.from('tok-1234567890').toString('base64').replace(/=+$/, '')])).toEqual(['API_TOKEN']);
     expect(scan(['header\nline-two-of-key\n'])).toEqual(['DEPLOY_KEY']);
   });

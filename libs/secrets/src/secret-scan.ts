@@ -14,7 +14,10 @@ export class SecretScanner {
   #tail: Buffer = Buffer.alloc(0);
 
   constructor(secrets: Readonly<Record<string, string>>) {
-    this.#needles = needlesOf(secrets).map((needle) => ({ bytes: Buffer.from(needle.text, 'utf8'), name: needle.name }));
+    this.#needles = needlesOf(secrets).map((needle) => ({
+      bytes: Buffer.from(needle.text, 'utf8'),
+      name: needle.name,
+    }));
     this.#overlap = Math.max(0, ...this.#needles.map((needle) => needle.bytes.length - 1));
   }
 

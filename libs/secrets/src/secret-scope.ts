@@ -18,16 +18,25 @@ const DEFAULTS = 'defaults';
 const CONVERSATION = 'conversation';
 
 export function assertScope(scope: SecretScope): void {
-  if (!isSubjectToken(scope.tenant)) throw new SecretsError(SecretsErrorCode.InvalidScope, `tenant "${scope.tenant}" must be 1-64 characters of A-Z a-z 0-9 _ -`);
+  if (!isSubjectToken(scope.tenant))
+    throw new SecretsError(
+      SecretsErrorCode.InvalidScope,
+      `tenant "${scope.tenant}" must be 1-64 characters of A-Z a-z 0-9 _ -`,
+    );
   if (scope.conversation !== undefined && !isSubjectToken(scope.conversation)) {
-    throw new SecretsError(SecretsErrorCode.InvalidScope, `conversation "${scope.conversation}" must be 1-64 characters of A-Z a-z 0-9 _ -`);
+    throw new SecretsError(
+      SecretsErrorCode.InvalidScope,
+      `conversation "${scope.conversation}" must be 1-64 characters of A-Z a-z 0-9 _ -`,
+    );
   }
 }
 
 /** The KV key prefix of a scope's secrets (without the trailing dot). */
 export function scopePrefix(scope: SecretScope): string {
   assertScope(scope);
-  return scope.conversation === undefined ? `${scope.tenant}.${DEFAULTS}` : `${scope.tenant}.${CONVERSATION}.${scope.conversation}`;
+  return scope.conversation === undefined
+    ? `${scope.tenant}.${DEFAULTS}`
+    : `${scope.tenant}.${CONVERSATION}.${scope.conversation}`;
 }
 
 /** The KV key of one secret. The name must have been checked. */

@@ -52,7 +52,8 @@ beforeAll(async () => {
   writerConnection = await connect({ servers: server.url, user: 'writer', pass: 'writer-password' });
   readerConnection = await connect({ servers: server.url, user: 'reader', pass: 'reader-password' });
   void (async () => {
-    for await (const status of writerConnection.status()) if (status.type === 'error') violations.push(String(status.error));
+    for await (const status of writerConnection.status())
+      if (status.type === 'error') violations.push(String(status.error));
   })();
 });
 afterAll(async () => {
@@ -94,7 +95,10 @@ describe('a writer whose credential may not read the secrets bucket', () => {
       expect(await reader.reveal(c2)).toEqual({ NPM_TOKEN: DEFAULT_VALUE });
       const unfollowed = await SecretReader.open(readerConnection, { key: KEY });
       expect(await unfollowed.reveal(c1)).toEqual(expected);
-      expect(await keysOf(await rawBucket(readerConnection, DEFAULT_SECRETS_BUCKET))).toEqual(['acme.conversation.c1.GITHUB_TOKEN', 'acme.defaults.NPM_TOKEN']);
+      expect(await keysOf(await rawBucket(readerConnection, DEFAULT_SECRETS_BUCKET))).toEqual([
+        'acme.conversation.c1.GITHUB_TOKEN',
+        'acme.defaults.NPM_TOKEN',
+      ]);
       await writerConnection.flush();
       expect(violations).toEqual([]);
     } finally {
@@ -104,15 +108,25 @@ describe('a writer whose credential may not read the secrets bucket', () => {
 
   it('is really denied every read of it: a direct get, a message get and a listing fail, and the status stream reports each', async () => {
     const jsm = await jetstreamManager(writerConnection);
-    await expect(jsm.direct.getMessage(STREAM, { last_by_subj: `$KV.${DEFAULT_SECRETS_BUCKET}.acme.defaults.NPM_TOKEN` })).rejects.toThrow(/permissions violation/i);
-    await expect(jsm.streams.getMessage(STREAM, { last_by_subj: `$KV.${DEFAULT_SECRETS_BUCKET}.acme.defaults.NPM_TOKEN` })).rejects.toThrow(/permissions violation/i);
+    await expect(
+      jsm.direct.getMessage(STREAM, { last_by_subj: `$KV.${DEFAULT_SECRETS_BUCKET}.acme.defaults.NPM_TOKEN` }),
+    ).rejects.toThrow(/permissions violation/i);
+    await expect(
+      jsm.streams.getMessage(STREAM, { last_by_subj: `$KV.${DEFAULT_SECRETS_BUCKET}.acme.defaults.NPM_TOKEN` }),
+    ).rejects.toThrow(/permissions violation/i);
     const values = await rawBucket(writerConnection, DEFAULT_SECRETS_BUCKET);
     await expect(values.get('acme.defaults.NPM_TOKEN')).rejects.toThrow(/permissions violation/i);
     await expect(keysOf(values)).rejects.toThrow(/permissions violation/i);
     await writerConnection.flush();
     expect(violations.length).toBeGreaterThanOrEqual(4);
-    for (const violation of violations) expect(violation).toMatch(/permissions violation for publish to "\$JS\.API\.(DIRECT\.GET|STREAM\.MSG\.GET|CONSUMER\.CREATE)\.KV_flotilla_secrets\b/i);
+    for (const violation of violations)
+      expect(violation).toMatch(
+        /permissions violation for publish to "\$JS\.API\.(DIRECT\.GET|STREAM\.MSG\.GET|CONSUMER\.CREATE)\.KV_flotilla_secrets\b/i,
+      );
     // the names' bucket stays readable: it holds no value
-    expect(await keysOf(await rawBucket(writerConnection, DEFAULT_SECRET_NAMES_BUCKET))).toEqual(['acme.conversation.c1.GITHUB_TOKEN', 'acme.defaults.NPM_TOKEN']);
+    expect(await keysOf(await rawBucket(writerConnection, DEFAULT_SECRET_NAMES_BUCKET))).toEqual([
+      'acme.conversation.c1.GITHUB_TOKEN',
+      'acme.defaults.NPM_TOKEN',
+    ]);
   });
 });

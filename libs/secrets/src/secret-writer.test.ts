@@ -40,7 +40,8 @@ describe('SecretWriter', () => {
     const namesStored = await storedBytes(nc, writer.namesBucket);
     expect(namesStored.includes(ciphertext.subarray(9, 25)), 'the names bucket holds a ciphertext').toBe(false);
     for (const stored of [namesStored, await storedBytes(nc, writer.bucket)]) {
-      for (const clear of [VALUE, 'ghp_Replaced', 'päss', 'wörd']) expect(stored.includes(Buffer.from(clear)), clear).toBe(false);
+      for (const clear of [VALUE, 'ghp_Replaced', 'päss', 'wörd'])
+        expect(stored.includes(Buffer.from(clear)), clear).toBe(false);
       expect(stored.includes(Buffer.from(`${scope.tenant}.conversation.c1.GITHUB_TOKEN`))).toBe(true);
     }
   });
@@ -58,10 +59,11 @@ describe('SecretWriter', () => {
     expect(await writer.names({ tenant: acme, conversation: 'defaults' })).toEqual(['TRICKY']);
     expect(await writer.names({ tenant: acme, conversation: 'c9' })).toEqual([]);
     // the names do not need the key
-    expect(await (await SecretWriter.open(nc, { key: randomBytes(32), bucket: writer.bucket, namesBucket: writer.namesBucket })).names({ tenant: acme, conversation: 'c1' })).toEqual([
-      'ALPHA_TOKEN',
-      'ZED_TOKEN',
-    ]);
+    expect(
+      await (
+        await SecretWriter.open(nc, { key: randomBytes(32), bucket: writer.bucket, namesBucket: writer.namesBucket })
+      ).names({ tenant: acme, conversation: 'c1' }),
+    ).toEqual(['ALPHA_TOKEN', 'ZED_TOKEN']);
   });
 
   it('removes one secret, value and name (false when there was none), and every secret of a scope', async () => {
@@ -102,14 +104,20 @@ describe('SecretWriter', () => {
     expect((await rejection(writer.remove(scope, 'bad name'))).code).toBe('invalid_name');
     expect(await writer.names(scope)).toEqual([]);
     expect(await keysOf(names, `${scope.tenant}.>`)).toEqual([]);
-    await expect(SecretWriter.open(nc, { key: randomBytes(16), bucket: writer.bucket })).rejects.toMatchObject({ code: 'invalid_key' });
+    await expect(SecretWriter.open(nc, { key: randomBytes(16), bucket: writer.bucket })).rejects.toMatchObject({
+      code: 'invalid_key',
+    });
   });
 
   it('fails with a retryable error when NATS is gone', async () => {
     const gone = await connect({ servers: server.url });
     const lost = await SecretWriter.open(gone, { key, bucket: writer.bucket, namesBucket: writer.namesBucket });
     await gone.close();
-    for (const attempt of [lost.names({ tenant: 'acme', conversation: 'c1' }), lost.set({ tenant: 'acme' }, 'SOME_TOKEN', VALUE), lost.remove({ tenant: 'acme' }, 'SOME_TOKEN')]) {
+    for (const attempt of [
+      lost.names({ tenant: 'acme', conversation: 'c1' }),
+      lost.set({ tenant: 'acme' }, 'SOME_TOKEN', VALUE),
+      lost.remove({ tenant: 'acme' }, 'SOME_TOKEN'),
+    ]) {
       const error = await rejection(attempt);
       expect(error).toMatchObject({ code: 'unavailable', isRetryable: true });
       expect(error.message).not.toContain(VALUE);
@@ -121,8 +129,12 @@ describe('what a crash between the two writes leaves', () => {
   it('the writes come in an order where a crash leaves a name without a value, never the reverse', async () => {
     const scope = { tenant: tenant(), conversation: 'c1' };
     const writes: string[] = [];
-    const record = (bucket: string) => (_error: unknown, message: { headers?: MsgHdrs }) => void writes.push(`${bucket} ${message.headers?.get('KV-Operation') || 'PUT'}`);
-    const subscriptions = [nc.subscribe(`$KV.${writer.namesBucket}.${scope.tenant}.>`, { callback: record('name') }), nc.subscribe(`$KV.${writer.bucket}.${scope.tenant}.>`, { callback: record('value') })];
+    const record = (bucket: string) => (_error: unknown, message: { headers?: MsgHdrs }) =>
+      void writes.push(`${bucket} ${message.headers?.get('KV-Operation') || 'PUT'}`);
+    const subscriptions = [
+      nc.subscribe(`$KV.${writer.namesBucket}.${scope.tenant}.>`, { callback: record('name') }),
+      nc.subscribe(`$KV.${writer.bucket}.${scope.tenant}.>`, { callback: record('value') }),
+    ];
     await nc.flush();
     await writer.set(scope, 'ORDERED', VALUE);
     await writer.remove(scope, 'ORDERED');
@@ -137,7 +149,10 @@ describe('what a crash between the two writes leaves', () => {
 
   it('a name without a value (a set that stopped after the name, a remove after the value) is listed, revealed as nothing, and mended', async () => {
     const scope = { tenant: tenant(), conversation: 'c1' };
-    await names.put(`${scope.tenant}.conversation.c1.HALF_SET`, JSON.stringify({ updated_at: new Date().toISOString() }));
+    await names.put(
+      `${scope.tenant}.conversation.c1.HALF_SET`,
+      JSON.stringify({ updated_at: new Date().toISOString() }),
+    );
     await writer.set(scope, 'HALF_REMOVED', VALUE);
     await values.purge(`${scope.tenant}.conversation.c1.HALF_REMOVED`);
     expect(await writer.names(scope)).toEqual(['HALF_REMOVED', 'HALF_SET']);
@@ -166,7 +181,11 @@ describe('concurrent sets and removes of the same names', () => {
    * from that message's delivery on the same connection: its publish leaves before the writer's
    * next write, which waits for the acknowledgement that follows the delivery.
    */
-  async function interfereOn(subject: string, when: (operation: string | undefined) => boolean, interfere: () => void): Promise<void> {
+  async function interfereOn(
+    subject: string,
+    when: (operation: string | undefined) => boolean,
+    interfere: () => void,
+  ): Promise<void> {
     const subscription = nc.subscribe(subject, {
       callback: (_error, message) => {
         if (!when(message.headers?.get('KV-Operation') || undefined)) return;
@@ -182,12 +201,17 @@ describe('concurrent sets and removes of the same names', () => {
     purge.set('Nats-Rollup', 'sub');
     return purge;
   };
-  const keyOf = (scope: { tenant: string; conversation: string }, name: string): string => `${scope.tenant}.conversation.${scope.conversation}.${name}`;
+  const keyOf = (scope: { tenant: string; conversation: string }, name: string): string =>
+    `${scope.tenant}.conversation.${scope.conversation}.${name}`;
 
   it('a set whose name a remove took before its value landed takes its value back out', async () => {
     const scope = { tenant: tenant(), conversation: 'c1' };
     const key = keyOf(scope, 'RACED');
-    await interfereOn(`$KV.${writer.namesBucket}.${key}`, (operation) => operation === undefined, () => nc.publish(`$KV.${writer.namesBucket}.${key}`, Empty, { headers: purgeHeaders() }));
+    await interfereOn(
+      `$KV.${writer.namesBucket}.${key}`,
+      (operation) => operation === undefined,
+      () => nc.publish(`$KV.${writer.namesBucket}.${key}`, Empty, { headers: purgeHeaders() }),
+    );
     await writer.set(scope, 'RACED', VALUE);
     expect(await keysOf(names, `${scope.tenant}.>`)).toEqual([]);
     expect(await keysOf(values, `${scope.tenant}.>`)).toEqual([]);
@@ -197,7 +221,11 @@ describe('concurrent sets and removes of the same names', () => {
     const scope = { tenant: tenant(), conversation: 'c1' };
     const key = keyOf(scope, 'RACED');
     await writer.set(scope, 'RACED', VALUE);
-    await interfereOn(`$KV.${writer.bucket}.${key}`, (operation) => operation === 'PURGE', () => nc.publish(`$KV.${writer.namesBucket}.${key}`, JSON.stringify({ updated_at: new Date().toISOString() })));
+    await interfereOn(
+      `$KV.${writer.bucket}.${key}`,
+      (operation) => operation === 'PURGE',
+      () => nc.publish(`$KV.${writer.namesBucket}.${key}`, JSON.stringify({ updated_at: new Date().toISOString() })),
+    );
     expect(await writer.remove(scope, 'RACED')).toBe(true);
     expect(await writer.names(scope)).toEqual(['RACED']);
   });
@@ -206,7 +234,11 @@ describe('concurrent sets and removes of the same names', () => {
     const scope = { tenant: tenant(), conversation: 'c1' };
     const key = keyOf(scope, 'RACED');
     await writer.set(scope, 'RACED', VALUE);
-    await interfereOn(`$KV.${writer.namesBucket}.${key}`, (operation) => operation === 'PURGE', () => nc.publish(`$KV.${writer.bucket}.${key}`, randomBytes(64)));
+    await interfereOn(
+      `$KV.${writer.namesBucket}.${key}`,
+      (operation) => operation === 'PURGE',
+      () => nc.publish(`$KV.${writer.bucket}.${key}`, randomBytes(64)),
+    );
     expect(await writer.remove(scope, 'RACED')).toBe(true);
     expect(await keysOf(names, `${scope.tenant}.>`)).toEqual([]);
     expect(await keysOf(values, `${scope.tenant}.>`)).toEqual([]);
@@ -215,18 +247,25 @@ describe('concurrent sets and removes of the same names', () => {
   it('never leave a value without its name (two gateways, one setting while the other removes)', async () => {
     const connections = await Promise.all([connect({ servers: server.url }), connect({ servers: server.url })]);
     try {
-      const [setter, remover] = await Promise.all(connections.map((connection) => SecretWriter.open(connection, { key, bucket: writer.bucket, namesBucket: writer.namesBucket })));
+      const [setter, remover] = await Promise.all(
+        connections.map((connection) =>
+          SecretWriter.open(connection, { key, bucket: writer.bucket, namesBucket: writer.namesBucket }),
+        ),
+      );
       const acme = tenant();
       const after = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
       for (let round = 0; round < 20; round += 1) {
         await Promise.all(
-          Array.from({ length: 16 }, (_, index) => ({ tenant: acme, conversation: `c${index}` })).flatMap((scope, index) => [
-            after(index % 3).then(() => setter!.set(scope, 'RACED', `${VALUE}-${round}`)),
-            after((index + round) % 4).then(() => remover!.remove(scope, 'RACED')),
-          ]),
+          Array.from({ length: 16 }, (_, index) => ({ tenant: acme, conversation: `c${index}` })).flatMap(
+            (scope, index) => [
+              after(index % 3).then(() => setter!.set(scope, 'RACED', `${VALUE}-${round}`)),
+              after((index + round) % 4).then(() => remover!.remove(scope, 'RACED')),
+            ],
+          ),
         );
         const named = new Set(await keysOf(names, `${acme}.>`));
-        for (const valued of await keysOf(values, `${acme}.>`)) expect(named.has(valued), `round ${round}: ${valued} has a value but no name`).toBe(true);
+        for (const valued of await keysOf(values, `${acme}.>`))
+          expect(named.has(valued), `round ${round}: ${valued} has a value but no name`).toBe(true);
       }
     } finally {
       await Promise.all(connections.map((connection) => connection.close()));

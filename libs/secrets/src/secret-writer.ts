@@ -2,7 +2,12 @@ import { JetStreamApiCodes, JetStreamApiError } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { callBucket } from './bucket-call.js';
-import { DEFAULT_SECRET_NAMES_BUCKET, DEFAULT_SECRETS_BUCKET, openSecretNamesBucket, openSecretsBucket } from './bucket-setup.js';
+import {
+  DEFAULT_SECRET_NAMES_BUCKET,
+  DEFAULT_SECRETS_BUCKET,
+  openSecretNamesBucket,
+  openSecretsBucket,
+} from './bucket-setup.js';
 import { SecretCipher } from './secret-cipher.js';
 import { assertSecretName, assertSecretValue } from './secret-rules.js';
 import { nameOfKey, scopePrefix, secretKey, type SecretScope } from './secret-scope.js';
@@ -52,7 +57,10 @@ export class SecretWriter {
     const bucket = options.bucket ?? DEFAULT_SECRETS_BUCKET;
     const namesBucket = options.namesBucket ?? DEFAULT_SECRET_NAMES_BUCKET;
     const replicas = options.replicas ?? 1;
-    const [values, names] = await Promise.all([openSecretsBucket(nc, bucket, replicas), openSecretNamesBucket(nc, namesBucket, replicas)]);
+    const [values, names] = await Promise.all([
+      openSecretsBucket(nc, bucket, replicas),
+      openSecretNamesBucket(nc, namesBucket, replicas),
+    ]);
     return new SecretWriter(values, names, bucket, namesBucket, cipher);
   }
 
@@ -62,7 +70,9 @@ export class SecretWriter {
     assertSecretValue(value);
     const key = secretKey(scope, name);
     const ciphertext = this.#cipher.encrypt(key, value);
-    await callBucket(this.namesBucket, `naming ${key}`, () => this.#names.put(key, JSON.stringify({ updated_at: new Date().toISOString() })));
+    await callBucket(this.namesBucket, `naming ${key}`, () =>
+      this.#names.put(key, JSON.stringify({ updated_at: new Date().toISOString() })),
+    );
     await callBucket(this.bucket, `setting ${key}`, () => this.#values.put(key, ciphertext));
     // A remove of this name that ran meanwhile may have taken the name after our value landed:
     // take the value out too, rather than leave it without its name.
@@ -121,7 +131,8 @@ export class SecretWriter {
       this.#names.purge(key, { previousSeq: revision }).then(
         () => true,
         (error: unknown) => {
-          if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence) return false; // set again meanwhile
+          if (error instanceof JetStreamApiError && error.code === JetStreamApiCodes.StreamWrongLastSequence)
+            return false; // set again meanwhile
           throw error;
         },
       ),

@@ -49,9 +49,20 @@ describe('loadSecretsKey', () => {
     const short = Buffer.alloc(16, 7).toString('base64');
     const cases: [NodeJS.ProcessEnv, RegExp][] = [
       [{ FLOTILLA_SECRETS_KEY: short }, /FLOTILLA_SECRETS_KEY must hold a key as standard base64 of 32 bytes/],
-      [{ FLOTILLA_SECRETS_KEY: 'not base64 at all, and long enough to look like something!' }, /FLOTILLA_SECRETS_KEY must hold/],
+      [
+        { FLOTILLA_SECRETS_KEY: 'not base64 at all, and long enough to look like something!' },
+        /FLOTILLA_SECRETS_KEY must hold/,
+      ],
       [{ FLOTILLA_SECRETS_KEY: generateSecretsKey().replace('=', '') }, /FLOTILLA_SECRETS_KEY must hold/],
-      [{ FLOTILLA_SECRETS_KEY: generateSecretsKey().replaceAll('+', '-').replaceAll('/', '_').replace(/[A-Za-z0-9]/, '-') }, /FLOTILLA_SECRETS_KEY must hold/],
+      [
+        {
+          FLOTILLA_SECRETS_KEY: generateSecretsKey()
+            .replaceAll('+', '-')
+            .replaceAll('/', '_')
+            .replace(/[A-Za-z0-9]/, '-'),
+        },
+        /FLOTILLA_SECRETS_KEY must hold/,
+      ],
     ];
     for (const [environment, message] of cases) {
       const error = failure(environment);
@@ -62,7 +73,10 @@ describe('loadSecretsKey', () => {
     const file = join(directory, 'bad.key');
     writeFileSync(file, short);
     const error = failure({ FLOTILLA_SECRETS_KEY_FILE: file });
-    expect(error).toMatchObject({ code: 'invalid_key', message: expect.stringContaining(`FLOTILLA_SECRETS_KEY_FILE (${file})`) });
+    expect(error).toMatchObject({
+      code: 'invalid_key',
+      message: expect.stringContaining(`FLOTILLA_SECRETS_KEY_FILE (${file})`),
+    });
     expect(error.message).not.toContain(short);
   });
 
@@ -76,6 +90,8 @@ describe('loadSecretsKey', () => {
 
   it('refuses both variables at once', () => {
     const key = generateSecretsKey();
-    expect(failure({ FLOTILLA_SECRETS_KEY: key, FLOTILLA_SECRETS_KEY_FILE: '/somewhere' }).message).toMatch(/both FLOTILLA_SECRETS_KEY and FLOTILLA_SECRETS_KEY_FILE/);
+    expect(failure({ FLOTILLA_SECRETS_KEY: key, FLOTILLA_SECRETS_KEY_FILE: '/somewhere' }).message).toMatch(
+      /both FLOTILLA_SECRETS_KEY and FLOTILLA_SECRETS_KEY_FILE/,
+    );
   });
 });

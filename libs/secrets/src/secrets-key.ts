@@ -24,7 +24,10 @@ export function loadSecretsKey(environment: NodeJS.ProcessEnv = process.env): Bu
   const inline = environment[KEY_VARIABLE] || undefined;
   const file = environment[KEY_FILE_VARIABLE] || undefined;
   if (inline !== undefined && file !== undefined) {
-    throw new SecretsError(SecretsErrorCode.InvalidKey, `both ${KEY_VARIABLE} and ${KEY_FILE_VARIABLE} are set: set only one of them`);
+    throw new SecretsError(
+      SecretsErrorCode.InvalidKey,
+      `both ${KEY_VARIABLE} and ${KEY_FILE_VARIABLE} are set: set only one of them`,
+    );
   }
   if (inline !== undefined) return decodeKey(inline, KEY_VARIABLE);
   if (file === undefined) return undefined;
@@ -62,6 +65,9 @@ export function keyIdOf(key: Buffer): Buffer {
 
 export function assertKey(key: Buffer): void {
   if (!Buffer.isBuffer(key) || key.length !== SECRETS_KEY_BYTES) {
-    throw new SecretsError(SecretsErrorCode.InvalidKey, `the secrets key must be ${SECRETS_KEY_BYTES} bytes (AES-256), not ${Buffer.isBuffer(key) ? key.length : typeof key}`);
+    throw new SecretsError(
+      SecretsErrorCode.InvalidKey,
+      `the secrets key must be ${SECRETS_KEY_BYTES} bytes (AES-256), not ${Buffer.isBuffer(key) ? key.length : typeof key}`,
+    );
   }
 }

@@ -21,9 +21,17 @@ export type SnapshotBucketOptions = {
 export async function openSnapshotBucket(nc: NatsConnection, options: SnapshotBucketOptions = {}): Promise<KV> {
   const bucket = options.bucket ?? DEFAULT_SNAPSHOT_BUCKET;
   try {
-    return await openBucket(nc, bucket, { history: 1, replicas: options.replicas ?? 1, description: 'Flotilla conversation snapshots' }, { timeoutMs: options.timeoutMs ?? 5_000 });
+    return await openBucket(
+      nc,
+      bucket,
+      { history: 1, replicas: options.replicas ?? 1, description: 'Flotilla conversation snapshots' },
+      { timeoutMs: options.timeoutMs ?? 5_000 },
+    );
   } catch (error) {
-    const code = error instanceof BucketError && error.code === 'jetstream_unavailable' ? StateErrorCode.JetStreamUnavailable : StateErrorCode.BucketUnavailable;
+    const code =
+      error instanceof BucketError && error.code === 'jetstream_unavailable'
+        ? StateErrorCode.JetStreamUnavailable
+        : StateErrorCode.BucketUnavailable;
     throw new StateError(code, (error as Error).message, { cause: error });
   }
 }

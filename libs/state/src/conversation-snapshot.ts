@@ -80,7 +80,10 @@ export const SnapshotBranchPoint = z.strictObject({ conversation: ConversationId
 export type SnapshotBranchPoint = z.infer<typeof SnapshotBranchPoint>;
 
 /** Seqs `first..last` of this conversation's log that a rewind left: still in the log, no longer in its view. */
-export const SnapshotSeqRange = z.strictObject({ first: z.number().int().positive(), last: z.number().int().positive() });
+export const SnapshotSeqRange = z.strictObject({
+  first: z.number().int().positive(),
+  last: z.number().int().positive(),
+});
 export type SnapshotSeqRange = z.infer<typeof SnapshotSeqRange>;
 
 /**
@@ -159,27 +162,46 @@ export const ConversationSnapshot = z
       context.addIssue({ code: 'custom', path: ['counters', 'events'], message: 'must equal last_seq' });
     }
     if (empty !== (snapshot.commits === 0) || empty !== (snapshot.last_stream_seq === 0)) {
-      context.addIssue({ code: 'custom', path: ['commits'], message: 'last_seq, last_stream_seq and commits are all 0 or all positive' });
+      context.addIssue({
+        code: 'custom',
+        path: ['commits'],
+        message: 'last_seq, last_stream_seq and commits are all 0 or all positive',
+      });
     }
     if (empty !== (snapshot.created_at === null) || empty !== (snapshot.updated_at === null)) {
-      context.addIssue({ code: 'custom', path: ['created_at'], message: 'created_at and updated_at are null exactly when there are no events' });
+      context.addIssue({
+        code: 'custom',
+        path: ['created_at'],
+        message: 'created_at and updated_at are null exactly when there are no events',
+      });
     }
     let counted = 0;
-    for (const bySource of Object.values(snapshot.event_counts)) for (const count of Object.values(bySource ?? {})) counted += count ?? 0;
+    for (const bySource of Object.values(snapshot.event_counts))
+      for (const count of Object.values(bySource ?? {})) counted += count ?? 0;
     if (counted !== snapshot.counters.events) {
       context.addIssue({ code: 'custom', path: ['event_counts'], message: 'must add up to counters.events' });
     }
-    if (snapshot.final_response && (snapshot.final_response.seq > snapshot.last_seq || snapshot.final_response.stream_seq > snapshot.last_stream_seq)) {
+    if (
+      snapshot.final_response &&
+      (snapshot.final_response.seq > snapshot.last_seq || snapshot.final_response.stream_seq > snapshot.last_stream_seq)
+    ) {
       context.addIssue({ code: 'custom', path: ['final_response'], message: 'cannot be past the last event' });
     }
-    if (snapshot.agent_spec && (snapshot.agent_spec.seq > snapshot.last_seq || snapshot.agent_spec.stream_seq > snapshot.last_stream_seq)) {
+    if (
+      snapshot.agent_spec &&
+      (snapshot.agent_spec.seq > snapshot.last_seq || snapshot.agent_spec.stream_seq > snapshot.last_stream_seq)
+    ) {
       context.addIssue({ code: 'custom', path: ['agent_spec'], message: 'cannot be past the last event' });
     }
     if (snapshot.run_started && snapshot.run_started.seq > snapshot.last_seq) {
       context.addIssue({ code: 'custom', path: ['run_started'], message: 'cannot be past the last event' });
     }
     if (snapshot.commits > snapshot.last_seq) {
-      context.addIssue({ code: 'custom', path: ['commits'], message: 'cannot exceed last_seq (every commit holds an event)' });
+      context.addIssue({
+        code: 'custom',
+        path: ['commits'],
+        message: 'cannot exceed last_seq (every commit holds an event)',
+      });
     }
   });
 export type ConversationSnapshot = z.infer<typeof ConversationSnapshot>;

@@ -91,10 +91,12 @@ export function foldState(state: ConversationState, event: Event): void {
       return;
     }
     case 'execution_started':
-      for (const action of state.pending_actions) if (action.executable && event.action_ids.includes(action.id)) action.started_by = event.runner;
+      for (const action of state.pending_actions)
+        if (action.executable && event.action_ids.includes(action.id)) action.started_by = event.runner;
       return;
     case 'subagent_started':
-      for (const action of state.pending_actions) if (action.executable && action.id === event.action_id) action.started_by = event.child;
+      for (const action of state.pending_actions)
+        if (action.executable && action.id === event.action_id) action.started_by = event.child;
       return;
     case 'observation':
     case 'user_rejection':

@@ -17,8 +17,23 @@ describe('initialSnapshot', () => {
   it('is a valid, idle, empty snapshot', () => {
     const snapshot = initialSnapshot(ref);
     expect(ConversationSnapshot.parse(snapshot)).toEqual(snapshot);
-    expect(snapshot).toMatchObject({ v: CURRENT_SNAPSHOT_VERSION, status: 'idle', last_seq: 0, last_stream_seq: 0, commits: 0, created_at: null, title: null, tags: [] });
-    expect(snapshot).toMatchObject({ pending_actions: [], early_answers: [], condensation_requested: false, event_counts: {}, final_response: null });
+    expect(snapshot).toMatchObject({
+      v: CURRENT_SNAPSHOT_VERSION,
+      status: 'idle',
+      last_seq: 0,
+      last_stream_seq: 0,
+      commits: 0,
+      created_at: null,
+      title: null,
+      tags: [],
+    });
+    expect(snapshot).toMatchObject({
+      pending_actions: [],
+      early_answers: [],
+      condensation_requested: false,
+      event_counts: {},
+      final_response: null,
+    });
     expect(Object.values(snapshot.counters).every((value) => value === 0)).toBe(true);
   });
 
@@ -30,7 +45,10 @@ describe('initialSnapshot', () => {
 describe('applyCommit, per event type', () => {
   it('counts messages by who wrote them', () => {
     const events = new EventFactory(ref);
-    const snapshot = fold([[events.userMessage(), events.environmentMessage()], [events.agentMessage(), events.userMessage()]]);
+    const snapshot = fold([
+      [events.userMessage(), events.environmentMessage()],
+      [events.agentMessage(), events.userMessage()],
+    ]);
     expect(snapshot.counters).toMatchObject({ events: 4, user_messages: 2, agent_messages: 1 });
   });
 
@@ -57,7 +75,10 @@ describe('applyCommit, per event type', () => {
 
   it('counts a secret change as an event and changes nothing else but the position', () => {
     const events = new EventFactory(ref);
-    const [start, secrets] = commitsOf(ref, [[events.stateChange({ status: 'running', title: 'T' })], [events.secretChanged('GITHUB_TOKEN', 'set'), events.secretChanged('GITHUB_TOKEN', 'removed')]]);
+    const [start, secrets] = commitsOf(ref, [
+      [events.stateChange({ status: 'running', title: 'T' })],
+      [events.secretChanged('GITHUB_TOKEN', 'set'), events.secretChanged('GITHUB_TOKEN', 'removed')],
+    ]);
     const before = applyCommit(initialSnapshot(ref), start!);
     const after = applyCommit(before, secrets!);
     expect(after).toEqual({
@@ -75,7 +96,10 @@ describe('applyCommit, per event type', () => {
     const events = new EventFactory(ref);
     const snapshot = fold([
       [events.llmUsage({ prompt: 1000, completion: 50, cacheRead: 800, cacheWrite: 100, reasoning: 30, cost: 0.25 })],
-      [events.agentMessage(), events.llmUsage({ prompt: 1200, completion: 70, cacheRead: 1000, cacheWrite: 0, reasoning: 0, cost: 0.5 })],
+      [
+        events.agentMessage(),
+        events.llmUsage({ prompt: 1200, completion: 70, cacheRead: 1000, cacheWrite: 0, reasoning: 0, cost: 0.5 }),
+      ],
     ]);
     expect(snapshot.counters.llm_calls).toBe(2);
     expect(snapshot.usage).toEqual({
@@ -100,7 +124,10 @@ describe('applyCommit, per event type', () => {
 
   it('mirrors the log even where the status machine would object', () => {
     const events = new EventFactory(ref);
-    const snapshot = fold([[events.stateChange({ status: 'finished' })], [events.stateChange({ status: 'waiting_for_confirmation' })]]);
+    const snapshot = fold([
+      [events.stateChange({ status: 'finished' })],
+      [events.stateChange({ status: 'waiting_for_confirmation' })],
+    ]);
     expect(snapshot.status).toBe('waiting_for_confirmation');
   });
 
@@ -121,11 +148,18 @@ describe('applyCommit, per event type', () => {
 
   it('notes where the latest run began: a running status set from rest, not an approval going on with the run', () => {
     const events = new EventFactory(ref);
-    const first = fold([[events.userMessage(), events.stateChange({ status: 'running' })], [events.stateChange({ status: 'waiting_for_confirmation' })], [events.stateChange({ status: 'running' })]]);
+    const first = fold([
+      [events.userMessage(), events.stateChange({ status: 'running' })],
+      [events.stateChange({ status: 'waiting_for_confirmation' })],
+      [events.stateChange({ status: 'running' })],
+    ]);
     expect(first.run_started).toEqual({ seq: 2, at: expect.any(String) });
     const finished = applyCommit(first, commitAfter(first, [events.stateChange({ status: 'finished' })]));
     expect(finished.run_started?.seq).toBe(2);
-    const again = applyCommit(finished, commitAfter(finished, [events.userMessage('more'), events.stateChange({ status: 'running' })]));
+    const again = applyCommit(
+      finished,
+      commitAfter(finished, [events.userMessage('more'), events.stateChange({ status: 'running' })]),
+    );
     expect(again.run_started?.seq).toBe(7);
     expect(fold([[events.userMessage()]]).run_started).toBeNull();
   });
@@ -153,7 +187,10 @@ describe('applyCommit, per event type', () => {
 
   it('does not change the snapshot it is given', () => {
     const events = new EventFactory(ref);
-    const [first, second] = commitsOf(ref, [[events.stateChange({ tags: ['x'] })], [events.stateChange({ tags: ['y'] }), events.llmUsage()]]);
+    const [first, second] = commitsOf(ref, [
+      [events.stateChange({ tags: ['x'] })],
+      [events.stateChange({ tags: ['y'] }), events.llmUsage()],
+    ]);
     const before = applyCommit(initialSnapshot(ref), first!);
     const copy = structuredClone(before);
     applyCommit(before, second!);
@@ -165,7 +202,11 @@ describe('applyCommit, what commands decide from', () => {
   it('counts events by type and source, adding up to every event', () => {
     const events = new EventFactory(ref);
     const a = events.action('call_a');
-    const snapshot = fold([[events.userMessage(), events.environmentMessage(), events.stateChange({ status: 'running' })], [a, events.llmUsage()], [events.observation(a), events.agentMessage()]]);
+    const snapshot = fold([
+      [events.userMessage(), events.environmentMessage(), events.stateChange({ status: 'running' })],
+      [a, events.llmUsage()],
+      [events.observation(a), events.agentMessage()],
+    ]);
     expect(snapshot.event_counts).toEqual({
       message: { user: 1, environment: 1, agent: 1 },
       state_change: { system: 1 },
@@ -177,9 +218,16 @@ describe('applyCommit, what commands decide from', () => {
 
   it('keeps the actions waiting for a result, who started them, and drops them when answered', () => {
     const events = new EventFactory(ref);
-    const [a, b, c, bad] = [events.action('call_a'), events.action('call_b'), events.action('call_c'), events.action('call_bad', 'terminal', null)];
+    const [a, b, c, bad] = [
+      events.action('call_a'),
+      events.action('call_b'),
+      events.action('call_c'),
+      events.action('call_bad', 'terminal', null),
+    ];
     const waiting = fold([[a, b, c, bad, events.toolError(bad)], [events.executionStarted('runner-1', a)]]);
-    expect(waiting.pending_actions.map((action) => [action.tool_call_id, action.executable, action.started_by])).toEqual([
+    expect(
+      waiting.pending_actions.map((action) => [action.tool_call_id, action.executable, action.started_by]),
+    ).toEqual([
       ['call_a', true, 'runner-1'],
       ['call_b', true, null],
       ['call_c', true, null],
@@ -196,7 +244,9 @@ describe('applyCommit, what commands decide from', () => {
     const snapshot = fold([[events.observation(late)], [late]]);
     expect(snapshot.pending_actions).toEqual([]);
     expect(snapshot.early_answers).toEqual([]);
-    const many = Array.from({ length: MAX_EARLY_ANSWERS + 5 }, (_, index) => events.observation(events.action(`call_${index}`)));
+    const many = Array.from({ length: MAX_EARLY_ANSWERS + 5 }, (_, index) =>
+      events.observation(events.action(`call_${index}`)),
+    );
     const held = fold([many]);
     expect(held.early_answers).toHaveLength(MAX_EARLY_ANSWERS);
     expect(held.early_answers[0]).toBe('call_5');
@@ -212,27 +262,54 @@ describe('applyCommit, what commands decide from', () => {
 
   it('points at the final response: the last agent message or finish message since the last user message', () => {
     const events = new EventFactory(ref);
-    const commits = commitsOf(ref, [[events.userMessage()], [events.agentMessage('first')], [events.action('call_f', 'finish', { message: 'done' }), events.llmUsage()]], 10, 5);
+    const commits = commitsOf(
+      ref,
+      [
+        [events.userMessage()],
+        [events.agentMessage('first')],
+        [events.action('call_f', 'finish', { message: 'done' }), events.llmUsage()],
+      ],
+      10,
+      5,
+    );
     const answered = foldCommits(initialSnapshot(ref), commits);
     expect(answered.final_response).toEqual({ seq: 3, stream_seq: 20 });
     expect(foldCommits(initialSnapshot(ref), commits.slice(0, 2)).final_response).toEqual({ seq: 2, stream_seq: 15 });
-    expect(applyCommit(answered, commitAfter(answered, [events.userMessage('more'), events.environmentMessage()])).final_response).toBeNull();
-    expect(applyCommit(answered, commitAfter(answered, [events.action('call_t', 'terminal')])).final_response).toEqual(answered.final_response);
+    expect(
+      applyCommit(answered, commitAfter(answered, [events.userMessage('more'), events.environmentMessage()]))
+        .final_response,
+    ).toBeNull();
+    expect(applyCommit(answered, commitAfter(answered, [events.action('call_t', 'terminal')])).final_response).toEqual(
+      answered.final_response,
+    );
   });
 
   it('folds the same state as conversationState over the events', () => {
     const events = new EventFactory(ref);
     const a = events.action('call_a');
-    const commits = commitsOf(ref, [[events.stateChange({ status: 'running' }), a, events.condensationRequest()], [events.executionStarted('r', a)], [events.observation(events.action('call_x'))]]);
+    const commits = commitsOf(ref, [
+      [events.stateChange({ status: 'running' }), a, events.condensationRequest()],
+      [events.executionStarted('r', a)],
+      [events.observation(events.action('call_x'))],
+    ]);
     const snapshot = foldCommits(initialSnapshot(ref), commits);
     const { status, pending_actions, early_answers, condensation_requested } = snapshot;
-    expect(conversationState(commits.flatMap((commit) => commit.events))).toEqual({ status, pending_actions, early_answers, condensation_requested });
+    expect(conversationState(commits.flatMap((commit) => commit.events))).toEqual({
+      status,
+      pending_actions,
+      early_answers,
+      condensation_requested,
+    });
   });
 });
 
 describe('applyCommit, positions', () => {
   const events = new EventFactory(ref);
-  const commits = commitsOf(ref, [[events.userMessage()], [events.agentMessage(), events.llmUsage()], [events.userMessage()]]);
+  const commits = commitsOf(ref, [
+    [events.userMessage()],
+    [events.agentMessage(), events.llmUsage()],
+    [events.userMessage()],
+  ]);
 
   it('is idempotent: a commit at or before last_stream_seq changes nothing', () => {
     const once = foldCommits(initialSnapshot(ref), commits);

@@ -118,7 +118,11 @@ function assertContiguous(commit: StoredCommit, where: string): void {
 
 function copyCounts(counts: ConversationSnapshot['event_counts']): ConversationSnapshot['event_counts'] {
   const copy: ConversationSnapshot['event_counts'] = {};
-  for (const [type, bySource] of Object.entries(counts) as [keyof typeof counts, (typeof counts)[keyof typeof counts]][]) copy[type] = { ...bySource };
+  for (const [type, bySource] of Object.entries(counts) as [
+    keyof typeof counts,
+    (typeof counts)[keyof typeof counts],
+  ][])
+    copy[type] = { ...bySource };
   return copy;
 }
 
@@ -144,7 +148,8 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
       return;
     case 'action':
       counters.actions += 1;
-      if (event.tool_name === FINISH_TOOL && typeof event.input?.['message'] === 'string') snapshot.final_response = { seq: event.seq, stream_seq: streamSeq };
+      if (event.tool_name === FINISH_TOOL && typeof event.input?.['message'] === 'string')
+        snapshot.final_response = { seq: event.seq, stream_seq: streamSeq };
       return;
     case 'observation':
       counters.observations += 1;
@@ -171,7 +176,8 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
       // the status itself is folded by foldState
       if (event.status === 'running') snapshot.last_error = null;
       // a run begins from rest; an approval's running goes on with the run that asked for it
-      if (event.status === 'running' && before !== 'running' && before !== 'waiting_for_confirmation') snapshot.run_started = { seq: event.seq, at: event.timestamp };
+      if (event.status === 'running' && before !== 'running' && before !== 'waiting_for_confirmation')
+        snapshot.run_started = { seq: event.seq, at: event.timestamp };
       if (event.title !== undefined) snapshot.title = event.title;
       if (event.tags !== undefined) snapshot.tags = [...event.tags];
       if (event.settings_ref !== undefined) snapshot.settings_ref = event.settings_ref;
@@ -184,7 +190,10 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
       const model = typeof llm === 'object' && llm !== null ? (llm as { model?: unknown }).model : undefined;
       const onBusy = OnBusy.safeParse(event.spec['on_busy']);
       const retention = event.spec['retention'];
-      const idle = typeof retention === 'object' && retention !== null ? (retention as { idle_seconds?: unknown }).idle_seconds : undefined;
+      const idle =
+        typeof retention === 'object' && retention !== null
+          ? (retention as { idle_seconds?: unknown }).idle_seconds
+          : undefined;
       snapshot.agent_spec = {
         seq: event.seq,
         stream_seq: streamSeq,
@@ -221,7 +230,11 @@ function applyEvent(snapshot: ConversationSnapshot, event: Event, streamSeq: num
 }
 
 /** `ranges` with `first..last` abandoned too (nothing when the rewind leaves nothing behind), merged. */
-function withAbandoned(ranges: ConversationSnapshot['abandoned'], first: number, last: number): ConversationSnapshot['abandoned'] {
+function withAbandoned(
+  ranges: ConversationSnapshot['abandoned'],
+  first: number,
+  last: number,
+): ConversationSnapshot['abandoned'] {
   if (last < first) return ranges;
   const kept = ranges.filter((range) => range.last < first - 1);
   const joined = ranges.find((range) => range.last >= first - 1 && range.first < first);
@@ -229,5 +242,8 @@ function withAbandoned(ranges: ConversationSnapshot['abandoned'], first: number,
 }
 
 function assertNever(event: never): never {
-  throw new StateError(StateErrorCode.InvalidCommit, `unknown event type ${(event as { type?: unknown }).type as string}`);
+  throw new StateError(
+    StateErrorCode.InvalidCommit,
+    `unknown event type ${(event as { type?: unknown }).type as string}`,
+  );
 }

@@ -12,7 +12,11 @@ describe('snapshot codec', () => {
   const events = new EventFactory(ref);
   const snapshot = foldCommits(
     initialSnapshot(ref),
-    commitsOf(ref, [[events.userMessage(), events.stateChange({ status: 'running', title: 'T' })], [events.llmUsage({ cost: 0.1 })], [events.llmUsage({ cost: 0.2 })]]),
+    commitsOf(ref, [
+      [events.userMessage(), events.stateChange({ status: 'running', title: 'T' })],
+      [events.llmUsage({ cost: 0.1 })],
+      [events.llmUsage({ cost: 0.2 })],
+    ]),
   );
 
   it('round-trips a snapshot exactly (floats included)', () => {
@@ -23,14 +27,26 @@ describe('snapshot codec', () => {
 
   it('reports bytes that are not JSON', () => {
     expect(decodeSnapshot(new Uint8Array([0xff, 0xfe, 0x00]), ref)).toMatchObject({ ok: false });
-    expect(decodeSnapshot(new TextEncoder().encode('{"v":1,'), ref)).toMatchObject({ ok: false, reason: expect.stringContaining('not JSON') });
+    expect(decodeSnapshot(new TextEncoder().encode('{"v":1,'), ref)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('not JSON'),
+    });
   });
 
   it('reports schema violations, unknown fields and broken invariants', () => {
-    expect(decodeSnapshot(encode({ ...snapshot, status: 'sleeping' }), ref)).toMatchObject({ ok: false, issues: [{ path: 'status' }] });
-    expect(decodeSnapshot(encode({ ...snapshot, colour: 'red' }), ref)).toMatchObject({ ok: false, issues: [{ path: 'colour', message: 'unknown field' }] });
+    expect(decodeSnapshot(encode({ ...snapshot, status: 'sleeping' }), ref)).toMatchObject({
+      ok: false,
+      issues: [{ path: 'status' }],
+    });
+    expect(decodeSnapshot(encode({ ...snapshot, colour: 'red' }), ref)).toMatchObject({
+      ok: false,
+      issues: [{ path: 'colour', message: 'unknown field' }],
+    });
     const drifted = { ...snapshot, counters: { ...snapshot.counters, events: snapshot.counters.events + 1 } };
-    expect(decodeSnapshot(encode(drifted), ref)).toMatchObject({ ok: false, issues: [{ path: 'counters.events' }, { path: 'event_counts' }] });
+    expect(decodeSnapshot(encode(drifted), ref)).toMatchObject({
+      ok: false,
+      issues: [{ path: 'counters.events' }, { path: 'event_counts' }],
+    });
     const miscounted = { ...snapshot, event_counts: { ...snapshot.event_counts, pause: { user: 1 } } };
     expect(decodeSnapshot(encode(miscounted), ref)).toMatchObject({ ok: false, issues: [{ path: 'event_counts' }] });
     const ahead = { ...snapshot, final_response: { seq: snapshot.last_seq + 1, stream_seq: snapshot.last_stream_seq } };
@@ -39,7 +55,9 @@ describe('snapshot codec', () => {
   });
 
   it('reports a snapshot stored under another conversation', () => {
-    expect(decodeSnapshot(encodeSnapshot(snapshot), { tenant: 'acme', conversation: 'c2' })).toMatchObject({ ok: false });
+    expect(decodeSnapshot(encodeSnapshot(snapshot), { tenant: 'acme', conversation: 'c2' })).toMatchObject({
+      ok: false,
+    });
   });
 
   it('fails loudly on a snapshot of a newer version', () => {
@@ -50,7 +68,11 @@ describe('snapshot codec', () => {
 
   it('reports a snapshot of an older version as outdated (to be rebuilt), whatever its fields', () => {
     const { pending_actions: _pending, event_counts: _counts, final_response: _final, ...version1 } = snapshot;
-    expect(decodeSnapshot(encode({ ...version1, v: 1 }), ref)).toMatchObject({ ok: false, reason: expect.stringContaining('outdated'), issues: [{ path: 'v' }] });
+    expect(decodeSnapshot(encode({ ...version1, v: 1 }), ref)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('outdated'),
+      issues: [{ path: 'v' }],
+    });
   });
 
   it('refuses to encode an invalid snapshot', () => {

@@ -1,5 +1,9 @@
 import type { ConversationRef } from '@flotilla/log';
-import { ConversationSnapshot, CURRENT_SNAPSHOT_VERSION, SUPPORTED_SNAPSHOT_VERSIONS } from './conversation-snapshot.js';
+import {
+  ConversationSnapshot,
+  CURRENT_SNAPSHOT_VERSION,
+  SUPPORTED_SNAPSHOT_VERSIONS,
+} from './conversation-snapshot.js';
 import { StateError, StateErrorCode } from './errors.js';
 
 /** One problem found in a stored snapshot, at a dotted path. */
@@ -16,7 +20,9 @@ const decoder = new TextDecoder('utf-8', { fatal: true });
 export function encodeSnapshot(snapshot: ConversationSnapshot): Uint8Array {
   const result = ConversationSnapshot.safeParse(snapshot);
   if (!result.success) {
-    const issues = result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+    const issues = result.error.issues
+      .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+      .join('; ');
     throw new StateError(StateErrorCode.InvalidSnapshot, `refused to store an invalid snapshot: ${issues}`);
   }
   return encoder.encode(JSON.stringify(result.data));
@@ -33,7 +39,11 @@ export function decodeSnapshot(data: Uint8Array, ref: ConversationRef): DecodeSn
   try {
     value = JSON.parse(decoder.decode(data));
   } catch (error) {
-    return { ok: false, reason: `not JSON: ${(error as Error).message}`, issues: [{ path: '(root)', message: 'not JSON' }] };
+    return {
+      ok: false,
+      reason: `not JSON: ${(error as Error).message}`,
+      issues: [{ path: '(root)', message: 'not JSON' }],
+    };
   }
   const version = typeof value === 'object' && value !== null ? (value as { v?: unknown }).v : undefined;
   if (typeof version === 'number' && Number.isInteger(version) && version > CURRENT_SNAPSHOT_VERSION) {
@@ -43,7 +53,12 @@ export function decodeSnapshot(data: Uint8Array, ref: ConversationRef): DecodeSn
         `${SUPPORTED_SNAPSHOT_VERSIONS.join(', ')}. Upgrade Flotilla to read it.`,
     );
   }
-  if (typeof version === 'number' && Number.isInteger(version) && version >= 1 && !SUPPORTED_SNAPSHOT_VERSIONS.includes(version)) {
+  if (
+    typeof version === 'number' &&
+    Number.isInteger(version) &&
+    version >= 1 &&
+    !SUPPORTED_SNAPSHOT_VERSIONS.includes(version)
+  ) {
     // derived data of an older format: rebuilt from the log, never migrated field by field
     return {
       ok: false,
@@ -55,10 +70,15 @@ export function decodeSnapshot(data: Uint8Array, ref: ConversationRef): DecodeSn
   if (!result.success) {
     const issues = result.error.issues.flatMap((issue): SnapshotIssue[] => {
       const path = issue.path.map(String);
-      if (issue.code === 'unrecognized_keys') return issue.keys.map((key) => ({ path: [...path, key].join('.'), message: 'unknown field' }));
+      if (issue.code === 'unrecognized_keys')
+        return issue.keys.map((key) => ({ path: [...path, key].join('.'), message: 'unknown field' }));
       return [{ path: path.join('.') || '(root)', message: issue.message }];
     });
-    return { ok: false, reason: `invalid snapshot: ${issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ')}`, issues };
+    return {
+      ok: false,
+      reason: `invalid snapshot: ${issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ')}`,
+      issues,
+    };
   }
   if (result.data.tenant !== ref.tenant || result.data.conversation !== ref.conversation) {
     return {

@@ -16,7 +16,12 @@ afterAll(async () => {
 });
 
 /** Appends a generated conversation to the log, commit by commit, telling `onCommit` of each. */
-async function appendScript(ref: ConversationRef, happenings: Parameters<typeof draftsFor>[1], commitSizes: Parameters<typeof splitIntoCommits>[1], onCommit?: (commit: StoredCommit) => Promise<void>): Promise<{ commits: StoredCommit[]; tail: Tail }> {
+async function appendScript(
+  ref: ConversationRef,
+  happenings: Parameters<typeof draftsFor>[1],
+  commitSizes: Parameters<typeof splitIntoCommits>[1],
+  onCommit?: (commit: StoredCommit) => Promise<void>,
+): Promise<{ commits: StoredCommit[]; tail: Tail }> {
   const { log } = fixture;
   const commits: StoredCommit[] = [];
   let tail: Tail = await log.tail(ref);
@@ -72,7 +77,12 @@ describe('snapshot rebuild (invariant 1: the log is the source of truth)', () =>
         expect(current.snapshot).toEqual(whole);
         expect(current.commits).toHaveLength(commits.length - stored);
         const { status, pending_actions, early_answers, condensation_requested } = whole;
-        expect(conversationState(commits.flatMap((commit) => commit.events))).toEqual({ status, pending_actions, early_answers, condensation_requested });
+        expect(conversationState(commits.flatMap((commit) => commit.events))).toEqual({
+          status,
+          pending_actions,
+          early_answers,
+          condensation_requested,
+        });
       }),
       { numRuns: 25 },
     );

@@ -20,7 +20,11 @@ afterAll(async () => {
   await fixture?.[Symbol.asyncDispose]();
 });
 
-async function appendAll(log: EventLog, ref: ConversationRef, groups: readonly (readonly EventDraft[])[]): Promise<StoredCommit[]> {
+async function appendAll(
+  log: EventLog,
+  ref: ConversationRef,
+  groups: readonly (readonly EventDraft[])[],
+): Promise<StoredCommit[]> {
   const commits: StoredCommit[] = [];
   let tail = await log.tail(ref);
   for (const drafts of groups) {
@@ -67,7 +71,11 @@ describe('SnapshotStore setup', () => {
     try {
       const opening = SnapshotStore.open(nc, { bucket: uniqueName('nojs') });
       await expect(opening).rejects.toBeInstanceOf(StateError);
-      await expect(opening).rejects.toMatchObject({ code: 'jetstream_unavailable', isRetryable: false, message: expect.stringMatching(/-js/) });
+      await expect(opening).rejects.toMatchObject({
+        code: 'jetstream_unavailable',
+        isRetryable: false,
+        message: expect.stringMatching(/-js/),
+      });
     } finally {
       await nc.close();
     }
@@ -114,7 +122,9 @@ describe('SnapshotStore get and advance', () => {
   });
 
   it('refuses refs that cannot be keys', async () => {
-    await expect(fixture.store.get({ tenant: 'acme', conversation: 'a.b' })).rejects.toMatchObject({ code: 'invalid_ref' });
+    await expect(fixture.store.get({ tenant: 'acme', conversation: 'a.b' })).rejects.toMatchObject({
+      code: 'invalid_ref',
+    });
     expect(() => snapshotKey({ tenant: '*', conversation: 'c' })).toThrow(StateError);
   });
 
@@ -128,9 +138,22 @@ describe('SnapshotStore get and advance', () => {
       // Each advancer walks the log in overlapping windows; each window starts no later than
       // where its own previous window ended, so no advancer can ever see a gap.
       const windows = [
-        [[0, 6], [4, 12], [10, 24]],
-        [[0, 9], [2, 18], [15, 24]],
-        [[0, 3], [3, 15], [14, 20], [19, 24]],
+        [
+          [0, 6],
+          [4, 12],
+          [10, 24],
+        ],
+        [
+          [0, 9],
+          [2, 18],
+          [15, 24],
+        ],
+        [
+          [0, 3],
+          [3, 15],
+          [14, 20],
+          [19, 24],
+        ],
         [[0, 24]],
       ];
       const results = await Promise.all(
@@ -198,7 +221,11 @@ describe('SnapshotStore catchUp, rebuild and delete', () => {
 
   it('leaves nothing for an empty log', async () => {
     const ref = newRef();
-    expect(await fixture.store.catchUp(ref, fixture.log)).toMatchObject({ applied: 0, revision: 0, snapshot: initialSnapshot(ref) });
+    expect(await fixture.store.catchUp(ref, fixture.log)).toMatchObject({
+      applied: 0,
+      revision: 0,
+      snapshot: initialSnapshot(ref),
+    });
     expect(await fixture.store.rebuild(ref, fixture.log)).toMatchObject({ applied: 0, revision: 0 });
     expect(await fixture.store.get(ref)).toBeUndefined();
   });
@@ -208,7 +235,10 @@ describe('SnapshotStore catchUp, rebuild and delete', () => {
     const events = new EventFactory(ref);
     await fixture.store.advance(ref, commitsOf(ref, [[events.userMessage()], [events.agentMessage()]]));
     await appendAll(fixture.log, ref, [[events.userMessage()]]);
-    await expect(fixture.store.catchUp(ref, fixture.log)).rejects.toMatchObject({ code: 'snapshot_ahead', isRetryable: false });
+    await expect(fixture.store.catchUp(ref, fixture.log)).rejects.toMatchObject({
+      code: 'snapshot_ahead',
+      isRetryable: false,
+    });
     const rebuilt = await fixture.store.rebuild(ref, fixture.log);
     expect(rebuilt.snapshot.last_seq).toBe(1);
   });
@@ -220,7 +250,9 @@ describe('SnapshotStore catchUp, rebuild and delete', () => {
     const before = fixture.corrupt.length;
     await fixture.store.kv.put(key, 'not a snapshot');
     expect(await fixture.store.get(ref)).toBeUndefined();
-    expect(fixture.corrupt.slice(before)).toEqual([expect.objectContaining({ key, reason: expect.stringContaining('not JSON') })]);
+    expect(fixture.corrupt.slice(before)).toEqual([
+      expect.objectContaining({ key, reason: expect.stringContaining('not JSON') }),
+    ]);
 
     const caught = await fixture.store.catchUp(ref, fixture.log);
     expect(caught.snapshot).toEqual(foldCommits(initialSnapshot(ref), commits));
@@ -235,13 +267,19 @@ describe('SnapshotStore catchUp, rebuild and delete', () => {
     await fixture.store.kv.put(key, JSON.stringify({ ...initialSnapshot(ref), last_seq: 5 }));
     const result = await fixture.store.advance(ref, commits);
     expect(fixture.corrupt.length).toBeGreaterThan(before);
-    expect(fixture.corrupt.at(-1)).toMatchObject({ key, issues: expect.arrayContaining([expect.objectContaining({ path: 'counters.events' })]) });
+    expect(fixture.corrupt.at(-1)).toMatchObject({
+      key,
+      issues: expect.arrayContaining([expect.objectContaining({ path: 'counters.events' })]),
+    });
     expect(result.snapshot).toEqual(foldCommits(initialSnapshot(ref), commits));
   });
 
   it('fails loudly on a snapshot written by a newer version', async () => {
     const ref = newRef();
-    await fixture.store.kv.put(snapshotKey(ref), JSON.stringify({ ...initialSnapshot(ref), v: CURRENT_SNAPSHOT_VERSION + 1 }));
+    await fixture.store.kv.put(
+      snapshotKey(ref),
+      JSON.stringify({ ...initialSnapshot(ref), v: CURRENT_SNAPSHOT_VERSION + 1 }),
+    );
     await expect(fixture.store.get(ref)).rejects.toMatchObject({ code: 'unsupported_snapshot_version' });
   });
 
@@ -249,10 +287,14 @@ describe('SnapshotStore catchUp, rebuild and delete', () => {
     const ref = newRef();
     const commits = await appendAll(fixture.log, ref, someConversation(ref, 5));
     const expected = foldCommits(initialSnapshot(ref), commits);
-    const { pending_actions: _pending, early_answers: _early, condensation_requested: _requested, event_counts: _counts, final_response: _final, ...fields } = foldCommits(
-      initialSnapshot(ref),
-      commits.slice(0, 3),
-    );
+    const {
+      pending_actions: _pending,
+      early_answers: _early,
+      condensation_requested: _requested,
+      event_counts: _counts,
+      final_response: _final,
+      ...fields
+    } = foldCommits(initialSnapshot(ref), commits.slice(0, 3));
     await fixture.store.kv.put(snapshotKey(ref), JSON.stringify({ ...fields, v: 1 }));
     const before = fixture.corrupt.length;
     expect(await fixture.store.get(ref)).toBeUndefined();
@@ -306,7 +348,9 @@ describe('SnapshotStore current (the state at the tail, for commands)', () => {
     const current = await fixture.store.current(ref, fixture.log);
     expect(current.snapshot).toEqual(foldCommits(initialSnapshot(ref), commits));
     expect(current.tail).toEqual(tailOf(commits.at(-1)!));
-    expect(current.commits.map((commit) => commit.streamSeq)).toEqual(commits.slice(5).map((commit) => commit.streamSeq));
+    expect(current.commits.map((commit) => commit.streamSeq)).toEqual(
+      commits.slice(5).map((commit) => commit.streamSeq),
+    );
     expect(current.stored).toEqual({ snapshot: stored.snapshot, revision: stored.revision });
     expect((await fixture.store.get(ref))?.revision).toBe(stored.revision);
     const written = await fixture.store.advanceKnown(ref, current.stored, current.commits);
@@ -325,7 +369,11 @@ describe('SnapshotStore current (the state at the tail, for commands)', () => {
 
   it('answers the initial snapshot and an empty tail for an empty log', async () => {
     const ref = newRef();
-    expect(await fixture.store.current(ref, fixture.log)).toMatchObject({ snapshot: initialSnapshot(ref), tail: { streamSeq: 0, lastSeq: 0 }, commits: [] });
+    expect(await fixture.store.current(ref, fixture.log)).toMatchObject({
+      snapshot: initialSnapshot(ref),
+      tail: { streamSeq: 0, lastSeq: 0 },
+      commits: [],
+    });
   });
 
   it('folds the log whole when the stored snapshot belongs to another log (purged and written again)', async () => {

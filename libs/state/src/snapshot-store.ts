@@ -99,7 +99,7 @@ export class SnapshotStore {
    */
   async advance(ref: ConversationRef, commits: readonly StoredCommit[]): Promise<AdvanceResult> {
     const key = snapshotKey(ref);
-    for (let conflicts = 0; ; ) {
+    for (let conflicts = 0; ;) {
       const loaded = await this.#load(ref, key);
       const base = loaded.snapshot ?? initialSnapshot(ref);
       const next = foldCommits(base, commits);
@@ -116,7 +116,11 @@ export class SnapshotStore {
    * `record.revision` (0: nothing stored), and writes it with compare-and-set, without reading
    * the store. Undefined when the stored value moved on meanwhile: read it again (catchUp).
    */
-  async advanceKnown(ref: ConversationRef, record: SnapshotRecord, commits: readonly StoredCommit[]): Promise<SnapshotRecord | undefined> {
+  async advanceKnown(
+    ref: ConversationRef,
+    record: SnapshotRecord,
+    commits: readonly StoredCommit[],
+  ): Promise<SnapshotRecord | undefined> {
     const next = foldCommits(record.snapshot, commits);
     if (next === record.snapshot) return record;
     const revision = await this.#write(snapshotKey(ref), next, record.revision);
@@ -135,13 +139,21 @@ export class SnapshotStore {
     // read side by side: a snapshot newer than the tail (a projector wrote between the two) is
     // noticed below, and the tail read again
     let [loaded, tail] = await Promise.all([this.#load(ref, key), log.tail(ref)]);
-    if (tail.streamSeq === 0) return { snapshot: initialSnapshot(ref), tail: EMPTY_TAIL, stored: { snapshot: initialSnapshot(ref), revision: loaded.revision }, commits: [] };
+    if (tail.streamSeq === 0)
+      return {
+        snapshot: initialSnapshot(ref),
+        tail: EMPTY_TAIL,
+        stored: { snapshot: initialSnapshot(ref), revision: loaded.revision },
+        commits: [],
+      };
     if (loaded.snapshot && loaded.snapshot.last_stream_seq > tail.streamSeq) tail = await log.tail(ref);
-    let base = loaded.snapshot && loaded.snapshot.last_stream_seq <= tail.streamSeq ? loaded.snapshot : initialSnapshot(ref);
+    let base =
+      loaded.snapshot && loaded.snapshot.last_stream_seq <= tail.streamSeq ? loaded.snapshot : initialSnapshot(ref);
     for (;;) {
       const commits: StoredCommit[] = [];
       const from = { afterSeq: base.last_seq, afterStreamSeq: base.last_stream_seq, untilStreamSeq: tail.streamSeq };
-      for await (const commit of log.read(ref, { ...from, ...(options.signal ? { signal: options.signal } : {}) })) commits.push(commit);
+      for await (const commit of log.read(ref, { ...from, ...(options.signal ? { signal: options.signal } : {}) }))
+        commits.push(commit);
       let snapshot: ConversationSnapshot | undefined;
       try {
         snapshot = foldCommits(base, commits);
@@ -174,8 +186,13 @@ export class SnapshotStore {
     };
     let batch: StoredCommit[] = [];
     // the snapshot knows its last commit's stream position: read from there, no search for afterSeq
-    const from = current && current.snapshot.last_stream_seq > 0 ? { afterStreamSeq: current.snapshot.last_stream_seq } : {};
-    for await (const commit of log.read(ref, { afterSeq, ...from, ...(options.signal ? { signal: options.signal } : {}) })) {
+    const from =
+      current && current.snapshot.last_stream_seq > 0 ? { afterStreamSeq: current.snapshot.last_stream_seq } : {};
+    for await (const commit of log.read(ref, {
+      afterSeq,
+      ...from,
+      ...(options.signal ? { signal: options.signal } : {}),
+    })) {
       batch.push(commit);
       if (batch.length >= this.#catchUpBatch) {
         await flush(batch);
@@ -203,8 +220,11 @@ export class SnapshotStore {
   async rebuild(ref: ConversationRef, log: EventLog, options: CatchUpOptions = {}): Promise<AdvanceResult> {
     const key = snapshotKey(ref);
     let snapshot = initialSnapshot(ref);
-    for (let conflicts = 0; ; ) {
-      for await (const commit of log.read(ref, { afterSeq: snapshot.last_seq, ...(options.signal ? { signal: options.signal } : {}) })) {
+    for (let conflicts = 0; ;) {
+      for await (const commit of log.read(ref, {
+        afterSeq: snapshot.last_seq,
+        ...(options.signal ? { signal: options.signal } : {}),
+      })) {
         snapshot = applyCommit(snapshot, commit);
       }
       if (snapshot.last_seq === 0) {
@@ -243,7 +263,13 @@ export class SnapshotStore {
     if (entry.operation !== 'PUT') return { snapshot: undefined, revision: entry.revision };
     const decoded = decodeSnapshot(entry.value, ref);
     if (decoded.ok) return { snapshot: decoded.snapshot, revision: entry.revision };
-    this.options.onCorrupt?.({ bucket: this.bucket, key, revision: entry.revision, reason: decoded.reason, issues: decoded.issues });
+    this.options.onCorrupt?.({
+      bucket: this.bucket,
+      key,
+      revision: entry.revision,
+      reason: decoded.reason,
+      issues: decoded.issues,
+    });
     return { snapshot: undefined, revision: entry.revision };
   }
 
@@ -261,7 +287,10 @@ export class SnapshotStore {
   async #afterConflict(conflicts: number, key: string): Promise<number> {
     const count = conflicts + 1;
     if (count > this.#maxConflicts) {
-      throw new StateError(StateErrorCode.Conflict, `gave up writing snapshot ${key} in ${this.bucket} after ${this.#maxConflicts} conflicting writes`);
+      throw new StateError(
+        StateErrorCode.Conflict,
+        `gave up writing snapshot ${key} in ${this.bucket} after ${this.#maxConflicts} conflicting writes`,
+      );
     }
     if (count > 1) await pause(Math.random() * Math.min(2 * count, 25));
     return count;

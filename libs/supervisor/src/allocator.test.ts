@@ -7,8 +7,14 @@ const LIB = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
 
 describe('allocatorEnv', () => {
   it('preloads jemalloc when found, with a background purge thread, unless told otherwise', () => {
-    expect(allocatorEnv({}, LIB)).toEqual({ LD_PRELOAD: LIB, [PRELOADED_ENV]: LIB, MALLOC_CONF: 'background_thread:true' });
-    expect(allocatorEnv({ FLOTILLA_ALLOCATOR: 'jemalloc', LD_PRELOAD: '/opt/other.so', MALLOC_CONF: 'narenas:2' }, LIB)).toEqual({
+    expect(allocatorEnv({}, LIB)).toEqual({
+      LD_PRELOAD: LIB,
+      [PRELOADED_ENV]: LIB,
+      MALLOC_CONF: 'background_thread:true',
+    });
+    expect(
+      allocatorEnv({ FLOTILLA_ALLOCATOR: 'jemalloc', LD_PRELOAD: '/opt/other.so', MALLOC_CONF: 'narenas:2' }, LIB),
+    ).toEqual({
       LD_PRELOAD: `/opt/other.so ${LIB}`,
       [PRELOADED_ENV]: LIB,
     });
@@ -23,7 +29,12 @@ describe('allocatorEnv', () => {
   });
 
   it("gives a service's children the environment it had before the preload", () => {
-    const env: NodeJS.ProcessEnv = { PATH: '/bin', LD_PRELOAD: `/opt/other.so ${LIB}`, [PRELOADED_ENV]: LIB, MALLOC_CONF: 'background_thread:true' };
+    const env: NodeJS.ProcessEnv = {
+      PATH: '/bin',
+      LD_PRELOAD: `/opt/other.so ${LIB}`,
+      [PRELOADED_ENV]: LIB,
+      MALLOC_CONF: 'background_thread:true',
+    };
     forgetPreloadedAllocator(env);
     expect(env).toEqual({ PATH: '/bin', LD_PRELOAD: '/opt/other.so' });
     const untouched: NodeJS.ProcessEnv = { LD_PRELOAD: LIB, MALLOC_CONF: 'background_thread:true' };

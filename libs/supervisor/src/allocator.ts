@@ -34,14 +34,18 @@ export function findJemalloc(): string | undefined {
  * The environment additions that run a child on the chosen allocator (none for the system's).
  * `jemalloc` is the library's path, null when the system has none.
  */
-export function allocatorEnv(env: NodeJS.ProcessEnv, jemalloc: string | null = findJemalloc() ?? null): NodeJS.ProcessEnv {
+export function allocatorEnv(
+  env: NodeJS.ProcessEnv,
+  jemalloc: string | null = findJemalloc() ?? null,
+): NodeJS.ProcessEnv {
   const choice = env[ALLOCATOR_ENV] ?? 'auto';
   if (choice !== 'auto' && choice !== 'jemalloc' && choice !== 'system') {
     throw new Error(`${ALLOCATOR_ENV} must be jemalloc, system or unset (jemalloc when installed), not "${choice}"`);
   }
   if (choice === 'system') return {};
   if (jemalloc === null) {
-    if (choice === 'jemalloc') throw new Error(`${ALLOCATOR_ENV}=jemalloc, but no libjemalloc.so.2 was found (install libjemalloc2)`);
+    if (choice === 'jemalloc')
+      throw new Error(`${ALLOCATOR_ENV}=jemalloc, but no libjemalloc.so.2 was found (install libjemalloc2)`);
     return {};
   }
   const preload = env['LD_PRELOAD']?.split(/[\s:]+/).filter(Boolean) ?? [];

@@ -7,7 +7,16 @@ import { bundleService } from './service-bundle.js';
  * build time; the launcher and the tests do it on demand). Prints where each bundle is.
  */
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const SERVICES = ['step-worker', 'tool-runner', 'condenser', 'projector', 'gateway', 'pg-sink', 'webhooks', 'delegator'];
+const SERVICES = [
+  'step-worker',
+  'tool-runner',
+  'condenser',
+  'projector',
+  'gateway',
+  'pg-sink',
+  'webhooks',
+  'delegator',
+];
 
 const started = performance.now();
 for (const service of SERVICES) {

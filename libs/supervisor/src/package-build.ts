@@ -30,7 +30,11 @@ export type PackageDefinition = {
   readonly readme: string;
 };
 
-export type BuiltPackage = { readonly name: string; readonly tarball: string; readonly dependencies: Readonly<Record<string, string>> };
+export type BuiltPackage = {
+  readonly name: string;
+  readonly tarball: string;
+  readonly dependencies: Readonly<Record<string, string>>;
+};
 
 /** The typed REST + WebSocket client, and the `flotilla` command. */
 export const PACKAGES: readonly PackageDefinition[] = [
@@ -58,7 +62,12 @@ export const PACKAGES: readonly PackageDefinition[] = [
     name: '@flotilla/cli',
     description: 'The flotilla command: drive conversations through a Flotilla gateway',
     bin: { name: 'flotilla', source: 'services/cli/src/main.ts' },
-    readme: ['# @flotilla/cli', '', 'The `flotilla` command. `flotilla --help` lists the commands; `flotilla <command> --help` shows one.', ''].join('\n'),
+    readme: [
+      '# @flotilla/cli',
+      '',
+      'The `flotilla` command. `flotilla --help` lists the commands; `flotilla <command> --help` shows one.',
+      '',
+    ].join('\n'),
   },
 ];
 
@@ -66,18 +75,29 @@ export const PACKAGES: readonly PackageDefinition[] = [
  * Builds each package into a tarball in `outDir` (`npm pack`), from the workspace at `root`.
  * `version` is the packages' version (Flotilla's).
  */
-export async function buildPackages(root: string, outDir: string, version: string, definitions: readonly PackageDefinition[] = PACKAGES): Promise<BuiltPackage[]> {
+export async function buildPackages(
+  root: string,
+  outDir: string,
+  version: string,
+  definitions: readonly PackageDefinition[] = PACKAGES,
+): Promise<BuiltPackage[]> {
   await mkdir(outDir, { recursive: true });
   const built: BuiltPackage[] = [];
   for (const definition of definitions) built.push(await buildPackage(root, outDir, version, definition));
   return built;
 }
 
-async function buildPackage(root: string, outDir: string, version: string, definition: PackageDefinition): Promise<BuiltPackage> {
+async function buildPackage(
+  root: string,
+  outDir: string,
+  version: string,
+  definition: PackageDefinition,
+): Promise<BuiltPackage> {
   const stage = await mkdtemp(join(tmpdir(), 'flotilla-package-'));
   try {
     const entryPoints: Record<string, string> = {};
-    for (const [subpath, source] of Object.entries(definition.exports ?? {})) entryPoints[outputName(subpath)] = join(root, source);
+    for (const [subpath, source] of Object.entries(definition.exports ?? {}))
+      entryPoints[outputName(subpath)] = join(root, source);
     if (definition.bin) entryPoints[definition.bin.name] = join(root, definition.bin.source);
     const result = await build({
       absWorkingDir: root,
@@ -106,13 +126,23 @@ async function buildPackage(root: string, outDir: string, version: string, defin
 
     const exports: Record<string, { types?: string; import: string }> = {};
     if (definition.typesFrom) {
-      const types = await copyDeclarations(root, definition.typesFrom, Object.values(definition.exports ?? {}), join(stage, 'dist', 'types'));
-      for (const name of types.dependencies) await addDependency(dependencies, name, join(root, definition.typesFrom, 'package.json'), root);
+      const types = await copyDeclarations(
+        root,
+        definition.typesFrom,
+        Object.values(definition.exports ?? {}),
+        join(stage, 'dist', 'types'),
+      );
+      for (const name of types.dependencies)
+        await addDependency(dependencies, name, join(root, definition.typesFrom, 'package.json'), root);
       for (const [subpath, source] of Object.entries(definition.exports ?? {})) {
-        exports[subpath] = { types: `./dist/types/${types.entryOf(source)}`, import: `./dist/${outputName(subpath)}.js` };
+        exports[subpath] = {
+          types: `./dist/types/${types.entryOf(source)}`,
+          import: `./dist/${outputName(subpath)}.js`,
+        };
       }
     } else {
-      for (const subpath of Object.keys(definition.exports ?? {})) exports[subpath] = { import: `./dist/${outputName(subpath)}.js` };
+      for (const subpath of Object.keys(definition.exports ?? {}))
+        exports[subpath] = { import: `./dist/${outputName(subpath)}.js` };
     }
 
     // the packages run on the Node.js versions Flotilla itself declares (the workspace's engines)
@@ -134,14 +164,19 @@ async function buildPackage(root: string, outDir: string, version: string, defin
     const { stdout } = await run('npm', ['pack', '--json', '--pack-destination', resolve(outDir)], { cwd: stage });
     const [packed] = JSON.parse(stdout) as { filename: string }[];
     if (!packed) throw new Error(`npm pack of ${definition.name} reported no tarball`);
-    return { name: definition.name, tarball: join(resolve(outDir), packed.filename), dependencies: manifest.dependencies };
+    return {
+      name: definition.name,
+      tarball: join(resolve(outDir), packed.filename),
+      dependencies: manifest.dependencies,
+    };
   } finally {
     await rm(stage, { recursive: true, force: true });
   }
 }
 
 /** `.` → `index`, `./node` → `node`. */
-const outputName = (subpath: string): string => (subpath === '.' ? 'index' : subpath.replace(/^\.\//, '').replaceAll('/', '-'));
+const outputName = (subpath: string): string =>
+  subpath === '.' ? 'index' : subpath.replace(/^\.\//, '').replaceAll('/', '-');
 
 /** `@scope/name/sub.js` → `@scope/name`; `name/sub` → `name`. */
 function packageName(specifier: string): string {
@@ -150,18 +185,25 @@ function packageName(specifier: string): string {
 }
 
 /** The version of `name` that the file `from` loads: the node_modules nearest to it (npm's lookup), up to `root`. */
-async function addDependency(dependencies: Map<string, string>, name: string, from: string, root: string): Promise<void> {
+async function addDependency(
+  dependencies: Map<string, string>,
+  name: string,
+  from: string,
+  root: string,
+): Promise<void> {
   let directory = dirname(from);
   for (;;) {
     const manifest = join(directory, 'node_modules', name, 'package.json');
     if (await exists(manifest)) {
       const { version } = JSON.parse(await readFile(manifest, 'utf8')) as { version: string };
       const known = dependencies.get(name);
-      if (known !== undefined && known !== version) throw new Error(`the package needs ${name} at both ${known} and ${version}`);
+      if (known !== undefined && known !== version)
+        throw new Error(`the package needs ${name} at both ${known} and ${version}`);
       dependencies.set(name, version);
       return;
     }
-    if (resolve(directory) === resolve(root) || dirname(directory) === directory) throw new Error(`${name}, imported by ${relative(root, from)}, is not installed`);
+    if (resolve(directory) === resolve(root) || dirname(directory) === directory)
+      throw new Error(`${name}, imported by ${relative(root, from)}, is not installed`);
     directory = dirname(directory);
   }
 }
@@ -189,7 +231,11 @@ async function copyDeclarations(
   sources: readonly string[],
   into: string,
 ): Promise<{ dependencies: Set<string>; entryOf: (source: string) => string }> {
-  await run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '--build', join(root, library, 'tsconfig.json')], { cwd: root });
+  await run(
+    process.execPath,
+    [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '--build', join(root, library, 'tsconfig.json')],
+    { cwd: root },
+  );
   const dependencies = new Set<string>();
   // a source file (libs/x/src/a/b.ts) → where it lands in the package (x/a/b.d.ts)
   const copiedPath = (source: string): string => {
@@ -204,7 +250,10 @@ async function copyDeclarations(
     seen.add(source);
     const declaration = declarationOf(root, source);
     const text = await readFile(declaration, 'utf8').catch((error: unknown) => {
-      throw new Error(`no declarations at ${relative(root, declaration)} (for ${relative(root, source)}): does ${library} build with tsc --build?`, { cause: error });
+      throw new Error(
+        `no declarations at ${relative(root, declaration)} (for ${relative(root, source)}): does ${library} build with tsc --build?`,
+        { cause: error },
+      );
     });
     const target = join(into, copiedPath(source));
     const rewritten = text.replace(SPECIFIER, (whole, keyword: string, quote: string, specifier: string) => {
@@ -218,7 +267,10 @@ async function copyDeclarations(
       }
       const name = packageName(specifier);
       const libraryDir = join(root, 'libs', name.slice('@flotilla/'.length));
-      const imported = join(libraryDir, exportedSource(libraryDir, specifier === name ? '.' : `.${specifier.slice(name.length)}`));
+      const imported = join(
+        libraryDir,
+        exportedSource(libraryDir, specifier === name ? '.' : `.${specifier.slice(name.length)}`),
+      );
       pending.push(imported);
       const path = posix.relative(dirname(target), join(into, copiedPath(imported))).replace(/\.d\.ts$/, '.js');
       return `${keyword}${quote}${path.startsWith('.') ? path : `./${path}`}${quote}`;
@@ -237,7 +289,8 @@ const readJson = <T>(file: string): T => JSON.parse(readFileSync(file, 'utf8')) 
 function declarationOf(root: string, source: string): string {
   const [libs, name] = relative(root, source).split('/');
   const libraryDir = join(root, libs!, name!);
-  const { rootDir = '.', outDir = 'dist' } = readJson<TsConfig>(join(libraryDir, 'tsconfig.json')).compilerOptions ?? {};
+  const { rootDir = '.', outDir = 'dist' } =
+    readJson<TsConfig>(join(libraryDir, 'tsconfig.json')).compilerOptions ?? {};
   return join(libraryDir, outDir, relative(join(libraryDir, rootDir), source)).replace(/\.ts$/, '.d.ts');
 }
 

@@ -13,5 +13,11 @@ const outDir = process.argv[2] ?? join(ROOT, 'dist', 'packages');
 const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
 
 for (const built of await buildPackages(ROOT, outDir, version)) {
-  process.stdout.write(`${built.name}: ${relative(process.cwd(), built.tarball)}\n  dependencies: ${Object.entries(built.dependencies).map(([name, version]) => `${name}@${version}`).join(' ') || '(none)'}\n`);
+  process.stdout.write(
+    `${built.name}: ${relative(process.cwd(), built.tarball)}\n  dependencies: ${
+      Object.entries(built.dependencies)
+        .map(([name, version]) => `${name}@${version}`)
+        .join(' ') || '(none)'
+    }\n`,
+  );
 }

@@ -47,7 +47,10 @@ describe('bundleService', () => {
     // a changed input: built again
     await writeFile(entry, source('hello again'));
     await bundleService(entry);
-    expect(JSON.parse((await run(process.execPath, [bundle])).stdout)).toEqual({ greeting: 'hello again', idLength: 36 });
+    expect(JSON.parse((await run(process.execPath, [bundle])).stdout)).toEqual({
+      greeting: 'hello again',
+      idLength: 36,
+    });
   });
 
   it('says which entry failed to bundle', async () => {

@@ -40,7 +40,8 @@ export async function bundleService(entry: string): Promise<string> {
   }).catch((error: unknown) => {
     throw new Error(`bundling ${entry} failed: ${(error as Error).message}`, { cause: error });
   });
-  if (!result.outputFiles.some((file) => file.path === outfile)) throw new Error(`esbuild produced no bundle for ${entry}`);
+  if (!result.outputFiles.some((file) => file.path === outfile))
+    throw new Error(`esbuild produced no bundle for ${entry}`);
   const cwd = process.cwd();
   const inputs: Record<string, [number, number]> = {};
   for (const input of Object.keys(result.metafile.inputs)) {
@@ -58,14 +59,20 @@ export async function bundleService(entry: string): Promise<string> {
 export const npmPackagesExternal: Plugin = {
   name: 'npm-packages-external',
   setup(builder) {
-    builder.onResolve({ filter: /^[^./]/ }, (args) => (args.path.startsWith('@flotilla/') ? undefined : { path: args.path, external: true }));
+    builder.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.path.startsWith('@flotilla/') ? undefined : { path: args.path, external: true },
+    );
   },
 };
 
 async function isFresh(entry: string, outfile: string, manifestFile: string): Promise<boolean> {
   try {
     await stat(outfile);
-    const manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as { version?: number; entry?: string; inputs?: Record<string, [number, number]> };
+    const manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as {
+      version?: number;
+      entry?: string;
+      inputs?: Record<string, [number, number]>;
+    };
     // (another entry with the same name beside another src/ may have written this bundle)
     if (manifest.version !== BUILD_VERSION || manifest.entry !== entry || !manifest.inputs) return false;
     for (const [file, [mtimeMs, size]] of Object.entries(manifest.inputs)) {

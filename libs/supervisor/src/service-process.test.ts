@@ -14,7 +14,13 @@ describe('ServiceProcess', () => {
       const exits: number[] = [];
       let gaveUp!: (lines: readonly string[]) => void;
       const givenUp = new Promise<readonly string[]>((resolve) => (gaveUp = resolve));
-      const child = new ServiceProcess({ name: 'crasher', entry, maxQuickRestarts: 3, onExit: () => exits.push(Date.now()), onGiveUp: (_name, lines) => gaveUp(lines) });
+      const child = new ServiceProcess({
+        name: 'crasher',
+        entry,
+        maxQuickRestarts: 3,
+        onExit: () => exits.push(Date.now()),
+        onGiveUp: (_name, lines) => gaveUp(lines),
+      });
       child.start();
       const lines = await givenUp;
       expect(lines).toContain('Error: invalid settings: FLOTILLA_X: bad');
@@ -61,7 +67,8 @@ describe('ServiceProcess', () => {
       expect(getPriority(child.pid!)).toBe(getPriority() + BACKGROUND_NICENESS);
       const first = child.pid;
       await child.kill('SIGKILL');
-      for (let waited = 0; (child.pid === first || !child.running) && waited < 5_000; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let waited = 0; (child.pid === first || !child.running) && waited < 5_000; waited += 50)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       expect(child.pid).not.toBe(first);
       expect(getPriority(child.pid!)).toBe(getPriority() + BACKGROUND_NICENESS);
       await child.stop();
@@ -72,7 +79,8 @@ describe('ServiceProcess', () => {
 
   it('runs the services off the step path (and only those) as background', () => {
     expect([...backgroundServices()].sort()).toEqual(['condenser', 'pg-sink', 'projector', 'webhooks']);
-    for (const service of ['gateway', 'step-worker', 'tool-runner', 'delegator']) expect(serviceNiceness(service)).toBe(0);
+    for (const service of ['gateway', 'step-worker', 'tool-runner', 'delegator'])
+      expect(serviceNiceness(service)).toBe(0);
     for (const service of backgroundServices()) expect(serviceNiceness(service)).toBe(BACKGROUND_NICENESS);
   });
 });

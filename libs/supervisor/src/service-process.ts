@@ -93,7 +93,9 @@ export class ServiceProcess {
   start(): void {
     this.#stopping = false;
     const omit = this.options.omitInherited;
-    const inherited = omit ? Object.fromEntries(Object.entries(process.env).filter(([name]) => !omit(name))) : process.env;
+    const inherited = omit
+      ? Object.fromEntries(Object.entries(process.env).filter(([name]) => !omit(name)))
+      : process.env;
     const env = { ...inherited, ...this.options.env };
     const loader = /\.[cm]?ts$/.test(this.options.entry) ? ['--import', 'tsx'] : [];
     const child = spawn(process.execPath, [...(this.options.nodeArgs ?? []), ...loader, this.options.entry], {
@@ -125,10 +127,12 @@ export class ServiceProcess {
       child.once('exit', (code, signal) => {
         process.removeListener('exit', reap);
         // it failed by itself soon after its start (a kill by a signal, like a chaos test's, is not that)
-        const crashedAtStart = code !== null && code !== 0 && Date.now() - startedAt < (this.options.quickExitMs ?? 15_000);
+        const crashedAtStart =
+          code !== null && code !== 0 && Date.now() - startedAt < (this.options.quickExitMs ?? 15_000);
         this.#quickExits = crashedAtStart ? this.#quickExits + 1 : 0;
         const unexpected = !this.#stopping && this.options.restart !== false;
-        if (!this.#stopping) this.#unexpectedExits.push({ code, signal, ranMs: Date.now() - startedAt, lastLines: [...this.#lastLines] });
+        if (!this.#stopping)
+          this.#unexpectedExits.push({ code, signal, ranMs: Date.now() - startedAt, lastLines: [...this.#lastLines] });
         this.#gaveUp = unexpected && this.#quickExits > (this.options.maxQuickRestarts ?? 5);
         const restarting = unexpected && !this.#gaveUp;
         this.options.onExit?.(this.name, code, signal, restarting);

@@ -1,5 +1,10 @@
 import { containerRuntimeAvailable, startNatsContainer, type NatsTestServer } from './nats-container.js';
-import { findNatsServerBinary, missingNatsServerHint, NatsServerProcess, type NatsServerProcessOptions } from '@flotilla/nats-embedded';
+import {
+  findNatsServerBinary,
+  missingNatsServerHint,
+  NatsServerProcess,
+  type NatsServerProcessOptions,
+} from '@flotilla/nats-embedded';
 
 /**
  * A NATS server for one test suite, in order of preference:
@@ -8,7 +13,9 @@ import { findNatsServerBinary, missingNatsServerHint, NatsServerProcess, type Na
  * 3. a container when a Docker engine is reachable.
  * Use with `await using nats = await startNats()`.
  */
-export async function startNats(options: NatsServerProcessOptions & { readonly preferExternal?: boolean } = {}): Promise<NatsTestServer> {
+export async function startNats(
+  options: NatsServerProcessOptions & { readonly preferExternal?: boolean } = {},
+): Promise<NatsTestServer> {
   const external = process.env['NATS_URL'];
   if (external && options.preferExternal !== false) return externalServer(external);
   if (options.binary ?? findNatsServerBinary()) return processServer(await NatsServerProcess.start(options));
@@ -31,5 +38,12 @@ function externalServer(url: string): NatsTestServer {
   const refuse = async (): Promise<never> => {
     throw new Error(`the external NATS server at ${url} (NATS_URL) cannot be killed or restarted by tests`);
   };
-  return { url, kind: 'external', canRestart: false, kill: refuse, restart: refuse, [Symbol.asyncDispose]: async () => {} };
+  return {
+    url,
+    kind: 'external',
+    canRestart: false,
+    kill: refuse,
+    restart: refuse,
+    [Symbol.asyncDispose]: async () => {},
+  };
 }

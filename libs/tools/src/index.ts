@@ -10,7 +10,13 @@ export type { DirectoryEntry, DirectoryListing, EntryType, ListLimits, OpenedFil
 export { createToolContext, safeSegment } from './core/context.js';
 export type { ToolContext, ToolContextOptions } from './core/context.js';
 export { defineTool } from './core/tool-definition.js';
-export type { AnyToolDefinition, JsonSchema, ResourceContext, ToolAnnotations, ToolDefinition } from './core/tool-definition.js';
+export type {
+  AnyToolDefinition,
+  JsonSchema,
+  ResourceContext,
+  ToolAnnotations,
+  ToolDefinition,
+} from './core/tool-definition.js';
 export { parametersJsonSchema } from './core/json-schema.js';
 export { boundOutput, capText, DEFAULT_OUTPUT_LIMIT, OUTPUT_BOUNDS } from './core/output-bounds.js';
 export type { BoundOutputOptions, BoundedOutput } from './core/output-bounds.js';
@@ -21,7 +27,13 @@ export { createTerminalTool, NO_CHANGE_TIMEOUT_SECONDS, TerminalParameters } fro
 export type { TerminalTool, TerminalToolOptions } from './terminal/terminal-tool.js';
 export { createFileEditorTool, FileEditorParameters } from './file-editor/file-editor-tool.js';
 export { MAX_VIEW_CHARS } from './file-editor/file-editor-commands.js';
-export { createTaskTrackerTool, Task, TaskStatus, TaskTrackerParameters, TASKS_FILE_NAME } from './simple/task-tracker-tool.js';
+export {
+  createTaskTrackerTool,
+  Task,
+  TaskStatus,
+  TaskTrackerParameters,
+  TASKS_FILE_NAME,
+} from './simple/task-tracker-tool.js';
 export { createThinkTool, ThinkParameters } from './simple/think-tool.js';
 export { createFinishTool, FinishParameters, FINISH_TOOL_NAME } from './simple/finish-tool.js';
 export { createGrepTool, GrepParameters } from './search/grep-tool.js';

@@ -7,7 +7,12 @@ const PARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 describe('traceparent', () => {
   it('parses a valid value and formats it back', () => {
     const context = parseTraceparent(PARENT);
-    expect(context).toMatchObject({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 1, isRemote: true });
+    expect(context).toMatchObject({
+      traceId: '0af7651916cd43dd8448eb211c80319c',
+      spanId: 'b7ad6b7169203331',
+      traceFlags: 1,
+      isRemote: true,
+    });
     expect(formatTraceparent(context!)).toBe(PARENT);
   });
 
@@ -58,7 +63,9 @@ describe('inSpan', () => {
 
   it('starts a new trace for a commit with no (or a malformed) trace context', async () => {
     await using recorder = await recordSpans();
-    await inSpan('parent', {}, () => inSpan('from-bad-header', { parent: { get: () => 'garbage' } }, async () => undefined));
+    await inSpan('parent', {}, () =>
+      inSpan('from-bad-header', { parent: { get: () => 'garbage' } }, async () => undefined),
+    );
     const [child, parent] = recorder.spans();
     expect(child?.parentSpanContext).toBeUndefined();
     expect(child?.spanContext().traceId).not.toBe(parent?.spanContext().traceId);

@@ -1,4 +1,13 @@
-import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import {
+  context,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api';
 import { formatTraceparent, isPropagated, parseTraceparent, TRACEPARENT_HEADER } from './traceparent.js';
 import { tracingEnabled } from './tracing-state.js';
 
@@ -25,21 +34,30 @@ export type SpanOptions = {
  * commits carry it), ends it when `work` settles and records a thrown error. With tracing off,
  * calls `work(undefined)` and nothing else.
  */
-export function inSpan<T>(name: string, options: SpanOptions, work: (span: Span | undefined) => Promise<T>): Promise<T> {
+export function inSpan<T>(
+  name: string,
+  options: SpanOptions,
+  work: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
   if (!tracingEnabled()) return work(undefined);
   const parent = parentContext(options.parent);
   const tracer = trace.getTracer(TRACER_NAME);
-  return tracer.startActiveSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent, async (span) => {
-    try {
-      return await work(span);
-    } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer.startActiveSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) },
+    parent,
+    async (span) => {
+      try {
+        return await work(span);
+      } catch (error) {
+        span.recordException(error as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }
 
 /** A span started and ended apart (a request's, from one hook to another). */
@@ -55,7 +73,13 @@ export type OpenSpan = {
 export function startSpan(name: string, options: SpanOptions): OpenSpan | undefined {
   if (!tracingEnabled()) return undefined;
   const parent = parentContext(options.parent);
-  const span = trace.getTracer(TRACER_NAME).startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent);
+  const span = trace
+    .getTracer(TRACER_NAME)
+    .startSpan(
+      name,
+      { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) },
+      parent,
+    );
   const active = trace.setSpan(parent, span);
   return {
     span,

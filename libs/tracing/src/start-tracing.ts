@@ -27,7 +27,8 @@ export type Tracing = {
  */
 export async function startTracing(options: TracingOptions): Promise<Tracing> {
   if (tracingEnabled()) throw new Error('tracing is already on in this process');
-  if (options.endpoint === undefined && options.exporter === undefined) throw new Error('startTracing needs an OTLP endpoint or an exporter');
+  if (options.endpoint === undefined && options.exporter === undefined)
+    throw new Error('startTracing needs an OTLP endpoint or an exporter');
   const [sdk, { AsyncLocalStorageContextManager }, { resourceFromAttributes }] = await Promise.all([
     import('@opentelemetry/sdk-trace'),
     import('@opentelemetry/context-async-hooks'),
@@ -37,7 +38,10 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
     ? new sdk.SimpleSpanProcessor({ exporter: options.exporter })
     : new sdk.BatchSpanProcessor({ exporter: await otlpExporter(options.endpoint!), scheduledDelayMillis: 500 });
   const provider = new sdk.TracerProvider({
-    resource: resourceFromAttributes({ 'service.name': options.service, ...(options.instance ? { 'service.instance.id': options.instance } : {}) }),
+    resource: resourceFromAttributes({
+      'service.name': options.service,
+      ...(options.instance ? { 'service.instance.id': options.instance } : {}),
+    }),
     // a commit's trace context decides for its children: a sampled parent, a recorded span
     sampler: new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
     spanProcessors: [processor],

@@ -15,7 +15,13 @@ function appended(log: readonly Event[], drafts: readonly EventDraft[]): Event[]
   return [...log, ...drafts.map((draft, index) => ({ ...draft, seq: log.length + index + 1 }) as Event)];
 }
 
-function branchEvent(log: readonly Event[], from: number, forgotten: readonly string[], copied: number, conversation = 'c1'): EventDraft {
+function branchEvent(
+  log: readonly Event[],
+  from: number,
+  forgotten: readonly string[],
+  copied: number,
+  conversation = 'c1',
+): EventDraft {
   return {
     v: 4,
     id: `branch-${log.length}`,
@@ -36,7 +42,11 @@ function branchEvent(log: readonly Event[], from: number, forgotten: readonly st
  * (`~r1`, see planBranch); response ids never reach a provider, so the suffix is taken off.
  */
 const forModel = (view: View) =>
-  toChatMessages(view).map((message) => ('responseId' in message && message.responseId !== undefined ? { ...message, responseId: message.responseId.replace(/~r1$/, '') } : message));
+  toChatMessages(view).map((message) =>
+    'responseId' in message && message.responseId !== undefined
+      ? { ...message, responseId: message.responseId.replace(/~r1$/, '') }
+      : message,
+  );
 
 /** The seqs of a log where no call waits for its result: the points a branch may start from. */
 const restPoints = (events: readonly Event[]): number[] =>
@@ -52,7 +62,10 @@ describe('planBranch', () => {
         if (to === undefined) return;
         const target = buildView(events.slice(0, to));
         const plan = planBranch(buildView(events), target, context, { renameBatches: 'r1' });
-        const after = appended(events, [branchEvent(events, to, plan.forgottenEventIds, plan.copies.length), ...plan.copies]);
+        const after = appended(events, [
+          branchEvent(events, to, plan.forgottenEventIds, plan.copies.length),
+          ...plan.copies,
+        ]);
         expect(forModel(buildView(after))).toEqual(forModel(target));
         // and what follows the branch builds on it as it would have on that point
         const next = new TestLog();
@@ -73,11 +86,17 @@ describe('planBranch', () => {
         const target = buildView(events);
         const plan = planBranch(undefined, target, { ...context, conversation: 'child' });
         expect(plan.forgottenEventIds).toEqual([]);
-        const child = appended([], [branchEvent([], events.length || 1, [], plan.copies.length, 'child'), ...plan.copies]);
+        const child = appended(
+          [],
+          [branchEvent([], events.length || 1, [], plan.copies.length, 'child'), ...plan.copies],
+        );
         expect(toChatMessages(buildView(child))).toEqual(toChatMessages(target));
         for (const copy of plan.copies) expect(copy.conversation).toBe('child');
         // every copy validates as an event of the child (the branch event itself aside: its from.seq is made up)
-        for (const event of child.slice(1)) expect(isValidEvent({ ...event, id: '00000000-0000-4000-8000-000000000000' }), JSON.stringify(event)).toBe(true);
+        for (const event of child.slice(1))
+          expect(isValidEvent({ ...event, id: '00000000-0000-4000-8000-000000000000' }), JSON.stringify(event)).toBe(
+            true,
+          );
       }),
       { numRuns: 200 },
     );
@@ -93,7 +112,9 @@ describe('planBranch', () => {
     const to = log.events.length;
     log.user('second');
     log.agent('also done');
-    const plan = planBranch(buildView(log.events), buildView(log.events.slice(0, to)), context, { renameBatches: 'r1' });
+    const plan = planBranch(buildView(log.events), buildView(log.events.slice(0, to)), context, {
+      renameBatches: 'r1',
+    });
     expect(plan.copies).toEqual([]);
     expect(plan.forgottenEventIds).toEqual(log.events.slice(to).map((event) => event.id));
   });
@@ -112,7 +133,12 @@ describe('planBranch', () => {
     const plan = planBranch(buildView(log.events), target, context, { renameBatches: 'r1' });
     expect(plan.copies).toEqual([]);
     const after = appended(log.events, [branchEvent(log.events, to, plan.forgottenEventIds, 0)]);
-    expect(toChatMessages(buildView(after)).map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+    expect(toChatMessages(buildView(after)).map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+    ]);
     expect(toChatMessages(buildView(after))).toEqual(toChatMessages(target));
   });
 
@@ -124,15 +150,29 @@ describe('planBranch', () => {
     log.observe(action!);
     log.agent('done');
     const to = log.events.length;
-    log.condense(log.events.slice(1, to).map((event) => event.id), 'what happened so far', 1);
+    log.condense(
+      log.events.slice(1, to).map((event) => event.id),
+      'what happened so far',
+      1,
+    );
     log.user('second');
     const target = buildView(log.events.slice(0, to));
     for (const renameBatches of ['r1', undefined]) {
-      const plan = planBranch(buildView(log.events), target, context, renameBatches === undefined ? {} : { renameBatches });
+      const plan = planBranch(
+        buildView(log.events),
+        target,
+        context,
+        renameBatches === undefined ? {} : { renameBatches },
+      );
       expect(plan.copies.map((copy) => copy.type)).toEqual(['message', 'action', 'observation', 'message']);
-      const after = appended(log.events, [branchEvent(log.events, to, plan.forgottenEventIds, plan.copies.length), ...plan.copies]);
+      const after = appended(log.events, [
+        branchEvent(log.events, to, plan.forgottenEventIds, plan.copies.length),
+        ...plan.copies,
+      ]);
       // sharing the forgotten original's response_id, the copied call would be held out of the view
-      expect(toChatMessages(buildView(after)).length === toChatMessages(target).length).toBe(renameBatches !== undefined);
+      expect(toChatMessages(buildView(after)).length === toChatMessages(target).length).toBe(
+        renameBatches !== undefined,
+      );
     }
   });
 
@@ -144,4 +184,3 @@ describe('planBranch', () => {
     expect(plan.copies.map((copy) => copy.type)).toEqual(['message']);
   });
 });
-

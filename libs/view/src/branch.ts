@@ -40,7 +40,12 @@ export function planBranch(
   const currentHasPrompt = current?.items[0]?.type === 'system_prompt';
   const currentItems = current ? (currentHasPrompt ? current.items.slice(1) : current.items) : [];
   let shared = 0;
-  while (shared < currentItems.length && shared < targetItems.length && currentItems[shared]!.id === targetItems[shared]!.id) shared += 1;
+  while (
+    shared < currentItems.length &&
+    shared < targetItems.length &&
+    currentItems[shared]!.id === targetItems[shared]!.id
+  )
+    shared += 1;
 
   const timestamp = (context.now?.() ?? new Date()).toISOString();
   const renamed = new Map<string, string>();
@@ -71,11 +76,28 @@ export function planBranch(
 }
 
 /** One LLM event copied: a fresh id, this conversation's envelope, references among the copies renamed. */
-function copyOf(event: LlmEvent, context: BranchContext, timestamp: string, renamed: Map<string, string>, renameBatches: string | undefined): EventDraft {
-  const { seq: _seq, id, v: _v, tenant: _tenant, conversation: _conversation, timestamp: _timestamp, parent, ...payload } = event;
+function copyOf(
+  event: LlmEvent,
+  context: BranchContext,
+  timestamp: string,
+  renamed: Map<string, string>,
+  renameBatches: string | undefined,
+): EventDraft {
+  const {
+    seq: _seq,
+    id,
+    v: _v,
+    tenant: _tenant,
+    conversation: _conversation,
+    timestamp: _timestamp,
+    parent,
+    ...payload
+  } = event;
   const copy: Record<string, unknown> = { ...payload };
-  if ('action_id' in copy && typeof copy['action_id'] === 'string') copy['action_id'] = renamed.get(copy['action_id']) ?? copy['action_id'];
-  if (renameBatches !== undefined && typeof copy['response_id'] === 'string') copy['response_id'] = `${copy['response_id'] as string}~${renameBatches}`;
+  if ('action_id' in copy && typeof copy['action_id'] === 'string')
+    copy['action_id'] = renamed.get(copy['action_id']) ?? copy['action_id'];
+  if (renameBatches !== undefined && typeof copy['response_id'] === 'string')
+    copy['response_id'] = `${copy['response_id'] as string}~${renameBatches}`;
   const fresh = newId();
   renamed.set(id, fresh);
   const mappedParent = parent === undefined ? undefined : renamed.get(parent);

@@ -11,7 +11,13 @@ describe('toChatMessages', () => {
     const log = new TestLog();
     log.system('static part', 'today is Monday');
     expect(render(log)).toEqual([
-      { role: 'system', content: [{ text: 'static part', cache: true }, { text: 'today is Monday', cache: false }] },
+      {
+        role: 'system',
+        content: [
+          { text: 'static part', cache: true },
+          { text: 'today is Monday', cache: false },
+        ],
+      },
     ]);
     const plain = new TestLog();
     plain.system('static part');
@@ -32,8 +38,16 @@ describe('toChatMessages', () => {
       reasoning: { thinkingBlocks: [{ type: 'thinking', thinking: 'hmm', signature: `sig-${a.response_id}` }] },
       responseId: a.response_id,
     });
-    expect(first).toMatchObject({ role: 'tool', toolCallId: a.tool_call_id, content: [{ type: 'text', text: 'first' }] });
-    expect(second).toMatchObject({ role: 'tool', toolCallId: b.tool_call_id, content: [{ type: 'text', text: 'second' }] });
+    expect(first).toMatchObject({
+      role: 'tool',
+      toolCallId: a.tool_call_id,
+      content: [{ type: 'text', text: 'first' }],
+    });
+    expect(second).toMatchObject({
+      role: 'tool',
+      toolCallId: b.tool_call_id,
+      content: [{ type: 'text', text: 'second' }],
+    });
   });
 
   it('renders errors, rejections and failed runs as tool results', () => {
@@ -43,14 +57,26 @@ describe('toChatMessages', () => {
     log.reject(refused, 'touches production', 'hook');
     log.observe(failed, 'exit 1', true);
     expect(render(log).slice(1)).toEqual([
-      { role: 'tool', toolCallId: bad.tool_call_id, toolName: 'terminal', content: [{ type: 'text', text: 'unknown tool "terminl"' }], isError: true },
+      {
+        role: 'tool',
+        toolCallId: bad.tool_call_id,
+        toolName: 'terminal',
+        content: [{ type: 'text', text: 'unknown tool "terminl"' }],
+        isError: true,
+      },
       {
         role: 'tool',
         toolCallId: refused.tool_call_id,
         toolName: 'terminal',
         content: [{ type: 'text', text: 'A hook rejected this action; it was not run. Reason: touches production' }],
       },
-      { role: 'tool', toolCallId: failed.tool_call_id, toolName: 'terminal', content: [{ type: 'text', text: 'exit 1' }], isError: true },
+      {
+        role: 'tool',
+        toolCallId: failed.tool_call_id,
+        toolName: 'terminal',
+        content: [{ type: 'text', text: 'exit 1' }],
+        isError: true,
+      },
     ]);
   });
 
@@ -87,7 +113,13 @@ describe('toChatMessages', () => {
   it('maps a stored image to one the model caller reads in, its bytes never in the view', () => {
     const log = new TestLog();
     const user = log.user('what is this?');
-    const stored = { type: 'image' as const, sha256: 'a'.repeat(64), bytes: 2048, media_type: 'image/png', name: 'shot.png' };
+    const stored = {
+      type: 'image' as const,
+      sha256: 'a'.repeat(64),
+      bytes: 2048,
+      media_type: 'image/png',
+      name: 'shot.png',
+    };
     const messages = toChatMessages(buildView([{ ...user, v: 4, content: [...user.content, stored] }]));
     expect(messages[0]).toEqual({
       role: 'user',
@@ -130,7 +162,13 @@ describe('ChatRenderer', () => {
     log.agent('done');
     const second = renderer.render(builder.append(log.events.slice(before)).view().items);
     expect(second.messages).toEqual(render(log));
-    expect(second.messages.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant']);
+    expect(second.messages.map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
     // the system message and the merged user turn are the same objects as before
     expect(second.messages[0]).toBe(first.messages[0]);
     expect(second.messages[1]).toBe(first.messages[1]);
@@ -150,7 +188,13 @@ describe('ChatRenderer', () => {
     log.condense([old.id], 'the summary', 1);
     const after = renderer.render(builder.append(log.events.slice(before)).view().items);
     expect(after.messages).toEqual(render(log));
-    expect(after.messages[1]).toEqual({ role: 'user', content: [{ type: 'text', text: 'the summary' }, { type: 'text', text: 'question' }] });
+    expect(after.messages[1]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'the summary' },
+        { type: 'text', text: 'question' },
+      ],
+    });
     expect(after.measured).toBeUndefined();
   });
 });

@@ -27,7 +27,15 @@ function toContent(parts: readonly EventContentPart[]): ContentPart[] {
       ...(part.data === undefined ? {} : { data: part.data }),
       ...(part.media_type === undefined ? {} : { mediaType: part.media_type }),
       // a stored image's bytes are read in where the model is called (withStoredImages)
-      ...(part.sha256 === undefined ? {} : { stored: { sha256: part.sha256, bytes: part.bytes ?? 0, ...(part.name === undefined ? {} : { name: part.name }) } }),
+      ...(part.sha256 === undefined
+        ? {}
+        : {
+            stored: {
+              sha256: part.sha256,
+              bytes: part.bytes ?? 0,
+              ...(part.name === undefined ? {} : { name: part.name }),
+            },
+          }),
     };
   });
 }
@@ -61,7 +69,11 @@ function toolMessage(action: ActionEvent, result: ResultEvent): ToolMessage {
   const base = { role: 'tool', toolCallId: action.tool_call_id, toolName: action.tool_name } as const;
   if (result.type === 'observation') {
     const content = toContent(result.content);
-    return { ...base, content: content.length === 0 ? [text(NO_OUTPUT)] : content, ...(result.is_error ? { isError: true } : {}) };
+    return {
+      ...base,
+      content: content.length === 0 ? [text(NO_OUTPUT)] : content,
+      ...(result.is_error ? { isError: true } : {}),
+    };
   }
   if (result.type === 'agent_error') return { ...base, content: [text(result.error)], isError: true };
   const who = result.rejection_source === 'hook' ? 'A hook' : 'The user';
@@ -107,7 +119,8 @@ function itemMessage(item: ViewItem): ChatMessage | undefined {
   switch (item.type) {
     case 'system_prompt': {
       const content: SystemBlock[] = [{ text: item.static_prompt, cache: true }];
-      if (item.dynamic_prompt !== undefined && item.dynamic_prompt !== '') content.push({ text: item.dynamic_prompt, cache: false });
+      if (item.dynamic_prompt !== undefined && item.dynamic_prompt !== '')
+        content.push({ text: item.dynamic_prompt, cache: false });
       return { role: 'system', content };
     }
     case 'message': {
@@ -135,7 +148,14 @@ function itemMessage(item: ViewItem): ChatMessage | undefined {
 // step: what an item or a batch rendered to is kept beside it, so only new items are rendered.
 // Messages are never changed after they are made, so sharing them between renders is safe.
 const renderedItems = new WeakMap<ViewItem, ChatMessage | null>();
-const renderedBatches = new WeakMap<ActionEvent, { readonly actions: readonly ActionEvent[]; readonly results: readonly ResultEvent[]; readonly messages: ChatMessage[] }>();
+const renderedBatches = new WeakMap<
+  ActionEvent,
+  {
+    readonly actions: readonly ActionEvent[];
+    readonly results: readonly ResultEvent[];
+    readonly messages: ChatMessage[];
+  }
+>();
 
 function renderedItem(item: ViewItem): ChatMessage | undefined {
   let message = renderedItems.get(item);
@@ -276,7 +296,10 @@ export class ChatRenderer {
 }
 
 /** What a run of user messages merged to, kept beside its first message (as batches are). */
-const mergedRuns = new WeakMap<UserMessage, { readonly users: readonly UserMessage[]; readonly merged: UserMessage | undefined }>();
+const mergedRuns = new WeakMap<
+  UserMessage,
+  { readonly users: readonly UserMessage[]; readonly merged: UserMessage | undefined }
+>();
 
 /** One user message for a run of them (the same object for a run of one); none when all are empty. */
 function mergeUsers(users: readonly UserMessage[]): UserMessage | undefined {

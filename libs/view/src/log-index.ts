@@ -28,7 +28,12 @@ export type IndexState = {
   readonly system_prompt?: SystemPromptEvent;
   readonly unhandled_condensation_request: boolean;
   /** Batches with an action in the list or owed a result, and every batch of their tool loops: action ids in call order, forgotten ones too. */
-  readonly batches: readonly { readonly key: string; readonly action_ids: readonly string[]; readonly run: number; readonly loop?: number }[];
+  readonly batches: readonly {
+    readonly key: string;
+    readonly action_ids: readonly string[];
+    readonly run: number;
+    readonly loop?: number;
+  }[];
   /** Those batches' tool loops, by id, with their batch keys in order. */
   readonly loops: readonly { readonly id: number; readonly batch_keys: readonly string[] }[];
   /** Per action of the list that has been answered: the ids of its results still in the list, in log order (empty when all were forgotten). */
@@ -129,7 +134,8 @@ export class LogIndex {
       if (item.type !== 'action') continue;
       keep(item);
       const answers = this.resultsByAction.get(item.id);
-      if (answers !== undefined) results[item.id] = answers.filter((result) => listed.has(result.id)).map((result) => result.id);
+      if (answers !== undefined)
+        results[item.id] = answers.filter((result) => listed.has(result.id)).map((result) => result.id);
     }
     for (const action of this.unmatched.values()) keep(action);
     if (this.runLoop !== undefined) loops.set(this.runLoop.id, this.runLoop);
@@ -141,7 +147,12 @@ export class LogIndex {
       unhandled_condensation_request: this.unhandledCondensationRequest,
       batches: [...batchKeys].map((key) => {
         const batch = this.batches.get(key) as Batch;
-        return { key, action_ids: [...batch.actionIds], run: batch.run, ...(batch.loop === undefined ? {} : { loop: batch.loop.id }) };
+        return {
+          key,
+          action_ids: [...batch.actionIds],
+          run: batch.run,
+          ...(batch.loop === undefined ? {} : { loop: batch.loop.id }),
+        };
       }),
       loops: [...loops.values()].map((loop) => ({ id: loop.id, batch_keys: [...loop.batchKeys] })),
       results,
@@ -167,17 +178,21 @@ export class LogIndex {
       index.seen.add(state.system_prompt.id);
     }
     index.unhandledCondensationRequest = state.unhandled_condensation_request;
-    const loops = new Map(state.loops.map((loop) => [loop.id, { id: loop.id, batchKeys: [...loop.batch_keys] } satisfies ToolLoop]));
+    const loops = new Map(
+      state.loops.map((loop) => [loop.id, { id: loop.id, batchKeys: [...loop.batch_keys] } satisfies ToolLoop]),
+    );
     for (const batch of state.batches) {
       const loop = batch.loop === undefined ? undefined : loops.get(batch.loop);
-      if (batch.loop !== undefined && loop === undefined) throw new Error(`view checkpoint: batch ${batch.key} names an unknown tool loop ${batch.loop}`);
+      if (batch.loop !== undefined && loop === undefined)
+        throw new Error(`view checkpoint: batch ${batch.key} names an unknown tool loop ${batch.loop}`);
       index.batches.set(batch.key, { key: batch.key, actionIds: [...batch.action_ids], run: batch.run, loop });
       for (const id of batch.action_ids) index.seen.add(id);
     }
     for (const [actionId, resultIds] of Object.entries(state.results)) {
       const answers = resultIds.map((id) => {
         const result = byId.get(id);
-        if (result === undefined || !isResultEvent(result)) throw new Error(`view checkpoint: result ${id} of action ${actionId} is not in the view's list`);
+        if (result === undefined || !isResultEvent(result))
+          throw new Error(`view checkpoint: result ${id} of action ${actionId} is not in the view's list`);
         index.actionOfResult.set(id, actionId);
         return result;
       });
@@ -185,12 +200,14 @@ export class LogIndex {
     }
     for (const entry of state.unmatched) {
       const action = typeof entry === 'string' ? index.actions.get(entry) : entry;
-      if (action === undefined) throw new Error(`view checkpoint: unmatched action ${String(entry)} is not in the view's list`);
+      if (action === undefined)
+        throw new Error(`view checkpoint: unmatched action ${String(entry)} is not in the view's list`);
       index.actions.set(action.id, action);
       index.seen.add(action.id);
       index.unmatched.set(action.id, action);
     }
-    for (const [toolCall, actionId] of Object.entries(state.latest_by_tool_call)) index.latestActionByToolCall.set(toolCall, actionId);
+    for (const [toolCall, actionId] of Object.entries(state.latest_by_tool_call))
+      index.latestActionByToolCall.set(toolCall, actionId);
     index.run = state.run;
     index.loopCount = state.loop_count;
     index.runLoop = state.run_loop === undefined ? undefined : loops.get(state.run_loop);

@@ -49,6 +49,10 @@ describe('manipulationIndices', () => {
     answered(log); // 15..16
     const view = buildView(log.events);
     expect(manipulationIndices(view)).toEqual([1, 2, 4, 12, 13, 15, 17]);
-    expect(viewBlocks(view).filter((block) => block.thinking).map((block) => block.start)).toEqual([4]);
+    expect(
+      viewBlocks(view)
+        .filter((block) => block.thinking)
+        .map((block) => block.start),
+    ).toEqual([4]);
   });
 });

@@ -11,7 +11,8 @@ import type {
 export type ResultEvent = ObservationEvent | AgentErrorEvent | UserRejectionEvent;
 
 /** The events the LLM can read. Every other event type steers the runtime and never enters a view. */
-export type LlmEvent = SystemPromptEvent | MessageEvent | ActionEvent | ObservationEvent | AgentErrorEvent | UserRejectionEvent;
+export type LlmEvent =
+  SystemPromptEvent | MessageEvent | ActionEvent | ObservationEvent | AgentErrorEvent | UserRejectionEvent;
 
 /**
  * A condensation's summary as it sits in a view; rendered as a user message. Its `id` is the

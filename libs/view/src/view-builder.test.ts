@@ -41,7 +41,11 @@ describe('buildView', () => {
     const [first, second, third, fourth] = [log.user('1'), log.agent('2'), log.user('3'), log.agent('4')];
     const condensation = log.condense([second.id, third.id], 'earlier: 2 and 3', 2);
     expect(ids(log)).toEqual([system.id, first.id, condensation.id, fourth.id]);
-    expect(buildView(log.events).items[2]).toEqual({ type: 'condensation_summary', id: condensation.id, summary: 'earlier: 2 and 3' });
+    expect(buildView(log.events).items[2]).toEqual({
+      type: 'condensation_summary',
+      id: condensation.id,
+      summary: 'earlier: 2 and 3',
+    });
     const rolled = log.condense([condensation.id, fourth.id], 'everything so far', 1);
     expect(ids(log)).toEqual([system.id, rolled.id, first.id]);
   });

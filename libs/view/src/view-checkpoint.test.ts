@@ -34,17 +34,24 @@ describe('view checkpoints', () => {
 
   it('checkpoints taken from resumed builders chain, and a resumed builder shows the view it was taken at', () => {
     fc.assert(
-      fc.property(scenarioArbitrary, fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true }), (scenario, a, b) => {
-        const { events } = play(scenario);
-        const [first, second] = [Math.floor(a * events.length), Math.floor(b * events.length)].sort((x, y) => x - y) as [number, number];
-        const atFirst = ViewBuilder.resume(stored(new ViewBuilder().append(events.slice(0, first))));
-        expect(atFirst.view()).toEqual(buildView(events.slice(0, first)));
-        const atSecond = ViewBuilder.resume(stored(atFirst.append(events.slice(first, second))));
-        expect(atSecond.view()).toEqual(buildView(events.slice(0, second)));
-        atSecond.append(events.slice(second));
-        expect(atSecond.view()).toEqual(buildView(events));
-        expect(toChatMessages(atSecond.view())).toEqual(toChatMessages(buildView(events)));
-      }),
+      fc.property(
+        scenarioArbitrary,
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        (scenario, a, b) => {
+          const { events } = play(scenario);
+          const [first, second] = [Math.floor(a * events.length), Math.floor(b * events.length)].sort(
+            (x, y) => x - y,
+          ) as [number, number];
+          const atFirst = ViewBuilder.resume(stored(new ViewBuilder().append(events.slice(0, first))));
+          expect(atFirst.view()).toEqual(buildView(events.slice(0, first)));
+          const atSecond = ViewBuilder.resume(stored(atFirst.append(events.slice(first, second))));
+          expect(atSecond.view()).toEqual(buildView(events.slice(0, second)));
+          atSecond.append(events.slice(second));
+          expect(atSecond.view()).toEqual(buildView(events));
+          expect(toChatMessages(atSecond.view())).toEqual(toChatMessages(buildView(events)));
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -52,13 +59,22 @@ describe('view checkpoints', () => {
   it('holds what the view still shows, not the history a condensation forgot', () => {
     const events = longLog(2_000);
     const view = buildView(events);
-    const condensation = new TestLog().condense(view.items.slice(3, -10).map((item) => item.id), 'what happened so far', 3);
+    const condensation = new TestLog().condense(
+      view.items.slice(3, -10).map((item) => item.id),
+      'what happened so far',
+      3,
+    );
     const log = [...events, { ...condensation, id: 'the-condensation', seq: events.length + 1 }];
     const builder = new ViewBuilder().append(log);
     const checkpoint = builder.checkpoint();
     // the condensed list: what the view shows, and what it may still show (here, the rest of a cut tool loop)
     const listed = new Set(checkpoint.items.map((item) => item.id));
-    expect(builder.view().items.slice(1).every((item) => listed.has(item.id))).toBe(true);
+    expect(
+      builder
+        .view()
+        .items.slice(1)
+        .every((item) => listed.has(item.id)),
+    ).toBe(true);
     expect(checkpoint.items.length).toBeLessThan(20);
     expect(JSON.stringify(checkpoint).length).toBeLessThan(JSON.stringify(log).length / 50);
   });
@@ -87,6 +103,8 @@ describe('view checkpoints', () => {
     const [action] = log.batch() as [ActionEvent];
     log.observe(action);
     const checkpoint = new ViewBuilder().append(log.events).checkpoint();
-    expect(() => ViewBuilder.resume({ ...checkpoint, items: checkpoint.items.slice(0, 1) })).toThrow(/not in the view's list/);
+    expect(() => ViewBuilder.resume({ ...checkpoint, items: checkpoint.items.slice(0, 1) })).toThrow(
+      /not in the view's list/,
+    );
   });
 });

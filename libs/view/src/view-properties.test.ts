@@ -14,7 +14,8 @@ const runs = { numRuns: 300 };
 /** The rules every provider enforces on a message list. */
 function chatProblems(messages: readonly ChatMessage[]): string[] {
   const problems: string[] = [];
-  if (messages.some((message, index) => message.role === 'system' && index !== 0)) problems.push('system message not first');
+  if (messages.some((message, index) => message.role === 'system' && index !== 0))
+    problems.push('system message not first');
   let owed: string[] = [];
   for (const message of messages) {
     if (message.role === 'tool') {
@@ -81,7 +82,9 @@ describe('view properties over generated conversations', () => {
     fc.assert(
       fc.property(scenarioArbitrary, (scenario) => {
         for (const cut of play(scenario).cuts) {
-          const expected = [...cut.before.items.slice(0, cut.from), ...cut.before.items.slice(cut.to)].map((item) => item.id);
+          const expected = [...cut.before.items.slice(0, cut.from), ...cut.before.items.slice(cut.to)].map(
+            (item) => item.id,
+          );
           const after = cut.after.items.map((item) => item.id);
           if (cut.summaryId !== undefined) expected.splice(cut.from, 0, cut.summaryId);
           expect(after).toEqual(expected);
@@ -97,7 +100,9 @@ describe('view properties over generated conversations', () => {
         const { events } = play(scenario);
         const view = buildView(events);
         const indices = manipulationIndices(view);
-        const [from, to] = [indices[a % indices.length] ?? 0, indices[b % indices.length] ?? 0].sort((x, y) => x - y) as [number, number];
+        const [from, to] = [indices[a % indices.length] ?? 0, indices[b % indices.length] ?? 0].sort(
+          (x, y) => x - y,
+        ) as [number, number];
         const cut = [...view.items.slice(0, from), ...view.items.slice(to)];
         expect(chatProblems(toChatMessages(cut))).toEqual([]);
         for (const block of viewBlocks(view)) {
@@ -116,18 +121,22 @@ describe('view properties over generated conversations', () => {
 
   it('an incremental ViewBuilder equals buildView at every chunk boundary', () => {
     fc.assert(
-      fc.property(scenarioArbitrary, fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 30 }), (scenario, sizes) => {
-        const { events } = play(scenario);
-        const builder = new ViewBuilder();
-        let end = 0;
-        for (let chunk = 0; end < events.length; chunk += 1) {
-          const next = Math.min(events.length, end + (sizes[chunk % sizes.length] ?? 1));
-          builder.append(events.slice(end, next));
-          end = next;
-          expect(builder.view()).toEqual(buildView(events.slice(0, end)));
-          expect(builder.unmatchedActions()).toEqual(unmatchedActions(events.slice(0, end)));
-        }
-      }),
+      fc.property(
+        scenarioArbitrary,
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 30 }),
+        (scenario, sizes) => {
+          const { events } = play(scenario);
+          const builder = new ViewBuilder();
+          let end = 0;
+          for (let chunk = 0; end < events.length; chunk += 1) {
+            const next = Math.min(events.length, end + (sizes[chunk % sizes.length] ?? 1));
+            builder.append(events.slice(end, next));
+            end = next;
+            expect(builder.view()).toEqual(buildView(events.slice(0, end)));
+            expect(builder.unmatchedActions()).toEqual(unmatchedActions(events.slice(0, end)));
+          }
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -135,21 +144,25 @@ describe('view properties over generated conversations', () => {
   it('a ChatRenderer following a ViewBuilder renders each view as toChatMessages does, and keeps its measure', () => {
     const measure = (message: ChatMessage): number => JSON.stringify(message).length;
     fc.assert(
-      fc.property(scenarioArbitrary, fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 30 }), (scenario, sizes) => {
-        const { events } = play(scenario);
-        const builder = new ViewBuilder();
-        const renderer = new ChatRenderer(measure);
-        let end = 0;
-        for (let chunk = 0; end < events.length; chunk += 1) {
-          const next = Math.min(events.length, end + (sizes[chunk % sizes.length] ?? 1));
-          builder.append(events.slice(end, next));
-          end = next;
-          const rendered = renderer.render(builder.view().items);
-          const fresh = toChatMessages(buildView(events.slice(0, end)));
-          expect(rendered.messages).toEqual(fresh);
-          expect(rendered.measured).toBe(fresh.reduce((sum, message) => sum + measure(message), 0));
-        }
-      }),
+      fc.property(
+        scenarioArbitrary,
+        fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 30 }),
+        (scenario, sizes) => {
+          const { events } = play(scenario);
+          const builder = new ViewBuilder();
+          const renderer = new ChatRenderer(measure);
+          let end = 0;
+          for (let chunk = 0; end < events.length; chunk += 1) {
+            const next = Math.min(events.length, end + (sizes[chunk % sizes.length] ?? 1));
+            builder.append(events.slice(end, next));
+            end = next;
+            const rendered = renderer.render(builder.view().items);
+            const fresh = toChatMessages(buildView(events.slice(0, end)));
+            expect(rendered.messages).toEqual(fresh);
+            expect(rendered.measured).toBe(fresh.reduce((sum, message) => sum + measure(message), 0));
+          }
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -158,8 +171,12 @@ describe('view properties over generated conversations', () => {
     fc.assert(
       fc.property(scenarioArbitrary, (scenario) => {
         const { events } = play(scenario);
-        const answered = new Set(events.flatMap((event) => ('action_id' in event && event.type !== 'hook_execution' ? [event.action_id] : [])));
-        const expected = events.filter((event) => event.type === 'action' && event.input !== null && !answered.has(event.id)).map((event) => event.id);
+        const answered = new Set(
+          events.flatMap((event) => ('action_id' in event && event.type !== 'hook_execution' ? [event.action_id] : [])),
+        );
+        const expected = events
+          .filter((event) => event.type === 'action' && event.input !== null && !answered.has(event.id))
+          .map((event) => event.id);
         expect(unmatchedActions(events).map((action) => action.id)).toEqual(expected);
       }),
       runs,

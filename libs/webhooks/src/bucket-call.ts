@@ -11,7 +11,8 @@ export async function callNats<T>(what: string, operation: () => Promise<T>): Pr
     return await operation();
   } catch (error) {
     if (error instanceof WebhooksError) throw error;
-    const code = error instanceof JetStreamApiError ? WebhooksErrorCode.BucketUnavailable : WebhooksErrorCode.Unavailable;
+    const code =
+      error instanceof JetStreamApiError ? WebhooksErrorCode.BucketUnavailable : WebhooksErrorCode.Unavailable;
     throw new WebhooksError(code, `${what} failed: ${(error as Error).message}`, { cause: error });
   }
 }

@@ -11,9 +11,18 @@ export const DEFAULT_WEBHOOKS_BUCKET = Buckets.webhooks;
  * ciphertext behind. Its reads are not direct gets (a replica may answer from behind the leader):
  * a webhook created and then listed is listed.
  */
-export async function openWebhooksBucket(nc: NatsConnection, replicas: number, bucket: string = DEFAULT_WEBHOOKS_BUCKET): Promise<KV> {
+export async function openWebhooksBucket(
+  nc: NatsConnection,
+  replicas: number,
+  bucket: string = DEFAULT_WEBHOOKS_BUCKET,
+): Promise<KV> {
   try {
-    return await openBucket(nc, bucket, { history: 1, replicas, allow_direct: false, description: 'Flotilla webhook registrations (signing secrets encrypted)' });
+    return await openBucket(nc, bucket, {
+      history: 1,
+      replicas,
+      allow_direct: false,
+      description: 'Flotilla webhook registrations (signing secrets encrypted)',
+    });
   } catch (error) {
     throw new WebhooksError(WebhooksErrorCode.BucketUnavailable, (error as Error).message, { cause: error });
   }

@@ -29,7 +29,11 @@ export class DeadLetterStore {
   }
 
   /** Creates the bucket with these settings, or opens the existing one: the webhooks service. */
-  static async create(nc: NatsConnection, settings: DeadLetterBucketSettings, bucket: string = DEFAULT_DEAD_LETTERS_BUCKET): Promise<DeadLetterStore> {
+  static async create(
+    nc: NatsConnection,
+    settings: DeadLetterBucketSettings,
+    bucket: string = DEFAULT_DEAD_LETTERS_BUCKET,
+  ): Promise<DeadLetterStore> {
     try {
       return new DeadLetterStore(
         await openBucket(nc, bucket, {
@@ -72,13 +76,22 @@ export class DeadLetterStore {
     );
     return letters
       .filter((letter) => letter !== undefined)
-      .sort((a, b) => (a.last_attempt_at === b.last_attempt_at ? (a.event.id < b.event.id ? -1 : 1) : a.last_attempt_at > b.last_attempt_at ? -1 : 1))
+      .sort((a, b) =>
+        a.last_attempt_at === b.last_attempt_at
+          ? a.event.id < b.event.id
+            ? -1
+            : 1
+          : a.last_attempt_at > b.last_attempt_at
+            ? -1
+            : 1,
+      )
       .slice(0, limit);
   }
 
   /** Removes a webhook's dead letters (when the webhook is removed). */
   async removeAll(tenant: string, webhook: string): Promise<void> {
-    for (const key of await this.#keys(tenant, webhook)) await callNats(`removing the dead letter ${key}`, () => this.#kv.purge(key));
+    for (const key of await this.#keys(tenant, webhook))
+      await callNats(`removing the dead letter ${key}`, () => this.#kv.purge(key));
   }
 
   #keys(tenant: string, webhook: string): Promise<string[]> {

@@ -53,5 +53,10 @@ export async function ensureDeliveryQueue(jsm: JetStreamManager, settings: Deliv
  */
 export async function enqueueDelivery(js: JetStreamClient, job: DeliveryJob): Promise<void> {
   const subject = deliverySubject(job.tenant, job.webhook);
-  await callNats(`queueing ${job.event.id} for ${job.webhook}`, () => js.publish(subject, JSON.stringify(job), { msgID: `${job.webhook}.${job.event.id}`, expect: { streamName: WEBHOOK_DELIVERIES.stream } }));
+  await callNats(`queueing ${job.event.id} for ${job.webhook}`, () =>
+    js.publish(subject, JSON.stringify(job), {
+      msgID: `${job.webhook}.${job.event.id}`,
+      expect: { streamName: WEBHOOK_DELIVERIES.stream },
+    }),
+  );
 }

@@ -24,7 +24,8 @@ export function signatureHeader(secret: string, timestamp: number, body: string)
   return `t=${timestamp},v1=${hmac(secret, timestamp, body)}`;
 }
 
-export type SignatureCheck = { readonly ok: true; readonly timestamp: number } | { readonly ok: false; readonly reason: string };
+export type SignatureCheck =
+  { readonly ok: true; readonly timestamp: number } | { readonly ok: false; readonly reason: string };
 
 /**
  * What a receiver does with a POST (the recipe of docs/api.md): read `t` and every `v1` of the
@@ -49,7 +50,11 @@ export function verifySignature(
   if (signatures.length === 0) return { ok: false, reason: 'the header has no v1= signature' };
   const now = options.nowSeconds ?? Math.floor(Date.now() / 1_000);
   const tolerance = options.toleranceSeconds ?? DEFAULT_SIGNATURE_TOLERANCE_SECONDS;
-  if (Math.abs(now - timestamp) > tolerance) return { ok: false, reason: `the timestamp is ${now - timestamp} s from now, more than the ${tolerance} s tolerated` };
+  if (Math.abs(now - timestamp) > tolerance)
+    return {
+      ok: false,
+      reason: `the timestamp is ${now - timestamp} s from now, more than the ${tolerance} s tolerated`,
+    };
   const expected = Buffer.from(hmac(secret, timestamp, body), 'hex');
   const matches = signatures.some((signature) => timingSafeEqual(Buffer.from(signature, 'hex'), expected));
   return matches ? { ok: true, timestamp } : { ok: false, reason: 'no signature matches the body under this secret' };

@@ -57,7 +57,11 @@ export function decryptSecret(cipher: SecretCipher, webhook: StoredWebhook): str
   try {
     return cipher.decrypt(secretContext(webhook.tenant, webhook.id), Buffer.from(webhook.secret, 'base64'));
   } catch (error) {
-    throw new WebhooksError(WebhooksErrorCode.Corrupt, `the signing secret of webhook ${webhook.id} cannot be decrypted: ${(error as Error).message}`, { cause: error });
+    throw new WebhooksError(
+      WebhooksErrorCode.Corrupt,
+      `the signing secret of webhook ${webhook.id} cannot be decrypted: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
 }
 
@@ -76,5 +80,11 @@ export function parseStoredWebhook(key: string, value: Uint8Array): StoredWebhoo
 
 /** The public view: everything but the secret and the bookkeeping. */
 export function publicWebhook(webhook: StoredWebhook): Webhook {
-  return { id: webhook.id, url: webhook.url, events: [...webhook.events], description: webhook.description, created_at: webhook.created_at };
+  return {
+    id: webhook.id,
+    url: webhook.url,
+    events: [...webhook.events],
+    description: webhook.description,
+    created_at: webhook.created_at,
+  };
 }

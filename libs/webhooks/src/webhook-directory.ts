@@ -83,7 +83,12 @@ export class WebhookDirectory {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiters = this.#waiters.filter((waiter) => waiter !== entry);
-        reject(new WebhooksError(WebhooksErrorCode.Unavailable, `the watch of the webhooks bucket did not reach revision ${revision} within ${timeoutMs} ms (it is at ${this.#seen})`));
+        reject(
+          new WebhooksError(
+            WebhooksErrorCode.Unavailable,
+            `the watch of the webhooks bucket did not reach revision ${revision} within ${timeoutMs} ms (it is at ${this.#seen})`,
+          ),
+        );
       }, timeoutMs);
       const entry: Waiter = {
         revision,

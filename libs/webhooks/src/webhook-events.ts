@@ -9,7 +9,9 @@ import { copyState, foldState, notStartedActions, type ConversationState } from 
  * de-duplicate on it.
  */
 export function webhookEventId(tenant: string, conversation: string, eventId: string, kind: WebhookEventType): string {
-  const digest = createHash('sha256').update(`${tenant}\u0000${conversation}\u0000${eventId}\u0000${kind}`).digest('base64url');
+  const digest = createHash('sha256')
+    .update(`${tenant}\u0000${conversation}\u0000${eventId}\u0000${kind}`)
+    .digest('base64url');
   return `evt_${digest.slice(0, 32)}`;
 }
 
@@ -20,19 +22,41 @@ export function webhookEventId(tenant: string, conversation: string, eventId: st
  * approval as they stand at the commit's end) or `conversation.finished` (to finished). Setting the
  * status a conversation already has is no change. Returns the state after the commit too.
  */
-export function webhookEventsOf(commit: StoredCommit, before: ConversationState): { events: WebhookEvent[]; after: ConversationState } {
+export function webhookEventsOf(
+  commit: StoredCommit,
+  before: ConversationState,
+): { events: WebhookEvent[]; after: ConversationState } {
   const state = copyState(before);
-  const changes: { readonly id: string; readonly seq: number; readonly timestamp: string; readonly previous: ConversationState['status']; readonly status: ConversationState['status']; readonly reason: string | undefined }[] = [];
+  const changes: {
+    readonly id: string;
+    readonly seq: number;
+    readonly timestamp: string;
+    readonly previous: ConversationState['status'];
+    readonly status: ConversationState['status'];
+    readonly reason: string | undefined;
+  }[] = [];
   for (const event of commit.events) {
     const previous = state.status;
     foldState(state, event);
     if (event.type === 'state_change' && event.status !== undefined && event.status !== previous) {
-      changes.push({ id: event.id, seq: event.seq, timestamp: event.timestamp, previous, status: event.status, reason: event.reason });
+      changes.push({
+        id: event.id,
+        seq: event.seq,
+        timestamp: event.timestamp,
+        previous,
+        status: event.status,
+        reason: event.reason,
+      });
     }
   }
   const events: WebhookEvent[] = [];
   for (const change of changes) {
-    const envelope = (kind: WebhookEventType) => ({ v: 1 as const, id: webhookEventId(commit.tenant, commit.conversation, change.id, kind), created_at: change.timestamp, tenant: commit.tenant });
+    const envelope = (kind: WebhookEventType) => ({
+      v: 1 as const,
+      id: webhookEventId(commit.tenant, commit.conversation, change.id, kind),
+      created_at: change.timestamp,
+      tenant: commit.tenant,
+    });
     const data = {
       conversation: commit.conversation,
       seq: change.seq,
@@ -42,10 +66,19 @@ export function webhookEventsOf(commit: StoredCommit, before: ConversationState)
     };
     events.push({ ...envelope('conversation.status_changed'), type: 'conversation.status_changed', data });
     if (change.status === 'waiting_for_confirmation') {
-      const actions = notStartedActions(state).map((action) => ({ id: action.id, tool_call_id: action.tool_call_id, tool_name: action.tool_name }));
-      events.push({ ...envelope('conversation.confirmation_pending'), type: 'conversation.confirmation_pending', data: { ...data, actions } });
+      const actions = notStartedActions(state).map((action) => ({
+        id: action.id,
+        tool_call_id: action.tool_call_id,
+        tool_name: action.tool_name,
+      }));
+      events.push({
+        ...envelope('conversation.confirmation_pending'),
+        type: 'conversation.confirmation_pending',
+        data: { ...data, actions },
+      });
     }
-    if (change.status === 'finished') events.push({ ...envelope('conversation.finished'), type: 'conversation.finished', data });
+    if (change.status === 'finished')
+      events.push({ ...envelope('conversation.finished'), type: 'conversation.finished', data });
   }
   return { events, after: state };
 }

@@ -46,7 +46,13 @@ describe('the webhook registry and directory', () => {
     try {
       const { webhook, secret } = await registry.create('acme', { ...body, description: 'ci' }, 41);
       expect(secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
-      expect(webhook).toMatchObject({ tenant: 'acme', url: body.url, events: ['conversation.finished'], description: 'ci', starts_after_stream_seq: 41 });
+      expect(webhook).toMatchObject({
+        tenant: 'acme',
+        url: body.url,
+        events: ['conversation.finished'],
+        description: 'ci',
+        starts_after_stream_seq: 41,
+      });
       expect(publicWebhook(webhook)).not.toHaveProperty('secret');
       // the secret is nowhere in the bucket in clear
       const stored = await storedText();
@@ -124,7 +130,14 @@ describe('the webhook registry and directory', () => {
 describe('dead letters', () => {
   const letter = (webhook: string, event: string, at: string): DeadLetter => ({
     webhook,
-    event: { v: 1, id: event, type: 'conversation.finished', created_at: at, tenant: 'acme', data: { conversation: 'c1', seq: 3, status: 'finished', previous_status: 'running' } },
+    event: {
+      v: 1,
+      id: event,
+      type: 'conversation.finished',
+      created_at: at,
+      tenant: 'acme',
+      data: { conversation: 'c1', seq: 3, status: 'finished', previous_status: 'running' },
+    },
     attempts: 3,
     enqueued_at: at,
     last_attempt_at: at,

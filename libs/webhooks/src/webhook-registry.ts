@@ -5,7 +5,14 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { callNats } from './bucket-call.js';
 import { DEFAULT_WEBHOOKS_BUCKET, openWebhooksBucket } from './bucket-setup.js';
 import { WebhooksError, WebhooksErrorCode } from './errors.js';
-import { encryptSecret, newWebhookId, newWebhookSecret, parseStoredWebhook, webhookKey, type StoredWebhook } from './stored-webhook.js';
+import {
+  encryptSecret,
+  newWebhookId,
+  newWebhookSecret,
+  parseStoredWebhook,
+  webhookKey,
+  type StoredWebhook,
+} from './stored-webhook.js';
 
 export type WebhookRegistryOptions = {
   /** The secrets key (32 bytes, libs/secrets' loadSecretsKey): the signing secrets are stored encrypted with it. */
@@ -33,7 +40,11 @@ export class WebhookRegistry {
 
   static async open(nc: NatsConnection, options: WebhookRegistryOptions): Promise<WebhookRegistry> {
     const cipher = new SecretCipher(options.key); // checks the key before touching NATS
-    return new WebhookRegistry(await openWebhooksBucket(nc, options.replicas ?? 1, options.bucket ?? DEFAULT_WEBHOOKS_BUCKET), cipher, options.onCorrupt ?? (() => undefined));
+    return new WebhookRegistry(
+      await openWebhooksBucket(nc, options.replicas ?? 1, options.bucket ?? DEFAULT_WEBHOOKS_BUCKET),
+      cipher,
+      options.onCorrupt ?? (() => undefined),
+    );
   }
 
   /**
@@ -41,9 +52,16 @@ export class WebhookRegistry {
    * stream's last sequence now). Returns the registration and its signing secret, which is
    * never returned again. A WebhooksError('limit_reached') past MAX_WEBHOOKS_PER_TENANT.
    */
-  async create(tenant: string, body: CreateWebhookBody, startsAfterStreamSeq: number): Promise<{ webhook: StoredWebhook; secret: string }> {
+  async create(
+    tenant: string,
+    body: CreateWebhookBody,
+    startsAfterStreamSeq: number,
+  ): Promise<{ webhook: StoredWebhook; secret: string }> {
     if ((await this.#keys(tenant)).length >= MAX_WEBHOOKS_PER_TENANT) {
-      throw new WebhooksError(WebhooksErrorCode.LimitReached, `a tenant has at most ${MAX_WEBHOOKS_PER_TENANT} webhooks: remove one first`);
+      throw new WebhooksError(
+        WebhooksErrorCode.LimitReached,
+        `a tenant has at most ${MAX_WEBHOOKS_PER_TENANT} webhooks: remove one first`,
+      );
     }
     const id = newWebhookId();
     const secret = newWebhookSecret();
@@ -66,7 +84,9 @@ export class WebhookRegistry {
   /** The tenant's webhooks, oldest first. */
   async list(tenant: string): Promise<StoredWebhook[]> {
     const webhooks = await Promise.all((await this.#keys(tenant)).map((key) => this.#read(key)));
-    return webhooks.filter((webhook) => webhook !== undefined).sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1));
+    return webhooks
+      .filter((webhook) => webhook !== undefined)
+      .sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1));
   }
 
   get(tenant: string, id: string): Promise<StoredWebhook | undefined> {

@@ -93,13 +93,20 @@ export function loadAgentCatalog(environment: NodeJS.ProcessEnv = process.env): 
     if (!(error instanceof SpecRefused)) throw error;
     // the default spec is the agent settings, checked against the catalog's limits like any other
     const where = (path: string): string =>
-      path.startsWith('defaults.') ? `the agent settings (FLOTILLA_AGENT, FLOTILLA_AGENT_FILE or FLOTILLA_LLM_*) at ${path.slice('defaults.'.length)}` : `${given?.source ?? 'FLOTILLA_AGENT_CATALOG'} at ${path}`;
-    throw new Error(`invalid agent catalog: ${error.issues.map((issue) => `${where(issue.path)}: ${issue.message}${given && issue.path.startsWith('defaults.') ? ` (the limits of ${given.source})` : ''}`).join('; ')}`);
+      path.startsWith('defaults.')
+        ? `the agent settings (FLOTILLA_AGENT, FLOTILLA_AGENT_FILE or FLOTILLA_LLM_*) at ${path.slice('defaults.'.length)}`
+        : `${given?.source ?? 'FLOTILLA_AGENT_CATALOG'} at ${path}`;
+    throw new Error(
+      `invalid agent catalog: ${error.issues.map((issue) => `${where(issue.path)}: ${issue.message}${given && issue.path.startsWith('defaults.') ? ` (the limits of ${given.source})` : ''}`).join('; ')}`,
+    );
   }
 }
 
 /** A JSON setting from `<name>_FILE` (a file) or `<name>` (inline), and which of them it came from. */
-function readJsonSetting(environment: NodeJS.ProcessEnv, name: string): { readonly value: unknown; readonly source: string } | undefined {
+function readJsonSetting(
+  environment: NodeJS.ProcessEnv,
+  name: string,
+): { readonly value: unknown; readonly source: string } | undefined {
   const file = environment[`${name}_FILE`];
   const inline = environment[name];
   if (!file && !inline) return undefined;

@@ -18,9 +18,22 @@ async function ask(reply: ScriptedReply): Promise<{ kind: string; body: unknown 
     const name = uniqueName('ASK');
     const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
     const ref: ConversationRef = { tenant: 'acme', conversation: uniqueName('c') };
-    await log.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Plan it' }] })], { expected: EMPTY_TAIL });
+    await log.append(
+      ref,
+      [
+        draftEvent({ ...ref, source: 'user' }, 'message', {
+          role: 'user',
+          content: [{ type: 'text', text: 'Plan it' }],
+        }),
+      ],
+      { expected: EMPTY_TAIL },
+    );
     const llm = new ScriptedLanguageModel({ replies: [reply] });
-    const agents = new ConversationAgents({ catalog: new AgentCatalog(parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' } })), registry: new ToolRegistry(createBuiltinTools()), createModel: () => llm });
+    const agents = new ConversationAgents({
+      catalog: new AgentCatalog(parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' } })),
+      registry: new ToolRegistry(createBuiltinTools()),
+      createModel: () => llm,
+    });
     const served = serveQuestions({ nc, log, agents });
     const inbox = createInbox();
     const parts = nc.subscribe(inbox, { timeout: 10_000 });
@@ -39,18 +52,33 @@ async function ask(reply: ScriptedReply): Promise<{ kind: string; body: unknown 
 
 describe('side questions', () => {
   it('answer with the text and the usage in the keys of llm_usage events', async () => {
-    const { kind, body } = await ask({ text: 'Two files are left.', usage: { inputTokens: 120, outputTokens: 7, cacheReadTokens: 100, cacheWriteTokens: 0, reasoningTokens: 3 } });
+    const { kind, body } = await ask({
+      text: 'Two files are left.',
+      usage: { inputTokens: 120, outputTokens: 7, cacheReadTokens: 100, cacheWriteTokens: 0, reasoningTokens: 3 },
+    });
     expect(kind).toBe('answer');
     expect(AskResult.parse(body)).toEqual({
       answer: 'Two files are left.',
       model: expect.any(String),
-      usage: { prompt_tokens: 120, completion_tokens: 7, cache_read_tokens: 100, cache_write_tokens: 0, reasoning_tokens: 3, cost_usd: 0 },
+      usage: {
+        prompt_tokens: 120,
+        completion_tokens: 7,
+        cache_read_tokens: 100,
+        cache_write_tokens: 0,
+        reasoning_tokens: 3,
+        cost_usd: 0,
+      },
     });
   });
 
   it('fail, naming the tool, when the model calls a tool instead of answering in words (never an empty answer)', async () => {
-    const { kind, body } = await ask({ toolCalls: [{ id: 'call_1', name: 'terminal', arguments: '{"command":"ls"}' }] });
+    const { kind, body } = await ask({
+      toolCalls: [{ id: 'call_1', name: 'terminal', arguments: '{"command":"ls"}' }],
+    });
     expect(kind).toBe('error');
-    expect(AskFailure.parse(body)).toEqual({ code: 'model_failed', message: 'the model called terminal instead of answering in words; ask again' });
+    expect(AskFailure.parse(body)).toEqual({
+      code: 'model_failed',
+      message: 'the model called terminal instead of answering in words; ask again',
+    });
   });
 });

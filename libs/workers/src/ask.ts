@@ -12,7 +12,11 @@ export const ASK_PART_HEADER = 'Flotilla-Ask';
 export type AskPart = 'delta' | 'answer' | 'error';
 
 /** A side question as the gateway sends it (its tenant already checked against the caller's key). */
-export const AskRequest = z.strictObject({ tenant: TenantId, conversation: ConversationId, question: z.string().min(1).max(100_000) });
+export const AskRequest = z.strictObject({
+  tenant: TenantId,
+  conversation: ConversationId,
+  question: z.string().min(1).max(100_000),
+});
 export type AskRequest = z.infer<typeof AskRequest>;
 
 /** The last part of an answer: the API's answer as it is sent on. */
@@ -20,11 +24,15 @@ export const AskResult = AskAnswer;
 export type AskResult = AskAnswer;
 
 /** Why a question got no answer: `not_found` (no such conversation), `bad_request`, `unreadable_spec`, `model_failed`. */
-export const AskFailure = z.strictObject({ code: z.enum(['not_found', 'bad_request', 'unreadable_spec', 'model_failed']), message: z.string() });
+export const AskFailure = z.strictObject({
+  code: z.enum(['not_found', 'bad_request', 'unreadable_spec', 'model_failed']),
+  message: z.string(),
+});
 export type AskFailure = z.infer<typeof AskFailure>;
 
 /** How the question is put to the model: after the conversation, as the user's, asking for words rather than actions. */
-const QUESTION_PREFIX = 'A side question about this conversation, to answer in words only (call no tool; nothing you say here is kept in the conversation):\n\n';
+const QUESTION_PREFIX =
+  'A side question about this conversation, to answer in words only (call no tool; nothing you say here is kept in the conversation):\n\n';
 
 export type QuestionServerDependencies = {
   readonly nc: NatsConnection;
@@ -79,7 +87,13 @@ async function answer(deps: QuestionServerDependencies, message: Msg): Promise<v
     fail({ code: 'unreadable_spec', message: lookup.reason });
     return;
   }
-  const question = { ...draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: `${QUESTION_PREFIX}${request.question}` }] }), seq: events.at(-1)!.seq + 1 } as Event;
+  const question = {
+    ...draftEvent({ ...ref, source: 'user' }, 'message', {
+      role: 'user',
+      content: [{ type: 'text', text: `${QUESTION_PREFIX}${request.question}` }],
+    }),
+    seq: events.at(-1)!.seq + 1,
+  } as Event;
   const { request: generate } = stepRequest({ history: [...events, question], tools: lookup.agent.tools });
   try {
     const model = await deps.agents.model(ref, lookup.agent);
@@ -92,7 +106,10 @@ async function answer(deps: QuestionServerDependencies, message: Msg): Promise<v
     const text = result.content.map((part) => part.text).join('');
     if (text.trim() === '' && result.toolCalls.length > 0) {
       // the question asks for words; offered the spec's tools, the model may still reach for one
-      fail({ code: 'model_failed', message: `the model called ${result.toolCalls.map((call) => call.name).join(', ')} instead of answering in words; ask again` });
+      fail({
+        code: 'model_failed',
+        message: `the model called ${result.toolCalls.map((call) => call.name).join(', ')} instead of answering in words; ask again`,
+      });
       return;
     }
     const { usage } = result;

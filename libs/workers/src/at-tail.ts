@@ -1,7 +1,11 @@
 import type { ConversationRef, EventLog, Tail } from '@flotilla/log';
 import type { CachedConversation, ConversationCache, Delivery, HandleOutcome, TailHints } from '@flotilla/runtime';
 
-export type Delivered<S = never> = { readonly ref: ConversationRef; readonly tail: Tail; readonly conversation: CachedConversation<S> };
+export type Delivered<S = never> = {
+  readonly ref: ConversationRef;
+  readonly tail: Tail;
+  readonly conversation: CachedConversation<S>;
+};
 
 export const NOT_TAIL: HandleOutcome = Object.freeze({ ack: true, outcome: 'not_tail' });
 
@@ -65,7 +69,13 @@ export async function loadDelivered<S = never>(
  * the server had nothing pending behind the delivered commit a moment ago; otherwise one direct
  * get, whose answer is remembered in `hints`.
  */
-export async function isStillTail(delivery: Delivery, ref: ConversationRef, log: EventLog, hints: TailHints, at = delivery.streamSeq): Promise<boolean> {
+export async function isStillTail(
+  delivery: Delivery,
+  ref: ConversationRef,
+  log: EventLog,
+  hints: TailHints,
+  at = delivery.streamSeq,
+): Promise<boolean> {
   if (hints.pastTail(ref, at)) return false;
   if (at === delivery.streamSeq && delivery.likelyTail) return true;
   const last = await log.lastStreamSeq(ref);

@@ -1,6 +1,13 @@
 import { checkpointFolds, foldLoaded, stepLookback, type ConversationCheckpoint } from '@flotilla/agent';
 import type { ConversationRef, EventLog } from '@flotilla/log';
-import { loadConversation, setRecent, type CheckpointStore, type CommitHandler, type CommitPlace, type Delivery } from '@flotilla/runtime';
+import {
+  loadConversation,
+  setRecent,
+  type CheckpointStore,
+  type CommitHandler,
+  type CommitPlace,
+  type Delivery,
+} from '@flotilla/runtime';
 
 export type CheckpointWriterOptions = {
   /**
@@ -16,7 +23,11 @@ export type CheckpointWriterOptions = {
 export type CheckpointOutcome = 'not_due' | 'written' | 'stored_already' | 'no_system_prompt' | 'not_stored';
 
 /** What a writer needs of a commit: where it is, and its event types (from its headers). */
-export type CommitNote = { readonly streamSeq: number; readonly lastSeq: number; readonly eventTypes: readonly string[] };
+export type CommitNote = {
+  readonly streamSeq: number;
+  readonly lastSeq: number;
+  readonly eventTypes: readonly string[];
+};
 
 /**
  * Writes view checkpoints (docs/architecture.md, "View checkpoints"): after a commit that holds
@@ -47,7 +58,11 @@ export class CheckpointWriter {
   async delivered(delivery: Delivery): Promise<CheckpointOutcome> {
     const span = delivery.eventSpan();
     if (!delivery.ref || !span) return 'not_due';
-    return this.noteCommit(delivery.ref, { streamSeq: delivery.streamSeq, lastSeq: span.lastSeq, eventTypes: delivery.eventTypes() });
+    return this.noteCommit(delivery.ref, {
+      streamSeq: delivery.streamSeq,
+      lastSeq: span.lastSeq,
+      eventTypes: delivery.eventTypes(),
+    });
   }
 
   /** Writes a checkpoint after this commit when one is due. */
@@ -56,7 +71,8 @@ export class CheckpointWriter {
     const condensed = commit.eventTypes.includes('condensation');
     const known = this.#known.get(key);
     // most commits: a short conversation, or one checkpointed lately, needs no read at all
-    if (!condensed && (known?.tooLarge === true || commit.lastSeq - (known?.lastSeq ?? 0) < this.#everyEvents)) return 'not_due';
+    if (!condensed && (known?.tooLarge === true || commit.lastSeq - (known?.lastSeq ?? 0) < this.#everyEvents))
+      return 'not_due';
     const stored = await this.store.get(ref);
     if (stored && stored.streamSeq >= commit.streamSeq) {
       this.#remember(key, stored.lastSeq);
@@ -110,9 +126,14 @@ export function withCheckpoints(handler: CommitHandler, writer: CheckpointWriter
     const outcome = await handler(delivery);
     try {
       const written = await writer.delivered(delivery);
-      if (written !== 'not_due') delivery.logger.debug({ checkpoint: written, streamSeq: delivery.streamSeq }, 'view checkpoint');
+      if (written !== 'not_due')
+        delivery.logger.debug({ checkpoint: written, streamSeq: delivery.streamSeq }, 'view checkpoint');
     } catch (error) {
-      if (!delivery.signal.aborted) delivery.logger.warn({ err: error, streamSeq: delivery.streamSeq }, 'view checkpoint not written; the next one is');
+      if (!delivery.signal.aborted)
+        delivery.logger.warn(
+          { err: error, streamSeq: delivery.streamSeq },
+          'view checkpoint not written; the next one is',
+        );
     }
     return outcome;
   };

@@ -10,6 +10,11 @@ import type { Attributes, SpanOptions } from '@flotilla/tracing';
 export function commitSpan(delivery: Delivery, ref: ConversationRef, attributes: Attributes = {}): SpanOptions {
   return {
     parent: { get: (name) => delivery.header(name) },
-    attributes: { 'flotilla.tenant': ref.tenant, 'flotilla.conversation': ref.conversation, 'flotilla.stream_seq': delivery.streamSeq, ...attributes },
+    attributes: {
+      'flotilla.tenant': ref.tenant,
+      'flotilla.conversation': ref.conversation,
+      'flotilla.stream_seq': delivery.streamSeq,
+      ...attributes,
+    },
   };
 }

@@ -10,7 +10,12 @@ export type CondensationWaitsOptions = {
 };
 
 /** A wait past `warnAfterMs`: the conversation's last message was `streamSeq` when it began. */
-export type OverdueWait = { readonly ref: ConversationRef; readonly streamSeq: number; readonly waitedMs: number; readonly warned: boolean };
+export type OverdueWait = {
+  readonly ref: ConversationRef;
+  readonly streamSeq: number;
+  readonly waitedMs: number;
+  readonly warned: boolean;
+};
 
 const key = (ref: ConversationRef): string => `${ref.tenant}.${ref.conversation}`;
 
@@ -38,7 +43,8 @@ export class CondensationWaits {
   /** The conversation, whose last message is `streamSeq`, waits for a condensation. */
   waiting(ref: ConversationRef, streamSeq: number, now = Date.now()): void {
     const id = key(ref);
-    if (this.#waiting.get(id)?.streamSeq === streamSeq || (!this.#waiting.has(id) && this.#waiting.size >= this.#max)) return;
+    if (this.#waiting.get(id)?.streamSeq === streamSeq || (!this.#waiting.has(id) && this.#waiting.size >= this.#max))
+      return;
     this.#waiting.set(id, { ref, streamSeq, since: now, warned: false });
   }
 
@@ -51,7 +57,8 @@ export class CondensationWaits {
   overdue(now = Date.now(), limit = 100): OverdueWait[] {
     const found: OverdueWait[] = [];
     for (const entry of this.#waiting.values()) {
-      if (now - entry.since >= this.#warnAfterMs) found.push({ ref: entry.ref, streamSeq: entry.streamSeq, waitedMs: now - entry.since, warned: entry.warned });
+      if (now - entry.since >= this.#warnAfterMs)
+        found.push({ ref: entry.ref, streamSeq: entry.streamSeq, waitedMs: now - entry.since, warned: entry.warned });
     }
     return found.sort((a, b) => b.waitedMs - a.waitedMs).slice(0, limit);
   }

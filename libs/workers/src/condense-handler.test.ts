@@ -16,16 +16,31 @@ import { wakeupDelivery } from './test-support/wakeup-delivery.js';
  * A log on a real nats-server, a condense handler on it, and a way to wake it as a step worker
  * would. With `lose`, the handler's first append holding an event of that type loses its answer.
  */
-async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<ScriptedReply>), settings: Record<string, unknown> = {}, lose?: { of: EventType; when: LostWhen }) {
+async function fixture(
+  replies: ScriptedReply[] | ((index: number) => Promise<ScriptedReply>),
+  settings: Record<string, unknown> = {},
+  lose?: { of: EventType; when: LostWhen },
+) {
   const server = await startNats();
   const nc = await connect({ servers: server.url });
   const name = uniqueName('CH');
   const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
-  const llm = new ScriptedLanguageModel({ replies: Array.isArray(replies) ? replies : (_request, index) => replies(index) });
+  const llm = new ScriptedLanguageModel({
+    replies: Array.isArray(replies) ? replies : (_request, index) => replies(index),
+  });
   const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' }, ...settings });
-  const agents = new ConversationAgents({ catalog: new AgentCatalog(agent), registry: new ToolRegistry(createBuiltinTools()), createModel: () => llm });
+  const agents = new ConversationAgents({
+    catalog: new AgentCatalog(agent),
+    registry: new ToolRegistry(createBuiltinTools()),
+    createModel: () => llm,
+  });
   const handlerLog = lose ? losingFirstAnswer(log, lose.of, lose.when).log : log;
-  const handle = createCondenseHandler({ log: handlerLog, cache: new ConversationCache(handlerLog, 10), agents, interrupts: new InterruptRegistry() });
+  const handle = createCondenseHandler({
+    log: handlerLog,
+    cache: new ConversationCache(handlerLog, 10),
+    agents,
+    interrupts: new InterruptRegistry(),
+  });
   const ref: ConversationRef = { tenant: 'acme', conversation: uniqueName('c') };
   let tail: Tail = { streamSeq: 0, lastSeq: 0 };
   const system = { ...ref, source: 'system' as const };
@@ -39,10 +54,17 @@ async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<Sc
       const commit = await log.append(ref, drafts, { expected: tail });
       return commit.streamSeq;
     },
-    created: (title?: string) => draftEvent(system, 'state_change', { status: 'idle', reason: 'created', ...(title === undefined ? {} : { title }) }),
-    message: (text: string) => draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] }),
+    created: (title?: string) =>
+      draftEvent(system, 'state_change', {
+        status: 'idle',
+        reason: 'created',
+        ...(title === undefined ? {} : { title }),
+      }),
+    message: (text: string) =>
+      draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] }),
     status: (status: 'running' | 'finished') => draftEvent(system, 'state_change', { status }),
-    answer: (text: string) => draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text }] }),
+    answer: (text: string) =>
+      draftEvent({ ...ref, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text }] }),
     /** A wake-up for the conversation, delivered as the queue's consumer would. */
     async wake(reason: CondenserWakeupReason | 'garbage' = 'title') {
       return handle(wakeupDelivery(ref, reason));
@@ -58,7 +80,10 @@ async function fixture(replies: ScriptedReply[] | ((index: number) => Promise<Sc
   };
 }
 
-const titles = (events: readonly Event[]) => events.flatMap((event) => (event.type === 'state_change' && event.title !== undefined ? [[event.source, event.title]] : []));
+const titles = (events: readonly Event[]) =>
+  events.flatMap((event) =>
+    event.type === 'state_change' && event.title !== undefined ? [[event.source, event.title]] : [],
+  );
 
 describe('condense handler: titles', () => {
   it('titles a resting conversation in one commit (usage, then the title) and then owes nothing', async () => {
@@ -66,7 +91,15 @@ describe('condense handler: titles', () => {
     await f.append(f.created(), f.message('The login test is flaky, fix it'));
     expect(await f.wake()).toEqual({ ack: true, outcome: 'titled' });
     const events = await f.events();
-    expect(events.slice(2).map((event) => [event.type, event.type === 'llm_usage' ? event.purpose : '', event.type === 'state_change' ? event.reason : ''])).toEqual([
+    expect(
+      events
+        .slice(2)
+        .map((event) => [
+          event.type,
+          event.type === 'llm_usage' ? event.purpose : '',
+          event.type === 'state_change' ? event.reason : '',
+        ]),
+    ).toEqual([
       ['llm_usage', 'other', ''],
       ['state_change', '', 'generated from the first message'],
     ]);
@@ -91,7 +124,10 @@ describe('condense handler: titles', () => {
       await meanwhile.user!();
       return { text: 'Generated' };
     });
-    meanwhile.user = () => f.append(draftEvent({ ...f.ref, source: 'user' }, 'state_change', { title: 'Mine', reason: 'updated by the user' }));
+    meanwhile.user = () =>
+      f.append(
+        draftEvent({ ...f.ref, source: 'user' }, 'state_change', { title: 'Mine', reason: 'updated by the user' }),
+      );
     await f.append(f.created(), f.message('Write the docs'));
     expect(await f.wake()).toEqual({ ack: true, outcome: 'title_not_owed' });
     expect(titles(await f.events())).toEqual([['user', 'Mine']]);
@@ -106,7 +142,9 @@ describe('condense handler: titles', () => {
     await f.append(f.message('Please'));
     expect(await f.wake()).toEqual({ ack: true, outcome: 'nothing_to_do' });
     expect(f.llm.requests).toHaveLength(1);
-    expect((await f.events()).filter((event) => event.type === 'state_change' && event.status !== undefined)).toHaveLength(1);
+    expect(
+      (await f.events()).filter((event) => event.type === 'state_change' && event.status !== undefined),
+    ).toHaveLength(1);
   });
 
   it('asks nothing for a conversation with a title given at creation, nor when titles are turned off', async () => {
@@ -147,20 +185,26 @@ describe('condense handler: condensations', () => {
 });
 
 describe('condense handler: an append whose answer was lost', () => {
-  it.each<LostWhen>(['before_stored', 'after_stored'])('appends the same summary again (answer lost %s): one summary call, one condensation', async (when) => {
-    await using f = await fixture([{ text: 'A summary' }, { text: 'Long run' }], {}, { of: 'condensation', when });
-    await f.append(f.created(), f.message('Do the long thing'), f.status('running'));
-    await f.append(f.answer('Working on it.'), f.condensationRequest());
-    expect(await f.wake('condense')).toEqual({ ack: true, outcome: 'condensed' });
-    expect(condensations(await f.events())).toHaveLength(1);
-    expect(f.llm.requests).toHaveLength(1);
-  });
+  it.each<LostWhen>(['before_stored', 'after_stored'])(
+    'appends the same summary again (answer lost %s): one summary call, one condensation',
+    async (when) => {
+      await using f = await fixture([{ text: 'A summary' }, { text: 'Long run' }], {}, { of: 'condensation', when });
+      await f.append(f.created(), f.message('Do the long thing'), f.status('running'));
+      await f.append(f.answer('Working on it.'), f.condensationRequest());
+      expect(await f.wake('condense')).toEqual({ ack: true, outcome: 'condensed' });
+      expect(condensations(await f.events())).toHaveLength(1);
+      expect(f.llm.requests).toHaveLength(1);
+    },
+  );
 
-  it.each<LostWhen>(['before_stored', 'after_stored'])('appends the same title again (answer lost %s): one title call, one title', async (when) => {
-    await using f = await fixture([{ text: 'Fix the login test' }], {}, { of: 'state_change', when });
-    await f.append(f.created(), f.message('The login test is flaky, fix it'));
-    expect(await f.wake('title')).toEqual({ ack: true, outcome: 'titled' });
-    expect(titles(await f.events())).toEqual([['system', 'Fix the login test']]);
-    expect(f.llm.requests).toHaveLength(1);
-  });
+  it.each<LostWhen>(['before_stored', 'after_stored'])(
+    'appends the same title again (answer lost %s): one title call, one title',
+    async (when) => {
+      await using f = await fixture([{ text: 'Fix the login test' }], {}, { of: 'state_change', when });
+      await f.append(f.created(), f.message('The login test is flaky, fix it'));
+      expect(await f.wake('title')).toEqual({ ack: true, outcome: 'titled' });
+      expect(titles(await f.events())).toEqual([['system', 'Fix the login test']]);
+      expect(f.llm.requests).toHaveLength(1);
+    },
+  );
 });

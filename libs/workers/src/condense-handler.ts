@@ -1,7 +1,14 @@
 import { condenseOrFail, SpecFold, unreadableSpecDrafts } from '@flotilla/agent';
 import { withPositionalIds, type Event, type EventDraft } from '@flotilla/events';
 import { appendSurely, isConflict, type ConversationRef, type EventLog, type Tail } from '@flotilla/log';
-import { CondenserWakeupReason, parseCondenserWakeup, type CommitHandler, type ConversationCache, type HandleOutcome, type InterruptRegistry } from '@flotilla/runtime';
+import {
+  CondenserWakeupReason,
+  parseCondenserWakeup,
+  type CommitHandler,
+  type ConversationCache,
+  type HandleOutcome,
+  type InterruptRegistry,
+} from '@flotilla/runtime';
 import { inSpan } from '@flotilla/tracing';
 import { commitSpan } from './commit-span.js';
 import type { ConversationAgents } from './conversation-agents.js';
@@ -46,7 +53,8 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
     const { ref } = delivery;
     if (!ref) return { ack: true, outcome: 'foreign_subject' };
     const wakeup = parseCondenserWakeup(delivery.message.data);
-    if (!wakeup.ok) delivery.logger.warn({ reason: wakeup.reason }, 'a wake-up that is not one: every duty is decided from the log');
+    if (!wakeup.ok)
+      delivery.logger.warn({ reason: wakeup.reason }, 'a wake-up that is not one: every duty is decided from the log');
     const reason = wakeup.ok ? wakeup.wakeup.reason : undefined;
     const conversation = await deps.cache.load(ref);
     const { tail } = conversation;
@@ -56,7 +64,8 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
       return await titles.handle(delivery, { ref, tail, conversation });
     }
     // the title waits for the condensation the run waits for (its wake-up comes back)
-    if (reason === CondenserWakeupReason.Title) return { ack: false, outcome: 'title_after_condensation', delayMs: TITLE_RETRY_MS };
+    if (reason === CondenserWakeupReason.Title)
+      return { ack: false, outcome: 'title_after_condensation', delayMs: TITLE_RETRY_MS };
     // the summary's model call and the condensation's commit: one span, the child of the wake-up's trace
     return inSpan('condense', commitSpan(delivery, ref, { 'flotilla.tail_stream_seq': tail.streamSeq }), async () => {
       const lookup = agentOf(conversation.events);
@@ -64,7 +73,13 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
       let drafts: EventDraft[];
       try {
         drafts = lookup.ok
-          ? await condenseOrFail(conversation.events, lookup.agent.config, await deps.agents.model(ref, lookup.agent), { ...ref, source: 'agent' }, tracked.signal)
+          ? await condenseOrFail(
+              conversation.events,
+              lookup.agent.config,
+              await deps.agents.model(ref, lookup.agent),
+              { ...ref, source: 'agent' },
+              tracked.signal,
+            )
           : unreadableSpecDrafts(ref, lookup.reason);
       } catch (error) {
         // what the summarizer does is answered in the log (condenseOrFail's ladder); what is left is
@@ -81,7 +96,11 @@ export function createCondenseHandler(deps: CondenseHandlerDependencies): Commit
   };
 }
 
-async function appendCondensation(deps: CondenseHandlerDependencies, { ref, tail }: { readonly ref: ConversationRef; readonly tail: Tail }, drafts: EventDraft[]): Promise<HandleOutcome> {
+async function appendCondensation(
+  deps: CondenseHandlerDependencies,
+  { ref, tail }: { readonly ref: ConversationRef; readonly tail: Tail },
+  drafts: EventDraft[],
+): Promise<HandleOutcome> {
   try {
     const commit = await appendSurely(deps.log, ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
     deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });

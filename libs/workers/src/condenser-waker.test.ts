@@ -28,9 +28,11 @@ function fixture(wantsTitles = true) {
   return {
     woken,
     fail: () => (failing = true),
-    append: (...drafts: EventDraft[]) => events.push(...drafts.map((draft) => ({ ...draft, seq: events.length + 1 }) as Event)),
+    append: (...drafts: EventDraft[]) =>
+      events.push(...drafts.map((draft) => ({ ...draft, seq: events.length + 1 }) as Event)),
     /** The step worker decided `work` at the tail as it is now (its stream sequence `streamSeq`). */
-    decided: (work: NextWork, streamSeq: number) => waker.decided(ref, { streamSeq, lastSeq: events.length }, [...events], undefined, work, () => '00-trace-span-01'),
+    decided: (work: NextWork, streamSeq: number) =>
+      waker.decided(ref, { streamSeq, lastSeq: events.length }, [...events], undefined, work, () => '00-trace-span-01'),
   };
 }
 
@@ -58,7 +60,10 @@ describe('CondenserWaker', () => {
     await off.decided(REST, 1);
     expect(off.woken).toEqual([]);
     const given = fixture();
-    given.append(draftEvent(system, 'state_change', { status: 'idle', reason: 'created', title: 'Given' }), message('Fix it'));
+    given.append(
+      draftEvent(system, 'state_change', { status: 'idle', reason: 'created', title: 'Given' }),
+      message('Fix it'),
+    );
     await given.decided(REST, 1);
     expect(given.woken).toEqual([]);
   });

@@ -5,7 +5,9 @@ import { CondenserWakeupReason, setRecent, type ConversationStart, type WakeOpti
 import { IncrementalFold } from './incremental-fold.js';
 
 /** Where wake-ups go (CondenserWakeups): resolves once the wake-up is stored. */
-export type CondenserWakeupSink = { wake(ref: ConversationRef, reason: CondenserWakeupReason, at: number, options?: WakeOptions): Promise<void> };
+export type CondenserWakeupSink = {
+  wake(ref: ConversationRef, reason: CondenserWakeupReason, at: number, options?: WakeOptions): Promise<void>;
+};
 
 export type CondenserWakerOptions<S = never> = {
   readonly wakeups: CondenserWakeupSink;
@@ -47,10 +49,25 @@ export class CondenserWaker<S = never> {
    * Called at a tail the step worker decided on (`work`), before it acknowledges that commit;
    * `traceparent` reads that commit's trace (when a wake-up is put), which the condenser's work continues.
    */
-  async decided(ref: ConversationRef, tail: Tail, events: readonly Event[], start: ConversationStart<S> | undefined, work: NextWork, traceparent: () => string): Promise<void> {
-    if (work.kind === 'condense') await this.options.wakeups.wake(ref, CondenserWakeupReason.Condense, tail.streamSeq, { traceparent: traceparent() });
+  async decided(
+    ref: ConversationRef,
+    tail: Tail,
+    events: readonly Event[],
+    start: ConversationStart<S> | undefined,
+    work: NextWork,
+    traceparent: () => string,
+  ): Promise<void> {
+    if (work.kind === 'condense')
+      await this.options.wakeups.wake(ref, CondenserWakeupReason.Condense, tail.streamSeq, {
+        traceparent: traceparent(),
+      });
     const title = this.#titles.of(events, start).work();
-    if (title.kind !== 'owed' || this.#titleWoken.get(key(ref)) === title.message.seq || !this.options.wantsTitles(events, start)) return;
+    if (
+      title.kind !== 'owed' ||
+      this.#titleWoken.get(key(ref)) === title.message.seq ||
+      !this.options.wantsTitles(events, start)
+    )
+      return;
     await this.options.wakeups.wake(ref, CondenserWakeupReason.Title, tail.streamSeq, { traceparent: traceparent() });
     setRecent(this.#titleWoken, key(ref), title.message.seq, this.options.maxRemembered ?? 10_000);
   }

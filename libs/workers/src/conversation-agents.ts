@@ -1,6 +1,27 @@
-import { agentConfigOf, llmConfigOf, readAgentSpec, specTools, unlistedServers, withListedTools, type AgentCatalog, type AgentConfig, type AgentSpec, type SpecModel, type ToolCatalog } from '@flotilla/agent';
+import {
+  agentConfigOf,
+  llmConfigOf,
+  readAgentSpec,
+  specTools,
+  unlistedServers,
+  withListedTools,
+  type AgentCatalog,
+  type AgentConfig,
+  type AgentSpec,
+  type SpecModel,
+  type ToolCatalog,
+} from '@flotilla/agent';
 import type { AgentSpecEvent, McpToolsEvent } from '@flotilla/events';
-import { createLanguageModel, LlmError, withFallbacks, withStoredImages, type FallbackTaken, type LanguageModel, type LlmConfig, type StoredImageRef } from '@flotilla/llm';
+import {
+  createLanguageModel,
+  LlmError,
+  withFallbacks,
+  withStoredImages,
+  type FallbackTaken,
+  type LanguageModel,
+  type LlmConfig,
+  type StoredImageRef,
+} from '@flotilla/llm';
 import type { ConversationRef } from '@flotilla/log';
 import { setRecent } from '@flotilla/runtime';
 import type { ToolRegistry } from '@flotilla/tools';
@@ -17,10 +38,13 @@ export type ConversationAgent = {
   readonly source: number | 'default';
 };
 
-export type AgentLookup = { readonly ok: true; readonly agent: ConversationAgent } | { readonly ok: false; readonly reason: string };
+export type AgentLookup =
+  { readonly ok: true; readonly agent: ConversationAgent } | { readonly ok: false; readonly reason: string };
 
 /** Where the stored images of a tenant's messages are read (the step worker's ImageStore). */
-export type ImageReader = { get(tenant: string, image: Pick<StoredImageRef, 'sha256' | 'bytes'>): Promise<Uint8Array | undefined> };
+export type ImageReader = {
+  get(tenant: string, image: Pick<StoredImageRef, 'sha256' | 'bytes'>): Promise<Uint8Array | undefined>;
+};
 
 /** The secrets a conversation's model key may come from (the tool runner's reader): the tenant's overlaid with the conversation's. */
 export type KeySecrets = { reveal(ref: ConversationRef): Promise<Record<string, string>> };
@@ -92,11 +116,18 @@ export class ConversationAgents {
     const primary = this.#withImages(ref, await this.#model(ref, llm));
     if (llm.fallbacks === undefined) return primary;
     const fallbacks = await Promise.all(
-      llm.fallbacks.map(async (fallback) => ({ model: this.#withImages(ref, await this.#model(ref, fallback)), ...(fallback.profile === undefined ? {} : { profile: fallback.profile }) })),
+      llm.fallbacks.map(async (fallback) => ({
+        model: this.#withImages(ref, await this.#model(ref, fallback)),
+        ...(fallback.profile === undefined ? {} : { profile: fallback.profile }),
+      })),
     );
     // the chain is made per call over the models kept, so a fallback taken is told with its conversation
     const onFallback = this.#options.onFallback;
-    return withFallbacks({ model: primary, ...(llm.profile === undefined ? {} : { profile: llm.profile }) }, fallbacks, onFallback ? { onFallback: (taken) => onFallback(ref, taken) } : {});
+    return withFallbacks(
+      { model: primary, ...(llm.profile === undefined ? {} : { profile: llm.profile }) },
+      fallbacks,
+      onFallback ? { onFallback: (taken) => onFallback(ref, taken) } : {},
+    );
   }
 
   /** The conversation's images read in for a model, under its own tenant only (each model of a chain as it takes images or not). */
@@ -114,9 +145,17 @@ export class ConversationAgents {
       key = profile.key;
     } else if (spec.apiKeySecret !== undefined) {
       const name = spec.apiKeySecret;
-      if (!this.#options.secrets) return failingModel(llmConfigOf(spec), `the model's key is the secret ${name}, and secrets are off in this deployment`);
+      if (!this.#options.secrets)
+        return failingModel(
+          llmConfigOf(spec),
+          `the model's key is the secret ${name}, and secrets are off in this deployment`,
+        );
       const value = (await this.#options.secrets.reveal(ref))[name];
-      if (value === undefined) return failingModel(llmConfigOf(spec), `the model's key is the secret ${name}, which is not set for this conversation or its tenant`);
+      if (value === undefined)
+        return failingModel(
+          llmConfigOf(spec),
+          `the model's key is the secret ${name}, which is not set for this conversation or its tenant`,
+        );
       key = { apiKey: value };
     } else {
       // a model of the spec's own without a key (a local server): never the deployment's variables
@@ -132,7 +171,10 @@ export class ConversationAgents {
     if (!model) {
       // only a profile's key names a variable, read where the operator's are; any other model's never reads one
       const environment = this.#options.environment ?? process.env;
-      const create = this.#options.createModel ?? ((settings: LlmConfig) => createLanguageModel(settings, { env: typeof settings.apiKeyEnv === 'string' ? environment : {} }));
+      const create =
+        this.#options.createModel ??
+        ((settings: LlmConfig) =>
+          createLanguageModel(settings, { env: typeof settings.apiKeyEnv === 'string' ? environment : {} }));
       try {
         model = create(config);
       } catch (error) {
@@ -154,7 +196,12 @@ export class ConversationAgents {
 /** A model every call of which fails, not retried, with `reason`: a conversation whose model cannot be made. */
 function failingModel(config: LlmConfig, reason: string): LanguageModel {
   return {
-    info: { provider: config.provider, model: config.model, nativeToolCalling: config.nativeToolCalling, vision: config.vision },
+    info: {
+      provider: config.provider,
+      model: config.model,
+      nativeToolCalling: config.nativeToolCalling,
+      vision: config.vision,
+    },
     generate: () => Promise.reject(new LlmError('invalid_config', reason, { isRetryable: false })),
   };
 }

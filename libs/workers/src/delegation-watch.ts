@@ -32,14 +32,26 @@ export class DelegationWatch {
     const types = delivery.eventTypes();
     if (DELEGATION_TYPES.some((type) => types.includes(type))) return false;
     // a conversation's first commit follows nothing: without a subagent_task it is no child
-    const known = this.#known.get(key(ref)) ?? (span.firstSeq === 1 ? { streamSeq: 0, lastSeq: 0, involved: false } : undefined);
-    if (!known || known.involved || span.firstSeq !== known.lastSeq + 1 || delivery.streamSeq <= known.streamSeq) return false;
-    setRecent(this.#known, key(ref), { streamSeq: delivery.streamSeq, lastSeq: span.lastSeq, involved: false }, this.#maxConversations);
+    const known =
+      this.#known.get(key(ref)) ?? (span.firstSeq === 1 ? { streamSeq: 0, lastSeq: 0, involved: false } : undefined);
+    if (!known || known.involved || span.firstSeq !== known.lastSeq + 1 || delivery.streamSeq <= known.streamSeq)
+      return false;
+    setRecent(
+      this.#known,
+      key(ref),
+      { streamSeq: delivery.streamSeq, lastSeq: span.lastSeq, involved: false },
+      this.#maxConversations,
+    );
     return true;
   }
 
   /** Notes what a conversation's history says at `tail`. */
   note(ref: ConversationRef, tail: Tail, involved: boolean): void {
-    setRecent(this.#known, key(ref), { streamSeq: tail.streamSeq, lastSeq: tail.lastSeq, involved }, this.#maxConversations);
+    setRecent(
+      this.#known,
+      key(ref),
+      { streamSeq: tail.streamSeq, lastSeq: tail.lastSeq, involved },
+      this.#maxConversations,
+    );
   }
 }

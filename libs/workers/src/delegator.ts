@@ -1,7 +1,26 @@
-import { answerDrafts, childConversationId, childDrafts, DelegationFold, planDelegations, readAgentSpec, SpecFold, startedDrafts, steerChild, TaskInput, type ChildState } from '@flotilla/agent';
+import {
+  answerDrafts,
+  childConversationId,
+  childDrafts,
+  DelegationFold,
+  planDelegations,
+  readAgentSpec,
+  SpecFold,
+  startedDrafts,
+  steerChild,
+  TaskInput,
+  type ChildState,
+} from '@flotilla/agent';
 import { withPositionalIds, type EventDraft } from '@flotilla/events';
 import { appendSurely, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
-import { publishInterrupt, type CachedConversation, type CommitHandler, type ConversationCache, type Logger, type ServiceMetrics } from '@flotilla/runtime';
+import {
+  publishInterrupt,
+  type CachedConversation,
+  type CommitHandler,
+  type ConversationCache,
+  type Logger,
+  type ServiceMetrics,
+} from '@flotilla/runtime';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { isOutcome, loadDelivered } from './at-tail.js';
 import { DelegationWatch } from './delegation-watch.js';
@@ -92,7 +111,13 @@ export class Delegator {
         pending.map(async ({ action, child }) => {
           const id = child ?? childConversationId(ref, action.id);
           const agent = fold.child(action.id)?.started.agent ?? agentNamed(action.input);
-          return { action, agent, child: id, started: child !== null, state: await this.#childState({ tenant: ref.tenant, conversation: id }) };
+          return {
+            action,
+            agent,
+            child: id,
+            started: child !== null,
+            state: await this.#childState({ tenant: ref.tenant, conversation: id }),
+          };
         }),
       );
 
@@ -100,18 +125,33 @@ export class Delegator {
       if (work.kind === 'delegate') {
         const event = this.#specs.of(parent.events).event();
         const spec = event === undefined ? undefined : readAgentSpec(event);
-        const plan = planDelegations({ ref, actions: work.actions, spec, depth: fold.depth, atWork: children.filter((child) => child.started).length });
+        const plan = planDelegations({
+          ref,
+          actions: work.actions,
+          spec,
+          depth: fold.depth,
+          atWork: children.filter((child) => child.started).length,
+        });
         // each child is made before it is recorded: a delegator that dies between the two makes the same child again, which is there
         // (a plan accepts calls only under a readable spec)
         const parentSpec = spec?.ok ? spec.spec : undefined;
         for (const accepted of parentSpec ? plan.accepted : []) {
           if (children.find((child) => child.action.id === accepted.action.id)?.state.exists) continue;
-          const drafts = childDrafts({ parent: ref, parentSpec: parentSpec!, parentDepth: fold.depth, parentWorkspace: fold.workspace(ref.conversation), delegation: accepted });
+          const drafts = childDrafts({
+            parent: ref,
+            parentSpec: parentSpec!,
+            parentDepth: fold.depth,
+            parentWorkspace: fold.workspace(ref.conversation),
+            delegation: accepted,
+          });
           await this.#create({ tenant: ref.tenant, conversation: accepted.child }, drafts);
         }
         const drafts = [...startedDrafts(ref, plan.accepted), ...plan.refused];
         if (await this.#appendAt(ref, parent, drafts)) {
-          logger.info({ started: plan.accepted.map((accepted) => accepted.child), refused: plan.refused.length }, 'sub-agents started');
+          logger.info(
+            { started: plan.accepted.map((accepted) => accepted.child), refused: plan.refused.length },
+            'sub-agents started',
+          );
         }
         continue;
       }
@@ -119,7 +159,14 @@ export class Delegator {
       // while the parent waits, each child's run follows its parent's
       let steered = false;
       for (const child of children) {
-        if (await this.#steer({ tenant: ref.tenant, conversation: child.child }, { status: progress.state.status, stoppedBy: fold.stoppedBy }, child.state)) steered = true;
+        if (
+          await this.#steer(
+            { tenant: ref.tenant, conversation: child.child },
+            { status: progress.state.status, stoppedBy: fold.stoppedBy },
+            child.state,
+          )
+        )
+          steered = true;
       }
       if (steered) continue;
 
@@ -127,7 +174,8 @@ export class Delegator {
       if (children.every((child) => child.started)) {
         const answers = answerDrafts(ref, children);
         if (answers) {
-          if (await this.#appendAt(ref, parent, answers)) logger.info({ answered: children.length }, 'sub-agents answered');
+          if (await this.#appendAt(ref, parent, answers))
+            logger.info({ answered: children.length }, 'sub-agents answered');
           continue;
         }
       }
@@ -152,7 +200,10 @@ export class Delegator {
     try {
       const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, 1), { expected: EMPTY_TAIL });
       this.#deps.metrics.appends.inc({ result: 'ok' });
-      this.#deps.cache.appended(ref, EMPTY_TAIL, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+      this.#deps.cache.appended(ref, EMPTY_TAIL, commit.events, {
+        streamSeq: commit.streamSeq,
+        lastSeq: commit.lastSeq,
+      });
     } catch (error) {
       if (!isConflict(error)) throw error;
       this.#deps.metrics.appends.inc({ result: 'conflict' });
@@ -176,11 +227,20 @@ export class Delegator {
   }
 
   /** Appends at the tail `conversation` was read at; false on a conflict (another commit landed first). */
-  async #appendAt(ref: ConversationRef, conversation: CachedConversation, drafts: readonly EventDraft[]): Promise<boolean> {
+  async #appendAt(
+    ref: ConversationRef,
+    conversation: CachedConversation,
+    drafts: readonly EventDraft[],
+  ): Promise<boolean> {
     if (drafts.length === 0) return false;
     try {
-      const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
-      this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+      const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), {
+        expected: conversation.tail,
+      });
+      this.#deps.cache.appended(ref, conversation.tail, commit.events, {
+        streamSeq: commit.streamSeq,
+        lastSeq: commit.lastSeq,
+      });
       this.#deps.metrics.appends.inc({ result: 'ok' });
       return true;
     } catch (error) {

@@ -67,7 +67,11 @@ async function run(choices: readonly Choice[], confirm: boolean): Promise<{ even
   let turn = 0;
   const next = (): Choice => choices[turn++ % choices.length]!;
 
-  const agent = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'm' }, tools: ['terminal', 'think', 'finish'], confirmation: { mode: confirm ? 'always' : 'never' } });
+  const agent = parseAgentConfig({
+    llm: { provider: 'openai-chat', model: 'm' },
+    tools: ['terminal', 'think', 'finish'],
+    confirmation: { mode: confirm ? 'always' : 'never' },
+  });
   const tools = registryCatalog(new ToolRegistry(createBuiltinTools()), agent.tools);
   let calls = 0;
   const invalidEvery = 2 + (choices[0]!.pick % 3);
@@ -77,7 +81,15 @@ async function run(choices: readonly Choice[], confirm: boolean): Promise<{ even
       // a few tool calls, then the agent finishes; now and then a call that cannot run (answered in
       // the step's own commit by an agent_error: the step worker owes the next step after its own commit)
       if (calls % 4 === 0) return { toolCalls: [{ id: `f${calls}`, name: 'finish', arguments: '{"message":"done"}' }] };
-      return { toolCalls: [{ id: `c${calls}`, name: 'terminal', arguments: calls % invalidEvery === 0 ? '{"command":' : '{"command":"ls"}' }] };
+      return {
+        toolCalls: [
+          {
+            id: `c${calls}`,
+            name: 'terminal',
+            arguments: calls % invalidEvery === 0 ? '{"command":' : '{"command":"ls"}',
+          },
+        ],
+      };
     },
   });
   const owed = (): NextWork => nextWork(events, { runnerAlive: (runner) => !deadRunners.has(runner) });
@@ -88,7 +100,8 @@ async function run(choices: readonly Choice[], confirm: boolean): Promise<{ even
     for (const draft of drafts) events.push({ ...draft, seq: events.length + 1 } as Event);
     const kind: CommitKind = writer === 'user' ? 'user' : WRITER_KINDS[writer];
     commits.push({ kind, lastSeq: events.length });
-    for (const group of CONSUMER_GROUPS) if (groupKinds(group).includes(kind)) queues.get(group)!.push({ commit: commits.length - 1, deliveryCount: 1 });
+    for (const group of CONSUMER_GROUPS)
+      if (groupKinds(group).includes(kind)) queues.get(group)!.push({ commit: commits.length - 1, deliveryCount: 1 });
     return true;
   };
 
@@ -103,9 +116,21 @@ async function run(choices: readonly Choice[], confirm: boolean): Promise<{ even
         return [finishDrafts(ref)];
       case 'execute': {
         const started = [...interruptedDrafts(work.interrupted, { ...ref, source: 'environment' })];
-        if (work.actions.length > 0) started.push(draftEvent({ ...ref, source: 'system' }, 'execution_started', { action_ids: work.actions.map((action) => action.id), runner }));
+        if (work.actions.length > 0)
+          started.push(
+            draftEvent({ ...ref, source: 'system' }, 'execution_started', {
+              action_ids: work.actions.map((action) => action.id),
+              runner,
+            }),
+          );
         const observed = work.actions.map((action) =>
-          draftEvent({ ...ref, source: 'environment' }, 'observation', { action_id: action.id, tool_call_id: action.tool_call_id, tool_name: action.tool_name, content: [{ type: 'text', text: 'ok' }], is_error: false }),
+          draftEvent({ ...ref, source: 'environment' }, 'observation', {
+            action_id: action.id,
+            tool_call_id: action.tool_call_id,
+            tool_name: action.tool_name,
+            content: [{ type: 'text', text: 'ok' }],
+            is_error: false,
+          }),
         );
         return observed.length > 0 ? [started, observed] : [started];
       }
@@ -119,7 +144,8 @@ async function run(choices: readonly Choice[], confirm: boolean): Promise<{ even
   /** One delivery handled by a fresh instance of the group: it may die at any point (then the commit comes again). */
   const handle = async (group: Group, delivery: Delivery, chance: number): Promise<void> => {
     let crash = chance;
-    const redeliver = (): void => void queues.get(group)!.push({ commit: delivery.commit, deliveryCount: delivery.deliveryCount + 1 });
+    const redeliver = (): void =>
+      void queues.get(group)!.push({ commit: delivery.commit, deliveryCount: delivery.deliveryCount + 1 });
     const runner = `runner-${(runnerCount += 1)}`;
     const die = (): void => {
       deadRunners.add(runner);
@@ -145,7 +171,10 @@ async function run(choices: readonly Choice[], confirm: boolean): Promise<{ even
       }
       // carries on after its own commit, as if delivered to it
       if (round === 0 && crash < 20) return die();
-      plan = WRITER_KINDS[writer] !== undefined && !groupKinds(group).includes(WRITER_KINDS[writer]) ? await decide(group, runner) : [];
+      plan =
+        WRITER_KINDS[writer] !== undefined && !groupKinds(group).includes(WRITER_KINDS[writer])
+          ? await decide(group, runner)
+          : [];
     }
   };
 
@@ -169,7 +198,14 @@ async function run(choices: readonly Choice[], confirm: boolean): Promise<{ even
     }
   };
 
-  append('user', [draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'idle', reason: 'created' }), ...messageCommand({ status: 'idle' } as CommandState, ref, 'do it', { run: true })], 0);
+  append(
+    'user',
+    [
+      draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'idle', reason: 'created' }),
+      ...messageCommand({ status: 'idle' } as CommandState, ref, 'do it', { run: true }),
+    ],
+    0,
+  );
   let quiet = false;
   for (let ticks = 0; ticks < 5_000 && !quiet; ticks += 1) {
     const c = next();
@@ -200,8 +236,25 @@ describe('no lost wake-ups with commits delivered by kind (DESIGN.md invariant 3
         const { events, owed } = await run(choices, confirm);
         const types = events.map((e) => e.type + ('status' in e && e.status ? ':' + e.status : ''));
         const count = (t: string) => types.filter((x) => x === t).length;
-        if (process.env.MODEL_STATS) console.log(JSON.stringify({ n: events.length, actions: count('action'), obs: count('observation'), err: count('agent_error'), started: count('execution_started'), finished: count('state_change:finished'), waiting: count('state_change:waiting_for_confirmation'), last: types.slice(-3) }));
-        expect(owed.kind, JSON.stringify(events.map((event) => [event.seq, event.type, 'status' in event ? event.status : ''])).slice(-2_000)).toMatch(/^(rest|delegated)$/);
+        if (process.env.MODEL_STATS)
+          console.log(
+            JSON.stringify({
+              n: events.length,
+              actions: count('action'),
+              obs: count('observation'),
+              err: count('agent_error'),
+              started: count('execution_started'),
+              finished: count('state_change:finished'),
+              waiting: count('state_change:waiting_for_confirmation'),
+              last: types.slice(-3),
+            }),
+          );
+        expect(
+          owed.kind,
+          JSON.stringify(events.map((event) => [event.seq, event.type, 'status' in event ? event.status : ''])).slice(
+            -2_000,
+          ),
+        ).toMatch(/^(rest|delegated)$/);
       }),
       { numRuns: 300 },
     );

@@ -11,9 +11,16 @@ export const OWN_MODEL_LABEL = 'own';
  * `own` for a model of a spec's own; the failure's code) and logs a warning naming the
  * conversation, both models and the failure.
  */
-export function fallbackReporter(metrics: ServiceMetrics, logger: Logger): (ref: ConversationRef, taken: FallbackTaken) => void {
+export function fallbackReporter(
+  metrics: ServiceMetrics,
+  logger: Logger,
+): (ref: ConversationRef, taken: FallbackTaken) => void {
   return (ref, { from, to, error }) => {
-    metrics.llmFallbacks.inc({ from: from.profile ?? OWN_MODEL_LABEL, to: to.profile ?? OWN_MODEL_LABEL, reason: error.code });
+    metrics.llmFallbacks.inc({
+      from: from.profile ?? OWN_MODEL_LABEL,
+      to: to.profile ?? OWN_MODEL_LABEL,
+      reason: error.code,
+    });
     logger.warn(
       { tenant: ref.tenant, conversation: ref.conversation, from, to, code: error.code, status: error.status },
       `model call moved to a fallback: ${from.profile ?? from.model} failed after its retries (${error.message}); the call goes to ${to.profile ?? to.model}`,

@@ -9,10 +9,17 @@ import type { Readable } from 'node:stream';
  * HOOK_OUTPUT_BOUNDS.readBytes. Never throws: a hook that fails is an outcome that blocks nothing.
  */
 export async function runHook(hook: HookCommand, input: string, sandbox: Sandbox | undefined): Promise<HookOutcome> {
-  return hook.type === 'command' ? await runCommandHook(hook.command, hook.timeoutSeconds, input, sandbox) : await runHttpHook(hook.url, hook.timeoutSeconds, input);
+  return hook.type === 'command'
+    ? await runCommandHook(hook.command, hook.timeoutSeconds, input, sandbox)
+    : await runHttpHook(hook.url, hook.timeoutSeconds, input);
 }
 
-async function runCommandHook(command: string, timeoutSeconds: number, input: string, sandbox: Sandbox | undefined): Promise<HookOutcome> {
+async function runCommandHook(
+  command: string,
+  timeoutSeconds: number,
+  input: string,
+  sandbox: Sandbox | undefined,
+): Promise<HookOutcome> {
   if (!sandbox) return failedHook('the hook was not run: this conversation has no sandbox here');
   let child;
   try {
@@ -40,12 +47,22 @@ async function runCommandHook(command: string, timeoutSeconds: number, input: st
 
 async function runHttpHook(url: string, timeoutSeconds: number, input: string): Promise<HookOutcome> {
   try {
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: input, redirect: 'manual', signal: AbortSignal.timeout(timeoutSeconds * 1_000) });
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: input,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutSeconds * 1_000),
+    });
     const body = response.body ? await bounded(response.body) : '';
-    if (!response.ok) return failedHook(`the hook answered HTTP ${response.status}${body.trim() ? `: ${body.trim()}` : ''}`);
+    if (!response.ok)
+      return failedHook(`the hook answered HTTP ${response.status}${body.trim() ? `: ${body.trim()}` : ''}`);
     return { ...hookOutcome(0, body, ''), exitCode: null };
   } catch (error) {
-    const cause = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${timeoutSeconds} s` : (error as Error).message;
+    const cause =
+      error instanceof Error && error.name === 'TimeoutError'
+        ? `no answer within ${timeoutSeconds} s`
+        : (error as Error).message;
     return failedHook(`the hook could not be reached: ${cause}`);
   }
 }

@@ -4,7 +4,15 @@ import path from 'node:path';
 import { AgentSpec } from '@flotilla/agent';
 import { draftEvent, type McpToolsEvent } from '@flotilla/events';
 import { createBwrapProvider, DEFAULT_SANDBOX_SETTINGS, type Sandbox } from '@flotilla/sandbox';
-import { createFinishTool, createThinkTool, createToolContext, openWorkspace, resultText, ToolRegistry, type ToolContext } from '@flotilla/tools';
+import {
+  createFinishTool,
+  createThinkTool,
+  createToolContext,
+  openWorkspace,
+  resultText,
+  ToolRegistry,
+  type ToolContext,
+} from '@flotilla/tools';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpSessions, type McpListing } from './mcp-sessions.js';
@@ -40,12 +48,24 @@ let context: ToolContext;
 const builtins = new ToolRegistry([createThinkTool(), createFinishTool()]);
 const sessions = new McpSessions({ builtins, logger: pino({ level: 'silent' }) });
 
-const specOf = (mcpServers: unknown[]): AgentSpec => AgentSpec.parse({ version: 1, llm: { provider: 'openai-chat', model: 'm' }, mcpServers });
+const specOf = (mcpServers: unknown[]): AgentSpec =>
+  AgentSpec.parse({ version: 1, llm: { provider: 'openai-chat', model: 'm' }, mcpServers });
 const local = { name: 'local', transport: 'stdio', command: 'node', args: ['/workspace/server.mjs'], prefix: false };
 
 /** The listings as the log would hold them. */
 function logged(listings: readonly McpListing[]): McpToolsEvent[] {
-  return listings.map((listing, index) => ({ ...draftEvent({ ...ref, source: 'environment' }, 'mcp_tools', { spec_seq: 1, ...listing, tools: [...listing.tools] }), id: `m${index}`, seq: index + 2 }) as McpToolsEvent);
+  return listings.map(
+    (listing, index) =>
+      ({
+        ...draftEvent({ ...ref, source: 'environment' }, 'mcp_tools', {
+          spec_seq: 1,
+          ...listing,
+          tools: [...listing.tools],
+        }),
+        id: `m${index}`,
+        seq: index + 2,
+      }) as McpToolsEvent,
+  );
 }
 
 async function call(registry: ToolRegistry, name: string): Promise<{ text: string; isError: boolean }> {
@@ -57,9 +77,16 @@ beforeAll(async () => {
   root = await mkdtemp(path.join(os.tmpdir(), 'flotilla-mcp-sessions-'));
   await mkdir(path.join(root, 'workspace'));
   await writeFile(path.join(root, 'workspace', 'server.mjs'), SERVER);
-  const provider = createBwrapProvider(DEFAULT_SANDBOX_SETTINGS, { stateDir: path.join(root, 'state'), ownedRoot: root });
+  const provider = createBwrapProvider(DEFAULT_SANDBOX_SETTINGS, {
+    stateDir: path.join(root, 'state'),
+    ownedRoot: root,
+  });
   sandbox = await provider.open({ id: 'acme.mcp', workspace: path.join(root, 'workspace') });
-  context = createToolContext({ workspace: await openWorkspace(path.join(root, 'workspace')), sandbox, conversationId: 'acme.mcp' });
+  context = createToolContext({
+    workspace: await openWorkspace(path.join(root, 'workspace')),
+    sandbox,
+    conversationId: 'acme.mcp',
+  });
 });
 
 afterAll(async () => {
@@ -70,13 +97,35 @@ afterAll(async () => {
 
 describe('McpSessions', () => {
   it('lists each server once started in the sandbox: its tools (none named like a built-in), or why it has none', async () => {
-    const spec = specOf([local, { name: 'gone', transport: 'stdio', command: 'node', args: ['/workspace/no-such-server.mjs'] }, { ...local, name: 'keyed', env: { SERVER_TOKEN: { secret: 'TOKEN' } } }]);
+    const spec = specOf([
+      local,
+      { name: 'gone', transport: 'stdio', command: 'node', args: ['/workspace/no-such-server.mjs'] },
+      { ...local, name: 'keyed', env: { SERVER_TOKEN: { secret: 'TOKEN' } } },
+    ]);
     const listings = await sessions.list({ id: 'acme.mcp', spec, sandbox, secrets: {} }, ['local', 'gone', 'keyed']);
     expect(listings[0]).toMatchObject({ server: 'local' });
     expect(listings[0]!.tools.map((tool) => tool.name)).toEqual(['where', 'exit']);
-    expect(listings[0]!.tools[0]).toMatchObject({ description: 'Which start of the server answers.', parameters: { type: 'object' }, annotations: { read_only: true } });
-    expect(listings[1]).toMatchObject({ server: 'gone', tools: [], error: { code: 'mcp_connect_failed', message: expect.stringMatching(/could not be started or listed.*Cannot find module/s) as unknown } });
-    expect(listings[2]).toEqual({ server: 'keyed', tools: [], error: { code: 'mcp_connect_failed', message: 'MCP server "keyed" needs the secret TOKEN, not set for this conversation or its tenant' } });
+    expect(listings[0]!.tools[0]).toMatchObject({
+      description: 'Which start of the server answers.',
+      parameters: { type: 'object' },
+      annotations: { read_only: true },
+    });
+    expect(listings[1]).toMatchObject({
+      server: 'gone',
+      tools: [],
+      error: {
+        code: 'mcp_connect_failed',
+        message: expect.stringMatching(/could not be started or listed.*Cannot find module/s) as unknown,
+      },
+    });
+    expect(listings[2]).toEqual({
+      server: 'keyed',
+      tools: [],
+      error: {
+        code: 'mcp_connect_failed',
+        message: 'MCP server "keyed" needs the secret TOKEN, not set for this conversation or its tenant',
+      },
+    });
   });
 
   it('calls a listed tool through the running server, and starts a server that died again at its next use', async () => {
@@ -97,18 +146,31 @@ describe('McpSessions', () => {
   });
 
   it('starts a server again when its settings or secrets change; a listed tool whose server cannot start answers with why', async () => {
-    const listed = logged([{ server: 'local', tools: [{ name: 'where', description: 'x', parameters: { type: 'object' } }] }]);
+    const listed = logged([
+      { server: 'local', tools: [{ name: 'where', description: 'x', parameters: { type: 'object' } }] },
+    ]);
     const keyed = specOf([{ ...local, env: { SERVER_TOKEN: { secret: 'TOKEN' } } }]);
-    const one = await call(await sessions.registry({ id: 'acme.mcp', spec: keyed, sandbox, secrets: { TOKEN: 'one' } }, listed), 'where');
+    const one = await call(
+      await sessions.registry({ id: 'acme.mcp', spec: keyed, sandbox, secrets: { TOKEN: 'one' } }, listed),
+      'where',
+    );
     expect(one.text).toMatch(/ one$/);
     const broken = specOf([{ ...local, args: ['/workspace/no-such-server.mjs'] }]);
-    const unavailable = await call(await sessions.registry({ id: 'acme.mcp', spec: broken, sandbox, secrets: {} }, listed), 'where');
+    const unavailable = await call(
+      await sessions.registry({ id: 'acme.mcp', spec: broken, sandbox, secrets: {} }, listed),
+      'where',
+    );
     expect(unavailable.isError).toBe(true);
-    expect(unavailable.text).toMatch(/^The MCP tool "where" could not be called: MCP server "local" could not be started or listed/);
+    expect(unavailable.text).toMatch(
+      /^The MCP tool "where" could not be called: MCP server "local" could not be started or listed/,
+    );
     // a runner that took the conversation over has no server yet: it starts one at the first call
     const other = new McpSessions({ builtins, logger: pino({ level: 'silent' }) });
     try {
-      const taken = await call(await other.registry({ id: 'acme.mcp', spec: keyed, sandbox, secrets: { TOKEN: 'two' } }, listed), 'where');
+      const taken = await call(
+        await other.registry({ id: 'acme.mcp', spec: keyed, sandbox, secrets: { TOKEN: 'two' } }, listed),
+        'where',
+      );
       expect(taken).toMatchObject({ isError: false, text: expect.stringMatching(/ two$/) as unknown });
     } finally {
       await other.closeAll();
@@ -116,7 +178,10 @@ describe('McpSessions', () => {
   });
 
   it('runs only the built-ins for a conversation whose servers listed no tools', async () => {
-    const registry = await sessions.registry({ id: 'acme.other', spec: specOf([local]), sandbox, secrets: {} }, logged([{ server: 'local', tools: [], error: { code: 'mcp_connect_failed', message: 'x' } }]));
+    const registry = await sessions.registry(
+      { id: 'acme.other', spec: specOf([local]), sandbox, secrets: {} },
+      logged([{ server: 'local', tools: [], error: { code: 'mcp_connect_failed', message: 'x' } }]),
+    );
     expect(registry).toBe(builtins);
   });
 });

@@ -1,9 +1,23 @@
 import { createHash } from 'node:crypto';
-import { registryCatalog, resolveMcpServer, TASK_TOOL, type AgentSpec, type McpServerResolution, type McpServerSpec } from '@flotilla/agent';
+import {
+  registryCatalog,
+  resolveMcpServer,
+  TASK_TOOL,
+  type AgentSpec,
+  type McpServerResolution,
+  type McpServerSpec,
+} from '@flotilla/agent';
 import type { McpToolsEvent, ToolSpec } from '@flotilla/events';
 import type { Logger } from '@flotilla/runtime';
 import type { Sandbox } from '@flotilla/sandbox';
-import { connectMcpServers, ToolErrorCode, ToolRegistry, unavailableMcpTool, type AnyToolDefinition, type McpConnection } from '@flotilla/tools';
+import {
+  connectMcpServers,
+  ToolErrorCode,
+  ToolRegistry,
+  unavailableMcpTool,
+  type AnyToolDefinition,
+  type McpConnection,
+} from '@flotilla/tools';
 
 /** What one MCP server may put in the log: tools, each description's length, the listing's JSON size. */
 export const MCP_LISTING_BOUNDS = { toolsPerServer: 128, descriptionChars: 2_000, listingBytes: 48 * 1024 } as const;
@@ -11,7 +25,11 @@ export const MCP_LISTING_BOUNDS = { toolsPerServer: 128, descriptionChars: 2_000
 /** One server's answer to a listing: its tools (as the model is offered them), or why it has none. */
 export type McpListing =
   | { readonly server: string; readonly tools: readonly ToolSpec[] }
-  | { readonly server: string; readonly tools: readonly []; readonly error: { readonly code: string; readonly message: string } };
+  | {
+      readonly server: string;
+      readonly tools: readonly [];
+      readonly error: { readonly code: string; readonly message: string };
+    };
 
 type Server = {
   /** A digest of the server's settings, its secrets' values included, and the sandbox it runs in: another of either starts it again. */
@@ -60,22 +78,33 @@ export class McpSessions {
     const taken = new Set([...this.#options.builtins.names(), TASK_TOOL]);
     return names.map((name) => {
       const server = servers.get(name);
-      if (!server?.connection) return failed(name, server?.failure ?? `MCP server "${name}" is not in the conversation's spec`);
+      if (!server?.connection)
+        return failed(name, server?.failure ?? `MCP server "${name}" is not in the conversation's spec`);
       const tools = server.connection.tools.filter((tool) => {
         if (taken.has(tool.name)) {
-          this.#options.logger.warn({ server: name, tool: tool.name }, 'an MCP tool named like another tool was not listed');
+          this.#options.logger.warn(
+            { server: name, tool: tool.name },
+            'an MCP tool named like another tool was not listed',
+          );
           return false;
         }
         taken.add(tool.name);
         return true;
       });
-      if (tools.length > MCP_LISTING_BOUNDS.toolsPerServer) return failed(name, `MCP server "${name}" lists ${tools.length} tools, more than the ${MCP_LISTING_BOUNDS.toolsPerServer} a server may offer`);
+      if (tools.length > MCP_LISTING_BOUNDS.toolsPerServer)
+        return failed(
+          name,
+          `MCP server "${name}" lists ${tools.length} tools, more than the ${MCP_LISTING_BOUNDS.toolsPerServer} a server may offer`,
+        );
       const specs = registryCatalog(new ToolRegistry(tools))
         .specs()
         .map((spec) => ({ ...spec, description: clip(spec.description, MCP_LISTING_BOUNDS.descriptionChars) }));
       const bytes = Buffer.byteLength(JSON.stringify(specs));
       if (bytes > MCP_LISTING_BOUNDS.listingBytes) {
-        return failed(name, `the tools of MCP server "${name}" take ${Math.ceil(bytes / 1024)} KiB to describe, more than the ${MCP_LISTING_BOUNDS.listingBytes / 1024} KiB a listing may take`);
+        return failed(
+          name,
+          `the tools of MCP server "${name}" take ${Math.ceil(bytes / 1024)} KiB to describe, more than the ${MCP_LISTING_BOUNDS.listingBytes / 1024} KiB a listing may take`,
+        );
       }
       return { server: name, tools: specs };
     });
@@ -100,7 +129,10 @@ export class McpSessions {
         if (taken.has(spec.name)) continue;
         taken.add(spec.name);
         const reason = server?.failure ?? `MCP server "${listing.server}" no longer offers it`;
-        tools.push(live.get(spec.name) ?? (unavailableMcpTool({ exposedName: spec.name, serverName: listing.server, reason }) as AnyToolDefinition));
+        tools.push(
+          live.get(spec.name) ??
+            (unavailableMcpTool({ exposedName: spec.name, serverName: listing.server, reason }) as AnyToolDefinition),
+        );
       }
     }
     return new ToolRegistry(tools);
@@ -149,13 +181,25 @@ export class McpSessions {
 
   async #start(spec: McpServerSpec, resolved: McpServerResolution, settings: string, use: McpUse): Promise<Server> {
     if (!resolved.ok) return { settings, sandbox: use.sandbox, connection: undefined, failure: resolved.message };
-    const connection = await connectMcpServers([resolved.config], { sandbox: use.sandbox, logger: this.#options.logger, clientName: 'flotilla-tool-runner' });
+    const connection = await connectMcpServers([resolved.config], {
+      sandbox: use.sandbox,
+      logger: this.#options.logger,
+      clientName: 'flotilla-tool-runner',
+    });
     const failure = connection.failures[0]?.error.message;
     if (failure !== undefined || !connection.isOpen()) {
       await connection.close();
-      return { settings, sandbox: use.sandbox, connection: undefined, failure: failure ?? `MCP server "${spec.name}" closed its connection at once` };
+      return {
+        settings,
+        sandbox: use.sandbox,
+        connection: undefined,
+        failure: failure ?? `MCP server "${spec.name}" closed its connection at once`,
+      };
     }
-    this.#options.logger.info({ conversation: use.id, server: spec.name, tools: connection.tools.length }, 'MCP server started');
+    this.#options.logger.info(
+      { conversation: use.id, server: spec.name, tools: connection.tools.length },
+      'MCP server started',
+    );
     return { settings, sandbox: use.sandbox, connection, failure: undefined };
   }
 }

@@ -1,6 +1,14 @@
 import { Writable } from 'node:stream';
 import type { AgentSpecEvent } from '@flotilla/events';
-import { errorReply, fixtureReply, firstTurn, loadErrorBody, loadFixture, startTestServer, type LlmTestServer } from '@flotilla/llm/testing';
+import {
+  errorReply,
+  fixtureReply,
+  firstTurn,
+  loadErrorBody,
+  loadFixture,
+  startTestServer,
+  type LlmTestServer,
+} from '@flotilla/llm/testing';
 import type { ConversationRef } from '@flotilla/log';
 import { ServiceMetrics } from '@flotilla/runtime';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
@@ -39,9 +47,19 @@ beforeEach(() => {
 /** The deployment of these tests: its default model on `primary`, the `backup` profile on `backup`, the default falling back on it. */
 function deployment(catalog: Record<string, unknown> = {}) {
   const environment = {
-    FLOTILLA_AGENT: JSON.stringify({ llm: { provider: 'openai-chat', model: 'house', baseURL: primary.baseURL, apiKeyEnv: 'HOUSE_API_KEY', retry } }),
+    FLOTILLA_AGENT: JSON.stringify({
+      llm: { provider: 'openai-chat', model: 'house', baseURL: primary.baseURL, apiKeyEnv: 'HOUSE_API_KEY', retry },
+    }),
     FLOTILLA_AGENT_CATALOG: JSON.stringify({
-      profiles: { backup: { provider: 'anthropic', model: 'claude-backup', baseURL: backup.url, apiKeyEnv: 'BACKUP_API_KEY', retry } },
+      profiles: {
+        backup: {
+          provider: 'anthropic',
+          model: 'claude-backup',
+          baseURL: backup.url,
+          apiKeyEnv: 'BACKUP_API_KEY',
+          retry,
+        },
+      },
       fallbacks: { default: ['backup'] },
       ...catalog,
     }),
@@ -68,7 +86,12 @@ describe("a conversation's model with fallbacks", () => {
     const { catalog, environment } = deployment();
     const metrics = new ServiceMetrics('step-worker');
     const { logger, lines } = capturedLogger();
-    const agents = new ConversationAgents({ catalog, registry: tools, environment, onFallback: fallbackReporter(metrics, logger) });
+    const agents = new ConversationAgents({
+      catalog,
+      registry: tools,
+      environment,
+      onFallback: fallbackReporter(metrics, logger),
+    });
     const lookup = agents.of(undefined);
     if (!lookup.ok) throw new Error(lookup.reason);
     primary.enqueue(unavailable, unavailable);
@@ -76,21 +99,50 @@ describe("a conversation's model with fallbacks", () => {
 
     const result = await (await agents.model(ref, lookup.agent)).generate({ messages: firstTurn });
     expect(result.fallback).toEqual({ index: 0, provider: 'anthropic', model: 'claude-backup', profile: 'backup' });
-    expect(primary.requests.map((request) => request.headers['authorization'])).toEqual(['Bearer sk-house', 'Bearer sk-house']);
+    expect(primary.requests.map((request) => request.headers['authorization'])).toEqual([
+      'Bearer sk-house',
+      'Bearer sk-house',
+    ]);
     expect(backup.requests).toHaveLength(1);
-    expect(backup.requests[0]!.headers['x-api-key'] ?? backup.requests[0]!.headers['authorization']).toMatch(/sk-backup$/);
+    expect(backup.requests[0]!.headers['x-api-key'] ?? backup.requests[0]!.headers['authorization']).toMatch(
+      /sk-backup$/,
+    );
 
-    expect(await metrics.registry.getSingleMetricAsString('flotilla_llm_fallbacks_total')).toContain('flotilla_llm_fallbacks_total{from="default",to="backup",reason="transient",service="step-worker"} 1');
+    expect(await metrics.registry.getSingleMetricAsString('flotilla_llm_fallbacks_total')).toContain(
+      'flotilla_llm_fallbacks_total{from="default",to="backup",reason="transient",service="step-worker"} 1',
+    );
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ tenant: 'acme', conversation: 'c-fallbacks', from: { profile: 'default', model: 'house' }, to: { profile: 'backup', model: 'claude-backup' }, code: 'transient', status: 503 });
+    expect(lines[0]).toMatchObject({
+      tenant: 'acme',
+      conversation: 'c-fallbacks',
+      from: { profile: 'default', model: 'house' },
+      to: { profile: 'backup', model: 'claude-backup' },
+      code: 'transient',
+      status: 503,
+    });
     expect(JSON.stringify(lines)).not.toContain('sk-');
   });
 
   it('counts a model of the spec’s own as `own`, never by the name a user gave it', async () => {
     const { catalog, environment } = deployment({ limits: { customModels: { baseURLs: ['http://127.0.0.1:'] } } });
     const metrics = new ServiceMetrics('condenser');
-    const agents = new ConversationAgents({ catalog, registry: tools, environment, onFallback: fallbackReporter(metrics, pino({ level: 'silent' })) });
-    const { spec } = catalog.resolve({ spec: { llm: { provider: 'openai-chat', model: 'users-own-model', baseURL: primary.baseURL, retry, fallbacks: [{ profile: 'backup' }] } } });
+    const agents = new ConversationAgents({
+      catalog,
+      registry: tools,
+      environment,
+      onFallback: fallbackReporter(metrics, pino({ level: 'silent' })),
+    });
+    const { spec } = catalog.resolve({
+      spec: {
+        llm: {
+          provider: 'openai-chat',
+          model: 'users-own-model',
+          baseURL: primary.baseURL,
+          retry,
+          fallbacks: [{ profile: 'backup' }],
+        },
+      },
+    });
     const lookup = agents.of({ id: 'spec-own', seq: 2, type: 'agent_spec', spec } as unknown as AgentSpecEvent);
     if (!lookup.ok) throw new Error(lookup.reason);
     primary.enqueue(unavailable, unavailable);
@@ -110,11 +162,23 @@ describe("a conversation's model with fallbacks", () => {
     // a spec logged while the deployment had a profile it no longer offers
     const logged = JSON.parse(JSON.stringify(catalog.defaultSpec)) as { llm: { fallbacks: Record<string, unknown>[] } };
     logged.llm.fallbacks = [{ ...logged.llm.fallbacks[0], profile: 'retired' }];
-    const lookup = agents.of({ id: 'spec-retired', seq: 2, type: 'agent_spec', spec: logged } as unknown as AgentSpecEvent);
+    const lookup = agents.of({
+      id: 'spec-retired',
+      seq: 2,
+      type: 'agent_spec',
+      spec: logged,
+    } as unknown as AgentSpecEvent);
     if (!lookup.ok) throw new Error(lookup.reason);
     primary.enqueue(unavailable, unavailable);
-    const error = await (await agents.model(ref, lookup.agent)).generate({ messages: firstTurn }).catch((caught: unknown) => caught);
-    expect(error).toMatchObject({ code: 'invalid_config', message: expect.stringContaining('the model profile "retired" is not offered by this deployment any more') });
+    const error = await (
+      await agents.model(ref, lookup.agent)
+    )
+      .generate({ messages: firstTurn })
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({
+      code: 'invalid_config',
+      message: expect.stringContaining('the model profile "retired" is not offered by this deployment any more'),
+    });
     expect(primary.requests).toHaveLength(2);
     expect(backup.requests).toEqual([]);
   });

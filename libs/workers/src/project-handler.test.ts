@@ -19,12 +19,17 @@ describe('project handler', () => {
       const ref: ConversationRef = { tenant: 'acme', conversation: 'one' };
       let tail: Tail = { streamSeq: 0, lastSeq: 0 };
       const append = async (text: string): Promise<number> => {
-        const commit = await log.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })], { expected: tail });
+        const commit = await log.append(
+          ref,
+          [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })],
+          { expected: tail },
+        );
         tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
         return commit.streamSeq;
       };
       let controller = new AbortController();
-      const deliver = (seq: number, laterQueued: () => boolean): Promise<Delivery> => storedDelivery(log, ref, seq, { laterQueued, eventTypes: ['message'], signal: controller.signal });
+      const deliver = (seq: number, laterQueued: () => boolean): Promise<Delivery> =>
+        storedDelivery(log, ref, seq, { laterQueued, eventTypes: ['message'], signal: controller.signal });
       const handle = createProjectHandler(log, store, { settleMs: 100 });
 
       const first = await append('first');
@@ -36,7 +41,10 @@ describe('project handler', () => {
       const second = await append('second');
       const third = await append('third');
       const arrivedAt = Date.now() + 30;
-      expect(await handle(await deliver(second, () => Date.now() >= arrivedAt))).toEqual({ ack: true, outcome: 'coalesced' });
+      expect(await handle(await deliver(second, () => Date.now() >= arrivedAt))).toEqual({
+        ack: true,
+        outcome: 'coalesced',
+      });
       expect((await store.get(ref))!.revision).toBe(written.revision);
 
       // the newest commit waits out the settle period, then one write covers both
@@ -68,7 +76,10 @@ describe('project handler', () => {
       // commits that keep coming faster than the settle period are still written once per period
       controller = new AbortController();
       const steady = createProjectHandler(log, store, { settleMs: 100 });
-      expect(await steady(await deliver(await append('sixth'), () => false))).toEqual({ ack: true, outcome: 'projected' });
+      expect(await steady(await deliver(await append('sixth'), () => false))).toEqual({
+        ack: true,
+        outcome: 'projected',
+      });
       const outcomes: string[] = [];
       const streamStarted = Date.now();
       while (Date.now() - streamStarted < 250) {

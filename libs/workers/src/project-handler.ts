@@ -28,13 +28,18 @@ export type ProjectHandlerOptions = {
  * later commit is redelivered and catches up. The newest commit waits `settleMs` for a successor,
  * and nothing stays unwritten for longer than that.
  */
-export function createProjectHandler(log: EventLog, store: SnapshotStore, options: ProjectHandlerOptions = {}): CommitHandler {
+export function createProjectHandler(
+  log: EventLog,
+  store: SnapshotStore,
+  options: ProjectHandlerOptions = {},
+): CommitHandler {
   const cacheSize = Math.max(1, options.cacheSize ?? 10_000);
   const settleMs = Math.max(0, options.settleMs ?? 25);
   const held = new Map<string, SnapshotRecord>();
   /** When each held snapshot first got a commit folded in memory only (not yet written). */
   const unwrittenSince = new Map<string, number>();
-  const overdue = (key: string): boolean => Date.now() - (unwrittenSince.get(key) ?? Number.POSITIVE_INFINITY) >= settleMs;
+  const overdue = (key: string): boolean =>
+    Date.now() - (unwrittenSince.get(key) ?? Number.POSITIVE_INFINITY) >= settleMs;
   const tails = new TailHints();
   const hold = (key: string, record: SnapshotRecord): void => {
     unwrittenSince.delete(key);

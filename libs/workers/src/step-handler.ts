@@ -1,7 +1,32 @@
-import { ConversationProgress, finishDrafts, messageCharacters, RunStateFold, SkillsFold, SpecFold, step, stepStandsAfter, unreadableSpecDrafts, StepOutcome, stepNeverDueAfter, type ConversationCheckpoint } from '@flotilla/agent';
+import {
+  ConversationProgress,
+  finishDrafts,
+  messageCharacters,
+  RunStateFold,
+  SkillsFold,
+  SpecFold,
+  step,
+  stepStandsAfter,
+  unreadableSpecDrafts,
+  StepOutcome,
+  stepNeverDueAfter,
+  type ConversationCheckpoint,
+} from '@flotilla/agent';
 import { draftEvent, withPositionalIds, type EventDraft } from '@flotilla/events';
 import { appendSurely, isConflict, LogError, LogErrorCode, type EventLog } from '@flotilla/log';
-import { DeltaCoalescer, publishDelta, type CommitHandler, type ConversationStart, type Delivery, type HandleOutcome, type ConversationCache, type InterruptRegistry, type ServiceMetrics, type TenantBudgetGuard, type Usage } from '@flotilla/runtime';
+import {
+  DeltaCoalescer,
+  publishDelta,
+  type CommitHandler,
+  type ConversationStart,
+  type Delivery,
+  type HandleOutcome,
+  type ConversationCache,
+  type InterruptRegistry,
+  type ServiceMetrics,
+  type TenantBudgetGuard,
+  type Usage,
+} from '@flotilla/runtime';
 import { inSpan, TRACEPARENT_HEADER, type Span } from '@flotilla/tracing';
 import { ChatRenderer, ViewBuilder } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -50,12 +75,27 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     (start: Start) => (start ? ConversationProgress.resume(start.state.progress) : new ConversationProgress()),
     (fold, events) => fold.append(events),
   );
-  const views = new IncrementalFold((start: Start) => (start ? ViewBuilder.resume(start.state.view) : new ViewBuilder()), (builder, events) => builder.append(events));
-  const runStates = new IncrementalFold((start: Start) => (start ? RunStateFold.resume(start.state.run, start.folded) : new RunStateFold()), (fold, events) => fold.append(events));
-  const specs = new IncrementalFold((start: Start) => SpecFold.resume(start?.state.spec, start?.state.mcp_tools), (fold, events) => fold.append(events));
-  const skills = new IncrementalFold((start: Start) => SkillsFold.resume(start?.state.skills), (fold, events) => fold.append(events));
+  const views = new IncrementalFold(
+    (start: Start) => (start ? ViewBuilder.resume(start.state.view) : new ViewBuilder()),
+    (builder, events) => builder.append(events),
+  );
+  const runStates = new IncrementalFold(
+    (start: Start) => (start ? RunStateFold.resume(start.state.run, start.folded) : new RunStateFold()),
+    (fold, events) => fold.append(events),
+  );
+  const specs = new IncrementalFold(
+    (start: Start) => SpecFold.resume(start?.state.spec, start?.state.mcp_tools),
+    (fold, events) => fold.append(events),
+  );
+  const skills = new IncrementalFold(
+    (start: Start) => SkillsFold.resume(start?.state.skills),
+    (fold, events) => fold.append(events),
+  );
   // renders what each step's view added; it follows the views itself, so events need not reach it
-  const renderers = new IncrementalFold(() => new ChatRenderer(messageCharacters), () => undefined);
+  const renderers = new IncrementalFold(
+    () => new ChatRenderer(messageCharacters),
+    () => undefined,
+  );
   const waker = deps.condenser
     ? new CondenserWaker<ConversationCheckpoint>({
         wakeups: deps.condenser,
@@ -85,18 +125,22 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
     }
     if (!(await isStillTail(delivery, ref, deps.log, deps.cache.tails, tail.streamSeq))) return NOT_TAIL;
     const takeStep = async (): Promise<HandleOutcome> => {
-      if (work.kind === 'finish') return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
+      if (work.kind === 'finish')
+        return await appendStep(deps, delivery, loaded, finishDrafts(ref), StepOutcome.Finished);
       const spec = specs.of(events, start);
       const lookup = deps.agents.of(spec.event(), spec.listed());
-      if (!lookup.ok) return await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error);
+      if (!lookup.ok)
+        return await appendStep(deps, delivery, loaded, unreadableSpecDrafts(ref, lookup.reason), StepOutcome.Error);
       const { agent } = lookup;
       const overBudget = await deps.budgets?.reached(ref.tenant);
-      if (overBudget) return await appendStep(deps, delivery, loaded, budgetStopDrafts(ref, overBudget), StepOutcome.Error);
+      if (overBudget)
+        return await appendStep(deps, delivery, loaded, budgetStopDrafts(ref, overBudget), StepOutcome.Error);
       // the tool runner lists the spec's MCP servers at its first commit; that commit wakes the step (docs/architecture.md, "MCP servers")
       if (agent.unlisted.length > 0) return WAITING_FOR_MCP;
 
       const tracked = deps.interrupts.track(ref, delivery.signal, tail.streamSeq);
-      const deltas = deps.streamDeltas === false ? undefined : new DeltaCoalescer((delta) => publishDelta(deps.nc, ref, delta));
+      const deltas =
+        deps.streamDeltas === false ? undefined : new DeltaCoalescer((delta) => publishDelta(deps.nc, ref, delta));
       const started = performance.now();
       let result;
       try {
@@ -142,13 +186,22 @@ function withOutcome(span: Span | undefined, outcome: HandleOutcome): HandleOutc
  * (`stepStandsAfter`: a title, or a pause): the step is then appended after it as it is. A reply
  * too large to store ends the run instead, saying why.
  */
-async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { ref, tail: decidedAt }: Delivered<ConversationCheckpoint>, decided: readonly EventDraft[], decidedOutcome: string): Promise<HandleOutcome> {
+async function appendStep(
+  deps: StepHandlerDependencies,
+  delivery: Delivery,
+  { ref, tail: decidedAt }: Delivered<ConversationCheckpoint>,
+  decided: readonly EventDraft[],
+  decidedOutcome: string,
+): Promise<HandleOutcome> {
   let drafts = decided;
   let outcome = decidedOutcome;
   let tail = decidedAt;
   for (;;) {
     try {
-      const commit = await appendSurely(deps.log, ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail, signal: delivery.signal });
+      const commit = await appendSurely(deps.log, ref, withPositionalIds(drafts, tail.lastSeq + 1), {
+        expected: tail,
+        signal: delivery.signal,
+      });
       deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       deps.metrics.appends.inc({ result: 'ok' });
       deps.budgets?.spent(ref.tenant, stepUsage(drafts));
@@ -169,7 +222,10 @@ async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { r
       if (!(error instanceof LogError) || error.code !== LogErrorCode.TooLarge || outcome === 'too_large') throw error;
       const system = { ...ref, source: 'system' as const };
       drafts = [
-        draftEvent(system, 'conversation_error', { code: 'reply_too_large', detail: `The model's reply could not be stored: ${error.message}.` }),
+        draftEvent(system, 'conversation_error', {
+          code: 'reply_too_large',
+          detail: `The model's reply could not be stored: ${error.message}.`,
+        }),
         draftEvent(system, 'state_change', { status: 'error', reason: "the model's reply was too large to store" }),
       ];
       outcome = 'too_large';
@@ -178,10 +234,16 @@ async function appendStep(deps: StepHandlerDependencies, delivery: Delivery, { r
 }
 
 /** The run stops: its tenant reached a budget (the step is not taken; the conversation rests in error, saying why). */
-function budgetStopDrafts(ref: { readonly tenant: string; readonly conversation: string }, detail: string): EventDraft[] {
+function budgetStopDrafts(
+  ref: { readonly tenant: string; readonly conversation: string },
+  detail: string,
+): EventDraft[] {
   const system = { ...ref, source: 'system' as const };
   return [
-    draftEvent(system, 'conversation_error', { code: 'tenant_budget_reached', detail: `${detail}: runs start again when the budget's period ends (UTC) or the operator raises it.` }),
+    draftEvent(system, 'conversation_error', {
+      code: 'tenant_budget_reached',
+      detail: `${detail}: runs start again when the budget's period ends (UTC) or the operator raises it.`,
+    }),
     draftEvent(system, 'state_change', { status: 'error', reason: detail }),
   ];
 }

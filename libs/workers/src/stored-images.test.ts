@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { AgentCatalog, parseAgentConfig } from '@flotilla/agent';
 import { draftEvent, type EventDraft } from '@flotilla/events';
 import { createLanguageModel } from '@flotilla/llm';
-import { fixtureReply, loadFixture, startTestServer, type FixtureName, type LlmTestServer, type TestProvider } from '@flotilla/llm/testing';
+import {
+  fixtureReply,
+  loadFixture,
+  startTestServer,
+  type FixtureName,
+  type LlmTestServer,
+  type TestProvider,
+} from '@flotilla/llm/testing';
 import { EventLog, type ConversationRef } from '@flotilla/log';
 import { ConversationCache, ImageStore, InterruptRegistry, ServiceMetrics, type StoredImage } from '@flotilla/runtime';
 import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
@@ -52,23 +59,57 @@ function png(size: number): Uint8Array {
 }
 
 /** One step of a conversation whose user message holds `image`: the body of the request its model was sent. */
-async function stepWith(provider: TestProvider, image: StoredImage, options: { tenant?: string; vision?: boolean } = {}): Promise<Record<string, unknown>> {
+async function stepWith(
+  provider: TestProvider,
+  image: StoredImage,
+  options: { tenant?: string; vision?: boolean } = {},
+): Promise<Record<string, unknown>> {
   await using server: LlmTestServer = await startTestServer();
   server.enqueue(fixtureReply(loadFixture(FIXTURES[provider])));
   const baseURL = provider === 'anthropic' ? server.url : server.baseURL;
-  const agent = parseAgentConfig({ llm: { provider, model: 'vision-model', baseURL, ...(options.vision === undefined ? {} : { vision: options.vision }) }, tools: ['think', 'finish'] });
-  const agents = new ConversationAgents({ catalog: new AgentCatalog(agent), registry: tools, images, createModel: (config) => createLanguageModel({ ...config, apiKey: 'test-key', retry: { maxAttempts: 1 } }) });
-  const handle = createStepHandler({ log, cache: new ConversationCache(log), agents, interrupts: new InterruptRegistry(), nc, metrics: new ServiceMetrics('test'), streamDeltas: false });
+  const agent = parseAgentConfig({
+    llm: {
+      provider,
+      model: 'vision-model',
+      baseURL,
+      ...(options.vision === undefined ? {} : { vision: options.vision }),
+    },
+    tools: ['think', 'finish'],
+  });
+  const agents = new ConversationAgents({
+    catalog: new AgentCatalog(agent),
+    registry: tools,
+    images,
+    createModel: (config) => createLanguageModel({ ...config, apiKey: 'test-key', retry: { maxAttempts: 1 } }),
+  });
+  const handle = createStepHandler({
+    log,
+    cache: new ConversationCache(log),
+    agents,
+    interrupts: new InterruptRegistry(),
+    nc,
+    metrics: new ServiceMetrics('test'),
+    streamDeltas: false,
+  });
   const ref: ConversationRef = { tenant: options.tenant ?? 'acme', conversation: uniqueName('c') };
   const drafts: EventDraft[] = [
     draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'idle', reason: 'created' }),
-    draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'What is on this screen?' }, { type: 'image', ...image }] }),
+    draftEvent({ ...ref, source: 'user' }, 'message', {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'What is on this screen?' },
+        { type: 'image', ...image },
+      ],
+    }),
     draftEvent({ ...ref, source: 'user' }, 'state_change', { status: 'running', reason: 'message with run' }),
   ];
   const commit = await log.append(ref, drafts, { expected: await log.tail(ref) });
   // the log holds the image by reference only, in a v4 commit
   const { events } = await log.readEvents(ref);
-  expect(events[1]).toMatchObject({ v: 4, content: [{ type: 'text' }, { type: 'image', sha256: image.sha256, bytes: image.bytes }] });
+  expect(events[1]).toMatchObject({
+    v: 4,
+    content: [{ type: 'text' }, { type: 'image', sha256: image.sha256, bytes: image.bytes }],
+  });
   expect(JSON.stringify(events).length).toBeLessThan(2_000);
   const outcome = await handle(await storedDelivery(log, ref, commit.streamSeq));
   expect(outcome.outcome).not.toBe('retry');
@@ -97,7 +138,9 @@ describe('an image in a user message', () => {
 
   it('reaches the OpenAI Responses API as an input_image', async () => {
     const body = await stepWith('openai-responses', image);
-    const user = (body['input'] as { type: string; role?: string; content?: unknown }[]).find((item) => item.role === 'user');
+    const user = (body['input'] as { type: string; role?: string; content?: unknown }[]).find(
+      (item) => item.role === 'user',
+    );
     expect(user?.content).toEqual([
       { type: 'input_text', text: 'What is on this screen?' },
       { type: 'input_image', image_url: `data:image/png;base64,${base64}`, detail: 'auto' },
@@ -106,8 +149,12 @@ describe('an image in a user message', () => {
 
   it('reaches Anthropic Messages as an image block with a base64 source', async () => {
     const body = await stepWith('anthropic', image);
-    const user = (body['messages'] as { role: string; content: { type: string }[] }[]).find((message) => message.role === 'user');
-    expect(user?.content.map(({ cache_control: _cache, ...block }: { type: string; cache_control?: unknown }) => block)).toEqual([
+    const user = (body['messages'] as { role: string; content: { type: string }[] }[]).find(
+      (message) => message.role === 'user',
+    );
+    expect(
+      user?.content.map(({ cache_control: _cache, ...block }: { type: string; cache_control?: unknown }) => block),
+    ).toEqual([
       { type: 'text', text: 'What is on this screen?' },
       { type: 'image', source: { type: 'base64', media_type: 'image/png', data: base64 } },
     ]);
@@ -117,7 +164,9 @@ describe('an image in a user message', () => {
     const note = '[image screen.png (image/png, 300 KiB) not shown: this model does not take images]';
     const chat = await stepWith('openai-chat', image, { vision: false });
     expect(JSON.stringify(chat)).not.toContain(base64.slice(0, 64));
-    expect((chat['messages'] as { role: string; content: unknown }[]).find((message) => message.role === 'user')?.content).toBe(`What is on this screen?\n${note}`);
+    expect(
+      (chat['messages'] as { role: string; content: unknown }[]).find((message) => message.role === 'user')?.content,
+    ).toBe(`What is on this screen?\n${note}`);
     const anthropic = await stepWith('anthropic', image, { vision: false });
     expect(JSON.stringify(anthropic)).toContain(note);
     expect(JSON.stringify(anthropic)).not.toContain('"type":"image"');
@@ -129,6 +178,8 @@ describe('an image in a user message', () => {
   it("is never another tenant's: a log of globex naming acme's image gets a note that it is not stored", async () => {
     const body = await stepWith('openai-chat', image, { tenant: 'globex' });
     expect(JSON.stringify(body)).not.toContain(base64.slice(0, 64));
-    expect(JSON.stringify(body)).toContain('[image screen.png (image/png, 300 KiB) not shown: the image is no longer stored]');
+    expect(JSON.stringify(body)).toContain(
+      '[image screen.png (image/png, 300 KiB) not shown: the image is no longer stored]',
+    );
   });
 });

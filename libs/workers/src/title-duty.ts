@@ -66,7 +66,12 @@ export class TitleDuty {
     let result = this.#inHand.get(key(ref));
     let current = conversation;
     if (!result) {
-      result = await titleOrFail(work.message, await this.deps.model(ref, agent), { ...ref, source: 'system' }, delivery.signal);
+      result = await titleOrFail(
+        work.message,
+        await this.deps.model(ref, agent),
+        { ...ref, source: 'system' },
+        delivery.signal,
+      );
       // the run went on meanwhile: decide at the tail as it is now
       current = await this.deps.cache.load(ref);
     }
@@ -82,7 +87,9 @@ export class TitleDuty {
       }
       try {
         const { tail } = current;
-        const commit = await appendSurely(this.deps.log, ref, withPositionalIds(result.drafts, tail.lastSeq + 1), { expected: tail });
+        const commit = await appendSurely(this.deps.log, ref, withPositionalIds(result.drafts, tail.lastSeq + 1), {
+          expected: tail,
+        });
         this.deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
         this.#inHand.delete(key(ref));
         return { ack: true, outcome: result.title === undefined ? 'title_failed' : 'titled' };

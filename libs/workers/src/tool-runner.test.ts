@@ -26,7 +26,11 @@ async function fixture(lost: LostAnswer) {
   const losing = losingFirstAnswer(log, lost.of, lost.when);
   const faulty = losing.log;
   const home = await mkdtemp(join(tmpdir(), 'flotilla-tool-runner-'));
-  const runners = await RunnerRegistry.open(nc, { runnersBucket: uniqueName('runners'), workspacesBucket: uniqueName('workspaces'), livenessMs: 3_000 });
+  const runners = await RunnerRegistry.open(nc, {
+    runnersBucket: uniqueName('runners'),
+    workspacesBucket: uniqueName('workspaces'),
+    livenessMs: 3_000,
+  });
   const sandboxes = new SandboxPool(createNoneProvider(DEFAULT_SANDBOX_SETTINGS), { idleStopMs: 60_000 });
   const tools = new ToolRegistry(createBuiltinTools());
   const runner = new ToolRunner({
@@ -57,14 +61,26 @@ async function fixture(lost: LostAnswer) {
         ref,
         [
           draftEvent(system, 'state_change', { status: 'idle', reason: 'created' }),
-          draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'Run it' }] }),
+          draftEvent({ ...ref, source: 'user' }, 'message', {
+            role: 'user',
+            content: [{ type: 'text', text: 'Run it' }],
+          }),
           draftEvent(system, 'state_change', { status: 'running' }),
         ],
         { expected: await log.tail(ref) },
       );
       const input = { command };
-      const action = draftEvent({ ...ref, source: 'agent' }, 'action', { tool_name: 'terminal', tool_call_id: 'call_1', arguments: JSON.stringify(input), input, thought: [], response_id: 'r1', security_risk: 'low' });
-      return (await log.append(ref, [action], { expected: { streamSeq: started.streamSeq, lastSeq: started.lastSeq } })).streamSeq;
+      const action = draftEvent({ ...ref, source: 'agent' }, 'action', {
+        tool_name: 'terminal',
+        tool_call_id: 'call_1',
+        arguments: JSON.stringify(input),
+        input,
+        thought: [],
+        response_id: 'r1',
+        security_risk: 'low',
+      });
+      return (await log.append(ref, [action], { expected: { streamSeq: started.streamSeq, lastSeq: started.lastSeq } }))
+        .streamSeq;
     },
     deliver: async (streamSeq: number) => handle(await storedDelivery(log, ref, streamSeq)),
     events: async (): Promise<Event[]> => (await log.readEvents(ref)).events,
@@ -87,18 +103,21 @@ const LOST_ANSWERS: LostAnswer[] = [
 ];
 
 describe('tool runner: an append whose answer was lost', () => {
-  it.each(LOST_ANSWERS)('runs the action once and answers it once (the answer of $of lost $when), instead of calling it interrupted on a redelivery', async (lost) => {
-    await using f = await fixture(lost);
-    const seq = await f.act('echo ran >> effects.log');
-    expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'executed' });
-    expect(f.answersLost()).toBe(1);
+  it.each(LOST_ANSWERS)(
+    'runs the action once and answers it once (the answer of $of lost $when), instead of calling it interrupted on a redelivery',
+    async (lost) => {
+      await using f = await fixture(lost);
+      const seq = await f.act('echo ran >> effects.log');
+      expect(await f.deliver(seq)).toEqual({ ack: true, outcome: 'executed' });
+      expect(f.answersLost()).toBe(1);
 
-    const events = await f.events();
-    expect(events.filter((event) => event.type === 'execution_started')).toHaveLength(1);
-    const observations = events.filter((event) => event.type === 'observation');
-    expect(observations.map((event) => event.is_error)).toEqual([false]);
-    expect(await readFile(join(f.workspace, 'effects.log'), 'utf8')).toBe('ran\n');
-  });
+      const events = await f.events();
+      expect(events.filter((event) => event.type === 'execution_started')).toHaveLength(1);
+      const observations = events.filter((event) => event.type === 'observation');
+      expect(observations.map((event) => event.is_error)).toEqual([false]);
+      expect(await readFile(join(f.workspace, 'effects.log'), 'utf8')).toBe('ran\n');
+    },
+  );
 });
 
 describe('tool runner: workspaces on the host', () => {

@@ -1,10 +1,49 @@
 import { chmod, mkdir, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { whileUnavailable } from '@flotilla/bus';
-import { actionPaths, DelegationFold, executeActions, HooksConfig, interruptedDrafts, prepareDrafts, readAgentSpec, withToolHooks, type AroundAction, type PrepareNeeds, readWorkspaceContext, SkillsFold, SpecFold, unlistedServers, type AgentSpec, withPathRules, workspaceRelative, type NextWork } from '@flotilla/agent';
-import { draftEvent, withPositionalIds, type ActionEvent as LoggedAction, type Event, type EventDraft, type McpToolsEvent } from '@flotilla/events';
+import {
+  actionPaths,
+  DelegationFold,
+  executeActions,
+  HooksConfig,
+  interruptedDrafts,
+  prepareDrafts,
+  readAgentSpec,
+  withToolHooks,
+  type AroundAction,
+  type PrepareNeeds,
+  readWorkspaceContext,
+  SkillsFold,
+  SpecFold,
+  unlistedServers,
+  type AgentSpec,
+  withPathRules,
+  workspaceRelative,
+  type NextWork,
+} from '@flotilla/agent';
+import {
+  draftEvent,
+  withPositionalIds,
+  type ActionEvent as LoggedAction,
+  type Event,
+  type EventDraft,
+  type McpToolsEvent,
+} from '@flotilla/events';
 import { appendSurely, assertConversationRef, isConflict, type ConversationRef, type EventLog } from '@flotilla/log';
-import { answerWorkspace, parseWorkspaceRequest, RunnerHeader, RunnerSubjects, setRecent, type CachedConversation, type CommitHandler, type ConversationCache, type InterruptRegistry, type Logger, type RunnerRegistry, type ServiceMetrics } from '@flotilla/runtime';
+import {
+  answerWorkspace,
+  parseWorkspaceRequest,
+  RunnerHeader,
+  RunnerSubjects,
+  setRecent,
+  type CachedConversation,
+  type CommitHandler,
+  type ConversationCache,
+  type InterruptRegistry,
+  type Logger,
+  type RunnerRegistry,
+  type ServiceMetrics,
+} from '@flotilla/runtime';
 import { formatBytes, RestartReason, workspaceUsage, type Sandbox, type SandboxPool } from '@flotilla/sandbox';
 import { createToolContext, openWorkspace, type ToolRegistry, type Workspace } from '@flotilla/tools';
 import { headers, type Msg, type NatsConnection, type Subscription } from '@nats-io/transport-node';
@@ -14,7 +53,12 @@ import { commitSpan } from './commit-span.js';
 import { runHook } from './hook-runner.js';
 import { McpSessions } from './mcp-sessions.js';
 import { IncrementalFold, incrementalProgress } from './incremental-fold.js';
-import { WorkspaceFiles, type OpenedWorkspace, type WorkspaceAccess, type WorkspaceFilesOptions } from './workspace-files.js';
+import {
+  WorkspaceFiles,
+  type OpenedWorkspace,
+  type WorkspaceAccess,
+  type WorkspaceFilesOptions,
+} from './workspace-files.js';
 
 export type ToolRunnerDependencies = {
   readonly runnerId: string;
@@ -129,7 +173,10 @@ export class ToolRunner {
   constructor(deps: ToolRunnerDependencies) {
     this.#deps = deps;
     this.#mcp = new McpSessions({ builtins: deps.tools, logger: deps.logger });
-    const access: WorkspaceAccess = { use: (ref, task) => this.#useWorkspace(ref, task), privateDir: (ref) => join(deps.privateRoot, ref.tenant, ref.conversation) };
+    const access: WorkspaceAccess = {
+      use: (ref, task) => this.#useWorkspace(ref, task),
+      privateDir: (ref) => join(deps.privateRoot, ref.tenant, ref.conversation),
+    };
     this.#files = new WorkspaceFiles(access, {
       nc: deps.nc,
       logger: deps.logger,
@@ -154,24 +201,36 @@ export class ToolRunner {
     this.#heartbeat = setInterval(() => {
       this.#beat().catch((error: unknown) => this.#deps.logger.warn({ err: error }, 'heartbeat failed'));
     }, heartbeatMs);
-    const answer = <T>(parse: (message: Msg) => T | string, act: (request: T) => Promise<void>) => (_error: unknown, message: Msg) => {
-      const request = parse(message);
-      if (typeof request === 'string') {
-        message.respond(JSON.stringify({ ok: false, error: `bad request: ${request}` }));
-        return;
-      }
-      act(request).then(
-        () => message.respond(JSON.stringify({ ok: true })),
-        (error: unknown) => message.respond(JSON.stringify({ ok: false, error: (error as Error).message })),
-      );
-    };
+    const answer =
+      <T>(parse: (message: Msg) => T | string, act: (request: T) => Promise<void>) =>
+      (_error: unknown, message: Msg) => {
+        const request = parse(message);
+        if (typeof request === 'string') {
+          message.respond(JSON.stringify({ ok: false, error: `bad request: ${request}` }));
+          return;
+        }
+        act(request).then(
+          () => message.respond(JSON.stringify({ ok: true })),
+          (error: unknown) => message.respond(JSON.stringify({ ok: false, error: (error as Error).message })),
+        );
+      };
     const { nc, runnerId } = this.#deps;
     this.#subscriptions.push(
-      nc.subscribe(this.wakeSubject, { callback: answer(parseForward, (forwarded) => this.#executeForwarded(forwarded)) }),
+      nc.subscribe(this.wakeSubject, {
+        callback: answer(parseForward, (forwarded) => this.#executeForwarded(forwarded)),
+      }),
       nc.subscribe(RunnerSubjects.delete(runnerId), { callback: answer(parseRef, (ref) => this.deleteWorkspace(ref)) }),
-      nc.subscribe(RunnerSubjects.deleteAny, { queue: RunnerSubjects.deleteQueue, callback: answer(parseRef, (ref) => this.deleteWorkspace(ref)) }),
-      nc.subscribe(RunnerSubjects.workspace(runnerId), { callback: (_error, message) => this.#answerWorkspace(message) }),
-      nc.subscribe(RunnerSubjects.workspaceAny, { queue: RunnerSubjects.deleteQueue, callback: (_error, message) => this.#answerWorkspace(message) }),
+      nc.subscribe(RunnerSubjects.deleteAny, {
+        queue: RunnerSubjects.deleteQueue,
+        callback: answer(parseRef, (ref) => this.deleteWorkspace(ref)),
+      }),
+      nc.subscribe(RunnerSubjects.workspace(runnerId), {
+        callback: (_error, message) => this.#answerWorkspace(message),
+      }),
+      nc.subscribe(RunnerSubjects.workspaceAny, {
+        queue: RunnerSubjects.deleteQueue,
+        callback: (_error, message) => this.#answerWorkspace(message),
+      }),
     );
   }
 
@@ -179,17 +238,29 @@ export class ToolRunner {
   #answerWorkspace(message: Msg): void {
     const { runnerId, logger } = this.#deps;
     const request = parseWorkspaceRequest(message);
-    if (typeof request === 'string') return answerWorkspace(message, runnerId, { code: 'invalid_request', message: request });
+    if (typeof request === 'string')
+      return answerWorkspace(message, runnerId, { code: 'invalid_request', message: request });
     const { ref } = request;
     const answered = async (): Promise<void> => {
       const owned = await this.#ownForRequest(ref);
       // the owner, when this runner knows it, is asked next (a sub-agent's shared workspace is owned as its parent's)
-      if (owned !== true) return answerWorkspace(message, runnerId, { code: 'moved', message: 'another tool runner owns this workspace', ...(owned.owner ? { owner: owned.owner } : {}) });
+      if (owned !== true)
+        return answerWorkspace(message, runnerId, {
+          code: 'moved',
+          message: 'another tool runner owns this workspace',
+          ...(owned.owner ? { owner: owned.owner } : {}),
+        });
       answerWorkspace(message, runnerId, await this.#files.handle(request));
     };
     answered().catch((error: unknown) => {
-      logger.warn({ err: error, conversation: ref.conversation, tenant: ref.tenant, op: request.op.op }, 'a workspace request failed');
-      answerWorkspace(message, runnerId, { code: 'unavailable', message: `The tool runner could not do it: ${(error as Error).message}` });
+      logger.warn(
+        { err: error, conversation: ref.conversation, tenant: ref.tenant, op: request.op.op },
+        'a workspace request failed',
+      );
+      answerWorkspace(message, runnerId, {
+        code: 'unavailable',
+        message: `The tool runner could not do it: ${(error as Error).message}`,
+      });
     });
   }
 
@@ -211,12 +282,18 @@ export class ToolRunner {
       return true;
     }
     if (owner?.runner && (await runners.isAlive(owner.runner))) return { owner: owner.runner };
-    const existed = await stat(join(this.#deps.workspaceRoot, home.tenant, home.conversation)).then(() => true, () => false);
+    const existed = await stat(join(this.#deps.workspaceRoot, home.tenant, home.conversation)).then(
+      () => true,
+      () => false,
+    );
     if (!(await runners.claim(home, runnerId, owner))) return { owner: undefined };
     this.#confirmOwned(home, asked);
     if (owner !== undefined && owner.runner !== '') {
       this.#untoldTakeOvers.set(key(ref), existed);
-      this.#deps.logger.info({ conversation: ref.conversation, tenant: ref.tenant, previousOwner: owner.runner }, 'took over the workspace for a workspace request');
+      this.#deps.logger.info(
+        { conversation: ref.conversation, tenant: ref.tenant, previousOwner: owner.runner },
+        'took over the workspace for a workspace request',
+      );
     }
     return true;
   }
@@ -227,14 +304,23 @@ export class ToolRunner {
     const { root } = await this.#workspaceDirectory(ref, this.#home(ref, conversation.events), false);
     const revealed = await this.#secrets(ref, this.#inForce(conversation.events).modelKey);
     const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
-    return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: revealed.sandbox }, async ({ sandbox, restarted }) => {
-      if (restarted) this.#restartNotes.set(key(ref), restarted);
-      // a request may write (an upload): the workspace's filesystem, where it gets one, is made first
-      await sandbox.prepareWorkspace?.();
-      const workspace = this.#workspaces.get(key(ref)) ?? (await openWorkspace(root, { shownRoot: sandbox.workspacePath, owner: sandbox.owner, readOnly: { root: sandbox.privateDir, shownRoot: sandbox.toInside(sandbox.privateDir) } }));
-      setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
-      return await task({ workspace, sandbox, secrets: revealed.all });
-    });
+    return await this.#deps.sandboxes.use(
+      { id: key(ref), workspace: root, privateDir, env: revealed.sandbox },
+      async ({ sandbox, restarted }) => {
+        if (restarted) this.#restartNotes.set(key(ref), restarted);
+        // a request may write (an upload): the workspace's filesystem, where it gets one, is made first
+        await sandbox.prepareWorkspace?.();
+        const workspace =
+          this.#workspaces.get(key(ref)) ??
+          (await openWorkspace(root, {
+            shownRoot: sandbox.workspacePath,
+            owner: sandbox.owner,
+            readOnly: { root: sandbox.privateDir, shownRoot: sandbox.toInside(sandbox.privateDir) },
+          }));
+        setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
+        return await task({ workspace, sandbox, secrets: revealed.all });
+      },
+    );
   }
 
   /**
@@ -283,25 +369,33 @@ export class ToolRunner {
       const { ref, conversation } = loaded;
       const work = await this.#decide(conversation.events, this.#executing.has(key(ref)));
       if (work.kind === 'in_progress') {
-        if (!(await isStillTail(delivery, ref, this.#deps.log, this.#deps.cache.tails, conversation.tail.streamSeq))) return NOT_TAIL;
+        if (!(await isStillTail(delivery, ref, this.#deps.log, this.#deps.cache.tails, conversation.tail.streamSeq)))
+          return NOT_TAIL;
         // Someone (maybe us) is running these. Never ack on a liveness judgement: the runner may
         // die before it appends, so look again later until the results are in the log.
         return { ack: false, outcome: 'in_progress', delayMs: Math.ceil(this.#deps.runners.livenessMs / 2) };
       }
       // the workspace's context is read by its owner, as its actions are run; so are its MCP servers listed, before the step that may use them
-      if (work.kind !== 'execute' && work.kind !== 'prepare' && this.#mcpOwed(work, conversation.events) === undefined) return { ack: true, outcome: 'nothing_to_run' };
+      if (work.kind !== 'execute' && work.kind !== 'prepare' && this.#mcpOwed(work, conversation.events) === undefined)
+        return { ack: true, outcome: 'nothing_to_run' };
 
       // the workspace's owner runs the batch (a sub-agent's shared workspace: its parent's)
       const home = this.#home(ref, conversation.events);
       if (this.#ownsRecently(home)) {
-        await inSpan('tool_batch', commitSpan(delivery, ref), () => this.#executeFor(ref, false, delivery.signal, conversation));
+        await inSpan('tool_batch', commitSpan(delivery, ref), () =>
+          this.#executeFor(ref, false, delivery.signal, conversation),
+        );
         return { ack: true, outcome: 'executed' };
       }
       // another live runner that owns it, remembered while its heartbeat says alive, else read
       const remembered = this.#peerOwner(home);
       const asked = Date.now();
       const owner = remembered === undefined ? await this.#deps.runners.owner(home) : undefined;
-      const peer = remembered ?? (owner?.runner && owner.runner !== this.#deps.runnerId && (await this.#rememberPeer(home, owner.runner)) ? owner.runner : undefined);
+      const peer =
+        remembered ??
+        (owner?.runner && owner.runner !== this.#deps.runnerId && (await this.#rememberPeer(home, owner.runner))
+          ? owner.runner
+          : undefined);
       if (peer !== undefined) {
         // The owner answers once the batch is appended; if it takes longer, or dies, look again later.
         try {
@@ -316,7 +410,9 @@ export class ToolRunner {
             timeout: this.#deps.forwardTimeoutMs ?? this.#deps.runners.livenessMs * 2,
           });
           const answer = reply.json<{ ok: boolean; error?: string }>();
-          return answer.ok ? { ack: true, outcome: 'forwarded' } : { ack: false, outcome: 'forward_failed', delayMs: 1_000 };
+          return answer.ok
+            ? { ack: true, outcome: 'forwarded' }
+            : { ack: false, outcome: 'forward_failed', delayMs: 1_000 };
         } catch {
           // unanswered: it may have stopped; the next delivery reads who owns the workspace again
           this.#peerOwners.delete(key(home));
@@ -325,12 +421,17 @@ export class ToolRunner {
         }
       }
       const tookOver = owner !== undefined && owner.runner !== '' && owner.runner !== this.#deps.runnerId;
-      if (owner?.runner !== this.#deps.runnerId && !(await this.#deps.runners.claim(home, this.#deps.runnerId, owner))) {
+      if (
+        owner?.runner !== this.#deps.runnerId &&
+        !(await this.#deps.runners.claim(home, this.#deps.runnerId, owner))
+      ) {
         return { ack: false, outcome: 'claim_lost', delayMs: 200 };
       }
       this.#confirmOwned(home, asked);
       if (tookOver) delivery.logger.info({ previousOwner: owner?.runner }, 'took over the workspace');
-      await inSpan('tool_batch', commitSpan(delivery, ref, { 'flotilla.took_over': tookOver }), () => this.#executeFor(ref, tookOver, delivery.signal, conversation));
+      await inSpan('tool_batch', commitSpan(delivery, ref, { 'flotilla.took_over': tookOver }), () =>
+        this.#executeFor(ref, tookOver, delivery.signal, conversation),
+      );
       return { ack: true, outcome: 'executed' };
     };
   }
@@ -344,7 +445,10 @@ export class ToolRunner {
     const progress = this.#progress.of(events);
     const alive = new Map<string, boolean>();
     for (const runner of progress.startedByRunners()) {
-      alive.set(runner, runner === this.#deps.runnerId ? selfBusy : (await this.#deps.runners.aliveUntil(runner)) !== undefined);
+      alive.set(
+        runner,
+        runner === this.#deps.runnerId ? selfBusy : (await this.#deps.runners.aliveUntil(runner)) !== undefined,
+      );
     }
     return progress.nextWork({ runnerAlive: (runner) => alive.get(runner) ?? false });
   }
@@ -354,8 +458,15 @@ export class ToolRunner {
    * directly follows what the cache holds, the batch starts without reading the log.
    */
   #executeForwarded(forwarded: Forwarded): Promise<void> {
-    const attributes = { 'flotilla.tenant': forwarded.ref.tenant, 'flotilla.conversation': forwarded.ref.conversation, 'flotilla.stream_seq': forwarded.streamSeq, 'flotilla.forwarded': true };
-    return inSpan('tool_batch', { parent: forwarded.traceparent ?? '', attributes }, () => this.#runForwarded(forwarded));
+    const attributes = {
+      'flotilla.tenant': forwarded.ref.tenant,
+      'flotilla.conversation': forwarded.ref.conversation,
+      'flotilla.stream_seq': forwarded.streamSeq,
+      'flotilla.forwarded': true,
+    };
+    return inSpan('tool_batch', { parent: forwarded.traceparent ?? '', attributes }, () =>
+      this.#runForwarded(forwarded),
+    );
   }
 
   async #runForwarded(forwarded: Forwarded): Promise<void> {
@@ -363,8 +474,13 @@ export class ToolRunner {
     const cached = this.#deps.cache.peek(ref);
     // Forwarded here because another runner read that this one owns the workspace, at a time this
     // runner does not know: its ownership is not noted from that (its own deliveries read it once).
-    if (!cached || cached.tail.streamSeq >= streamSeq || this.#executing.has(key(ref))) return this.#executeFor(ref, false);
-    const loaded = await this.#deps.cache.load(ref, streamSeq, { subject: this.#deps.log.filter(ref), seq: streamSeq, data });
+    if (!cached || cached.tail.streamSeq >= streamSeq || this.#executing.has(key(ref)))
+      return this.#executeFor(ref, false);
+    const loaded = await this.#deps.cache.load(ref, streamSeq, {
+      subject: this.#deps.log.filter(ref),
+      seq: streamSeq,
+      data,
+    });
     return this.#executeFor(ref, false, undefined, loaded);
   }
 
@@ -413,13 +529,19 @@ export class ToolRunner {
   #ownsRecently(ref: ConversationRef): boolean {
     const confirmedAt = this.#owned.get(key(ref));
     if (confirmedAt === undefined) return false;
-    if (confirmedAt >= this.#beats.unbrokenSince && Date.now() - this.#beats.lastAt < this.#deps.runners.livenessMs / 2) return true;
+    if (confirmedAt >= this.#beats.unbrokenSince && Date.now() - this.#beats.lastAt < this.#deps.runners.livenessMs / 2)
+      return true;
     this.#owned.delete(key(ref));
     return false;
   }
 
   /** Runs whatever the conversation's log says is due, one batch at a time; serialised per conversation. */
-  async #executeFor(ref: ConversationRef, tookOver: boolean, signal?: AbortSignal, loaded?: CachedConversation): Promise<void> {
+  async #executeFor(
+    ref: ConversationRef,
+    tookOver: boolean,
+    signal?: AbortSignal,
+    loaded?: CachedConversation,
+  ): Promise<void> {
     // Chain after any batch already running here, then look at the log again: work that arrived
     // while it ran is never assumed done.
     const previous = this.#executing.get(key(ref));
@@ -439,7 +561,12 @@ export class ToolRunner {
    * an append of ours the cache holds the log as of that append: a later commit is delivered and
    * handled on its own, and an append that meets one conflicts and reads the log again.
    */
-  async #runBatches(ref: ConversationRef, tookOver: boolean, signal?: AbortSignal, loaded?: CachedConversation): Promise<void> {
+  async #runBatches(
+    ref: ConversationRef,
+    tookOver: boolean,
+    signal?: AbortSignal,
+    loaded?: CachedConversation,
+  ): Promise<void> {
     let note = tookOver;
     let known = loaded;
     for (let round = 0; round < 50; round += 1) {
@@ -460,19 +587,29 @@ export class ToolRunner {
       const context = { ...ref, source: 'system' as const };
       const drafts: EventDraft[] = interruptedDrafts(work.interrupted, context);
       if (work.actions.length > 0) {
-        drafts.push(draftEvent(context, 'execution_started', { action_ids: work.actions.map((action) => action.id), runner: this.#deps.runnerId }));
+        drafts.push(
+          draftEvent(context, 'execution_started', {
+            action_ids: work.actions.map((action) => action.id),
+            runner: this.#deps.runnerId,
+          }),
+        );
       }
       let started;
       try {
         // an append whose answer was lost is tried again until its outcome is known: thrown here
         // instead, a redelivery would find the start recorded and answer the actions as interrupted,
         // though none of them ran
-        started = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
+        started = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), {
+          expected: conversation.tail,
+        });
       } catch (error) {
         if (isConflict(error)) continue;
         throw error;
       }
-      this.#deps.cache.appended(ref, conversation.tail, started.events, { streamSeq: started.streamSeq, lastSeq: started.lastSeq });
+      this.#deps.cache.appended(ref, conversation.tail, started.events, {
+        streamSeq: started.streamSeq,
+        lastSeq: started.lastSeq,
+      });
       known = this.#deps.cache.peek(ref);
       if (known?.tail.streamSeq !== started.streamSeq) known = undefined;
       if (work.actions.length === 0) continue;
@@ -488,11 +625,18 @@ export class ToolRunner {
    * waits for it. Returns the conversation as the append left it, if the cache
    * holds just that; undefined (read the log again) after a conflict: another commit landed first.
    */
-  async #prepare(ref: ConversationRef, conversation: CachedConversation, needs: PrepareNeeds): Promise<CachedConversation | undefined> {
+  async #prepare(
+    ref: ConversationRef,
+    conversation: CachedConversation,
+    needs: PrepareNeeds,
+  ): Promise<CachedConversation | undefined> {
     const { root } = await this.#workspaceDirectory(ref, this.#home(ref, conversation.events), false);
     const hooks = this.#hooksInForce(conversation.events);
     const hooksOwed = needs.sessionStart || needs.prompts.length > 0 || needs.stop || needs.sessionEnd;
-    const answer = async (sandbox: Sandbox | undefined, secrets: Readonly<Record<string, string>>): Promise<EventDraft[]> => {
+    const answer = async (
+      sandbox: Sandbox | undefined,
+      secrets: Readonly<Record<string, string>>,
+    ): Promise<EventDraft[]> => {
       const workspace = this.#workspaces.get(key(ref)) ?? (await openWorkspace(root));
       const drafts = await prepareDrafts({
         needs,
@@ -503,7 +647,8 @@ export class ToolRunner {
         run: (hook, input) => runHook(hook, input, sandbox),
       });
       // a hook's output leaves this runner as any tool's does: host paths as the agent sees them, no secret's value
-      const present = (text: string): string => (this.#deps.mask ? this.#deps.mask(workspace.show(text), secrets) : workspace.show(text));
+      const present = (text: string): string =>
+        this.#deps.mask ? this.#deps.mask(workspace.show(text), secrets) : workspace.show(text);
       return drafts.map((draft) => presentDraft(draft, present));
     };
     let drafts: EventDraft[];
@@ -512,7 +657,10 @@ export class ToolRunner {
       // hooks run in the conversation's sandbox, with its secrets in their environment as its commands have
       const secrets = await this.#secrets(ref, this.#inForce(conversation.events).modelKey);
       const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
-      drafts = await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: secrets.sandbox }, ({ sandbox }) => answer(sandbox, secrets.all));
+      drafts = await this.#deps.sandboxes.use(
+        { id: key(ref), workspace: root, privateDir, env: secrets.sandbox },
+        ({ sandbox }) => answer(sandbox, secrets.all),
+      );
     }
     if (drafts.length === 0) return undefined;
     return await this.#appendAtTail(ref, conversation, drafts);
@@ -533,7 +681,13 @@ export class ToolRunner {
   /** What a batch of actions runs with, from the log: its skills, the spec's MCP servers and hooks, the secret that is its model's key. */
   #inForce(events: readonly Event[], ref?: ConversationRef): InForce {
     const modelKey = this.#specInForce(events)?.llm.apiKeySecret;
-    return { skills: this.#skills.of(events), mcp: this.#mcpInForce(events), hooks: this.#hooksInForce(events), ...(modelKey ? { modelKey } : {}), ...(ref ? { home: this.#home(ref, events) } : {}) };
+    return {
+      skills: this.#skills.of(events),
+      mcp: this.#mcpInForce(events),
+      hooks: this.#hooksInForce(events),
+      ...(modelKey ? { modelKey } : {}),
+      ...(ref ? { home: this.#home(ref, events) } : {}),
+    };
   }
 
   /**
@@ -541,7 +695,10 @@ export class ToolRunner {
    * its sandbox gets: all but the one the spec's model key is — the model's key is for the step
    * workers, and the agent's commands have no use for it.
    */
-  async #secrets(ref: ConversationRef, modelKey: string | undefined): Promise<{ readonly all: Record<string, string>; readonly sandbox: Record<string, string> }> {
+  async #secrets(
+    ref: ConversationRef,
+    modelKey: string | undefined,
+  ): Promise<{ readonly all: Record<string, string>; readonly sandbox: Record<string, string> }> {
     const all = (await this.#deps.secrets?.reveal(ref)) ?? {};
     if (modelKey === undefined || !(modelKey in all)) return { all, sandbox: all };
     const { [modelKey]: _key, ...sandbox } = all;
@@ -577,25 +734,48 @@ export class ToolRunner {
    * one commit. Returns the conversation as the append left it, if the cache holds just that;
    * undefined (read the log again) after a conflict.
    */
-  async #listMcpServers(ref: ConversationRef, conversation: CachedConversation, owed: McpOwed): Promise<CachedConversation | undefined> {
+  async #listMcpServers(
+    ref: ConversationRef,
+    conversation: CachedConversation,
+    owed: McpOwed,
+  ): Promise<CachedConversation | undefined> {
     const { root } = await this.#workspaceDirectory(ref, this.#home(ref, conversation.events), false);
     const revealed = await this.#secrets(ref, this.#inForce(conversation.events).modelKey);
     const secrets = revealed.all;
     const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
-    const drafts = await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: revealed.sandbox }, async ({ sandbox, restarted }) => {
-      if (restarted) this.#restartNotes.set(key(ref), restarted);
-      const listings = await this.#mcp.list({ id: key(ref), spec: owed.spec, sandbox, secrets }, owed.servers);
-      // what leaves this runner shows no host path and no secret's value, whatever a server printed
-      const present = (text: string): string => {
-        const shown = text.replaceAll(root, sandbox.workspacePath);
-        return this.#deps.mask ? this.#deps.mask(shown, secrets) : shown;
-      };
-      return listings.map((listing) => {
-        return draftEvent({ ...ref, source: 'environment' }, 'mcp_tools', mapStrings({ spec_seq: owed.specSeq, server: listing.server, tools: [...listing.tools], ...('error' in listing ? { error: listing.error } : {}) }, present));
-      });
-    });
+    const drafts = await this.#deps.sandboxes.use(
+      { id: key(ref), workspace: root, privateDir, env: revealed.sandbox },
+      async ({ sandbox, restarted }) => {
+        if (restarted) this.#restartNotes.set(key(ref), restarted);
+        const listings = await this.#mcp.list({ id: key(ref), spec: owed.spec, sandbox, secrets }, owed.servers);
+        // what leaves this runner shows no host path and no secret's value, whatever a server printed
+        const present = (text: string): string => {
+          const shown = text.replaceAll(root, sandbox.workspacePath);
+          return this.#deps.mask ? this.#deps.mask(shown, secrets) : shown;
+        };
+        return listings.map((listing) => {
+          return draftEvent(
+            { ...ref, source: 'environment' },
+            'mcp_tools',
+            mapStrings(
+              {
+                spec_seq: owed.specSeq,
+                server: listing.server,
+                tools: [...listing.tools],
+                ...('error' in listing ? { error: listing.error } : {}),
+              },
+              present,
+            ),
+          );
+        });
+      },
+    );
     for (const draft of drafts) {
-      if (draft.type === 'mcp_tools' && draft.error) this.#deps.logger.warn({ conversation: ref.conversation, tenant: ref.tenant, server: draft.server, reason: draft.error.message }, 'an MCP server could not be started or listed');
+      if (draft.type === 'mcp_tools' && draft.error)
+        this.#deps.logger.warn(
+          { conversation: ref.conversation, tenant: ref.tenant, server: draft.server, reason: draft.error.message },
+          'an MCP server could not be started or listed',
+        );
     }
     return await this.#appendAtTail(ref, conversation, drafts);
   }
@@ -605,10 +785,19 @@ export class ToolRunner {
    * left it, if the cache holds just that; undefined (read the log again) after a conflict: another
    * commit landed first.
    */
-  async #appendAtTail(ref: ConversationRef, conversation: CachedConversation, drafts: readonly EventDraft[]): Promise<CachedConversation | undefined> {
+  async #appendAtTail(
+    ref: ConversationRef,
+    conversation: CachedConversation,
+    drafts: readonly EventDraft[],
+  ): Promise<CachedConversation | undefined> {
     try {
-      const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), { expected: conversation.tail });
-      this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+      const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(drafts, conversation.tail.lastSeq + 1), {
+        expected: conversation.tail,
+      });
+      this.#deps.cache.appended(ref, conversation.tail, commit.events, {
+        streamSeq: commit.streamSeq,
+        lastSeq: commit.lastSeq,
+      });
       this.#deps.metrics.appends.inc({ result: 'ok' });
       const known = this.#deps.cache.peek(ref);
       return known?.tail.streamSeq === commit.streamSeq ? known : undefined;
@@ -619,9 +808,18 @@ export class ToolRunner {
   }
 
   /** The conversation's workspace directory on this host (`home`'s, #home), created when missing; `existed` only when asked. */
-  async #workspaceDirectory(ref: ConversationRef, home: ConversationRef, checkExisted: boolean): Promise<{ root: string; existed: boolean }> {
+  async #workspaceDirectory(
+    ref: ConversationRef,
+    home: ConversationRef,
+    checkExisted: boolean,
+  ): Promise<{ root: string; existed: boolean }> {
     const root = join(this.#deps.workspaceRoot, home.tenant, home.conversation);
-    const existed = checkExisted ? await stat(root).then(() => true, () => false) : true;
+    const existed = checkExisted
+      ? await stat(root).then(
+          () => true,
+          () => false,
+        )
+      : true;
     if (checkExisted || !this.#workspaces.has(key(ref))) {
       // the workspaces and each tenant's folder may be traversed (the sandbox user must reach its
       // workspace) but not listed; a workspace is its owner's alone (docs/security.md)
@@ -633,12 +831,20 @@ export class ToolRunner {
     return { root, existed };
   }
 
-  async #run(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, inForce: InForce): Promise<EventDraft[]> {
+  async #run(
+    ref: ConversationRef,
+    actions: readonly Extract<Event, { type: 'action' }>[],
+    note: boolean,
+    inForce: InForce,
+  ): Promise<EventDraft[]> {
     try {
       return await this.#runInSandbox(ref, actions, note, inForce);
     } catch (error) {
       // the actions were recorded as started: they get an answer, never a silent retry
-      this.#deps.logger.error({ err: error, conversation: ref.conversation, tenant: ref.tenant }, 'the conversation’s sandbox could not run its actions');
+      this.#deps.logger.error(
+        { err: error, conversation: ref.conversation, tenant: ref.tenant },
+        'the conversation’s sandbox could not run its actions',
+      );
       const reason = `The conversation's sandbox could not run this action: ${(error as Error).message}. It may not have run at all; check before trying again, and tell the user if it keeps failing.`;
       return actions.map((action) =>
         draftEvent({ ...ref, source: 'environment', parent: action.id }, 'observation', {
@@ -652,7 +858,12 @@ export class ToolRunner {
     }
   }
 
-  async #runInSandbox(ref: ConversationRef, actions: readonly Extract<Event, { type: 'action' }>[], note: boolean, inForce: InForce): Promise<EventDraft[]> {
+  async #runInSandbox(
+    ref: ConversationRef,
+    actions: readonly Extract<Event, { type: 'action' }>[],
+    note: boolean,
+    inForce: InForce,
+  ): Promise<EventDraft[]> {
     const { skills, mcp, hooks } = inForce;
     // a workspace request took the workspace over since the last batch: told now, as if this batch had
     const untold = this.#untoldTakeOvers.get(key(ref));
@@ -666,53 +877,83 @@ export class ToolRunner {
     const started = performance.now();
     try {
       const privateDir = join(this.#deps.privateRoot, ref.tenant, ref.conversation);
-      return await this.#deps.sandboxes.use({ id: key(ref), workspace: root, privateDir, env: revealed.sandbox }, async ({ sandbox, restarted: restartedNow }) => {
-        const restarted = restartedNow ?? this.#restartNotes.get(key(ref));
-        this.#restartNotes.delete(key(ref));
-        let workspace = this.#workspaces.get(key(ref));
-        if (!workspace) {
-          const readOnly = { root: sandbox.privateDir, shownRoot: sandbox.toInside(sandbox.privateDir) };
-          workspace = await openWorkspace(root, { shownRoot: sandbox.workspacePath, owner: sandbox.owner, readOnly });
-        }
-        setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
-        // read-only tools cannot fill the workspace: a batch of only those needs no filesystem made for it, nor a walk of it after
-        const mayWrite = actions.some((action) => this.#deps.tools.get(action.tool_name)?.annotations.readOnly !== true);
-        if (mayWrite) await sandbox.prepareWorkspace?.();
-        // a workspace of its own filesystem refuses a write past its quota itself: nothing to measure from outside
-        const checkedQuota = sandbox.diskLimited ? undefined : this.#deps.workspaceQuotaBytes;
-        const toolContext = createToolContext({
-          workspace,
-          sandbox,
-          conversationId: key(ref),
-          signal: tracked.signal,
-          ...(checkedQuota === undefined ? {} : { workspaceQuotaBytes: checkedQuota }),
-          // outputs too long for an observation are saved to the private directory: masked first
-          ...(this.#deps.mask && Object.keys(secrets).length > 0 ? { redact: (text: string) => this.#deps.mask!(text, secrets) } : {}),
-        });
-        // a call of an MCP tool goes through the conversation's server, started first if it is not running
-        const calledMcp = mcp !== undefined && actions.some((action) => this.#deps.tools.get(action.tool_name) === undefined);
-        const registry = calledMcp ? await this.#mcp.registry({ id: key(ref), spec: mcp.spec, sandbox, secrets }, mcp.listed) : this.#deps.tools;
-        // between the spec's PreToolUse and PostToolUse hooks, which run in the same sandbox
-        const execute = (allowed: readonly LoggedAction[]) => executeActions(allowed, registry, toolContext, { ...ref, source: 'environment' }, tracingEnabled() ? toolSpan : undefined);
-        const executed = hooks ? await withToolHooks(actions, hooks, ref, (hook, input) => runHook(hook, input, sandbox), execute) : await execute(actions);
-        // a nested AGENTS.md joins the first observation of an action touching its folder
-        const roots = [workspace.shownRoot, workspace.root];
-        const drafts = withPathRules(actions, executed, skills, (action) => actionPaths(action).flatMap((path) => workspaceRelative(path, roots) ?? []));
-        this.#deps.metrics.toolSeconds.observe({ tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' }, (performance.now() - started) / 1_000);
-        const notes = [...(tookOver ? [existed ? WORKSPACE_MOVED_NOTE : WORKSPACE_REBUILT_NOTE] : []), ...(restarted ? [SANDBOX_RESTARTED_NOTES[restarted]] : [])];
-        const firstIndex = drafts.findIndex((draft) => draft.type === 'observation');
-        const first = drafts[firstIndex];
-        if (notes.length > 0 && first?.type === 'observation') {
-          drafts[firstIndex] = { ...first, content: [...notes.map((text) => ({ type: 'text' as const, text })), ...first.content] };
-        }
-        if (mayWrite && checkedQuota !== undefined) await this.#checkQuota(root, drafts);
-        // what leaves this runner shows host paths as the agent sees them, and no secret's value
-        const present = (text: string): string => {
-          const shown = workspace.show(text);
-          return this.#deps.mask ? this.#deps.mask(shown, secrets) : shown;
-        };
-        return drafts.map((draft) => presentDraft(draft, present));
-      });
+      return await this.#deps.sandboxes.use(
+        { id: key(ref), workspace: root, privateDir, env: revealed.sandbox },
+        async ({ sandbox, restarted: restartedNow }) => {
+          const restarted = restartedNow ?? this.#restartNotes.get(key(ref));
+          this.#restartNotes.delete(key(ref));
+          let workspace = this.#workspaces.get(key(ref));
+          if (!workspace) {
+            const readOnly = { root: sandbox.privateDir, shownRoot: sandbox.toInside(sandbox.privateDir) };
+            workspace = await openWorkspace(root, { shownRoot: sandbox.workspacePath, owner: sandbox.owner, readOnly });
+          }
+          setRecent(this.#workspaces, key(ref), workspace, MAX_OPEN_WORKSPACES);
+          // read-only tools cannot fill the workspace: a batch of only those needs no filesystem made for it, nor a walk of it after
+          const mayWrite = actions.some(
+            (action) => this.#deps.tools.get(action.tool_name)?.annotations.readOnly !== true,
+          );
+          if (mayWrite) await sandbox.prepareWorkspace?.();
+          // a workspace of its own filesystem refuses a write past its quota itself: nothing to measure from outside
+          const checkedQuota = sandbox.diskLimited ? undefined : this.#deps.workspaceQuotaBytes;
+          const toolContext = createToolContext({
+            workspace,
+            sandbox,
+            conversationId: key(ref),
+            signal: tracked.signal,
+            ...(checkedQuota === undefined ? {} : { workspaceQuotaBytes: checkedQuota }),
+            // outputs too long for an observation are saved to the private directory: masked first
+            ...(this.#deps.mask && Object.keys(secrets).length > 0
+              ? { redact: (text: string) => this.#deps.mask!(text, secrets) }
+              : {}),
+          });
+          // a call of an MCP tool goes through the conversation's server, started first if it is not running
+          const calledMcp =
+            mcp !== undefined && actions.some((action) => this.#deps.tools.get(action.tool_name) === undefined);
+          const registry = calledMcp
+            ? await this.#mcp.registry({ id: key(ref), spec: mcp.spec, sandbox, secrets }, mcp.listed)
+            : this.#deps.tools;
+          // between the spec's PreToolUse and PostToolUse hooks, which run in the same sandbox
+          const execute = (allowed: readonly LoggedAction[]) =>
+            executeActions(
+              allowed,
+              registry,
+              toolContext,
+              { ...ref, source: 'environment' },
+              tracingEnabled() ? toolSpan : undefined,
+            );
+          const executed = hooks
+            ? await withToolHooks(actions, hooks, ref, (hook, input) => runHook(hook, input, sandbox), execute)
+            : await execute(actions);
+          // a nested AGENTS.md joins the first observation of an action touching its folder
+          const roots = [workspace.shownRoot, workspace.root];
+          const drafts = withPathRules(actions, executed, skills, (action) =>
+            actionPaths(action).flatMap((path) => workspaceRelative(path, roots) ?? []),
+          );
+          this.#deps.metrics.toolSeconds.observe(
+            { tool: actions.length === 1 ? actions[0]!.tool_name : 'batch', outcome: 'ok' },
+            (performance.now() - started) / 1_000,
+          );
+          const notes = [
+            ...(tookOver ? [existed ? WORKSPACE_MOVED_NOTE : WORKSPACE_REBUILT_NOTE] : []),
+            ...(restarted ? [SANDBOX_RESTARTED_NOTES[restarted]] : []),
+          ];
+          const firstIndex = drafts.findIndex((draft) => draft.type === 'observation');
+          const first = drafts[firstIndex];
+          if (notes.length > 0 && first?.type === 'observation') {
+            drafts[firstIndex] = {
+              ...first,
+              content: [...notes.map((text) => ({ type: 'text' as const, text })), ...first.content],
+            };
+          }
+          if (mayWrite && checkedQuota !== undefined) await this.#checkQuota(root, drafts);
+          // what leaves this runner shows host paths as the agent sees them, and no secret's value
+          const present = (text: string): string => {
+            const shown = workspace.show(text);
+            return this.#deps.mask ? this.#deps.mask(shown, secrets) : shown;
+          };
+          return drafts.map((draft) => presentDraft(draft, present));
+        },
+      );
     } finally {
       tracked.done();
     }
@@ -742,17 +983,31 @@ export class ToolRunner {
     const deadline = Date.now() + RESULTS_RETRY_MS;
     for (let conflicts = 0; ; conflicts += 1) {
       // first at the tail our execution_started left (the usual case), then as the log says
-      const conversation = (conflicts === 0 ? this.#deps.cache.peek(ref) : undefined) ?? (await this.#deps.cache.load(ref));
+      const conversation =
+        (conflicts === 0 ? this.#deps.cache.peek(ref) : undefined) ?? (await this.#deps.cache.load(ref));
       const progress = this.#progress.of(conversation.events);
-      const unanswered = remaining.filter((draft) => draft.type !== 'observation' || !progress.answered(draft.tool_call_id));
+      const unanswered = remaining.filter(
+        (draft) => draft.type !== 'observation' || !progress.answered(draft.tool_call_id),
+      );
       if (unanswered.length === 0) return undefined;
       if (unanswered.length !== remaining.length) {
-        this.#deps.logger.warn({ dropped: remaining.length - unanswered.length }, 'results already answered by another runner were dropped');
+        this.#deps.logger.warn(
+          { dropped: remaining.length - unanswered.length },
+          'results already answered by another runner were dropped',
+        );
         remaining = unanswered;
       }
       try {
-        const commit = await appendSurely(this.#deps.log, ref, withPositionalIds(remaining, conversation.tail.lastSeq + 1), { expected: conversation.tail, deadline });
-        this.#deps.cache.appended(ref, conversation.tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
+        const commit = await appendSurely(
+          this.#deps.log,
+          ref,
+          withPositionalIds(remaining, conversation.tail.lastSeq + 1),
+          { expected: conversation.tail, deadline },
+        );
+        this.#deps.cache.appended(ref, conversation.tail, commit.events, {
+          streamSeq: commit.streamSeq,
+          lastSeq: commit.lastSeq,
+        });
         this.#deps.metrics.appends.inc({ result: 'ok' });
         const known = this.#deps.cache.peek(ref);
         return known?.tail.streamSeq === commit.streamSeq ? known : undefined;
@@ -765,10 +1020,21 @@ export class ToolRunner {
   }
 }
 
-type Forwarded = { readonly ref: ConversationRef; readonly streamSeq: number; readonly data: Uint8Array; readonly traceparent?: string };
+type Forwarded = {
+  readonly ref: ConversationRef;
+  readonly streamSeq: number;
+  readonly data: Uint8Array;
+  readonly traceparent?: string;
+};
 
 /** What a batch of actions runs with (`#inForce`). */
-type InForce = { readonly skills: SkillsFold; readonly mcp: McpInForce | undefined; readonly hooks: HooksConfig | undefined; readonly modelKey?: string; readonly home?: ConversationRef };
+type InForce = {
+  readonly skills: SkillsFold;
+  readonly mcp: McpInForce | undefined;
+  readonly hooks: HooksConfig | undefined;
+  readonly modelKey?: string;
+  readonly home?: ConversationRef;
+};
 
 /** A spec in force that names MCP servers, where it is, and what its servers listed. */
 type McpInForce = { readonly spec: AgentSpec; readonly specSeq: number; readonly listed: readonly McpToolsEvent[] };
@@ -777,7 +1043,10 @@ type McpOwed = McpInForce & { readonly servers: readonly string[] };
 
 /** The conversation a runner request names in its headers, or why it names none. */
 function parseRef(message: Msg): ConversationRef | string {
-  const ref = { tenant: message.headers?.get(RunnerHeader.Tenant) ?? '', conversation: message.headers?.get(RunnerHeader.Conversation) ?? '' };
+  const ref = {
+    tenant: message.headers?.get(RunnerHeader.Tenant) ?? '',
+    conversation: message.headers?.get(RunnerHeader.Conversation) ?? '',
+  };
   try {
     assertConversationRef(ref);
   } catch (error) {
@@ -788,11 +1057,21 @@ function parseRef(message: Msg): ConversationRef | string {
 
 /** One tool call, as a span (a child of its batch's). */
 const toolSpan: AroundAction = (action, run) =>
-  inSpan(`tool ${action.tool_name}`, { attributes: { 'flotilla.tool': action.tool_name, 'flotilla.action_id': action.id, 'flotilla.tool_call_id': action.tool_call_id } }, async (span) => {
-    const result = await run();
-    if (result.isError) markFailed(span, 'the tool reported an error');
-    return result;
-  });
+  inSpan(
+    `tool ${action.tool_name}`,
+    {
+      attributes: {
+        'flotilla.tool': action.tool_name,
+        'flotilla.action_id': action.id,
+        'flotilla.tool_call_id': action.tool_call_id,
+      },
+    },
+    async (span) => {
+      const result = await run();
+      if (result.isError) markFailed(span, 'the tool reported an error');
+      return result;
+    },
+  );
 
 /** The forwarded wake-up (the body is the delivered commit as stored), or why it is not one. The commit is validated when used. */
 function parseForward(message: Msg): Forwarded | string {
@@ -806,7 +1085,11 @@ function parseForward(message: Msg): Forwarded | string {
 
 /** The draft with `present` applied to what a tool or a hook said: its content, details and error text, a hook's output, reason and added context. */
 function presentDraft(draft: EventDraft, present: (text: string) => string): EventDraft {
-  const said = Object.fromEntries((['content', 'details', 'error', 'extended_content', 'output', 'reason'] as const).filter((field) => field in draft).map((field) => [field, mapStrings((draft as Record<string, unknown>)[field], present)]));
+  const said = Object.fromEntries(
+    (['content', 'details', 'error', 'extended_content', 'output', 'reason'] as const)
+      .filter((field) => field in draft)
+      .map((field) => [field, mapStrings((draft as Record<string, unknown>)[field], present)]),
+  );
   return { ...draft, ...said } as EventDraft;
 }
 

@@ -29,14 +29,26 @@ let quota: number | undefined;
 function files(): WorkspaceFiles {
   return new WorkspaceFiles(
     {
-      use: async (_ref, task) => task({ workspace: await openWorkspace(workspaceDir, { shownRoot: sandbox.workspacePath, owner: sandbox.owner }), sandbox, secrets: SECRETS }),
+      use: async (_ref, task) =>
+        task({
+          workspace: await openWorkspace(workspaceDir, { shownRoot: sandbox.workspacePath, owner: sandbox.owner }),
+          sandbox,
+          secrets: SECRETS,
+        }),
       privateDir: () => privateDir,
     },
-    { nc, logger: pino({ level: 'silent' }), mask: maskSecrets, scan: (secrets) => new SecretScanner(secrets), ...(quota === undefined ? {} : { workspaceQuotaBytes: quota }) },
+    {
+      nc,
+      logger: pino({ level: 'silent' }),
+      mask: maskSecrets,
+      scan: (secrets) => new SecretScanner(secrets),
+      ...(quota === undefined ? {} : { workspaceQuotaBytes: quota }),
+    },
   );
 }
 
-const ask = (op: WorkspaceOp, data: Uint8Array = new Uint8Array()): Promise<WorkspaceOutcome> => files().handle({ ref, op, data });
+const ask = (op: WorkspaceOp, data: Uint8Array = new Uint8Array()): Promise<WorkspaceOutcome> =>
+  files().handle({ ref, op, data });
 const codeOf = (outcome: WorkspaceOutcome): string => ('code' in outcome ? outcome.code : 'ok');
 const bodyOf = (outcome: WorkspaceOutcome): Buffer => {
   if ('code' in outcome) throw new Error(`refused: ${outcome.code}: ${outcome.message}`);
@@ -97,7 +109,9 @@ describe('listings', () => {
       { name: 'src', type: 'directory', size: null, modified_ms: expect.any(Number) },
       { name: 'planted', type: 'symlink', size: null, modified_ms: expect.any(Number), link_target: '/etc/hostname' },
     ]);
-    expect(JSON.parse(bodyOf(await ask({ op: 'list', path: 'src' })).toString())).toEqual([{ name: 'app.py', type: 'file', size: 9, modified_ms: expect.any(Number) }]);
+    expect(JSON.parse(bodyOf(await ask({ op: 'list', path: 'src' })).toString())).toEqual([
+      { name: 'app.py', type: 'file', size: 9, modified_ms: expect.any(Number) },
+    ]);
   });
 
   it('refuses what leads out of the workspace or is not a folder', async () => {
@@ -115,7 +129,8 @@ describe('listings', () => {
 });
 
 describe('downloads', () => {
-  const read = (file: string, offset: number, extra: Partial<Extract<WorkspaceOp, { op: 'read' }>> = {}) => ask({ op: 'read', path: file, offset, length: 512 * 1024, max_size: 64 * 1024 * 1024, ...extra });
+  const read = (file: string, offset: number, extra: Partial<Extract<WorkspaceOp, { op: 'read' }>> = {}) =>
+    ask({ op: 'read', path: file, offset, length: 512 * 1024, max_size: 64 * 1024 * 1024, ...extra });
 
   it('reads a file in chunks, byte for byte, and stops when it changes between them', async () => {
     const bytes = Buffer.from(Array.from({ length: 1_300_000 }, (_, index) => (index * 7) % 256));
@@ -124,7 +139,8 @@ describe('downloads', () => {
     const version = metaOf(first)['version'] as Extract<WorkspaceOp, { op: 'read' }>['version'] & object;
     expect(version.size).toBe(bytes.length);
     const parts = [bodyOf(first)];
-    for (let offset = parts[0]!.length; offset < bytes.length; offset += parts[parts.length - 1]!.length) parts.push(bodyOf(await read('data.bin', offset, { version })));
+    for (let offset = parts[0]!.length; offset < bytes.length; offset += parts[parts.length - 1]!.length)
+      parts.push(bodyOf(await read('data.bin', offset, { version })));
     expect(parts.map((part) => part.length)).toEqual([524_288, 524_288, 251_424]);
     expect(Buffer.concat(parts).equals(bytes)).toBe(true);
     await writeFile(path.join(workspaceDir, 'data.bin'), 'changed');
@@ -150,7 +166,8 @@ describe('downloads', () => {
 });
 
 describe('uploads', () => {
-  const write = (file: string, upload: string, offset: number, data: string | Buffer, final: boolean) => ask({ op: 'write', path: file, upload, offset, final }, Buffer.from(data));
+  const write = (file: string, upload: string, offset: number, data: string | Buffer, final: boolean) =>
+    ask({ op: 'write', path: file, upload, offset, final }, Buffer.from(data));
 
   it('keeps chunks out of the workspace until the last, then puts the file in place at once, its folders made, given to the sandbox user', async () => {
     const upload = 'UPLOAD0000000000000001';
@@ -161,12 +178,22 @@ describe('uploads', () => {
     expect(metaOf(await write('data/in/report.csv', upload, 4, '1,2\n', false))).toEqual({ done: false, received: 8 });
     const done = metaOf(await write('data/in/report.csv', upload, 8, '3,4\n', true));
     const content = 'a,b\n1,2\n3,4\n';
-    expect(done).toEqual({ done: true, size: content.length, sha256: createHash('sha256').update(content).digest('hex'), created: true });
+    expect(done).toEqual({
+      done: true,
+      size: content.length,
+      sha256: createHash('sha256').update(content).digest('hex'),
+      created: true,
+    });
     expect(await readFile(path.join(workspaceDir, 'data', 'in', 'report.csv'), 'utf8')).toBe(content);
     // the agent may change what the user put there
-    expect(await inSandbox('echo more >> /workspace/data/in/report.csv && cat /workspace/data/in/report.csv')).toBe(`${content}more\n`);
+    expect(await inSandbox('echo more >> /workspace/data/in/report.csv && cat /workspace/data/in/report.csv')).toBe(
+      `${content}more\n`,
+    );
     expect(await readdir(path.join(privateDir, 'uploads'))).toEqual([]);
-    expect(metaOf(await write('data/in/report.csv', 'UPLOAD0000000000000002', 0, 'new', true))).toMatchObject({ done: true, created: false });
+    expect(metaOf(await write('data/in/report.csv', 'UPLOAD0000000000000002', 0, 'new', true))).toMatchObject({
+      done: true,
+      created: false,
+    });
   });
 
   it('says an upload whose chunks were lost is lost, and refuses a folder, a link out and a full workspace', async () => {

@@ -30,7 +30,12 @@ const GIT_CONFIG: readonly (readonly [string, string])[] = [
 function gitEnvironment(workspacePath: string): Record<string, string> {
   return {
     GIT_CONFIG_COUNT: String(GIT_CONFIG.length),
-    ...Object.fromEntries(GIT_CONFIG.flatMap(([key, value], index) => [[`GIT_CONFIG_KEY_${index}`, key], [`GIT_CONFIG_VALUE_${index}`, value]])),
+    ...Object.fromEntries(
+      GIT_CONFIG.flatMap(([key, value], index) => [
+        [`GIT_CONFIG_KEY_${index}`, key],
+        [`GIT_CONFIG_VALUE_${index}`, value],
+      ]),
+    ),
     // no repository above the workspace is ever found; no lock is taken for a read (the agent's own git may hold the index)
     GIT_CEILING_DIRECTORIES: path.posix.dirname(workspacePath),
     GIT_OPTIONAL_LOCKS: '0',
@@ -50,7 +55,7 @@ const STATUS_SCRIPT = [
   'top=$(git rev-parse --show-toplevel 2>/dev/null) || exit 4',
   'prefix=$(git rev-parse --show-prefix) || exit 5',
   'cd -- "$top" || exit 3',
-  "printf '%s\\0' \"$top\"",
+  'printf \'%s\\0\' "$top"',
   'exec git status --porcelain=v2 -z --branch --untracked-files=all -- "./$prefix"',
 ].join('\n');
 
@@ -60,7 +65,7 @@ const DIFF_SCRIPT = [
   'prefix=$(git rev-parse --show-prefix) || exit 5',
   'cd -- "$top" || exit 3',
   `if git rev-parse -q --verify HEAD >/dev/null; then base=HEAD; else base=${EMPTY_TREE}; fi`,
-  "printf '%s\\0%s\\0' \"$top\" \"$base\"",
+  'printf \'%s\\0%s\\0\' "$top" "$base"',
   `git diff ${DIFF_OPTIONS} --no-relative "$base" -- "./$prefix" || exit 5`,
   // each untracked file as new (git diff --no-index exits 1 when files differ, which they do)
   `git ls-files -z --others --exclude-standard -- "./$prefix" | xargs -0 -r -n 64 sh -c 'for f; do git diff --no-index ${DIFF_OPTIONS} -- /dev/null "$f"; done; exit 0' sh`,
@@ -69,7 +74,13 @@ const DIFF_SCRIPT = [
 
 export type GitFailure = { readonly failure: 'not_a_git_repository' | 'git_failed'; readonly message: string };
 
-type GitRun = { readonly stdout: Buffer; readonly cut: boolean; readonly code: number | null; readonly stderr: string; readonly timedOut: boolean };
+type GitRun = {
+  readonly stdout: Buffer;
+  readonly cut: boolean;
+  readonly code: number | null;
+  readonly stderr: string;
+  readonly timedOut: boolean;
+};
 
 /** Runs one of the scripts in the sandbox, in `folder` (as the sandbox sees it), reading at most `readBytes` of what it prints. */
 async function runScript(sandbox: Sandbox, script: string, folder: string, readBytes: number): Promise<GitRun> {
@@ -86,14 +97,24 @@ async function runScript(sandbox: Sandbox, script: string, folder: string, readB
       readBounded(child.stderr, STDERR_BYTES, () => undefined),
     ]);
     const exit = await child.exited;
-    return { stdout: stdout.bytes, cut: stdout.cut, code: exit.code, stderr: stderr.bytes.toString('utf8').trim(), timedOut };
+    return {
+      stdout: stdout.bytes,
+      cut: stdout.cut,
+      code: exit.code,
+      stderr: stderr.bytes.toString('utf8').trim(),
+      timedOut,
+    };
   } finally {
     clearTimeout(timer);
   }
 }
 
 /** A stream's bytes up to `limit`; past it `onFull` is called once (to stop the writer) and the rest is drained. */
-async function readBounded(stream: Readable, limit: number, onFull: () => void): Promise<{ bytes: Buffer; cut: boolean }> {
+async function readBounded(
+  stream: Readable,
+  limit: number,
+  onFull: () => void,
+): Promise<{ bytes: Buffer; cut: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   let cut = false;
@@ -118,10 +139,21 @@ async function readBounded(stream: Readable, limit: number, onFull: () => void):
 }
 
 function failureOf(run: GitRun, what: string): GitFailure | undefined {
-  if (run.timedOut) return { failure: 'git_failed', message: `git ${what} did not finish within ${GIT_TIMEOUT_MS / 1_000} s and was stopped.` };
-  if (run.code === 4) return { failure: 'not_a_git_repository', message: 'This folder is not in a git repository (run git init in it, or ask the agent to).' };
+  if (run.timedOut)
+    return {
+      failure: 'git_failed',
+      message: `git ${what} did not finish within ${GIT_TIMEOUT_MS / 1_000} s and was stopped.`,
+    };
+  if (run.code === 4)
+    return {
+      failure: 'not_a_git_repository',
+      message: 'This folder is not in a git repository (run git init in it, or ask the agent to).',
+    };
   if (run.code === 0 || (run.cut && run.code === null)) return undefined;
-  return { failure: 'git_failed', message: `git ${what} failed${run.stderr ? `: ${run.stderr}` : ` (exit ${run.code ?? 'killed'})`}` };
+  return {
+    failure: 'git_failed',
+    message: `git ${what} failed${run.stderr ? `: ${run.stderr}` : ` (exit ${run.code ?? 'killed'})`}`,
+  };
 }
 
 /** `top` (as the sandbox sees it) relative to the workspace root, or undefined when it is not in the workspace. */
@@ -172,7 +204,14 @@ export async function gitDiff(sandbox: Sandbox, folder: string, maxBytes: number
   return gitOutput(sandbox, DIFF_SCRIPT, folder, maxBytes, 2, 'diff');
 }
 
-async function gitOutput(sandbox: Sandbox, script: string, folder: string, maxBytes: number, leading: number, what: string): Promise<GitOutput | GitFailure> {
+async function gitOutput(
+  sandbox: Sandbox,
+  script: string,
+  folder: string,
+  maxBytes: number,
+  leading: number,
+  what: string,
+): Promise<GitOutput | GitFailure> {
   // room for the leading fields (a path each) besides what is kept
   const run = await runScript(sandbox, script, folder, maxBytes + leading * 4_200);
   const failure = failureOf(run, what);
@@ -181,8 +220,14 @@ async function gitOutput(sandbox: Sandbox, script: string, folder: string, maxBy
   if (!lead) return { failure: 'git_failed', message: `git ${what} printed nothing readable.` };
   const top = lead.fields[0]!;
   const repositoryRoot = workspaceRelative(sandbox, top);
-  if (repositoryRoot === undefined) return { failure: 'git_failed', message: `The repository's work tree (${top}) is not inside the workspace.` };
+  if (repositoryRoot === undefined)
+    return { failure: 'git_failed', message: `The repository's work tree (${top}) is not inside the workspace.` };
   const cut = run.cut || lead.rest.length > maxBytes;
   const output = lead.rest.subarray(0, maxBytes);
-  return { repositoryRoot, output, cut, ...(leading > 1 ? { base: lead.fields[1] === 'HEAD' ? ('HEAD' as const) : ('empty_tree' as const) } : {}) };
+  return {
+    repositoryRoot,
+    output,
+    cut,
+    ...(leading > 1 ? { base: lead.fields[1] === 'HEAD' ? ('HEAD' as const) : ('empty_tree' as const) } : {}),
+  };
 }

@@ -17,7 +17,23 @@ function usageMessage(...argv: string[]): string {
 
 describe('parseCliArgs', () => {
   it('parses create with repeated tags, a message, --run and --watch', () => {
-    expect(command('create', '--id', 'c1', '--title', 'Fix CI', '--tag', 'ci', '--tag', 'urgent', '--message', 'go', '--run', '--watch')).toEqual({
+    expect(
+      command(
+        'create',
+        '--id',
+        'c1',
+        '--title',
+        'Fix CI',
+        '--tag',
+        'ci',
+        '--tag',
+        'urgent',
+        '--message',
+        'go',
+        '--run',
+        '--watch',
+      ),
+    ).toEqual({
       name: 'create',
       id: 'c1',
       title: 'Fix CI',
@@ -37,20 +53,64 @@ describe('parseCliArgs', () => {
   });
 
   it('parses send, joining the words of an unquoted text', () => {
-    expect(command('send', 'c1', 'fix', 'the', 'test', '--run')).toEqual({ name: 'send', id: 'c1', text: 'fix the test', images: [], run: true });
-    expect(command('send', 'c1', '--', '--not-an-option')).toEqual({ name: 'send', id: 'c1', text: '--not-an-option', images: [], run: false });
+    expect(command('send', 'c1', 'fix', 'the', 'test', '--run')).toEqual({
+      name: 'send',
+      id: 'c1',
+      text: 'fix the test',
+      images: [],
+      run: true,
+    });
+    expect(command('send', 'c1', '--', '--not-an-option')).toEqual({
+      name: 'send',
+      id: 'c1',
+      text: '--not-an-option',
+      images: [],
+      run: false,
+    });
     // images, repeatable; the text may be left out with them
-    expect(command('send', 'c1', 'look', '--image', 'a.png', '--image', 'b.jpg')).toEqual({ name: 'send', id: 'c1', text: 'look', images: ['a.png', 'b.jpg'], run: false });
-    expect(command('send', 'c1', '--image', 'a.png')).toEqual({ name: 'send', id: 'c1', text: '', images: ['a.png'], run: false });
+    expect(command('send', 'c1', 'look', '--image', 'a.png', '--image', 'b.jpg')).toEqual({
+      name: 'send',
+      id: 'c1',
+      text: 'look',
+      images: ['a.png', 'b.jpg'],
+      run: false,
+    });
+    expect(command('send', 'c1', '--image', 'a.png')).toEqual({
+      name: 'send',
+      id: 'c1',
+      text: '',
+      images: ['a.png'],
+      run: false,
+    });
     // what the message does to a run in progress: one of the four, named in the refusal
-    expect(command('send', 'c1', 'stop', '--on-busy', 'interrupt')).toEqual({ name: 'send', id: 'c1', text: 'stop', images: [], run: false, onBusy: 'interrupt' });
-    expect(() => command('send', 'c1', 'stop', '--on-busy', 'now')).toThrow('--on-busy must be one of enqueue, reject, interrupt, rollback');
+    expect(command('send', 'c1', 'stop', '--on-busy', 'interrupt')).toEqual({
+      name: 'send',
+      id: 'c1',
+      text: 'stop',
+      images: [],
+      run: false,
+      onBusy: 'interrupt',
+    });
+    expect(() => command('send', 'c1', 'stop', '--on-busy', 'now')).toThrow(
+      '--on-busy must be one of enqueue, reject, interrupt, rollback',
+    );
   });
 
   it('parses watch and tail with --after-seq and --follow', () => {
     expect(command('watch', 'c1')).toEqual({ name: 'watch', id: 'c1', afterSeq: 0, follow: false, verbose: false });
-    expect(command('watch', 'c1', '--after-seq', '12', '--follow', '--verbose')).toEqual({ name: 'watch', id: 'c1', afterSeq: 12, follow: true, verbose: true });
-    expect(command('tail', 'c1', '--after-seq=3', '--follow')).toEqual({ name: 'tail', id: 'c1', afterSeq: 3, follow: true });
+    expect(command('watch', 'c1', '--after-seq', '12', '--follow', '--verbose')).toEqual({
+      name: 'watch',
+      id: 'c1',
+      afterSeq: 12,
+      follow: true,
+      verbose: true,
+    });
+    expect(command('tail', 'c1', '--after-seq=3', '--follow')).toEqual({
+      name: 'tail',
+      id: 'c1',
+      afterSeq: 3,
+      follow: true,
+    });
   });
 
   it('parses the control commands', () => {
@@ -58,11 +118,20 @@ describe('parseCliArgs', () => {
     expect(command('reject', 'c1', '--reason', 'too risky')).toEqual({ name: 'reject', id: 'c1', reason: 'too risky' });
     expect(command('pause', 'c1')).toEqual({ name: 'pause', id: 'c1' });
     expect(command('interrupt', 'c1', '--reason', 'stop')).toEqual({ name: 'interrupt', id: 'c1', reason: 'stop' });
-    expect(command('run', 'c1', '--watch', '--follow')).toEqual({ name: 'run', id: 'c1', watch: { follow: true, verbose: false } });
+    expect(command('run', 'c1', '--watch', '--follow')).toEqual({
+      name: 'run',
+      id: 'c1',
+      watch: { follow: true, verbose: false },
+    });
   });
 
   it('parses list, get, events, info and keys create', () => {
-    expect(command('list', '--status', 'finished', '--limit', '500', '--json')).toEqual({ name: 'list', status: 'finished', limit: 500, json: true });
+    expect(command('list', '--status', 'finished', '--limit', '500', '--json')).toEqual({
+      name: 'list',
+      status: 'finished',
+      limit: 500,
+      json: true,
+    });
     expect(command('get', 'c1', '--json')).toEqual({ name: 'get', id: 'c1', json: true });
     expect(command('events', 'c1', '--type', 'action,observation', '--text', 'npm', '--limit', '5')).toEqual({
       name: 'events',
@@ -73,7 +142,12 @@ describe('parseCliArgs', () => {
       json: false,
     });
     expect(command('info')).toEqual({ name: 'info', json: false });
-    expect(command('keys', 'create', '--tenant', 'acme', '--name', 'ci')).toEqual({ name: 'keys-create', tenant: 'acme', keyName: 'ci', json: false });
+    expect(command('keys', 'create', '--tenant', 'acme', '--name', 'ci')).toEqual({
+      name: 'keys-create',
+      tenant: 'acme',
+      keyName: 'ci',
+      json: false,
+    });
   });
 
   it('answers --help and help before anything else', () => {

@@ -1,5 +1,13 @@
 import { parseArgs } from 'node:util';
-import { ConversationStatus, EVENT_TYPES, isSubjectToken, MAX_IMAGES_PER_MESSAGE, OnBusy, SpecName, type EventType } from '@flotilla/events';
+import {
+  ConversationStatus,
+  EVENT_TYPES,
+  isSubjectToken,
+  MAX_IMAGES_PER_MESSAGE,
+  OnBusy,
+  SpecName,
+  type EventType,
+} from '@flotilla/events';
 import { usageError } from './errors.js';
 import { scheduleCommandOf, type ScheduleCommand } from './schedule-args.js';
 import { secretCommandOf, type SecretCommand } from './secret-args.js';
@@ -29,7 +37,16 @@ export type Command =
       readonly specFile?: string;
     }
   /** `textFromStdin`: TEXT was `-`, the message is read from standard input (`text` is then empty). */
-  | { readonly name: 'send'; readonly id: string; readonly text: string; readonly textFromStdin?: true; readonly images: readonly string[]; readonly run: boolean; readonly onBusy?: OnBusy; readonly watch?: FollowOptions }
+  | {
+      readonly name: 'send';
+      readonly id: string;
+      readonly text: string;
+      readonly textFromStdin?: true;
+      readonly images: readonly string[];
+      readonly run: boolean;
+      readonly onBusy?: OnBusy;
+      readonly watch?: FollowOptions;
+    }
   | { readonly name: 'run' | 'approve'; readonly id: string; readonly watch?: FollowOptions }
   | { readonly name: 'reject'; readonly id: string; readonly reason: string; readonly watch?: FollowOptions }
   | { readonly name: 'pause' | 'interrupt'; readonly id: string; readonly reason?: string }
@@ -48,11 +65,28 @@ export type Command =
     }
   | { readonly name: 'info'; readonly json: boolean }
   /** Shows the spec in force, or (with a template, settings or a file) changes it from the next step on. */
-  | { readonly name: 'spec'; readonly id: string; readonly json: boolean; readonly template?: string; readonly settings: readonly string[]; readonly specFile?: string; readonly reason?: string }
+  | {
+      readonly name: 'spec';
+      readonly id: string;
+      readonly json: boolean;
+      readonly template?: string;
+      readonly settings: readonly string[];
+      readonly specFile?: string;
+      readonly reason?: string;
+    }
   | { readonly name: 'model'; readonly id: string; readonly profile: string; readonly reason?: string }
   | { readonly name: 'replay'; readonly id: string; readonly check?: string }
   /** A new conversation from this one's view after `atSeq` (default its last event). */
-  | { readonly name: 'fork'; readonly id: string; readonly childId?: string; readonly atSeq?: number; readonly title?: string; readonly message?: string; readonly run: boolean; readonly watch?: FollowOptions }
+  | {
+      readonly name: 'fork';
+      readonly id: string;
+      readonly childId?: string;
+      readonly atSeq?: number;
+      readonly title?: string;
+      readonly message?: string;
+      readonly run: boolean;
+      readonly watch?: FollowOptions;
+    }
   | { readonly name: 'rewind'; readonly id: string; readonly toSeq: number; readonly reason?: string }
   | { readonly name: 'ask'; readonly id: string; readonly question: string }
   | { readonly name: 'keys-create'; readonly tenant: string; readonly keyName: string; readonly json: boolean }
@@ -115,7 +149,16 @@ const OPTIONS = {
 const SECRET_OPTIONS = { ...OPTIONS, tenant: { type: 'boolean' } } as const;
 
 type OptionName = keyof typeof OPTIONS;
-type Values = Omit<{ [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple: true } ? string[] : (typeof OPTIONS)[K]['type'] extends 'string' ? string : boolean }, 'tenant'> & {
+type Values = Omit<
+  {
+    [K in OptionName]?: (typeof OPTIONS)[K] extends { multiple: true }
+      ? string[]
+      : (typeof OPTIONS)[K]['type'] extends 'string'
+        ? string
+        : boolean;
+  },
+  'tenant'
+> & {
   tenant?: string | boolean;
 };
 
@@ -206,7 +249,8 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
   switch (name) {
     case 'create': {
       expectPositionals(name, rest, []);
-      if (values.run && values.message === undefined) throw usageError('create --run needs --message (the agent needs something to do)');
+      if (values.run && values.message === undefined)
+        throw usageError('create --run needs --message (the agent needs something to do)');
       if (values.id !== undefined) conversationId(values.id, '--id');
       return {
         name,
@@ -222,19 +266,31 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
     }
     case 'fork': {
       const id = singleId(name, rest);
-      if (values.run && values.message === undefined) throw usageError('fork --run needs --message (the agent needs something to do)');
+      if (values.run && values.message === undefined)
+        throw usageError('fork --run needs --message (the agent needs something to do)');
       if (values.id !== undefined) conversationId(values.id, '--id');
       const atSeq = integer('--at-seq', values['at-seq'], 1, Number.MAX_SAFE_INTEGER);
-      return { name, id, ...optional('childId', values.id), ...optional('atSeq', atSeq), ...optional('title', values.title), ...optional('message', values.message), run: values.run ?? false, ...withWatch };
+      return {
+        name,
+        id,
+        ...optional('childId', values.id),
+        ...optional('atSeq', atSeq),
+        ...optional('title', values.title),
+        ...optional('message', values.message),
+        run: values.run ?? false,
+        ...withWatch,
+      };
     }
     case 'rewind': {
       const id = singleId(name, rest);
       const toSeq = integer('--to-seq', values['to-seq'], 1, Number.MAX_SAFE_INTEGER);
-      if (toSeq === undefined) throw usageError('rewind needs --to-seq N (the event to go on after: flotilla events ID lists them)');
+      if (toSeq === undefined)
+        throw usageError('rewind needs --to-seq N (the event to go on after: flotilla events ID lists them)');
       return { name, id, toSeq, ...optional('reason', values.reason) };
     }
     case 'ask': {
-      if (rest.length < 2) throw usageError('ask needs ID and QUESTION, e.g. flotilla ask my-conversation "what is left to do?"');
+      if (rest.length < 2)
+        throw usageError('ask needs ID and QUESTION, e.g. flotilla ask my-conversation "what is left to do?"');
       const [id, ...words] = rest as [string, ...string[]];
       const question = words.join(' ');
       if (question.trim() === '') throw usageError('ask: QUESTION is empty');
@@ -242,30 +298,50 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
     }
     case 'send': {
       const images = values.image ?? [];
-      if (rest.length < (images.length > 0 ? 1 : 2)) throw usageError('send needs ID and TEXT (or --image FILE), e.g. flotilla send my-conversation "fix the failing test"');
+      if (rest.length < (images.length > 0 ? 1 : 2))
+        throw usageError(
+          'send needs ID and TEXT (or --image FILE), e.g. flotilla send my-conversation "fix the failing test"',
+        );
       const [id, ...words] = rest as [string, ...string[]];
       // TEXT `-`: the message is standard input (`git log | flotilla send ID -`)
       const textFromStdin = words.length === 1 && words[0] === '-';
       const text = textFromStdin ? '' : words.join(' ');
       if (!textFromStdin && text.trim() === '' && images.length === 0) throw usageError('send: TEXT is empty');
-      if (images.length > MAX_IMAGES_PER_MESSAGE) throw usageError(`send: at most ${MAX_IMAGES_PER_MESSAGE} --image files a message`);
+      if (images.length > MAX_IMAGES_PER_MESSAGE)
+        throw usageError(`send: at most ${MAX_IMAGES_PER_MESSAGE} --image files a message`);
       const onBusy = values['on-busy'] === undefined ? undefined : OnBusy.safeParse(values['on-busy']);
       if (onBusy && !onBusy.success) throw usageError(`send: --on-busy must be one of ${OnBusy.options.join(', ')}`);
-      return { name, id: conversationId(id), text, ...(textFromStdin ? { textFromStdin: true as const } : {}), images, run: values.run ?? false, ...(onBusy ? { onBusy: onBusy.data } : {}), ...withWatch };
+      return {
+        name,
+        id: conversationId(id),
+        text,
+        ...(textFromStdin ? { textFromStdin: true as const } : {}),
+        images,
+        run: values.run ?? false,
+        ...(onBusy ? { onBusy: onBusy.data } : {}),
+        ...withWatch,
+      };
     }
     case 'run':
     case 'approve':
       return { name, id: singleId(name, rest), ...withWatch };
     case 'reject': {
       const id = singleId(name, rest);
-      if (values.reason === undefined || values.reason.trim() === '') throw usageError('reject needs --reason, e.g. --reason "do not delete files"');
+      if (values.reason === undefined || values.reason.trim() === '')
+        throw usageError('reject needs --reason, e.g. --reason "do not delete files"');
       return { name, id, reason: values.reason, ...withWatch };
     }
     case 'pause':
     case 'interrupt':
       return { name, id: singleId(name, rest), ...optional('reason', values.reason) };
     case 'watch':
-      return { name, id: singleId(name, rest), afterSeq: afterSeqOf(values) ?? 0, follow: values.follow ?? false, verbose: values.verbose ?? false };
+      return {
+        name,
+        id: singleId(name, rest),
+        afterSeq: afterSeqOf(values) ?? 0,
+        follow: values.follow ?? false,
+        verbose: values.verbose ?? false,
+      };
     case 'tail':
       return { name, id: singleId(name, rest), afterSeq: afterSeqOf(values) ?? 0, follow: values.follow ?? false };
     case 'list': {
@@ -276,7 +352,12 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
         if (!parsed.success) throw usageError(`--status must be one of ${ConversationStatus.options.join(', ')}`);
         status = parsed.data;
       }
-      return { name, ...optional('status', status), limit: integer('--limit', values.limit, 1, MAX_LIST) ?? 50, json: values.json ?? false };
+      return {
+        name,
+        ...optional('status', status),
+        limit: integer('--limit', values.limit, 1, MAX_LIST) ?? 50,
+        json: values.json ?? false,
+      };
     }
     case 'get':
       return { name, id: singleId(name, rest), json: values.json ?? false };
@@ -296,8 +377,10 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
     case 'spec': {
       const id = singleId(name, rest);
       const changes = values.template !== undefined || values.set !== undefined || values.spec !== undefined;
-      if (!changes && values.reason !== undefined) throw usageError('spec --reason goes with a change: --template, --set or --spec');
-      if (changes && values.json) throw usageError('spec --json shows the spec; a change prints the new spec as the gateway made it');
+      if (!changes && values.reason !== undefined)
+        throw usageError('spec --reason goes with a change: --template, --set or --spec');
+      if (changes && values.json)
+        throw usageError('spec --json shows the spec; a change prints the new spec as the gateway made it');
       return {
         name,
         id,
@@ -309,15 +392,26 @@ function commandOf(name: string, rest: readonly string[], values: Values): Comma
       };
     }
     case 'model': {
-      if (rest.length !== 2) throw usageError('model needs ID and PROFILE, e.g. flotilla model my-conversation fast (flotilla info lists the profiles)');
-      return { name, id: conversationId(rest[0]!), profile: specName(rest[1]!, 'PROFILE'), ...optional('reason', values.reason) };
+      if (rest.length !== 2)
+        throw usageError(
+          'model needs ID and PROFILE, e.g. flotilla model my-conversation fast (flotilla info lists the profiles)',
+        );
+      return {
+        name,
+        id: conversationId(rest[0]!),
+        profile: specName(rest[1]!, 'PROFILE'),
+        ...optional('reason', values.reason),
+      };
     }
     case 'replay':
       return { name, id: singleId(name, rest), ...optional('check', values.check) };
     case 'keys': {
-      if (rest[0] !== 'create' || rest.length !== 1) throw usageError('the keys command is: flotilla keys create --tenant T --name N');
-      if (typeof values.tenant !== 'string' || !isSubjectToken(values.tenant)) throw usageError('keys create needs --tenant: 1-64 characters of A-Z a-z 0-9 _ -');
-      if (values.name === undefined || values.name.trim() === '') throw usageError('keys create needs --name, e.g. --name ci');
+      if (rest[0] !== 'create' || rest.length !== 1)
+        throw usageError('the keys command is: flotilla keys create --tenant T --name N');
+      if (typeof values.tenant !== 'string' || !isSubjectToken(values.tenant))
+        throw usageError('keys create needs --tenant: 1-64 characters of A-Z a-z 0-9 _ -');
+      if (values.name === undefined || values.name.trim() === '')
+        throw usageError('keys create needs --name, e.g. --name ci');
       return { name: 'keys-create', tenant: values.tenant, keyName: values.name, json: values.json ?? false };
     }
     case 'secret':
@@ -373,7 +467,9 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
 function expectPositionals(name: string, rest: readonly string[], expected: readonly string[]): void {
   if (rest.length !== expected.length) {
     const extra = rest.slice(expected.length);
-    throw usageError(extra.length > 0 ? `${name}: unexpected argument "${extra[0]}"` : `${name} needs ${expected.join(' ')}`);
+    throw usageError(
+      extra.length > 0 ? `${name}: unexpected argument "${extra[0]}"` : `${name} needs ${expected.join(' ')}`,
+    );
   }
 }
 
@@ -384,14 +480,18 @@ function singleId(name: string, rest: readonly string[]): string {
 }
 
 function conversationId(value: string, what = 'ID'): string {
-  if (!isSubjectToken(value)) throw usageError(`${what} "${value}" is not a conversation id: 1-64 characters of A-Z a-z 0-9 _ -`);
+  if (!isSubjectToken(value))
+    throw usageError(`${what} "${value}" is not a conversation id: 1-64 characters of A-Z a-z 0-9 _ -`);
   return value;
 }
 
 /** A template's or profile's name, as the operator's catalog spells them. */
 function specName(value: string, what: string): string {
   const parsed = SpecName.safeParse(value);
-  if (!parsed.success) throw usageError(`${what} "${value}" is not a template or profile name: it ${parsed.error.issues[0]?.message ?? 'is not valid'}`);
+  if (!parsed.success)
+    throw usageError(
+      `${what} "${value}" is not a template or profile name: it ${parsed.error.issues[0]?.message ?? 'is not valid'}`,
+    );
   return value;
 }
 
@@ -402,14 +502,16 @@ function afterSeqOf(values: Values): number | undefined {
 function integer(option: string, value: string | undefined, min: number, max: number): number | undefined {
   if (value === undefined) return undefined;
   const number = /^\d+$/.test(value) ? Number(value) : Number.NaN;
-  if (!Number.isSafeInteger(number) || number < min || number > max) throw usageError(`${option} must be a whole number from ${min} to ${max}, not "${value}"`);
+  if (!Number.isSafeInteger(number) || number < min || number > max)
+    throw usageError(`${option} must be a whole number from ${min} to ${max}, not "${value}"`);
   return number;
 }
 
 function eventTypes(value: string): EventType[] {
   const types = value.split(',').map((type) => type.trim());
   for (const type of types) {
-    if (!(EVENT_TYPES as readonly string[]).includes(type)) throw usageError(`--type: unknown event type "${type}"; known types: ${EVENT_TYPES.join(', ')}`);
+    if (!(EVENT_TYPES as readonly string[]).includes(type))
+      throw usageError(`--type: unknown event type "${type}"; known types: ${EVENT_TYPES.join(', ')}`);
   }
   return types as EventType[];
 }

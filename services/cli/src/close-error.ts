@@ -10,5 +10,9 @@ export function closeError(code: number, reason: string): FlotillaApiError {
     [CloseCode.MessageTooBig]: 'body_too_large',
     [CloseCode.TooManySubscribers]: 'too_many_subscribers',
   };
-  return new FlotillaApiError(0, codes[code] ?? 'unavailable', `the event stream closed (${code}${reason === '' ? '' : ` ${reason}`})`);
+  return new FlotillaApiError(
+    0,
+    codes[code] ?? 'unavailable',
+    `the event stream closed (${code}${reason === '' ? '' : ` ${reason}`})`,
+  );
 }

@@ -41,7 +41,10 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
   const { out } = context;
   switch (command.name) {
     case 'create': {
-      const spec = command.specFile === undefined ? undefined : specFileFields(await readInputFile(command.specFile, '--spec', context), command.specFile);
+      const spec =
+        command.specFile === undefined
+          ? undefined
+          : specFileFields(await readInputFile(command.specFile, '--spec', context), command.specFile);
       const { conversation, created } = await client.createConversation({
         ...(command.template === undefined ? {} : { template: command.template }),
         ...(spec === undefined ? {} : { spec }),
@@ -70,11 +73,17 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
     case 'approve':
       return commandThenWatch(client, command.id, command.watch, context, 'approved', () => client.approve(command.id));
     case 'reject':
-      return commandThenWatch(client, command.id, command.watch, context, 'rejected', () => client.reject(command.id, command.reason));
+      return commandThenWatch(client, command.id, command.watch, context, 'rejected', () =>
+        client.reject(command.id, command.reason),
+      );
     case 'pause':
-      return commandThenWatch(client, command.id, undefined, context, 'pause requested for', () => client.pause(command.id, command.reason));
+      return commandThenWatch(client, command.id, undefined, context, 'pause requested for', () =>
+        client.pause(command.id, command.reason),
+      );
     case 'interrupt':
-      return commandThenWatch(client, command.id, undefined, context, 'interrupted', () => client.interrupt(command.id, command.reason));
+      return commandThenWatch(client, command.id, undefined, context, 'interrupted', () =>
+        client.interrupt(command.id, command.reason),
+      );
     case 'watch':
       return watch(client, command.id, command.afterSeq, command, context);
     case 'tail': {
@@ -99,7 +108,11 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
     case 'events': {
       let count = 0;
       for await (const event of searchEvents(client, command)) {
-        out.lines(command.json ? [JSON.stringify(event)] : renderEvent(event, { color: context.color, verbose: true, seq: true }));
+        out.lines(
+          command.json
+            ? [JSON.stringify(event)]
+            : renderEvent(event, { color: context.color, verbose: true, seq: true }),
+        );
         count += 1;
       }
       if (count === 0 && !command.json) context.err.line('no events match');
@@ -127,8 +140,15 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
       return command.watch ? watch(client, conversation.id, 0, command.watch, context) : ExitCode.Ok;
     }
     case 'rewind': {
-      const result = await client.rewind(command.id, { to_seq: command.toSeq, ...(command.reason === undefined ? {} : { reason: command.reason }) });
-      out.line(result.appended ? `rewound ${command.id} to event ${command.toSeq} (now ${result.status})` : `${command.id} is already at event ${command.toSeq}`);
+      const result = await client.rewind(command.id, {
+        to_seq: command.toSeq,
+        ...(command.reason === undefined ? {} : { reason: command.reason }),
+      });
+      out.line(
+        result.appended
+          ? `rewound ${command.id} to event ${command.toSeq} (now ${result.status})`
+          : `${command.id} is already at event ${command.toSeq}`,
+      );
       return ExitCode.Ok;
     }
     case 'ask': {
@@ -136,7 +156,11 @@ export async function executeCommand(command: Runnable, client: CliClient, conte
       return ExitCode.Ok;
     }
     case 'replay': {
-      const same = await replayConversation(client, command.id, command.check, { out, err: context.err, ...(context.input ? { input: context.input } : {}) });
+      const same = await replayConversation(client, command.id, command.check, {
+        out,
+        err: context.err,
+        ...(context.input ? { input: context.input } : {}),
+      });
       return same ? ExitCode.Ok : ExitCode.Failed;
     }
     case 'keys-create': {
@@ -184,14 +208,24 @@ async function commandThenWatch(
   const before = follow ? (await client.getConversation(id)).last_seq : 0;
   const result = await send();
   if (!follow) {
-    context.out.line(result.appended ? `${verb} ${id} (status ${result.status}, seq ${result.last_seq})` : `${verb} ${id}: nothing to do (status ${result.status})`);
+    context.out.line(
+      result.appended
+        ? `${verb} ${id} (status ${result.status}, seq ${result.last_seq})`
+        : `${verb} ${id}: nothing to do (status ${result.status})`,
+    );
     return ExitCode.Ok;
   }
   if (!result.appended) context.err.line(`note: nothing to do (status ${result.status})`);
   return watch(client, id, before, follow, context);
 }
 
-async function watch(client: CliClient, id: string, afterSeq: number, follow: FollowOptions, context: CommandContext): Promise<ExitCode> {
+async function watch(
+  client: CliClient,
+  id: string,
+  afterSeq: number,
+  follow: FollowOptions,
+  context: CommandContext,
+): Promise<ExitCode> {
   const result = await watchConversation(client, id, context.out, {
     afterSeq,
     follow: follow.follow,
@@ -206,7 +240,10 @@ async function watch(client: CliClient, id: string, afterSeq: number, follow: Fo
 
 const PAGE = 200;
 
-async function listConversations(client: CliClient, command: Extract<Command, { name: 'list' }>): Promise<Conversation[]> {
+async function listConversations(
+  client: CliClient,
+  command: Extract<Command, { name: 'list' }>,
+): Promise<Conversation[]> {
   const status = command.status === undefined ? {} : { status: command.status };
   if (command.limit <= PAGE) return (await client.listConversations({ ...status, limit: command.limit })).items;
   const items: Conversation[] = [];
@@ -236,8 +273,10 @@ async function* searchEvents(client: CliClient, command: Extract<Command, { name
 
 /** `send ID -`: the message is all of standard input. */
 async function messageFromStdin(context: CommandContext, withImages: boolean): Promise<string> {
-  if (!context.input?.readStdinText) throw usageError('send: TEXT - reads standard input, which this caller does not give');
+  if (!context.input?.readStdinText)
+    throw usageError('send: TEXT - reads standard input, which this caller does not give');
   const text = await context.input.readStdinText();
-  if (text.trim() === '' && !withImages) throw usageError('send: standard input was empty: nothing to send (pipe the message in, or give TEXT)');
+  if (text.trim() === '' && !withImages)
+    throw usageError('send: standard input was empty: nothing to send (pipe the message in, or give TEXT)');
   return text;
 }

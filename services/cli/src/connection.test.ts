@@ -7,12 +7,24 @@ const none = () => undefined;
 describe('resolveConnection', () => {
   it('prefers the flag, then the environment, then .flotilla/cli.json — setting by setting', () => {
     const config = file({ url: 'http://file:1', api_key: 'file-key' });
-    expect(resolveConnection({ url: 'http://flag:1', apiKey: 'flag-key' }, { FLOTILLA_URL: 'http://env:1', FLOTILLA_API_KEY: 'env-key' }, config)).toEqual({
+    expect(
+      resolveConnection(
+        { url: 'http://flag:1', apiKey: 'flag-key' },
+        { FLOTILLA_URL: 'http://env:1', FLOTILLA_API_KEY: 'env-key' },
+        config,
+      ),
+    ).toEqual({
       url: 'http://flag:1',
       apiKey: 'flag-key',
     });
-    expect(resolveConnection({}, { FLOTILLA_URL: 'http://env:1', FLOTILLA_API_KEY: 'env-key' }, config)).toEqual({ url: 'http://env:1', apiKey: 'env-key' });
-    expect(resolveConnection({}, { FLOTILLA_URL: 'http://env:1' }, config)).toEqual({ url: 'http://env:1', apiKey: 'file-key' });
+    expect(resolveConnection({}, { FLOTILLA_URL: 'http://env:1', FLOTILLA_API_KEY: 'env-key' }, config)).toEqual({
+      url: 'http://env:1',
+      apiKey: 'env-key',
+    });
+    expect(resolveConnection({}, { FLOTILLA_URL: 'http://env:1' }, config)).toEqual({
+      url: 'http://env:1',
+      apiKey: 'file-key',
+    });
     expect(resolveConnection({}, {}, config)).toEqual({ url: 'http://file:1', apiKey: 'file-key' });
   });
 
@@ -20,12 +32,19 @@ describe('resolveConnection', () => {
     const explode = () => {
       throw new Error('read');
     };
-    expect(resolveConnection({ url: 'https://gw', apiKey: 'k' }, {}, explode)).toEqual({ url: 'https://gw', apiKey: 'k' });
+    expect(resolveConnection({ url: 'https://gw', apiKey: 'k' }, {}, explode)).toEqual({
+      url: 'https://gw',
+      apiKey: 'k',
+    });
   });
 
   it('says where a missing setting can come from', () => {
-    expect(() => resolveConnection({}, {}, none)).toThrow(/no gateway URL: pass --url, set FLOTILLA_URL, or write .* \.flotilla\/cli\.json/);
-    expect(() => resolveConnection({ url: 'http://gw' }, { FLOTILLA_API_KEY: ' ' }, none)).toThrow(/no API key: pass --api-key, set FLOTILLA_API_KEY/);
+    expect(() => resolveConnection({}, {}, none)).toThrow(
+      /no gateway URL: pass --url, set FLOTILLA_URL, or write .* \.flotilla\/cli\.json/,
+    );
+    expect(() => resolveConnection({ url: 'http://gw' }, { FLOTILLA_API_KEY: ' ' }, none)).toThrow(
+      /no API key: pass --api-key, set FLOTILLA_API_KEY/,
+    );
   });
 
   it('rejects a URL that is not http(s) and a config file that is not a JSON object of strings', () => {

@@ -27,11 +27,14 @@ export function resolveConnection(
   const fromFile = (): ConfigFile => (file ??= parseConfig(readConfig()));
   const url = nonEmpty(flags.url) ?? nonEmpty(env['FLOTILLA_URL']) ?? nonEmpty(fromFile().url);
   if (url === undefined) {
-    throw config(`no gateway URL: pass --url, set FLOTILLA_URL, or write {"url": "http://127.0.0.1:8080", "api_key": "…"} to ${CONFIG_FILE}`);
+    throw config(
+      `no gateway URL: pass --url, set FLOTILLA_URL, or write {"url": "http://127.0.0.1:8080", "api_key": "…"} to ${CONFIG_FILE}`,
+    );
   }
   if (!isHttpUrl(url)) throw config(`gateway URL "${url}" is not an http(s) URL, e.g. http://127.0.0.1:8080`);
   const apiKey = nonEmpty(flags.apiKey) ?? nonEmpty(env['FLOTILLA_API_KEY']) ?? nonEmpty(fromFile().api_key);
-  if (apiKey === undefined) throw config(`no API key: pass --api-key, set FLOTILLA_API_KEY, or put "api_key" in ${CONFIG_FILE}`);
+  if (apiKey === undefined)
+    throw config(`no API key: pass --api-key, set FLOTILLA_API_KEY, or put "api_key" in ${CONFIG_FILE}`);
   return { url, apiKey };
 }
 
@@ -43,7 +46,8 @@ function parseConfig(text: string | undefined): ConfigFile {
   } catch (error) {
     throw config(`${CONFIG_FILE} is not valid JSON (${(error as Error).message}); fix or remove it`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw config(`${CONFIG_FILE} must hold a JSON object like {"url": "…", "api_key": "…"}`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw config(`${CONFIG_FILE} must hold a JSON object like {"url": "…", "api_key": "…"}`);
   const { url, api_key: apiKey } = value as Record<string, unknown>;
   for (const [key, field] of [
     ['url', url],
@@ -51,7 +55,10 @@ function parseConfig(text: string | undefined): ConfigFile {
   ] as const) {
     if (field !== undefined && typeof field !== 'string') throw config(`${CONFIG_FILE}: "${key}" must be a string`);
   }
-  return { ...(url === undefined ? {} : { url: url as string }), ...(apiKey === undefined ? {} : { api_key: apiKey as string }) };
+  return {
+    ...(url === undefined ? {} : { url: url as string }),
+    ...(apiKey === undefined ? {} : { api_key: apiKey as string }),
+  };
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

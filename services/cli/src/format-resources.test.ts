@@ -36,11 +36,39 @@ describe('renderServerInfo', () => {
         custom_models: false,
         default: { model: 'gpt-small', tools: ['terminal', 'think', 'finish'] },
         mcp: { commands: ['node'], url_prefixes: ['https://mcp.example.com/'] },
-        sub_agents: [{ name: 'researcher', description: 'Reads code.', tools: ['terminal', 'finish'], workspace: 'shared', model: null }],
+        sub_agents: [
+          {
+            name: 'researcher',
+            description: 'Reads code.',
+            tools: ['terminal', 'finish'],
+            workspace: 'shared',
+            model: null,
+          },
+        ],
       },
-      capabilities: { websocket: true, token_streaming: false, confirmation: true, condensation: false, event_search: true, secrets: true },
+      capabilities: {
+        websocket: true,
+        token_streaming: false,
+        confirmation: true,
+        condensation: false,
+        event_search: true,
+        secrets: true,
+      },
       sandbox: { runners: 1, kinds: ['bwrap'], networks: ['none'], unsandboxed_runners: 0 },
-      limits: { max_body_bytes: 1024, max_frame_bytes: 512, max_subscribers_per_conversation: 10, max_running: 0, max_running_per_tenant: 5, images: { max_image_bytes: 3_932_160, max_images_per_message: 8, max_message_image_bytes: 15_728_640, max_message_body_bytes: 22_020_096, media_types: ['image/png'] } },
+      limits: {
+        max_body_bytes: 1024,
+        max_frame_bytes: 512,
+        max_subscribers_per_conversation: 10,
+        max_running: 0,
+        max_running_per_tenant: 5,
+        images: {
+          max_image_bytes: 3_932_160,
+          max_images_per_message: 8,
+          max_message_image_bytes: 15_728_640,
+          max_message_body_bytes: 22_020_096,
+          media_types: ['image/png'],
+        },
+      },
     };
     expect(renderServerInfo(info)).toEqual([
       'flotilla-gateway 0.1.0 (api v1, protocol 1, instance gw-1)',

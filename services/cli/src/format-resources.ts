@@ -30,7 +30,10 @@ export function renderConversation(conversation: Conversation): string[] {
     `llm:       ${counters.llm_calls} calls, ${usage.prompt_tokens} prompt + ${usage.completion_tokens} completion tokens ` +
       `(${usage.cache_read_tokens} cache read, ${usage.reasoning_tokens} reasoning), $${usage.cost_usd.toFixed(4)}`,
   ];
-  if (conversation.last_error) lines.push(`last error: ${conversation.last_error.code} at #${conversation.last_error.seq}: ${conversation.last_error.detail}`);
+  if (conversation.last_error)
+    lines.push(
+      `last error: ${conversation.last_error.code} at #${conversation.last_error.seq}: ${conversation.last_error.detail}`,
+    );
   return lines;
 }
 
@@ -59,10 +62,28 @@ function agentLines(agents: ServerInfo['agents']): string[] {
     `agent:        ${agents.default.model} (default), tools ${agents.default.tools.join(', ')}`,
     `models:       ${agents.profiles.map((profile) => `${profile.name} (${profile.provider} ${profile.model}${profile.fallbacks.length === 0 ? '' : `, then ${profile.fallbacks.join(', then ')}`})`).join(', ')}${custom === false ? '' : `; own models allowed at ${custom.base_urls.join(', ')}`}`,
     `mcp servers:  ${agents.mcp.commands.length + agents.mcp.url_prefixes.length === 0 ? 'none allowed' : [...agents.mcp.commands.map((command) => `command ${command}`), ...agents.mcp.url_prefixes.map((prefix) => `URLs ${prefix}…`)].join(', ')}`,
-    ...(agents.templates.length === 0 ? [] : ['templates:', ...formatColumns(agents.templates.map((template) => [`  ${template.name}`, `${template.model}, tools ${template.tools.join(', ')}`]))]),
+    ...(agents.templates.length === 0
+      ? []
+      : [
+          'templates:',
+          ...formatColumns(
+            agents.templates.map((template) => [
+              `  ${template.name}`,
+              `${template.model}, tools ${template.tools.join(', ')}`,
+            ]),
+          ),
+        ]),
     ...(agents.sub_agents.length === 0
       ? []
-      : ['sub-agents:', ...formatColumns(agents.sub_agents.map((agent) => [`  ${agent.name}`, `${clip(agent.description, 80)} (${agent.model ?? "the parent's model"}, tools ${agent.tools.join(', ')}, ${agent.workspace} workspace)`]))]),
+      : [
+          'sub-agents:',
+          ...formatColumns(
+            agents.sub_agents.map((agent) => [
+              `  ${agent.name}`,
+              `${clip(agent.description, 80)} (${agent.model ?? "the parent's model"}, tools ${agent.tools.join(', ')}, ${agent.workspace} workspace)`,
+            ]),
+          ),
+        ]),
   ];
 }
 

@@ -42,7 +42,8 @@ const code = await runCli(process.argv.slice(2), {
   },
   input: {
     readStdin: (prompt) => readStdinValue(prompt, process.stdin, process.stderr),
-    readStdinText: () => readStdinText(process.stdin, process.stderr, 'Type the message, then Ctrl-D on a line of its own to send it.\n'),
+    readStdinText: () =>
+      readStdinText(process.stdin, process.stderr, 'Type the message, then Ctrl-D on a line of its own to send it.\n'),
     readFile: (path) => readFile(path, 'utf8'),
     readBytes: (path) => readFile(path),
   },

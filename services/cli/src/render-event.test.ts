@@ -11,7 +11,17 @@ describe('renderEvent', () => {
   });
 
   it('shows what a skill or a hook added to the user’s turn, and which skills it activated', () => {
-    const activation = testEvent('message', 3, { role: 'user', content: [], extended_content: [{ type: 'text', text: 'SKILL TEXT' }], activated_skills: ['release'] }, 'environment');
+    const activation = testEvent(
+      'message',
+      3,
+      {
+        role: 'user',
+        content: [],
+        extended_content: [{ type: 'text', text: 'SKILL TEXT' }],
+        activated_skills: ['release'],
+      },
+      'environment',
+    );
     expect(renderEvent(activation)).toEqual(['environment: [skills activated: release]', '             SKILL TEXT']);
   });
 
@@ -25,12 +35,19 @@ describe('renderEvent', () => {
 
   it('shows a terminal call as ▶ terminal: <command>, with the thought before it', () => {
     expect(renderEvent(terminalAction(3, 'npm test'))).toEqual(['▶ terminal: npm test']);
-    expect(renderEvent(terminalAction(3, 'ls -la', 'Let me look.'))).toEqual(['agent: Let me look.', '▶ terminal: ls -la']);
-    expect(renderEvent(terminalAction(3, 'ls -la', 'Let me look.'), { omitText: true })).toEqual(['▶ terminal: ls -la']);
+    expect(renderEvent(terminalAction(3, 'ls -la', 'Let me look.'))).toEqual([
+      'agent: Let me look.',
+      '▶ terminal: ls -la',
+    ]);
+    expect(renderEvent(terminalAction(3, 'ls -la', 'Let me look.'), { omitText: true })).toEqual([
+      '▶ terminal: ls -la',
+    ]);
   });
 
   it('summarises a multi-line command by its first line', () => {
-    expect(renderEvent(terminalAction(3, "cat <<'EOF' > a.txt\nhello\nEOF"))).toEqual(["▶ terminal: cat <<'EOF' > a.txt …"]);
+    expect(renderEvent(terminalAction(3, "cat <<'EOF' > a.txt\nhello\nEOF"))).toEqual([
+      "▶ terminal: cat <<'EOF' > a.txt …",
+    ]);
   });
 
   it('summarises other tools by their main arguments, or as key=value', () => {
@@ -90,16 +107,29 @@ describe('renderEvent', () => {
       '    │ … 6 more lines',
     ]);
     expect(renderEvent(terminalResult(4, 3, '', 0))).toEqual(['  ✓ terminal · exit 0']);
-    expect(renderEvent(terminalResult(4, 3, 'boom', 2), { resultLines: 1 })).toEqual(['  ✗ terminal · exit 2', '    │ boom']);
+    expect(renderEvent(terminalResult(4, 3, 'boom', 2), { resultLines: 1 })).toEqual([
+      '  ✗ terminal · exit 2',
+      '    │ boom',
+    ]);
   });
 
   it('paints errors red only when colour is on', () => {
-    const error = testEvent('agent_error', 5, { tool_call_id: 'c3', tool_name: 'terminal', action_id: 'ev-3', error: 'interrupted' });
+    const error = testEvent('agent_error', 5, {
+      tool_call_id: 'c3',
+      tool_name: 'terminal',
+      action_id: 'ev-3',
+      error: 'interrupted',
+    });
     expect(renderEvent(error)).toEqual(['  ✗ terminal failed: interrupted']);
     const [line] = renderEvent(error, { color: true });
     expect(line).toBe(`${ESC}31m  ✗ terminal failed: interrupted${ESC}39m`);
     expect(renderEvent(terminalResult(4, 3, 'boom', 1), { color: true })[0]).toContain(`${ESC}31m`);
-    const failure = testEvent('conversation_error', 9, { code: 'max_iterations', detail: 'stopped after 50 steps' }, 'system');
+    const failure = testEvent(
+      'conversation_error',
+      9,
+      { code: 'max_iterations', detail: 'stopped after 50 steps' },
+      'system',
+    );
     expect(renderEvent(failure)).toEqual(['✗ max_iterations: stopped after 50 steps']);
     expect(renderEvent(failure, { color: true })[0]).toContain(`${ESC}31m`);
     expect(renderEvent(message(1, 'hi'), { color: false }).join('')).not.toContain(ESC);
@@ -107,19 +137,37 @@ describe('renderEvent', () => {
 
   it('shows status changes, pauses, interrupts, approvals and rejections', () => {
     expect(renderEvent(statusChange(8, 'finished'))).toEqual(['● finished']);
-    expect(renderEvent(statusChange(8, 'waiting_for_confirmation', 'high risk'))).toEqual(['● waiting for confirmation (high risk)']);
-    expect(renderEvent(testEvent('state_change', 9, { title: 'Fix CI', tags: ['ci'] }, 'user'))).toEqual(['● title: Fix CI', '● tags: ci']);
+    expect(renderEvent(statusChange(8, 'waiting_for_confirmation', 'high risk'))).toEqual([
+      '● waiting for confirmation (high risk)',
+    ]);
+    expect(renderEvent(testEvent('state_change', 9, { title: 'Fix CI', tags: ['ci'] }, 'user'))).toEqual([
+      '● title: Fix CI',
+      '● tags: ci',
+    ]);
     expect(renderEvent(testEvent('pause', 10, { reason: 'lunch' }, 'user'))).toEqual(['‖ pause requested (lunch)']);
     expect(renderEvent(testEvent('interrupt', 10, {}, 'user'))).toEqual(['‖ interrupt']);
-    expect(renderEvent(testEvent('approval', 11, { action_ids: ['ev-3', 'ev-4'] }, 'user'))).toEqual(['✓ approved 2 actions']);
+    expect(renderEvent(testEvent('approval', 11, { action_ids: ['ev-3', 'ev-4'] }, 'user'))).toEqual([
+      '✓ approved 2 actions',
+    ]);
     expect(
-      renderEvent(testEvent('user_rejection', 12, { action_id: 'ev-3', tool_call_id: 'c3', tool_name: 'terminal', reason: 'no', rejection_source: 'user' }, 'user')),
+      renderEvent(
+        testEvent(
+          'user_rejection',
+          12,
+          { action_id: 'ev-3', tool_call_id: 'c3', tool_name: 'terminal', reason: 'no', rejection_source: 'user' },
+          'user',
+        ),
+      ),
     ).toEqual(['  ✗ rejected terminal: no']);
   });
 
   it('shows that a secret was set or removed, by name', () => {
-    expect(renderEvent(testEvent('secret_changed', 13, { name: 'GITHUB_TOKEN', action: 'set' }, 'user'))).toEqual(['· secret GITHUB_TOKEN set']);
-    expect(renderEvent(testEvent('secret_changed', 14, { name: 'GITHUB_TOKEN', action: 'removed' }, 'user'), { seq: true })).toEqual(['#14 · secret GITHUB_TOKEN removed']);
+    expect(renderEvent(testEvent('secret_changed', 13, { name: 'GITHUB_TOKEN', action: 'set' }, 'user'))).toEqual([
+      '· secret GITHUB_TOKEN set',
+    ]);
+    expect(
+      renderEvent(testEvent('secret_changed', 14, { name: 'GITHUB_TOKEN', action: 'removed' }, 'user'), { seq: true }),
+    ).toEqual(['#14 · secret GITHUB_TOKEN removed']);
   });
 
   it('hides bookkeeping events unless verbose', () => {
@@ -139,8 +187,14 @@ describe('renderEvent', () => {
     expect(renderEvent(started)).toEqual([]);
     expect(renderEvent(usage, { verbose: true })).toEqual(['· brain (step): 100 in, 20 out, 12 ms, $0.0012']);
     // a call its fallback made says which
-    const byFallback = { ...usage, v: 5, fallback: { index: 0, provider: 'openai-chat', model: 'spare', profile: 'backup' } } as typeof usage;
-    expect(renderEvent(byFallback, { verbose: true })).toEqual(['· brain (step, by fallback backup): 100 in, 20 out, 12 ms, $0.0012']);
+    const byFallback = {
+      ...usage,
+      v: 5,
+      fallback: { index: 0, provider: 'openai-chat', model: 'spare', profile: 'backup' },
+    } as typeof usage;
+    expect(renderEvent(byFallback, { verbose: true })).toEqual([
+      '· brain (step, by fallback backup): 100 in, 20 out, 12 ms, $0.0012',
+    ]);
     expect(renderEvent(started, { verbose: true })).toEqual(['· running 1 action on tool-runner-1']);
   });
 

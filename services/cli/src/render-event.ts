@@ -41,7 +41,9 @@ export function speakerPrefix(source: Event['source'], color = false): string {
 
 /** The text of message content; images as `[image]`, or `[image <name>]` for one sent with its file name. */
 export function contentText(parts: readonly ContentPart[]): string {
-  return parts.map((part) => (part.type === 'text' ? part.text : part.name === undefined ? '[image]' : `[image ${part.name}]`)).join('\n');
+  return parts
+    .map((part) => (part.type === 'text' ? part.text : part.name === undefined ? '[image]' : `[image ${part.name}]`))
+    .join('\n');
 }
 
 function linesOf(event: Event, context: Context): string[] {
@@ -49,11 +51,23 @@ function linesOf(event: Event, context: Context): string[] {
   const verbose = options.verbose ?? false;
   switch (event.type) {
     case 'system_prompt':
-      return verbose ? [style.dim(`· system prompt, ${event.tools.length} tool(s): ${event.tools.map((tool) => tool.name).join(', ')}`)] : [];
+      return verbose
+        ? [
+            style.dim(
+              `· system prompt, ${event.tools.length} tool(s): ${event.tools.map((tool) => tool.name).join(', ')}`,
+            ),
+          ]
+        : [];
     case 'message': {
       if (options.omitText && event.source === 'agent') return [];
       // what a skill or a hook adds to the user's turn (extended_content) is shown with it
-      const text = [contentText(event.content), ...(event.activated_skills?.length ? [`[skills activated: ${event.activated_skills.join(', ')}]`] : []), ...(event.extended_content ? [contentText(event.extended_content)] : [])].filter(Boolean).join('\n');
+      const text = [
+        contentText(event.content),
+        ...(event.activated_skills?.length ? [`[skills activated: ${event.activated_skills.join(', ')}]`] : []),
+        ...(event.extended_content ? [contentText(event.extended_content)] : []),
+      ]
+        .filter(Boolean)
+        .join('\n');
       const shown = event.source === 'agent' ? text : limitLines(text.split('\n'), options.userLines ?? 12).join('\n');
       return indentBlock(speakerPrefix(event.source, options.color), shown, `${event.source}: `.length);
     }
@@ -63,17 +77,27 @@ function linesOf(event: Event, context: Context): string[] {
       return observationLines(event, context);
     case 'agent_error': {
       const head = event.tool_name === undefined ? '✗ agent error: ' : `  ✗ ${event.tool_name} failed: `;
-      const body = limitLines(event.error.split('\n'), options.resultLines ?? 4).map((line) => clip(line, context.width));
+      const body = limitLines(event.error.split('\n'), options.resultLines ?? 4).map((line) =>
+        clip(line, context.width),
+      );
       return indentBlock(head, body.join('\n'), head.length).map((line) => style.red(line));
     }
     case 'user_rejection':
-      return [style.yellow(`  ✗ rejected ${event.tool_name}${event.rejection_source === 'hook' ? ' (by a hook)' : ''}: ${clip(event.reason, context.width)}`)];
+      return [
+        style.yellow(
+          `  ✗ rejected ${event.tool_name}${event.rejection_source === 'hook' ? ' (by a hook)' : ''}: ${clip(event.reason, context.width)}`,
+        ),
+      ];
     case 'approval':
       return [style.green(`✓ approved ${plural(event.action_ids.length, 'action')}`)];
     case 'execution_started':
       return verbose ? [style.dim(`· running ${plural(event.action_ids.length, 'action')} on ${event.runner}`)] : [];
     case 'condensation':
-      return [style.dim(`· condensed: ${plural(event.forgotten_event_ids.length, 'event')} forgotten${event.summary === undefined ? '' : ', summarised'}`)];
+      return [
+        style.dim(
+          `· condensed: ${plural(event.forgotten_event_ids.length, 'event')} forgotten${event.summary === undefined ? '' : ', summarised'}`,
+        ),
+      ];
     case 'condensation_request':
       return [style.dim(`· condensation requested${reasonOf(event.reason)}`)];
     case 'state_change':
@@ -93,22 +117,44 @@ function linesOf(event: Event, context: Context): string[] {
       return [style.dim(`· secret ${event.name} ${event.action === 'set' ? 'set' : 'removed'}`)];
     case 'agent_spec': {
       const llm = (event.spec['llm'] ?? {}) as { provider?: unknown; model?: unknown };
-      return [style.dim(`· agent spec: ${String(llm.provider ?? '?')} ${String(llm.model ?? '?')} (${event.reason}${event.template ? `, template ${event.template}` : ''})`)];
+      return [
+        style.dim(
+          `· agent spec: ${String(llm.provider ?? '?')} ${String(llm.model ?? '?')} (${event.reason}${event.template ? `, template ${event.template}` : ''})`,
+        ),
+      ];
     }
     case 'mcp_tools':
       return event.error
         ? [style.red(`✗ MCP server ${event.server}: ${clip(event.error.message, context.width)}`)]
-        : [style.dim(`· MCP server ${event.server}: ${event.tools.length} tool${event.tools.length === 1 ? '' : 's'}${event.tools.length > 0 ? ` (${clip(event.tools.map((tool) => tool.name).join(', '), 100)})` : ''}`)];
+        : [
+            style.dim(
+              `· MCP server ${event.server}: ${event.tools.length} tool${event.tools.length === 1 ? '' : 's'}${event.tools.length > 0 ? ` (${clip(event.tools.map((tool) => tool.name).join(', '), 100)})` : ''}`,
+            ),
+          ];
     case 'workspace_context':
       return [style.dim(`· workspace context: ${workspaceContextSummary(event)}`)];
     case 'subagent_started':
       return [style.dim(`· sub-agent ${event.agent} started: conversation ${event.child}`)];
     case 'branch':
-      return [style.dim(event.kind === 'fork' ? `· forked from ${event.from.conversation} after event ${event.from.seq} (${event.copied} events of its view copied)` : `· rewound to event ${event.from.seq}: events ${event.from.seq + 1}–${event.seq - 1} left the view${event.reason ? ` (${event.reason})` : ''}`)];
+      return [
+        style.dim(
+          event.kind === 'fork'
+            ? `· forked from ${event.from.conversation} after event ${event.from.seq} (${event.copied} events of its view copied)`
+            : `· rewound to event ${event.from.seq}: events ${event.from.seq + 1}–${event.seq - 1} left the view${event.reason ? ` (${event.reason})` : ''}`,
+        ),
+      ];
     case 'workspace_file':
-      return [style.dim(`· file ${event.action === 'created' ? 'uploaded' : 'replaced'}: ${event.path} (${event.size} bytes)`)];
+      return [
+        style.dim(
+          `· file ${event.action === 'created' ? 'uploaded' : 'replaced'}: ${event.path} (${event.size} bytes)`,
+        ),
+      ];
     case 'subagent_task':
-      return [style.dim(`· sub-agent ${event.agent} of conversation ${event.parent_call.conversation} (depth ${event.depth}${event.workspace === event.conversation ? ', its own workspace' : `, in ${event.workspace}'s workspace`})`)];
+      return [
+        style.dim(
+          `· sub-agent ${event.agent} of conversation ${event.parent_call.conversation} (depth ${event.depth}${event.workspace === event.conversation ? ', its own workspace' : `, in ${event.workspace}'s workspace`})`,
+        ),
+      ];
     case 'llm_usage':
       return verbose
         ? [
@@ -124,8 +170,12 @@ function actionLines(event: ActionEvent, context: Context): string[] {
   const { style, options } = context;
   const lines: string[] = [];
   const thought = contentText(event.thought).trim();
-  if (thought !== '' && !options.omitText) lines.push(...indentBlock(speakerPrefix('agent', options.color), thought, 'agent: '.length));
-  const risk = event.security_risk === 'high' || event.security_risk === 'medium' ? ` ${style.yellow(`[${event.security_risk} risk]`)}` : '';
+  if (thought !== '' && !options.omitText)
+    lines.push(...indentBlock(speakerPrefix('agent', options.color), thought, 'agent: '.length));
+  const risk =
+    event.security_risk === 'high' || event.security_risk === 'medium'
+      ? ` ${style.yellow(`[${event.security_risk} risk]`)}`
+      : '';
   const summary = summariseArguments(event, context.width);
   const head = `${style.bold(`▶ ${event.tool_name}`)}${summary === '' ? '' : `: ${summary.split('\n')[0]}`}`;
   lines.push(`${head}${risk}`);
@@ -151,7 +201,9 @@ export function summariseArguments(event: ActionEvent, width = 200): string {
   if (event.tool_name === 'finish' && typeof input['message'] === 'string') return input['message'];
   const primary = (PRIMARY[event.tool_name] ?? []).filter((key) => input[key] !== undefined && input[key] !== null);
   if (primary.length > 0) {
-    const text = primary.map((key) => (typeof input[key] === 'string' ? firstLine(input[key]) : JSON.stringify(input[key]))).join(' ');
+    const text = primary
+      .map((key) => (typeof input[key] === 'string' ? firstLine(input[key]) : JSON.stringify(input[key])))
+      .join(' ');
     return clip(`${event.tool_name === 'terminal' && input['is_input'] === true ? '(input) ' : ''}${text}`, width);
   }
   const pairs = Object.entries(input)
@@ -174,11 +226,14 @@ function observationLines(event: ObservationEvent, context: Context): string[] {
   else if (details['still_running'] === true) facts.push('still running');
   const head = `  ${failed ? '✗' : '✓'} ${facts.join(' · ')}`;
   let output = contentText(event.content).split('\n');
-  if (event.tool_name === 'terminal') output = output.filter((line) => !TERMINAL_NOISE.some((pattern) => pattern.test(line)));
+  if (event.tool_name === 'terminal')
+    output = output.filter((line) => !TERMINAL_NOISE.some((pattern) => pattern.test(line)));
   while (output.length > 0 && output[output.length - 1]!.trim() === '') output.pop();
   while (output.length > 0 && output[0]!.trim() === '') output.shift();
   const body = limitLines(output, options.resultLines ?? 4).map((line) => `    │ ${clip(line, context.width)}`);
-  return failed ? [style.red(head), ...body.map((line) => style.red(line))] : [style.green(head), ...body.map((line) => style.dim(line))];
+  return failed
+    ? [style.red(head), ...body.map((line) => style.red(line))]
+    : [style.green(head), ...body.map((line) => style.dim(line))];
 }
 
 function stateLines(event: Extract<Event, { type: 'state_change' }>, context: Context): string[] {
@@ -203,7 +258,11 @@ function stateLines(event: Extract<Event, { type: 'state_change' }>, context: Co
 }
 
 /** The actions awaiting confirmation, and how to answer them. */
-export function renderPendingActions(id: string, actions: readonly ActionEvent[], options: RenderOptions = {}): string[] {
+export function renderPendingActions(
+  id: string,
+  actions: readonly ActionEvent[],
+  options: RenderOptions = {},
+): string[] {
   const style = createStyle(options.color ?? false);
   const width = options.maxLineChars ?? 200;
   const lines = [style.yellow(`? ${plural(actions.length, 'action')} awaiting confirmation:`)];
@@ -237,7 +296,9 @@ function oneLine(text: string): string {
 function workspaceContextSummary(event: Extract<Event, { type: 'workspace_context' }>): string {
   const parts = [
     ...(event.repository.length > 0 ? [event.repository.map((file) => file.path).join(', ')] : []),
-    ...(event.knowledge.length > 0 ? [`knowledge skills ${event.knowledge.map((skill) => skill.name).join(', ')}`] : []),
+    ...(event.knowledge.length > 0
+      ? [`knowledge skills ${event.knowledge.map((skill) => skill.name).join(', ')}`]
+      : []),
     ...(event.skills.length > 0 ? [`skills ${event.skills.map((skill) => skill.name).join(', ')}`] : []),
     ...(event.rules.length > 0 ? [`rules for ${event.rules.map((rule) => rule.folder).join(', ')}`] : []),
   ];

@@ -15,12 +15,21 @@ export type ReplayContext = { readonly out: Terminal; readonly err: Terminal; re
  * `model`, `body`: the body byte for byte as a JSON string); with `--check`, compared with the
  * requests recorded in FILE instead. True when there was nothing to report (every step the same).
  */
-export async function replayConversation(client: CliClient, id: string, check: string | undefined, context: ReplayContext): Promise<boolean> {
-  const recorded = check === undefined ? undefined : recordedRequests(await readInputFile(check, '--check', context), check);
+export async function replayConversation(
+  client: CliClient,
+  id: string,
+  check: string | undefined,
+  context: ReplayContext,
+): Promise<boolean> {
+  const recorded =
+    check === undefined ? undefined : recordedRequests(await readInputFile(check, '--check', context), check);
   const events: Event[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.searchEvents(id, { limit: PAGE, ...(cursor === undefined ? { after_seq: 0 } : { cursor }) });
+    const page = await client.searchEvents(id, {
+      limit: PAGE,
+      ...(cursor === undefined ? { after_seq: 0 } : { cursor }),
+    });
     events.push(...page.items);
     cursor = page.next_cursor ?? undefined;
   } while (cursor !== undefined);
@@ -28,7 +37,16 @@ export async function replayConversation(client: CliClient, id: string, check: s
   const { checkRequests, replayRequests } = await import('@flotilla/agent');
   const replayed = replayRequests(events);
   if (recorded === undefined) {
-    for (const request of replayed) context.out.line(JSON.stringify({ seq: request.seq, spec_seq: request.specSeq, provider: request.provider, model: request.model, body: request.body }));
+    for (const request of replayed)
+      context.out.line(
+        JSON.stringify({
+          seq: request.seq,
+          spec_seq: request.specSeq,
+          provider: request.provider,
+          model: request.model,
+          body: request.body,
+        }),
+      );
     if (replayed.length === 0) context.err.line(`no steps in ${id}: its log has no model call of a step`);
     return true;
   }
@@ -39,7 +57,9 @@ export async function replayConversation(client: CliClient, id: string, check: s
     else context.out.line(`seq ${result.seq}: differs from byte ${result.byte}: ${result.detail}`);
   }
   const same = checks.filter((result) => result.result === 'same').length;
-  context.err.line(`${same} of ${checks.length} steps rebuilt byte for byte${recorded.length > checks.length ? ` (${recorded.length - checks.length} recorded requests are no step of the log)` : ''}`);
+  context.err.line(
+    `${same} of ${checks.length} steps rebuilt byte for byte${recorded.length > checks.length ? ` (${recorded.length - checks.length} recorded requests are no step of the log)` : ''}`,
+  );
   return same === checks.length;
 }
 
@@ -57,8 +77,13 @@ export function recordedRequests(text: string, path: string): { seq?: number; bo
         throw usageError(`--check ${path}:${number}: not a JSON line`);
       }
       const entry = parsed as { seq?: unknown; body?: unknown } | null;
-      if (typeof entry !== 'object' || entry === null || typeof entry.body !== 'string') throw usageError(`--check ${path}:${number}: each line is an object with the request's "body" as a string`);
-      if (entry.seq !== undefined && (typeof entry.seq !== 'number' || !Number.isSafeInteger(entry.seq) || entry.seq < 1)) throw usageError(`--check ${path}:${number}: "seq" must be a positive whole number`);
+      if (typeof entry !== 'object' || entry === null || typeof entry.body !== 'string')
+        throw usageError(`--check ${path}:${number}: each line is an object with the request's "body" as a string`);
+      if (
+        entry.seq !== undefined &&
+        (typeof entry.seq !== 'number' || !Number.isSafeInteger(entry.seq) || entry.seq < 1)
+      )
+        throw usageError(`--check ${path}:${number}: "seq" must be a positive whole number`);
       return { ...(entry.seq === undefined ? {} : { seq: entry.seq as number }), body: entry.body };
     });
 }

@@ -17,8 +17,25 @@ const conversation = (id: string, overrides: Partial<Conversation> = {}): Conver
   created_at: '2026-11-29T20:00:00.000Z',
   updated_at: '2026-11-29T21:00:00.000Z',
   last_seq: 12,
-  counters: { events: 12, user_messages: 1, agent_messages: 1, actions: 2, observations: 2, agent_errors: 0, rejections: 0, condensations: 0, llm_calls: 3 },
-  usage: { prompt_tokens: 300, completion_tokens: 60, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0 },
+  counters: {
+    events: 12,
+    user_messages: 1,
+    agent_messages: 1,
+    actions: 2,
+    observations: 2,
+    agent_errors: 0,
+    rejections: 0,
+    condensations: 0,
+    llm_calls: 3,
+  },
+  usage: {
+    prompt_tokens: 300,
+    completion_tokens: 60,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+    reasoning_tokens: 0,
+    cost_usd: 0,
+  },
   last_error: null,
   agent: { model: 'gpt-test', template: null, spec_seq: 2 },
   branch: { forked_from: null, abandoned: [] },
@@ -27,7 +44,11 @@ const conversation = (id: string, overrides: Partial<Conversation> = {}): Conver
   ...overrides,
 });
 
-async function run(argv: string[], client: Partial<CliClient> = {}, env: Record<string, string> = { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' }) {
+async function run(
+  argv: string[],
+  client: Partial<CliClient> = {},
+  env: Record<string, string> = { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' },
+) {
   const stdout = new Captured();
   const stderr = new Captured();
   const connections: Connection[] = [];
@@ -49,7 +70,11 @@ describe('runCli', () => {
   it('sends --image files with the message, base64 with the format read from their bytes and their names; a file that is no image is named, nothing sent', async () => {
     const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('pixels')]);
     const jpeg = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3]);
-    const files: Record<string, Buffer> = { 'shots/screen.png': png, 'photo.jpg': jpeg, 'notes.txt': Buffer.from('hello') };
+    const files: Record<string, Buffer> = {
+      'shots/screen.png': png,
+      'photo.jpg': jpeg,
+      'notes.txt': Buffer.from('hello'),
+    };
     const sent: unknown[] = [];
     const client: Partial<CliClient> = {
       sendMessage: async (id, text, options) => {
@@ -57,9 +82,33 @@ describe('runCli', () => {
         return { conversation: id, status: 'running', last_seq: 4, appended: true };
       },
     };
-    const input = { readStdin: async () => '', readFile: async () => '', readBytes: async (path: string) => files[path] ?? Promise.reject(new Error('no such file')) };
-    const runWith = (argv: string[]) => runCli(argv, { stdout: new Captured(), stderr: new Captured(), env: { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' }, readConfig: () => undefined, createClient: () => client as CliClient, now: () => new Date(), input });
-    expect(await runWith(['send', 'c1', 'what is wrong here?', '--image', 'shots/screen.png', '--image', 'photo.jpg', '--run'])).toBe(0);
+    const input = {
+      readStdin: async () => '',
+      readFile: async () => '',
+      readBytes: async (path: string) => files[path] ?? Promise.reject(new Error('no such file')),
+    };
+    const runWith = (argv: string[]) =>
+      runCli(argv, {
+        stdout: new Captured(),
+        stderr: new Captured(),
+        env: { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' },
+        readConfig: () => undefined,
+        createClient: () => client as CliClient,
+        now: () => new Date(),
+        input,
+      });
+    expect(
+      await runWith([
+        'send',
+        'c1',
+        'what is wrong here?',
+        '--image',
+        'shots/screen.png',
+        '--image',
+        'photo.jpg',
+        '--run',
+      ]),
+    ).toBe(0);
     expect(sent).toEqual([
       {
         id: 'c1',
@@ -72,7 +121,17 @@ describe('runCli', () => {
       },
     ]);
     const stderr = new Captured();
-    expect(await runCli(['send', 'c1', '--image', 'notes.txt'], { stdout: new Captured(), stderr, env: { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' }, readConfig: () => undefined, createClient: () => client as CliClient, now: () => new Date(), input })).toBe(2);
+    expect(
+      await runCli(['send', 'c1', '--image', 'notes.txt'], {
+        stdout: new Captured(),
+        stderr,
+        env: { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' },
+        readConfig: () => undefined,
+        createClient: () => client as CliClient,
+        now: () => new Date(),
+        input,
+      }),
+    ).toBe(2);
     expect(stderr.text).toContain('--image notes.txt: not a png, jpeg, gif or webp image');
     expect(sent).toHaveLength(1);
   });
@@ -82,7 +141,11 @@ describe('runCli', () => {
   });
 
   it("prints one command's usage for `<command> --help` and `help <command>`, with the shared options", async () => {
-    for (const argv of [['send', '--help'], ['help', 'send'], ['send', 'x', '-h']]) {
+    for (const argv of [
+      ['send', '--help'],
+      ['help', 'send'],
+      ['send', 'x', '-h'],
+    ]) {
       const { code, stdout } = await run(argv, {}, {});
       expect(code).toBe(0);
       expect(stdout).toMatch(/^Usage: flotilla send …\n\n  send ID TEXT \[--image FILE\]\.\.\. \[--run\] \[--watch\]/);
@@ -90,7 +153,9 @@ describe('runCli', () => {
       expect(stdout).toContain('--api-key KEY');
     }
     // an entry that continues on the next lines keeps them; one word can start several entries
-    expect((await run(['secret', '--help'], {}, {})).stdout).toContain('secret set|rm|ls --tenant [NAME] the same for your tenant');
+    expect((await run(['secret', '--help'], {}, {})).stdout).toContain(
+      'secret set|rm|ls --tenant [NAME] the same for your tenant',
+    );
     expect((await run(['create', '--help'], {}, {})).stdout).toContain('[--template NAME] [--spec FILE]');
     // a tap reads NATS, not the gateway: its help lists what it takes, not --url and --api-key
     const tap = (await run(['tap', '--help'], {}, {})).stdout;
@@ -107,20 +172,54 @@ describe('runCli', () => {
   it('forks, rewinds and asks through the client, checking their arguments first', async () => {
     const calls: unknown[] = [];
     const client: Partial<CliClient> = {
-      forkConversation: async (id, body) => (calls.push(['fork', id, body]), { conversation: conversation('child-1'), created: true }),
-      rewind: async (id, body) => (calls.push(['rewind', id, body]), { conversation: id, status: 'idle', last_seq: 20, appended: true }),
-      ask: async (id, question) => (calls.push(['ask', id, question]), { answer: 'two files are left', model: 'gpt-test', usage: { prompt_tokens: 10, completion_tokens: 4, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0 } }),
+      forkConversation: async (id, body) => (
+        calls.push(['fork', id, body]),
+        { conversation: conversation('child-1'), created: true }
+      ),
+      rewind: async (id, body) => (
+        calls.push(['rewind', id, body]),
+        { conversation: id, status: 'idle', last_seq: 20, appended: true }
+      ),
+      ask: async (id, question) => (
+        calls.push(['ask', id, question]),
+        {
+          answer: 'two files are left',
+          model: 'gpt-test',
+          usage: {
+            prompt_tokens: 10,
+            completion_tokens: 4,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            reasoning_tokens: 0,
+            cost_usd: 0,
+          },
+        }
+      ),
     };
-    expect(await run(['fork', 'parent', '--at-seq', '7', '--id', 'child-1', '--message', 'go on', '--run'], client)).toMatchObject({ code: 0, stdout: 'child-1\n' });
-    expect(await run(['rewind', 'parent', '--to-seq', '5', '--reason', 'other way'], client)).toMatchObject({ code: 0, stdout: 'rewound parent to event 5 (now idle)\n' });
-    expect(await run(['ask', 'parent', 'what', 'is', 'left?'], client)).toMatchObject({ code: 0, stdout: 'two files are left\n' });
+    expect(
+      await run(['fork', 'parent', '--at-seq', '7', '--id', 'child-1', '--message', 'go on', '--run'], client),
+    ).toMatchObject({ code: 0, stdout: 'child-1\n' });
+    expect(await run(['rewind', 'parent', '--to-seq', '5', '--reason', 'other way'], client)).toMatchObject({
+      code: 0,
+      stdout: 'rewound parent to event 5 (now idle)\n',
+    });
+    expect(await run(['ask', 'parent', 'what', 'is', 'left?'], client)).toMatchObject({
+      code: 0,
+      stdout: 'two files are left\n',
+    });
     expect(calls).toEqual([
       ['fork', 'parent', { id: 'child-1', at_seq: 7, message: 'go on', run: true }],
       ['rewind', 'parent', { to_seq: 5, reason: 'other way' }],
       ['ask', 'parent', 'what is left?'],
     ]);
-    expect(await run(['rewind', 'parent'], client)).toMatchObject({ code: 2, stderr: expect.stringContaining('rewind needs --to-seq N') });
-    expect(await run(['fork', 'parent', '--at-seq', 'zero'], client)).toMatchObject({ code: 2, stderr: expect.stringContaining('--at-seq must be a whole number') });
+    expect(await run(['rewind', 'parent'], client)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('rewind needs --to-seq N'),
+    });
+    expect(await run(['fork', 'parent', '--at-seq', 'zero'], client)).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--at-seq must be a whole number'),
+    });
     expect(await run(['fork', 'parent', '--run'], client)).toMatchObject({ code: 2 });
     expect(await run(['ask', 'parent'], client)).toMatchObject({ code: 2 });
     expect(calls).toHaveLength(3);
@@ -128,7 +227,11 @@ describe('runCli', () => {
 
   it('prints its version for --version and -V, without needing a gateway', async () => {
     for (const argv of [['--version'], ['-V'], ['list', '--version']]) {
-      expect(await run(argv, {}, {})).toMatchObject({ code: 0, stdout: `flotilla ${FLOTILLA_VERSION} (API v1, protocol ${CURRENT_PROTOCOL_VERSION})\n`, stderr: '' });
+      expect(await run(argv, {}, {})).toMatchObject({
+        code: 0,
+        stdout: `flotilla ${FLOTILLA_VERSION} (API v1, protocol ${CURRENT_PROTOCOL_VERSION})\n`,
+        stderr: '',
+      });
     }
   });
 
@@ -148,13 +251,27 @@ describe('runCli', () => {
 
   it('prints error: <code>: <message> and exits 1 when the gateway refuses', async () => {
     const client: Partial<CliClient> = {
-      getConversation: () => Promise.reject(new FlotillaApiError(404, 'conversation_not_found', 'No conversation "nope".')),
+      getConversation: () =>
+        Promise.reject(new FlotillaApiError(404, 'conversation_not_found', 'No conversation "nope".')),
       createConversation: () =>
-        Promise.reject(new FlotillaApiError(400, 'validation_failed', 'body.title: too long', [{ path: 'body.title', message: 'too long' }])),
+        Promise.reject(
+          new FlotillaApiError(400, 'validation_failed', 'body.title: too long', [
+            { path: 'body.title', message: 'too long' },
+          ]),
+        ),
     };
-    expect(await run(['get', 'nope'], client)).toMatchObject({ code: 1, stdout: '', stderr: 'error: conversation_not_found: No conversation "nope".\n' });
-    expect(await run(['watch', 'nope'], client)).toMatchObject({ code: 1, stderr: 'error: conversation_not_found: No conversation "nope".\n' });
-    expect((await run(['create', '--title', 'x'], client)).stderr).toBe('error: validation_failed: body.title: too long\n  body.title: too long\n');
+    expect(await run(['get', 'nope'], client)).toMatchObject({
+      code: 1,
+      stdout: '',
+      stderr: 'error: conversation_not_found: No conversation "nope".\n',
+    });
+    expect(await run(['watch', 'nope'], client)).toMatchObject({
+      code: 1,
+      stderr: 'error: conversation_not_found: No conversation "nope".\n',
+    });
+    expect((await run(['create', '--title', 'x'], client)).stderr).toBe(
+      'error: validation_failed: body.title: too long\n  body.title: too long\n',
+    );
   });
 
   it('creates a conversation and prints its id; flags override the environment', async () => {
@@ -165,7 +282,10 @@ describe('runCli', () => {
         return Promise.resolve({ conversation: conversation(body.id ?? 'generated'), created: true });
       },
     };
-    const result = await run(['create', '--id', 'c1', '--tag', 'a', '--message', 'go', '--run', '--url', 'http://other:2'], client);
+    const result = await run(
+      ['create', '--id', 'c1', '--tag', 'a', '--message', 'go', '--run', '--url', 'http://other:2'],
+      client,
+    );
     expect(result).toMatchObject({ code: 0, stdout: 'c1\n', stderr: '' });
     expect(bodies).toEqual([{ id: 'c1', tags: ['a'], message: 'go', run: true }]);
     expect(result.connections).toEqual([{ url: 'http://other:2', apiKey: 'k' }]);
@@ -177,11 +297,16 @@ describe('runCli', () => {
       pause: () => Promise.resolve({ conversation: 'c1', status: 'finished', last_seq: 9, appended: false }),
     };
     expect((await run(['approve', 'c1'], client)).stdout).toBe('approved c1 (status running, seq 9)\n');
-    expect((await run(['pause', 'c1'], client)).stdout).toBe('pause requested for c1: nothing to do (status finished)\n');
+    expect((await run(['pause', 'c1'], client)).stdout).toBe(
+      'pause requested for c1: nothing to do (status finished)\n',
+    );
   });
 
   it('lists conversations as a table or as JSON', async () => {
-    const items = [conversation('c1', { title: 'Fix CI' }), conversation('c2', { status: 'running', updated_at: '2026-11-29T21:04:30.000Z' })];
+    const items = [
+      conversation('c1', { title: 'Fix CI' }),
+      conversation('c2', { status: 'running', updated_at: '2026-11-29T21:04:30.000Z' }),
+    ];
     const queries: unknown[] = [];
     const client: Partial<CliClient> = {
       listConversations: (query) => {
@@ -201,7 +326,9 @@ describe('runCli', () => {
   });
 
   it('prints a new API key alone on stdout', async () => {
-    const client: Partial<CliClient> = { createApiKey: (tenant, name) => Promise.resolve({ tenant, name, api_key: 'secret-key' }) };
+    const client: Partial<CliClient> = {
+      createApiKey: (tenant, name) => Promise.resolve({ tenant, name, api_key: 'secret-key' }),
+    };
     const result = await run(['keys', 'create', '--tenant', 'acme', '--name', 'ci'], client);
     expect(result).toMatchObject({ code: 0, stdout: 'secret-key\n' });
     expect(result.stderr).toContain('shown only this once');

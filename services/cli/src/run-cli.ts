@@ -48,7 +48,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     return ExitCode.Ok;
   }
   if (command.name === 'version') {
-    io.stdout.write(`flotilla ${FLOTILLA_VERSION} (API ${API_PREFIX.slice(1)}, protocol ${CURRENT_PROTOCOL_VERSION})\n`);
+    io.stdout.write(
+      `flotilla ${FLOTILLA_VERSION} (API ${API_PREFIX.slice(1)}, protocol ${CURRENT_PROTOCOL_VERSION})\n`,
+    );
     return ExitCode.Ok;
   }
   const out = new Terminal(io.stdout);
@@ -56,7 +58,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     // straight from NATS with a tap's credential: no gateway, no API key
     io.finishOnInterrupt?.();
     try {
-      return await runTap(command, { out, err, env: io.env, color: wantsColor(io.stdout.isTTY, io.env), interactive: io.stdout.isTTY === true, ...(io.signal ? { signal: io.signal } : {}) });
+      return await runTap(command, {
+        out,
+        err,
+        env: io.env,
+        color: wantsColor(io.stdout.isTTY, io.env),
+        interactive: io.stdout.isTTY === true,
+        ...(io.signal ? { signal: io.signal } : {}),
+      });
     } catch (error) {
       out.endLine();
       err.lines(describeError(error));
@@ -89,8 +98,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
 /** `error: <code>: <message>` and the field-level issues of a validation failure. */
 export function describeError(error: unknown): string[] {
   if (error instanceof FlotillaApiError) {
-    return [`error: ${error.code}: ${error.message}`, ...error.issues.map((issue) => `  ${issue.path}: ${issue.message}`)];
+    return [
+      `error: ${error.code}: ${error.message}`,
+      ...error.issues.map((issue) => `  ${issue.path}: ${issue.message}`),
+    ];
   }
-  if (error instanceof CliError) return [`flotilla: ${error.message}`, ...(error.code === CliErrorCode.Usage ? [SHORT_USAGE] : [])];
+  if (error instanceof CliError)
+    return [`flotilla: ${error.message}`, ...(error.code === CliErrorCode.Usage ? [SHORT_USAGE] : [])];
   return [`error: ${error instanceof Error ? error.message : String(error)}`];
 }

@@ -8,7 +8,11 @@ import { clip, formatColumns } from './text.js';
 export type ScheduleContext = { readonly out: Terminal; readonly err: Terminal; readonly now: () => Date };
 
 /** Runs `schedule add|list|get|pause|resume|run|rm`. */
-export async function executeScheduleCommand(command: ScheduleCommand, client: CliClient, context: ScheduleContext): Promise<void> {
+export async function executeScheduleCommand(
+  command: ScheduleCommand,
+  client: CliClient,
+  context: ScheduleContext,
+): Promise<void> {
   const { out, err } = context;
   const show = (schedule: Schedule, json: boolean): void => {
     if (json) out.line(JSON.stringify(schedule, null, 2));
@@ -34,7 +38,9 @@ export async function executeScheduleCommand(command: ScheduleCommand, client: C
           clip(whenText(schedule), 40),
           clip(actionText(schedule), 40),
           schedule.next_run_at === null ? '-' : schedule.next_run_at.slice(0, 19).replace('T', ' '),
-          schedule.last_run === null ? '-' : `${schedule.last_run.outcome} ${relativeTime(new Date(schedule.last_run.handled_at), now)}`,
+          schedule.last_run === null
+            ? '-'
+            : `${schedule.last_run.outcome} ${relativeTime(new Date(schedule.last_run.handled_at), now)}`,
         ]);
         out.lines(formatColumns([['ID', 'STATUS', 'WHEN', 'DOES', 'NEXT (UTC)', 'LAST RUN'], ...rows]));
       }
@@ -71,7 +77,9 @@ export function whenText(schedule: Schedule): string {
 
 export function actionText(schedule: Schedule): string {
   const { action } = schedule;
-  return action.type === 'send_message' ? `send to ${action.conversation}: ${action.text}` : `new conversation${action.template ? ` (${action.template})` : ''}: ${action.message}`;
+  return action.type === 'send_message'
+    ? `send to ${action.conversation}: ${action.text}`
+    : `new conversation${action.template ? ` (${action.template})` : ''}: ${action.message}`;
 }
 
 /** A schedule for people: one field a line. */

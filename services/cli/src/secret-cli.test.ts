@@ -74,28 +74,67 @@ async function run(argv: string[], client: Partial<CliClient>, input?: Partial<S
 
 describe('parsing secret commands', () => {
   it('reads set, rm and ls for a conversation and for the tenant defaults', () => {
-    expect(command('secret', 'set', 'c1', 'GITHUB_TOKEN')).toEqual({ name: 'secret-set', target: { conversation: 'c1' }, secretName: 'GITHUB_TOKEN', source: { kind: 'stdin' } });
-    expect(command('secret', 'set', 'c1', 'KEY', '--value-file', 'key.pem')).toMatchObject({ source: { kind: 'file', path: 'key.pem' } });
-    expect(command('secret', 'set', 'c1', 'KEY', '--value', 'v')).toMatchObject({ source: { kind: 'argument', value: 'v' } });
-    expect(command('secret', 'rm', 'c1', 'KEY')).toEqual({ name: 'secret-rm', target: { conversation: 'c1' }, secretName: 'KEY' });
-    expect(command('secret', 'ls', 'c1', '--json')).toEqual({ name: 'secret-ls', target: { conversation: 'c1' }, json: true });
-    expect(command('secret', 'set', '--tenant', 'NPM_TOKEN')).toEqual({ name: 'secret-set', target: { tenant: true }, secretName: 'NPM_TOKEN', source: { kind: 'stdin' } });
-    expect(command('secret', 'rm', 'NPM_TOKEN', '--tenant')).toEqual({ name: 'secret-rm', target: { tenant: true }, secretName: 'NPM_TOKEN' });
-    expect(command('--url', 'http://gw', 'secret', 'ls', '--tenant')).toEqual({ name: 'secret-ls', target: { tenant: true }, json: false });
+    expect(command('secret', 'set', 'c1', 'GITHUB_TOKEN')).toEqual({
+      name: 'secret-set',
+      target: { conversation: 'c1' },
+      secretName: 'GITHUB_TOKEN',
+      source: { kind: 'stdin' },
+    });
+    expect(command('secret', 'set', 'c1', 'KEY', '--value-file', 'key.pem')).toMatchObject({
+      source: { kind: 'file', path: 'key.pem' },
+    });
+    expect(command('secret', 'set', 'c1', 'KEY', '--value', 'v')).toMatchObject({
+      source: { kind: 'argument', value: 'v' },
+    });
+    expect(command('secret', 'rm', 'c1', 'KEY')).toEqual({
+      name: 'secret-rm',
+      target: { conversation: 'c1' },
+      secretName: 'KEY',
+    });
+    expect(command('secret', 'ls', 'c1', '--json')).toEqual({
+      name: 'secret-ls',
+      target: { conversation: 'c1' },
+      json: true,
+    });
+    expect(command('secret', 'set', '--tenant', 'NPM_TOKEN')).toEqual({
+      name: 'secret-set',
+      target: { tenant: true },
+      secretName: 'NPM_TOKEN',
+      source: { kind: 'stdin' },
+    });
+    expect(command('secret', 'rm', 'NPM_TOKEN', '--tenant')).toEqual({
+      name: 'secret-rm',
+      target: { tenant: true },
+      secretName: 'NPM_TOKEN',
+    });
+    expect(command('--url', 'http://gw', 'secret', 'ls', '--tenant')).toEqual({
+      name: 'secret-ls',
+      target: { tenant: true },
+      json: false,
+    });
     // keys create still takes a tenant's name
-    expect(command('keys', 'create', '--tenant', 'acme', '--name', 'ci')).toMatchObject({ name: 'keys-create', tenant: 'acme' });
+    expect(command('keys', 'create', '--tenant', 'acme', '--name', 'ci')).toMatchObject({
+      name: 'keys-create',
+      tenant: 'acme',
+    });
   });
 
   it('says what is wrong, and never quotes a NAME that is not one', () => {
     expect(usageMessage('secret')).toContain('flotilla secret set|rm|ls');
     expect(usageMessage('secret', 'get', 'c1', 'X')).toContain('flotilla secret set|rm|ls');
-    expect(usageMessage('secret', 'set', 'c1')).toBe('secret set needs ID and NAME, e.g. flotilla secret set my-conversation GITHUB_TOKEN');
-    expect(usageMessage('secret', 'ls', '--tenant', 'c1')).toBe('secret ls --tenant needs no argument, e.g. flotilla secret ls --tenant');
+    expect(usageMessage('secret', 'set', 'c1')).toBe(
+      'secret set needs ID and NAME, e.g. flotilla secret set my-conversation GITHUB_TOKEN',
+    );
+    expect(usageMessage('secret', 'ls', '--tenant', 'c1')).toBe(
+      'secret ls --tenant needs no argument, e.g. flotilla secret ls --tenant',
+    );
     expect(usageMessage('secret', 'set', 'a.b', 'X')).toContain('is not a conversation id');
     const pasted = usageMessage('secret', 'set', 'c1', VALUE);
     expect(pasted).toContain('NAME must be an environment-variable name');
     expect(pasted).not.toContain(VALUE);
-    expect(usageMessage('secret', 'rm', 'c1', 'X', '--value', 'v')).toBe('secret rm does not take --value or --value-file');
+    expect(usageMessage('secret', 'rm', 'c1', 'X', '--value', 'v')).toBe(
+      'secret rm does not take --value or --value-file',
+    );
     expect(usageMessage('secret', 'set', 'c1', 'X', '--value', 'v', '--value-file', 'f')).toContain('not both');
     expect(usageMessage('secret', 'set', 'c1', 'X', '--json')).toBe('secret set does not take --json');
     expect(usageMessage('list', '--value', 'v')).toBe('list does not take --value');
@@ -105,7 +144,9 @@ describe('parsing secret commands', () => {
 describe('flotilla secret', () => {
   it('set reads the value from stdin (dropping one final newline), sends it, and prints only the name', async () => {
     const calls: Call[] = [];
-    const result = await run(['secret', 'set', 'c1', 'GITHUB_TOKEN'], recordingClient(calls), { readStdin: async () => `${VALUE}\n` });
+    const result = await run(['secret', 'set', 'c1', 'GITHUB_TOKEN'], recordingClient(calls), {
+      readStdin: async () => `${VALUE}\n`,
+    });
     expect(result).toMatchObject({ code: 0, stdout: 'set secret GITHUB_TOKEN of conversation c1\n', stderr: '' });
     expect(result.prompts).toEqual(['Value of GITHUB_TOKEN (input hidden): ']);
     expect(calls).toEqual([['setConversationSecret', 'c1', 'GITHUB_TOKEN', VALUE]]);
@@ -114,43 +155,86 @@ describe('flotilla secret', () => {
   it('set --value-file sends the file exactly; --value works with a warning', async () => {
     const calls: Call[] = [];
     const pem = '-----BEGIN KEY-----\nAAAA\n-----END KEY-----\n';
-    const fromFile = await run(['secret', 'set', 'c1', 'DEPLOY_KEY', '--value-file', 'key.pem'], recordingClient(calls), { readFile: async (path) => (path === 'key.pem' ? pem : '') });
+    const fromFile = await run(
+      ['secret', 'set', 'c1', 'DEPLOY_KEY', '--value-file', 'key.pem'],
+      recordingClient(calls),
+      { readFile: async (path) => (path === 'key.pem' ? pem : '') },
+    );
     expect(fromFile.code).toBe(0);
-    const fromArgument = await run(['secret', 'set', '--tenant', 'NPM_TOKEN', '--value', VALUE], recordingClient(calls));
+    const fromArgument = await run(
+      ['secret', 'set', '--tenant', 'NPM_TOKEN', '--value', VALUE],
+      recordingClient(calls),
+    );
     expect(fromArgument).toMatchObject({ code: 0, stdout: 'set secret NPM_TOKEN of the tenant defaults\n' });
     expect(fromArgument.stderr).toMatch(/^warning: --value puts the secret in your shell history/);
     expect(calls).toEqual([
       ['setConversationSecret', 'c1', 'DEPLOY_KEY', pem],
       ['setTenantSecret', 'NPM_TOKEN', VALUE],
     ]);
-    for (const output of [fromFile.stdout, fromFile.stderr, fromArgument.stdout, fromArgument.stderr]) expect(output).not.toContain(VALUE);
+    for (const output of [fromFile.stdout, fromFile.stderr, fromArgument.stdout, fromArgument.stderr])
+      expect(output).not.toContain(VALUE);
     const missing = await run(['secret', 'set', 'c1', 'X_TOKEN', '--value-file', 'nowhere'], recordingClient(calls));
     expect(missing).toMatchObject({ code: 2, stderr: expect.stringContaining('--value-file nowhere: ENOENT') });
   });
 
   it('rm and ls, for a conversation and the tenant; ls prints names one per line or as JSON', async () => {
     const calls: Call[] = [];
-    expect((await run(['secret', 'rm', 'c1', 'A_TOKEN'], recordingClient(calls))).stdout).toBe('removed secret A_TOKEN of conversation c1\n');
-    expect((await run(['secret', 'rm', '--tenant', 'A_TOKEN'], recordingClient(calls))).stdout).toBe('removed secret A_TOKEN of the tenant defaults\n');
+    expect((await run(['secret', 'rm', 'c1', 'A_TOKEN'], recordingClient(calls))).stdout).toBe(
+      'removed secret A_TOKEN of conversation c1\n',
+    );
+    expect((await run(['secret', 'rm', '--tenant', 'A_TOKEN'], recordingClient(calls))).stdout).toBe(
+      'removed secret A_TOKEN of the tenant defaults\n',
+    );
     expect((await run(['secret', 'ls', 'c1'], recordingClient(calls))).stdout).toBe('A_TOKEN\nB_TOKEN\n');
-    expect(JSON.parse((await run(['secret', 'ls', '--tenant', '--json'], recordingClient(calls))).stdout)).toEqual({ names: ['A_TOKEN', 'B_TOKEN'] });
-    expect(await run(['secret', 'ls', 'c1'], recordingClient(calls, []))).toMatchObject({ code: 0, stdout: '', stderr: 'no secrets in conversation c1\n' });
-    expect(calls.map((call) => call[0])).toEqual(['removeConversationSecret', 'removeTenantSecret', 'listConversationSecrets', 'listTenantSecrets', 'listConversationSecrets']);
+    expect(JSON.parse((await run(['secret', 'ls', '--tenant', '--json'], recordingClient(calls))).stdout)).toEqual({
+      names: ['A_TOKEN', 'B_TOKEN'],
+    });
+    expect(await run(['secret', 'ls', 'c1'], recordingClient(calls, []))).toMatchObject({
+      code: 0,
+      stdout: '',
+      stderr: 'no secrets in conversation c1\n',
+    });
+    expect(calls.map((call) => call[0])).toEqual([
+      'removeConversationSecret',
+      'removeTenantSecret',
+      'listConversationSecrets',
+      'listTenantSecrets',
+      'listConversationSecrets',
+    ]);
   });
 
   it("prints the gateway's refusal, which never holds the value", async () => {
     const client: Partial<CliClient> = {
       setConversationSecret: () =>
         Promise.reject(
-          new FlotillaApiError(400, 'validation_failed', 'body.value: a secret value needs at least 4 characters', [{ path: 'body.value', message: 'a secret value needs at least 4 characters' }]),
+          new FlotillaApiError(400, 'validation_failed', 'body.value: a secret value needs at least 4 characters', [
+            { path: 'body.value', message: 'a secret value needs at least 4 characters' },
+          ]),
         ),
-      removeConversationSecret: () => Promise.reject(new FlotillaApiError(404, 'secret_not_found', 'No secret X_TOKEN in this conversation.')),
-      setTenantSecret: () => Promise.reject(new FlotillaApiError(503, 'secrets_not_configured', 'Secrets are not configured on this gateway: set FLOTILLA_SECRETS_KEY_FILE')),
+      removeConversationSecret: () =>
+        Promise.reject(new FlotillaApiError(404, 'secret_not_found', 'No secret X_TOKEN in this conversation.')),
+      setTenantSecret: () =>
+        Promise.reject(
+          new FlotillaApiError(
+            503,
+            'secrets_not_configured',
+            'Secrets are not configured on this gateway: set FLOTILLA_SECRETS_KEY_FILE',
+          ),
+        ),
     };
     const short = await run(['secret', 'set', 'c1', 'X_TOKEN'], client, { readStdin: async () => 'abc\n' });
-    expect(short).toMatchObject({ code: 1, stderr: 'error: validation_failed: body.value: a secret value needs at least 4 characters\n  body.value: a secret value needs at least 4 characters\n' });
-    expect(await run(['secret', 'rm', 'c1', 'X_TOKEN'], client)).toMatchObject({ code: 1, stderr: 'error: secret_not_found: No secret X_TOKEN in this conversation.\n' });
-    expect((await run(['secret', 'set', '--tenant', 'X_TOKEN', '--value', VALUE], client)).stderr).toContain('secrets_not_configured');
+    expect(short).toMatchObject({
+      code: 1,
+      stderr:
+        'error: validation_failed: body.value: a secret value needs at least 4 characters\n  body.value: a secret value needs at least 4 characters\n',
+    });
+    expect(await run(['secret', 'rm', 'c1', 'X_TOKEN'], client)).toMatchObject({
+      code: 1,
+      stderr: 'error: secret_not_found: No secret X_TOKEN in this conversation.\n',
+    });
+    expect((await run(['secret', 'set', '--tenant', 'X_TOKEN', '--value', VALUE], client)).stderr).toContain(
+      'secrets_not_configured',
+    );
   });
 });
 
@@ -158,14 +242,19 @@ describe('readStdinValue', () => {
   it('reads a pipe to its end, as UTF-8', async () => {
     const written: string[] = [];
     const stdin = Readable.from([Buffer.from('päss '), Buffer.from('wörd\nline 2\n')]);
-    expect(await readStdinValue('prompt: ', stdin, { write: (text: string) => written.push(text) })).toBe('päss wörd\nline 2\n');
+    expect(await readStdinValue('prompt: ', stdin, { write: (text: string) => written.push(text) })).toBe(
+      'päss wörd\nline 2\n',
+    );
     expect(written).toEqual([]); // no prompt for a pipe
   });
 
   it('on a terminal, prompts, reads one line without echo, and honours backspace', async () => {
     const written: string[] = [];
     const modes: boolean[] = [];
-    const stdin = Object.assign(new Readable({ read() {} }), { isTTY: true, setRawMode: (mode: boolean) => modes.push(mode) });
+    const stdin = Object.assign(new Readable({ read() {} }), {
+      isTTY: true,
+      setRawMode: (mode: boolean) => modes.push(mode),
+    });
     const reading = readStdinValue('Value: ', stdin, { write: (text: string) => written.push(text) });
     stdin.push('secrex');
     stdin.push('\u007ft\r');

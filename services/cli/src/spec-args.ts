@@ -13,12 +13,16 @@ export function specFieldsOf(settings: readonly string[]): Record<string, unknow
   for (const setting of settings) {
     const equals = setting.indexOf('=');
     const path = equals < 0 ? setting : setting.slice(0, equals);
-    if (equals < 0 || !PATH.test(path)) throw usageError(`--set takes PATH=VALUE with a dotted PATH of spec fields, e.g. --set llm.profile=fast, not "${setting}"`);
+    if (equals < 0 || !PATH.test(path))
+      throw usageError(
+        `--set takes PATH=VALUE with a dotted PATH of spec fields, e.g. --set llm.profile=fast, not "${setting}"`,
+      );
     const keys = path.split('.');
     let target = fields;
     for (const key of keys.slice(0, -1)) {
       const next = target[key];
-      if (next !== undefined && (typeof next !== 'object' || next === null || Array.isArray(next))) throw usageError(`--set ${path}: ${key} is already set to a value`);
+      if (next !== undefined && (typeof next !== 'object' || next === null || Array.isArray(next)))
+        throw usageError(`--set ${path}: ${key} is already set to a value`);
       target = (next as Record<string, unknown> | undefined) ?? (target[key] = {});
     }
     const last = keys.at(-1)!;
@@ -44,6 +48,9 @@ export function specFileFields(text: string, path: string): Record<string, unkno
   } catch (error) {
     throw usageError(`--spec ${path} is not JSON: ${(error as Error).message}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw usageError(`--spec ${path} must hold a JSON object of spec fields, e.g. {"llm":{"profile":"fast"},"tools":["terminal","finish"]}`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw usageError(
+      `--spec ${path} must hold a JSON object of spec fields, e.g. {"llm":{"profile":"fast"},"tools":["terminal","finish"]}`,
+    );
   return parsed as Record<string, unknown>;
 }

@@ -13,14 +13,24 @@ export type SpecContext = { readonly out: Terminal; readonly input?: SecretInput
  * from the next step on (PATCH …/spec), and `model ID PROFILE` switches the model to a profile's.
  * Prints the spec the gateway made (after a change: the new one).
  */
-export async function executeSpecCommand(command: Extract<Command, { name: 'spec' | 'model' }>, client: CliClient, context: SpecContext): Promise<void> {
+export async function executeSpecCommand(
+  command: Extract<Command, { name: 'spec' | 'model' }>,
+  client: CliClient,
+  context: SpecContext,
+): Promise<void> {
   const { out } = context;
   if (command.name === 'model') {
-    const updated = await client.updateSpec(command.id, { spec: { llm: { profile: command.profile } }, reason: command.reason ?? `model switched to the profile ${command.profile}` });
+    const updated = await client.updateSpec(command.id, {
+      spec: { llm: { profile: command.profile } },
+      reason: command.reason ?? `model switched to the profile ${command.profile}`,
+    });
     out.lines(renderSpec(updated));
     return;
   }
-  const fromFile = command.specFile === undefined ? {} : specFileFields(await readInputFile(command.specFile, '--spec', context), command.specFile);
+  const fromFile =
+    command.specFile === undefined
+      ? {}
+      : specFileFields(await readInputFile(command.specFile, '--spec', context), command.specFile);
   const fromSettings = specFieldsOf(command.settings);
   const both = Object.keys(fromSettings).filter((key) => key in fromFile);
   if (both.length > 0) throw usageError(`--set ${both[0]}… and --spec both give the field ${both[0]}: give it once`);
@@ -40,7 +50,11 @@ export async function executeSpecCommand(command: Extract<Command, { name: 'spec
 }
 
 /** The text of a file a flag names (`--spec FILE`), or a usage error saying why it could not be read. */
-export async function readInputFile(path: string, flag: string, context: { readonly input?: SecretInput }): Promise<string> {
+export async function readInputFile(
+  path: string,
+  flag: string,
+  context: { readonly input?: SecretInput },
+): Promise<string> {
   if (!context.input) throw usageError(`${flag} cannot read files here`);
   try {
     return await context.input.readFile(path);

@@ -6,7 +6,11 @@ export type InputStream = NodeJS.ReadableStream & { readonly isTTY?: boolean; se
  * pasted) without echo — the value never shows on the screen. Multi-line values: pipe them in, or
  * use --value-file.
  */
-export async function readStdinValue(prompt: string, stdin: InputStream, stderr: { write(text: string): unknown }): Promise<string> {
+export async function readStdinValue(
+  prompt: string,
+  stdin: InputStream,
+  stderr: { write(text: string): unknown },
+): Promise<string> {
   if (!stdin.isTTY || !stdin.setRawMode) {
     const chunks: Buffer[] = [];
     for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
@@ -49,9 +53,15 @@ export async function readStdinValue(prompt: string, stdin: InputStream, stderr:
  * All of stdin as text, for `send ID -`: until end of input (Ctrl-D on a terminal, where the text
  * is echoed as typed and `hint` is shown on stderr first). One final line break is dropped.
  */
-export async function readStdinText(stdin: InputStream, stderr: { write(text: string): unknown }, hint: string): Promise<string> {
+export async function readStdinText(
+  stdin: InputStream,
+  stderr: { write(text: string): unknown },
+  hint: string,
+): Promise<string> {
   if (stdin.isTTY) stderr.write(hint);
   const chunks: Buffer[] = [];
   for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }

@@ -17,7 +17,14 @@ const plain = (text: string): string => text;
 
 export function createStyle(color: boolean): Style {
   if (!color) return { red: plain, green: plain, yellow: plain, cyan: plain, bold: plain, dim: plain };
-  return { red: wrap(31, 39), green: wrap(32, 39), yellow: wrap(33, 39), cyan: wrap(36, 39), bold: wrap(1, 22), dim: wrap(2, 22) };
+  return {
+    red: wrap(31, 39),
+    green: wrap(32, 39),
+    yellow: wrap(33, 39),
+    cyan: wrap(36, 39),
+    bold: wrap(1, 22),
+    dim: wrap(2, 22),
+  };
 }
 
 /** Colour only on a terminal, and never when NO_COLOR is set (https://no-color.org). */

@@ -1,4 +1,12 @@
-import { BusConfigError, BusVariables, connectBus, loadBusSettings, localTapFile, readLocalTap, withLocalTap } from '@flotilla/bus';
+import {
+  BusConfigError,
+  BusVariables,
+  connectBus,
+  loadBusSettings,
+  localTapFile,
+  readLocalTap,
+  withLocalTap,
+} from '@flotilla/bus';
 import type { Event } from '@flotilla/events';
 import { tapStream, type TapItem } from '@flotilla/log';
 import { ExitCode } from './commands.js';
@@ -26,7 +34,9 @@ export type TapContext = {
 export function tapEnvironment(env: Readonly<Record<string, string | undefined>>): NodeJS.ProcessEnv {
   const environment = withLocalTap(env, readLocalTap(env));
   if (!environment[BusVariables.url]?.trim()) {
-    throw new BusConfigError(`no NATS server to tap: start the system with ./dev up (it writes ${localTapFile(env)} with the URL and the tap's credential; FLOTILLA_HOME names another home), or set ${BusVariables.url} and ${BusVariables.user} with its password, an nkey or a .creds file`);
+    throw new BusConfigError(
+      `no NATS server to tap: start the system with ./dev up (it writes ${localTapFile(env)} with the URL and the tap's credential; FLOTILLA_HOME names another home), or set ${BusVariables.url} and ${BusVariables.user} with its password, an nkey or a .creds file`,
+    );
   }
   return environment;
 }
@@ -40,29 +50,40 @@ export function tapEnvironment(env: Readonly<Record<string, string | undefined>>
 export async function runTap(command: TapCommand, context: TapContext): Promise<ExitCode> {
   const settings = loadBusSettings(tapEnvironment(context.env));
   // replies come to the credential's own inbox: a user's name, else the tap identity it stands for
-  const identity = settings.auth.kind === 'user' ? settings.auth.user : command.tenant === undefined ? 'tap' : `tap-${command.tenant}`;
+  const identity =
+    settings.auth.kind === 'user' ? settings.auth.user : command.tenant === undefined ? 'tap' : `tap-${command.tenant}`;
   // a server older than Flotilla's minimum is refused here, with the version it needs
-  const nc = await connectBus(settings, { name: 'flotilla-tap', identity }, { maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+  const nc = await connectBus(
+    settings,
+    { name: 'flotilla-tap', identity },
+    { maxReconnectAttempts: -1, reconnectTimeWait: 500 },
+  );
   const json = command.json || !context.interactive;
   const style = createStyle(context.color);
   const conversations = new Set(command.conversations);
   const types = command.types && new Set<string>(command.types);
   const sources = command.sources && new Set<string>(command.sources);
   const wanted = (event: Event): boolean =>
-    (conversations.size === 0 || conversations.has(event.conversation)) && (!types || types.has(event.type)) && (!sources || sources.has(event.source));
+    (conversations.size === 0 || conversations.has(event.conversation)) &&
+    (!types || types.has(event.type)) &&
+    (!sources || sources.has(event.source));
   let printed = 0;
   let invalid = 0;
   const visit = (item: TapItem): void => {
     if (item.kind === 'invalid') {
       invalid += 1;
-      context.err.line(`tap: stream position ${item.streamSeq} (${item.subject}) is not a valid commit, skipped: ${item.reason}`);
+      context.err.line(
+        `tap: stream position ${item.streamSeq} (${item.subject}) is not a valid commit, skipped: ${item.reason}`,
+      );
       return;
     }
     for (const event of item.commit.events) {
       if (!wanted(event)) continue;
       printed += 1;
       if (json) context.out.line(JSON.stringify(event));
-      else for (const line of renderEvent(event, { color: context.color, seq: true, verbose: true })) context.out.line(`${style.dim(`${event.tenant}/${event.conversation}`)} ${line}`);
+      else
+        for (const line of renderEvent(event, { color: context.color, seq: true, verbose: true }))
+          context.out.line(`${style.dim(`${event.tenant}/${event.conversation}`)} ${line}`);
     }
   };
   try {
@@ -82,7 +103,9 @@ export async function runTap(command: TapCommand, context: TapContext): Promise<
       visit,
     );
     const where = result.lastStreamSeq > 0 ? ` up to stream position ${result.lastStreamSeq}` : '';
-    context.err.line(`tap: ${printed} event(s)${invalid > 0 ? `, ${invalid} invalid message(s) skipped` : ''}${where}${result.resumed ? ` (named tap ${command.tapName} resumed)` : ''}`);
+    context.err.line(
+      `tap: ${printed} event(s)${invalid > 0 ? `, ${invalid} invalid message(s) skipped` : ''}${where}${result.resumed ? ` (named tap ${command.tapName} resumed)` : ''}`,
+    );
     return context.signal?.aborted ? ExitCode.Interrupted : ExitCode.Ok;
   } finally {
     await nc.drain().catch(() => undefined);

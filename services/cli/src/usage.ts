@@ -129,7 +129,10 @@ export function commandUsage(command: string): string {
     if (inEntry) entries.push(line);
   }
   // a tap reads NATS, not the gateway: its own settings instead of --url and --api-key
-  const shared = command === 'tap' ? `${TAP_CONNECTION}\n${USAGE.slice(USAGE.indexOf('Exit status:'))}` : USAGE.slice(USAGE.indexOf('Connection ('));
+  const shared =
+    command === 'tap'
+      ? `${TAP_CONNECTION}\n${USAGE.slice(USAGE.indexOf('Exit status:'))}`
+      : USAGE.slice(USAGE.indexOf('Connection ('));
   return `Usage: flotilla ${command} …\n\n${entries.join('\n')}\n\n${shared}`;
 }
 

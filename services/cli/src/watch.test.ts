@@ -47,7 +47,17 @@ describe('watchConversation', () => {
     const usage = testEvent(
       'llm_usage',
       2,
-      { model: 'm', purpose: 'step', prompt_tokens: 1, completion_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 5, cost_usd: 0 },
+      {
+        model: 'm',
+        purpose: 'step',
+        prompt_tokens: 1,
+        completion_tokens: 2,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        latency_ms: 5,
+        cost_usd: 0,
+      },
       'system',
     );
     const steps = [
@@ -63,7 +73,12 @@ describe('watchConversation', () => {
     expect(quiet.lines).toEqual(['agent: Let me look.', '▶ terminal: ls', '● finished']);
     const verbose = new Captured();
     await watchConversation(new FakeStream(steps).client, 'c1', new Terminal(verbose), { ...plain, verbose: true });
-    expect(verbose.lines).toEqual(['agent: Let me look.', '▶ terminal: ls', '· m (step): 1 in, 2 out, 5 ms, $0.0000', '● finished']);
+    expect(verbose.lines).toEqual([
+      'agent: Let me look.',
+      '▶ terminal: ls',
+      '· m (step): 1 in, 2 out, 5 ms, $0.0000',
+      '● finished',
+    ]);
   });
 
   it('prints a streamed text again in full when the event does not continue it', async () => {
@@ -79,7 +94,12 @@ describe('watchConversation', () => {
   });
 
   it('returns at once for a conversation already at rest, and does not stop at resting points in the replay', async () => {
-    const finished = new FakeStream([sync(2, 'finished'), eventFrame(message(1, 'hi', 'user')), eventFrame(statusChange(2, 'finished')), { type: 'live', last_seq: 2 }]);
+    const finished = new FakeStream([
+      sync(2, 'finished'),
+      eventFrame(message(1, 'hi', 'user')),
+      eventFrame(statusChange(2, 'finished')),
+      { type: 'live', last_seq: 2 },
+    ]);
     const out = new Captured();
     expect((await watchConversation(finished.client, 'c1', new Terminal(out), plain)).status).toBe('finished');
     expect(out.lines).toEqual(['user: hi', '● finished']);
@@ -93,14 +113,22 @@ describe('watchConversation', () => {
       eventFrame(statusChange(4, 'paused')),
     ]);
     const again = new Captured();
-    expect(await watchConversation(resumed.client, 'c1', new Terminal(again), plain)).toEqual({ status: 'paused', lastSeq: 4, interrupted: false });
+    expect(await watchConversation(resumed.client, 'c1', new Terminal(again), plain)).toEqual({
+      status: 'paused',
+      lastSeq: 4,
+      interrupted: false,
+    });
     expect(again.lines.at(-1)).toBe('● paused');
   });
 
   it('starts after --after-seq, taking the status from the sync frame', async () => {
     const stream = new FakeStream([sync(5, 'idle', 5)]);
     const out = new Captured();
-    expect(await watchConversation(stream.client, 'c1', new Terminal(out), { ...plain, afterSeq: 5 })).toEqual({ status: 'idle', lastSeq: 5, interrupted: false });
+    expect(await watchConversation(stream.client, 'c1', new Terminal(out), { ...plain, afterSeq: 5 })).toEqual({
+      status: 'idle',
+      lastSeq: 5,
+      interrupted: false,
+    });
     expect(stream.options?.afterSeq).toBe(5);
     expect(out.text).toBe('');
   });
@@ -114,7 +142,9 @@ describe('watchConversation', () => {
       eventFrame(statusChange(4, 'waiting_for_confirmation')),
     ]);
     const out = new Captured();
-    expect((await watchConversation(stream.client, 'c1', new Terminal(out), plain)).status).toBe('waiting_for_confirmation');
+    expect((await watchConversation(stream.client, 'c1', new Terminal(out), plain)).status).toBe(
+      'waiting_for_confirmation',
+    );
     expect(out.lines.slice(-5)).toEqual([
       '● waiting for confirmation',
       '? 1 action awaiting confirmation:',
@@ -132,10 +162,18 @@ describe('watchConversation', () => {
   });
 
   it('keeps following with --follow until interrupted', async () => {
-    const stream = new FakeStream([sync(0, 'running'), eventFrame(statusChange(1, 'finished')), eventFrame(message(2, 'again', 'user'))]);
+    const stream = new FakeStream([
+      sync(0, 'running'),
+      eventFrame(statusChange(1, 'finished')),
+      eventFrame(message(2, 'again', 'user')),
+    ]);
     const out = new Captured();
     const abort = new AbortController();
-    const watching = watchConversation(stream.client, 'c1', new Terminal(out), { ...plain, follow: true, signal: abort.signal });
+    const watching = watchConversation(stream.client, 'c1', new Terminal(out), {
+      ...plain,
+      follow: true,
+      signal: abort.signal,
+    });
     await expect.poll(() => out.lines.length).toBe(2);
     abort.abort();
     expect(await watching).toEqual({ status: 'finished', lastSeq: 2, interrupted: true });
@@ -150,7 +188,12 @@ describe('watchConversation', () => {
   });
 
   it('spins on a TTY while running and quiet, and erases the spinner before the next line', async () => {
-    const stream = new FakeStream([sync(0, 'running'), eventFrame(statusChange(1, 'running')), { type: 'wait', ms: 700 }, eventFrame(statusChange(2, 'finished'))]);
+    const stream = new FakeStream([
+      sync(0, 'running'),
+      eventFrame(statusChange(1, 'running')),
+      { type: 'wait', ms: 700 },
+      eventFrame(statusChange(2, 'finished')),
+    ]);
     const out = new Captured(true);
     await watchConversation(stream.client, 'c1', new Terminal(out), { ...plain, spinner: true });
     expect(out.text).toMatch(/\r\u001b\[K[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] running…/);
@@ -161,16 +204,27 @@ describe('watchConversation', () => {
 describe('tailConversation', () => {
   it('prints every event as one JSON line and stops at the end of the log', async () => {
     const events = [message(1, 'hi', 'user'), statusChange(2, 'running')];
-    const stream = new FakeStream([sync(2, 'running'), ...events.map(eventFrame), { type: 'live', last_seq: 2 }, eventFrame(statusChange(3, 'finished'))]);
+    const stream = new FakeStream([
+      sync(2, 'running'),
+      ...events.map(eventFrame),
+      { type: 'live', last_seq: 2 },
+      eventFrame(statusChange(3, 'finished')),
+    ]);
     const out = new Captured();
-    expect(await tailConversation(stream.client, 'c1', new Terminal(out), { afterSeq: 0, follow: false })).toEqual({ lastSeq: 2, interrupted: false });
+    expect(await tailConversation(stream.client, 'c1', new Terminal(out), { afterSeq: 0, follow: false })).toEqual({
+      lastSeq: 2,
+      interrupted: false,
+    });
     expect(out.lines.map((line) => JSON.parse(line) as unknown)).toEqual(events);
   });
 
   it('stops at once when there is nothing after --after-seq', async () => {
     const stream = new FakeStream([sync(2, 'finished', 2)]);
     const out = new Captured();
-    expect(await tailConversation(stream.client, 'c1', new Terminal(out), { afterSeq: 2, follow: false })).toEqual({ lastSeq: 2, interrupted: false });
+    expect(await tailConversation(stream.client, 'c1', new Terminal(out), { afterSeq: 2, follow: false })).toEqual({
+      lastSeq: 2,
+      interrupted: false,
+    });
     expect(out.text).toBe('');
   });
 });

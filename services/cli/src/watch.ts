@@ -37,7 +37,12 @@ type WatchClient = Pick<CliClient, 'getConversation' | 'searchEvents' | 'subscri
  * and returns once the conversation comes to rest (anything but `running`) unless `follow`.
  * At `waiting_for_confirmation` it lists the pending actions and how to answer them.
  */
-export async function watchConversation(client: WatchClient, id: string, terminal: Terminal, options: WatchOptions): Promise<WatchResult> {
+export async function watchConversation(
+  client: WatchClient,
+  id: string,
+  terminal: Terminal,
+  options: WatchOptions,
+): Promise<WatchResult> {
   await client.getConversation(id); // fails fast on an unknown id, a bad key or an unreachable gateway
   const style = createStyle(options.color);
   const spinner = new Spinner(terminal, options.spinner, style.dim);
@@ -109,7 +114,8 @@ export async function watchConversation(client: WatchClient, id: string, termina
       lastSeq = event.seq;
       spinner.touch();
       pending.add(event);
-      const render = (omitText: boolean): string[] => renderEvent(event, { color: options.color, verbose: options.verbose, omitText });
+      const render = (omitText: boolean): string[] =>
+        renderEvent(event, { color: options.color, verbose: options.verbose, omitText });
       if (streamed !== '' && BOOKKEEPING.has(event.type)) {
         // the step's usage comes before its message or actions: keep the streamed line open for them
         deferred.push(...render(false));
@@ -147,7 +153,10 @@ export async function watchConversation(client: WatchClient, id: string, termina
       onDelta,
       onLive: goLive,
       onReconnect: (reason, delayMs) => {
-        if (options.verbose) options.onNotice?.(`event stream closed (${reason.code} ${reason.reason}); reconnecting in ${Math.round(delayMs)} ms`);
+        if (options.verbose)
+          options.onNotice?.(
+            `event stream closed (${reason.code} ${reason.reason}); reconnecting in ${Math.round(delayMs)} ms`,
+          );
       },
       onClose: (reason) => {
         if (!done) end({ error: closeError(reason.code, reason.reason) });
@@ -168,7 +177,11 @@ function streamedText(event: Event): string | undefined {
 
 /** The pending actions from the log's latest events (when the watch began after them). */
 async function pendingFromLog(client: WatchClient, id: string): Promise<ActionEvent[]> {
-  const page = await client.searchEvents(id, { type: 'action,observation,agent_error,user_rejection,approval', order: 'desc', limit: 200 });
+  const page = await client.searchEvents(id, {
+    type: 'action,observation,agent_error,user_rejection,approval',
+    order: 'desc',
+    limit: 200,
+  });
   const pending = new PendingActions();
   for (const event of [...page.items].reverse()) pending.add(event);
   return pending.list();

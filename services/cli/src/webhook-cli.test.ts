@@ -19,10 +19,23 @@ function usageMessage(...argv: string[]): string {
   throw new Error(`parsed: ${argv.join(' ')}`);
 }
 
-const webhook: Webhook = { id: ID, url: 'https://hooks.example.com/flotilla', events: ['conversation.finished', 'conversation.confirmation_pending'], description: null, created_at: '2026-01-01T00:00:00.000Z' };
+const webhook: Webhook = {
+  id: ID,
+  url: 'https://hooks.example.com/flotilla',
+  events: ['conversation.finished', 'conversation.confirmation_pending'],
+  description: null,
+  created_at: '2026-01-01T00:00:00.000Z',
+};
 const letter: DeadLetter = {
   webhook: ID,
-  event: { v: 1, id: `evt_${'1'.repeat(32)}`, type: 'conversation.finished', created_at: '2026-01-01T00:00:00.000Z', tenant: 'acme', data: { conversation: 'c1', seq: 9, status: 'finished', previous_status: 'running' } },
+  event: {
+    v: 1,
+    id: `evt_${'1'.repeat(32)}`,
+    type: 'conversation.finished',
+    created_at: '2026-01-01T00:00:00.000Z',
+    tenant: 'acme',
+    data: { conversation: 'c1', seq: 9, status: 'finished', previous_status: 'running' },
+  },
   attempts: 12,
   enqueued_at: '2026-01-01T00:00:00.000Z',
   last_attempt_at: '2026-01-01T02:41:00.000Z',
@@ -35,7 +48,13 @@ function recordingClient(calls: unknown[][]): Partial<CliClient> {
   return {
     createWebhook: async (body: CreateWebhookBody): Promise<CreatedWebhook> => {
       calls.push(['createWebhook', body]);
-      return { ...webhook, url: body.url, events: body.events, description: body.description ?? null, secret: 'whsec_shown-once' };
+      return {
+        ...webhook,
+        url: body.url,
+        events: body.events,
+        description: body.description ?? null,
+        secret: 'whsec_shown-once',
+      };
     },
     listWebhooks: async () => {
       calls.push(['listWebhooks']);
@@ -55,13 +74,32 @@ function recordingClient(calls: unknown[][]): Partial<CliClient> {
 async function run(argv: string[], client: Partial<CliClient>) {
   const stdout = new Captured();
   const stderr = new Captured();
-  const code = await runCli(argv, { stdout, stderr, env: { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' }, readConfig: () => undefined, createClient: () => client as CliClient, now: () => new Date('2026-01-01T00:05:00.000Z') });
+  const code = await runCli(argv, {
+    stdout,
+    stderr,
+    env: { FLOTILLA_URL: 'http://gw:1', FLOTILLA_API_KEY: 'k' },
+    readConfig: () => undefined,
+    createClient: () => client as CliClient,
+    now: () => new Date('2026-01-01T00:05:00.000Z'),
+  });
   return { code, stdout: stdout.text, stderr: stderr.text };
 }
 
 describe('parsing webhook commands', () => {
   it('reads add with kinds by full or short name, repeated or comma-separated, list, rm and dead', () => {
-    expect(command('webhook', 'add', 'https://hooks.example.com/x', '--event', 'finished,confirmation_pending', '--event', 'conversation.finished', '--description', 'ci')).toEqual({
+    expect(
+      command(
+        'webhook',
+        'add',
+        'https://hooks.example.com/x',
+        '--event',
+        'finished,confirmation_pending',
+        '--event',
+        'conversation.finished',
+        '--description',
+        'ci',
+      ),
+    ).toEqual({
       name: 'webhook-add',
       url: 'https://hooks.example.com/x',
       events: ['conversation.finished', 'conversation.confirmation_pending'],
@@ -70,13 +108,22 @@ describe('parsing webhook commands', () => {
     });
     expect(command('webhook', 'list', '--json')).toEqual({ name: 'webhook-list', json: true });
     expect(command('webhook', 'rm', ID)).toEqual({ name: 'webhook-rm', id: ID });
-    expect(command('webhook', 'dead', ID, '--limit', '5')).toEqual({ name: 'webhook-dead', id: ID, limit: 5, json: false });
+    expect(command('webhook', 'dead', ID, '--limit', '5')).toEqual({
+      name: 'webhook-dead',
+      id: ID,
+      limit: 5,
+      json: false,
+    });
   });
 
   it('refuses what the gateway would, before asking it', () => {
-    expect(usageMessage('webhook', 'add', 'ftp://hooks.example.com/x', '--event', 'finished')).toMatch(/URL "ftp:\/\/hooks.example.com\/x" must be an absolute http:\/\/ or https:\/\/ URL/);
+    expect(usageMessage('webhook', 'add', 'ftp://hooks.example.com/x', '--event', 'finished')).toMatch(
+      /URL "ftp:\/\/hooks.example.com\/x" must be an absolute http:\/\/ or https:\/\/ URL/,
+    );
     expect(usageMessage('webhook', 'add', 'https://hooks.example.com/x')).toMatch(/webhook add needs --event/);
-    expect(usageMessage('webhook', 'add', 'https://hooks.example.com/x', '--event', 'exploded')).toBe('--event: unknown event kind "exploded"; the kinds are conversation.status_changed, conversation.confirmation_pending, conversation.finished, conversation.expiring');
+    expect(usageMessage('webhook', 'add', 'https://hooks.example.com/x', '--event', 'exploded')).toBe(
+      '--event: unknown event kind "exploded"; the kinds are conversation.status_changed, conversation.confirmation_pending, conversation.finished, conversation.expiring',
+    );
     expect(usageMessage('webhook', 'rm', 'wh_nope')).toMatch(/is not a webhook id/);
     expect(usageMessage('webhook', 'rm')).toMatch(/needs the webhook's ID/);
     expect(usageMessage('webhook', 'list', '--event', 'finished')).toBe('webhook list does not take --event');
@@ -88,11 +135,16 @@ describe('parsing webhook commands', () => {
 describe('running webhook commands', () => {
   it('add prints the id and the secret, noting it is shown once', async () => {
     const calls: unknown[][] = [];
-    const result = await run(['webhook', 'add', 'https://hooks.example.com/x', '--event', 'finished'], recordingClient(calls));
+    const result = await run(
+      ['webhook', 'add', 'https://hooks.example.com/x', '--event', 'finished'],
+      recordingClient(calls),
+    );
     expect(result.code).toBe(0);
     expect(result.stdout).toBe(`${ID}\nwhsec_shown-once\n`);
     expect(result.stderr).toMatch(/shown only this once/);
-    expect(calls).toEqual([['createWebhook', { url: 'https://hooks.example.com/x', events: ['conversation.finished'] }]]);
+    expect(calls).toEqual([
+      ['createWebhook', { url: 'https://hooks.example.com/x', events: ['conversation.finished'] }],
+    ]);
   });
 
   it('list and dead print tables (or JSON); rm says what it removed, and a gateway refusal exits 1', async () => {

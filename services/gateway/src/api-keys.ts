@@ -39,7 +39,10 @@ export class ApiKeyStore {
     readonly cacheMs: number,
   ) {}
 
-  static async open(nc: NatsConnection, options: { bucket?: string; replicas?: number; cacheMs?: number } = {}): Promise<ApiKeyStore> {
+  static async open(
+    nc: NatsConnection,
+    options: { bucket?: string; replicas?: number; cacheMs?: number } = {},
+  ): Promise<ApiKeyStore> {
     const kv = await openBucket(nc, options.bucket ?? DEFAULT_API_KEYS_BUCKET, {
       history: 1,
       replicas: options.replicas ?? 1,

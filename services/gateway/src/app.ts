@@ -1,6 +1,19 @@
-import { API_KEY_HEADER, CloseCode, MAX_MESSAGE_BODY_BYTES, MAX_MESSAGE_IMAGE_BYTES, SocketQuery, type ServerInfo } from '@flotilla/api';
+import {
+  API_KEY_HEADER,
+  CloseCode,
+  MAX_MESSAGE_BODY_BYTES,
+  MAX_MESSAGE_IMAGE_BYTES,
+  SocketQuery,
+  type ServerInfo,
+} from '@flotilla/api';
 import type { AgentCatalog } from '@flotilla/agent';
-import { ConversationId, CURRENT_PROTOCOL_VERSION, MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, STORED_IMAGE_MEDIA_TYPES } from '@flotilla/events';
+import {
+  ConversationId,
+  CURRENT_PROTOCOL_VERSION,
+  MAX_IMAGE_BYTES,
+  MAX_IMAGES_PER_MESSAGE,
+  STORED_IMAGE_MEDIA_TYPES,
+} from '@flotilla/events';
 import type { EventLog } from '@flotilla/log';
 import { requestWorkspaceDeletion, type DeletionNotice, type RunnerRegistry } from '@flotilla/runtime';
 import type { ScheduleStore } from '@flotilla/schedules';
@@ -97,29 +110,56 @@ const SOCKET_PING_MS = 30_000;
 /** Builds the gateway's fastify app: REST, the event WebSocket, docs, health and metrics. */
 export async function buildGateway(deps: GatewayDependencies, config: GatewayConfig): Promise<Gateway> {
   const { log, logger } = deps;
-  const conversations = new ConversationService(deps.nc, log, deps.snapshots, deps.index, {
-    maxRunning: config.maxRunning,
-    maxRunningPerTenant: config.maxRunningPerTenant,
-    maxQueuedMessages: config.maxQueuedMessages,
-    ...(deps.runQueue && config.maxRunningPerTenant > 0 ? { runQueue: deps.runQueue } : {}),
-  }, deps.catalog, deps.images);
+  const conversations = new ConversationService(
+    deps.nc,
+    log,
+    deps.snapshots,
+    deps.index,
+    {
+      maxRunning: config.maxRunning,
+      maxRunningPerTenant: config.maxRunningPerTenant,
+      maxQueuedMessages: config.maxQueuedMessages,
+      ...(deps.runQueue && config.maxRunningPerTenant > 0 ? { runQueue: deps.runQueue } : {}),
+    },
+    deps.catalog,
+    deps.images,
+  );
   // conversations idle past their retention are announced to their tenant's webhooks (where there are any), then deleted
-  const announce: ExpiryAnnouncer = deps.webhooks ? webhookAnnouncer(deps.webhooks.registry, jetstream(deps.nc)) : async () => undefined;
+  const announce: ExpiryAnnouncer = deps.webhooks
+    ? webhookAnnouncer(deps.webhooks.registry, jetstream(deps.nc))
+    : async () => undefined;
   const retention = new RetentionSweeper(deps.index, conversations, config.retention, announce, logger);
   retention.start(config.retentionSweepMs);
   // queued runs start here as their tenant's slots free up (on every gateway: claims decide which)
   const starter =
     deps.runQueue && config.maxRunningPerTenant > 0
-      ? new RunStarter({ queue: deps.runQueue, index: deps.index, limit: config.maxRunningPerTenant, start: (ref) => conversations.startQueued(ref), holder: deps.instance, logger })
+      ? new RunStarter({
+          queue: deps.runQueue,
+          index: deps.index,
+          limit: config.maxRunningPerTenant,
+          start: (ref) => conversations.startQueued(ref),
+          holder: deps.instance,
+          logger,
+        })
       : undefined;
   starter?.start();
   const secrets = new SecretService(deps.secrets, conversations, logger);
   const webhooks = new WebhookService(deps.webhooks, log, logger);
-  const schedules = new ScheduleService(deps.schedules, conversations, deps.catalog, { minIntervalSeconds: config.scheduleMinIntervalSeconds }, logger);
+  const schedules = new ScheduleService(
+    deps.schedules,
+    conversations,
+    deps.catalog,
+    { minIntervalSeconds: config.scheduleMinIntervalSeconds },
+    logger,
+  );
   const runners = deps.runners;
   if (runners) {
     conversations.onDelete(async (ref, workspace) => {
-      if (!(await requestWorkspaceDeletion(deps.nc, runners, ref, undefined, workspace))) logger.warn({ conversation: ref.conversation, tenant: ref.tenant }, 'no tool runner confirmed removing the workspace of a deleted conversation');
+      if (!(await requestWorkspaceDeletion(deps.nc, runners, ref, undefined, workspace)))
+        logger.warn(
+          { conversation: ref.conversation, tenant: ref.tenant },
+          'no tool runner confirmed removing the workspace of a deleted conversation',
+        );
     });
   }
   conversations.onDelete((ref) => secrets.removeConversationSecrets(ref));
@@ -132,7 +172,9 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   const metrics = gatewayMetrics(hub);
   // every gateway takes schedules' runs (one shared consumer: each run reaches one gateway)
   const scheduleRunner = deps.schedules
-    ? new ScheduleRunner(deps.schedules, conversations, logger, config.scheduleMissedRunGraceMs, (outcome) => metrics.scheduleRuns.inc({ outcome }))
+    ? new ScheduleRunner(deps.schedules, conversations, logger, config.scheduleMissedRunGraceMs, (outcome) =>
+        metrics.scheduleRuns.inc({ outcome }),
+      )
     : undefined;
 
   const app = Fastify({
@@ -165,7 +207,14 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     tenant,
     tools: [...deps.tools],
     agents: agentsInfo(deps.catalog),
-    capabilities: { websocket: true, token_streaming: true, confirmation: true, condensation: true, event_search: true, secrets: secrets.available },
+    capabilities: {
+      websocket: true,
+      token_streaming: true,
+      confirmation: true,
+      condensation: true,
+      event_search: true,
+      secrets: secrets.available,
+    },
     sandbox: sandboxes.current,
     limits: {
       max_body_bytes: config.maxBodyBytes,
@@ -183,19 +232,35 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     },
   });
   const files = new WorkspaceService(deps.nc, runners, log, { maxFileBytes: config.maxFileBytes }, logger);
-  const routes = [...restRoutes({ nc: deps.nc, conversations, index: deps.index, keys: deps.keys, secrets, webhooks, schedules, serverInfo, ...(deps.usage ? { usage: deps.usage } : {}) }), ...fileRoutes(files)];
+  const routes = [
+    ...restRoutes({
+      nc: deps.nc,
+      conversations,
+      index: deps.index,
+      keys: deps.keys,
+      secrets,
+      webhooks,
+      schedules,
+      serverInfo,
+      ...(deps.usage ? { usage: deps.usage } : {}),
+    }),
+    ...fileRoutes(files),
+  ];
   const openapi = openApiDocument(routes, { version: deps.version });
 
   // ── errors: always `{ error: { code, message } }`, never a 5xx for bad input ─────────────
   app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const api = toApiError(error);
     // the gateway's own 5xx answers (unavailable, secrets_not_configured) are expected; anything else is logged
-    if (api.statusCode >= 500 && !(error instanceof ApiError)) logger.error({ err: error, url: request.url, method: request.method }, 'request failed');
+    if (api.statusCode >= 500 && !(error instanceof ApiError))
+      logger.error({ err: error, url: request.url, method: request.method }, 'request failed');
     if (api.retryAfterSeconds !== undefined) void reply.header('retry-after', String(api.retryAfterSeconds));
     void reply.code(api.statusCode).send(api.body());
   });
   app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send(new ApiError(404, 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`).body());
+    void reply
+      .code(404)
+      .send(new ApiError(404, 'route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`).body());
   });
 
   // ── traces: a span per request (tracing on: OTEL_EXPORTER_OTLP_ENDPOINT), active for its handler,
@@ -203,14 +268,19 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   app.addHook('onRequest', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched';
     // a WebSocket lives for hours: its frames are no request's span
-    const traced = isUpgrade(request) ? undefined : startSpan(`${request.method} ${route}`, {
-      kind: SpanKind.SERVER,
-      parent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : '',
-      attributes: { 'http.request.method': request.method, 'http.route': route },
-    });
+    const traced = isUpgrade(request)
+      ? undefined
+      : startSpan(`${request.method} ${route}`, {
+          kind: SpanKind.SERVER,
+          parent: typeof request.headers.traceparent === 'string' ? request.headers.traceparent : '',
+          attributes: { 'http.request.method': request.method, 'http.route': route },
+        });
     if (!traced) return done();
     reply.raw.once('close', () => {
-      traced.span.setAttributes({ 'http.response.status_code': reply.statusCode, ...(request.tenant ? { 'flotilla.tenant': request.tenant } : {}) });
+      traced.span.setAttributes({
+        'http.response.status_code': reply.statusCode,
+        ...(request.tenant ? { 'flotilla.tenant': request.tenant } : {}),
+      });
       traced.end(reply.statusCode >= 500 ? `status ${reply.statusCode}` : undefined);
     });
     traced.enter(done);
@@ -232,16 +302,24 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     const key = presentedKey(request);
     if (!key) {
       if (isUpgrade(request)) return; // the socket may authenticate with its first frame
-      throw new ApiError(401, 'unauthorized', `Send an API key as "Authorization: Bearer <key>" or "${API_KEY_HEADER}: <key>".`);
+      throw new ApiError(
+        401,
+        'unauthorized',
+        `Send an API key as "Authorization: Bearer <key>" or "${API_KEY_HEADER}: <key>".`,
+      );
     }
     const refuse = (error: ApiError): void => {
       if (!isUpgrade(request)) throw error;
       refusedUpgrades.set(request, error.statusCode === 429 ? 'rate limited: retry later' : 'the API key is not valid');
     };
     const wait = limiter.take(hashApiKey(key));
-    if (wait > 0) return refuse(new ApiError(429, 'rate_limited', 'Too many requests for this API key.', undefined, Math.ceil(wait / 1_000)));
+    if (wait > 0)
+      return refuse(
+        new ApiError(429, 'rate_limited', 'Too many requests for this API key.', undefined, Math.ceil(wait / 1_000)),
+      );
     if (access === 'admin') {
-      if (!config.adminKey || !sameKey(key, config.adminKey)) throw new ApiError(403, 'forbidden', 'This route needs the admin key.');
+      if (!config.adminKey || !sameKey(key, config.adminKey))
+        throw new ApiError(403, 'forbidden', 'This route needs the admin key.');
       return;
     }
     const record = await deps.keys.resolve(key);
@@ -284,7 +362,9 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     const ready = await isReady(deps);
     return reply.code(ready ? 200 : 503).send({ ready, nats: !deps.nc.isClosed(), index: deps.index.ready });
   });
-  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  app.get('/metrics', async (_request, reply) =>
+    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  );
   if (config.webUi) {
     const { registerWebUi } = await import('./web-ui.js');
     await registerWebUi(app);
@@ -305,7 +385,9 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     const query = SocketQuery.safeParse(request.query ?? {});
     if (!id.success) return fail(CloseCode.BadFrame, 'invalid conversation id');
     if (!query.success) return fail(CloseCode.BadFrame, socketQueryProblem(query.error));
-    const authTimer = authed ? undefined : setTimeout(() => fail(CloseCode.Unauthorized, 'no auth frame in time'), config.authTimeoutMs);
+    const authTimer = authed
+      ? undefined
+      : setTimeout(() => fail(CloseCode.Unauthorized, 'no auth frame in time'), config.authTimeoutMs);
     const ping = setInterval(() => {
       if (!alive) return socket.terminate();
       alive = false;
@@ -333,12 +415,27 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       if (!session) {
         // frames sent right behind the auth frame wait for the session
         if (queued.length < 16) queued.push(text);
-        else socket.send(JSON.stringify({ type: 'error', ...frameId(text), code: 'rate_limited', message: 'Too many frames before the subscription started; this one was dropped.' }));
+        else
+          socket.send(
+            JSON.stringify({
+              type: 'error',
+              ...frameId(text),
+              code: 'rate_limited',
+              message: 'Too many frames before the subscription started; this one was dropped.',
+            }),
+          );
         return;
       }
       if (frames.take('socket') > 0) {
         // with the frame's id, so the client knows which of its commands was dropped
-        socket.send(JSON.stringify({ type: 'error', ...frameId(text), code: 'rate_limited', message: 'Too many frames: at most 20 per second.' }));
+        socket.send(
+          JSON.stringify({
+            type: 'error',
+            ...frameId(text),
+            code: 'rate_limited',
+            message: 'Too many frames: at most 20 per second.',
+          }),
+        );
         return;
       }
       void session.onFrame(text);
@@ -352,7 +449,8 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
       } catch {
         key = undefined;
       }
-      if (typeof key !== 'string' || key.length === 0 || key.length > 256) return fail(CloseCode.Unauthorized, 'the first frame must be {"type":"auth","api_key":"..."}');
+      if (typeof key !== 'string' || key.length === 0 || key.length > 256)
+        return fail(CloseCode.Unauthorized, 'the first frame must be {"type":"auth","api_key":"..."}');
       if (limiter.take(hashApiKey(key)) > 0) return fail(CloseCode.Unauthorized, 'rate limited: retry later');
       const record = await deps.keys.resolve(key).catch(() => null);
       if (!record) return fail(CloseCode.Unauthorized, 'the API key is not valid');
@@ -370,7 +468,11 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
         return undefined;
       });
       if (slot === undefined) return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
-      if (slot === null) return fail(CloseCode.TooManySubscribers, `too many subscribers on this conversation (limit ${config.maxSubscribersPerConversation})`);
+      if (slot === null)
+        return fail(
+          CloseCode.TooManySubscribers,
+          `too many subscribers on this conversation (limit ${config.maxSubscribersPerConversation})`,
+        );
       release = slot.release;
       if (socket.readyState !== socket.OPEN) return release(); // closed while the slot was taken: its close handler has run
       if (slot.feed.tail.lastSeq === 0) return fail(CloseCode.NotFound, `no conversation "${id.data}"`);
@@ -380,19 +482,35 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
         const tail = await log.tail(ref).catch(() => undefined);
         if (socket.readyState !== socket.OPEN) return;
         if (tail === undefined) return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
-        if (afterSeq > tail.lastSeq) return fail(CloseCode.BadFrame, `after_seq ${afterSeq} is past the last seq ${tail.lastSeq}: reconnect with after_seq at most ${tail.lastSeq}`);
+        if (afterSeq > tail.lastSeq)
+          return fail(
+            CloseCode.BadFrame,
+            `after_seq ${afterSeq} is past the last seq ${tail.lastSeq}: reconnect with after_seq at most ${tail.lastSeq}`,
+          );
       }
       const indexed = deps.index.get(ref.tenant, ref.conversation);
       let status: string;
       try {
-        status = indexed && indexed.last_seq >= slot.feed.tail.lastSeq ? indexed.status : (await conversations.snapshot(ref)).status;
+        status =
+          indexed && indexed.last_seq >= slot.feed.tail.lastSeq
+            ? indexed.status
+            : (await conversations.snapshot(ref)).status;
       } catch (error) {
-        if (error instanceof ApiError && error.statusCode === 404) return fail(CloseCode.NotFound, `no conversation "${id.data}"`);
+        if (error instanceof ApiError && error.statusCode === 404)
+          return fail(CloseCode.NotFound, `no conversation "${id.data}"`);
         logger.warn({ err: error }, 'socket could not load the conversation');
         return fail(CloseCode.Unavailable, 'the log is unavailable; reconnect later');
       }
       if (socket.readyState !== socket.OPEN) return release();
-      session = new SocketSession(socket, slot.feed, { ref, afterSeq: query.data.after_seq, highWaterBytes: config.socketHighWaterBytes, log, conversations, secrets, logger });
+      session = new SocketSession(socket, slot.feed, {
+        ref,
+        afterSeq: query.data.after_seq,
+        highWaterBytes: config.socketHighWaterBytes,
+        log,
+        conversations,
+        secrets,
+        logger,
+      });
       sessions.add(session);
       slot.feed.add(session);
       session.start(status);
@@ -411,7 +529,8 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     routes,
     secrets,
     async close() {
-      for (const session of sessions) session.close(CloseCode.GoingAway, 'the gateway is shutting down; reconnect with after_seq');
+      for (const session of sessions)
+        session.close(CloseCode.GoingAway, 'the gateway is shutting down; reconnect with after_seq');
       starter?.stop();
       hub.stop();
       sandboxes.stop();
@@ -422,7 +541,11 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
   };
 }
 
-function parse<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: ZodError } } | undefined, value: unknown, where: string): T {
+function parse<T>(
+  schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: ZodError } } | undefined,
+  value: unknown,
+  where: string,
+): T {
   if (!schema) return undefined as T;
   const result = schema.safeParse(value);
   if (!result.success) throw validationError(where, result.error);
@@ -450,7 +573,8 @@ function presentedKey(request: FastifyRequest): string | undefined {
 /** Why a socket's query string was refused, in a close reason's few bytes. */
 function socketQueryProblem(error: ZodError): string {
   const unknown = error.issues.find((issue) => issue.code === 'unrecognized_keys');
-  if (unknown) return `unknown query parameter ${unknown.keys.map((key) => `"${key.slice(0, 32)}"`).join(', ')}: only after_seq is taken`;
+  if (unknown)
+    return `unknown query parameter ${unknown.keys.map((key) => `"${key.slice(0, 32)}"`).join(', ')}: only after_seq is taken`;
   return 'after_seq must be a non-negative integer';
 }
 
@@ -473,10 +597,16 @@ function toApiError(error: Error & { statusCode?: number; code?: string }): ApiE
   }
   if (error instanceof SyntaxError) return new ApiError(400, 'invalid_json', 'The body is not valid JSON.');
   if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
-    return new ApiError(error.statusCode, error.statusCode === 404 ? 'route_not_found' : 'validation_failed', error.message);
+    return new ApiError(
+      error.statusCode,
+      error.statusCode === 404 ? 'route_not_found' : 'validation_failed',
+      error.message,
+    );
   }
   // the log's and the snapshots' errors say whether they are transient; raw NATS client errors are
-  const transient = (error as { isRetryable?: unknown }).isRetryable === true || /timeout|disconnect|closed|no responders|connection/i.test(error.message);
+  const transient =
+    (error as { isRetryable?: unknown }).isRetryable === true ||
+    /timeout|disconnect|closed|no responders|connection/i.test(error.message);
   return transient
     ? new ApiError(503, 'unavailable', 'NATS is not reachable right now; retry.', undefined, 1)
     : new ApiError(500, 'internal', 'Internal error; it has been logged.');
@@ -494,7 +624,12 @@ function gatewayMetrics(hub: SocketHub) {
   const registry = new Registry();
   registry.setDefaultLabels({ service: 'gateway' });
   collectDefaultMetrics({ register: registry });
-  const requests = new Counter({ name: 'flotilla_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'], registers: [registry] });
+  const requests = new Counter({
+    name: 'flotilla_http_requests_total',
+    help: 'HTTP requests by route, method and status',
+    labelNames: ['route', 'method', 'status'],
+    registers: [registry],
+  });
   const latency = new Histogram({
     name: 'flotilla_http_request_seconds',
     help: 'HTTP request latency',
@@ -502,9 +637,28 @@ function gatewayMetrics(hub: SocketHub) {
     buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
     registers: [registry],
   });
-  new Gauge({ name: 'flotilla_ws_sockets', help: 'Open event sockets', registers: [registry], collect() { this.set(hub.sockets); } });
-  new Gauge({ name: 'flotilla_ws_feeds', help: 'Conversations with a live feed on this gateway', registers: [registry], collect() { this.set(hub.conversations); } });
-  const scheduleRuns = new Counter({ name: 'flotilla_schedule_runs_total', help: "Schedules' runs this gateway took, by outcome (succeeded, failed, skipped, dropped)", labelNames: ['outcome'], registers: [registry] });
+  new Gauge({
+    name: 'flotilla_ws_sockets',
+    help: 'Open event sockets',
+    registers: [registry],
+    collect() {
+      this.set(hub.sockets);
+    },
+  });
+  new Gauge({
+    name: 'flotilla_ws_feeds',
+    help: 'Conversations with a live feed on this gateway',
+    registers: [registry],
+    collect() {
+      this.set(hub.conversations);
+    },
+  });
+  const scheduleRuns = new Counter({
+    name: 'flotilla_schedule_runs_total',
+    help: "Schedules' runs this gateway took, by outcome (succeeded, failed, skipped, dropped)",
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
   return { registry, requests, latency, scheduleRuns };
 }
 
@@ -517,7 +671,10 @@ function agentsInfo(catalog: AgentCatalog): ServerInfo['agents'] {
       return { name, model: spec.llm.model, tools: [...spec.tools] };
     }),
     profiles: catalog.profiles().map((profile) => ({ ...profile, fallbacks: [...profile.fallbacks] })),
-    custom_models: custom === false ? false : { providers: custom.providers ? [...custom.providers] : null, base_urls: [...custom.baseURLs] },
+    custom_models:
+      custom === false
+        ? false
+        : { providers: custom.providers ? [...custom.providers] : null, base_urls: [...custom.baseURLs] },
     default: { model: catalog.defaultSpec.llm.model, tools: [...catalog.defaultSpec.tools] },
     mcp: { commands: [...(catalog.limits.mcpCommands ?? [])], url_prefixes: [...(catalog.limits.mcpUrls ?? [])] },
     sub_agents: catalog.subAgents().map((agent) => ({ ...agent, tools: [...agent.tools] })),

@@ -14,7 +14,12 @@ const WHOLE_ANSWER_MS = 180_000;
  * parts it streams to this gateway's answers branch: text as the model writes it (`onDelta`),
  * then the answer, or why there is none (as the API's error). Nothing is appended to the log.
  */
-export async function askConversation(nc: NatsConnection, ref: ConversationRef, question: string, onDelta?: (text: string) => void): Promise<AskAnswer> {
+export async function askConversation(
+  nc: NatsConnection,
+  ref: ConversationRef,
+  question: string,
+  onDelta?: (text: string) => void,
+): Promise<AskAnswer> {
   const inbox = createInbox(answersUnder(connectionInboxPrefix(nc) ?? '_INBOX'));
   const subscription = nc.subscribe(inbox, { timeout: FIRST_PART_MS });
   const request: AskRequest = { tenant: ref.tenant, conversation: ref.conversation, question };
@@ -23,7 +28,14 @@ export async function askConversation(nc: NatsConnection, ref: ConversationRef, 
     nc.publish(AskSubjects.ask, JSON.stringify(request), { reply: inbox });
     for await (const part of subscription) {
       // nats-server's "no responders" status: no step worker listens
-      if (part.headers?.code === 503) throw new ApiError(503, 'unavailable', 'No step worker is running to answer the question: start one, or retry later.', undefined, 5);
+      if (part.headers?.code === 503)
+        throw new ApiError(
+          503,
+          'unavailable',
+          'No step worker is running to answer the question: start one, or retry later.',
+          undefined,
+          5,
+        );
       const kind = part.headers?.get(ASK_PART_HEADER);
       if (kind === 'delta') onDelta?.(part.string());
       else if (kind === 'answer') return AskResult.parse(part.json());
@@ -32,7 +44,14 @@ export async function askConversation(nc: NatsConnection, ref: ConversationRef, 
   } catch (error) {
     if (error instanceof ApiError) throw error;
     const code = (error as { code?: string }).code;
-    if (code === 'TIMEOUT' || /timeout/i.test((error as Error).message)) throw new ApiError(503, 'unavailable', 'No step worker answered the question in time: is one running? Retry later.', undefined, 5);
+    if (code === 'TIMEOUT' || /timeout/i.test((error as Error).message))
+      throw new ApiError(
+        503,
+        'unavailable',
+        'No step worker answered the question in time: is one running? Retry later.',
+        undefined,
+        5,
+      );
     throw error;
   } finally {
     clearTimeout(whole);

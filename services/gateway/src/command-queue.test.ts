@@ -19,7 +19,11 @@ describe('CommandQueue', () => {
       running -= 1;
       return name;
     };
-    const results = await Promise.all([queue.run('a', work('a1')), queue.run('a', work('a2')), queue.run('a', work('a3'))]);
+    const results = await Promise.all([
+      queue.run('a', work('a1')),
+      queue.run('a', work('a2')),
+      queue.run('a', work('a3')),
+    ]);
     expect(results).toEqual(['a1', 'a2', 'a3']);
     expect(trace).toEqual(['start a1', 'end a1', 'start a2', 'end a2', 'start a3', 'end a3']);
     expect(most).toBe(1);

@@ -28,7 +28,15 @@ export class CommandQueue {
   run<T>(key: string, work: () => Promise<T>, options: { bounded?: boolean } = {}): Promise<T> {
     let line = this.#lines.get(key);
     if (options.bounded && this.limit > 0 && (line?.waiting ?? 0) >= this.limit) {
-      return Promise.reject(new ApiError(429, 'rate_limited', `Too many messages are waiting for this conversation (at most ${this.limit}); retry after the given delay.`, undefined, 1));
+      return Promise.reject(
+        new ApiError(
+          429,
+          'rate_limited',
+          `Too many messages are waiting for this conversation (at most ${this.limit}); retry after the given delay.`,
+          undefined,
+          1,
+        ),
+      );
     }
     if (!line) this.#lines.set(key, (line = { tail: Promise.resolve(), waiting: 0 }));
     const current = line;

@@ -37,7 +37,14 @@ export const GatewayConfig = z.object({
    * Seconds a conversation of a tenant is kept after its last event (the tenant's own, else `*`'s;
    * none: kept until deleted); a conversation's spec may keep it for less (docs/api.md, "Retention").
    */
-  retention: z.record(z.union([TenantId, z.literal('*')]), z.number().int().min(1).max(100 * 365 * 86_400)),
+  retention: z.record(
+    z.union([TenantId, z.literal('*')]),
+    z
+      .number()
+      .int()
+      .min(1)
+      .max(100 * 365 * 86_400),
+  ),
   /** How often the gateway looks for conversations idle past their retention. */
   retentionSweepMs: Int(100, 86_400_000),
   /** The shortest interval a schedule may run at (an `every`, and how often a cron may fire: below 60 a cron may fire every second). */
@@ -113,7 +120,9 @@ export function loadGatewayConfig(environment: NodeJS.ProcessEnv = process.env):
     webUi: read('webUi') === undefined ? true : !['0', 'false', 'no'].includes(read('webUi')!.toLowerCase()),
   });
   if (!result.success) {
-    const problems = result.error.issues.map((issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
+    const problems = result.error.issues.map(
+      (issue) => `${VARIABLES[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`,
+    );
     throw new Error(`invalid gateway configuration: ${problems.join('; ')}`);
   }
   return result.data;

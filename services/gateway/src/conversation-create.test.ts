@@ -20,7 +20,14 @@ async function fixture(when: LostWhen) {
   const index = new ConversationIndex(snapshots.kv, pino({ level: 'silent' }));
   await index.start();
   const losing = losingFirstAnswer(log, 'state_change', when);
-  const service = new ConversationService(nc, losing.log, snapshots, index, { maxRunning: 10, maxRunningPerTenant: 10 }, new AgentCatalog(HARNESS_AGENT));
+  const service = new ConversationService(
+    nc,
+    losing.log,
+    snapshots,
+    index,
+    { maxRunning: 10, maxRunningPerTenant: 10 },
+    new AgentCatalog(HARNESS_AGENT),
+  );
   return {
     log,
     service,
@@ -34,17 +41,21 @@ async function fixture(when: LostWhen) {
 }
 
 describe('gateway create: the first commit’s answer lost', () => {
-  it.each<LostWhen>(['before_stored', 'after_stored'])('answers created (answer lost %s), with one first commit in the log; a second create of the id gets the existing one', async (when) => {
-    await using f = await fixture(when);
-    const id = uniqueName('conv');
-    const first = await f.service.create('acme', { id, message: 'Hello' });
-    expect(f.answersLost()).toBe(1);
-    expect(first.created).toBe(true);
-    const commits = [];
-    for await (const commit of f.log.read({ tenant: 'acme', conversation: id })) commits.push(commit.events.map((event) => event.type));
-    expect(commits).toEqual([['state_change', 'agent_spec', 'message']]);
-    const again = await f.service.create('acme', { id, message: 'Hello' });
-    expect(again.created).toBe(false);
-    expect(again.conversation.id).toBe(id);
-  });
+  it.each<LostWhen>(['before_stored', 'after_stored'])(
+    'answers created (answer lost %s), with one first commit in the log; a second create of the id gets the existing one',
+    async (when) => {
+      await using f = await fixture(when);
+      const id = uniqueName('conv');
+      const first = await f.service.create('acme', { id, message: 'Hello' });
+      expect(f.answersLost()).toBe(1);
+      expect(first.created).toBe(true);
+      const commits = [];
+      for await (const commit of f.log.read({ tenant: 'acme', conversation: id }))
+        commits.push(commit.events.map((event) => event.type));
+      expect(commits).toEqual([['state_change', 'agent_spec', 'message']]);
+      const again = await f.service.create('acme', { id, message: 'Hello' });
+      expect(again.created).toBe(false);
+      expect(again.conversation.id).toBe(id);
+    },
+  );
 });

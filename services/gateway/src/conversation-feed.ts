@@ -37,7 +37,12 @@ export class ConversationFeed {
     readonly logger: Logger,
   ) {}
 
-  static async start(nc: NatsConnection, log: EventLog, ref: ConversationRef, logger: Logger): Promise<ConversationFeed> {
+  static async start(
+    nc: NatsConnection,
+    log: EventLog,
+    ref: ConversationRef,
+    logger: Logger,
+  ): Promise<ConversationFeed> {
     const feed = new ConversationFeed(ref, log, logger);
     feed.#tail = await log.tail(ref);
     feed.#deltas = nc.subscribe(deltaSubject(DEFAULT_SIGNAL_ROOT, ref), {
@@ -82,12 +87,19 @@ export class ConversationFeed {
   async #follow(): Promise<void> {
     try {
       const start = this.#tail;
-      for await (const commit of this.log.follow(this.ref, { afterSeq: start.lastSeq, afterStreamSeq: start.streamSeq, signal: this.#abort.signal })) {
+      for await (const commit of this.log.follow(this.ref, {
+        afterSeq: start.lastSeq,
+        afterStreamSeq: start.streamSeq,
+        signal: this.#abort.signal,
+      })) {
         this.#append(commit);
       }
     } catch (error) {
       if (this.#abort.signal.aborted) return;
-      this.logger.warn({ err: error, conversation: this.ref.conversation, tenant: this.ref.tenant }, 'live feed failed');
+      this.logger.warn(
+        { err: error, conversation: this.ref.conversation, tenant: this.ref.tenant },
+        'live feed failed',
+      );
       for (const listener of this.#listeners) listener.failed(error as Error);
       this.stop();
     }
@@ -111,7 +123,11 @@ export class ConversationFeed {
       return;
     }
     const text = delta.type === 'tool_call' ? delta.argumentsDelta : delta.type === 'restart' ? '' : delta.text;
-    if ((delta.type !== 'text' && delta.type !== 'reasoning' && delta.type !== 'tool_call' && delta.type !== 'restart') || typeof text !== 'string') return;
+    if (
+      (delta.type !== 'text' && delta.type !== 'reasoning' && delta.type !== 'tool_call' && delta.type !== 'restart') ||
+      typeof text !== 'string'
+    )
+      return;
     const frame = Buffer.from(JSON.stringify({ type: 'delta', kind: delta.type, text }));
     for (const listener of this.#listeners) listener.transient(frame);
   }

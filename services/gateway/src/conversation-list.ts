@@ -4,10 +4,16 @@ import { ApiError } from './api-error.js';
 import type { ConversationIndex } from './conversation-index.js';
 import { toResource } from './conversation-service.js';
 
-type Query = { status?: ListConversationsQuery['status']; sort: NonNullable<ListConversationsQuery['sort']>; limit: number; cursor?: string };
+type Query = {
+  status?: ListConversationsQuery['status'];
+  sort: NonNullable<ListConversationsQuery['sort']>;
+  limit: number;
+  cursor?: string;
+};
 
 /** Sort key: the timestamp, then the id (unique), so every position is strict. */
-const keyOf = (snapshot: ConversationSnapshot, field: 'created_at' | 'updated_at'): string => `${snapshot[field] ?? ''}\u0000${snapshot.conversation}`;
+const keyOf = (snapshot: ConversationSnapshot, field: 'created_at' | 'updated_at'): string =>
+  `${snapshot[field] ?? ''}\u0000${snapshot.conversation}`;
 
 function decodeCursor(text: string, sort: string): string {
   let parsed: unknown;
@@ -24,7 +30,12 @@ function decodeCursor(text: string, sort: string): string {
 }
 
 /** A page of the tenant's conversations from the gateway's index, after the cursor's position. */
-export function listConversations(index: ConversationIndex, tenant: string, query: Query, queued: (conversation: string) => QueuedRun | null = () => null): ConversationPage {
+export function listConversations(
+  index: ConversationIndex,
+  tenant: string,
+  query: Query,
+  queued: (conversation: string) => QueuedRun | null = () => null,
+): ConversationPage {
   const descending = query.sort.startsWith('-');
   const field = query.sort.replace('-', '') as 'created_at' | 'updated_at';
   const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor, query.sort);
@@ -40,6 +51,9 @@ export function listConversations(index: ConversationIndex, tenant: string, quer
   const last = page.at(-1);
   return {
     items: page.map((item) => toResource(item.snapshot, queued(item.snapshot.conversation))),
-    next_cursor: last && candidates.length > query.limit ? Buffer.from(JSON.stringify({ s: query.sort, k: last.key })).toString('base64url') : null,
+    next_cursor:
+      last && candidates.length > query.limit
+        ? Buffer.from(JSON.stringify({ s: query.sort, k: last.key })).toString('base64url')
+        : null,
   };
 }

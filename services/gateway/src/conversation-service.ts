@@ -16,11 +16,46 @@ import {
   TASK_TOOL,
   type CommandState,
 } from '@flotilla/agent';
-import type { CommandResult, Conversation, ConversationSpec, QueuedRun, CreateConversationBody, FinalResponse, ForkConversationBody, ImageUpload, RewindBody, UpdateConversationBody, UpdateSpecBody } from '@flotilla/api';
-import { draftEvent, newId, withPositionalIds, type AgentSpecEvent, type Event, type EventDraft, type OnBusy } from '@flotilla/events';
-import { appendSurely, EMPTY_TAIL, isConflict, type ConversationRef, type EventLog, type StoredCommit, type Tail } from '@flotilla/log';
+import type {
+  CommandResult,
+  Conversation,
+  ConversationSpec,
+  QueuedRun,
+  CreateConversationBody,
+  FinalResponse,
+  ForkConversationBody,
+  ImageUpload,
+  RewindBody,
+  UpdateConversationBody,
+  UpdateSpecBody,
+} from '@flotilla/api';
+import {
+  draftEvent,
+  newId,
+  withPositionalIds,
+  type AgentSpecEvent,
+  type Event,
+  type EventDraft,
+  type OnBusy,
+} from '@flotilla/events';
+import {
+  appendSurely,
+  EMPTY_TAIL,
+  isConflict,
+  type ConversationRef,
+  type EventLog,
+  type StoredCommit,
+  type Tail,
+} from '@flotilla/log';
 import { publishInterrupt, requestPurge, type DeletionNotice } from '@flotilla/runtime';
-import { foldCommits, initialState, isStateError, type ConversationSnapshot, type CurrentSnapshot, type SnapshotStore } from '@flotilla/state';
+import {
+  foldCommits,
+  initialState,
+  isStateError,
+  type ConversationSnapshot,
+  type CurrentSnapshot,
+  type SnapshotStore,
+} from '@flotilla/state';
 import { buildView, planBranch, unmatchedActions } from '@flotilla/view';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ApiError } from './api-error.js';
@@ -108,10 +143,16 @@ export class ConversationService {
   }
 
   /** Create with a client-given or fresh id; an existing id returns it (created false). */
-  async create(tenant: string, body: CreateConversationBody): Promise<{ conversation: Conversation; created: boolean }> {
+  async create(
+    tenant: string,
+    body: CreateConversationBody,
+  ): Promise<{ conversation: Conversation; created: boolean }> {
     checkRunHasMessage(body);
     const ref = { tenant, conversation: body.id ?? newId() };
-    const { spec, template } = this.#resolveSpec({ ...(body.template !== undefined ? { template: body.template } : {}), ...(body.spec !== undefined ? { spec: body.spec } : {}) });
+    const { spec, template } = this.#resolveSpec({
+      ...(body.template !== undefined ? { template: body.template } : {}),
+      ...(body.spec !== undefined ? { spec: body.spec } : {}),
+    });
     const admitted = body.run ? this.#admit(tenant) : 'start';
     const context = { ...ref, source: 'system' as const };
     const drafts: EventDraft[] = [
@@ -133,7 +174,10 @@ export class ConversationService {
    * naming the parent and the point, and copies of that view (nothing outside it: no control
    * events, nothing a condensation forgot). The parent is not written to.
    */
-  async fork(parent: ConversationRef, body: ForkConversationBody): Promise<{ conversation: Conversation; created: boolean }> {
+  async fork(
+    parent: ConversationRef,
+    body: ForkConversationBody,
+  ): Promise<{ conversation: Conversation; created: boolean }> {
     checkRunHasMessage(body);
     const { snapshot, tail } = await this.current(parent);
     const { events } = await this.log.readEvents(parent, { until: tail });
@@ -143,11 +187,16 @@ export class ConversationService {
     const base = ownSpec ? undefined : await this.#specEvent(parent, snapshot);
     const baseSpec = base ? readAgentSpec(base) : undefined;
     const { spec, template } = ownSpec
-      ? this.#resolveSpec({ ...(body.template !== undefined ? { template: body.template } : {}), ...(body.spec !== undefined ? { spec: body.spec } : {}) })
+      ? this.#resolveSpec({
+          ...(body.template !== undefined ? { template: body.template } : {}),
+          ...(body.spec !== undefined ? { spec: body.spec } : {}),
+        })
       : { spec: baseSpec?.ok ? baseSpec.spec : this.catalog.defaultSpec, template: base?.template };
     const ref = { tenant: parent.tenant, conversation: body.id ?? newId() };
     // a child with the parent's spec keeps the parent's system prompt; another spec makes its own
-    const plan = planBranch(undefined, buildView(events.filter((event) => event.seq <= seq)), ref, { systemPrompt: !ownSpec });
+    const plan = planBranch(undefined, buildView(events.filter((event) => event.seq <= seq)), ref, {
+      systemPrompt: !ownSpec,
+    });
     const admitted = body.run ? this.#admit(ref.tenant) : 'start';
     const title = body.title ?? (snapshot.title === null ? undefined : `${snapshot.title.slice(0, 193)} (fork)`);
     const drafts: EventDraft[] = [
@@ -158,14 +207,24 @@ export class ConversationService {
         tags: body.tags ?? snapshot.tags,
       }),
       specDraft(ref, spec, `forked from ${parent.conversation}`, template),
-      draftEvent({ ...ref, source: 'user' }, 'branch', { kind: 'fork', from: { conversation: parent.conversation, seq }, forgotten_event_ids: [], copied: plan.copies.length }),
+      draftEvent({ ...ref, source: 'user' }, 'branch', {
+        kind: 'fork',
+        from: { conversation: parent.conversation, seq },
+        forgotten_event_ids: [],
+        copied: plan.copies.length,
+      }),
       ...plan.copies,
     ];
     return this.#createAdmitted(ref, drafts, body, admitted);
   }
 
   /** A new conversation; a run the tenant's limit queues starts it without running, then waits in the queue. */
-  async #createAdmitted(ref: ConversationRef, drafts: readonly EventDraft[], body: { readonly message?: string; readonly run?: boolean }, admitted: 'start' | 'queue'): Promise<{ conversation: Conversation; created: boolean }> {
+  async #createAdmitted(
+    ref: ConversationRef,
+    drafts: readonly EventDraft[],
+    body: { readonly message?: string; readonly run?: boolean },
+    admitted: 'start' | 'queue',
+  ): Promise<{ conversation: Conversation; created: boolean }> {
     if (admitted === 'start') return this.#createWith(ref, drafts, body);
     const result = await this.#createWith(ref, drafts, { ...body, run: false });
     if (!result.created) return result;
@@ -181,14 +240,27 @@ export class ConversationService {
    */
   rewind(ref: ConversationRef, body: RewindBody): Promise<CommandResult> {
     return this.#command(ref, async (state, current) => {
-      if (state.status === 'running') throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
-      if (state.pending_actions.length > 0) throw new ApiError(409, 'conversation_running', 'Calls wait for their results or a confirmation: approve or reject them first.');
+      if (state.status === 'running')
+        throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
+      if (state.pending_actions.length > 0)
+        throw new ApiError(
+          409,
+          'conversation_running',
+          'Calls wait for their results or a confirmation: approve or reject them first.',
+        );
       const { events } = await this.log.readEvents(ref, { until: current.tail });
       checkBranchPoint(current.snapshot, events, body.to_seq, 'body.to_seq');
       if (body.to_seq === current.tail.lastSeq) return [];
       return [
         ...rewindDrafts(ref, events, body.to_seq, body.reason),
-        ...(state.status === 'idle' ? [] : [draftEvent({ ...ref, source: 'user' }, 'state_change', { status: 'idle', reason: `rewound to event ${body.to_seq}` })]),
+        ...(state.status === 'idle'
+          ? []
+          : [
+              draftEvent({ ...ref, source: 'user' }, 'state_change', {
+                status: 'idle',
+                reason: `rewound to event ${body.to_seq}`,
+              }),
+            ]),
       ];
     });
   }
@@ -223,10 +295,17 @@ export class ConversationService {
     // an unreadable spec (a newer schema's) is not a base to build on: the request's fields go over the default
     const current = event ? readAgentSpec(event) : undefined;
     const base = current?.ok ? current.spec : this.catalog.defaultSpec;
-    const { spec, template } = this.#resolveSpec({ ...(body.template !== undefined ? { template: body.template } : {}), ...(body.spec !== undefined ? { spec: body.spec } : {}) }, base);
+    const { spec, template } = this.#resolveSpec(
+      {
+        ...(body.template !== undefined ? { template: body.template } : {}),
+        ...(body.spec !== undefined ? { spec: body.spec } : {}),
+      },
+      base,
+    );
     const seenSeq = snapshot.agent_spec?.seq ?? null;
     await this.#command(ref, (state) => {
-      if (((state as ConversationSnapshot).agent_spec?.seq ?? null) !== seenSeq) throw new ApiError(409, 'conflict', "The conversation's spec changed meanwhile: read it again and retry.");
+      if (((state as ConversationSnapshot).agent_spec?.seq ?? null) !== seenSeq)
+        throw new ApiError(409, 'conflict', "The conversation's spec changed meanwhile: read it again and retry.");
       return [specDraft(ref, spec, body.reason ?? 'changed by the user', template)];
     });
     return this.spec(ref);
@@ -248,7 +327,8 @@ export class ConversationService {
   /** Remove the conversation's log, snapshot and what the delete hooks hold. A running conversation must be paused first. */
   async delete(ref: ConversationRef): Promise<void> {
     const snapshot = await this.snapshot(ref);
-    if (snapshot.status === 'running') throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
+    if (snapshot.status === 'running')
+      throw new ApiError(409, 'conversation_running', 'The conversation is running: pause or interrupt it first.');
     await this.#remove(ref, snapshot, 'deleted');
   }
 
@@ -258,7 +338,11 @@ export class ConversationService {
    * `announce` resolves (the announcement stored before anything goes). False when it is gone
    * already or no longer expired (it moved meanwhile).
    */
-  expire(ref: ConversationRef, keptFor: (snapshot: ConversationSnapshot) => number | undefined, announce: (snapshot: ConversationSnapshot, seconds: number) => Promise<void>): Promise<boolean> {
+  expire(
+    ref: ConversationRef,
+    keptFor: (snapshot: ConversationSnapshot) => number | undefined,
+    announce: (snapshot: ConversationSnapshot, seconds: number) => Promise<void>,
+  ): Promise<boolean> {
     return this.inTurn(ref, async () => {
       const snapshot = await this.snapshot(ref).catch((error: unknown) => {
         if (error instanceof ApiError && error.statusCode === 404) return undefined;
@@ -295,12 +379,20 @@ export class ConversationService {
     await this.admission.runQueue?.remove(ref);
     for (const hook of this.#onDelete) await hook(ref, workspace);
     const { upToStreamSeq } = await requestPurge(this.nc, ref).catch((error: unknown) => {
-      throw new ApiError(503, 'unavailable', `The conversation's log could not be removed now (${(error as Error).message}); try again.`);
+      throw new ApiError(
+        503,
+        'unavailable',
+        `The conversation's log could not be removed now (${(error as Error).message}); try again.`,
+      );
     });
     const notice: DeletionNotice = { ...ref, up_to_stream_seq: upToStreamSeq, reason, at: new Date().toISOString() };
     for (const hook of this.#onDeleted) {
       await hook(notice).catch((error: unknown) => {
-        throw new ApiError(503, 'unavailable', `The conversation's deletion could not be recorded now (${(error as Error).message}); try again.`);
+        throw new ApiError(
+          503,
+          'unavailable',
+          `The conversation's deletion could not be recorded now (${(error as Error).message}); try again.`,
+        );
       });
     }
     await this.snapshots.delete(ref);
@@ -312,9 +404,17 @@ export class ConversationService {
    * child a pending task call may have been given just before a crash) and whose workspace it works
    * in (a sub-agent's shared one is its parent's): its log is read only when its snapshot counts such events.
    */
-  async #delegationsOf(ref: ConversationRef, snapshot: ConversationSnapshot): Promise<{ children: ConversationRef[]; workspace: ConversationRef }> {
-    const counted = (type: 'subagent_started' | 'subagent_task'): number => Object.values(snapshot.event_counts[type] ?? {}).reduce((sum, count) => sum + (count ?? 0), 0);
-    const children = new Set(snapshot.pending_actions.filter((action) => action.tool_name === TASK_TOOL).map((action) => action.started_by ?? childConversationId(ref, action.id)));
+  async #delegationsOf(
+    ref: ConversationRef,
+    snapshot: ConversationSnapshot,
+  ): Promise<{ children: ConversationRef[]; workspace: ConversationRef }> {
+    const counted = (type: 'subagent_started' | 'subagent_task'): number =>
+      Object.values(snapshot.event_counts[type] ?? {}).reduce((sum, count) => sum + (count ?? 0), 0);
+    const children = new Set(
+      snapshot.pending_actions
+        .filter((action) => action.tool_name === TASK_TOOL)
+        .map((action) => action.started_by ?? childConversationId(ref, action.id)),
+    );
     let workspace = ref;
     if (counted('subagent_started') > 0 || counted('subagent_task') > 0) {
       for await (const commit of this.log.read(ref)) {
@@ -333,7 +433,15 @@ export class ConversationService {
    * not take images, before anything is stored). While the conversation runs, its `on_busy` (else
    * the spec's) says what it does to the run (OnBusy; `#busyDrafts`).
    */
-  sendMessage(ref: ConversationRef, message: { readonly text?: string; readonly images?: readonly ImageUpload[]; readonly on_busy?: OnBusy | undefined }, run: boolean): Promise<CommandResult> {
+  sendMessage(
+    ref: ConversationRef,
+    message: {
+      readonly text?: string;
+      readonly images?: readonly ImageUpload[];
+      readonly on_busy?: OnBusy | undefined;
+    },
+    run: boolean,
+  ): Promise<CommandResult> {
     // the turn is taken on arrival, the images stored in it: a message keeps its place among the commands around it
     return this.inTurn(
       ref,
@@ -344,7 +452,13 @@ export class ConversationService {
         return this.#decideAndAppend(
           ref,
           async (state, current) => [
-            ...(state.status === 'running' ? await this.#busyDrafts(ref, current, message.on_busy ?? current.snapshot.agent_spec?.on_busy ?? 'enqueue') : []),
+            ...(state.status === 'running'
+              ? await this.#busyDrafts(
+                  ref,
+                  current,
+                  message.on_busy ?? current.snapshot.agent_spec?.on_busy ?? 'enqueue',
+                )
+              : []),
             ...messageCommand(state, ref, message.text ?? '', { run, images }),
           ],
           { admit: run },
@@ -368,7 +482,11 @@ export class ConversationService {
       case 'enqueue':
         return [];
       case 'reject':
-        throw new ApiError(409, 'conversation_busy', `The conversation is running${run ? ` (the run began at event ${run.seq}, ${run.at})` : ''}: wait for it to end, or send the message with on_busy enqueue, interrupt or rollback.`);
+        throw new ApiError(
+          409,
+          'conversation_busy',
+          `The conversation is running${run ? ` (the run began at event ${run.seq}, ${run.at})` : ''}: wait for it to end, or send the message with on_busy enqueue, interrupt or rollback.`,
+        );
       case 'interrupt':
         return interruptForMessage(snapshot, ref);
       case 'rollback': {
@@ -396,7 +514,9 @@ export class ConversationService {
     return this.#command(ref, (state) => interruptCommand(state, ref, reason));
   }
   condense(ref: ConversationRef): Promise<CommandResult> {
-    return this.#command(ref, () => [draftEvent({ ...ref, source: 'user' }, 'condensation_request', { reason: 'requested by the user' })]);
+    return this.#command(ref, () => [
+      draftEvent({ ...ref, source: 'user' }, 'condensation_request', { reason: 'requested by the user' }),
+    ]);
   }
   approve(ref: ConversationRef): Promise<CommandResult> {
     return this.#command(ref, (state) => approveCommand(state, ref));
@@ -413,9 +533,14 @@ export class ConversationService {
     const { snapshot } = await this.current(ref);
     const position = snapshot.final_response;
     if (!position) return { text: null, seq: null, status: snapshot.status };
-    const from = { afterSeq: position.seq - 1, afterStreamSeq: position.stream_seq - 1, untilStreamSeq: position.stream_seq };
+    const from = {
+      afterSeq: position.seq - 1,
+      afterStreamSeq: position.stream_seq - 1,
+      untilStreamSeq: position.stream_seq,
+    };
     let event: Event | undefined;
-    for await (const commit of this.log.read(ref, from)) event ??= commit.events.find((candidate) => candidate.seq === position.seq);
+    for await (const commit of this.log.read(ref, from))
+      event ??= commit.events.find((candidate) => candidate.seq === position.seq);
     return { text: event ? responseText(event) : null, seq: event ? event.seq : null, status: snapshot.status };
   }
 
@@ -455,7 +580,7 @@ export class ConversationService {
 
   async #decideAndAppend(ref: ConversationRef, decide: Decide, options: { admit?: boolean }): Promise<CommandResult> {
     const deadline = Date.now() + TRANSIENT_BUDGET_MS;
-    for (let conflicts = 0; ; ) {
+    for (let conflicts = 0; ;) {
       const current = await this.current(ref);
       let drafts: EventDraft[];
       try {
@@ -464,21 +589,49 @@ export class ConversationService {
         if (error instanceof CommandRefused) throw new ApiError(409, error.code, error.message);
         throw error;
       }
-      if (drafts.length === 0) return { conversation: ref.conversation, status: current.snapshot.status, last_seq: current.tail.lastSeq, appended: false };
+      if (drafts.length === 0)
+        return {
+          conversation: ref.conversation,
+          status: current.snapshot.status,
+          last_seq: current.tail.lastSeq,
+          appended: false,
+        };
       const starts = drafts.some(isRunStart);
       // past the tenant's limit the run waits in the queue: what else the command says is appended now, without it
-      const queued = options.admit === true && starts && current.snapshot.status !== 'running' && this.#admit(ref.tenant) === 'queue';
+      const queued =
+        options.admit === true &&
+        starts &&
+        current.snapshot.status !== 'running' &&
+        this.#admit(ref.tenant) === 'queue';
       if (queued) {
         drafts = drafts.filter((draft) => !isRunStart(draft));
         if (drafts.length === 0) {
           await this.admission.runQueue!.enqueue(ref);
-          return { conversation: ref.conversation, status: current.snapshot.status, last_seq: current.tail.lastSeq, appended: false, ...this.#queueField(ref) };
+          return {
+            conversation: ref.conversation,
+            status: current.snapshot.status,
+            last_seq: current.tail.lastSeq,
+            appended: false,
+            ...this.#queueField(ref),
+          };
         }
       }
-      const commit = await this.#append(ref, withPositionalIds(drafts, current.tail.lastSeq + 1), current.tail, deadline);
+      const commit = await this.#append(
+        ref,
+        withPositionalIds(drafts, current.tail.lastSeq + 1),
+        current.tail,
+        deadline,
+      );
       if (!commit) {
         conflicts += 1;
-        if (conflicts > MAX_CONFLICTS) throw new ApiError(503, 'unavailable', 'Too many concurrent changes to this conversation; retry.', undefined, 1);
+        if (conflicts > MAX_CONFLICTS)
+          throw new ApiError(
+            503,
+            'unavailable',
+            'Too many concurrent changes to this conversation; retry.',
+            undefined,
+            1,
+          );
         await pause(Math.random() * Math.min(5 * conflicts, 50));
         continue;
       }
@@ -491,7 +644,13 @@ export class ConversationService {
       this.index.upsert(after);
       await this.snapshots.advanceKnown(ref, current.stored, [...current.commits, commit]).catch(() => undefined);
       if (queued) await this.admission.runQueue!.enqueue(ref);
-      return { conversation: ref.conversation, status: after.status, last_seq: commit.lastSeq, appended: true, ...(queued ? this.#queueField(ref) : {}) };
+      return {
+        conversation: ref.conversation,
+        status: after.status,
+        last_seq: commit.lastSeq,
+        appended: true,
+        ...(queued ? this.#queueField(ref) : {}),
+      };
     }
   }
 
@@ -501,8 +660,14 @@ export class ConversationService {
    * conversation (under a fixed commit id the second would find the first's commit as its own and
    * report it created).
    */
-  async #createWith(ref: ConversationRef, drafts: readonly EventDraft[], body: { readonly message?: string; readonly run?: boolean }): Promise<{ conversation: Conversation; created: boolean }> {
-    const first = body.message ? [...drafts, ...messageCommand(initialState(), ref, body.message, { run: body.run ?? false })] : drafts;
+  async #createWith(
+    ref: ConversationRef,
+    drafts: readonly EventDraft[],
+    body: { readonly message?: string; readonly run?: boolean },
+  ): Promise<{ conversation: Conversation; created: boolean }> {
+    const first = body.message
+      ? [...drafts, ...messageCommand(initialState(), ref, body.message, { run: body.run ?? false })]
+      : drafts;
     try {
       await appendSurely(this.log, ref, withPositionalIds(first, 1), { expected: EMPTY_TAIL });
     } catch (error) {
@@ -520,7 +685,12 @@ export class ConversationService {
       if (!(error instanceof SpecRefused)) throw error;
       const issues = error.issues.map((issue) => ({ path: `body.${issue.path}`, message: issue.message }));
       const first = issues[0]!;
-      throw new ApiError(error.status, error.status === 403 ? 'spec_not_allowed' : 'validation_failed', `${first.path}: ${first.message}`, issues);
+      throw new ApiError(
+        error.status,
+        error.status === 403 ? 'spec_not_allowed' : 'validation_failed',
+        `${first.path}: ${first.message}`,
+        issues,
+      );
     }
   }
 
@@ -530,14 +700,23 @@ export class ConversationService {
     const llm = (spec as { llm?: { vision?: unknown; model?: unknown } }).llm;
     if (llm?.vision !== false) return;
     const issues = [{ path: 'body.images', message: `the model ${String(llm.model)} does not take images` }];
-    throw new ApiError(400, 'images_not_supported', `body.images: the conversation's model (${String(llm.model)}) does not take images (its spec says llm.vision: false): send text only, or switch to a model that takes them (PATCH …/spec)`, issues);
+    throw new ApiError(
+      400,
+      'images_not_supported',
+      `body.images: the conversation's model (${String(llm.model)}) does not take images (its spec says llm.vision: false): send text only, or switch to a model that takes them (PATCH …/spec)`,
+      issues,
+    );
   }
 
   /** The agent_spec event the snapshot points to, if any. */
   async #specEvent(ref: ConversationRef, snapshot: ConversationSnapshot): Promise<AgentSpecEvent | undefined> {
     const position = snapshot.agent_spec;
     if (!position) return undefined;
-    const from = { afterSeq: position.seq - 1, afterStreamSeq: position.stream_seq - 1, untilStreamSeq: position.stream_seq };
+    const from = {
+      afterSeq: position.seq - 1,
+      afterStreamSeq: position.stream_seq - 1,
+      untilStreamSeq: position.stream_seq,
+    };
     let found: AgentSpecEvent | undefined;
     for await (const commit of this.log.read(ref, from)) {
       for (const event of commit.events) if (event.seq === position.seq && event.type === 'agent_spec') found = event;
@@ -546,7 +725,12 @@ export class ConversationService {
   }
 
   /** Appends expecting `tail`; null when another writer moved the tail (a conflict). */
-  async #append(ref: ConversationRef, drafts: readonly EventDraft[], tail: Tail, deadline: number): Promise<StoredCommit | null> {
+  async #append(
+    ref: ConversationRef,
+    drafts: readonly EventDraft[],
+    tail: Tail,
+    deadline: number,
+  ): Promise<StoredCommit | null> {
     try {
       return await appendSurely(this.log, ref, drafts, { expected: tail, deadline });
     } catch (error) {
@@ -562,10 +746,18 @@ export class ConversationService {
    */
   #admit(tenant: string): 'start' | 'queue' {
     const { maxRunning, maxRunningPerTenant, runQueue } = this.admission;
-    const tenantFull = maxRunningPerTenant > 0 && (this.index.running(tenant) >= maxRunningPerTenant || (runQueue?.waiting(tenant) ?? 0) > 0);
+    const tenantFull =
+      maxRunningPerTenant > 0 &&
+      (this.index.running(tenant) >= maxRunningPerTenant || (runQueue?.waiting(tenant) ?? 0) > 0);
     if (tenantFull && runQueue) return 'queue';
     if ((maxRunning > 0 && this.index.running() >= maxRunning) || tenantFull) {
-      throw new ApiError(429, 'capacity_exhausted', 'Run capacity is exhausted: retry after the given delay, or send the message without run.', undefined, 5);
+      throw new ApiError(
+        429,
+        'capacity_exhausted',
+        'Run capacity is exhausted: retry after the given delay, or send the message without run.',
+        undefined,
+        5,
+      );
     }
     return 'start';
   }
@@ -578,7 +770,10 @@ export class ConversationService {
 
 /** 400 for a body that starts a run without a first message. */
 function checkRunHasMessage(body: { readonly message?: string; readonly run?: boolean }): void {
-  if (body.run && !body.message) throw new ApiError(400, 'validation_failed', 'body.run: starting a run needs a first message', [{ path: 'body.run', message: 'needs body.message' }]);
+  if (body.run && !body.message)
+    throw new ApiError(400, 'validation_failed', 'body.run: starting a run needs a first message', [
+      { path: 'body.run', message: 'needs body.message' },
+    ]);
 }
 
 /**
@@ -587,12 +782,24 @@ function checkRunHasMessage(body: { readonly message?: string; readonly run?: bo
  */
 function checkBranchPoint(snapshot: ConversationSnapshot, events: readonly Event[], seq: number, path: string): void {
   const last = events.at(-1)?.seq ?? 0;
-  if (seq > last) throw new ApiError(400, 'validation_failed', `${path}: the conversation has ${last} events`, [{ path, message: `at most ${last}` }]);
+  if (seq > last)
+    throw new ApiError(400, 'validation_failed', `${path}: the conversation has ${last} events`, [
+      { path, message: `at most ${last}` },
+    ]);
   const range = snapshot.abandoned.find((abandoned) => abandoned.first <= seq && seq <= abandoned.last);
-  if (range) throw new ApiError(409, 'not_a_branch_point', `${path}: event ${seq} is on a branch a rewind left (events ${range.first}–${range.last}); pick an event of the current branch`);
+  if (range)
+    throw new ApiError(
+      409,
+      'not_a_branch_point',
+      `${path}: event ${seq} is on a branch a rewind left (events ${range.first}–${range.last}); pick an event of the current branch`,
+    );
   const waiting = unmatchedActions(events.filter((event) => event.seq <= seq));
   if (waiting.length > 0) {
-    throw new ApiError(409, 'not_a_branch_point', `${path}: after event ${seq} ${waiting.length} call(s) still wait for their results (${waiting.map((action) => action.tool_name).join(', ')}); pick a point before the call or after its result`);
+    throw new ApiError(
+      409,
+      'not_a_branch_point',
+      `${path}: after event ${seq} ${waiting.length} call(s) still wait for their results (${waiting.map((action) => action.tool_name).join(', ')}); pick a point before the call or after its result`,
+    );
   }
 }
 
@@ -612,9 +819,22 @@ function answeredPointAtOrBefore(events: readonly Event[], seq: number): number 
  * the view shows a call with its answer only, so they are not in it yet, and an answer arriving
  * later must not bring them back), and copies of what the view held there and no longer does.
  */
-function rewindDrafts(ref: ConversationRef, events: readonly Event[], toSeq: number, reason: string | undefined): EventDraft[] {
-  const branch = draftEvent({ ...ref, source: 'user' }, 'branch', { kind: 'rewind', from: { conversation: ref.conversation, seq: toSeq }, forgotten_event_ids: [], copied: 0, ...(reason !== undefined ? { reason } : {}) });
-  const plan = planBranch(buildView(events), buildView(events.filter((event) => event.seq <= toSeq)), ref, { renameBatches: branch.id.slice(-12) });
+function rewindDrafts(
+  ref: ConversationRef,
+  events: readonly Event[],
+  toSeq: number,
+  reason: string | undefined,
+): EventDraft[] {
+  const branch = draftEvent({ ...ref, source: 'user' }, 'branch', {
+    kind: 'rewind',
+    from: { conversation: ref.conversation, seq: toSeq },
+    forgotten_event_ids: [],
+    copied: 0,
+    ...(reason !== undefined ? { reason } : {}),
+  });
+  const plan = planBranch(buildView(events), buildView(events.filter((event) => event.seq <= toSeq)), ref, {
+    renameBatches: branch.id.slice(-12),
+  });
   const waiting = unmatchedActions(events).flatMap((action) => (action.seq > toSeq ? [action.id] : []));
   const forgotten = [...new Set([...plan.forgottenEventIds, ...waiting])];
   return [{ ...branch, forgotten_event_ids: forgotten, copied: plan.copies.length }, ...plan.copies];
@@ -622,12 +842,17 @@ function rewindDrafts(ref: ConversationRef, events: readonly Event[], toSeq: num
 
 /** The event recording a conversation's spec: the user's choice (through the gateway, which made and checked it). */
 function specDraft(ref: ConversationRef, spec: AgentSpec, reason: string, template: string | undefined): EventDraft {
-  return draftEvent({ ...ref, source: 'user' }, 'agent_spec', { spec, reason, ...(template !== undefined ? { template } : {}) });
+  return draftEvent({ ...ref, source: 'user' }, 'agent_spec', {
+    spec,
+    reason,
+    ...(template !== undefined ? { template } : {}),
+  });
 }
 
 /** The text of a final response: a message's text parts, or a finish action's message. */
 function responseText(event: Event): string | null {
-  if (event.type === 'message') return event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
+  if (event.type === 'message')
+    return event.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n');
   if (event.type === 'action' && typeof event.input?.['message'] === 'string') return event.input['message'];
   return null;
 }
@@ -648,10 +873,13 @@ export function toResource(snapshot: ConversationSnapshot, queue: QueuedRun | nu
     counters: snapshot.counters,
     usage: snapshot.usage,
     last_error: snapshot.last_error,
-    agent: snapshot.agent_spec && { model: snapshot.agent_spec.model, template: snapshot.agent_spec.template, spec_seq: snapshot.agent_spec.seq },
+    agent: snapshot.agent_spec && {
+      model: snapshot.agent_spec.model,
+      template: snapshot.agent_spec.template,
+      spec_seq: snapshot.agent_spec.seq,
+    },
     branch: { forked_from: snapshot.forked_from, abandoned: snapshot.abandoned },
     run_started: snapshot.run_started,
     queue,
   };
 }
-

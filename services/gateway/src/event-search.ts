@@ -42,7 +42,11 @@ export function matches(event: Event, filter: EventFilter): boolean {
 }
 
 const hasFilter = (filter: EventFilter): boolean =>
-  filter.type !== undefined || filter.source !== undefined || filter.since !== undefined || filter.until !== undefined || filter.text !== undefined;
+  filter.type !== undefined ||
+  filter.source !== undefined ||
+  filter.since !== undefined ||
+  filter.until !== undefined ||
+  filter.text !== undefined;
 
 /**
  * One page of a conversation's events. A cursor names a seq, so a page reads from that position
@@ -60,19 +64,30 @@ export async function searchEvents(log: EventLog, ref: ConversationRef, search: 
     from = cursor.seq;
   } else if (order === 'asc') from = search.afterSeq ?? 0;
   else from = tail.lastSeq + 1;
-  const items = order === 'asc' ? await forward(log, ref, tail, from, search) : await backward(log, ref, tail, from, search);
+  const items =
+    order === 'asc' ? await forward(log, ref, tail, from, search) : await backward(log, ref, tail, from, search);
   const first = items[0];
   const last = items.at(-1);
   // a short page means the scan reached the end; a full one may have more behind it
-  const more = items.length === search.limit && last !== undefined && (order === 'asc' ? last.seq < tail.lastSeq : last.seq > 1);
+  const more =
+    items.length === search.limit && last !== undefined && (order === 'asc' ? last.seq < tail.lastSeq : last.seq > 1);
   return {
     items,
     next_cursor: more ? encodeCursor({ seq: last.seq, order }) : null,
-    prev_cursor: first && (order === 'asc' ? first.seq > 1 : first.seq < tail.lastSeq) ? encodeCursor({ seq: first.seq, order: order === 'asc' ? 'desc' : 'asc' }) : null,
+    prev_cursor:
+      first && (order === 'asc' ? first.seq > 1 : first.seq < tail.lastSeq)
+        ? encodeCursor({ seq: first.seq, order: order === 'asc' ? 'desc' : 'asc' })
+        : null,
   };
 }
 
-async function forward(log: EventLog, ref: ConversationRef, tail: Tail, after: number, search: EventSearch): Promise<Event[]> {
+async function forward(
+  log: EventLog,
+  ref: ConversationRef,
+  tail: Tail,
+  after: number,
+  search: EventSearch,
+): Promise<Event[]> {
   const items: Event[] = [];
   if (after >= tail.lastSeq) return items;
   for await (const commit of log.read(ref, { afterSeq: after, until: tail })) {
@@ -86,7 +101,13 @@ async function forward(log: EventLog, ref: ConversationRef, tail: Tail, after: n
 }
 
 /** Reads windows of the log backwards from `before`, doubling the window while the filter skips events. */
-async function backward(log: EventLog, ref: ConversationRef, tail: Tail, before: number, search: EventSearch): Promise<Event[]> {
+async function backward(
+  log: EventLog,
+  ref: ConversationRef,
+  tail: Tail,
+  before: number,
+  search: EventSearch,
+): Promise<Event[]> {
   const items: Event[] = [];
   let high = Math.min(before - 1, tail.lastSeq); // newest seq still to read
   let window = search.limit;
@@ -96,7 +117,8 @@ async function backward(log: EventLog, ref: ConversationRef, tail: Tail, before:
     if (untilStreamSeq === undefined) break;
     const chunk: Event[] = [];
     for await (const commit of log.read(ref, { afterSeq: low, until: { streamSeq: untilStreamSeq, lastSeq: high } })) {
-      for (const event of commit.events) if (event.seq > low && event.seq <= high && matches(event, search)) chunk.push(event);
+      for (const event of commit.events)
+        if (event.seq > low && event.seq <= high && matches(event, search)) chunk.push(event);
     }
     for (let index = chunk.length - 1; index >= 0 && items.length < search.limit; index -= 1) items.push(chunk[index]!);
     high = low;
@@ -115,7 +137,8 @@ export function countFromSnapshot(snapshot: ConversationSnapshot, filter: EventF
   let count = 0;
   for (const [type, bySource] of Object.entries(snapshot.event_counts)) {
     if (filter.type && !filter.type.includes(type as EventType)) continue;
-    for (const [source, n] of Object.entries(bySource ?? {})) if (!filter.source || filter.source.includes(source as EventSource)) count += n ?? 0;
+    for (const [source, n] of Object.entries(bySource ?? {}))
+      if (!filter.source || filter.source.includes(source as EventSource)) count += n ?? 0;
   }
   return count;
 }
@@ -126,7 +149,8 @@ export async function countEvents(log: EventLog, ref: ConversationRef, filter: E
   if (tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
   if (!hasFilter(filter)) return tail.lastSeq;
   let count = 0;
-  for await (const commit of log.read(ref, { until: tail })) for (const event of commit.events) if (matches(event, filter)) count += 1;
+  for await (const commit of log.read(ref, { until: tail }))
+    for (const event of commit.events) if (matches(event, filter)) count += 1;
   return count;
 }
 
@@ -144,7 +168,11 @@ export async function getEvent(log: EventLog, ref: ConversationRef, key: string)
   const inCommitAt = async (seq: number, found: (event: Event) => boolean): Promise<Event> => {
     const streamSeq = seq < 1 || seq > tail.lastSeq ? undefined : await log.locate(ref, seq, tail);
     if (streamSeq === undefined) throw notFound;
-    for await (const commit of log.read(ref, { afterSeq: seq - 1, afterStreamSeq: streamSeq - 1, untilStreamSeq: streamSeq })) {
+    for await (const commit of log.read(ref, {
+      afterSeq: seq - 1,
+      afterStreamSeq: streamSeq - 1,
+      untilStreamSeq: streamSeq,
+    })) {
       const event = commit.events.find(found);
       if (event) return event;
     }

@@ -1,4 +1,13 @@
-import { API_PREFIX, FileListing, FileQuery, GitDiff, GitQuery, GitStatus, ListFilesQuery, UploadedFile } from '@flotilla/api';
+import {
+  API_PREFIX,
+  FileListing,
+  FileQuery,
+  GitDiff,
+  GitQuery,
+  GitStatus,
+  ListFilesQuery,
+  UploadedFile,
+} from '@flotilla/api';
 import { ConversationId } from '@flotilla/events';
 import { z } from 'zod';
 import { ApiError } from './api-error.js';
@@ -6,8 +15,15 @@ import { route, type RawBody, type RouteSpec } from './route-table.js';
 import type { WorkspaceService } from './workspace-service.js';
 
 const IdParams = z.strictObject({ id: ConversationId });
-const FILE: RawBody = { contentType: 'application/octet-stream', description: "The file's bytes, as they are in the workspace" };
-const UPLOAD: RawBody = { contentType: 'application/octet-stream', description: "The file's bytes (up to the gateway's FLOTILLA_GATEWAY_MAX_FILE_BYTES, 64 MiB by default: 413 file_too_large past it)" };
+const FILE: RawBody = {
+  contentType: 'application/octet-stream',
+  description: "The file's bytes, as they are in the workspace",
+};
+const UPLOAD: RawBody = {
+  contentType: 'application/octet-stream',
+  description:
+    "The file's bytes (up to the gateway's FLOTILLA_GATEWAY_MAX_FILE_BYTES, 64 MiB by default: 413 file_too_large past it)",
+};
 
 const p = (path: string): string => `${API_PREFIX}${path}`;
 
@@ -24,7 +40,8 @@ export function fileRoutes(files: WorkspaceService): RouteSpec[] {
       method: 'GET',
       url: p('/conversations/:id/files'),
       operationId: 'listFiles',
-      summary: "One folder of the conversation's workspace (`path`, default its root), one level: its entries, folders first, at most 1,000",
+      summary:
+        "One folder of the conversation's workspace (`path`, default its root), one level: its entries, folders first, at most 1,000",
       tag: 'files',
       access: 'tenant',
       params: IdParams,
@@ -37,7 +54,8 @@ export function fileRoutes(files: WorkspaceService): RouteSpec[] {
       method: 'GET',
       url: p('/conversations/:id/files/content'),
       operationId: 'downloadFile',
-      summary: 'A file of the workspace, byte for byte (application/octet-stream); refused when it holds a secret’s value (403 secret_in_file)',
+      summary:
+        'A file of the workspace, byte for byte (application/octet-stream); refused when it holds a secret’s value (403 secret_in_file)',
       tag: 'files',
       access: 'tenant',
       params: IdParams,
@@ -62,7 +80,8 @@ export function fileRoutes(files: WorkspaceService): RouteSpec[] {
       method: 'PUT',
       url: p('/conversations/:id/files/content'),
       operationId: 'uploadFile',
-      summary: 'Put a file in the workspace at `path` (the body is its bytes): made or replaced at once, its folders made; 201 new, 200 replaced; appends workspace_file',
+      summary:
+        'Put a file in the workspace at `path` (the body is its bytes): made or replaced at once, its folders made; 201 new, 200 replaced; appends workspace_file',
       tag: 'files',
       access: 'tenant',
       params: IdParams,
@@ -72,9 +91,19 @@ export function fileRoutes(files: WorkspaceService): RouteSpec[] {
       errors: [403, 404, 409, 413, 415],
       handler: async ({ tenant, params, query, request, reply }) => {
         const body = request.body ?? [];
-        if (!isByteStream(body)) throw new ApiError(415, 'unsupported_media_type', "Send the file's bytes with content-type application/octet-stream.");
+        if (!isByteStream(body))
+          throw new ApiError(
+            415,
+            'unsupported_media_type',
+            "Send the file's bytes with content-type application/octet-stream.",
+          );
         const declared = Number(request.headers['content-length']);
-        const uploaded = await files.upload(ref(tenant, params.id), query.path, body, Number.isSafeInteger(declared) ? declared : undefined);
+        const uploaded = await files.upload(
+          ref(tenant, params.id),
+          query.path,
+          body,
+          Number.isSafeInteger(declared) ? declared : undefined,
+        );
         reply.code(uploaded.created ? 201 : 200);
         return uploaded;
       },
@@ -83,7 +112,8 @@ export function fileRoutes(files: WorkspaceService): RouteSpec[] {
       method: 'GET',
       url: p('/conversations/:id/git/status'),
       operationId: 'getGitStatus',
-      summary: 'git status of the repository holding a folder of the workspace (`path`, default its root), its changes under that folder; 409 not_a_git_repository',
+      summary:
+        'git status of the repository holding a folder of the workspace (`path`, default its root), its changes under that folder; 409 not_a_git_repository',
       tag: 'files',
       access: 'tenant',
       params: IdParams,
@@ -96,7 +126,8 @@ export function fileRoutes(files: WorkspaceService): RouteSpec[] {
       method: 'GET',
       url: p('/conversations/:id/git/diff'),
       operationId: 'getGitDiff',
-      summary: 'git diff of that repository against HEAD (the empty tree before its first commit), untracked files as new, under the folder; secrets masked, cut at about 1 MiB',
+      summary:
+        'git diff of that repository against HEAD (the empty tree before its first commit), untracked files as new, under the folder; secrets masked, cut at about 1 MiB',
       tag: 'files',
       access: 'tenant',
       params: IdParams,

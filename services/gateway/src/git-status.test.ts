@@ -17,7 +17,13 @@ const OUTPUT = [
 describe('git status porcelain v2, as the tool runner printed it', () => {
   it('reads the branch and every kind of record, paths from the workspace root', () => {
     expect(parsePorcelainV2(OUTPUT, 'src', false)).toEqual({
-      branch: { head: 'main', oid: '0123456789abcdef0123456789abcdef01234567', upstream: 'origin/main', ahead: 2, behind: 1 },
+      branch: {
+        head: 'main',
+        oid: '0123456789abcdef0123456789abcdef01234567',
+        upstream: 'origin/main',
+        ahead: 2,
+        behind: 1,
+      },
       entries: [
         { path: 'src/app with space.py', kind: 'changed', index: '.', worktree: 'M' },
         { path: 'src/lib/kept.txt', original_path: 'src/lib/keep.txt', kind: 'renamed', index: 'R', worktree: '.' },

@@ -44,7 +44,12 @@ export function parsePorcelainV2(output: string, root: string, cut: boolean): Pa
       const parts = splitFirst(field, kind === '1' ? 8 : 10);
       const xy = parts?.fields[1];
       if (!parts || xy?.length !== 2 || parts.rest === '') continue;
-      entries.push({ path: inWorkspace(parts.rest), kind: kind === '1' ? 'changed' : 'unmerged', index: xy[0]!, worktree: xy[1]! });
+      entries.push({
+        path: inWorkspace(parts.rest),
+        kind: kind === '1' ? 'changed' : 'unmerged',
+        index: xy[0]!,
+        worktree: xy[1]!,
+      });
     } else if (kind === '2') {
       // 2 XY sub mH mI mW hH hI Xscore path, then the source path as the next field (absent when the output was cut there)
       const parts = splitFirst(field, 9);
@@ -55,7 +60,13 @@ export function parsePorcelainV2(output: string, root: string, cut: boolean): Pa
         if (source === undefined) truncated = true;
         continue;
       }
-      entries.push({ path: inWorkspace(parts.rest), original_path: inWorkspace(source), kind: parts.fields[8]!.startsWith('C') ? 'copied' : 'renamed', index: xy[0]!, worktree: xy[1]! });
+      entries.push({
+        path: inWorkspace(parts.rest),
+        original_path: inWorkspace(source),
+        kind: parts.fields[8]!.startsWith('C') ? 'copied' : 'renamed',
+        index: xy[0]!,
+        worktree: xy[1]!,
+      });
     }
   }
   return { branch, entries, truncated };

@@ -4,7 +4,11 @@ import type { EventLog, StoredCommit } from '@flotilla/log';
 import { SnapshotStore } from '@flotilla/state';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACME_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
-import { awaitingConfirmation, writeLongConversation, type LongConversation } from './test-support/long-conversation.js';
+import {
+  awaitingConfirmation,
+  writeLongConversation,
+  type LongConversation,
+} from './test-support/long-conversation.js';
 
 const EVENTS = 20_000;
 const ref = { tenant: 'acme', conversation: 'long-history' };
@@ -35,7 +39,10 @@ function countReads(log: EventLog): void {
 async function call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; json: T }> {
   const response = await fetch(`${h.url}/v1/conversations/${path}`, {
     method,
-    headers: { authorization: `Bearer ${ACME_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ACME_KEY}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, json: (await response.json()) as T };
@@ -45,7 +52,18 @@ beforeAll(async () => {
   h = await startGatewayHarness();
   long = await writeLongConversation(h.log, ref, EVENTS);
   // an event written before ids were positional (a random UUID), near the end of the history
-  const [commit] = [await h.log.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'old-style id' }] })], { expected: long.tail })];
+  const [commit] = [
+    await h.log.append(
+      ref,
+      [
+        draftEvent({ ...ref, source: 'user' }, 'message', {
+          role: 'user',
+          content: [{ type: 'text', text: 'old-style id' }],
+        }),
+      ],
+      { expected: long.tail },
+    ),
+  ];
   legacy = commit.events[0]!;
   await writeLongConversation(h.log, waiting, 2_000, { waiting: true });
   // what the projector keeps: the snapshots, caught up with the logs
@@ -66,11 +84,20 @@ describe(`a conversation of ${EVENTS.toLocaleString('en')} events`, () => {
     expect(commitsRead).toBe(0);
     commitsRead = 0;
     const second = await call<CommandResult>('POST', `${ref.conversation}/messages`, { text: 'and run', run: true });
-    expect(second).toMatchObject({ status: 202, json: { appended: true, status: 'running', last_seq: legacy.seq + 4 } });
+    expect(second).toMatchObject({
+      status: 202,
+      json: { appended: true, status: 'running', last_seq: legacy.seq + 4 },
+    });
     expect(commitsRead).toBe(0);
     commitsRead = 0;
-    expect(await call<CommandResult>('POST', `${ref.conversation}/run`)).toMatchObject({ status: 409, json: { error: { code: 'already_running' } } });
-    expect((await call<CommandResult>('POST', `${ref.conversation}/pause`)).json).toMatchObject({ appended: true, status: 'paused' });
+    expect(await call<CommandResult>('POST', `${ref.conversation}/run`)).toMatchObject({
+      status: 409,
+      json: { error: { code: 'already_running' } },
+    });
+    expect((await call<CommandResult>('POST', `${ref.conversation}/pause`)).json).toMatchObject({
+      appended: true,
+      status: 'paused',
+    });
     expect(commitsRead).toBe(0);
   });
 
@@ -86,14 +113,26 @@ describe(`a conversation of ${EVENTS.toLocaleString('en')} events`, () => {
     const tail = await h.log.tail(waiting);
     const asked = await h.log.append(waiting, awaitingConfirmation(waiting, 'call_again'), { expected: tail });
     commitsRead = 0;
-    const rejected = await call<CommandResult>('POST', `${waiting.conversation}/confirmation`, { decision: 'reject', reason: 'too risky' });
+    const rejected = await call<CommandResult>('POST', `${waiting.conversation}/confirmation`, {
+      decision: 'reject',
+      reason: 'too risky',
+    });
     // both actions wait (the approved one was never started: no runner here)
-    expect(rejected).toMatchObject({ status: 202, json: { appended: true, status: 'idle', last_seq: asked.lastSeq + 3 } });
+    expect(rejected).toMatchObject({
+      status: 202,
+      json: { appended: true, status: 'idle', last_seq: asked.lastSeq + 3 },
+    });
     expect(commitsRead).toBe(1);
     const after = await h.acme.searchEvents(waiting.conversation, { order: 'desc', limit: 3 });
     expect(after.items.map((event) => event.type)).toEqual(['state_change', 'user_rejection', 'user_rejection']);
-    expect(after.items.slice(1).map((event) => (event.type === 'user_rejection' ? event.action_id : ''))).toEqual([asked.events[1]!.id, pending.id]);
-    expect(await call('POST', `${waiting.conversation}/confirmation`, { decision: 'approve' })).toMatchObject({ status: 409, json: { error: { code: 'not_waiting' } } });
+    expect(after.items.slice(1).map((event) => (event.type === 'user_rejection' ? event.action_id : ''))).toEqual([
+      asked.events[1]!.id,
+      pending.id,
+    ]);
+    expect(await call('POST', `${waiting.conversation}/confirmation`, { decision: 'approve' })).toMatchObject({
+      status: 409,
+      json: { error: { code: 'not_waiting' } },
+    });
   });
 
   it('finds an event by its positional id reading one commit, anywhere in the history', async () => {
@@ -113,15 +152,28 @@ describe(`a conversation of ${EVENTS.toLocaleString('en')} events`, () => {
     expect(await h.acme.getEvent(ref.conversation, 12_345)).toMatchObject({ seq: 12_345 });
     const unknown = positionalId('6f1c2b3a-9d8e-4f70-a1b2-c3d4e5f60718', long.sample[3]!.seq);
     commitsRead = 0;
-    expect((await fetch(`${h.url}/v1/conversations/${ref.conversation}/events/${unknown}`, { headers: { authorization: `Bearer ${ACME_KEY}` } })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${h.url}/v1/conversations/${ref.conversation}/events/${unknown}`, {
+          headers: { authorization: `Bearer ${ACME_KEY}` },
+        })
+      ).status,
+    ).toBe(404);
     expect(commitsRead).toBeLessThanOrEqual(1);
     const beyond = positionalId('6f1c2b3a-9d8e-4f70-a1b2-c3d4e5f60718', 10 * EVENTS);
-    expect((await fetch(`${h.url}/v1/conversations/${ref.conversation}/events/${beyond}`, { headers: { authorization: `Bearer ${ACME_KEY}` } })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${h.url}/v1/conversations/${ref.conversation}/events/${beyond}`, {
+          headers: { authorization: `Bearer ${ACME_KEY}` },
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('counts events by type and source from the snapshot, equal to a scan, and by time with a scan', async () => {
     const { events } = await h.log.readEvents(ref);
-    const count = async (query: string): Promise<number> => (await call<CountResult>('GET', `${ref.conversation}/events/count?${query}`)).json.count;
+    const count = async (query: string): Promise<number> =>
+      (await call<CountResult>('GET', `${ref.conversation}/events/count?${query}`)).json.count;
     const filters: [string, (event: Event) => boolean][] = [
       ['type=action', (event) => event.type === 'action'],
       ['type=message&source=user', (event) => event.type === 'message' && event.source === 'user'],
@@ -136,7 +188,9 @@ describe(`a conversation of ${EVENTS.toLocaleString('en')} events`, () => {
     }
     expect(await count('')).toBe(events.length);
     const since = events[10_000]!.timestamp;
-    expect(await count(`type=action&since=${since}`)).toBe(events.filter((event) => event.type === 'action' && event.timestamp >= since).length);
+    expect(await count(`type=action&since=${since}`)).toBe(
+      events.filter((event) => event.type === 'action' && event.timestamp >= since).length,
+    );
   });
 
   it('answers the final response with one read of the commit holding it', async () => {
@@ -147,7 +201,20 @@ describe(`a conversation of ${EVENTS.toLocaleString('en')} events`, () => {
     const response = await call<FinalResponse>('GET', `${answered.conversation}/final-response`);
     expect(response.json).toEqual({ text: 'All tests pass.', seq: written.tail.lastSeq - 1, status: 'finished' });
     expect(commitsRead).toBe(1);
-    await h.log.append(answered, [draftEvent({ ...answered, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'new task' }] })], { expected: written.tail });
-    expect((await call<FinalResponse>('GET', `${answered.conversation}/final-response`)).json).toEqual({ text: null, seq: null, status: 'finished' });
+    await h.log.append(
+      answered,
+      [
+        draftEvent({ ...answered, source: 'user' }, 'message', {
+          role: 'user',
+          content: [{ type: 'text', text: 'new task' }],
+        }),
+      ],
+      { expected: written.tail },
+    );
+    expect((await call<FinalResponse>('GET', `${answered.conversation}/final-response`)).json).toEqual({
+      text: null,
+      seq: null,
+      status: 'finished',
+    });
   });
 });

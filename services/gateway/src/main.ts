@@ -2,7 +2,20 @@ import { jetstream } from '@nats-io/jetstream';
 import { FLOTILLA_VERSION } from '@flotilla/api';
 import { describeBus } from '@flotilla/bus';
 import { createBuiltinTools } from '@flotilla/tools';
-import { adoptAllocator, connectWithRetry, createLogger, ensureDeletionNotices, ImageStore, loadServiceConfig, loadTenantBudgets, TenantUsageStore, openLogWithRetry, publishDeletion, RunnerRegistry, startServiceTracing } from '@flotilla/runtime';
+import {
+  adoptAllocator,
+  connectWithRetry,
+  createLogger,
+  ensureDeletionNotices,
+  ImageStore,
+  loadServiceConfig,
+  loadTenantBudgets,
+  TenantUsageStore,
+  openLogWithRetry,
+  publishDeletion,
+  RunnerRegistry,
+  startServiceTracing,
+} from '@flotilla/runtime';
 import { loadSecretsKey, SecretWriter } from '@flotilla/secrets';
 import { SnapshotStore } from '@flotilla/state';
 import { ScheduleStore } from '@flotilla/schedules';
@@ -28,12 +41,26 @@ const { replicas } = service.storage;
 const snapshots = await SnapshotStore.open(nc, { replicas });
 const keys = await ApiKeyStore.open(nc, { replicas });
 const secrets = secretsKey ? await SecretWriter.open(nc, { key: secretsKey, replicas }) : undefined;
-if (!secrets) logger.warn('secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets');
+if (!secrets)
+  logger.warn(
+    'secrets are off: set FLOTILLA_SECRETS_KEY_FILE (a file holding `openssl rand -base64 32`) to let users set secrets',
+  );
 // webhooks' signing secrets are stored encrypted with the same key; the webhooks service makes the dead letters' bucket
-const webhooks = secretsKey ? { registry: await WebhookRegistry.open(nc, { key: secretsKey, replicas }), deadLetters: await DeadLetterStore.bind(nc) } : undefined;
+const webhooks = secretsKey
+  ? {
+      registry: await WebhookRegistry.open(nc, { key: secretsKey, replicas }),
+      deadLetters: await DeadLetterStore.bind(nc),
+    }
+  : undefined;
 // schedules live on nats-server's message scheduler (2.14+): on an older server their routes answer 503
-const schedules = await ScheduleStore.open(nc, { replicas, onCorrupt: (key) => logger.error({ key }, 'a stored schedule does not parse: left out') }).catch((error: unknown) => {
-  logger.warn({ err: error }, 'schedules are off: their stream could not be made (they need nats-server 2.14 or newer)');
+const schedules = await ScheduleStore.open(nc, {
+  replicas,
+  onCorrupt: (key) => logger.error({ key }, 'a stored schedule does not parse: left out'),
+}).catch((error: unknown) => {
+  logger.warn(
+    { err: error },
+    'schedules are off: their stream could not be made (they need nats-server 2.14 or newer)',
+  );
   return undefined;
 });
 for (const { tenant, key } of config.bootstrapKeys) await keys.put(key, tenant, 'bootstrap');
@@ -54,12 +81,45 @@ await runQueue?.start();
 // the operator's agents: each conversation's spec is made from them (a bad catalog stops the gateway here, naming the variable)
 const catalog = loadAgentCatalog();
 // the built-in tools and the task tool (whose calls start sub-agents), each described by its first line
-const builtins = new Map([...createBuiltinTools(), taskToolSpec([])].map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']));
+const builtins = new Map(
+  [...createBuiltinTools(), taskToolSpec([])].map((tool) => [tool.name, tool.description.split('\n')[0] ?? '']),
+);
 const tools = catalog.tools().map((name) => ({ name, description: builtins.get(name) ?? '' }));
 
-const gateway = await buildGateway({ nc, log, snapshots, index, keys, logger, instance: service.instanceId, version: FLOTILLA_VERSION, tools, catalog, runners, images, ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), ...(schedules ? { schedules } : {}), ...(runQueue ? { runQueue } : {}), ...(usage ? { usage } : {}), deletions: (notice) => publishDeletion(deletionsJs, notice) }, config);
+const gateway = await buildGateway(
+  {
+    nc,
+    log,
+    snapshots,
+    index,
+    keys,
+    logger,
+    instance: service.instanceId,
+    version: FLOTILLA_VERSION,
+    tools,
+    catalog,
+    runners,
+    images,
+    ...(secrets ? { secrets } : {}),
+    ...(webhooks ? { webhooks } : {}),
+    ...(schedules ? { schedules } : {}),
+    ...(runQueue ? { runQueue } : {}),
+    ...(usage ? { usage } : {}),
+    deletions: (notice) => publishDeletion(deletionsJs, notice),
+  },
+  config,
+);
 const address = await gateway.app.listen({ host: config.host, port: config.port });
-logger.info({ url: address, nats: describeBus(service.bus), keys: config.bootstrapKeys.length, secrets: secrets !== undefined, allocator }, 'gateway ready');
+logger.info(
+  {
+    url: address,
+    nats: describeBus(service.bus),
+    keys: config.bootstrapKeys.length,
+    secrets: secrets !== undefined,
+    allocator,
+  },
+  'gateway ready',
+);
 
 let stopping = false;
 const stop = async (signal: string): Promise<void> => {
@@ -70,7 +130,9 @@ const stop = async (signal: string): Promise<void> => {
   index.stop();
   runQueue?.stop();
   await nc.drain().catch(() => undefined);
-  await tracing?.shutdown().catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
+  await tracing
+    ?.shutdown()
+    .catch((error: unknown) => logger.warn({ err: error }, 'the last spans could not be exported'));
   logger.info('stopped');
   process.exit(0);
 };

@@ -15,7 +15,12 @@ async function flood(h: GatewayHarness, id: string, count: number): Promise<Answ
         body: JSON.stringify({ text: `flood ${index}` }),
       });
       const body = (await response.json()) as { error?: { code: string } };
-      return { index, status: response.status, retryAfter: response.headers.get('retry-after'), ...(body.error ? { code: body.error.code } : {}) };
+      return {
+        index,
+        status: response.status,
+        retryAfter: response.headers.get('retry-after'),
+        ...(body.error ? { code: body.error.code } : {}),
+      };
     }),
   );
 }
@@ -57,8 +62,10 @@ describe('a flood of messages to one conversation', () => {
     await h.acme.createConversation({ id: 'socket-flood' });
     const socket = await liveSocket(h, 'socket-flood');
     const from = socket.frames.length;
-    for (let index = 0; index < 100; index += 1) socket.socket.send(JSON.stringify({ type: 'message', id: `m${index}`, text: `flood ${index}` }));
-    const replies = async () => socket.frames.slice(from).filter((frame) => frame.type === 'ack' || frame.type === 'error');
+    for (let index = 0; index < 100; index += 1)
+      socket.socket.send(JSON.stringify({ type: 'message', id: `m${index}`, text: `flood ${index}` }));
+    const replies = async () =>
+      socket.frames.slice(from).filter((frame) => frame.type === 'ack' || frame.type === 'error');
     await expect.poll(async () => (await replies()).length, { timeout: 10_000 }).toBe(100);
     const answered = (await replies()) as { type: string; id?: string; code?: string }[];
     socket.socket.close();
@@ -70,6 +77,8 @@ describe('a flood of messages to one conversation', () => {
       .filter((frame) => frame.type === 'ack')
       .map((frame) => Number(frame.id!.slice(1)))
       .sort((a, b) => a - b);
-    expect(floodIndexes((await h.log.readEvents({ tenant: 'acme', conversation: 'socket-flood' })).events)).toEqual(acked);
+    expect(floodIndexes((await h.log.readEvents({ tenant: 'acme', conversation: 'socket-flood' })).events)).toEqual(
+      acked,
+    );
   });
 });

@@ -16,7 +16,11 @@ describe('the message length limit (MAX_MESSAGE_CHARS)', () => {
   });
 
   const post = (path: string, body: unknown): Promise<Response> =>
-    fetch(`${h.url}/v1${path}`, { method: 'POST', headers: { [API_KEY_HEADER]: ACME_KEY, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(`${h.url}/v1${path}`, {
+      method: 'POST',
+      headers: { [API_KEY_HEADER]: ACME_KEY, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
 
   it('is 100,000 characters: a message of that length is taken, one character more is 400 validation_failed naming text', async () => {
     expect(MAX_MESSAGE_CHARS).toBe(100_000);
@@ -27,7 +31,9 @@ describe('the message length limit (MAX_MESSAGE_CHARS)', () => {
     expect(error.code).toBe('validation_failed');
     expect(JSON.stringify(error)).toContain('text');
     // the first message of a new conversation, too
-    expect((await post('/conversations', { id: 'limit-new', message: 'b'.repeat(MAX_MESSAGE_CHARS + 1) })).status).toBe(400);
+    expect((await post('/conversations', { id: 'limit-new', message: 'b'.repeat(MAX_MESSAGE_CHARS + 1) })).status).toBe(
+      400,
+    );
   });
 
   it('is stated in docs/api.md where message bodies are described', async () => {

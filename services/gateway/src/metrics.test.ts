@@ -15,7 +15,14 @@ describe('the gateway’s /metrics', () => {
     await send(h, { method: 'GET', url: '/health' });
     const reply = await send(h, { method: 'GET', url: '/metrics' });
     expect(reply.status).toBe(200);
-    for (const metric of ['flotilla_http_requests_total', 'flotilla_ws_sockets', 'process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+    for (const metric of [
+      'flotilla_http_requests_total',
+      'flotilla_ws_sockets',
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+    ]) {
       expect(reply.text, metric).toMatch(new RegExp(`^${metric}\\{[^}]*service="gateway"`, 'm'));
     }
   });

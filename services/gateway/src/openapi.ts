@@ -57,11 +57,24 @@ export function openApiDocument(routes: readonly RouteSpec[], info: { version: s
       const raw = route.rawResponse?.status === Number(status) ? route.rawResponse : undefined;
       responses[status] = raw
         ? { description: raw.description, content: rawContent(raw) }
-        : { description: STATUS_TEXT[Number(status)] ?? 'OK', ...(schema ? { content: { 'application/json': { schema: schemaOf(schema, 'output') } } } : {}) };
+        : {
+            description: STATUS_TEXT[Number(status)] ?? 'OK',
+            ...(schema ? { content: { 'application/json': { schema: schemaOf(schema, 'output') } } } : {}),
+          };
     }
-    const errors = new Set([400, 429, 503, ...(route.access === 'public' ? [] : [401]), ...(route.body || route.rawBody ? [413, 415] : []), ...(route.errors ?? [])]);
+    const errors = new Set([
+      400,
+      429,
+      503,
+      ...(route.access === 'public' ? [] : [401]),
+      ...(route.body || route.rawBody ? [413, 415] : []),
+      ...(route.errors ?? []),
+    ]);
     for (const status of [...errors].sort()) {
-      responses[String(status)] = { description: STATUS_TEXT[status] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      responses[String(status)] = {
+        description: STATUS_TEXT[status] ?? 'Error',
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      };
     }
     (paths[path] ??= {})[route.method.toLowerCase()] = {
       operationId: route.operationId,
@@ -70,9 +83,20 @@ export function openApiDocument(routes: readonly RouteSpec[], info: { version: s
       ...(route.access === 'public' ? { security: [] } : {}),
       parameters: [...parameters(route.params, 'path'), ...parameters(route.query, 'query')],
       ...(route.body
-        ? { requestBody: { required: !route.body.safeParse(undefined).success, content: { 'application/json': { schema: schemaOf(route.body, 'input') } } } }
+        ? {
+            requestBody: {
+              required: !route.body.safeParse(undefined).success,
+              content: { 'application/json': { schema: schemaOf(route.body, 'input') } },
+            },
+          }
         : route.rawBody
-          ? { requestBody: { required: true, description: route.rawBody.description, content: rawContent(route.rawBody) } }
+          ? {
+              requestBody: {
+                required: true,
+                description: route.rawBody.description,
+                content: rawContent(route.rawBody),
+              },
+            }
           : {}),
       responses,
     };
@@ -101,7 +125,8 @@ export function openApiDocument(routes: readonly RouteSpec[], info: { version: s
 
 /** A small, dependency-free HTML rendering of the document at /docs. */
 export function openApiHtml(document: Json): string {
-  const escape = (text: string): string => text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+  const escape = (text: string): string =>
+    text.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
   const rows: string[] = [];
   for (const [path, methods] of Object.entries(document['paths'] as Record<string, Record<string, Json>>)) {
     for (const [method, operation] of Object.entries(methods)) {

@@ -4,7 +4,11 @@ import { loadGatewayConfig } from './config.js';
 import { idlePast, retentionOf } from './retention.js';
 
 const at = '2026-12-01T12:00:00.000Z';
-const snapshot = (tenant: string, changes: Partial<ConversationSnapshot> = {}, specSeconds: number | null = null): ConversationSnapshot => ({
+const snapshot = (
+  tenant: string,
+  changes: Partial<ConversationSnapshot> = {},
+  specSeconds: number | null = null,
+): ConversationSnapshot => ({
   ...initialSnapshot({ tenant, conversation: 'c1' }),
   last_seq: 3,
   updated_at: at,
@@ -33,7 +37,9 @@ describe('retention', () => {
   });
 
   it('reads FLOTILLA_RETENTION as tenant=seconds pairs, naming the variable when one is not', () => {
-    expect(loadGatewayConfig({ FLOTILLA_RETENTION: 'acme=3600, *=86400', FLOTILLA_RETENTION_SWEEP_MS: '500' })).toMatchObject({ retention: { acme: 3_600, '*': 86_400 }, retentionSweepMs: 500 });
+    expect(
+      loadGatewayConfig({ FLOTILLA_RETENTION: 'acme=3600, *=86400', FLOTILLA_RETENTION_SWEEP_MS: '500' }),
+    ).toMatchObject({ retention: { acme: 3_600, '*': 86_400 }, retentionSweepMs: 500 });
     expect(loadGatewayConfig({}).retention).toEqual({});
     expect(() => loadGatewayConfig({ FLOTILLA_RETENTION: 'acme=a week' })).toThrow(/FLOTILLA_RETENTION/);
     expect(() => loadGatewayConfig({ FLOTILLA_RETENTION: 'acme=0' })).toThrow(/FLOTILLA_RETENTION/);

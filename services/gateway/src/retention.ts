@@ -14,7 +14,10 @@ export type TenantRetention = Readonly<Record<string, number>>;
  * (`retention.idle_seconds`) and its tenant's; undefined when neither says (kept until deleted).
  */
 export function retentionOf(snapshot: ConversationSnapshot, tenants: TenantRetention): number | undefined {
-  const candidates = [snapshot.agent_spec?.retention_seconds ?? undefined, tenants[snapshot.tenant] ?? tenants['*']].filter((seconds) => seconds !== undefined);
+  const candidates = [
+    snapshot.agent_spec?.retention_seconds ?? undefined,
+    tenants[snapshot.tenant] ?? tenants['*'],
+  ].filter((seconds) => seconds !== undefined);
   return candidates.length === 0 ? undefined : Math.min(...candidates);
 }
 
@@ -36,17 +39,37 @@ export type ExpiryAnnouncer = (snapshot: ConversationSnapshot, idleSeconds: numb
  */
 export function webhookAnnouncer(registry: WebhookRegistry, js: JetStreamClient): ExpiryAnnouncer {
   return async (snapshot, idleSeconds, now) => {
-    const webhooks = (await registry.list(snapshot.tenant)).filter((webhook) => webhook.events.includes('conversation.expiring'));
+    const webhooks = (await registry.list(snapshot.tenant)).filter((webhook) =>
+      webhook.events.includes('conversation.expiring'),
+    );
     if (webhooks.length === 0) return;
     const event: WebhookEvent = {
       v: 1,
-      id: webhookEventId(snapshot.tenant, snapshot.conversation, `expiring.${snapshot.last_seq}`, 'conversation.expiring'),
+      id: webhookEventId(
+        snapshot.tenant,
+        snapshot.conversation,
+        `expiring.${snapshot.last_seq}`,
+        'conversation.expiring',
+      ),
       created_at: now.toISOString(),
       tenant: snapshot.tenant,
       type: 'conversation.expiring',
-      data: { conversation: snapshot.conversation, seq: snapshot.last_seq, status: snapshot.status, last_activity_at: snapshot.updated_at!, idle_seconds: idleSeconds },
+      data: {
+        conversation: snapshot.conversation,
+        seq: snapshot.last_seq,
+        status: snapshot.status,
+        last_activity_at: snapshot.updated_at!,
+        idle_seconds: idleSeconds,
+      },
     };
-    for (const webhook of webhooks) await enqueueDelivery(js, { v: 1, tenant: snapshot.tenant, webhook: webhook.id, enqueued_at: now.toISOString(), event });
+    for (const webhook of webhooks)
+      await enqueueDelivery(js, {
+        v: 1,
+        tenant: snapshot.tenant,
+        webhook: webhook.id,
+        enqueued_at: now.toISOString(),
+        event,
+      });
   };
 }
 
@@ -92,17 +115,32 @@ export class RetentionSweeper {
       if (seconds === undefined || !idlePast(snapshot, seconds, now)) continue;
       const ref = { tenant: snapshot.tenant, conversation: snapshot.conversation };
       try {
-        const expired = await this.conversations.expire(ref, (current) => {
-          const kept = retentionOf(current, this.tenants);
-          return kept !== undefined && idlePast(current, kept, now) ? kept : undefined;
-        }, (current, kept) => this.announce(current, kept, new Date(now)));
+        const expired = await this.conversations.expire(
+          ref,
+          (current) => {
+            const kept = retentionOf(current, this.tenants);
+            return kept !== undefined && idlePast(current, kept, now) ? kept : undefined;
+          },
+          (current, kept) => this.announce(current, kept, new Date(now)),
+        );
         if (expired) {
           deleted += 1;
-          this.logger.info({ tenant: ref.tenant, conversation: ref.conversation, idle_seconds: seconds, last_activity_at: snapshot.updated_at }, 'deleted a conversation idle past its retention');
+          this.logger.info(
+            {
+              tenant: ref.tenant,
+              conversation: ref.conversation,
+              idle_seconds: seconds,
+              last_activity_at: snapshot.updated_at,
+            },
+            'deleted a conversation idle past its retention',
+          );
         }
       } catch (error) {
         // announced or not, it is still there: the next sweep tries again
-        this.logger.warn({ err: error, tenant: ref.tenant, conversation: ref.conversation }, 'a conversation idle past its retention could not be deleted now');
+        this.logger.warn(
+          { err: error, tenant: ref.tenant, conversation: ref.conversation },
+          'a conversation idle past its retention could not be deleted now',
+        );
       }
     }
     return deleted;

@@ -21,7 +21,11 @@ export type RawBody = { readonly contentType: 'application/octet-stream'; readon
  * A REST route, declared once: fastify registers it and the OpenAPI document is generated
  * from the same declaration, so the two cannot drift apart.
  */
-export type RouteSpec<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> = {
+export type RouteSpec<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> = {
   readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** fastify syntax (`/v1/conversations/:id`); OpenAPI gets `{id}`. */
   readonly url: string;
@@ -46,6 +50,8 @@ export type RouteSpec<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.Z
 };
 
 /** Keeps the route's generic types while collecting specs into one table. */
-export function route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(spec: RouteSpec<P, Q, B>): RouteSpec {
+export function route<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
+  spec: RouteSpec<P, Q, B>,
+): RouteSpec {
   return spec as unknown as RouteSpec;
 }

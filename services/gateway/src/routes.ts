@@ -110,7 +110,8 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       access: 'tenant',
       query: ListConversationsQuery,
       responses: { 200: ConversationPage },
-      handler: async ({ tenant, query }) => listConversations(index, tenant, query, (conversation) => conversations.queued({ tenant, conversation })),
+      handler: async ({ tenant, query }) =>
+        listConversations(index, tenant, query, (conversation) => conversations.queued({ tenant, conversation })),
     }),
     route({
       method: 'GET',
@@ -184,7 +185,8 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       method: 'PATCH',
       url: p('/conversations/:id/spec'),
       operationId: 'updateConversationSpec',
-      summary: 'Change the agent spec from the next step on (switch the model, the tools, the policy, the limits): template and/or fields over the current spec',
+      summary:
+        'Change the agent spec from the next step on (switch the model, the tools, the policy, the limits): template and/or fields over the current spec',
       tag: 'conversations',
       access: 'tenant',
       params: IdParams,
@@ -228,11 +230,41 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
     }),
     ...(
       [
-        ['run', 'runConversation', "Start or resume the run (409 already_running); past the tenant's limit of running conversations it waits in the tenant's queue (`queue` in the answer)", (r) => conversations.run(r), [404, 409, 429]],
-        ['pause', 'pauseConversation', 'Pause after the current step (idempotent); a run waiting in the queue leaves it', (r, reason) => conversations.pause(r, reason), [404]],
-        ['interrupt', 'interruptConversation', 'Cancel the in-flight LLM call or tool now, and pause; a run waiting in the queue leaves it', (r, reason) => conversations.interrupt(r, reason), [404]],
-        ['condense', 'condenseConversation', 'Request a condensation (done at once when running, else before the next step)', (r) => conversations.condense(r), [404]],
-      ] as const satisfies readonly (readonly [string, string, string, (r: { tenant: string; conversation: string }, reason?: string) => Promise<CommandResult>, readonly number[]])[]
+        [
+          'run',
+          'runConversation',
+          "Start or resume the run (409 already_running); past the tenant's limit of running conversations it waits in the tenant's queue (`queue` in the answer)",
+          (r) => conversations.run(r),
+          [404, 409, 429],
+        ],
+        [
+          'pause',
+          'pauseConversation',
+          'Pause after the current step (idempotent); a run waiting in the queue leaves it',
+          (r, reason) => conversations.pause(r, reason),
+          [404],
+        ],
+        [
+          'interrupt',
+          'interruptConversation',
+          'Cancel the in-flight LLM call or tool now, and pause; a run waiting in the queue leaves it',
+          (r, reason) => conversations.interrupt(r, reason),
+          [404],
+        ],
+        [
+          'condense',
+          'condenseConversation',
+          'Request a condensation (done at once when running, else before the next step)',
+          (r) => conversations.condense(r),
+          [404],
+        ],
+      ] as const satisfies readonly (readonly [
+        string,
+        string,
+        string,
+        (r: { tenant: string; conversation: string }, reason?: string) => Promise<CommandResult>,
+        readonly number[],
+      ])[]
     ).map(([path, operationId, summary, run, errors]) =>
       route({
         method: 'POST',
@@ -255,7 +287,8 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       method: 'POST',
       url: p('/conversations/:id/fork'),
       operationId: 'forkConversation',
-      summary: "A new conversation that starts from this one's view after an event (idempotent by client-given id: 201 new, 200 existing)",
+      summary:
+        "A new conversation that starts from this one's view after an event (idempotent by client-given id: 201 new, 200 existing)",
       tag: 'conversations',
       access: 'tenant',
       params: IdParams,
@@ -272,7 +305,8 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       method: 'POST',
       url: p('/conversations/:id/ask'),
       operationId: 'askConversation',
-      summary: "A side question answered from the conversation's current view by its model; nothing is logged. With Accept: text/event-stream, server-sent events: delta ({\"text\"}) as it is written, then answer or error",
+      summary:
+        'A side question answered from the conversation\'s current view by its model; nothing is logged. With Accept: text/event-stream, server-sent events: delta ({"text"}) as it is written, then answer or error',
       tag: 'conversations',
       access: 'tenant',
       params: IdParams,
@@ -282,22 +316,33 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       handler: async ({ tenant, params, body, request, reply }) => {
         const conversation = ref(tenant, params.id);
         await conversations.snapshot(conversation); // 404 for another tenant's, or none
-        if (!String(request.headers.accept ?? '').includes('text/event-stream')) return askConversation(deps.nc, conversation, body.question);
+        if (!String(request.headers.accept ?? '').includes('text/event-stream'))
+          return askConversation(deps.nc, conversation, body.question);
         // streamed: the head goes out with the first event, so a failure before it is still a plain error answer
         let started = false;
         const event = (name: string, data: unknown): void => {
           if (!started) {
             started = true;
             reply.hijack();
-            reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
+            reply.raw.writeHead(200, {
+              'content-type': 'text/event-stream; charset=utf-8',
+              'cache-control': 'no-cache',
+              'x-accel-buffering': 'no',
+            });
           }
           reply.raw.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
         };
         try {
-          event('answer', await askConversation(deps.nc, conversation, body.question, (text) => event('delta', { text })));
+          event(
+            'answer',
+            await askConversation(deps.nc, conversation, body.question, (text) => event('delta', { text })),
+          );
         } catch (error) {
           if (!started) throw error;
-          event('error', error instanceof ApiError ? error.body() : { error: { code: 'internal', message: 'the answer failed' } });
+          event(
+            'error',
+            error instanceof ApiError ? error.body() : { error: { code: 'internal', message: 'the answer failed' } },
+          );
         }
         reply.raw.end();
         return reply;
@@ -307,7 +352,8 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       method: 'POST',
       url: p('/conversations/:id/rewind'),
       operationId: 'rewindConversation',
-      summary: 'Go on from after an earlier event: what came later leaves the view and stays in the log (409 while running or waiting)',
+      summary:
+        'Go on from after an earlier event: what came later leaves the view and stays in the log (409 while running or waiting)',
       tag: 'commands',
       access: 'tenant',
       params: IdParams,
@@ -352,7 +398,8 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       method: 'GET',
       url: p('/conversations/:id/events'),
       operationId: 'searchEvents',
-      summary: 'Search events (type, source, time range, text) with cursor paging both ways; a WebSocket upgrade here streams them',
+      summary:
+        'Search events (type, source, time range, text) with cursor paging both ways; a WebSocket upgrade here streams them',
       tag: 'events',
       access: 'tenant',
       params: IdParams,
@@ -376,7 +423,9 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
       query: CountEventsQuery,
       responses: { 200: CountResult },
       errors: [404],
-      handler: async ({ tenant, params, query }) => ({ count: await conversations.countEvents(ref(tenant, params.id), query) }),
+      handler: async ({ tenant, params, query }) => ({
+        count: await conversations.countEvents(ref(tenant, params.id), query),
+      }),
     }),
     route({
       method: 'GET',
@@ -431,5 +480,3 @@ export function restRoutes(deps: RouteDependencies): RouteSpec[] {
     }),
   ];
 }
-
-

@@ -31,7 +31,10 @@ describe('run queue', () => {
 
       // two gateways claim the head at once: one wins, and the head keeps its place
       const head = a.queued('acme')[0]!;
-      const claims = await Promise.all([a.claim('acme', head, 'gateway-a'), b.claim('acme', b.queued('acme')[0]!, 'gateway-b')]);
+      const claims = await Promise.all([
+        a.claim('acme', head, 'gateway-a'),
+        b.claim('acme', b.queued('acme')[0]!, 'gateway-b'),
+      ]);
       expect(claims.filter((claim) => claim !== undefined)).toHaveLength(1);
       await expect.poll(() => b.queued('acme')[0]?.claimed_by).toBeDefined();
       expect(b.position(ref('c1'))?.position).toBe(1);
@@ -39,7 +42,10 @@ describe('run queue', () => {
       // the winner takes it out at its claim's revision; a removal at a stale revision changes nothing
       await a.remove(ref('c2'), 1);
       const winner = claims[0] !== undefined ? a : b;
-      await winner.remove(ref('c1'), claims.find((claim) => claim !== undefined));
+      await winner.remove(
+        ref('c1'),
+        claims.find((claim) => claim !== undefined),
+      );
       await expect.poll(() => b.queued('acme').map((run) => run.conversation)).toEqual(['c2', 'c3']);
       await expect.poll(() => a.position(ref('c2'))?.position).toBe(1);
       // a plain removal (a pause) from the gateway that did not queue it

@@ -38,7 +38,11 @@ export class RunQueue {
   ) {}
 
   static async open(nc: NatsConnection, logger: Logger, options: { replicas?: number } = {}): Promise<RunQueue> {
-    const kv = await openBucket(nc, Buckets.runQueue, { history: 1, replicas: options.replicas ?? 1, description: 'Flotilla runs waiting for a slot of their tenant, in order' });
+    const kv = await openBucket(nc, Buckets.runQueue, {
+      history: 1,
+      replicas: options.replicas ?? 1,
+      description: 'Flotilla runs waiting for a slot of their tenant, in order',
+    });
     return new RunQueue(kv, logger);
   }
 
@@ -153,7 +157,12 @@ export class RunQueue {
     if (!entry) return;
     let queue = this.#byTenant.get(tenant);
     if (!queue) this.#byTenant.set(tenant, (queue = new Map()));
-    queue.set(conversation, { conversation, queued_at: entry.queued_at, revision, ...(entry.claimed_by ? { claimed_by: entry.claimed_by, claimed_at: entry.claimed_at ?? 0 } : {}) });
+    queue.set(conversation, {
+      conversation,
+      queued_at: entry.queued_at,
+      revision,
+      ...(entry.claimed_by ? { claimed_by: entry.claimed_by, claimed_at: entry.claimed_at ?? 0 } : {}),
+    });
   }
 
   #remove(tenant: string, conversation: string): void {

@@ -79,7 +79,11 @@ export class RunStarter {
       for (const run of queue.queued(tenant)) {
         if (free <= 0 || this.#stopped) break;
         // another gateway's claim, recent enough: that run is being started
-        if (run.claimed_by !== undefined && run.claimed_by !== holder && Date.now() - (run.claimed_at ?? 0) < CLAIM_TIMEOUT_MS) {
+        if (
+          run.claimed_by !== undefined &&
+          run.claimed_by !== holder &&
+          Date.now() - (run.claimed_at ?? 0) < CLAIM_TIMEOUT_MS
+        ) {
           free -= 1;
           continue;
         }
@@ -91,7 +95,10 @@ export class RunStarter {
         } catch (error) {
           if (!(error instanceof ApiError) || error.statusCode >= 500) throw error; // left claimed: retried once the claim is old
           // gone (404), or in a state a run cannot leave (409): it leaves the queue
-          this.#options.logger.info({ tenant, conversation: run.conversation, code: error.statusCode }, 'a queued run could not start; it leaves the queue');
+          this.#options.logger.info(
+            { tenant, conversation: run.conversation, code: error.statusCode },
+            'a queued run could not start; it leaves the queue',
+          );
         }
         await queue.remove(ref, claim);
         free -= 1;

@@ -34,13 +34,22 @@ export class SandboxSummary {
       const live = await this.runners.list();
       const described = live.map((runner) => runner.sandbox ?? {});
       const unsandboxed = described.filter((sandbox) => sandbox['isolated'] !== true).length;
-      const distinct = (field: string): string[] => [...new Set(described.map((sandbox) => sandbox[field]).filter((value): value is string => typeof value === 'string'))].sort();
+      const distinct = (field: string): string[] =>
+        [
+          ...new Set(
+            described.map((sandbox) => sandbox[field]).filter((value): value is string => typeof value === 'string'),
+          ),
+        ].sort();
       this.#current = {
         runners: live.length,
         kinds: distinct('kind'),
         networks: distinct('network'),
         unsandboxed_runners: unsandboxed,
-        ...(unsandboxed > 0 ? { warning: `${unsandboxed} tool runner(s) run the agent's commands unsandboxed (FLOTILLA_SANDBOX=none), with the service's own privileges` } : {}),
+        ...(unsandboxed > 0
+          ? {
+              warning: `${unsandboxed} tool runner(s) run the agent's commands unsandboxed (FLOTILLA_SANDBOX=none), with the service's own privileges`,
+            }
+          : {}),
       };
     } catch (error) {
       this.logger.warn({ err: error }, 'could not read the tool runners for server info');

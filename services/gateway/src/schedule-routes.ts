@@ -17,7 +17,8 @@ export function scheduleRoutes(schedules: ScheduleService): RouteSpec[] {
       method: 'POST',
       url: p('/schedules'),
       operationId: 'createSchedule',
-      summary: 'Schedule a run: a conversation created from a template with a message, or a message sent to a conversation; at a time, every interval or on a cron expression in a time zone',
+      summary:
+        'Schedule a run: a conversation created from a template with a message, or a message sent to a conversation; at a time, every interval or on a cron expression in a time zone',
       tag: 'schedules',
       access: 'tenant',
       body: CreateScheduleBody,
@@ -66,7 +67,8 @@ export function scheduleRoutes(schedules: ScheduleService): RouteSpec[] {
       method: 'POST',
       url: p('/schedules/:id/resume'),
       operationId: 'resumeSchedule',
-      summary: 'Resume a paused schedule: it runs again from now on (a one-time schedule whose time passed runs at once, or is skipped with missed_runs: skip)',
+      summary:
+        'Resume a paused schedule: it runs again from now on (a one-time schedule whose time passed runs at once, or is skipped with missed_runs: skip)',
       tag: 'schedules',
       access: 'tenant',
       params: ScheduleParams,

@@ -1,5 +1,14 @@
 import type { ScheduleRun } from '@flotilla/api';
-import { claimRun, decideRun, recordRun, RunConsumer, runConversationId, type DeliveredRun, type ScheduleStore, type StoredSchedule } from '@flotilla/schedules';
+import {
+  claimRun,
+  decideRun,
+  recordRun,
+  RunConsumer,
+  runConversationId,
+  type DeliveredRun,
+  type ScheduleStore,
+  type StoredSchedule,
+} from '@flotilla/schedules';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { ApiError } from './api-error.js';
@@ -39,7 +48,8 @@ export class ScheduleRunner {
 
   async start(nc: NatsConnection): Promise<void> {
     this.#consumer = await RunConsumer.start(nc, this.store.jsm, (run) => this.take(run), {
-      onMalformed: (subject, seq) => this.logger.error({ subject, seq }, 'a message on a schedule run subject is not a run: dropped'),
+      onMalformed: (subject, seq) =>
+        this.logger.error({ subject, seq }, 'a message on a schedule run subject is not a run: dropped'),
       onError: (error) => this.logger.warn({ err: error }, 'taking a schedule run failed'),
     });
     await this.#reconcileUntilDone();
@@ -82,11 +92,16 @@ export class ScheduleRunner {
         log.debug({ reason: decision.reason }, 'schedule run dropped');
         this.observe('dropped');
         // a definition that outlived its schedule or its pause (a crash between the two writes): cancelled now
-        if ((decision.reason === 'no_schedule' || decision.reason === 'paused') && run.message.kind === 'scheduled') await this.store.cancelDefinition(tenant, id);
+        if ((decision.reason === 'no_schedule' || decision.reason === 'paused') && run.message.kind === 'scheduled')
+          await this.store.cancelDefinition(tenant, id);
         return;
       case 'skip':
         log.info({ reason: decision.reason }, 'schedule run skipped');
-        await this.#record(run, { outcome: 'skipped', conversation: null, error: { code: 'missed_run_skipped', message: decision.reason } });
+        await this.#record(run, {
+          outcome: 'skipped',
+          conversation: null,
+          error: { code: 'missed_run_skipped', message: decision.reason },
+        });
         this.observe('skipped');
         return;
       case 'interrupted':
@@ -94,15 +109,26 @@ export class ScheduleRunner {
         await this.#record(run, {
           outcome: 'failed',
           conversation: null,
-          error: { code: 'interrupted', message: 'the gateway taking this run stopped while sending its message; it is not sent again (read the conversation to see whether it arrived)' },
+          error: {
+            code: 'interrupted',
+            message:
+              'the gateway taking this run stopped while sending its message; it is not sent again (read the conversation to see whether it arrived)',
+          },
         });
         this.observe('failed');
         return;
       case 'act': {
-        const claimed = await this.store.update(tenant, id, (current) => (current.handled_seq >= run.seq || current.claimed_seq === run.seq ? undefined : claimRun(current, run.seq, new Date())));
+        const claimed = await this.store.update(tenant, id, (current) =>
+          current.handled_seq >= run.seq || current.claimed_seq === run.seq
+            ? undefined
+            : claimRun(current, run.seq, new Date()),
+        );
         if (!claimed || claimed.handled_seq >= run.seq) return;
         const outcome = await this.#act(claimed, run.seq);
-        log.info({ outcome: outcome.outcome, conversation: outcome.conversation, error: outcome.error?.code }, 'schedule run taken');
+        log.info(
+          { outcome: outcome.outcome, conversation: outcome.conversation, error: outcome.error?.code },
+          'schedule run taken',
+        );
         await this.#record(run, outcome);
         this.observe(outcome.outcome);
       }
@@ -114,14 +140,21 @@ export class ScheduleRunner {
     const taken = await this.store.takenFloor();
     for (const schedule of await this.store.all()) {
       if (schedule.status !== 'active') continue;
-      const waiting = ((await this.store.lastRunSeq(schedule.tenant, schedule.id)) ?? 0) > Math.max(schedule.handled_seq, taken);
+      const waiting =
+        ((await this.store.lastRunSeq(schedule.tenant, schedule.id)) ?? 0) > Math.max(schedule.handled_seq, taken);
       if (waiting) continue; // a run is in the stream: it is taken as it comes
       if (!(await this.store.hasDefinition(schedule.tenant, schedule.id))) {
-        this.logger.warn({ tenant: schedule.tenant, schedule: schedule.id }, 'an active schedule had no definition (a crash as it was written): published again');
+        this.logger.warn(
+          { tenant: schedule.tenant, schedule: schedule.id },
+          'an active schedule had no definition (a crash as it was written): published again',
+        );
         await this.store.publishDefinition(schedule);
       }
       if (isOverdue(schedule, now, this.graceMs) && schedule.missed_runs === 'run_once') {
-        this.logger.info({ tenant: schedule.tenant, schedule: schedule.id, due: schedule.next_run_at }, 'a run came due while nats-server was down: run once');
+        this.logger.info(
+          { tenant: schedule.tenant, schedule: schedule.id, due: schedule.next_run_at },
+          'a run came due while nats-server was down: run once',
+        );
         await this.store.catchUp(schedule, schedule.next_run_at!);
       }
     }
@@ -145,14 +178,17 @@ export class ScheduleRunner {
       return { outcome: 'succeeded', conversation: action.conversation, error: null };
     } catch (error) {
       const conversation = action.type === 'send_message' ? action.conversation : null;
-      if (error instanceof ApiError) return { outcome: 'failed', conversation, error: { code: error.code, message: error.message } };
+      if (error instanceof ApiError)
+        return { outcome: 'failed', conversation, error: { code: error.code, message: error.message } };
       this.logger.error({ err: error, tenant, schedule: schedule.id }, 'a schedule run failed unexpectedly');
       return { outcome: 'failed', conversation, error: { code: 'internal', message: (error as Error).message } };
     }
   }
 
   async #record(run: DeliveredRun, outcome: Outcome): Promise<void> {
-    await this.store.update(run.message.tenant, run.message.schedule, (current) => (current.handled_seq >= run.seq ? undefined : recordRun(current, run, outcome, new Date())));
+    await this.store.update(run.message.tenant, run.message.schedule, (current) =>
+      current.handled_seq >= run.seq ? undefined : recordRun(current, run, outcome, new Date()),
+    );
   }
 }
 

@@ -1,4 +1,10 @@
-import { intervalSeconds, PREDEFINED_SCHEDULES, type CreateScheduleBody, type Schedule, type ScheduleWhen } from '@flotilla/api';
+import {
+  intervalSeconds,
+  PREDEFINED_SCHEDULES,
+  type CreateScheduleBody,
+  type Schedule,
+  type ScheduleWhen,
+} from '@flotilla/api';
 import type { AgentCatalog } from '@flotilla/agent';
 import { publicSchedule, SchedulesError, type ScheduleStore } from '@flotilla/schedules';
 import type { Logger } from 'pino';
@@ -29,14 +35,22 @@ export class ScheduleService {
     const store = this.#require();
     const input = { ...body, missed_runs: body.missed_runs ?? 'run_once' };
     this.#checkWhen(input.when);
-    if (input.action.type === 'create_conversation' && input.action.template !== undefined && !this.catalog.template(input.action.template)) {
+    if (
+      input.action.type === 'create_conversation' &&
+      input.action.template !== undefined &&
+      !this.catalog.template(input.action.template)
+    ) {
       const names = this.catalog.templateNames().join(', ') || 'none';
       throw invalid('body.action.template', `no template "${input.action.template}" (the templates: ${names})`);
     }
     // a message to a conversation of another tenant, or none: as if it did not exist
-    if (input.action.type === 'send_message') await this.conversations.snapshot({ tenant, conversation: input.action.conversation });
+    if (input.action.type === 'send_message')
+      await this.conversations.snapshot({ tenant, conversation: input.action.conversation });
     const schedule = await this.#guard(() => store.create(tenant, input));
-    this.logger.info({ tenant, schedule: schedule.id, when: schedule.when, action: schedule.action.type }, 'schedule created');
+    this.logger.info(
+      { tenant, schedule: schedule.id, when: schedule.when, action: schedule.action.type },
+      'schedule created',
+    );
     return publicSchedule(schedule);
   }
 
@@ -88,16 +102,28 @@ export class ScheduleService {
   #checkWhen(when: ScheduleWhen): void {
     const minimum = this.limits.minIntervalSeconds;
     if ('at' in when && Date.parse(when.at) <= Date.now()) throw invalid('body.when.at', 'must be in the future');
-    if ('every' in when && intervalSeconds(when.every) < minimum) throw invalid('body.when.every', `must be at least ${minimum} s (the operator's FLOTILLA_SCHEDULE_MIN_INTERVAL_SECONDS)`);
+    if ('every' in when && intervalSeconds(when.every) < minimum)
+      throw invalid(
+        'body.when.every',
+        `must be at least ${minimum} s (the operator's FLOTILLA_SCHEDULE_MIN_INTERVAL_SECONDS)`,
+      );
     if ('cron' in when && !(PREDEFINED_SCHEDULES as readonly string[]).includes(when.cron) && minimum >= 60) {
       // a cron fires at most once a minute when its seconds field is one second
-      if (!/^[0-9]+$/.test(when.cron.split(' ')[0] ?? '')) throw invalid('body.when.cron', `its seconds field must be one second (e.g. "0 …"): schedules here run at most every ${minimum} s`);
+      if (!/^[0-9]+$/.test(when.cron.split(' ')[0] ?? ''))
+        throw invalid(
+          'body.when.cron',
+          `its seconds field must be one second (e.g. "0 …"): schedules here run at most every ${minimum} s`,
+        );
     }
   }
 
   #require(): ScheduleStore {
     if (this.store) return this.store;
-    throw new ApiError(503, 'unavailable', 'Schedules are not available on this gateway: they need nats-server 2.14 or newer (message schedules).');
+    throw new ApiError(
+      503,
+      'unavailable',
+      'Schedules are not available on this gateway: they need nats-server 2.14 or newer (message schedules).',
+    );
   }
 
   async #guard<T>(operation: () => Promise<T>): Promise<T> {

@@ -28,13 +28,16 @@ export function secretRoutes(secrets: SecretService): RouteSpec[] {
       params: IdParams,
       responses: { 200: SecretNames },
       errors: [404],
-      handler: async ({ tenant, params }) => ({ names: await secrets.namesForConversation(conversation(tenant, params.id)) }),
+      handler: async ({ tenant, params }) => ({
+        names: await secrets.namesForConversation(conversation(tenant, params.id)),
+      }),
     }),
     route({
       method: 'PUT',
       url: p('/conversations/:id/secrets/:name'),
       operationId: 'setConversationSecret',
-      summary: "Set one of the conversation's secrets (its sandbox gets it as the environment variable NAME); appends secret_changed",
+      summary:
+        "Set one of the conversation's secrets (its sandbox gets it as the environment variable NAME); appends secret_changed",
       tag: 'secrets',
       access: 'tenant',
       params: ConversationSecretParams,
@@ -51,7 +54,8 @@ export function secretRoutes(secrets: SecretService): RouteSpec[] {
       method: 'DELETE',
       url: p('/conversations/:id/secrets/:name'),
       operationId: 'removeConversationSecret',
-      summary: "Remove one of the conversation's secrets (404 secret_not_found when it has none of that name); appends secret_changed",
+      summary:
+        "Remove one of the conversation's secrets (404 secret_not_found when it has none of that name); appends secret_changed",
       tag: 'secrets',
       access: 'tenant',
       params: ConversationSecretParams,
@@ -77,7 +81,8 @@ export function secretRoutes(secrets: SecretService): RouteSpec[] {
       method: 'PUT',
       url: p('/secrets/:name'),
       operationId: 'setTenantSecret',
-      summary: "Set a default secret of the tenant: every conversation's sandbox gets it, unless the conversation sets the same name",
+      summary:
+        "Set a default secret of the tenant: every conversation's sandbox gets it, unless the conversation sets the same name",
       tag: 'secrets',
       access: 'tenant',
       params: TenantSecretParams,

@@ -38,16 +38,19 @@ export class SecretService {
     let written = false;
     const commit = await this.conversations.inTurn(ref, () =>
       this.#guard(name, () =>
-      appendWithRetry(this.#log, ref, async (tail) => {
-        if (tail.lastSeq === 0) {
-          // deleted while we wrote: take the value back out rather than leave it to a future namesake
-          if (written) await store.remove(ref, name).catch(() => undefined);
-          throw ApiError.notFound(ref.conversation);
-        }
-        await store.set(ref, name, value);
-        written = true;
-        return withPositionalIds([draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'set' })], tail.lastSeq + 1);
-      }),
+        appendWithRetry(this.#log, ref, async (tail) => {
+          if (tail.lastSeq === 0) {
+            // deleted while we wrote: take the value back out rather than leave it to a future namesake
+            if (written) await store.remove(ref, name).catch(() => undefined);
+            throw ApiError.notFound(ref.conversation);
+          }
+          await store.set(ref, name, value);
+          written = true;
+          return withPositionalIds(
+            [draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'set' })],
+            tail.lastSeq + 1,
+          );
+        }),
       ),
     );
     return this.#result(ref, commit!.lastSeq);
@@ -59,11 +62,16 @@ export class SecretService {
     let removed = false;
     const commit = await this.conversations.inTurn(ref, () =>
       this.#guard(name, () =>
-      appendWithRetry(this.#log, ref, async (tail) => {
-        if (tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
-        if (await store.remove(ref, name)) removed = true;
-        return removed ? withPositionalIds([draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'removed' })], tail.lastSeq + 1) : null;
-      }),
+        appendWithRetry(this.#log, ref, async (tail) => {
+          if (tail.lastSeq === 0) throw ApiError.notFound(ref.conversation);
+          if (await store.remove(ref, name)) removed = true;
+          return removed
+            ? withPositionalIds(
+                [draftEvent({ ...ref, source: 'user' }, 'secret_changed', { name, action: 'removed' })],
+                tail.lastSeq + 1,
+              )
+            : null;
+        }),
       ),
     );
     if (!commit) throw secretNotFound(name, 'this conversation');
@@ -85,7 +93,8 @@ export class SecretService {
 
   async removeForTenant(tenant: string, name: string): Promise<void> {
     const store = this.#require();
-    if (!(await this.#guard(name, () => store.remove({ tenant }, name)))) throw secretNotFound(name, 'the tenant defaults');
+    if (!(await this.#guard(name, () => store.remove({ tenant }, name))))
+      throw secretNotFound(name, 'the tenant defaults');
     this.logger.info({ tenant, secret: name }, 'tenant secret removed');
   }
 
@@ -132,9 +141,13 @@ export class SecretService {
       if (!(error instanceof SecretsError)) throw error;
       switch (error.code) {
         case 'invalid_name':
-          throw new ApiError(400, 'validation_failed', `params.name: ${error.message}`, [{ path: 'params.name', message: error.message }]);
+          throw new ApiError(400, 'validation_failed', `params.name: ${error.message}`, [
+            { path: 'params.name', message: error.message },
+          ]);
         case 'invalid_value':
-          throw new ApiError(400, 'validation_failed', `body.value: ${error.message}`, [{ path: 'body.value', message: error.message }]);
+          throw new ApiError(400, 'validation_failed', `body.value: ${error.message}`, [
+            { path: 'body.value', message: error.message },
+          ]);
         case 'invalid_scope':
           throw new ApiError(400, 'validation_failed', error.message);
         case 'unavailable':

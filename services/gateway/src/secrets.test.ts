@@ -5,7 +5,15 @@ import { CURRENT_PROTOCOL_VERSION, type Event } from '@flotilla/events';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACME_KEY, GLOBEX_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
-import { expectError, expectIssue, liveSocket, nextReply, send, sendJson, type Reply } from './test-support/http-probe.js';
+import {
+  expectError,
+  expectIssue,
+  liveSocket,
+  nextReply,
+  send,
+  sendJson,
+  type Reply,
+} from './test-support/http-probe.js';
 
 /** Values no response, event, frame or log line may ever hold. */
 const VALUE = 'ghp_Sup3rS3cretValue_4817_zebra';
@@ -17,7 +25,10 @@ const logLines: string[] = [];
 let conversation: string;
 
 beforeAll(async () => {
-  h = await startGatewayHarness({ rateLimitPerSecond: 0 }, { logDestination: { write: (line: string) => void logLines.push(line) } });
+  h = await startGatewayHarness(
+    { rateLimitPerSecond: 0 },
+    { logDestination: { write: (line: string) => void logLines.push(line) } },
+  );
   conversation = (await h.acme.createConversation({ title: 'secrets', message: 'hello' })).conversation.id;
 });
 afterAll(async () => {
@@ -34,7 +45,9 @@ function forms(value: string): string[] {
   return [value, Buffer.from(value).toString('base64').slice(0, 24), value.slice(4, 20)];
 }
 function expectNoValue(text: string, where: string, values = [VALUE, DEFAULT_VALUE, REPLACED]): void {
-  for (const value of values) for (const form of forms(value)) expect(text.includes(form), `${where} holds (part of) a secret value: ${text.slice(0, 300)}`).toBe(false);
+  for (const value of values)
+    for (const form of forms(value))
+      expect(text.includes(form), `${where} holds (part of) a secret value: ${text.slice(0, 300)}`).toBe(false);
 }
 
 /** Every message of a stream, subject, headers and body, as one text. */
@@ -44,7 +57,12 @@ async function streamText(stream: string): Promise<string> {
   const parts: string[] = [];
   for (let seq = state.first_seq; seq <= state.last_seq; seq += 1) {
     const message = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
-    if (message) parts.push(message.subject, message.header ? [...message.header.keys()].map((key) => `${key}:${message.header!.get(key)}`).join(',') : '', Buffer.from(message.data).toString('latin1'));
+    if (message)
+      parts.push(
+        message.subject,
+        message.header ? [...message.header.keys()].map((key) => `${key}:${message.header!.get(key)}`).join(',') : '',
+        Buffer.from(message.data).toString('latin1'),
+      );
   }
   return parts.join('\n');
 }
@@ -67,7 +85,15 @@ describe('conversation secrets over REST', () => {
     await h.acme.setConversationSecret(id, 'API_TOKEN', REPLACED);
     await h.acme.removeConversationSecret(id, 'API_TOKEN');
     const events = (await h.acme.searchEvents(id, { type: 'secret_changed' })).items;
-    expect(events.map((event) => [event.type, event.source, (event as Extract<Event, { type: 'secret_changed' }>).name, (event as Extract<Event, { type: 'secret_changed' }>).action, event.v])).toEqual([
+    expect(
+      events.map((event) => [
+        event.type,
+        event.source,
+        (event as Extract<Event, { type: 'secret_changed' }>).name,
+        (event as Extract<Event, { type: 'secret_changed' }>).action,
+        event.v,
+      ]),
+    ).toEqual([
       ['secret_changed', 'user', 'API_TOKEN', 'set', 2],
       ['secret_changed', 'user', 'API_TOKEN', 'set', 2],
       ['secret_changed', 'user', 'API_TOKEN', 'removed', 2],
@@ -85,12 +111,19 @@ describe('conversation secrets over REST', () => {
     const again = expectError(await del(`${secretsOf(id)}/ONE_TOKEN`), 404, 'secret_not_found');
     expect(again.message).toContain('ONE_TOKEN');
     expect((await h.acme.searchEvents(id, { type: 'secret_changed' })).items).toHaveLength(2);
-    for (const reply of [await put(`${secretsOf('nobody-here')}/ONE_TOKEN`, { value: VALUE }), await del(`${secretsOf('nobody-here')}/ONE_TOKEN`), await get(secretsOf('nobody-here'))]) {
+    for (const reply of [
+      await put(`${secretsOf('nobody-here')}/ONE_TOKEN`, { value: VALUE }),
+      await del(`${secretsOf('nobody-here')}/ONE_TOKEN`),
+      await get(secretsOf('nobody-here')),
+    ]) {
       expectError(reply, 404, 'conversation_not_found');
       expectNoValue(reply.text, 'a 404');
     }
     expect(await h.secrets!.names({ tenant: 'acme', conversation: 'nobody-here' })).toEqual([]);
-    await expect(h.acme.removeConversationSecret(id, 'NEVER_SET')).rejects.toMatchObject({ status: 404, code: 'secret_not_found' } satisfies Partial<FlotillaApiError>);
+    await expect(h.acme.removeConversationSecret(id, 'NEVER_SET')).rejects.toMatchObject({
+      status: 404,
+      code: 'secret_not_found',
+    } satisfies Partial<FlotillaApiError>);
   });
 
   it('bad names and values are 400 with a clear message that never echoes the value', async () => {
@@ -104,10 +137,26 @@ describe('conversation secrets over REST', () => {
       [await put(url, {}), 'body.value', /is a string/],
       [await put(`${secretsOf(conversation)}/lower_case`, { value: VALUE }), 'params.name', /A-Z 0-9 _/],
       [await put(`${secretsOf(conversation)}/1ABC`, { value: VALUE }), 'params.name', /not starting with a digit/],
-      [await put(`${secretsOf(conversation)}/${encodeURIComponent(VALUE)}`, { value: VALUE }), 'params.name', /A-Z 0-9 _/],
-      [await put(`${secretsOf(conversation)}/PATH`, { value: VALUE }), 'params.name', /PATH is set by the sandbox itself/],
-      [await put(`${secretsOf(conversation)}/LD_PRELOAD`, { value: VALUE }), 'params.name', /starting with LD_ are reserved/],
-      [await put(`${secretsOf(conversation)}/FLOTILLA_SECRETS_KEY`, { value: VALUE }), 'params.name', /starting with FLOTILLA_ are reserved/],
+      [
+        await put(`${secretsOf(conversation)}/${encodeURIComponent(VALUE)}`, { value: VALUE }),
+        'params.name',
+        /A-Z 0-9 _/,
+      ],
+      [
+        await put(`${secretsOf(conversation)}/PATH`, { value: VALUE }),
+        'params.name',
+        /PATH is set by the sandbox itself/,
+      ],
+      [
+        await put(`${secretsOf(conversation)}/LD_PRELOAD`, { value: VALUE }),
+        'params.name',
+        /starting with LD_ are reserved/,
+      ],
+      [
+        await put(`${secretsOf(conversation)}/FLOTILLA_SECRETS_KEY`, { value: VALUE }),
+        'params.name',
+        /starting with FLOTILLA_ are reserved/,
+      ],
       [await put('/v1/secrets/HOME', { value: VALUE }), 'params.name', /HOME is set by the sandbox itself/],
       [await put('/v1/secrets/GOOD_NAME', { value: 'abc' }), 'body.value', /at least 4 characters/],
     ];
@@ -120,7 +169,13 @@ describe('conversation secrets over REST', () => {
     const extra = await put(url, { value: VALUE, note: 'x' });
     expectError(extra, 400, 'validation_failed');
     expectNoValue(extra.text, 'an unknown field');
-    const broken = await send(h, { method: 'PUT', url, key: ACME_KEY, payload: `{"value": "${VALUE}"`, contentType: 'application/json' });
+    const broken = await send(h, {
+      method: 'PUT',
+      url,
+      key: ACME_KEY,
+      payload: `{"value": "${VALUE}"`,
+      contentType: 'application/json',
+    });
     expectError(broken, 400, 'invalid_json');
     expectNoValue(broken.text, 'invalid JSON');
     expect(await h.acme.listConversationSecrets(conversation)).not.toContain('GOOD_NAME');
@@ -134,13 +189,20 @@ describe('tenant defaults', () => {
     expect((await get('/v1/secrets')).json).toEqual({ names: ['GITHUB_TOKEN', 'NPM_TOKEN'] });
     expect(await h.acme.listTenantSecrets()).toEqual(['GITHUB_TOKEN', 'NPM_TOKEN']);
     // the conversation's own GITHUB_TOKEN wins over the default
-    expect(await h.secretReader!.reveal({ tenant: 'acme', conversation })).toEqual({ GITHUB_TOKEN: VALUE, NPM_TOKEN: DEFAULT_VALUE });
+    expect(await h.secretReader!.reveal({ tenant: 'acme', conversation })).toEqual({
+      GITHUB_TOKEN: VALUE,
+      NPM_TOKEN: DEFAULT_VALUE,
+    });
     expect(await h.acme.listConversationSecrets(conversation)).toEqual(['GITHUB_TOKEN']);
     await h.acme.removeTenantSecret('GITHUB_TOKEN');
     expectError(await del('/v1/secrets/GITHUB_TOKEN'), 404, 'secret_not_found');
     expect(await h.acme.listTenantSecrets()).toEqual(['NPM_TOKEN']);
     // tenant defaults have no log: no conversation got an event
-    expect((await h.acme.searchEvents(conversation, { type: 'secret_changed' })).items.map((event) => (event as { name: string }).name)).toEqual(['GITHUB_TOKEN']);
+    expect(
+      (await h.acme.searchEvents(conversation, { type: 'secret_changed' })).items.map(
+        (event) => (event as { name: string }).name,
+      ),
+    ).toEqual(['GITHUB_TOKEN']);
   });
 });
 
@@ -159,10 +221,12 @@ describe('tenant isolation', () => {
     await h.globex.setTenantSecret('NPM_TOKEN', 'globex-own-default');
     expect(await h.globex.listTenantSecrets()).toEqual(['NPM_TOKEN']);
     expect(await h.secretReader!.reveal({ tenant: 'acme', conversation })).toMatchObject({ NPM_TOKEN: DEFAULT_VALUE });
-    expect(await h.secretReader!.reveal({ tenant: 'globex', conversation })).toEqual({ NPM_TOKEN: 'globex-own-default' });
+    expect(await h.secretReader!.reveal({ tenant: 'globex', conversation })).toEqual({
+      NPM_TOKEN: 'globex-own-default',
+    });
   });
 
-  it("the same conversation id in another tenant has its own secrets", async () => {
+  it('the same conversation id in another tenant has its own secrets', async () => {
     await h.globex.createConversation({ id: conversation, title: 'globex twin' });
     expect(await h.globex.listConversationSecrets(conversation)).toEqual([]);
     await h.globex.setConversationSecret(conversation, 'TWIN_TOKEN', 'globex-twin-value');
@@ -185,10 +249,20 @@ describe('secrets over the WebSocket', () => {
 
     s.socket.send(JSON.stringify({ type: 'secret_set', id: 'short', name: 'SOCKET_TOKEN', value: 'abc' }));
     const { frame: refused, index: next } = await nextReply(s, index + 1);
-    expect(refused).toMatchObject({ type: 'error', id: 'short', code: 'validation_failed', message: expect.stringMatching(/value: a secret value needs at least 4 characters/) });
+    expect(refused).toMatchObject({
+      type: 'error',
+      id: 'short',
+      code: 'validation_failed',
+      message: expect.stringMatching(/value: a secret value needs at least 4 characters/),
+    });
     s.socket.send(JSON.stringify({ type: 'secret_set', id: 'reserved', name: 'PATH', value: VALUE }));
     const { frame: reserved, index: after } = await nextReply(s, next + 1);
-    expect(reserved).toMatchObject({ type: 'error', id: 'reserved', code: 'validation_failed', message: expect.stringMatching(/PATH is set by the sandbox/) });
+    expect(reserved).toMatchObject({
+      type: 'error',
+      id: 'reserved',
+      code: 'validation_failed',
+      message: expect.stringMatching(/PATH is set by the sandbox/),
+    });
 
     s.socket.send(JSON.stringify({ type: 'secret_remove', id: 'rm-1', name: 'SOCKET_TOKEN' }));
     const { frame: removed, index: later } = await nextReply(s, after + 1);
@@ -199,10 +273,13 @@ describe('secrets over the WebSocket', () => {
 
     const deadline = Date.now() + 5_000;
     while (s.frames.filter((frame) => frame.type === 'event' && frame.event.type === 'secret_changed').length < 2) {
-      if (Date.now() > deadline) throw new Error(`no secret_changed frames: ${JSON.stringify(s.frames.map((frame) => frame.type))}`);
+      if (Date.now() > deadline)
+        throw new Error(`no secret_changed frames: ${JSON.stringify(s.frames.map((frame) => frame.type))}`);
       await s.frame(s.frames.length, 5_000);
     }
-    const events = s.frames.flatMap((frame) => (frame.type === 'event' && frame.event.type === 'secret_changed' ? [frame] : []));
+    const events = s.frames.flatMap((frame) =>
+      frame.type === 'event' && frame.event.type === 'secret_changed' ? [frame] : [],
+    );
     expect(events.map((frame) => [frame.seq, frame.event])).toEqual([
       [seq, expect.objectContaining({ type: 'secret_changed', name: 'SOCKET_TOKEN', action: 'set' })],
       [seq + 1, expect.objectContaining({ type: 'secret_changed', name: 'SOCKET_TOKEN', action: 'removed' })],
@@ -229,7 +306,9 @@ describe('commands in the order they arrived', () => {
       }
       expect([acks.get('set')! < acks.get('msg')!, acks.get('msg')! < acks.get('rm')!]).toEqual([true, true]);
       const { items: events } = await h.acme.searchEvents(id, { limit: 100 });
-      const logged = events.flatMap((event) => (event.type === 'secret_changed' ? [`secret ${event.action}`] : event.type === 'message' ? ['message'] : []));
+      const logged = events.flatMap((event) =>
+        event.type === 'secret_changed' ? [`secret ${event.action}`] : event.type === 'message' ? ['message'] : [],
+      );
       expect(logged).toEqual(['secret set', 'message', 'secret removed']);
       s.socket.close(1000);
       await s.closed;
@@ -244,7 +323,15 @@ describe('what the gateway keeps and says', () => {
     await h.acme.setConversationSecret(id, 'LEAK_TOKEN', REPLACED);
     await h.acme.setTenantSecret('LEAK_DEFAULT', DEFAULT_VALUE);
     // the replies a client reads
-    for (const path of [`/v1/conversations/${id}`, `/v1/conversations/${id}/events`, `/v1/conversations/${id}/events/2`, `/v1/conversations/${id}/final-response`, secretsOf(id), '/v1/secrets', '/v1/conversations']) {
+    for (const path of [
+      `/v1/conversations/${id}`,
+      `/v1/conversations/${id}/events`,
+      `/v1/conversations/${id}/events/2`,
+      `/v1/conversations/${id}/final-response`,
+      secretsOf(id),
+      '/v1/secrets',
+      '/v1/conversations',
+    ]) {
       const reply = await get(path);
       expect(reply.status, path).toBe(200);
       expectNoValue(reply.text, path);
@@ -302,12 +389,16 @@ describe('a gateway without a secrets key', () => {
       ['PUT', '/v1/secrets/SOME_TOKEN', { value: VALUE }],
       ['DELETE', '/v1/secrets/SOME_TOKEN', undefined],
     ] as const) {
-      const reply = body === undefined ? await send(bare, { method, url, key: ACME_KEY }) : await sendJson(bare, method, url, body);
+      const reply =
+        body === undefined ? await send(bare, { method, url, key: ACME_KEY }) : await sendJson(bare, method, url, body);
       const error = expectError(reply, 503, 'secrets_not_configured', `${method} ${url}`);
       expect(error.message).toContain('FLOTILLA_SECRETS_KEY_FILE');
       expectNoValue(reply.text, `${method} ${url}`);
     }
-    expect(((await send(bare, { method: 'GET', url: '/v1/server-info', key: ACME_KEY })).json as ServerInfo).capabilities.secrets).toBe(false);
+    expect(
+      ((await send(bare, { method: 'GET', url: '/v1/server-info', key: ACME_KEY })).json as ServerInfo).capabilities
+        .secrets,
+    ).toBe(false);
     await bare.gateway.secrets.removeConversationSecrets({ tenant: 'acme', conversation: id }); // the delete hook is a no-op
   });
 });

@@ -32,7 +32,14 @@ export class SocketHub {
   async acquire(ref: ConversationRef): Promise<{ feed: ConversationFeed; release(): void } | null> {
     const key = `${ref.tenant}.${ref.conversation}`;
     let entry = this.#feeds.get(key);
-    if (entry && (await entry.feed.then((feed) => feed.stopped, () => true)) && this.#feeds.get(key) === entry) {
+    if (
+      entry &&
+      (await entry.feed.then(
+        (feed) => feed.stopped,
+        () => true,
+      )) &&
+      this.#feeds.get(key) === entry
+    ) {
       this.#feeds.delete(key); // a failed feed is replaced by a fresh one
       entry = undefined;
     }
@@ -59,7 +66,10 @@ export class SocketHub {
       held.linger = setTimeout(() => {
         if (held.sockets > 0 || this.#feeds.get(key) !== held) return;
         this.#feeds.delete(key);
-        void held.feed.then((feed) => feed.stop(), () => undefined);
+        void held.feed.then(
+          (feed) => feed.stop(),
+          () => undefined,
+        );
       }, 5_000);
       held.linger.unref();
     };
@@ -74,9 +84,11 @@ export class SocketHub {
   stop(): void {
     for (const entry of this.#feeds.values()) {
       clearTimeout(entry.linger);
-      void entry.feed.then((feed) => feed.stop(), () => undefined);
+      void entry.feed.then(
+        (feed) => feed.stop(),
+        () => undefined,
+      );
     }
     this.#feeds.clear();
   }
 }
-

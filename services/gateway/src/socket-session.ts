@@ -46,7 +46,13 @@ export class SocketSession implements FeedListener {
 
   start(status: string): void {
     this.#send(
-      JSON.stringify({ type: 'sync', conversation: this.options.ref.conversation, after_seq: this.#sent, last_seq: this.feed.tail.lastSeq, status }),
+      JSON.stringify({
+        type: 'sync',
+        conversation: this.options.ref.conversation,
+        after_seq: this.#sent,
+        last_seq: this.feed.tail.lastSeq,
+        status,
+      }),
     );
     this.wake();
   }
@@ -67,7 +73,10 @@ export class SocketSession implements FeedListener {
   }
 
   failed(error: Error): void {
-    this.close(CloseCode.Unavailable, `the log is unavailable (${error.message}); reconnect with after_seq=${this.#sent}`);
+    this.close(
+      CloseCode.Unavailable,
+      `the log is unavailable (${error.message}); reconnect with after_seq=${this.#sent}`,
+    );
   }
 
   close(code: number, reason: string): void {
@@ -93,8 +102,13 @@ export class SocketSession implements FeedListener {
     const parsed = ClientFrame.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      const id = typeof (json as { id?: unknown })?.id === 'string' ? (json as { id: string }).id.slice(0, 64) : undefined;
-      this.#error(id, 'validation_failed', `Bad frame: ${issue ? `${issue.path.join('.') || 'frame'}: ${issue.message}` : 'unknown'}`);
+      const id =
+        typeof (json as { id?: unknown })?.id === 'string' ? (json as { id: string }).id.slice(0, 64) : undefined;
+      this.#error(
+        id,
+        'validation_failed',
+        `Bad frame: ${issue ? `${issue.path.join('.') || 'frame'}: ${issue.message}` : 'unknown'}`,
+      );
       return;
     }
     const frame = parsed.data;
@@ -105,7 +119,15 @@ export class SocketSession implements FeedListener {
       let result: CommandResult | undefined;
       switch (frame.type) {
         case 'ping':
-          this.#send(JSON.stringify({ type: 'ack', ...(id ? { id } : {}), status: (await conversations.snapshot(ref)).status, last_seq: this.feed.tail.lastSeq, appended: false }));
+          this.#send(
+            JSON.stringify({
+              type: 'ack',
+              ...(id ? { id } : {}),
+              status: (await conversations.snapshot(ref)).status,
+              last_seq: this.feed.tail.lastSeq,
+              appended: false,
+            }),
+          );
           return;
         case 'message':
           result = await conversations.sendMessage(ref, frame, frame.run ?? false);
@@ -132,11 +154,22 @@ export class SocketSession implements FeedListener {
           result = await this.options.secrets.removeForConversation(ref, frame.name);
           break;
       }
-      this.#send(JSON.stringify({ type: 'ack', ...(id ? { id } : {}), status: result.status, last_seq: result.last_seq, appended: result.appended }));
+      this.#send(
+        JSON.stringify({
+          type: 'ack',
+          ...(id ? { id } : {}),
+          status: result.status,
+          last_seq: result.last_seq,
+          appended: result.appended,
+        }),
+      );
     } catch (error) {
       if (error instanceof ApiError) this.#error(id, error.code, error.message);
       else {
-        this.options.logger.error({ err: error, conversation: ref.conversation, tenant: ref.tenant }, 'socket command failed');
+        this.options.logger.error(
+          { err: error, conversation: ref.conversation, tenant: ref.tenant },
+          'socket command failed',
+        );
         this.#error(id, 'unavailable', 'The command could not be completed; retry it.');
       }
     }

@@ -7,7 +7,8 @@ import { openSocket, type Socket } from './test-support/http-probe.js';
 const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A raw socket on a conversation's events that authenticates (acme) in its first frame and records every frame. */
-const rawSocket = (h: GatewayHarness, id: string, afterSeq = 0): Socket => openSocket(h, `/v1/conversations/${id}/events`, { auth: { frame: ACME_KEY }, afterSeq });
+const rawSocket = (h: GatewayHarness, id: string, afterSeq = 0): Socket =>
+  openSocket(h, `/v1/conversations/${id}/events`, { auth: { frame: ACME_KEY }, afterSeq });
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -35,7 +36,13 @@ describe('the event WebSocket', () => {
     // created (its state and agent spec) and the message: 3 events, then 5, then 3 more
     await until(() => raw.frames.filter((frame) => frame.type === 'event').length === 11, 5_000, '11 events');
     raw.socket.close();
-    expect(raw.frames[0]).toMatchObject({ type: 'sync', conversation: 'order', after_seq: 0, last_seq: 8, status: 'idle' });
+    expect(raw.frames[0]).toMatchObject({
+      type: 'sync',
+      conversation: 'order',
+      after_seq: 0,
+      last_seq: 8,
+      status: 'idle',
+    });
     const kinds = raw.frames.map((frame) => (frame.type === 'event' ? frame.seq : frame.type));
     expect(kinds).toEqual(['sync', 1, 2, 3, 4, 5, 6, 7, 8, 'live', 9, 10, 11]);
   });
@@ -58,7 +65,11 @@ describe('the event WebSocket', () => {
       // drop the connection after a random number of frames (or time)
       const dropAfter = 1 + Math.floor(Math.random() * 40);
       const started = Date.now();
-      await until(() => raw.frames.filter((frame) => frame.type === 'event').length >= dropAfter || Date.now() - started > 300, 10_000, 'frames');
+      await until(
+        () => raw.frames.filter((frame) => frame.type === 'event').length >= dropAfter || Date.now() - started > 300,
+        10_000,
+        'frames',
+      );
       if (Math.random() < 0.5) raw.socket.terminate();
       else raw.socket.close();
       await raw.closed;
@@ -87,7 +98,9 @@ describe('the event WebSocket', () => {
     await producer;
     await until(() => seen.length === 200 + CREATED_EVENTS, 15_000, 'all events');
     subscription.close();
-    expect(seen.map((event) => event.seq)).toEqual(Array.from({ length: 200 + CREATED_EVENTS }, (_, index) => index + 1));
+    expect(seen.map((event) => event.seq)).toEqual(
+      Array.from({ length: 200 + CREATED_EVENTS }, (_, index) => index + 1),
+    );
   }, 30_000);
 
   it('closes a stalled client (4008) while 100 other subscribers keep receiving on time', async () => {
@@ -96,7 +109,11 @@ describe('the event WebSocket', () => {
     const others = Array.from({ length: 100 }, () => rawSocket(h, 'stall'));
     const stalled = rawSocket(h, 'stall');
     await Promise.all([...others, stalled].map((raw) => raw.opened));
-    await until(() => [...others, stalled].every((raw) => raw.frames.some((frame) => frame.type === 'live')), 10_000, 'all live');
+    await until(
+      () => [...others, stalled].every((raw) => raw.frames.some((frame) => frame.type === 'live')),
+      10_000,
+      'all live',
+    );
     // the stalled client stops reading: its TCP socket is paused, so the gateway's buffer for it fills
     (stalled.socket as unknown as { _socket: { pause(): void } })._socket.pause();
     const latencies: number[] = [];
@@ -117,10 +134,24 @@ describe('the event WebSocket', () => {
     const count = 400; // 6.4 MB: more than the kernel's socket buffers (~4 MB) hold for the stalled client
     for (let index = 0; index < count; index += 1) {
       await h.append(ref, (r) => [
-        { v: 1, type: 'message', tenant: r.tenant, conversation: r.conversation, source: 'agent', id: `big-${index}`, timestamp: new Date().toISOString(), role: 'assistant', content: [{ type: 'text', text: `at ${Date.now()} ${big}` }] } as never,
+        {
+          v: 1,
+          type: 'message',
+          tenant: r.tenant,
+          conversation: r.conversation,
+          source: 'agent',
+          id: `big-${index}`,
+          timestamp: new Date().toISOString(),
+          role: 'assistant',
+          content: [{ type: 'text', text: `at ${Date.now()} ${big}` }],
+        } as never,
       ]);
     }
-    await until(() => [...received.values()].reduce((sum, n) => sum + n, 0) === count * 100, 20_000, 'every subscriber got every event');
+    await until(
+      () => [...received.values()].reduce((sum, n) => sum + n, 0) === count * 100,
+      20_000,
+      'every subscriber got every event',
+    );
     // the stalled client reads again: behind its backlog waits the close frame with the code and where to resume
     (stalled.socket as unknown as { _socket: { resume(): void } })._socket.resume();
     const closed = await Promise.race([stalled.closed, delay(20_000).then(() => ({ code: 0, reason: 'not closed' }))]);
@@ -131,7 +162,9 @@ describe('the event WebSocket', () => {
     expect(resumeAt).toBeLessThan(count + 1);
     latencies.sort((a, b) => a - b);
     const p99 = latencies[Math.floor(latencies.length * 0.99)]!;
-    console.log(`stalled-client test: ${latencies.length} deliveries to 100 subscribers, p50 ${latencies[Math.floor(latencies.length / 2)]} ms, p99 ${p99} ms`);
+    console.log(
+      `stalled-client test: ${latencies.length} deliveries to 100 subscribers, p50 ${latencies[Math.floor(latencies.length / 2)]} ms, p99 ${p99} ms`,
+    );
     expect(p99).toBeLessThan(2_000);
     for (const raw of others) raw.socket.close();
   }, 60_000);
@@ -160,12 +193,23 @@ describe('the event WebSocket', () => {
     raw.socket.send(JSON.stringify({ type: 'message', id: 'm1', text: 'hi there' }));
     raw.socket.send(JSON.stringify({ type: 'approve', id: 'a1' }));
     raw.socket.send(JSON.stringify({ type: 'pause', id: 'p1' }));
-    await until(() => ['m1', 'a1', 'p1'].every((id) => raw.frames.some((frame) => 'id' in frame && frame.id === id)), 5_000, 'answers');
+    await until(
+      () => ['m1', 'a1', 'p1'].every((id) => raw.frames.some((frame) => 'id' in frame && frame.id === id)),
+      5_000,
+      'answers',
+    );
     const answer = (id: string) => raw.frames.find((frame) => 'id' in frame && frame.id === id);
     expect(answer('m1')).toMatchObject({ type: 'ack', appended: true, status: 'idle' });
     expect(answer('a1')).toMatchObject({ type: 'error', code: 'not_waiting' });
     expect(answer('p1')).toMatchObject({ type: 'ack', appended: false });
-    await until(() => raw.frames.some((frame) => frame.type === 'event' && frame.event.type === 'message' && frame.event.source === 'user'), 5_000, 'the message event');
+    await until(
+      () =>
+        raw.frames.some(
+          (frame) => frame.type === 'event' && frame.event.type === 'message' && frame.event.source === 'user',
+        ),
+      5_000,
+      'the message event',
+    );
     raw.socket.close();
   });
 
@@ -176,26 +220,44 @@ describe('the event WebSocket', () => {
     const answer = (id: string) => raw.frames.find((frame) => 'id' in frame && frame.id === id);
     raw.socket.send(JSON.stringify({ type: 'pause', id: 'long', reason: 'x'.repeat(2_001) }));
     await until(() => answer('long') !== undefined, 5_000, 'the long reason refused');
-    expect(answer('long')).toMatchObject({ type: 'error', code: 'validation_failed', message: expect.stringMatching(/^Bad frame: reason: /) });
+    expect(answer('long')).toMatchObject({
+      type: 'error',
+      code: 'validation_failed',
+      message: expect.stringMatching(/^Bad frame: reason: /),
+    });
     raw.socket.send(JSON.stringify({ type: 'run', id: 'r1' }));
     await until(() => answer('r1') !== undefined, 5_000, 'the run');
     raw.socket.send(JSON.stringify({ type: 'pause', id: 'p1', reason: 'lunch break' }));
-    await until(() => raw.frames.some((frame) => frame.type === 'event' && frame.event.type === 'pause'), 5_000, 'the pause event');
+    await until(
+      () => raw.frames.some((frame) => frame.type === 'event' && frame.event.type === 'pause'),
+      5_000,
+      'the pause event',
+    );
     expect(answer('p1')).toMatchObject({ type: 'ack', appended: true, status: 'paused' });
-    expect(raw.frames.find((frame) => frame.type === 'event' && frame.event.type === 'pause')).toMatchObject({ event: { reason: 'lunch break', source: 'user' } });
+    expect(raw.frames.find((frame) => frame.type === 'event' && frame.event.type === 'pause')).toMatchObject({
+      event: { reason: 'lunch break', source: 'user' },
+    });
     raw.socket.send(JSON.stringify({ type: 'run', id: 'r2' }));
     raw.socket.send(JSON.stringify({ type: 'interrupt', id: 'i1', reason: 'wrong task' }));
-    await until(() => raw.frames.some((frame) => frame.type === 'event' && frame.event.type === 'interrupt'), 5_000, 'the interrupt event');
-    expect(raw.frames.find((frame) => frame.type === 'event' && frame.event.type === 'interrupt')).toMatchObject({ event: { reason: 'wrong task' } });
+    await until(
+      () => raw.frames.some((frame) => frame.type === 'event' && frame.event.type === 'interrupt'),
+      5_000,
+      'the interrupt event',
+    );
+    expect(raw.frames.find((frame) => frame.type === 'event' && frame.event.type === 'interrupt')).toMatchObject({
+      event: { reason: 'wrong task' },
+    });
     raw.socket.close();
   });
 
-  it('refuses an after_seq past the conversation\'s last seq (4002, naming the last seq); at the tail, live reports the real tail', async () => {
+  it("refuses an after_seq past the conversation's last seq (4002, naming the last seq); at the tail, live reports the real tail", async () => {
     await h.acme.createConversation({ id: 'past' });
     const past = rawSocket(h, 'past', CREATED_EVENTS + 5);
     const closed = await past.closed;
     expect(closed.code).toBe(CloseCode.BadFrame);
-    expect(closed.reason).toBe(`after_seq ${CREATED_EVENTS + 5} is past the last seq ${CREATED_EVENTS}: reconnect with after_seq at most ${CREATED_EVENTS}`);
+    expect(closed.reason).toBe(
+      `after_seq ${CREATED_EVENTS + 5} is past the last seq ${CREATED_EVENTS}: reconnect with after_seq at most ${CREATED_EVENTS}`,
+    );
     expect(past.frames).toEqual([]);
     const atTail = rawSocket(h, 'past', CREATED_EVENTS);
     await until(() => atTail.frames.some((frame) => frame.type === 'live'), 5_000, 'live');
@@ -208,16 +270,27 @@ describe('the event WebSocket', () => {
 
   it('closes a socket whose header key is not valid with 4001, as a bad auth frame is; names an unknown query parameter (4002)', async () => {
     await h.acme.createConversation({ id: 'closes' });
-    const badHeader = openSocket(h, '/v1/conversations/closes/events', { auth: { header: 'not-a-key-of-anyone-here' } });
+    const badHeader = openSocket(h, '/v1/conversations/closes/events', {
+      auth: { header: 'not-a-key-of-anyone-here' },
+    });
     expect(await badHeader.closed).toEqual({ code: CloseCode.Unauthorized, reason: 'the API key is not valid' });
     expect(badHeader.frames).toEqual([]);
     const badFrame = openSocket(h, '/v1/conversations/closes/events', { auth: { frame: 'not-a-key-of-anyone-here' } });
     expect(await badFrame.closed).toEqual({ code: CloseCode.Unauthorized, reason: 'the API key is not valid' });
     const unknown = openSocket(h, '/v1/conversations/closes/events?after=3', { auth: { header: ACME_KEY } });
-    expect(await unknown.closed).toEqual({ code: CloseCode.BadFrame, reason: 'unknown query parameter "after": only after_seq is taken' });
+    expect(await unknown.closed).toEqual({
+      code: CloseCode.BadFrame,
+      reason: 'unknown query parameter "after": only after_seq is taken',
+    });
     const negative = openSocket(h, '/v1/conversations/closes/events?after_seq=-1', { auth: { header: ACME_KEY } });
-    expect(await negative.closed).toEqual({ code: CloseCode.BadFrame, reason: 'after_seq must be a non-negative integer' });
-    const past = openSocket(h, '/v1/conversations/closes/events', { auth: { header: ACME_KEY }, afterSeq: CREATED_EVENTS + 1 });
+    expect(await negative.closed).toEqual({
+      code: CloseCode.BadFrame,
+      reason: 'after_seq must be a non-negative integer',
+    });
+    const past = openSocket(h, '/v1/conversations/closes/events', {
+      auth: { header: ACME_KEY },
+      afterSeq: CREATED_EVENTS + 1,
+    });
     expect((await past.closed).code).toBe(CloseCode.BadFrame);
   });
 
@@ -244,7 +317,10 @@ describe('the event WebSocket', () => {
     raw.socket.send(JSON.stringify({ type: 'message', id: 'first', text: 'sent before sync' }));
     await until(() => raw.frames.some((frame) => 'id' in frame && frame.id === 'first'), 5_000, 'the answer');
     expect(raw.frames[0]?.type).toBe('sync');
-    expect(raw.frames.find((frame) => 'id' in frame && frame.id === 'first')).toMatchObject({ type: 'ack', appended: true });
+    expect(raw.frames.find((frame) => 'id' in frame && frame.id === 'first')).toMatchObject({
+      type: 'ack',
+      appended: true,
+    });
     raw.socket.close();
   });
 });

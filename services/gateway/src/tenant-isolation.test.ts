@@ -1,9 +1,23 @@
-import { API_KEY_HEADER, CloseCode, ErrorBody, type Conversation, type CreatedApiKey, type ServerInfo } from '@flotilla/api';
+import {
+  API_KEY_HEADER,
+  CloseCode,
+  ErrorBody,
+  type Conversation,
+  type CreatedApiKey,
+  type ServerInfo,
+} from '@flotilla/api';
 import type { Event } from '@flotilla/events';
 import { deltaSubject, DEFAULT_SIGNAL_ROOT } from '@flotilla/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteSpec } from './route-table.js';
-import { ACME_KEY, ADMIN_KEY, CREATED_EVENTS, GLOBEX_KEY, startGatewayHarness, type GatewayHarness } from './test-support/gateway-harness.js';
+import {
+  ACME_KEY,
+  ADMIN_KEY,
+  CREATED_EVENTS,
+  GLOBEX_KEY,
+  startGatewayHarness,
+  type GatewayHarness,
+} from './test-support/gateway-harness.js';
 import { openSocket, type Socket } from './test-support/http-probe.js';
 
 type Method = RouteSpec['method'];
@@ -23,7 +37,12 @@ const globexOwn = `iso-globex-${Date.now().toString(36)}`;
 
 beforeAll(async () => {
   h = await startGatewayHarness({ authTimeoutMs: 1_000 });
-  const { conversation, created } = await h.acme.createConversation({ id: target, title: SECRET_TITLE, tags: [SECRET_TAG], message: SECRET_MESSAGE });
+  const { conversation, created } = await h.acme.createConversation({
+    id: target,
+    title: SECRET_TITLE,
+    tags: [SECRET_TAG],
+    message: SECRET_MESSAGE,
+  });
   expect(created).toBe(true);
   expect(conversation.title).toBe(SECRET_TITLE);
   await h.produce({ tenant: 'acme', conversation: target }, 3, SECRET_TICK);
@@ -36,10 +55,21 @@ afterAll(async () => {
   await h?.[Symbol.asyncDispose]();
 });
 
-async function request(method: Method | 'HEAD', path: string, options: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Reply> {
-  const headers: Record<string, string> = { ...(options.key ? { [API_KEY_HEADER]: options.key } : {}), ...options.headers };
+async function request(
+  method: Method | 'HEAD',
+  path: string,
+  options: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = {
+    ...(options.key ? { [API_KEY_HEADER]: options.key } : {}),
+    ...options.headers,
+  };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${h.url}${path}`, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+  const response = await fetch(`${h.url}${path}`, {
+    method,
+    headers,
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+  });
   const text = await response.text();
   let json: unknown;
   try {
@@ -52,10 +82,21 @@ async function request(method: Method | 'HEAD', path: string, options: { key?: s
 
 /** Strings of acme's conversation that must never reach another tenant. */
 function secrets(): string[] {
-  return [SECRET_TITLE, SECRET_TAG, SECRET_MESSAGE, SECRET_TICK, 'heliotrope', 'walrus', 'Zeppelin', 'acme', ...targetEvents.map((event) => event.id)];
+  return [
+    SECRET_TITLE,
+    SECRET_TAG,
+    SECRET_MESSAGE,
+    SECRET_TICK,
+    'heliotrope',
+    'walrus',
+    'Zeppelin',
+    'acme',
+    ...targetEvents.map((event) => event.id),
+  ];
 }
 function expectNoLeak(text: string, where: string): void {
-  for (const secret of secrets()) expect(text.includes(secret), `${where} leaks "${secret}": ${text.slice(0, 400)}`).toBe(false);
+  for (const secret of secrets())
+    expect(text.includes(secret), `${where} leaks "${secret}": ${text.slice(0, 400)}`).toBe(false);
 }
 
 /** A valid body for each route that takes one (checked against the route's own schema). */
@@ -87,7 +128,12 @@ function requestsFor(spec: RouteSpec, id: string): { path: string; body?: unknow
     return keys.map((key) => ({ path: base.replace(':event', encodeURIComponent(key)) }));
   }
   const paths = [base];
-  if (spec.operationId === 'searchEvents') paths.push(`${base}?order=desc&limit=1`, `${base}?text=${encodeURIComponent(SECRET_MESSAGE)}`, `${base}?after_seq=0&type=message`);
+  if (spec.operationId === 'searchEvents')
+    paths.push(
+      `${base}?order=desc&limit=1`,
+      `${base}?text=${encodeURIComponent(SECRET_MESSAGE)}`,
+      `${base}?after_seq=0&type=message`,
+    );
   if (spec.operationId === 'countEvents') paths.push(`${base}?text=walrus`, `${base}?source=agent`);
   // a file's routes name it
   if (spec.operationId === 'downloadFile' || spec.operationId === 'uploadFile') paths[0] = `${base}?path=notes.txt`;
@@ -97,7 +143,14 @@ function requestsFor(spec: RouteSpec, id: string): { path: string; body?: unknow
 /** The routes of one conversation (webhooks have ids of their own, which tenant-scoped lookups check apart). */
 const idRoutes = (): RouteSpec[] => h.gateway.routes.filter((spec) => spec.url.includes('/conversations/:id'));
 /** Routes another service answers (a step worker a question, a tool runner the workspace): none runs beside this harness, so theirs is the documented 503. */
-const ANSWERED_ELSEWHERE: ReadonlySet<string> = new Set(['askConversation', 'listFiles', 'downloadFile', 'uploadFile', 'getGitStatus', 'getGitDiff']);
+const ANSWERED_ELSEWHERE: ReadonlySet<string> = new Set([
+  'askConversation',
+  'listFiles',
+  'downloadFile',
+  'uploadFile',
+  'getGitStatus',
+  'getGitDiff',
+]);
 
 describe("globex cannot reach acme's conversation", () => {
   it('the route table has the id routes this test expects', () => {
@@ -117,7 +170,10 @@ describe("globex cannot reach acme's conversation", () => {
         expect(ErrorBody.parse(reply.json).error.code, where).toBe('conversation_not_found');
         expectNoLeak(reply.text, where);
         // no existence oracle: the answer for acme's id is the answer for an id nobody has
-        const control = await request(spec.method, path.replace(target, never), { key: GLOBEX_KEY, ...(body !== undefined ? { body } : {}) });
+        const control = await request(spec.method, path.replace(target, never), {
+          key: GLOBEX_KEY,
+          ...(body !== undefined ? { body } : {}),
+        });
         expect(control.status, where).toBe(404);
         expect(control.text.replaceAll(never, target), where).toBe(reply.text);
         count += 1;
@@ -134,7 +190,8 @@ describe("globex cannot reach acme's conversation", () => {
     // positive control: the same generated requests are well-formed (acme, on a fresh conversation of its own)
     for (const spec of idRoutes()) {
       const { conversation } = await h.acme.createConversation({ title: 'control', message: 'control message' });
-      if (spec.operationId === 'removeConversationSecret') await h.acme.setConversationSecret(conversation.id, 'ISOLATION_TOKEN', 'acme-secret-value');
+      if (spec.operationId === 'removeConversationSecret')
+        await h.acme.setConversationSecret(conversation.id, 'ISOLATION_TOKEN', 'acme-secret-value');
       for (const { path, body } of requestsFor(spec, conversation.id)) {
         if (path.includes('/events/') && !/\/events\/(1|count)(\?|$)/.test(path)) continue; // event keys of the target, not this one
         const reply = await request(spec.method, path, { key: ACME_KEY, ...(body !== undefined ? { body } : {}) });
@@ -146,7 +203,10 @@ describe("globex cannot reach acme's conversation", () => {
           continue;
         }
         expect(reply.status, where).toBeLessThan(500);
-        if (reply.status >= 400) expect(['not_waiting', 'nothing_pending', 'conflict', 'already_running', 'conversation_running']).toContain(ErrorBody.parse(reply.json).error.code);
+        if (reply.status >= 400)
+          expect(['not_waiting', 'nothing_pending', 'conflict', 'already_running', 'conversation_running']).toContain(
+            ErrorBody.parse(reply.json).error.code,
+          );
       }
     }
   });
@@ -156,7 +216,9 @@ describe("globex cannot reach acme's conversation", () => {
     expect((await h.acme.getEvent(target, event.id)).seq).toBe(event.seq);
     expect((await h.acme.getEvent(target, event.seq)).id).toBe(event.id);
     for (const key of [event.id, String(event.seq), '999']) {
-      const reply = await request('GET', `/v1/conversations/${target}/events/${encodeURIComponent(key)}`, { key: GLOBEX_KEY });
+      const reply = await request('GET', `/v1/conversations/${target}/events/${encodeURIComponent(key)}`, {
+        key: GLOBEX_KEY,
+      });
       expect(reply.status).toBe(404);
       expect(ErrorBody.parse(reply.json).error.code).toBe('conversation_not_found');
     }
@@ -196,7 +258,9 @@ describe('lists, counts and batches are per tenant', () => {
 
     const page = await h.acme.listConversations({ limit: 1, sort: 'created_at' });
     expect(page.next_cursor).not.toBeNull();
-    const reply = await request('GET', `/v1/conversations?sort=created_at&cursor=${page.next_cursor!}`, { key: GLOBEX_KEY });
+    const reply = await request('GET', `/v1/conversations?sort=created_at&cursor=${page.next_cursor!}`, {
+      key: GLOBEX_KEY,
+    });
     expect(reply.status).toBeLessThan(500);
     expectNoLeak(reply.text, 'globex list with an acme cursor');
   });
@@ -228,7 +292,9 @@ describe('the event WebSocket is per tenant', () => {
     expect(sync).toMatchObject({ type: 'sync', conversation: target, after_seq: 0, last_seq: targetEvents.length });
     const last = await s.frame(targetEvents.length);
     expect(last).toMatchObject({ type: 'event', seq: targetEvents.length });
-    expect(s.frames.slice(1, targetEvents.length + 1).map((frame) => (frame.type === 'event' ? frame.event.id : frame.type))).toEqual(targetEvents.map((event) => event.id));
+    expect(
+      s.frames.slice(1, targetEvents.length + 1).map((frame) => (frame.type === 'event' ? frame.event.id : frame.type)),
+    ).toEqual(targetEvents.map((event) => event.id));
     expect(await s.frame(targetEvents.length + 1)).toEqual({ type: 'live', last_seq: targetEvents.length });
     s.socket.close(1000);
     await s.closed;
@@ -267,7 +333,12 @@ describe('authentication and the admin route', () => {
     for (const spec of tenantRoutes()) {
       const path = spec.url.replace(':id', target).replace(':event', '1').replace(':name', 'ISOLATION_TOKEN');
       const body = spec.body ? (BODIES[spec.operationId] ?? {}) : undefined;
-      const attempts: Record<string, string>[] = [{}, { [API_KEY_HEADER]: 'not-a-key-0123456789' }, { authorization: 'Bearer not-a-key-0123456789' }, { authorization: 'Basic YWNtZTphY21l' }];
+      const attempts: Record<string, string>[] = [
+        {},
+        { [API_KEY_HEADER]: 'not-a-key-0123456789' },
+        { authorization: 'Bearer not-a-key-0123456789' },
+        { authorization: 'Basic YWNtZTphY21l' },
+      ];
       for (const headers of attempts) {
         const reply = await request(spec.method, path, { headers, ...(body !== undefined ? { body } : {}) });
         const where = `${spec.method} ${path} ${JSON.stringify(headers)}`;
@@ -303,7 +374,10 @@ describe('authentication and the admin route', () => {
   });
 
   it('the admin key mints a key that works for its tenant only', async () => {
-    const minted = await request('POST', '/v1/admin/api-keys', { key: ADMIN_KEY, body: { tenant: 'initech', name: 'isolation test' } });
+    const minted = await request('POST', '/v1/admin/api-keys', {
+      key: ADMIN_KEY,
+      body: { tenant: 'initech', name: 'isolation test' },
+    });
     expect(minted.status).toBe(201);
     const { api_key: key, tenant } = minted.json as CreatedApiKey;
     expect(tenant).toBe('initech');
@@ -328,7 +402,10 @@ describe('authentication and the admin route', () => {
 // Last: globex now gets a conversation of its own under acme's id.
 describe('the same id in two tenants names two conversations', () => {
   it("creating acme's id as globex makes globex's own; live events and deltas stay in their tenant; deleting it leaves acme's", async () => {
-    const twin = await request('POST', '/v1/conversations', { key: GLOBEX_KEY, body: { id: target, title: 'globex twin' } });
+    const twin = await request('POST', '/v1/conversations', {
+      key: GLOBEX_KEY,
+      body: { id: target, title: 'globex twin' },
+    });
     expect(twin.status, twin.text).toBe(201);
     expect(twin.json).toMatchObject({ id: target, title: 'globex twin', last_seq: CREATED_EVENTS });
     expectNoLeak(twin.text.replaceAll(target, '<id>'), 'the twin');
@@ -346,17 +423,30 @@ describe('the same id in two tenants names two conversations', () => {
     expect(acmeSocket.frames[0]).toMatchObject({ type: 'sync', conversation: target, last_seq: targetEvents.length });
 
     await h.produce({ tenant: 'acme', conversation: target }, 1, `${SECRET_TICK} live`);
-    h.nc.publish(deltaSubject(DEFAULT_SIGNAL_ROOT, { tenant: 'acme', conversation: target }), JSON.stringify({ type: 'text', text: `${SECRET_TICK} delta` }));
+    h.nc.publish(
+      deltaSubject(DEFAULT_SIGNAL_ROOT, { tenant: 'acme', conversation: target }),
+      JSON.stringify({ type: 'text', text: `${SECRET_TICK} delta` }),
+    );
     const deadline = Date.now() + 5_000;
-    while (!acmeSocket.frames.some((frame) => frame.type === 'event' && frame.seq === targetEvents.length + 1) || !acmeSocket.frames.some((frame) => frame.type === 'delta')) {
-      if (Date.now() > deadline) throw new Error(`acme's socket got ${JSON.stringify(acmeSocket.frames.map((frame) => frame.type))}`);
+    while (
+      !acmeSocket.frames.some((frame) => frame.type === 'event' && frame.seq === targetEvents.length + 1) ||
+      !acmeSocket.frames.some((frame) => frame.type === 'delta')
+    ) {
+      if (Date.now() > deadline)
+        throw new Error(`acme's socket got ${JSON.stringify(acmeSocket.frames.map((frame) => frame.type))}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     // globex's socket answers a ping after those: it saw nothing of acme's in between
     globexSocket.socket.send(JSON.stringify({ type: 'ping', id: 'after' }));
-    for (let index = 0; !globexSocket.frames.some((frame) => frame.type === 'ack'); index += 1) await globexSocket.frame(index);
+    for (let index = 0; !globexSocket.frames.some((frame) => frame.type === 'ack'); index += 1)
+      await globexSocket.frame(index);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(globexSocket.frames.map((frame) => frame.type)).toEqual(['sync', ...Array<string>(CREATED_EVENTS).fill('event'), 'live', 'ack']);
+    expect(globexSocket.frames.map((frame) => frame.type)).toEqual([
+      'sync',
+      ...Array<string>(CREATED_EVENTS).fill('event'),
+      'live',
+      'ack',
+    ]);
     expectNoLeak(JSON.stringify(globexSocket.frames).replaceAll(target, '<id>'), "globex's socket");
 
     globexSocket.socket.close(1000);

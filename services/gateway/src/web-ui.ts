@@ -41,10 +41,18 @@ export async function registerWebUi(app: FastifyInstance): Promise<void> {
   const [script, styles, html] = await Promise.all([bundleScript(), readWeb('styles.css'), readWeb('index.html')]);
   const scriptAsset = asset(Buffer.from(script), 'text/javascript; charset=utf-8');
   const stylesAsset = asset(styles, 'text/css; charset=utf-8');
-  const page = asset(Buffer.from(linkVersions(html.toString('utf8'), { 'ui/app.js': scriptAsset.version, 'ui/styles.css': stylesAsset.version })), 'text/html; charset=utf-8');
+  const page = asset(
+    Buffer.from(
+      linkVersions(html.toString('utf8'), { 'ui/app.js': scriptAsset.version, 'ui/styles.css': stylesAsset.version }),
+    ),
+    'text/html; charset=utf-8',
+  );
 
   app.get(WEB_UI_PATHS.page, (request, reply) => {
-    void reply.header('content-security-policy', CONTENT_SECURITY_POLICY).header('x-frame-options', 'DENY').header('referrer-policy', 'no-referrer');
+    void reply
+      .header('content-security-policy', CONTENT_SECURITY_POLICY)
+      .header('x-frame-options', 'DENY')
+      .header('referrer-policy', 'no-referrer');
     send(request, reply, page, 'no-cache');
   });
   app.get(WEB_UI_PATHS.script, (request, reply) => {
@@ -118,7 +126,8 @@ function send(request: FastifyRequest, reply: FastifyReply, served: Asset, cache
     .header('x-content-type-options', 'nosniff')
     .type(served.contentType);
   if (matchesEtag(request.headers['if-none-match'], etag)) void reply.code(304).send();
-  else if (served.gzip && acceptsGzip(request.headers['accept-encoding'])) void reply.header('content-encoding', 'gzip').send(served.gzip);
+  else if (served.gzip && acceptsGzip(request.headers['accept-encoding']))
+    void reply.header('content-encoding', 'gzip').send(served.gzip);
   else void reply.send(served.body);
 }
 

@@ -1,4 +1,13 @@
-import { API_PREFIX, CreatedWebhook, CreateWebhookBody, DeadLetterList, DeadLetterQuery, Webhook, WebhookId, WebhookList } from '@flotilla/api';
+import {
+  API_PREFIX,
+  CreatedWebhook,
+  CreateWebhookBody,
+  DeadLetterList,
+  DeadLetterQuery,
+  Webhook,
+  WebhookId,
+  WebhookList,
+} from '@flotilla/api';
 import { z } from 'zod';
 import { route, type RouteSpec } from './route-table.js';
 import type { WebhookService } from './webhook-service.js';
@@ -18,7 +27,8 @@ export function webhookRoutes(webhooks: WebhookService): RouteSpec[] {
       method: 'POST',
       url: p('/webhooks'),
       operationId: 'createWebhook',
-      summary: 'Register a webhook: an http(s) URL and the event kinds it gets; the answer holds its signing secret, shown this once',
+      summary:
+        'Register a webhook: an http(s) URL and the event kinds it gets; the answer holds its signing secret, shown this once',
       tag: 'webhooks',
       access: 'tenant',
       body: CreateWebhookBody,
@@ -71,14 +81,17 @@ export function webhookRoutes(webhooks: WebhookService): RouteSpec[] {
       method: 'GET',
       url: p('/webhooks/:id/dead-letters'),
       operationId: 'listWebhookDeadLetters',
-      summary: 'Deliveries of the webhook that failed every attempt (or whose address may not be reached), the latest first',
+      summary:
+        'Deliveries of the webhook that failed every attempt (or whose address may not be reached), the latest first',
       tag: 'webhooks',
       access: 'tenant',
       params: WebhookParams,
       query: DeadLetterQuery,
       responses: { 200: DeadLetterList },
       errors: [404],
-      handler: async ({ tenant, params, query }) => ({ dead_letters: await webhooks.deadLetters(tenant, params.id, query.limit) }),
+      handler: async ({ tenant, params, query }) => ({
+        dead_letters: await webhooks.deadLetters(tenant, params.id, query.limit),
+      }),
     }),
   ];
 }

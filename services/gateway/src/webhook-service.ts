@@ -51,7 +51,11 @@ export class WebhookService {
   async deadLetters(tenant: string, id: string, limit: number): Promise<DeadLetter[]> {
     const { registry, deadLetters } = this.#require();
     if (!(await this.#guard(() => registry.get(tenant, id)))) throw webhookNotFound(id);
-    return this.#guard(() => deadLetters.list(tenant, id, limit, (key) => this.logger.error({ key }, 'a dead letter that does not parse: left out')));
+    return this.#guard(() =>
+      deadLetters.list(tenant, id, limit, (key) =>
+        this.logger.error({ key }, 'a dead letter that does not parse: left out'),
+      ),
+    );
   }
 
   #require(): WebhookStores {

@@ -17,11 +17,15 @@ export class AgentPicker {
   load(agents: ServerInfo['agents']): void {
     this.#template.replaceChildren(
       h('option', { value: '' }, `Default agent (${agents.default.model})`),
-      ...agents.templates.map((template) => h('option', { value: template.name }, `${template.name} (${template.model})`)),
+      ...agents.templates.map((template) =>
+        h('option', { value: template.name }, `${template.name} (${template.model})`),
+      ),
     );
     this.#profile.replaceChildren(
       h('option', { value: '' }, "The agent's own model"),
-      ...agents.profiles.map((profile) => h('option', { value: profile.name }, `${profile.name} (${profile.provider} ${profile.model})`)),
+      ...agents.profiles.map((profile) =>
+        h('option', { value: profile.name }, `${profile.name} (${profile.provider} ${profile.model})`),
+      ),
     );
     show(this.#row, agents.templates.length > 0 || agents.profiles.length > 1);
   }

@@ -41,7 +41,8 @@ const schedules = new SchedulesPanel(currentClient, { onError: report });
 const view = new ConversationView(currentClient, {
   onProgress: (id, progress) => list.updateProgress(id, progress),
   onError: report,
-  onUnauthorized: () => showKeyScreen('The gateway closed the event stream: it did not accept this API key.', connectedKey),
+  onUnauthorized: () =>
+    showKeyScreen('The gateway closed the event stream: it did not accept this API key.', connectedKey),
 });
 
 /** Check the key against the gateway, then show the workspace. */

@@ -35,7 +35,10 @@ export class ConversationList {
     readonly client: () => FlotillaClient,
     readonly hooks: ConversationListHooks,
   ) {
-    byId('refresh').addEventListener('click', () => void this.refresh().catch((error: unknown) => this.hooks.onError(error)));
+    byId('refresh').addEventListener(
+      'click',
+      () => void this.refresh().catch((error: unknown) => this.hooks.onError(error)),
+    );
     this.#form.addEventListener('submit', (event) => {
       event.preventDefault();
       void this.#create((event.submitter as HTMLButtonElement | null)?.value === 'run');
@@ -162,7 +165,15 @@ export class ConversationList {
       statusBadge(conversation.status),
       // a run waiting for a slot of the tenant's: its place in the queue (it starts when a run of the tenant ends)
       conversation.queue
-        ? h('span', { class: 'badge queued', 'data-testid': 'queue-position', title: `run queued at ${conversation.queue.queued_at}: it starts when a run of yours ends` }, `queued #${conversation.queue.position}`)
+        ? h(
+            'span',
+            {
+              class: 'badge queued',
+              'data-testid': 'queue-position',
+              title: `run queued at ${conversation.queue.queued_at}: it starts when a run of yours ends`,
+            },
+            `queued #${conversation.queue.position}`,
+          )
         : null,
       h(
         'span',

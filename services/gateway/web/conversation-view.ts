@@ -12,7 +12,11 @@ import { TypingArea } from './typing-area.js';
 import { ImageAttachments } from './image-attachments.js';
 
 /** What the list shows of the open conversation, ahead of its next refresh. */
-export type ConversationProgress = { readonly status: ConversationStatus; readonly lastSeq: number; readonly updatedAt: string | null };
+export type ConversationProgress = {
+  readonly status: ConversationStatus;
+  readonly lastSeq: number;
+  readonly updatedAt: string | null;
+};
 
 export type ConversationViewHooks = {
   /** The open conversation moved on (to update the list). */
@@ -125,18 +129,23 @@ export class ConversationView {
     this.#spec.reset();
     this.#setConnection('connecting', 'connecting…');
     this.#render();
-    void this.client().getConversation(id).then(
-      (conversation) => {
-        if (this.#id === id && conversation.title) this.#title.textContent = conversation.title;
-      },
-      () => undefined, // the subscription reports a missing conversation
-    );
+    void this.client()
+      .getConversation(id)
+      .then(
+        (conversation) => {
+          if (this.#id === id && conversation.title) this.#title.textContent = conversation.title;
+        },
+        () => undefined, // the subscription reports a missing conversation
+      );
     const subscription = this.client().subscribe(id, {
       afterSeq: 0,
       onSync: (sync) => {
         if (this.#subscription !== subscription) return;
         this.#setStatus(sync.status);
-        this.#setConnection(sync.last_seq > sync.after_seq ? 'replaying' : 'live', sync.last_seq > sync.after_seq ? 'loading…' : 'live');
+        this.#setConnection(
+          sync.last_seq > sync.after_seq ? 'replaying' : 'live',
+          sync.last_seq > sync.after_seq ? 'loading…' : 'live',
+        );
       },
       onLive: () => {
         if (this.#subscription !== subscription) return;
@@ -152,13 +161,15 @@ export class ConversationView {
         this.#keepAtBottom(() => this.#typing.add(delta));
       },
       onReconnect: (_reason, delayMs) => {
-        if (this.#subscription === subscription) this.#setConnection('reconnecting', `reconnecting in ${Math.ceil(delayMs / 1000)} s…`);
+        if (this.#subscription === subscription)
+          this.#setConnection('reconnecting', `reconnecting in ${Math.ceil(delayMs / 1000)} s…`);
       },
       onClose: (reason) => {
         if (this.#subscription !== subscription || !reason.fatal) return;
         this.#setConnection('closed', 'disconnected');
         if (reason.code === CloseCode.Unauthorized) this.hooks.onUnauthorized();
-        else if (reason.code === CloseCode.NotFound) this.hooks.onError(new Error(`Conversation ${id} does not exist.`));
+        else if (reason.code === CloseCode.NotFound)
+          this.hooks.onError(new Error(`Conversation ${id} does not exist.`));
         else this.hooks.onError(new Error(`The event stream closed: ${reason.reason || reason.code}`));
       },
     });
@@ -190,7 +201,11 @@ export class ConversationView {
     if (event.type === 'agent_spec') this.#spec.show(event);
     if (event.type === 'secret_changed' && this.#connection.dataset['state'] === 'live') void this.#secrets.refresh();
     // a file put in the workspace (here, or by another client) or a tool's result: the folder shown (when it is) is listed again
-    if ((event.type === 'workspace_file' || event.type === 'observation') && this.#connection.dataset['state'] === 'live') void this.#files.refresh();
+    if (
+      (event.type === 'workspace_file' || event.type === 'observation') &&
+      this.#connection.dataset['state'] === 'live'
+    )
+      void this.#files.refresh();
     if (clearsTyping(event)) this.#typing.clear();
     this.#lastSeq = event.seq;
     this.#updatedAt = event.timestamp;
@@ -224,7 +239,10 @@ export class ConversationView {
     if (this.#id) this.hooks.onProgress(this.#id, { status, lastSeq: this.#lastSeq, updatedAt: this.#updatedAt });
     this.#pane.dataset['status'] = status;
     this.#statusSlot.replaceChildren(statusBadge(status, 'conversation-status'));
-    this.#usageLabel.textContent = this.#usage.tokens > 0 ? `${count(this.#usage.tokens)} tokens${this.#usage.cost > 0 ? ` · ${usd(this.#usage.cost)}` : ''}` : '';
+    this.#usageLabel.textContent =
+      this.#usage.tokens > 0
+        ? `${count(this.#usage.tokens)} tokens${this.#usage.cost > 0 ? ` · ${usd(this.#usage.cost)}` : ''}`
+        : '';
     const busy = this.#busy;
     this.#buttons.run.disabled = busy || status === 'running' || status === 'waiting_for_confirmation';
     this.#buttons.pause.disabled = busy || status !== 'running';
@@ -236,13 +254,18 @@ export class ConversationView {
     this.#buttons.reject.disabled = busy || pending.length === 0;
     this.#pendingList.replaceChildren(
       ...(pending.length > 0
-        ? pending.map((action) => h('li', { 'data-testid': 'pending-action', 'data-tool': action.tool_name }, actionCard(action)))
+        ? pending.map((action) =>
+            h('li', { 'data-testid': 'pending-action', 'data-tool': action.tool_name }, actionCard(action)),
+          )
         : waiting
           ? [h('li', { class: 'muted' }, 'No action is pending: approving resumes the run.')]
           : []),
     );
     for (const item of this.#list.querySelectorAll<HTMLElement>('li.event-action')) {
-      item.classList.toggle('awaiting', waiting && pending.some((action) => String(action.seq) === item.dataset['seq']));
+      item.classList.toggle(
+        'awaiting',
+        waiting && pending.some((action) => String(action.seq) === item.dataset['seq']),
+      );
     }
   }
 

@@ -7,7 +7,12 @@ const OPEN_RESULT_LINES = 24;
 
 /** One durable event as a list item of the conversation's stream. */
 export function renderEvent(event: Event): HTMLLIElement {
-  const item = h('li', { class: `event event-${event.type} source-${event.source}`, 'data-testid': 'event', 'data-type': event.type, 'data-seq': event.seq });
+  const item = h('li', {
+    class: `event event-${event.type} source-${event.source}`,
+    'data-testid': 'event',
+    'data-type': event.type,
+    'data-seq': event.seq,
+  });
   append(item, ...body(event));
   return item;
 }
@@ -21,8 +26,21 @@ function body(event: Event): Child[] {
       const skills = event.activated_skills?.length ? `Skills activated: ${event.activated_skills.join(', ')}` : null;
       return [
         meta(who, event),
-        h('div', { class: `bubble ${user ? 'bubble-user' : 'bubble-agent'}`, 'data-testid': user ? 'user-message' : 'agent-message' }, ...contentParts(event.content)),
-        event.extended_content?.length ? collapsible(skills ?? 'Added context', event.extended_content.map((part) => (part.type === 'text' ? part.text : '')).join('\n\n'), 'extended-content') : null,
+        h(
+          'div',
+          {
+            class: `bubble ${user ? 'bubble-user' : 'bubble-agent'}`,
+            'data-testid': user ? 'user-message' : 'agent-message',
+          },
+          ...contentParts(event.content),
+        ),
+        event.extended_content?.length
+          ? collapsible(
+              skills ?? 'Added context',
+              event.extended_content.map((part) => (part.type === 'text' ? part.text : '')).join('\n\n'),
+              'extended-content',
+            )
+          : null,
         event.reasoning?.text ? collapsible('Reasoning', event.reasoning.text, 'reasoning') : null,
       ];
     }
@@ -36,9 +54,17 @@ function body(event: Event): Child[] {
         h('div', { class: 'card card-error' }, h('pre', { class: 'output' }, event.error)),
       ];
     case 'conversation_error':
-      return [meta('Run stopped', event), h('div', { class: 'card card-error' }, h('strong', {}, event.code), h('p', {}, event.detail))];
+      return [
+        meta('Run stopped', event),
+        h('div', { class: 'card card-error' }, h('strong', {}, event.code), h('p', {}, event.detail)),
+      ];
     case 'user_rejection':
-      return note(event, `Rejected ${event.tool_name}${event.rejection_source === 'hook' ? ' (by a hook)' : ''}`, event.reason ? `“${event.reason}”` : null, 'note-warning');
+      return note(
+        event,
+        `Rejected ${event.tool_name}${event.rejection_source === 'hook' ? ' (by a hook)' : ''}`,
+        event.reason ? `“${event.reason}”` : null,
+        'note-warning',
+      );
     case 'approval':
       return note(event, `Approved ${plural(event.action_ids.length, 'action')}`, null, 'note-success');
     case 'execution_started':
@@ -57,31 +83,64 @@ function body(event: Event): Child[] {
     case 'condensation_request':
       return note(event, 'Condensation requested', event.reason ?? null);
     case 'hook_execution':
-      return note(event, `Hook ${event.hook}: ${event.decision}`, `${event.command}${event.exit_code === null ? '' : ` (exit ${event.exit_code})`}`);
+      return note(
+        event,
+        `Hook ${event.hook}: ${event.decision}`,
+        `${event.command}${event.exit_code === null ? '' : ` (exit ${event.exit_code})`}`,
+      );
     case 'secret_changed':
       return note(event, `Secret ${event.name} ${event.action === 'set' ? 'set' : 'removed'}`, null);
     case 'agent_spec':
-      return note(event, `Agent spec: ${specSummary(event.spec)}`, event.template ? `${event.reason} (template ${event.template})` : event.reason);
+      return note(
+        event,
+        `Agent spec: ${specSummary(event.spec)}`,
+        event.template ? `${event.reason} (template ${event.template})` : event.reason,
+      );
     case 'mcp_tools':
       return event.error
         ? note(event, `MCP server ${event.server} failed`, event.error.message, 'note-warning')
-        : note(event, `MCP server ${event.server}: ${plural(event.tools.length, 'tool')}`, event.tools.map((tool) => tool.name).join(', ') || null);
+        : note(
+            event,
+            `MCP server ${event.server}: ${plural(event.tools.length, 'tool')}`,
+            event.tools.map((tool) => tool.name).join(', ') || null,
+          );
     case 'workspace_context':
       return note(
         event,
         `Workspace context: ${plural(event.repository.length, 'file')}, ${plural(event.knowledge.length + event.skills.length, 'skill')}, ${plural(event.rules.length, 'rule')}`,
-        [...event.repository.map((file) => file.path), ...event.knowledge.map((skill) => skill.path), ...event.skills.map((skill) => skill.path), ...event.rules.map((rule) => rule.path)].join(', ') || null,
+        [
+          ...event.repository.map((file) => file.path),
+          ...event.knowledge.map((skill) => skill.path),
+          ...event.skills.map((skill) => skill.path),
+          ...event.rules.map((rule) => rule.path),
+        ].join(', ') || null,
       );
     case 'subagent_started':
       return note(event, `Sub-agent ${event.agent} started`, `conversation ${event.child}`);
     case 'branch':
       return event.kind === 'fork'
-        ? note(event, `Forked from ${event.from.conversation}`, `after event ${event.from.seq} · ${plural(event.copied, 'event')} of its view copied`)
-        : note(event, `Rewound to event ${event.from.seq}`, `events ${event.from.seq + 1}–${event.seq - 1} left the view${event.reason ? ` · ${event.reason}` : ''}`);
+        ? note(
+            event,
+            `Forked from ${event.from.conversation}`,
+            `after event ${event.from.seq} · ${plural(event.copied, 'event')} of its view copied`,
+          )
+        : note(
+            event,
+            `Rewound to event ${event.from.seq}`,
+            `events ${event.from.seq + 1}–${event.seq - 1} left the view${event.reason ? ` · ${event.reason}` : ''}`,
+          );
     case 'workspace_file':
-      return note(event, `${event.action === 'created' ? 'Uploaded' : 'Replaced'} ${event.path}`, `${count(event.size)} bytes · sha256 ${event.sha256.slice(0, 12)}…`);
+      return note(
+        event,
+        `${event.action === 'created' ? 'Uploaded' : 'Replaced'} ${event.path}`,
+        `${count(event.size)} bytes · sha256 ${event.sha256.slice(0, 12)}…`,
+      );
     case 'subagent_task':
-      return note(event, `Sub-agent ${event.agent} of ${event.parent_call.conversation}`, `depth ${event.depth} · ${event.workspace === event.conversation ? 'its own workspace' : `the workspace of ${event.workspace}`}`);
+      return note(
+        event,
+        `Sub-agent ${event.agent} of ${event.parent_call.conversation}`,
+        `depth ${event.depth} · ${event.workspace === event.conversation ? 'its own workspace' : `the workspace of ${event.workspace}`}`,
+      );
     case 'llm_usage':
       return note(
         event,
@@ -128,10 +187,13 @@ function when(event: Event): HTMLElement {
 
 function stateChange(event: Extract<Event, { type: 'state_change' }>): Child[] {
   const parts: Child[] = [];
-  if (event.status) parts.push(h('span', { class: 'note-text' }, 'Status'), statusBadge(event.status, 'state-change-status'));
+  if (event.status)
+    parts.push(h('span', { class: 'note-text' }, 'Status'), statusBadge(event.status, 'state-change-status'));
   if (event.title !== undefined) parts.push(h('span', { class: 'note-text' }, `Title “${event.title}”`));
-  if (event.tags !== undefined) parts.push(h('span', { class: 'note-text' }, `Tags: ${event.tags.join(', ') || 'none'}`));
-  if (event.settings_ref !== undefined && parts.length === 0) parts.push(h('span', { class: 'note-text' }, `Settings ${event.settings_ref}`));
+  if (event.tags !== undefined)
+    parts.push(h('span', { class: 'note-text' }, `Tags: ${event.tags.join(', ') || 'none'}`));
+  if (event.settings_ref !== undefined && parts.length === 0)
+    parts.push(h('span', { class: 'note-text' }, `Settings ${event.settings_ref}`));
   if (event.reason) parts.push(h('span', { class: 'note-detail' }, event.reason));
   parts.push(when(event));
   return [h('div', { class: 'note note-status' }, ...parts)];
@@ -147,7 +209,11 @@ export function actionCard(action: ActionEvent): HTMLElement {
       'div',
       { class: 'card-head' },
       h('span', { class: 'tool-name', 'data-testid': 'tool-name' }, action.tool_name),
-      h('span', { class: `risk risk-${action.security_risk}`, title: 'predicted security risk' }, `risk: ${action.security_risk}`),
+      h(
+        'span',
+        { class: `risk risk-${action.security_risk}`, title: 'predicted security risk' },
+        `risk: ${action.security_risk}`,
+      ),
     ),
     action.summary ? h('p', { class: 'action-summary' }, action.summary) : null,
     thought ? h('p', { class: 'thought' }, thought) : null,
@@ -158,7 +224,10 @@ export function actionCard(action: ActionEvent): HTMLElement {
 function actionInput(action: ActionEvent): Child[] {
   const input = action.input;
   if (input === null) {
-    return [h('p', { class: 'muted' }, 'The arguments could not be understood:'), h('pre', { class: 'code', 'data-testid': 'tool-arguments' }, action.arguments)];
+    return [
+      h('p', { class: 'muted' }, 'The arguments could not be understood:'),
+      h('pre', { class: 'code', 'data-testid': 'tool-arguments' }, action.arguments),
+    ];
   }
   const { security_risk: _risk, summary: _summary, ...rest } = input;
   const text = (key: string): string | undefined => (typeof rest[key] === 'string' ? (rest[key] as string) : undefined);
@@ -166,12 +235,30 @@ function actionInput(action: ActionEvent): Child[] {
     case 'terminal': {
       const command = text('command') ?? '';
       const prefix = rest['is_input'] === true ? '⏎ ' : '$ ';
-      return [h('pre', { class: 'code command', 'data-testid': 'tool-command' }, command === '' ? '(read more output)' : prefix + command)];
+      return [
+        h(
+          'pre',
+          { class: 'code command', 'data-testid': 'tool-command' },
+          command === '' ? '(read more output)' : prefix + command,
+        ),
+      ];
     }
     case 'file_editor': {
-      const parts: Child[] = [h('pre', { class: 'code command', 'data-testid': 'tool-command' }, `${text('command') ?? '?'} ${text('path') ?? ''}`)];
+      const parts: Child[] = [
+        h(
+          'pre',
+          { class: 'code command', 'data-testid': 'tool-command' },
+          `${text('command') ?? '?'} ${text('path') ?? ''}`,
+        ),
+      ];
       if (text('old_str') !== undefined) parts.push(labelled('replace', text('old_str')!));
-      if (text('new_str') !== undefined) parts.push(labelled(text('command') === 'insert' ? `insert after line ${String(rest['insert_line'])}` : 'with', text('new_str')!));
+      if (text('new_str') !== undefined)
+        parts.push(
+          labelled(
+            text('command') === 'insert' ? `insert after line ${String(rest['insert_line'])}` : 'with',
+            text('new_str')!,
+          ),
+        );
       if (text('file_text') !== undefined) parts.push(labelled('content', text('file_text')!));
       return parts;
     }
@@ -180,7 +267,9 @@ function actionInput(action: ActionEvent): Child[] {
     case 'finish':
       return [h('p', { 'data-testid': 'tool-arguments' }, text('message') ?? prettyJson(rest))];
     default:
-      return Object.keys(rest).length === 0 ? [] : [h('pre', { class: 'code', 'data-testid': 'tool-arguments' }, prettyJson(rest))];
+      return Object.keys(rest).length === 0
+        ? []
+        : [h('pre', { class: 'code', 'data-testid': 'tool-arguments' }, prettyJson(rest))];
   }
 }
 
@@ -195,12 +284,23 @@ function observationCard(observation: ObservationEvent): HTMLElement {
   const lines = output.split('\n').length;
   const result = h(
     'details',
-    { class: `card card-result${failed ? ' card-error' : ''}`, 'data-testid': 'tool-result', 'data-error': String(failed), open: lines <= OPEN_RESULT_LINES },
+    {
+      class: `card card-result${failed ? ' card-error' : ''}`,
+      'data-testid': 'tool-result',
+      'data-error': String(failed),
+      open: lines <= OPEN_RESULT_LINES,
+    },
     h(
       'summary',
       {},
       h('span', { class: 'tool-name' }, observation.tool_name),
-      typeof exitCode === 'number' ? h('span', { class: `exit ${exitCode === 0 ? 'exit-ok' : 'exit-failed'}`, 'data-testid': 'exit-code' }, `exit ${exitCode}`) : null,
+      typeof exitCode === 'number'
+        ? h(
+            'span',
+            { class: `exit ${exitCode === 0 ? 'exit-ok' : 'exit-failed'}`, 'data-testid': 'exit-code' },
+            `exit ${exitCode}`,
+          )
+        : null,
       observation.is_error ? h('span', { class: 'exit exit-failed' }, 'error') : null,
       h('span', { class: 'muted' }, output === '' ? 'no output' : plural(lines, 'line')),
     ),
@@ -218,16 +318,35 @@ function contentParts(parts: readonly ContentPart[]): Child[] {
 function images(parts: readonly ContentPart[]): Child[] {
   return parts.flatMap((part): Child[] => {
     if (part.type !== 'image') return [];
-    if (part.data !== undefined) return [h('img', { class: 'inline-image', alt: 'image', src: `data:${part.media_type ?? 'image/png'};base64,${part.data}` })];
+    if (part.data !== undefined)
+      return [
+        h('img', {
+          class: 'inline-image',
+          alt: 'image',
+          src: `data:${part.media_type ?? 'image/png'};base64,${part.data}`,
+        }),
+      ];
     if (part.url?.startsWith('data:image/')) return [h('img', { class: 'inline-image', alt: 'image', src: part.url })];
     // a stored image: the log names it, its bytes go only to the model
-    if (part.sha256 !== undefined) return [h('span', { class: 'image-ref', 'data-testid': 'image-ref' }, `image${part.name === undefined ? '' : ` ${part.name}`} (${Math.max(1, Math.round((part.bytes ?? 0) / 1024))} KiB)`)];
+    if (part.sha256 !== undefined)
+      return [
+        h(
+          'span',
+          { class: 'image-ref', 'data-testid': 'image-ref' },
+          `image${part.name === undefined ? '' : ` ${part.name}`} (${Math.max(1, Math.round((part.bytes ?? 0) / 1024))} KiB)`,
+        ),
+      ];
     return [h('a', { href: part.url ?? '#', target: '_blank', rel: 'noreferrer noopener' }, 'image')];
   });
 }
 
 function collapsible(title: string, text: string, className: string): HTMLElement {
-  return h('details', { class: `collapsible ${className}` }, h('summary', {}, title), h('pre', { class: 'output' }, text));
+  return h(
+    'details',
+    { class: `collapsible ${className}` },
+    h('summary', {}, title),
+    h('pre', { class: 'output' }, text),
+  );
 }
 
 export function textOf(parts: readonly ContentPart[]): string {

@@ -76,7 +76,12 @@ export class FilesPanel {
     } catch (error) {
       if (generation !== this.#generation) return;
       // a folder that went away: back to the root
-      if (error instanceof FlotillaApiError && (error.code === 'file_not_found' || error.code === 'not_a_directory') && path !== '') return this.#go('');
+      if (
+        error instanceof FlotillaApiError &&
+        (error.code === 'file_not_found' || error.code === 'not_a_directory') &&
+        path !== ''
+      )
+        return this.#go('');
       this.#list.replaceChildren();
       this.#showNote(error instanceof FlotillaApiError ? error.message : 'The workspace could not be listed.');
       if (!(error instanceof FlotillaApiError) || error.status >= 500) this.hooks.onError(error);
@@ -97,22 +102,38 @@ export class FilesPanel {
 
   #render(entries: readonly FileEntry[], truncated: boolean): void {
     this.#list.replaceChildren(...entries.map((entry) => this.#row(entry)));
-    this.#showNote(entries.length === 0 ? 'This folder is empty.' : truncated ? 'Only the first entries are listed.' : undefined);
+    this.#showNote(
+      entries.length === 0 ? 'This folder is empty.' : truncated ? 'Only the first entries are listed.' : undefined,
+    );
   }
 
   #row(entry: FileEntry): HTMLLIElement {
     const item = h('li', { 'data-testid': 'file-entry', 'data-name': entry.name, 'data-type': entry.type });
     if (entry.type === 'directory') {
-      const open = h('button', { type: 'button', class: 'link-button file-name', 'data-testid': 'file-open' }, `${entry.name}/`);
+      const open = h(
+        'button',
+        { type: 'button', class: 'link-button file-name', 'data-testid': 'file-open' },
+        `${entry.name}/`,
+      );
       open.addEventListener('click', () => this.#go(entry.path));
       item.append(open);
     } else {
       item.append(h('span', { class: 'file-name' }, entry.name));
     }
-    if (entry.type === 'symlink') item.append(h('span', { class: 'muted', title: 'A symbolic link' }, `→ ${entry.link_target ?? '?'}`));
+    if (entry.type === 'symlink')
+      item.append(h('span', { class: 'muted', title: 'A symbolic link' }, `→ ${entry.link_target ?? '?'}`));
     if (entry.size !== null) item.append(h('span', { class: 'muted file-size' }, bytes(entry.size)));
     if (entry.type === 'file') {
-      const download = h('button', { type: 'button', class: 'link-button', 'data-testid': 'file-download', 'aria-label': `Download ${entry.name}` }, 'Download');
+      const download = h(
+        'button',
+        {
+          type: 'button',
+          class: 'link-button',
+          'data-testid': 'file-download',
+          'aria-label': `Download ${entry.name}`,
+        },
+        'Download',
+      );
       download.addEventListener('click', () => void this.#download(entry));
       item.append(download);
     }
@@ -183,10 +204,18 @@ export class FilesPanel {
     this.#diffSummary.textContent = `${where} on ${branch}: ${status.entries.length} changed${status.truncated ? ' (at least)' : ''}${diff.base === 'empty_tree' ? ', no commit yet' : ''}`;
     this.#diffStatus.replaceChildren(
       ...status.entries.map((entry) =>
-        h('li', { 'data-testid': 'git-status-entry', 'data-path': entry.path }, h('code', { class: 'git-xy' }, `${entry.index}${entry.worktree}`), entry.original_path ? `${entry.original_path} → ${entry.path}` : entry.path),
+        h(
+          'li',
+          { 'data-testid': 'git-status-entry', 'data-path': entry.path },
+          h('code', { class: 'git-xy' }, `${entry.index}${entry.worktree}`),
+          entry.original_path ? `${entry.original_path} → ${entry.path}` : entry.path,
+        ),
       ),
     );
-    this.#diffText.replaceChildren(...diffLines(diff.diff), ...(diff.truncated ? [h('span', { class: 'diff-cut' }, '… the diff is longer than what is shown\n')] : []));
+    this.#diffText.replaceChildren(
+      ...diffLines(diff.diff),
+      ...(diff.truncated ? [h('span', { class: 'diff-cut' }, '… the diff is longer than what is shown\n')] : []),
+    );
     if (diff.diff === '') this.#diffText.append(h('span', { class: 'muted' }, 'No changes.'));
     show(this.#diffView, true);
   }
@@ -199,10 +228,23 @@ export class FilesPanel {
 
 /** A diff's lines as spans classed by what they are (file header, hunk, added, removed), as text: nothing in it is markup. */
 function diffLines(text: string): HTMLSpanElement[] {
-  return text.split('\n').slice(0, text.endsWith('\n') ? -1 : undefined).map((line) => {
-    const kind = line.startsWith('diff --git') ? 'file' : line.startsWith('@@') ? 'hunk' : line.startsWith('+++') || line.startsWith('---') ? 'meta' : line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : 'context';
-    return h('span', { class: `diff-line diff-${kind}`, 'data-kind': kind }, `${line}\n`);
-  });
+  return text
+    .split('\n')
+    .slice(0, text.endsWith('\n') ? -1 : undefined)
+    .map((line) => {
+      const kind = line.startsWith('diff --git')
+        ? 'file'
+        : line.startsWith('@@')
+          ? 'hunk'
+          : line.startsWith('+++') || line.startsWith('---')
+            ? 'meta'
+            : line.startsWith('+')
+              ? 'add'
+              : line.startsWith('-')
+                ? 'del'
+                : 'context';
+      return h('span', { class: `diff-line diff-${kind}`, 'data-kind': kind }, `${line}\n`);
+    });
 }
 
 function parentOf(path: string): string {

@@ -13,7 +13,11 @@ const STATUS_LABELS: Record<ConversationStatus, string> = {
 
 /** A coloured pill for a conversation status; `data-status` carries the raw value. */
 export function statusBadge(status: ConversationStatus, testId = 'status-badge'): HTMLSpanElement {
-  return h('span', { class: `badge status-${status}`, 'data-testid': testId, 'data-status': status, title: status }, STATUS_LABELS[status]);
+  return h(
+    'span',
+    { class: `badge status-${status}`, 'data-testid': testId, 'data-status': status, title: status },
+    STATUS_LABELS[status],
+  );
 }
 
 export function statusLabel(status: ConversationStatus): string {
@@ -21,7 +25,12 @@ export function statusLabel(status: ConversationStatus): string {
 }
 
 const timeFormat = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-const dateFormat = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+const dateFormat = new Intl.DateTimeFormat(undefined, {
+  month: 'short',
+  day: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
+});
 
 /** `14:03:22` for an event's timestamp. */
 export function clockTime(timestamp: string): string {

@@ -30,7 +30,10 @@ export class ImageAttachments {
   /** The attached images as the API takes them. */
   async uploads(): Promise<ImageUpload[]> {
     return Promise.all(
-      this.#files.map(async (file) => ({ data: base64(new Uint8Array(await file.arrayBuffer())), ...(file.name === '' ? {} : { name: file.name.slice(0, 255) }) })),
+      this.#files.map(async (file) => ({
+        data: base64(new Uint8Array(await file.arrayBuffer())),
+        ...(file.name === '' ? {} : { name: file.name.slice(0, 255) }),
+      })),
     );
   }
 
@@ -43,12 +46,21 @@ export class ImageAttachments {
     this.list.hidden = this.#files.length === 0;
     this.list.replaceChildren(
       ...this.#files.map((file, index) => {
-        const remove = h('button', { type: 'button', class: 'chip-remove', title: `Remove ${file.name}`, 'aria-label': `Remove ${file.name}` }, '×');
+        const remove = h(
+          'button',
+          { type: 'button', class: 'chip-remove', title: `Remove ${file.name}`, 'aria-label': `Remove ${file.name}` },
+          '×',
+        );
         remove.addEventListener('click', () => {
           this.#files.splice(index, 1);
           this.#render();
         });
-        return h('li', { class: 'attachment', 'data-testid': 'attachment' }, `${file.name} (${Math.max(1, Math.round(file.size / 1024))} KiB)`, remove);
+        return h(
+          'li',
+          { class: 'attachment', 'data-testid': 'attachment' },
+          `${file.name} (${Math.max(1, Math.round(file.size / 1024))} KiB)`,
+          remove,
+        );
       }),
     );
   }
@@ -57,6 +69,7 @@ export class ImageAttachments {
 /** Bytes as standard base64, a slice at a time (a spread of megabytes would overflow the call stack). */
 function base64(bytes: Uint8Array): string {
   let binary = '';
-  for (let start = 0; start < bytes.length; start += 0x8000) binary += String.fromCharCode(...bytes.subarray(start, start + 0x8000));
+  for (let start = 0; start < bytes.length; start += 0x8000)
+    binary += String.fromCharCode(...bytes.subarray(start, start + 0x8000));
   return btoa(binary);
 }

@@ -7,7 +7,11 @@ export type SchedulesPanelHooks = {
   onError(error: unknown): void;
 };
 
-const PLACEHOLDERS = { cron: '0 30 9 * * MON-FRI (sec min hour day month weekday)', every: '30m, 2h, 90s', at: '2026-12-24T18:00:00+01:00' } as const;
+const PLACEHOLDERS = {
+  cron: '0 30 9 * * MON-FRI (sec min hour day month weekday)',
+  every: '30m, 2h, 90s',
+  at: '2026-12-24T18:00:00+01:00',
+} as const;
 type Kind = keyof typeof PLACEHOLDERS;
 /** How often an open panel reads the schedules again (their runs change them). */
 const REFRESH_MS = 5_000;
@@ -95,7 +99,16 @@ export class SchedulesPanel {
     return h(
       'li',
       { 'data-testid': 'schedule', 'data-id': id, 'data-status': schedule.status },
-      h('div', { class: 'schedule-line' }, h('span', { class: `schedule-status status-${schedule.status}`, 'data-testid': 'schedule-status' }, schedule.status), h('span', {}, whenText(schedule))),
+      h(
+        'div',
+        { class: 'schedule-line' },
+        h(
+          'span',
+          { class: `schedule-status status-${schedule.status}`, 'data-testid': 'schedule-status' },
+          schedule.status,
+        ),
+        h('span', {}, whenText(schedule)),
+      ),
       h('div', { class: 'schedule-line muted' }, actionText(schedule)),
       h(
         'div',
@@ -107,7 +120,9 @@ export class SchedulesPanel {
         'div',
         { class: 'schedule-actions' },
         schedule.status === 'active' ? button('Pause', 'schedule-pause', () => this.client().pauseSchedule(id)) : null,
-        schedule.status === 'paused' ? button('Resume', 'schedule-resume', () => this.client().resumeSchedule(id)) : null,
+        schedule.status === 'paused'
+          ? button('Resume', 'schedule-resume', () => this.client().resumeSchedule(id))
+          : null,
         button('Run now', 'schedule-run', () => this.client().runSchedule(id)),
         button('Delete', 'schedule-delete', () => this.client().deleteSchedule(id)),
       ),
@@ -127,11 +142,18 @@ export class SchedulesPanel {
     const kind = this.#kind.value as Kind;
     const value = this.#value.value.trim();
     const zone = this.#zone.value.trim();
-    const when = kind === 'cron' ? { cron: value, ...(zone ? { time_zone: zone } : {}) } : kind === 'every' ? { every: value } : { at: value };
+    const when =
+      kind === 'cron'
+        ? { cron: value, ...(zone ? { time_zone: zone } : {}) }
+        : kind === 'every'
+          ? { every: value }
+          : { at: value };
     const message = this.#message.value.trim();
     const to = this.#to.value.trim();
     // a conversation's id given: each run messages it; else each run creates a conversation
-    const action = to ? { type: 'send_message' as const, conversation: to, text: message } : { type: 'create_conversation' as const, message };
+    const action = to
+      ? { type: 'send_message' as const, conversation: to, text: message }
+      : { type: 'create_conversation' as const, message };
     const body: CreateScheduleBody = { when, action, missed_runs: this.#missed.value as 'run_once' | 'skip' };
     try {
       await this.client().createSchedule(body);
@@ -166,5 +188,7 @@ function whenText(schedule: Schedule): string {
 
 function actionText(schedule: Schedule): string {
   const { action } = schedule;
-  return action.type === 'send_message' ? `message to ${action.conversation}: ${action.text}` : `new conversation${action.template ? ` (${action.template})` : ''}: ${action.message}`;
+  return action.type === 'send_message'
+    ? `message to ${action.conversation}: ${action.text}`
+    : `new conversation${action.template ? ` (${action.template})` : ''}: ${action.message}`;
 }

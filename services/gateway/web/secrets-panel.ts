@@ -70,7 +70,10 @@ export class SecretsPanel {
     const client = this.client();
     let available = this.#available.get(client);
     if (!available) {
-      available = client.serverInfo().then((info) => info.capabilities.secrets, () => true);
+      available = client.serverInfo().then(
+        (info) => info.capabilities.secrets,
+        () => true,
+      );
       this.#available.set(client, available);
     }
     if (!(await available)) {
@@ -81,7 +84,10 @@ export class SecretsPanel {
     let own: string[];
     let inherited: string[];
     try {
-      [own, inherited] = await Promise.all([this.client().listConversationSecrets(id), this.client().listTenantSecrets()]);
+      [own, inherited] = await Promise.all([
+        this.client().listConversationSecrets(id),
+        this.client().listTenantSecrets(),
+      ]);
     } catch (error) {
       if (generation !== this.#generation) return;
       if (error instanceof FlotillaApiError && error.code === 'secrets_not_configured') {
@@ -93,19 +99,36 @@ export class SecretsPanel {
     }
     if (generation !== this.#generation) return;
     this.#enable(true);
-    this.#render(own, inherited.filter((name) => !own.includes(name)));
+    this.#render(
+      own,
+      inherited.filter((name) => !own.includes(name)),
+    );
   }
 
   #render(own: readonly string[], inherited: readonly string[]): void {
     this.#count.textContent = own.length + inherited.length > 0 ? `(${own.length + inherited.length})` : '';
     this.#list.replaceChildren(
       ...own.map((name) => {
-        const remove = h('button', { type: 'button', class: 'link-button', 'data-testid': 'secret-remove', 'aria-label': `Remove ${name}` }, 'Remove');
+        const remove = h(
+          'button',
+          { type: 'button', class: 'link-button', 'data-testid': 'secret-remove', 'aria-label': `Remove ${name}` },
+          'Remove',
+        );
         remove.addEventListener('click', () => this.#remove(name));
         return h('li', { 'data-testid': 'secret', 'data-name': name }, h('code', {}, name), remove);
       }),
       ...inherited.map((name) =>
-        h('li', { class: 'inherited', 'data-testid': 'secret-inherited', 'data-name': name, title: 'A default of your tenant' }, h('code', {}, name), h('span', { class: 'muted' }, 'tenant')),
+        h(
+          'li',
+          {
+            class: 'inherited',
+            'data-testid': 'secret-inherited',
+            'data-name': name,
+            title: 'A default of your tenant',
+          },
+          h('code', {}, name),
+          h('span', { class: 'muted' }, 'tenant'),
+        ),
       ),
     );
     this.#showNote(own.length + inherited.length === 0 ? 'No secrets yet.' : undefined);
@@ -117,7 +140,9 @@ export class SecretsPanel {
     const value = this.#value.value;
     if (!id || this.#busy) return;
     if (!NAME.test(name)) {
-      this.#showNote('A name is an environment-variable name: A-Z 0-9 _, not starting with a digit (e.g. GITHUB_TOKEN).');
+      this.#showNote(
+        'A name is an environment-variable name: A-Z 0-9 _, not starting with a digit (e.g. GITHUB_TOKEN).',
+      );
       this.#name.focus();
       return;
     }

@@ -23,12 +23,17 @@ export class SpecPanel {
     const { spec } = event;
     const llm = (spec['llm'] ?? {}) as { provider?: unknown; model?: unknown; profile?: unknown };
     const tools = Array.isArray(spec['tools']) ? (spec['tools'] as unknown[]).map(String) : [];
-    const mcp = Array.isArray(spec['mcpServers']) ? (spec['mcpServers'] as { name?: unknown }[]).map((server) => String(server.name)) : [];
+    const mcp = Array.isArray(spec['mcpServers'])
+      ? (spec['mcpServers'] as { name?: unknown }[]).map((server) => String(server.name))
+      : [];
     const confirmation = (spec['confirmation'] ?? {}) as { mode?: unknown };
     const model = `${String(llm.provider ?? '?')} ${String(llm.model ?? '?')}${llm.profile === undefined ? '' : ` (profile ${String(llm.profile)})`}`;
     this.#panel.dataset['seq'] = String(event.seq);
     this.#summary.textContent = `${String(llm.model ?? '?')}${event.template ? ` · ${event.template}` : ''}`;
-    const field = (name: string, value: string): Node[] => [h('dt', {}, name), h('dd', { 'data-testid': `spec-${name}` }, value)];
+    const field = (name: string, value: string): Node[] => [
+      h('dt', {}, name),
+      h('dd', { 'data-testid': `spec-${name}` }, value),
+    ];
     this.#fields.replaceChildren(
       ...field('model', model),
       ...field('tools', [...tools, ...mcp.map((name) => `${name} (MCP)`)].join(', ') || 'none'),

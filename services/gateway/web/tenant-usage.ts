@@ -47,7 +47,10 @@ export class TenantUsageLabel {
 
 function describe(usage: TenantUsage): string {
   const { usd, tokens, budget } = usage.usage.day;
-  const limits = [budget?.usd !== undefined ? `$${budget.usd}` : undefined, budget?.tokens !== undefined ? `${budget.tokens.toLocaleString()} tokens` : undefined].filter(Boolean);
+  const limits = [
+    budget?.usd !== undefined ? `$${budget.usd}` : undefined,
+    budget?.tokens !== undefined ? `${budget.tokens.toLocaleString()} tokens` : undefined,
+  ].filter(Boolean);
   const spent = `today $${usd.toFixed(2)}, ${tokens.toLocaleString()} tokens`;
   return `${spent}${limits.length > 0 ? ` of ${limits.join(' / ')}` : ''}${usage.reached ? ' — budget reached' : ''}`;
 }

@@ -12,7 +12,10 @@ export const LauncherConfig = z.object({
   /** Port for the embedded nats-server; a free one is chosen when it is busy. */
   natsPort: Port,
   /** Embedded nats-servers: 1, or a JetStream cluster of 3 to 5 on loopback (the stream and buckets then R3). */
-  natsNodes: z.coerce.number().int().refine((nodes) => nodes === 1 || (nodes >= 3 && nodes <= 5), 'must be 1, or 3 to 5 for a cluster'),
+  natsNodes: z.coerce
+    .number()
+    .int()
+    .refine((nodes) => nodes === 1 || (nodes >= 3 && nodes <= 5), 'must be 1, or 3 to 5 for a cluster'),
   streamName: z.string().regex(/^[A-Za-z0-9_-]+$/),
   /** Port of the gateway (REST, WebSocket, web UI); a free one is chosen when it is busy. */
   gatewayPort: Port,
@@ -41,8 +44,20 @@ export function loadLauncherConfig(environment: NodeJS.ProcessEnv = process.env)
     fromSource: environment['FLOTILLA_FROM_SOURCE'] || '0',
   });
   if (!result.success) {
-    const names: Record<string, string> = { home: 'FLOTILLA_HOME', natsUrl: 'FLOTILLA_NATS_URL', natsPort: 'FLOTILLA_NATS_PORT', natsNodes: 'FLOTILLA_NATS_NODES', streamName: 'FLOTILLA_STREAM', gatewayPort: 'FLOTILLA_GATEWAY_PORT', tenant: 'FLOTILLA_TENANT', tenantTaps: 'FLOTILLA_TENANT_TAPS', fromSource: 'FLOTILLA_FROM_SOURCE' };
-    const problems = result.error.issues.map((issue) => `${names[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`);
+    const names: Record<string, string> = {
+      home: 'FLOTILLA_HOME',
+      natsUrl: 'FLOTILLA_NATS_URL',
+      natsPort: 'FLOTILLA_NATS_PORT',
+      natsNodes: 'FLOTILLA_NATS_NODES',
+      streamName: 'FLOTILLA_STREAM',
+      gatewayPort: 'FLOTILLA_GATEWAY_PORT',
+      tenant: 'FLOTILLA_TENANT',
+      tenantTaps: 'FLOTILLA_TENANT_TAPS',
+      fromSource: 'FLOTILLA_FROM_SOURCE',
+    };
+    const problems = result.error.issues.map(
+      (issue) => `${names[String(issue.path[0])] ?? issue.path.join('.')}: ${issue.message}`,
+    );
     throw new Error(`invalid launcher configuration: ${problems.join('; ')}`);
   }
   return result.data;

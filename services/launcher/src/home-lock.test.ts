@@ -20,7 +20,15 @@ function deadPid(): number {
 }
 
 function staleRecord(fields: Partial<HomeLockRecord>): HomeLockRecord {
-  return { pid: deadPid(), processStart: '1', host: hostname(), since: '2026-01-01T00:00:00.000Z', gatewayUrl: 'http://127.0.0.1:9', token: 'old', ...fields };
+  return {
+    pid: deadPid(),
+    processStart: '1',
+    host: hostname(),
+    since: '2026-01-01T00:00:00.000Z',
+    gatewayUrl: 'http://127.0.0.1:9',
+    token: 'old',
+    ...fields,
+  };
 }
 
 describe('lockHome', () => {
@@ -88,12 +96,16 @@ describe('lockHome', () => {
   it('never takes over another host’s lock, and says how to free it', async () => {
     const path = join(home, 'launcher.lock');
     await writeFile(path, JSON.stringify(staleRecord({ host: 'elsewhere' })));
-    await expect(lockHome(home)).rejects.toThrow(/in use by launcher pid \d+ on host elsewhere .*if that launcher is gone, delete .*launcher\.lock/);
+    await expect(lockHome(home)).rejects.toThrow(
+      /in use by launcher pid \d+ on host elsewhere .*if that launcher is gone, delete .*launcher\.lock/,
+    );
   });
 
   it('refuses a lock file it cannot read, naming it', async () => {
     await writeFile(join(home, 'launcher.lock'), 'garbage');
-    await expect(lockHome(home)).rejects.toThrow(`${join(home, 'launcher.lock')} is not a launcher lock this version can read`);
+    await expect(lockHome(home)).rejects.toThrow(
+      `${join(home, 'launcher.lock')} is not a launcher lock this version can read`,
+    );
   });
 
   it('gives a stale lock to exactly one of several taking it over at once', async () => {
@@ -101,9 +113,12 @@ describe('lockHome', () => {
     const attempts = await Promise.allSettled(Array.from({ length: 12 }, () => lockHome(home)));
     const taken = attempts.filter((attempt) => attempt.status === 'fulfilled');
     expect(taken).toHaveLength(1);
-    for (const attempt of attempts) if (attempt.status === 'rejected') expect(attempt.reason).toBeInstanceOf(HomeInUseError);
+    for (const attempt of attempts)
+      if (attempt.status === 'rejected') expect(attempt.reason).toBeInstanceOf(HomeInUseError);
     const holder = (taken[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof lockHome>>>).value;
-    expect((JSON.parse(await readFile(join(home, 'launcher.lock'), 'utf8')) as HomeLockRecord).token).toBe(holder.record.token);
+    expect((JSON.parse(await readFile(join(home, 'launcher.lock'), 'utf8')) as HomeLockRecord).token).toBe(
+      holder.record.token,
+    );
     await holder.release();
     expect(await readdir(home)).toEqual([]);
   });

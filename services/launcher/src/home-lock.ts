@@ -106,7 +106,10 @@ async function readRecord(path: string): Promise<HomeLockRecord | 'absent' | 'un
 function inUseMessage(home: string, record: HomeLockRecord, state: 'running' | 'unknown'): string {
   const gateway = record.gatewayUrl ? `gateway ${record.gatewayUrl}` : 'still starting, no gateway yet';
   const who = `launcher pid ${record.pid}${state === 'unknown' ? ` on host ${record.host}` : ''} (${gateway}; since ${record.since})`;
-  const what = state === 'unknown' ? `if that launcher is gone, delete ${join(home, LOCK_FILE)}` : `stop it (Ctrl-C where it runs, or kill ${record.pid})`;
+  const what =
+    state === 'unknown'
+      ? `if that launcher is gone, delete ${join(home, LOCK_FILE)}`
+      : `stop it (Ctrl-C where it runs, or kill ${record.pid})`;
   return `${home} is in use by ${who}: one system per home. Use that one, ${what}, or give this one another home with FLOTILLA_HOME`;
 }
 
@@ -117,15 +120,30 @@ function inUseMessage(home: string, record: HomeLockRecord, state: 'running' | '
 export async function lockHome(home: string): Promise<HomeLock> {
   await mkdir(home, { recursive: true });
   const path = join(home, LOCK_FILE);
-  let record: HomeLockRecord = { pid: process.pid, processStart: await processStartTime(process.pid), host: hostname(), since: new Date().toISOString(), gatewayUrl: null, token: randomBytes(12).toString('hex') };
+  let record: HomeLockRecord = {
+    pid: process.pid,
+    processStart: await processStartTime(process.pid),
+    host: hostname(),
+    since: new Date().toISOString(),
+    gatewayUrl: null,
+    token: randomBytes(12).toString('hex'),
+  };
   for (let attempt = 0; ; attempt += 1) {
     if (await createExclusively(path, record)) break;
     const existing = await readRecord(path);
     if (existing === 'absent') continue;
-    if (existing === 'unreadable') throw new HomeInUseError(`${path} is not a launcher lock this version can read: if no launcher runs on ${home}, delete it and start again`, undefined);
+    if (existing === 'unreadable')
+      throw new HomeInUseError(
+        `${path} is not a launcher lock this version can read: if no launcher runs on ${home}, delete it and start again`,
+        undefined,
+      );
     const state = await holderState(existing);
     if (state !== 'gone') throw new HomeInUseError(inUseMessage(home, existing, state), existing);
-    if (attempt >= 100) throw new HomeInUseError(`could not take over the stale lock ${path} (other launchers are starting on ${home} at the same time): start again`, existing);
+    if (attempt >= 100)
+      throw new HomeInUseError(
+        `could not take over the stale lock ${path} (other launchers are starting on ${home} at the same time): start again`,
+        existing,
+      );
     if (!(await takeOver(path, existing, record))) await new Promise((resolve) => setTimeout(resolve, 10));
   }
   const rewrite = async (next: HomeLockRecord): Promise<void> => {

@@ -17,12 +17,18 @@ describe('groups left behind', () => {
       const name = uniqueName('LEFT');
       const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
       const ref = { tenant: 'acme', conversation: 'c1' };
-      await log.append(ref, [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })], { expected: EMPTY_TAIL });
+      await log.append(
+        ref,
+        [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'hi' }] })],
+        { expected: EMPTY_TAIL },
+      );
       const withoutSink = launchedServices({});
       expect(await groupsLeftBehind(log, withoutSink)).toEqual([]);
       await log.jsm.consumers.add(name, { durable_name: 'pg-sink', ack_policy: AckPolicy.Explicit });
       expect(await groupsLeftBehind(log, withoutSink)).toEqual([{ group: 'pg-sink', pending: 1 }]);
-      expect(await groupsLeftBehind(log, launchedServices({ [DATABASE_URL_VARIABLE]: 'postgres://127.0.0.1/test' }))).toEqual([]);
+      expect(
+        await groupsLeftBehind(log, launchedServices({ [DATABASE_URL_VARIABLE]: 'postgres://127.0.0.1/test' })),
+      ).toEqual([]);
     } finally {
       await nc.close();
     }
@@ -35,7 +41,9 @@ describe('the local key’s tenant', () => {
     try {
       expect(await tenantChange(home, 'local')).toBeUndefined();
       expect(await tenantChange(home, 'local')).toBeUndefined();
-      expect(await tenantChange(home, 'team')).toMatch(/^FLOTILLA_TENANT is team, the last launch's was local: .*launch with FLOTILLA_TENANT=local to see them/);
+      expect(await tenantChange(home, 'team')).toMatch(
+        /^FLOTILLA_TENANT is team, the last launch's was local: .*launch with FLOTILLA_TENANT=local to see them/,
+      );
       expect(await tenantChange(home, 'team')).toBeUndefined();
       expect(await tenantChange(home, 'local')).toMatch(/the last launch's was team/);
     } finally {

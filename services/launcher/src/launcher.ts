@@ -2,12 +2,32 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { authorizationConfig, connectBus, CONSUMER_GROUPS, DEFAULT_SUBJECT_PREFIX, ensureUsers, isBusCredentialSetting, loadBusSettings, loadStorageSettings, removeLocalTap, userEnvironment, writeLocalTap, type GeneratedUser } from '@flotilla/bus';
+import {
+  authorizationConfig,
+  connectBus,
+  CONSUMER_GROUPS,
+  DEFAULT_SUBJECT_PREFIX,
+  ensureUsers,
+  isBusCredentialSetting,
+  loadBusSettings,
+  loadStorageSettings,
+  removeLocalTap,
+  userEnvironment,
+  writeLocalTap,
+  type GeneratedUser,
+} from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
 import { freePort, NatsCluster, NatsServerProcess } from '@flotilla/nats-embedded';
 import { groupBacklog, loadServiceConfig, removeRetiredCondenserGroup } from '@flotilla/runtime';
 import { loadSandboxSettings, unmountWorkspacesUnder } from '@flotilla/sandbox';
-import { bundleService, formatLogLine, isModelSetting, serviceNiceness, ServiceProcess, waitReady } from '@flotilla/supervisor';
+import {
+  bundleService,
+  formatLogLine,
+  isModelSetting,
+  serviceNiceness,
+  ServiceProcess,
+  waitReady,
+} from '@flotilla/supervisor';
 import { loadAgentSettings } from '@flotilla/workers';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { LauncherConfig } from './config.js';
@@ -34,7 +54,9 @@ export type RunningSystem = AsyncDisposable & {
 
 /** The line of a service's last output that says why it stopped (its error), or the last line. */
 function reasonOf(lines: readonly string[]): string {
-  const error = [...lines].reverse().find((line) => /^\s*(\w*Error|\[cause\])\b|"level":(50|60)/.test(line) && !line.trim().startsWith('at '));
+  const error = [...lines]
+    .reverse()
+    .find((line) => /^\s*(\w*Error|\[cause\])\b|"level":(50|60)/.test(line) && !line.trim().startsWith('at '));
   const chosen = error ?? lines.at(-1) ?? 'no output';
   try {
     const record = JSON.parse(chosen) as { msg?: string; err?: { message?: string } };
@@ -55,7 +77,9 @@ function checkServiceSettings(environment: NodeJS.ProcessEnv): void {
 }
 
 function withoutBus(environment: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(environment).filter(([name]) => !isBusCredentialSetting(name) && name !== 'FLOTILLA_NATS_URL'));
+  return Object.fromEntries(
+    Object.entries(environment).filter(([name]) => !isBusCredentialSetting(name) && name !== 'FLOTILLA_NATS_URL'),
+  );
 }
 
 /**
@@ -72,7 +96,15 @@ async function unmountLeftWorkspaces(home: string, output: LauncherOutput): Prom
 const SERVICES_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The services `./dev up` starts, one process each. */
-export const EMBEDDED_SERVICES = ['projector', 'condenser', 'tool-runner', 'step-worker', 'gateway', 'webhooks', 'delegator'] as const;
+export const EMBEDDED_SERVICES = [
+  'projector',
+  'condenser',
+  'tool-runner',
+  'step-worker',
+  'gateway',
+  'webhooks',
+  'delegator',
+] as const;
 
 /** The services that never call a model: they do not inherit the providers' keys. */
 const MODEL_FREE_SERVICES: readonly string[] = ['tool-runner', 'pg-sink', 'webhooks', 'delegator'];
@@ -86,7 +118,10 @@ export function launchedServices(environment: NodeJS.ProcessEnv): readonly strin
 }
 
 /** The consumer groups on the events stream whose service is not among `launched`, with what they have not handled. */
-export async function groupsLeftBehind(log: EventLog, launched: readonly string[]): Promise<{ readonly group: string; readonly pending: number }[]> {
+export async function groupsLeftBehind(
+  log: EventLog,
+  launched: readonly string[],
+): Promise<{ readonly group: string; readonly pending: number }[]> {
   const left: { group: string; pending: number }[] = [];
   for (const group of CONSUMER_GROUPS.filter((name) => !launched.includes(name))) {
     const pending = await groupBacklog(log.jsm, log.streamName, group);
@@ -128,7 +163,11 @@ async function keyFile(path: string): Promise<string> {
  * beside the operator's own FLOTILLA_API_KEYS, and the operator's FLOTILLA_ADMIN_KEY or else the
  * home's (`$FLOTILLA_HOME/admin-key`). The gateway checks both as it would anywhere.
  */
-export async function gatewayKeysFor(config: { readonly home: string; readonly tenant: string }, apiKey: string, env: NodeJS.ProcessEnv): Promise<{ FLOTILLA_API_KEYS: string; FLOTILLA_ADMIN_KEY: string }> {
+export async function gatewayKeysFor(
+  config: { readonly home: string; readonly tenant: string },
+  apiKey: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ FLOTILLA_API_KEYS: string; FLOTILLA_ADMIN_KEY: string }> {
   const operatorKeys = env['FLOTILLA_API_KEYS']?.trim();
   const operatorAdminKey = env['FLOTILLA_ADMIN_KEY']?.trim();
   return {
@@ -141,7 +180,11 @@ export async function gatewayKeysFor(config: { readonly home: string; readonly t
  * Starts the system on one machine: an embedded nats-server (unless one is configured), the
  * events stream, and one supervised process of each service (restarted if it crashes).
  */
-export async function launch(config: LauncherConfig, output: LauncherOutput, options: { homeLock?: HomeLock } = {}): Promise<RunningSystem> {
+export async function launch(
+  config: LauncherConfig,
+  output: LauncherOutput,
+  options: { homeLock?: HomeLock } = {},
+): Promise<RunningSystem> {
   // one system per home: nothing in it (store, keys, cli.json) changes before this launcher holds it
   const homeLock = options.homeLock ?? (await lockHome(config.home));
   try {
@@ -159,7 +202,11 @@ export async function launch(config: LauncherConfig, output: LauncherOutput, opt
   }
 }
 
-async function launchOnHome(config: LauncherConfig, output: LauncherOutput, homeLock: HomeLock): Promise<RunningSystem> {
+async function launchOnHome(
+  config: LauncherConfig,
+  output: LauncherOutput,
+  homeLock: HomeLock,
+): Promise<RunningSystem> {
   checkServiceSettings(process.env);
   let server: NatsServerProcess | NatsCluster | undefined;
   let natsUrl = config.natsUrl;
@@ -170,8 +217,13 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
   const storage = loadStorageSettings({ ...process.env, FLOTILLA_REPLICAS: replicasSetting });
   if (!natsUrl) {
     const usersDir = join(config.home, 'nats-users');
-    users = new Map((await ensureUsers(usersDir, deploymentIdentities(config.tenantTaps))).map((user) => [user.user, user]));
-    const authorization = authorizationConfig([...users.values()], { stream: config.streamName, subjectPrefix: DEFAULT_SUBJECT_PREFIX });
+    users = new Map(
+      (await ensureUsers(usersDir, deploymentIdentities(config.tenantTaps))).map((user) => [user.user, user]),
+    );
+    const authorization = authorizationConfig([...users.values()], {
+      stream: config.streamName,
+      subjectPrefix: DEFAULT_SUBJECT_PREFIX,
+    });
     const taps = config.tenantTaps.map((tenant) => `tap-${tenant}.password`).join(', ');
     const credentials = `no anonymous clients: each service's password is in ${usersDir}, the admin's in admin.password, a read-only tap's in tap.password${taps ? `, tenant taps' in ${taps}` : ''}`;
     if (config.natsNodes > 1) {
@@ -179,14 +231,18 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
       await mkdir(dir, { recursive: true });
       server = await NatsCluster.start({ size: config.natsNodes, config: authorization, dir });
       natsUrl = server.url;
-      output.info(`a ${config.natsNodes}-node JetStream cluster on loopback: ${natsUrl} (stores in ${dir}; ${credentials}); stream and buckets R${storage.replicas}`);
+      output.info(
+        `a ${config.natsNodes}-node JetStream cluster on loopback: ${natsUrl} (stores in ${dir}; ${credentials}); stream and buckets R${storage.replicas}`,
+      );
     } else {
       const storeDir = join(config.home, 'nats');
       await mkdir(storeDir, { recursive: true });
       let port = config.natsPort;
       if (!(await portIsFree(port))) {
         const fallback = await freePort();
-        output.warn(`port ${port} is busy; the embedded nats-server uses ${fallback} instead (set FLOTILLA_NATS_PORT to choose)`);
+        output.warn(
+          `port ${port} is busy; the embedded nats-server uses ${fallback} instead (set FLOTILLA_NATS_PORT to choose)`,
+        );
         port = fallback;
       }
       server = await NatsServerProcess.start({ port, storeDir, config: authorization });
@@ -195,7 +251,9 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
     }
   }
   // the launcher is the embedded system's admin; with a server of your own it connects as FLOTILLA_NATS_* say
-  const bus = loadBusSettings(users ? { FLOTILLA_NATS_URL: natsUrl, ...userEnvironment(users.get('admin')!) } : process.env);
+  const bus = loadBusSettings(
+    users ? { FLOTILLA_NATS_URL: natsUrl, ...userEnvironment(users.get('admin')!) } : process.env,
+  );
   for (const warning of bus.warnings) output.warn(warning);
   let nc: NatsConnection | undefined;
   const processes: ServiceProcess[] = [];
@@ -211,7 +269,9 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
   const ready = new Set<string>();
   const stopAll = async (): Promise<void> => {
     await Promise.allSettled(processes.map((child) => child.stop()));
-    await unmountLeftWorkspaces(config.home, output).catch((error: unknown) => output.warn(`could not unmount the workspaces' filesystems: ${(error as Error).message}`));
+    await unmountLeftWorkspaces(config.home, output).catch((error: unknown) =>
+      output.warn(`could not unmount the workspaces' filesystems: ${(error as Error).message}`),
+    );
     await nc?.drain().catch(() => undefined);
     await server?.stop();
   };
@@ -219,19 +279,36 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
     // a server of your own older than Flotilla's minimum is refused here, with the version it needs
     nc = await connectBus(bus, { name: 'flotilla-launcher', identity: 'admin' }, { maxReconnectAttempts: -1 });
     // no service runs yet: a stream of an older version moves to the current subjects here (docs/operations.md, "Upgrading")
-    const log = await EventLog.open(nc, { streamName: config.streamName, replicas: storage.replicas, maxAgeMs: storage.streamMaxAgeMs, maxBytes: storage.streamMaxBytes, upgradeSubjects: true });
+    const log = await EventLog.open(nc, {
+      streamName: config.streamName,
+      replicas: storage.replicas,
+      maxAgeMs: storage.streamMaxAgeMs,
+      maxBytes: storage.streamMaxBytes,
+      upgradeSubjects: true,
+    });
     if (log.storageWarning) output.warn(log.storageWarning);
     const info = await log.jsm.streams.info(log.streamName);
-    output.info(`events stream ${log.streamName} on ${log.subjectPrefix}.<tenant>.<conversation>.<kind> (${info.state.messages} commits stored)`);
+    output.info(
+      `events stream ${log.streamName} on ${log.subjectPrefix}.<tenant>.<conversation>.<kind> (${info.state.messages} commits stored)`,
+    );
     // an older condenser's group on the events stream: its condenser is woken through its queue now (docs/operations.md)
     await removeRetiredCondenserGroup(log.jsm, log.streamName).then(
-      (removed) => removed && output.info(`removed the retired condenser group's consumer on ${log.streamName} (the condenser is woken through FLOTILLA_CONDENSER_WAKEUPS)`),
-      (error: unknown) => output.warn(`could not remove the retired condenser group's consumer on ${log.streamName}: ${(error as Error).message}`),
+      (removed) =>
+        removed &&
+        output.info(
+          `removed the retired condenser group's consumer on ${log.streamName} (the condenser is woken through FLOTILLA_CONDENSER_WAKEUPS)`,
+        ),
+      (error: unknown) =>
+        output.warn(
+          `could not remove the retired condenser group's consumer on ${log.streamName}: ${(error as Error).message}`,
+        ),
     );
     const launched = launchedServices(process.env);
     // a group whose service no longer runs here keeps its place in the log (it resumes from it), and its pending count grows: say so
     for (const left of await groupsLeftBehind(log, launched)) {
-      output.warn(`the ${left.group} group's consumer is on ${log.streamName} with ${left.pending} commit(s) it has not handled, and no ${left.group} runs here${left.group === 'pg-sink' ? ` (${DATABASE_URL_VARIABLE} is unset)` : ''}: start it to catch up, or remove the consumer (nats consumer rm ${log.streamName} ${left.group})`);
+      output.warn(
+        `the ${left.group} group's consumer is on ${log.streamName} with ${left.pending} commit(s) it has not handled, and no ${left.group} runs here${left.group === 'pg-sink' ? ` (${DATABASE_URL_VARIABLE} is unset)` : ''}: start it to catch up, or remove the consumer (nats consumer rm ${log.streamName} ${left.group})`,
+      );
     }
     await mkdir(config.home, { recursive: true });
     apiKey = await keyFile(join(config.home, 'api-key'));
@@ -239,26 +316,38 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
     if (tenantChanged) output.warn(tenantChanged);
     const gatewayKeys = await gatewayKeysFor(config, apiKey, process.env);
     const secretsKey = await secretsKeySettings(config.home, process.env);
-    if (secretsKey.created) output.info(`secrets key created in ${secretsKey.file} (keep it: secrets set with it cannot be read without it)`);
+    if (secretsKey.created)
+      output.info(`secrets key created in ${secretsKey.file} (keep it: secrets set with it cannot be read without it)`);
     if (secretsKey.warning) output.warn(secretsKey.warning);
     let gatewayPort = config.gatewayPort;
     if (!(await portIsFree(gatewayPort))) {
       const fallback = await freePort();
-      output.warn(`port ${gatewayPort} is busy; the gateway uses ${fallback} instead (set FLOTILLA_GATEWAY_PORT to choose)`);
+      output.warn(
+        `port ${gatewayPort} is busy; the gateway uses ${fallback} instead (set FLOTILLA_GATEWAY_PORT to choose)`,
+      );
       gatewayPort = fallback;
     }
     gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
     await homeLock.setGatewayUrl(gatewayUrl);
     // the CLI finds the local system through this file
-    await writeFile(join(config.home, 'cli.json'), `${JSON.stringify({ url: gatewayUrl, api_key: apiKey }, null, 2)}\n`, { mode: 0o600 });
+    await writeFile(
+      join(config.home, 'cli.json'),
+      `${JSON.stringify({ url: gatewayUrl, api_key: apiKey }, null, 2)}\n`,
+      { mode: 0o600 },
+    );
     // and `flotilla tap` and `npm run audit` through this one: the URL and the read-only tap's credential, never the admin's
     const tap = users?.get('tap');
-    await (tap ? writeLocalTap(config.home, { natsUrl, user: tap.user, passwordFile: tap.passwordFile }) : removeLocalTap(config.home));
+    await (tap
+      ? writeLocalTap(config.home, { natsUrl, user: tap.user, passwordFile: tap.passwordFile })
+      : removeLocalTap(config.home));
     await unmountLeftWorkspaces(config.home, output);
     const sources = launched.map((service) => join(SERVICES_ROOT, service, 'src', 'main.ts'));
     const bundlingStarted = performance.now();
     const entries = config.fromSource ? sources : await Promise.all(sources.map((source) => bundleService(source)));
-    if (!config.fromSource) output.info(`services bundled in ${Math.round(performance.now() - bundlingStarted)} ms (FLOTILLA_FROM_SOURCE=1 runs their TypeScript under tsx)`);
+    if (!config.fromSource)
+      output.info(
+        `services bundled in ${Math.round(performance.now() - bundlingStarted)} ms (FLOTILLA_FROM_SOURCE=1 runs their TypeScript under tsx)`,
+      );
     for (const [index, service] of launched.entries()) {
       const isGateway = service === 'gateway';
       const healthPort = isGateway ? gatewayPort : await freePort();
@@ -291,7 +380,8 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
             startupFailure?.(new Error(`${name} could not start: ${reasonOf(child.lastLines)}`));
             return;
           }
-          if (restarting || code !== 0) output.warn(`${name} exited (${code ?? signal})${restarting ? '; restarting' : ''}`);
+          if (restarting || code !== 0)
+            output.warn(`${name} exited (${code ?? signal})${restarting ? '; restarting' : ''}`);
         },
         onGiveUp: (name, lines) => reportFailure(`${name} keeps crashing at start (${reasonOf(lines)}); gave up on it`),
       });
@@ -299,13 +389,27 @@ async function launchOnHome(config: LauncherConfig, output: LauncherOutput, home
       processes.push(child);
       services.push({ name: service, health: `http://127.0.0.1:${healthPort}` });
     }
-    await Promise.race([Promise.all(services.map(async (service) => {
-      await waitReady(service.health, 60_000);
-      ready.add(service.name);
-    })), startedUp]);
+    await Promise.race([
+      Promise.all(
+        services.map(async (service) => {
+          await waitReady(service.health, 60_000);
+          ready.add(service.name);
+        }),
+      ),
+      startedUp,
+    ]);
   } catch (error) {
     await stopAll();
     throw error;
   }
-  return { natsUrl, embedded: server !== undefined, services, gatewayUrl, apiKey, tenant: config.tenant, failed, [Symbol.asyncDispose]: stopAll };
+  return {
+    natsUrl,
+    embedded: server !== undefined,
+    services,
+    gatewayUrl,
+    apiKey,
+    tenant: config.tenant,
+    failed,
+    [Symbol.asyncDispose]: stopAll,
+  };
 }

@@ -15,8 +15,12 @@ try {
   const system = await launch(config, output, { homeLock });
   output.info(`ready: NATS ${system.natsUrl}`);
   for (const service of system.services) output.info(`  ${service.name.padEnd(12)} ${service.health}/ready  /metrics`);
-  output.info(`gateway ${system.gatewayUrl}  (web UI: ${system.gatewayUrl}/#key=${system.apiKey}, API docs: ${system.gatewayUrl}/docs)`);
-  output.info(`API key of tenant "${system.tenant}": ${system.apiKey}  (kept in ${config.home}/api-key; the CLI reads ${config.home}/cli.json, its tap and the audit ${config.home}/tap.json)`);
+  output.info(
+    `gateway ${system.gatewayUrl}  (web UI: ${system.gatewayUrl}/#key=${system.apiKey}, API docs: ${system.gatewayUrl}/docs)`,
+  );
+  output.info(
+    `API key of tenant "${system.tenant}": ${system.apiKey}  (kept in ${config.home}/api-key; the CLI reads ${config.home}/cli.json, its tap and the audit ${config.home}/tap.json)`,
+  );
   output.info('Try: npm run flotilla -- create --message "hello" --run --watch');
   output.info('Press Ctrl-C to stop.');
   let stopping = false;

@@ -14,7 +14,9 @@ for (let index = 0; index < args.length; index += 1) {
 }
 try {
   const written = await writeNatsConfig(dir, tenants);
-  console.log(`nats-server configuration: ${written.config}\npasswords (owner-only, kept if they exist):\n${written.users.map((file) => `  ${file}`).join('\n')}`);
+  console.log(
+    `nats-server configuration: ${written.config}\npasswords (owner-only, kept if they exist):\n${written.users.map((file) => `  ${file}`).join('\n')}`,
+  );
 } catch (error) {
   console.error(`nats-config: ${(error as Error).message}`);
   process.exit(1);

@@ -22,7 +22,10 @@ let server: NatsServerProcess;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'flotilla-nats-config-'));
   const written = await writeNatsConfig(join(dir, 'compose'));
-  server = await NatsServerProcess.start({ storeDir: join(dir, 'store'), config: await readFile(written.config, 'utf8') });
+  server = await NatsServerProcess.start({
+    storeDir: join(dir, 'store'),
+    config: await readFile(written.config, 'utf8'),
+  });
 });
 afterAll(async () => {
   await server?.[Symbol.asyncDispose]();
@@ -41,7 +44,17 @@ describe('the configuration docker-compose.yml runs nats-server with', () => {
   it('refuses anonymous clients; each service connects as itself, within its permissions', async () => {
     await expect(connect({ servers: server.url, maxReconnectAttempts: 0 })).rejects.toThrow(/authorization/i);
     const as = async (user: string) =>
-      connect({ ...connectionOptions(loadBusSettings({ FLOTILLA_NATS_URL: server.url, FLOTILLA_NATS_USER: user, FLOTILLA_NATS_PASSWORD_FILE: join(dir, 'compose', 'users', `${user}.password`) }), { name: user, identity: user }), maxReconnectAttempts: 0 });
+      connect({
+        ...connectionOptions(
+          loadBusSettings({
+            FLOTILLA_NATS_URL: server.url,
+            FLOTILLA_NATS_USER: user,
+            FLOTILLA_NATS_PASSWORD_FILE: join(dir, 'compose', 'users', `${user}.password`),
+          }),
+          { name: user, identity: user },
+        ),
+        maxReconnectAttempts: 0,
+      });
     const gateway = await as('gateway');
     const log = await EventLog.open(gateway);
     expect(log.streamName).toBe('FLOTILLA_EVENTS');

@@ -13,11 +13,18 @@ export function deploymentIdentities(tenantTaps: readonly string[]): Identity[] 
  * permission matrix) and `<dir>/users/<user>.password` (owner-only; kept when they exist, so
  * running it again keeps every password). Returns the files written.
  */
-export async function writeNatsConfig(dir: string, tenantTaps: readonly string[] = []): Promise<{ config: string; users: string[] }> {
+export async function writeNatsConfig(
+  dir: string,
+  tenantTaps: readonly string[] = [],
+): Promise<{ config: string; users: string[] }> {
   const root = resolve(dir);
   await mkdir(root, { recursive: true, mode: 0o700 });
   const users = await ensureUsers(join(root, 'users'), deploymentIdentities(tenantTaps));
   const config = join(root, 'nats.conf');
-  await writeFile(config, `# written by \`npm run nats-config\`: one user per Flotilla service (docs/operations.md, "Permissions")\njetstream {}\n${authorizationConfig(users)}`, { mode: 0o600 });
+  await writeFile(
+    config,
+    `# written by \`npm run nats-config\`: one user per Flotilla service (docs/operations.md, "Permissions")\njetstream {}\n${authorizationConfig(users)}`,
+    { mode: 0o600 },
+  );
   return { config, users: users.map((user) => user.passwordFile) };
 }

@@ -28,7 +28,9 @@ describe('the secrets key of the embedded system', () => {
     const directory = home();
     const file = join(directory, 'secrets.key');
     writeFileSync(file, 'not a key\n', { mode: 0o600 });
-    await expect(secretsKeySettings(directory, {})).rejects.toThrow(/FLOTILLA_SECRETS_KEY_FILE \(.*secrets\.key\) must hold a key/);
+    await expect(secretsKeySettings(directory, {})).rejects.toThrow(
+      /FLOTILLA_SECRETS_KEY_FILE \(.*secrets\.key\) must hold a key/,
+    );
     expect(readFileSync(file, 'utf8')).toBe('not a key\n');
   });
 
@@ -41,15 +43,24 @@ describe('the secrets key of the embedded system', () => {
   it("is the launcher's own FLOTILLA_SECRETS_KEY(_FILE) when it has one, checked first", async () => {
     const directory = home();
     const key = generateSecretsKey();
-    expect(await secretsKeySettings(directory, { FLOTILLA_SECRETS_KEY: key })).toEqual({ env: { FLOTILLA_SECRETS_KEY: key }, created: false });
+    expect(await secretsKeySettings(directory, { FLOTILLA_SECRETS_KEY: key })).toEqual({
+      env: { FLOTILLA_SECRETS_KEY: key },
+      created: false,
+    });
     expect(() => statSync(join(directory, 'secrets.key'))).toThrow();
-    await expect(secretsKeySettings(directory, { FLOTILLA_SECRETS_KEY: 'short' })).rejects.toThrow(/FLOTILLA_SECRETS_KEY must hold/);
-    await expect(secretsKeySettings(directory, { FLOTILLA_SECRETS_KEY_FILE: join(directory, 'missing') })).rejects.toThrow(/cannot be read/);
+    await expect(secretsKeySettings(directory, { FLOTILLA_SECRETS_KEY: 'short' })).rejects.toThrow(
+      /FLOTILLA_SECRETS_KEY must hold/,
+    );
+    await expect(
+      secretsKeySettings(directory, { FLOTILLA_SECRETS_KEY_FILE: join(directory, 'missing') }),
+    ).rejects.toThrow(/cannot be read/);
   });
 
   it('goes to the gateway, the tool runner, the model callers and the webhooks service only, and no service inherits it', async () => {
     const settings = await secretsKeySettings(home(), {});
-    const given = Object.fromEntries(EMBEDDED_SERVICES.map((service) => [service, secretsEnvironmentFor(service, settings)]));
+    const given = Object.fromEntries(
+      EMBEDDED_SERVICES.map((service) => [service, secretsEnvironmentFor(service, settings)]),
+    );
     expect(given).toEqual({
       projector: {},
       condenser: { FLOTILLA_SECRETS_KEY_FILE: settings.file },

@@ -15,7 +15,13 @@ export function isSecretsKeySetting(name: string): boolean {
  * conversation's model (a spec's model key may be a secret), and the webhooks service (it signs
  * with the webhooks' secrets). The projector never gets the key.
  */
-export const SECRETS_SERVICES: ReadonlySet<string> = new Set(['gateway', 'tool-runner', 'step-worker', 'condenser', 'webhooks']);
+export const SECRETS_SERVICES: ReadonlySet<string> = new Set([
+  'gateway',
+  'tool-runner',
+  'step-worker',
+  'condenser',
+  'webhooks',
+]);
 
 export type SecretsKeySettings = {
   /** What the services of SECRETS_SERVICES get (and no other service). */
@@ -35,7 +41,9 @@ export type SecretsKeySettings = {
  * file is never replaced: the secrets stored with its key could not be read without it.
  */
 export async function secretsKeySettings(home: string, environment: NodeJS.ProcessEnv): Promise<SecretsKeySettings> {
-  const given = Object.fromEntries(KEY_VARIABLES.flatMap((name) => (environment[name] ? [[name, environment[name]]] : [])));
+  const given = Object.fromEntries(
+    KEY_VARIABLES.flatMap((name) => (environment[name] ? [[name, environment[name]]] : [])),
+  );
   if (Object.keys(given).length > 0) {
     loadSecretsKey(given);
     return { env: given, created: false };
@@ -57,7 +65,8 @@ export async function secretsKeySettings(home: string, environment: NodeJS.Proce
   const env = { FLOTILLA_SECRETS_KEY_FILE: file };
   loadSecretsKey(env); // a malformed file stops the launch here, naming it
   const mode = (await stat(file)).mode & 0o777;
-  const warning = mode & 0o077 ? `${file} can be read by others (mode ${mode.toString(8)}): chmod 600 ${file}` : undefined;
+  const warning =
+    mode & 0o077 ? `${file} can be read by others (mode ${mode.toString(8)}): chmod 600 ${file}` : undefined;
   return { env, file, created, ...(warning ? { warning } : {}) };
 }
 

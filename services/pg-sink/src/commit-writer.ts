@@ -36,9 +36,19 @@ export type CommitWriterOptions = {
 };
 
 /** A conversation's deletion, as the sink records it (libs/runtime DeletionNotice). */
-export type Deletion = { readonly tenant: string; readonly conversation: string; readonly upToStreamSeq: number; readonly reason: string; readonly at: string };
+export type Deletion = {
+  readonly tenant: string;
+  readonly conversation: string;
+  readonly upToStreamSeq: number;
+  readonly reason: string;
+  readonly at: string;
+};
 
-type Queued = { readonly commit: StoredCommit; readonly resolve: (outcome: WriteOutcome) => void; readonly reject: (error: unknown) => void };
+type Queued = {
+  readonly commit: StoredCommit;
+  readonly resolve: (outcome: WriteOutcome) => void;
+  readonly reject: (error: unknown) => void;
+};
 type Lane = { readonly queue: Queued[]; running: boolean };
 type ConversationState = { snapshot: ConversationSnapshot; model: string | null; changed: boolean };
 
@@ -85,14 +95,24 @@ export class CommitWriter {
     let failure: Error | undefined;
     try {
       await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`${deletion.tenant}/${deletion.conversation}`]);
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+        `${deletion.tenant}/${deletion.conversation}`,
+      ]);
       const drop = this.options.dropDeleted === true;
       const ref = [deletion.tenant, deletion.conversation, deletion.upToStreamSeq];
-      await client.query('INSERT INTO deletions (tenant, conversation, up_to_stream_seq, reason, deleted_at, rows_dropped) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING', [...ref, pgText(deletion.reason), deletion.at, drop]);
+      await client.query(
+        'INSERT INTO deletions (tenant, conversation, up_to_stream_seq, reason, deleted_at, rows_dropped) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING',
+        [...ref, pgText(deletion.reason), deletion.at, drop],
+      );
       if (drop) {
-        const owned = await client.query('DELETE FROM conversations WHERE tenant = $1 AND conversation = $2 AND last_stream_seq <= $3 RETURNING 1', ref);
-        if ((owned.rowCount ?? 0) > 0) await client.query('DELETE FROM tool_calls WHERE tenant = $1 AND conversation = $2', ref.slice(0, 2));
-        for (const table of ['events', 'model_calls', 'commits']) await client.query(`DELETE FROM ${table} WHERE tenant = $1 AND conversation = $2 AND stream_seq <= $3`, ref);
+        const owned = await client.query(
+          'DELETE FROM conversations WHERE tenant = $1 AND conversation = $2 AND last_stream_seq <= $3 RETURNING 1',
+          ref,
+        );
+        if ((owned.rowCount ?? 0) > 0)
+          await client.query('DELETE FROM tool_calls WHERE tenant = $1 AND conversation = $2', ref.slice(0, 2));
+        for (const table of ['events', 'model_calls', 'commits'])
+          await client.query(`DELETE FROM ${table} WHERE tenant = $1 AND conversation = $2 AND stream_seq <= $3`, ref);
       }
       await client.query('COMMIT');
     } catch (error) {
@@ -106,7 +126,10 @@ export class CommitWriter {
 
   /** Records a message of the stream that is not a valid commit (reported, never an event). */
   async recordInvalid(streamSeq: number, subject: string, reason: string): Promise<void> {
-    await this.pool.query('INSERT INTO invalid_messages (stream_seq, subject, reason) VALUES ($1, $2, $3) ON CONFLICT (stream_seq) DO NOTHING', [streamSeq, pgText(subject), pgText(reason)]);
+    await this.pool.query(
+      'INSERT INTO invalid_messages (stream_seq, subject, reason) VALUES ($1, $2, $3) ON CONFLICT (stream_seq) DO NOTHING',
+      [streamSeq, pgText(subject), pgText(reason)],
+    );
   }
 
   async #drain(lane: Lane): Promise<void> {
@@ -161,16 +184,37 @@ export class CommitWriter {
   async #write(client: PoolClient, commits: readonly StoredCommit[]): Promise<WriteOutcome[]> {
     const keys = [...new Set(commits.map((commit) => `${commit.tenant}/${commit.conversation}`))];
     // every conversation's lock at once, in the order of the locks' keys: two sinks never wait on each other in a cycle
-    await client.query('SELECT pg_advisory_xact_lock(l.key) FROM (SELECT DISTINCT hashtextextended(k, 0) AS key FROM unnest($1::text[]) AS k) AS l ORDER BY l.key', [keys]);
-    const recorded = await client.query<{ stream_seq: string | number }>('SELECT stream_seq FROM commits WHERE stream_seq = ANY($1::bigint[])', [commits.map((commit) => commit.streamSeq)]);
+    await client.query(
+      'SELECT pg_advisory_xact_lock(l.key) FROM (SELECT DISTINCT hashtextextended(k, 0) AS key FROM unnest($1::text[]) AS k) AS l ORDER BY l.key',
+      [keys],
+    );
+    const recorded = await client.query<{ stream_seq: string | number }>(
+      'SELECT stream_seq FROM commits WHERE stream_seq = ANY($1::bigint[])',
+      [commits.map((commit) => commit.streamSeq)],
+    );
     const seen = new Set(recorded.rows.map((row) => Number(row.stream_seq)));
     const refs = keys.map((key) => commits.find((commit) => `${commit.tenant}/${commit.conversation}` === key)!);
-    const { rows } = await client.query<{ tenant: string; conversation: string; snapshot: ConversationSnapshot; model: string | null }>(
+    const { rows } = await client.query<{
+      tenant: string;
+      conversation: string;
+      snapshot: ConversationSnapshot;
+      model: string | null;
+    }>(
       'SELECT c.tenant, c.conversation, c.snapshot, c.model FROM conversations c JOIN unnest($1::text[], $2::text[]) AS r(tenant, conversation) USING (tenant, conversation)',
       [refs.map((commit) => commit.tenant), refs.map((commit) => commit.conversation)],
     );
-    const states = new Map<string, ConversationState>(rows.map((row) => [`${row.tenant}/${row.conversation}`, { snapshot: row.snapshot, model: row.model, changed: false }]));
-    const deletedUpTo = this.options.dropDeleted ? await deletedUpToOf(client, refs.filter((ref) => !states.has(`${ref.tenant}/${ref.conversation}`))) : new Map<string, number>();
+    const states = new Map<string, ConversationState>(
+      rows.map((row) => [
+        `${row.tenant}/${row.conversation}`,
+        { snapshot: row.snapshot, model: row.model, changed: false },
+      ]),
+    );
+    const deletedUpTo = this.options.dropDeleted
+      ? await deletedUpToOf(
+          client,
+          refs.filter((ref) => !states.has(`${ref.tenant}/${ref.conversation}`)),
+        )
+      : new Map<string, number>();
 
     const outcomes: WriteOutcome[] = [];
     const written: StoredCommit[] = [];
@@ -184,30 +228,52 @@ export class CommitWriter {
         outcomes.push({ kind: 'deleted' });
         continue;
       }
-      const state = states.get(key) ?? { snapshot: initialSnapshot({ tenant: commit.tenant, conversation: commit.conversation }), model: null, changed: false };
+      const state = states.get(key) ?? {
+        snapshot: initialSnapshot({ tenant: commit.tenant, conversation: commit.conversation }),
+        model: null,
+        changed: false,
+      };
       const snapshot = await this.#fold(state.snapshot, commit);
       if ('expectedSeq' in snapshot) {
         outcomes.push({ kind: 'out_of_order', expectedSeq: snapshot.expectedSeq });
         continue;
       }
       const lastUsage = commit.events.findLast((event) => event.type === 'llm_usage');
-      states.set(key, { snapshot, model: lastUsage?.model ?? state.model ?? snapshot.agent_spec?.model ?? null, changed: true });
+      states.set(key, {
+        snapshot,
+        model: lastUsage?.model ?? state.model ?? snapshot.agent_spec?.model ?? null,
+        changed: true,
+      });
       seen.add(commit.streamSeq);
       written.push(commit);
       outcomes.push({ kind: 'written' });
     }
     if (written.length === 0) return outcomes;
 
-    const commitRows = written.map((commit) => ({ stream_seq: commit.streamSeq, commit_id: commit.id, tenant: commit.tenant, conversation: commit.conversation, first_seq: commit.firstSeq, last_seq: commit.lastSeq, events: commit.events }));
+    const commitRows = written.map((commit) => ({
+      stream_seq: commit.streamSeq,
+      commit_id: commit.id,
+      tenant: commit.tenant,
+      conversation: commit.conversation,
+      first_seq: commit.firstSeq,
+      last_seq: commit.lastSeq,
+      events: commit.events,
+    }));
     await client.query(INSERT_COMMITS_EVENTS_AND_MODEL_CALLS, [pgJson(commitRows)]);
     await writeToolCalls(client, written);
     const changed = [...states.values()].filter((state) => state.changed);
-    await client.query(upsertConversations(changed.length), changed.flatMap((state) => conversationValues(state.snapshot, state.model)));
+    await client.query(
+      upsertConversations(changed.length),
+      changed.flatMap((state) => conversationValues(state.snapshot, state.model)),
+    );
     return outcomes;
   }
 
   /** The conversation's snapshot with the commit folded in, or the seq it waits for. */
-  async #fold(start: ConversationSnapshot, commit: StoredCommit): Promise<ConversationSnapshot | { expectedSeq: number }> {
+  async #fold(
+    start: ConversationSnapshot,
+    commit: StoredCommit,
+  ): Promise<ConversationSnapshot | { expectedSeq: number }> {
     try {
       return applyCommit(start, commit);
     } catch (error) {
@@ -216,7 +282,13 @@ export class CommitWriter {
       // an earlier commit still on its way, unless the stream holds nothing earlier of this conversation
       if ((await this.options.firstCommitSeq(ref)) !== commit.streamSeq) return { expectedSeq: error.expectedFirstSeq };
       const restarted = commit.firstSeq <= start.last_seq;
-      this.options.onRestart?.(ref, commit, restarted ? 'the log starts again (deleted and created again)' : `events ${start.last_seq + 1}..${commit.firstSeq - 1} are no longer in the stream (retention)`);
+      this.options.onRestart?.(
+        ref,
+        commit,
+        restarted
+          ? 'the log starts again (deleted and created again)'
+          : `events ${start.last_seq + 1}..${commit.firstSeq - 1} are no longer in the stream (retention)`,
+      );
       const base = restarted ? initialSnapshot(ref) : start;
       return applyCommit({ ...base, last_seq: commit.firstSeq - 1 }, commit);
     }
@@ -224,7 +296,10 @@ export class CommitWriter {
 }
 
 /** For conversations the sink holds no row of: the newest deletion dropped of each, by `tenant/conversation`. */
-async function deletedUpToOf(client: PoolClient, refs: readonly { readonly tenant: string; readonly conversation: string }[]): Promise<Map<string, number>> {
+async function deletedUpToOf(
+  client: PoolClient,
+  refs: readonly { readonly tenant: string; readonly conversation: string }[],
+): Promise<Map<string, number>> {
   if (refs.length === 0) return new Map();
   const { rows } = await client.query<{ tenant: string; conversation: string; up_to: string | number }>(
     'SELECT d.tenant, d.conversation, max(d.up_to_stream_seq) AS up_to FROM deletions d JOIN unnest($1::text[], $2::text[]) AS r(tenant, conversation) USING (tenant, conversation) WHERE d.rows_dropped GROUP BY d.tenant, d.conversation',
@@ -296,7 +371,18 @@ FROM (
 ) r
 WHERE t.tenant = r.tenant AND t.conversation = r.conversation AND t.action_id = r.call`;
 
-type ToolResult = { n: number; tenant: string; conversation: string; action_id: string | null; tool_call_id: string; at: string; seq: number; type: string; outcome: 'ok' | 'error' | 'agent_error' | 'rejected'; error: string | null };
+type ToolResult = {
+  n: number;
+  tenant: string;
+  conversation: string;
+  action_id: string | null;
+  tool_call_id: string;
+  at: string;
+  seq: number;
+  type: string;
+  outcome: 'ok' | 'error' | 'agent_error' | 'rejected';
+  error: string | null;
+};
 
 /** The tool calls the commits open (actions), start (execution_started) and answer (observation, agent_error, user_rejection), in that order. */
 async function writeToolCalls(client: PoolClient, commits: readonly StoredCommit[]): Promise<void> {
@@ -307,19 +393,71 @@ async function writeToolCalls(client: PoolClient, commits: readonly StoredCommit
     for (const event of events as readonly Event[]) {
       switch (event.type) {
         case 'action':
-          actions.push({ tenant, conversation, id: event.id, seq: event.seq, tool_call_id: event.tool_call_id, tool_name: event.tool_name, response_id: event.response_id, security_risk: event.security_risk, at: event.timestamp });
+          actions.push({
+            tenant,
+            conversation,
+            id: event.id,
+            seq: event.seq,
+            tool_call_id: event.tool_call_id,
+            tool_name: event.tool_name,
+            response_id: event.response_id,
+            security_risk: event.security_risk,
+            at: event.timestamp,
+          });
           break;
         case 'execution_started':
-          for (const actionId of event.action_ids) starts.push({ n: starts.length, tenant, conversation, action_id: actionId, at: event.timestamp, runner: event.runner });
+          for (const actionId of event.action_ids)
+            starts.push({
+              n: starts.length,
+              tenant,
+              conversation,
+              action_id: actionId,
+              at: event.timestamp,
+              runner: event.runner,
+            });
           break;
         case 'observation':
-          results.push({ n: results.length, tenant, conversation, action_id: event.action_id, tool_call_id: event.tool_call_id, at: event.timestamp, seq: event.seq, type: event.type, outcome: event.is_error ? 'error' : 'ok', error: null });
+          results.push({
+            n: results.length,
+            tenant,
+            conversation,
+            action_id: event.action_id,
+            tool_call_id: event.tool_call_id,
+            at: event.timestamp,
+            seq: event.seq,
+            type: event.type,
+            outcome: event.is_error ? 'error' : 'ok',
+            error: null,
+          });
           break;
         case 'agent_error':
-          if (event.tool_call_id !== undefined) results.push({ n: results.length, tenant, conversation, action_id: event.action_id ?? null, tool_call_id: event.tool_call_id, at: event.timestamp, seq: event.seq, type: event.type, outcome: 'agent_error', error: event.error });
+          if (event.tool_call_id !== undefined)
+            results.push({
+              n: results.length,
+              tenant,
+              conversation,
+              action_id: event.action_id ?? null,
+              tool_call_id: event.tool_call_id,
+              at: event.timestamp,
+              seq: event.seq,
+              type: event.type,
+              outcome: 'agent_error',
+              error: event.error,
+            });
           break;
         case 'user_rejection':
-          results.push({ n: results.length, tenant, conversation, action_id: event.action_id, tool_call_id: event.tool_call_id, at: event.timestamp, seq: event.seq, type: event.type, outcome: 'rejected', error: event.reason });
+          results.push({
+            n: results.length,
+            tenant,
+            conversation,
+            action_id: event.action_id,
+            tool_call_id: event.tool_call_id,
+            at: event.timestamp,
+            seq: event.seq,
+            type: event.type,
+            outcome: 'rejected',
+            error: event.reason,
+          });
           break;
         default:
           break;
@@ -332,17 +470,49 @@ async function writeToolCalls(client: PoolClient, commits: readonly StoredCommit
 }
 
 const CONVERSATION_COLUMNS = [
-  'tenant', 'conversation', 'status', 'title', 'tags', 'created_at', 'updated_at', 'last_seq', 'last_stream_seq', 'commits',
-  'events', 'user_messages', 'agent_messages', 'actions', 'observations', 'agent_errors', 'rejections', 'condensations', 'llm_calls',
-  'prompt_tokens', 'completion_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'cost_usd',
-  'model', 'template', 'last_error_code', 'last_error_detail', 'snapshot',
+  'tenant',
+  'conversation',
+  'status',
+  'title',
+  'tags',
+  'created_at',
+  'updated_at',
+  'last_seq',
+  'last_stream_seq',
+  'commits',
+  'events',
+  'user_messages',
+  'agent_messages',
+  'actions',
+  'observations',
+  'agent_errors',
+  'rejections',
+  'condensations',
+  'llm_calls',
+  'prompt_tokens',
+  'completion_tokens',
+  'cache_read_tokens',
+  'cache_write_tokens',
+  'reasoning_tokens',
+  'cost_usd',
+  'model',
+  'template',
+  'last_error_code',
+  'last_error_detail',
+  'snapshot',
 ] as const;
 
 /** The upsert of `count` conversations' rows (conversationValues of each, one after the other). */
 function upsertConversations(count: number): string {
-  const rows = Array.from({ length: count }, (_, row) => `(${CONVERSATION_COLUMNS.map((_, column) => `$${row * CONVERSATION_COLUMNS.length + column + 1}`).join(', ')})`);
+  const rows = Array.from(
+    { length: count },
+    (_, row) =>
+      `(${CONVERSATION_COLUMNS.map((_, column) => `$${row * CONVERSATION_COLUMNS.length + column + 1}`).join(', ')})`,
+  );
   return `INSERT INTO conversations (${CONVERSATION_COLUMNS.join(', ')}) VALUES ${rows.join(', ')}
-ON CONFLICT (tenant, conversation) DO UPDATE SET ${CONVERSATION_COLUMNS.slice(2).map((column) => `${column} = EXCLUDED.${column}`).join(', ')}`;
+ON CONFLICT (tenant, conversation) DO UPDATE SET ${CONVERSATION_COLUMNS.slice(2)
+    .map((column) => `${column} = EXCLUDED.${column}`)
+    .join(', ')}`;
 }
 
 function conversationValues(snapshot: ConversationSnapshot, model: string | null): unknown[] {
@@ -390,6 +560,9 @@ function conversationValues(snapshot: ConversationSnapshot, model: string | null
 export function isConnectionError(error: Error): boolean {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && /^(08|57P|53)/.test(code)) return true;
-  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH)$/.test(code)) return true;
-  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable|timeout exceeded when trying to connect/i.test(error.message);
+  if (typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH)$/.test(code))
+    return true;
+  return /Connection terminated|connection timeout|Client has encountered a connection error|not queryable|timeout exceeded when trying to connect/i.test(
+    error.message,
+  );
 }

@@ -168,22 +168,35 @@ export async function migrate(pool: Pool, migrations: readonly Migration[] = MIG
     const applied: number[] = [];
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
-      await client.query(`CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${MIGRATIONS_TABLE} ORDER BY version`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+      );
+      const { rows } = await client.query<{ version: number }>(
+        `SELECT version FROM ${MIGRATIONS_TABLE} ORDER BY version`,
+      );
       const have = new Set(rows.map((row) => row.version));
       const newest = Math.max(0, ...migrations.map((migration) => migration.version));
       const unknown = [...have].filter((version) => version > newest);
-      if (unknown.length > 0) throw new Error(`the database has sink schema version ${Math.max(...unknown)}, newer than this sink's ${newest}: run a newer pg-sink`);
+      if (unknown.length > 0)
+        throw new Error(
+          `the database has sink schema version ${Math.max(...unknown)}, newer than this sink's ${newest}: run a newer pg-sink`,
+        );
       for (const migration of [...migrations].sort((a, b) => a.version - b.version)) {
         if (have.has(migration.version)) continue;
         await client.query('BEGIN');
         try {
           await client.query(migration.sql);
-          await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+          await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name) VALUES ($1, $2)`, [
+            migration.version,
+            migration.name,
+          ]);
           await client.query('COMMIT');
         } catch (error) {
           await client.query('ROLLBACK').catch(() => undefined);
-          throw new Error(`sink migration ${migration.version} (${migration.name}) failed: ${(error as Error).message}`, { cause: error });
+          throw new Error(
+            `sink migration ${migration.version} (${migration.name}) failed: ${(error as Error).message}`,
+            { cause: error },
+          );
         }
         applied.push(migration.version);
       }

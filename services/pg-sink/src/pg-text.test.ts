@@ -10,6 +10,11 @@ describe('what PostgreSQL can store', () => {
   });
 
   it('replaces their escapes in JSON, but not an escaped backslash followed by "u0000"', () => {
-    expect(JSON.parse(pgJson({ a: 'x\u0000\u0000y', b: '\uDC00', c: '😀', d: '\\u0000' }))).toEqual({ a: 'x\uFFFD\uFFFDy', b: '\uFFFD', c: '😀', d: '\\u0000' });
+    expect(JSON.parse(pgJson({ a: 'x\u0000\u0000y', b: '\uDC00', c: '😀', d: '\\u0000' }))).toEqual({
+      a: 'x\uFFFD\uFFFDy',
+      b: '\uFFFD',
+      c: '😀',
+      d: '\\u0000',
+    });
   });
 });

@@ -14,7 +14,6 @@ export function pgText(value: string | null | undefined): string | null {
   return value.replace(UNSTORABLE_CHARACTER, REPLACEMENT);
 }
 
-
 // an escape of NUL or of a surrogate, not itself escaped (preceded by an even number of backslashes);
 // JSON.stringify writes paired surrogates as characters, so an escaped one is always unpaired
 const UNSTORABLE_ESCAPE = /(?<=(?:^|[^\\])(?:\\\\)*)\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})/g;

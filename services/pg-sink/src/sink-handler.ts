@@ -14,18 +14,29 @@ export function createSinkHandler(writer: CommitWriter): CommitHandler {
   return async (delivery): Promise<HandleOutcome> => {
     try {
       if (!delivery.ref) {
-        delivery.logger.warn({ streamSeq: delivery.streamSeq }, 'a message outside the conversation subjects: recorded as invalid, not written');
-        await writer.recordInvalid(delivery.streamSeq, delivery.subject, 'the subject is not <prefix>.<tenant>.<conversation>');
+        delivery.logger.warn(
+          { streamSeq: delivery.streamSeq },
+          'a message outside the conversation subjects: recorded as invalid, not written',
+        );
+        await writer.recordInvalid(
+          delivery.streamSeq,
+          delivery.subject,
+          'the subject is not <prefix>.<tenant>.<conversation>',
+        );
         return { ack: true, outcome: 'invalid' };
       }
       const decoded = decodeCommit(delivery.message, delivery.ref);
       if (!decoded.ok) {
-        delivery.logger.warn({ streamSeq: delivery.streamSeq, reason: decoded.reason }, 'an invalid message in the log: recorded as invalid, not written');
+        delivery.logger.warn(
+          { streamSeq: delivery.streamSeq, reason: decoded.reason },
+          'an invalid message in the log: recorded as invalid, not written',
+        );
         await writer.recordInvalid(delivery.streamSeq, delivery.subject, decoded.reason);
         return { ack: true, outcome: 'invalid' };
       }
       const outcome = await writer.write(decoded.commit);
-      if (outcome.kind === 'out_of_order') return { ack: false, outcome: 'out_of_order', delayMs: RETRY_DELAYS.outOfOrderMs };
+      if (outcome.kind === 'out_of_order')
+        return { ack: false, outcome: 'out_of_order', delayMs: RETRY_DELAYS.outOfOrderMs };
       return { ack: true, outcome: outcome.kind };
     } catch (error) {
       if (!isConnectionError(error as Error)) throw error;

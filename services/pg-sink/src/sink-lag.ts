@@ -21,15 +21,26 @@ export type SinkLag = { readonly lagSeconds: () => number; readonly pending: () 
 export function startSinkLag(options: SinkLagOptions): SinkLag {
   let lag = 0;
   let pending = 0;
-  const lagGauge = new Gauge({ name: 'flotilla_sink_lag_seconds', help: 'Age of the oldest commit the sink has not written yet (0 when caught up)', registers: [options.registry] });
-  const pendingGauge = new Gauge({ name: 'flotilla_sink_pending', help: 'Commits in the stream the sink has not written and acknowledged yet', registers: [options.registry] });
+  const lagGauge = new Gauge({
+    name: 'flotilla_sink_lag_seconds',
+    help: 'Age of the oldest commit the sink has not written yet (0 when caught up)',
+    registers: [options.registry],
+  });
+  const pendingGauge = new Gauge({
+    name: 'flotilla_sink_pending',
+    help: 'Commits in the stream the sink has not written and acknowledged yet',
+    registers: [options.registry],
+  });
   const measure = async (): Promise<void> => {
     const info = await options.jsm.consumers.info(options.stream, options.consumer);
     pending = info.num_pending + info.num_ack_pending;
     if (pending === 0) lag = 0;
     else {
       // the first commit after the ack floor is the oldest one not written yet
-      const oldest = await options.jsm.direct.getMessage(options.stream, { seq: info.ack_floor.stream_seq + 1, next_by_subj: `${options.subjectPrefix}.>` });
+      const oldest = await options.jsm.direct.getMessage(options.stream, {
+        seq: info.ack_floor.stream_seq + 1,
+        next_by_subj: `${options.subjectPrefix}.>`,
+      });
       lag = oldest ? Math.max(0, (Date.now() - oldest.time.getTime()) / 1_000) : 0;
     }
     lagGauge.set(lag);

@@ -1,5 +1,13 @@
 import { DELETIONS } from '@flotilla/bus';
-import { DeletionNotice, ensureDeletionNotices, ensureDurableConsumer, startCommitConsumer, type CommitHandler, type ServiceContext, type ServiceParts } from '@flotilla/runtime';
+import {
+  DeletionNotice,
+  ensureDeletionNotices,
+  ensureDurableConsumer,
+  startCommitConsumer,
+  type CommitHandler,
+  type ServiceContext,
+  type ServiceParts,
+} from '@flotilla/runtime';
 import pg from 'pg';
 import { CommitWriter, isConnectionError } from './commit-writer.js';
 import { migrate } from './migrations.js';
@@ -19,7 +27,12 @@ const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  */
 export async function startSink({ config, logger, js, jsm, log, metrics }: ServiceContext): Promise<ServiceParts> {
   const sink = loadSinkConfig(process.env);
-  const pool = new pg.Pool({ connectionString: sink.databaseUrl, max: sink.transactions + 1, connectionTimeoutMillis: 5_000, application_name: config.instanceId });
+  const pool = new pg.Pool({
+    connectionString: sink.databaseUrl,
+    max: sink.transactions + 1,
+    connectionTimeoutMillis: 5_000,
+    application_name: config.instanceId,
+  });
   // an idle connection whose server went away: the pool drops it; the next commit opens another
   pool.on('error', (error) => logger.warn({ err: error }, 'a PostgreSQL connection failed; it is replaced'));
   const database = describeDatabase(sink.databaseUrl);
@@ -29,7 +42,11 @@ export async function startSink({ config, logger, js, jsm, log, metrics }: Servi
       logger.info({ database, applied }, applied.length > 0 ? 'sink schema migrated' : 'sink schema is current');
       break;
     } catch (error) {
-      if ((error as Error).message.startsWith('the database has sink schema version') || (error as Error).message.startsWith('sink migration')) throw error;
+      if (
+        (error as Error).message.startsWith('the database has sink schema version') ||
+        (error as Error).message.startsWith('sink migration')
+      )
+        throw error;
       logger.warn({ err: error, attempt, database }, 'PostgreSQL is not reachable yet; retrying');
       await delay(Math.min(5_000, 200 * attempt));
     }
@@ -38,7 +55,8 @@ export async function startSink({ config, logger, js, jsm, log, metrics }: Servi
     transactions: sink.transactions,
     dropDeleted: sink.deleted === 'drop',
     firstCommitSeq: (ref) => log.firstCommitSeq(ref),
-    onRestart: (ref, commit, reason) => logger.warn({ ...ref, streamSeq: commit.streamSeq, reason }, 'a conversation row starts again from this commit'),
+    onRestart: (ref, commit, reason) =>
+      logger.warn({ ...ref, streamSeq: commit.streamSeq, reason }, 'a conversation row starts again from this commit'),
   });
   const lag = startSinkLag({
     jsm,
@@ -51,7 +69,13 @@ export async function startSink({ config, logger, js, jsm, log, metrics }: Servi
   });
   // the notices of deleted conversations: each recorded, and the conversation's rows kept or dropped (FLOTILLA_SINK_DELETED)
   await ensureDeletionNotices(jsm, config.storage.replicas);
-  await ensureDurableConsumer(jsm, { stream: DELETIONS.stream, name: DELETIONS.group, filterSubjects: [`${DELETIONS.subjectPrefix}.>`], ackWaitMs: config.ackWaitMs, maxAckPending: 256 });
+  await ensureDurableConsumer(jsm, {
+    stream: DELETIONS.stream,
+    name: DELETIONS.group,
+    filterSubjects: [`${DELETIONS.subjectPrefix}.>`],
+    ackWaitMs: config.ackWaitMs,
+    maxAckPending: 256,
+  });
   const deletions = await startCommitConsumer({
     js,
     stream: DELETIONS.stream,
@@ -63,10 +87,17 @@ export async function startSink({ config, logger, js, jsm, log, metrics }: Servi
     logger: logger.child({ consumer: 'deletions' }),
     metrics,
   });
-  logger.info({ deleted: sink.deleted }, `a deleted conversation's rows are ${sink.deleted === 'drop' ? 'dropped' : 'kept'} (FLOTILLA_SINK_DELETED)`);
+  logger.info(
+    { deleted: sink.deleted },
+    `a deleted conversation's rows are ${sink.deleted === 'drop' ? 'dropped' : 'kept'} (FLOTILLA_SINK_DELETED)`,
+  );
   return {
     handler: createSinkHandler(writer),
-    ready: () => pool.query('SELECT 1').then(() => true, () => false),
+    ready: () =>
+      pool.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
     stop: async () => {
       await deletions.stop();
       lag.stop();
@@ -85,16 +116,36 @@ export function createDeletionHandler(writer: CommitWriter): CommitHandler {
       json = undefined;
     }
     const notice = DeletionNotice.safeParse(json);
-    if (!notice.success || !delivery.ref || notice.data.tenant !== delivery.ref.tenant || notice.data.conversation !== delivery.ref.conversation) {
-      delivery.logger.error({ subject: delivery.subject, reason: notice.success ? 'it is not the notice of its subject' : notice.error.issues[0]?.message }, 'an invalid deletion notice: dropped');
+    if (
+      !notice.success ||
+      !delivery.ref ||
+      notice.data.tenant !== delivery.ref.tenant ||
+      notice.data.conversation !== delivery.ref.conversation
+    ) {
+      delivery.logger.error(
+        {
+          subject: delivery.subject,
+          reason: notice.success ? 'it is not the notice of its subject' : notice.error.issues[0]?.message,
+        },
+        'an invalid deletion notice: dropped',
+      );
       return { ack: true, outcome: 'invalid' };
     }
     try {
-      await writer.recordDeletion({ tenant: notice.data.tenant, conversation: notice.data.conversation, upToStreamSeq: notice.data.up_to_stream_seq, reason: notice.data.reason, at: notice.data.at });
+      await writer.recordDeletion({
+        tenant: notice.data.tenant,
+        conversation: notice.data.conversation,
+        upToStreamSeq: notice.data.up_to_stream_seq,
+        reason: notice.data.reason,
+        at: notice.data.at,
+      });
       return { ack: true, outcome: 'deletion_recorded' };
     } catch (error) {
       if (!isConnectionError(error as Error)) throw error;
-      delivery.logger.warn({ err: error }, 'PostgreSQL is not available: the deletion will be recorded when it is back');
+      delivery.logger.warn(
+        { err: error },
+        'PostgreSQL is not available: the deletion will be recorded when it is back',
+      );
       return { ack: false, outcome: 'database_unavailable', delayMs: RETRY_DELAYS.databaseUnavailableMs };
     }
   };

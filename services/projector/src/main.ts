@@ -22,6 +22,9 @@ await runService({
     // the gateway's deletes: this service's credential is the only one that may purge
     const purges = servePurges(nc, log, logger, { alsoRemove: (ref) => checkpoints.delete(ref) });
     const project = createProjectHandler(log, store, { settleMs: config.projectorSettleMs });
-    return { handler: withCheckpoints(project, new CheckpointWriter(log, checkpoints)), stop: async () => purges.unsubscribe() };
+    return {
+      handler: withCheckpoints(project, new CheckpointWriter(log, checkpoints)),
+      stop: async () => purges.unsubscribe(),
+    };
   },
 });

@@ -1,10 +1,32 @@
 import { parseConversationCheckpoint, stuckStepsNeeded, type ConversationCheckpoint } from '@flotilla/agent';
 import type { LanguageModel, LlmConfig } from '@flotilla/llm';
-import { CheckpointStore, CONDENSER_QUEUE, CondenserWakeupReason, CondenserWakeups, ConversationCache, ensureCondenserWakeups, ImageStore, loadTenantBudgets, runService, TenantBudgetGuard, TenantUsageStore, type Logger } from '@flotilla/runtime';
+import {
+  CheckpointStore,
+  CONDENSER_QUEUE,
+  CondenserWakeupReason,
+  CondenserWakeups,
+  ConversationCache,
+  ensureCondenserWakeups,
+  ImageStore,
+  loadTenantBudgets,
+  runService,
+  TenantBudgetGuard,
+  TenantUsageStore,
+  type Logger,
+} from '@flotilla/runtime';
 import { loadSecretsKey, SecretReader } from '@flotilla/secrets';
 import { createBuiltinTools, ToolRegistry } from '@flotilla/tools';
 import type { EventLog } from '@flotilla/log';
-import { checkModelAccess, CondensationWaits, ConversationAgents, createStepHandler, fallbackReporter, loadAgentCatalog, serveQuestions, type OverdueWait } from '@flotilla/workers';
+import {
+  checkModelAccess,
+  CondensationWaits,
+  ConversationAgents,
+  createStepHandler,
+  fallbackReporter,
+  loadAgentCatalog,
+  serveQuestions,
+  type OverdueWait,
+} from '@flotilla/workers';
 import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 
 export type StepWorkerOptions = {
@@ -29,7 +51,8 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
       const tenantBudgets = loadTenantBudgets();
       const budgets = tenantBudgets
         ? new TenantBudgetGuard(tenantBudgets, await TenantUsageStore.open(nc, { replicas: config.storage.replicas }), {
-            onError: (error, tenant) => logger.warn({ err: error, tenant }, "a step's usage could not be counted toward its tenant's budget"),
+            onError: (error, tenant) =>
+              logger.warn({ err: error, tenant }, "a step's usage could not be counted toward its tenant's budget"),
           })
         : undefined;
       // a deployment model whose key is nowhere stops the worker here, naming the variable (a model of the steps' own, in a benchmark, needs none)
@@ -41,28 +64,36 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
       const warnAfterMs = config.condensationWarnMs;
       const condensationWaits = new CondensationWaits({ warnAfterMs });
       let sweeping = false;
-      const sweep = setInterval(() => {
-        if (sweeping) return;
-        sweeping = true;
-        void checkCondensationWaits(condensationWaits, log, jsm, wakeups, logger)
-          .catch((error: unknown) => logger.debug({ err: error }, 'checking condensation waits failed; next sweep retries'))
-          .finally(() => {
-            const report = condensationWaits.report();
-            metrics.condensationWaiting.set(report.waiting);
-            metrics.condensationOldestWaitSeconds.set(report.oldestMs / 1_000);
-            sweeping = false;
-          });
-      }, Math.min(10_000, warnAfterMs / 2));
+      const sweep = setInterval(
+        () => {
+          if (sweeping) return;
+          sweeping = true;
+          void checkCondensationWaits(condensationWaits, log, jsm, wakeups, logger)
+            .catch((error: unknown) =>
+              logger.debug({ err: error }, 'checking condensation waits failed; next sweep retries'),
+            )
+            .finally(() => {
+              const report = condensationWaits.report();
+              metrics.condensationWaiting.set(report.waiting);
+              metrics.condensationOldestWaitSeconds.set(report.oldestMs / 1_000);
+              sweeping = false;
+            });
+        },
+        Math.min(10_000, warnAfterMs / 2),
+      );
       sweep.unref();
       // a conversation that is not cached is loaded from its view checkpoint (the projector writes them)
       const checkpoints = await CheckpointStore.open(nc, {
         parse: parseConversationCheckpoint,
         replicas: config.storage.replicas,
-        onCorrupt: (report) => logger.warn({ report }, 'unreadable view checkpoint: loading the conversation from its whole log'),
+        onCorrupt: (report) =>
+          logger.warn({ report }, 'unreadable view checkpoint: loading the conversation from its whole log'),
       });
       // model keys given as secrets are read here; the values stay encrypted in memory until a model needs one
       const secretsKey = loadSecretsKey();
-      const secrets = secretsKey ? await SecretReader.open(nc, { key: secretsKey, replicas: config.storage.replicas }) : undefined;
+      const secrets = secretsKey
+        ? await SecretReader.open(nc, { key: secretsKey, replicas: config.storage.replicas })
+        : undefined;
       await secrets?.follow();
       // tools are only described here (schemas for the model); tool runners execute them
       const tools = new ToolRegistry(createBuiltinTools());
@@ -76,24 +107,45 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
         ...(options.model ? { createModel: options.model } : {}),
         onFallback: fallbackReporter(metrics, logger),
       });
-      const cache = new ConversationCache<ConversationCheckpoint>(log, config.cacheConversations, config.cacheEvents, undefined, {
-        checkpoints: {
-          store: checkpoints,
-          // stuck detection past what a checkpoint's reader reads before it needs the whole log
-          accept: (checkpoint) => {
-            const lookup = agents.of(checkpoint.state.spec);
-            if (!lookup.ok) return true; // the step ends the run, saying why, from either
-            const { stuckDetection } = lookup.agent.config;
-            return !stuckDetection.enabled || checkpoint.state.stuck_steps >= stuckStepsNeeded(stuckDetection);
+      const cache = new ConversationCache<ConversationCheckpoint>(
+        log,
+        config.cacheConversations,
+        config.cacheEvents,
+        undefined,
+        {
+          checkpoints: {
+            store: checkpoints,
+            // stuck detection past what a checkpoint's reader reads before it needs the whole log
+            accept: (checkpoint) => {
+              const lookup = agents.of(checkpoint.state.spec);
+              if (!lookup.ok) return true; // the step ends the run, saying why, from either
+              const { stuckDetection } = lookup.agent.config;
+              return !stuckDetection.enabled || checkpoint.state.stuck_steps >= stuckStepsNeeded(stuckDetection);
+            },
+            onUnused: (reason) => logger.debug({ reason }, 'view checkpoint not used'),
           },
-          onUnused: (reason) => logger.debug({ reason }, 'view checkpoint not used'),
+          onColdLoad: (source) => metrics.coldLoads.inc({ source }),
         },
-        onColdLoad: (source) => metrics.coldLoads.inc({ source }),
-      });
+      );
       // side questions (POST …/ask): answered from a conversation's view with its model, nothing appended
-      const questions = serveQuestions({ nc, log, agents, onError: (error) => logger.warn({ err: error }, 'answering a side question failed') });
+      const questions = serveQuestions({
+        nc,
+        log,
+        agents,
+        onError: (error) => logger.warn({ err: error }, 'answering a side question failed'),
+      });
       const { llm, tools: offered } = catalog.defaultSpec;
-      logger.info({ model: llm.model, provider: llm.provider, tools: offered, profiles: catalog.profiles().length, templates: catalog.templateNames().length, secrets: secrets !== undefined }, "agent catalog (each conversation's spec is in its log)");
+      logger.info(
+        {
+          model: llm.model,
+          provider: llm.provider,
+          tools: offered,
+          profiles: catalog.profiles().length,
+          templates: catalog.templateNames().length,
+          secrets: secrets !== undefined,
+        },
+        "agent catalog (each conversation's spec is in its log)",
+      );
       return {
         handler: createStepHandler({
           log,
@@ -123,18 +175,30 @@ export async function runStepWorker(options: StepWorkerOptions = {}): Promise<vo
  * logged once, saying whether a condenser group exists at all, and its condenser is woken again
  * (a wake-up the queue lost, or one put before this version woke condensers through it).
  */
-async function checkCondensationWaits(waits: CondensationWaits, log: EventLog, jsm: JetStreamManager, wakeups: CondenserWakeups, logger: Logger): Promise<void> {
+async function checkCondensationWaits(
+  waits: CondensationWaits,
+  log: EventLog,
+  jsm: JetStreamManager,
+  wakeups: CondenserWakeups,
+  logger: Logger,
+): Promise<void> {
   const confirmed: OverdueWait[] = [];
   for (const wait of waits.overdue()) {
     if ((await log.lastStreamSeq(wait.ref)) > wait.streamSeq) waits.settled(wait.ref);
     else if (waits.confirm(wait.ref)) confirmed.push(wait);
   }
   if (confirmed.length === 0) return;
-  for (const { ref, streamSeq } of confirmed) await wakeups.wake(ref, CondenserWakeupReason.Condense, streamSeq, { again: true });
+  for (const { ref, streamSeq } of confirmed)
+    await wakeups.wake(ref, CondenserWakeupReason.Condense, streamSeq, { again: true });
   const group = await condenserGroup(jsm);
   for (const { ref, waitedMs } of confirmed) {
     logger.warn(
-      { conversation: ref.conversation, tenant: ref.tenant, waitedSeconds: Math.round(waitedMs / 1_000), condenserGroup: group },
+      {
+        conversation: ref.conversation,
+        tenant: ref.tenant,
+        waitedSeconds: Math.round(waitedMs / 1_000),
+        condenserGroup: group,
+      },
       group === 'missing'
         ? "a conversation waits for a condensation, and no condenser group exists on the condenser's wake-up queue: start the condenser service"
         : 'a conversation has waited long for a condensation (its condenser was woken again): is a condenser service running?',

@@ -12,21 +12,35 @@ await runService({
   async start({ config, log, nc, interrupts, metrics, logger }) {
     const sandboxSettings = loadSandboxSettings();
     // refuses to start when the configured kind cannot run here or does not isolate
-    const provider = await openSandboxProvider(sandboxSettings, { stateDir: await sandboxStateDir(join(config.home, 'sandbox')), ownedRoot: config.home, workspaces: config.workspaces });
+    const provider = await openSandboxProvider(sandboxSettings, {
+      stateDir: await sandboxStateDir(join(config.home, 'sandbox')),
+      ownedRoot: config.home,
+      workspaces: config.workspaces,
+    });
     const sandbox = provider.describe();
     if (sandbox.isolated) logger.info({ sandbox }, 'sandbox ready');
     if (sandbox.warning) logger.warn({ sandbox }, sandbox.warning);
-    else logger.warn({ sandbox }, 'FLOTILLA_SANDBOX=none: the agent runs commands UNSANDBOXED, with this service’s privileges; use it only for a trusted single user');
+    else
+      logger.warn(
+        { sandbox },
+        'FLOTILLA_SANDBOX=none: the agent runs commands UNSANDBOXED, with this service’s privileges; use it only for a trusted single user',
+      );
     const sandboxes = new SandboxPool(provider, {
       idleStopMs: sandboxSettings.idleStopMs,
       onError: (error, id) => logger.warn({ err: error, sandbox: id }, 'stopping a sandbox failed'),
     });
     const secretsKey = loadSecretsKey();
     if (!secretsKey) logger.warn('no FLOTILLA_SECRETS_KEY(_FILE): conversations get no secrets');
-    const secrets = secretsKey ? await SecretReader.open(nc, { key: secretsKey, replicas: config.storage.replicas }) : undefined;
+    const secrets = secretsKey
+      ? await SecretReader.open(nc, { key: secretsKey, replicas: config.storage.replicas })
+      : undefined;
     // revealed at every batch of actions: from memory, kept by a watch, not a bucket listing each time
     await secrets?.follow();
-    const runners = await RunnerRegistry.open(nc, { replicas: config.storage.replicas, livenessMs: config.runnerLivenessMs, sandbox });
+    const runners = await RunnerRegistry.open(nc, {
+      replicas: config.storage.replicas,
+      livenessMs: config.runnerLivenessMs,
+      sandbox,
+    });
     const tools = new ToolRegistry(createBuiltinTools());
     const runner = new ToolRunner({
       runnerId: config.instanceId,
@@ -41,7 +55,13 @@ await runService({
       workspaceRoot: config.workspaces,
       privateRoot: join(config.home, 'conversations'),
       sandboxes,
-      ...(secrets ? { secrets, mask: maskSecrets, scanSecrets: (values: Readonly<Record<string, string>>) => new SecretScanner(values) } : {}),
+      ...(secrets
+        ? {
+            secrets,
+            mask: maskSecrets,
+            scanSecrets: (values: Readonly<Record<string, string>>) => new SecretScanner(values),
+          }
+        : {}),
       workspaceQuotaBytes: sandboxSettings.limits.workspaceBytes,
     });
     await runner.start();

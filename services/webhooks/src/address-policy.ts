@@ -23,7 +23,20 @@ const REFUSED_V4 = [
   '224.0.0.0/4',
   '240.0.0.0/4',
 ];
-const REFUSED_V6 = ['::/128', '::1/128', '64:ff9b::/96', '64:ff9b:1::/48', '100::/64', '2001::/23', '2001:db8::/32', '2002::/16', 'fc00::/7', 'fe80::/10', 'fec0::/10', 'ff00::/8'];
+const REFUSED_V6 = [
+  '::/128',
+  '::1/128',
+  '64:ff9b::/96',
+  '64:ff9b:1::/48',
+  '100::/64',
+  '2001::/23',
+  '2001:db8::/32',
+  '2002::/16',
+  'fc00::/7',
+  'fe80::/10',
+  'fec0::/10',
+  'ff00::/8',
+];
 
 function subnets(list: BlockList, cidrs: readonly string[], family: 'ipv4' | 'ipv6'): void {
   for (const cidr of cidrs) {
@@ -65,12 +78,17 @@ export class AddressPolicy {
    */
   static parse(text: string, variable: string): AddressPolicy {
     const allowed = new BlockList();
-    const networks = text.split(',').map((entry) => entry.trim()).filter(Boolean);
+    const networks = text
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter(Boolean);
     for (const entry of networks) {
       const [network = '', prefix] = entry.split('/');
       const family = isIP(network);
-      const bits = prefix === undefined ? (family === 6 ? 128 : 32) : /^\d{1,3}$/.test(prefix) ? Number(prefix) : Number.NaN;
-      if (family === 0 || !(bits >= 0 && bits <= (family === 6 ? 128 : 32))) throw new Error(`${variable}: "${entry}" is not an IP address or a CIDR such as 10.1.2.0/24 or fd00::/8`);
+      const bits =
+        prefix === undefined ? (family === 6 ? 128 : 32) : /^\d{1,3}$/.test(prefix) ? Number(prefix) : Number.NaN;
+      if (family === 0 || !(bits >= 0 && bits <= (family === 6 ? 128 : 32)))
+        throw new Error(`${variable}: "${entry}" is not an IP address or a CIDR such as 10.1.2.0/24 or fd00::/8`);
       allowed.addSubnet(network, bits, family === 6 ? 'ipv6' : 'ipv4');
     }
     return new AddressPolicy(allowed, networks);

@@ -27,14 +27,19 @@ export function createCommitHandler(parts: CommitHandlerParts): CommitHandler {
     const changesStatus = delivery.eventTypes().includes('state_change');
     // a webhook registered before this commit was appended is in the directory once it caught up
     if (changesStatus) await parts.directory.caughtUp();
-    const webhooks = parts.directory.forTenant(ref.tenant).filter((webhook) => webhook.starts_after_stream_seq < delivery.streamSeq);
+    const webhooks = parts.directory
+      .forTenant(ref.tenant)
+      .filter((webhook) => webhook.starts_after_stream_seq < delivery.streamSeq);
     if (webhooks.length === 0) {
       parts.states.forget(ref);
       return { ack: true, outcome: 'no_webhooks' };
     }
     const decoded = decodeCommit(delivery.message, ref);
     if (!decoded.ok) {
-      delivery.logger.warn({ streamSeq: delivery.streamSeq, reason: decoded.reason }, 'an invalid message in the log: no webhook event derived from it');
+      delivery.logger.warn(
+        { streamSeq: delivery.streamSeq, reason: decoded.reason },
+        'an invalid message in the log: no webhook event derived from it',
+      );
       parts.states.forget(ref);
       return { ack: true, outcome: 'invalid' };
     }

@@ -4,7 +4,15 @@ import { randomBytes } from 'node:crypto';
 import type { WebhookEvent } from '@flotilla/api';
 import { WEBHOOK_DELIVERIES } from '@flotilla/bus';
 import { startNats, type NatsTestServer } from '@flotilla/testing';
-import { DeadLetterStore, enqueueDelivery, ensureDeliveryQueue, verifySignature, WebhookDirectory, WebhookRegistry, type DeliveryJob } from '@flotilla/webhooks';
+import {
+  DeadLetterStore,
+  enqueueDelivery,
+  ensureDeliveryQueue,
+  verifySignature,
+  WebhookDirectory,
+  WebhookRegistry,
+  type DeliveryJob,
+} from '@flotilla/webhooks';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -54,14 +62,34 @@ afterAll(async () => {
   await nats?.[Symbol.asyncDispose]();
 });
 
-const config: WebhooksConfig = { ...DEFAULT_WEBHOOKS_SETTINGS, maxAttempts: 3, retryBaseMs: 1_000, retryMaxMs: 8_000, timeoutMs: 2_000, addresses: AddressPolicy.parse('127.0.0.1', 'FLOTILLA_WEBHOOK_ALLOWED_NETWORKS') };
+const config: WebhooksConfig = {
+  ...DEFAULT_WEBHOOKS_SETTINGS,
+  maxAttempts: 3,
+  retryBaseMs: 1_000,
+  retryMaxMs: 8_000,
+  timeoutMs: 2_000,
+  addresses: AddressPolicy.parse('127.0.0.1', 'FLOTILLA_WEBHOOK_ALLOWED_NETWORKS'),
+};
 const handler = (overrides: Partial<WebhooksConfig> = {}) =>
-  createDeliveryHandler({ directory, deadLetter: (tenant, letter) => deadLetters.record(tenant, letter), config: { ...config, ...overrides }, post: postWebhook, random: () => 0.5 });
+  createDeliveryHandler({
+    directory,
+    deadLetter: (tenant, letter) => deadLetters.record(tenant, letter),
+    config: { ...config, ...overrides },
+    post: postWebhook,
+    random: () => 0.5,
+  });
 
 let counter = 0;
 function event(tenant: string): WebhookEvent {
   counter += 1;
-  return { v: 1, id: `evt_${String(counter).padStart(32, '0')}`, type: 'conversation.finished', created_at: '2026-01-01T00:00:00.000Z', tenant, data: { conversation: 'c1', seq: 4, status: 'finished', previous_status: 'running' } };
+  return {
+    v: 1,
+    id: `evt_${String(counter).padStart(32, '0')}`,
+    type: 'conversation.finished',
+    created_at: '2026-01-01T00:00:00.000Z',
+    tenant,
+    data: { conversation: 'c1', seq: 4, status: 'finished', previous_status: 'running' },
+  };
 }
 
 /** Queues a job and returns it as the consumer would deliver it for the nth time. */
@@ -76,7 +104,13 @@ async function registered(tenant: string, url = receiverUrl) {
   await directory.caughtUp();
   return created;
 }
-const jobFor = (tenant: string, webhook: string): DeliveryJob => ({ v: 1, tenant, webhook, enqueued_at: '2026-01-01T00:00:01.000Z', event: event(tenant) });
+const jobFor = (tenant: string, webhook: string): DeliveryJob => ({
+  v: 1,
+  tenant,
+  webhook,
+  enqueued_at: '2026-01-01T00:00:01.000Z',
+  event: event(tenant),
+});
 
 describe('the webhooks delivery handler', () => {
   it('POSTs the event signed with the webhook secret, with its id, kind, webhook and attempt; a 2xx acknowledges it', async () => {
@@ -90,8 +124,12 @@ describe('the webhooks delivery handler', () => {
     expect(request.headers['flotilla-event-type']).toBe('conversation.finished');
     expect(request.headers['flotilla-webhook-id']).toBe(webhook.id);
     expect(request.headers['flotilla-delivery-attempt']).toBe('1');
-    expect(verifySignature(secret, request.headers['flotilla-signature'] as string, request.body)).toMatchObject({ ok: true });
-    expect(verifySignature('whsec_someone-else', request.headers['flotilla-signature'] as string, request.body)).toMatchObject({ ok: false });
+    expect(verifySignature(secret, request.headers['flotilla-signature'] as string, request.body)).toMatchObject({
+      ok: true,
+    });
+    expect(
+      verifySignature('whsec_someone-else', request.headers['flotilla-signature'] as string, request.body),
+    ).toMatchObject({ ok: false });
   });
 
   it('leaves a failed delivery to JetStream with the retry delay, and dead-letters it at the last attempt', async () => {
@@ -103,7 +141,15 @@ describe('the webhooks delivery handler', () => {
     expect(await deadLetters.list('acme', webhook.id, 10)).toEqual([]);
     expect(await handler()(await queue(job, 3))).toEqual({ ack: true, outcome: 'dead_lettered' });
     expect(await deadLetters.list('acme', webhook.id, 10)).toEqual([
-      { webhook: webhook.id, event: job.event, attempts: 3, enqueued_at: job.enqueued_at, last_attempt_at: expect.any(String), last_error: 'HTTP 503', last_status: 503 },
+      {
+        webhook: webhook.id,
+        event: job.event,
+        attempts: 3,
+        enqueued_at: job.enqueued_at,
+        last_attempt_at: expect.any(String),
+        last_error: 'HTTP 503',
+        last_status: 503,
+      },
     ]);
     expect(requests.at(-1)!.headers['flotilla-delivery-attempt']).toBe('3');
   });
@@ -113,10 +159,18 @@ describe('the webhooks delivery handler', () => {
     const before = requests.length;
     expect(await handler()(await queue(jobFor('acme', webhook.id)))).toEqual({ ack: true, outcome: 'dead_lettered' });
     const [letter] = await deadLetters.list('acme', webhook.id, 10);
-    expect(letter).toMatchObject({ attempts: 1, last_status: null, last_error: expect.stringMatching(/169\.254\.169\.254 .*not reached by webhooks/) });
+    expect(letter).toMatchObject({
+      attempts: 1,
+      last_status: null,
+      last_error: expect.stringMatching(/169\.254\.169\.254 .*not reached by webhooks/),
+    });
     // loopback too, when the operator has not allowed it
     const { webhook: local } = await registered('acme');
-    expect(await handler({ addresses: AddressPolicy.parse('', 'FLOTILLA_WEBHOOK_ALLOWED_NETWORKS') })(await queue(jobFor('acme', local.id)))).toEqual({ ack: true, outcome: 'dead_lettered' });
+    expect(
+      await handler({ addresses: AddressPolicy.parse('', 'FLOTILLA_WEBHOOK_ALLOWED_NETWORKS') })(
+        await queue(jobFor('acme', local.id)),
+      ),
+    ).toEqual({ ack: true, outcome: 'dead_lettered' });
     expect(requests.length).toBe(before);
   });
 
@@ -130,10 +184,17 @@ describe('the webhooks delivery handler', () => {
     expect(await handler()(delivery)).toEqual({ ack: true, outcome: 'webhook_removed' });
     // a job claiming another tenant than its subject's
     const { webhook: globex } = await registered('globex');
-    await jetstream(nc).publish(`${WEBHOOK_DELIVERIES.subjectPrefix}.acme.${globex.id}`, JSON.stringify(jobFor('globex', globex.id)));
+    await jetstream(nc).publish(
+      `${WEBHOOK_DELIVERIES.subjectPrefix}.acme.${globex.id}`,
+      JSON.stringify(jobFor('globex', globex.id)),
+    );
     const info = await jsm.streams.info(WEBHOOK_DELIVERIES.stream);
     const before = requests.length;
-    expect(await handler()(await deliveryOf(jsm, WEBHOOK_DELIVERIES.stream, WEBHOOK_DELIVERIES.subjectPrefix, info.state.last_seq))).toEqual({ ack: true, outcome: 'invalid' });
+    expect(
+      await handler()(
+        await deliveryOf(jsm, WEBHOOK_DELIVERIES.stream, WEBHOOK_DELIVERIES.subjectPrefix, info.state.last_seq),
+      ),
+    ).toEqual({ ack: true, outcome: 'invalid' });
     expect(requests.length).toBe(before);
   });
 });

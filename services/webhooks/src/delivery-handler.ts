@@ -1,6 +1,14 @@
 import type { DeadLetter } from '@flotilla/api';
 import type { CommitHandler, HandleOutcome } from '@flotilla/runtime';
-import { parseDeliveryJob, signatureHeader, WebhookHeader, WebhooksError, type DeliveryJob, type StoredWebhook, type WebhookDirectory } from '@flotilla/webhooks';
+import {
+  parseDeliveryJob,
+  signatureHeader,
+  WebhookHeader,
+  WebhooksError,
+  type DeliveryJob,
+  type StoredWebhook,
+  type WebhookDirectory,
+} from '@flotilla/webhooks';
 import type { Counter, Histogram } from 'prom-client';
 import { retryDelayMs } from './retry-delay.js';
 import type { PostOutcome, postWebhook } from './webhook-post.js';
@@ -39,8 +47,16 @@ export function createDeliveryHandler(parts: DeliveryHandlerParts): CommitHandle
     async function handle(): Promise<HandleOutcome> {
       const parsed = parseDeliveryJob(delivery.message.data);
       // the subject is <prefix>.<tenant>.<webhook>: the job must be that webhook's
-      if (!parsed.ok || !delivery.ref || parsed.job.tenant !== delivery.ref.tenant || parsed.job.webhook !== delivery.ref.conversation) {
-        delivery.logger.error({ subject: delivery.subject, reason: parsed.ok ? 'it is not the job of its subject' : parsed.reason }, 'an invalid delivery in the queue: dropped');
+      if (
+        !parsed.ok ||
+        !delivery.ref ||
+        parsed.job.tenant !== delivery.ref.tenant ||
+        parsed.job.webhook !== delivery.ref.conversation
+      ) {
+        delivery.logger.error(
+          { subject: delivery.subject, reason: parsed.ok ? 'it is not the job of its subject' : parsed.reason },
+          'an invalid delivery in the queue: dropped',
+        );
         return { ack: true, outcome: 'invalid' };
       }
       const job = parsed.job;
@@ -60,10 +76,19 @@ export function createDeliveryHandler(parts: DeliveryHandlerParts): CommitHandle
           last_error: result.error,
           last_status: result.kind === 'failed' ? result.status : null,
         });
-        delivery.logger.warn(log, result.kind === 'refused' ? 'a webhook URL that may not be reached: dead-lettered' : 'a webhook delivery failed every attempt: dead-lettered');
+        delivery.logger.warn(
+          log,
+          result.kind === 'refused'
+            ? 'a webhook URL that may not be reached: dead-lettered'
+            : 'a webhook delivery failed every attempt: dead-lettered',
+        );
         return { ack: true, outcome: 'dead_lettered' };
       }
-      const delayMs = retryDelayMs(attempt, { baseMs: parts.config.retryBaseMs, maxMs: parts.config.retryMaxMs }, parts.random);
+      const delayMs = retryDelayMs(
+        attempt,
+        { baseMs: parts.config.retryBaseMs, maxMs: parts.config.retryMaxMs },
+        parts.random,
+      );
       delivery.logger.info({ ...log, retryInMs: delayMs }, 'a webhook delivery failed; it will be tried again');
       return { ack: false, outcome: 'retry', delayMs };
     }

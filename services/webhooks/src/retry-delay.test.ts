@@ -5,7 +5,9 @@ describe('the retry delay', () => {
   const policy = { baseMs: 1_000, maxMs: 60_000 };
 
   it('doubles after each failure, with half of it random, and is capped', () => {
-    expect([1, 2, 3, 4].map((failures) => retryDelayMs(failures, policy, () => 1))).toEqual([1_000, 2_000, 4_000, 8_000]);
+    expect([1, 2, 3, 4].map((failures) => retryDelayMs(failures, policy, () => 1))).toEqual([
+      1_000, 2_000, 4_000, 8_000,
+    ]);
     expect([1, 2, 3, 4].map((failures) => retryDelayMs(failures, policy, () => 0))).toEqual([500, 1_000, 2_000, 4_000]);
     expect(retryDelayMs(7, policy, () => 1)).toBe(60_000);
     expect(retryDelayMs(1_000, policy, () => 0.5)).toBe(45_000);

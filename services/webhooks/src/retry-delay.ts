@@ -5,7 +5,11 @@
  * schedule. The same policy shape as the model calls' retries (libs/llm backoffDelayMs with
  * jitter 0.5), applied to a delivery's JetStream redelivery instead of an in-process loop.
  */
-export function retryDelayMs(failedAttempts: number, policy: { readonly baseMs: number; readonly maxMs: number }, random: () => number = Math.random): number {
+export function retryDelayMs(
+  failedAttempts: number,
+  policy: { readonly baseMs: number; readonly maxMs: number },
+  random: () => number = Math.random,
+): number {
   const exponential = policy.baseMs * 2 ** Math.min(Math.max(failedAttempts - 1, 0), 40);
   const capped = Math.min(policy.maxMs, exponential);
   return Math.round(capped / 2 + (capped / 2) * random());

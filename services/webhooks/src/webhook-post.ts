@@ -26,7 +26,10 @@ class RefusedAddress extends Error {
 }
 
 function refusal(host: string, addresses: readonly string[], policy: AddressPolicy): string {
-  const allowed = policy.allowed.length > 0 ? `, nor in FLOTILLA_WEBHOOK_ALLOWED_NETWORKS (${policy.allowed.join(', ')})` : '; an operator may allow it with FLOTILLA_WEBHOOK_ALLOWED_NETWORKS';
+  const allowed =
+    policy.allowed.length > 0
+      ? `, nor in FLOTILLA_WEBHOOK_ALLOWED_NETWORKS (${policy.allowed.join(', ')})`
+      : '; an operator may allow it with FLOTILLA_WEBHOOK_ALLOWED_NETWORKS';
   return `${host} is ${addresses.join(', ')}: a private, loopback, link-local or reserved address, not reached by webhooks${allowed}`;
 }
 
@@ -40,15 +43,32 @@ function refusal(host: string, addresses: readonly string[], policy: AddressPoli
 export async function postWebhook(url: string, body: string, options: PostOptions): Promise<PostOutcome> {
   const target = new URL(url);
   const host = target.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) !== 0 && !options.policy.allows(host)) return { kind: 'refused', error: refusal(host, [host], options.policy) };
+  if (isIP(host) !== 0 && !options.policy.allows(host))
+    return { kind: 'refused', error: refusal(host, [host], options.policy) };
   const lookup: LookupFunction = (hostname, lookupOptions, callback) => {
-    dnsLookup(hostname, { family: lookupOptions.family ?? 0, hints: lookupOptions.hints ?? 0, all: true }, (error, addresses: LookupAddress[]) => {
-      if (error) return callback(error, '', 0);
-      const usable = addresses.filter((address) => options.policy.allows(address.address));
-      if (usable.length === 0) return callback(new RefusedAddress(refusal(hostname, addresses.map((address) => address.address), options.policy)), '', 0);
-      if (lookupOptions.all) return (callback as unknown as (error: null, addresses: LookupAddress[]) => void)(null, usable);
-      callback(null, usable[0]!.address, usable[0]!.family);
-    });
+    dnsLookup(
+      hostname,
+      { family: lookupOptions.family ?? 0, hints: lookupOptions.hints ?? 0, all: true },
+      (error, addresses: LookupAddress[]) => {
+        if (error) return callback(error, '', 0);
+        const usable = addresses.filter((address) => options.policy.allows(address.address));
+        if (usable.length === 0)
+          return callback(
+            new RefusedAddress(
+              refusal(
+                hostname,
+                addresses.map((address) => address.address),
+                options.policy,
+              ),
+            ),
+            '',
+            0,
+          );
+        if (lookupOptions.all)
+          return (callback as unknown as (error: null, addresses: LookupAddress[]) => void)(null, usable);
+        callback(null, usable[0]!.address, usable[0]!.family);
+      },
+    );
   };
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
   const signal = AbortSignal.timeout(options.timeoutMs);
@@ -66,7 +86,11 @@ export async function postWebhook(url: string, body: string, options: PostOption
         agent: false,
         lookup,
         signal,
-        headers: { ...options.headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+        headers: {
+          ...options.headers,
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+        },
       },
       (response: IncomingMessage) => {
         const status = response.statusCode ?? 0;
@@ -75,15 +99,25 @@ export async function postWebhook(url: string, body: string, options: PostOption
           received += chunk.length;
           if (received > MAX_RESPONSE_BYTES) response.destroy();
         });
-        const done = (): void => finish(status >= 200 && status < 300 ? { kind: 'delivered', status } : { kind: 'failed', status, error: `HTTP ${status}` });
+        const done = (): void =>
+          finish(
+            status >= 200 && status < 300
+              ? { kind: 'delivered', status }
+              : { kind: 'failed', status, error: `HTTP ${status}` },
+          );
         response.on('end', done);
         response.on('close', done);
         response.on('error', done);
       },
     );
     request.on('error', (error: Error & { code?: string }) => {
-      if (error instanceof RefusedAddress || (error as { cause?: unknown }).cause instanceof RefusedAddress) return finish({ kind: 'refused', error: error instanceof RefusedAddress ? error.message : (error.cause as Error).message });
-      if (signal.aborted) return finish({ kind: 'failed', status: null, error: `no answer within ${options.timeoutMs} ms` });
+      if (error instanceof RefusedAddress || (error as { cause?: unknown }).cause instanceof RefusedAddress)
+        return finish({
+          kind: 'refused',
+          error: error instanceof RefusedAddress ? error.message : (error.cause as Error).message,
+        });
+      if (signal.aborted)
+        return finish({ kind: 'failed', status: null, error: `no answer within ${options.timeoutMs} ms` });
       finish({ kind: 'failed', status: null, error: error.code ? `${error.code}: ${error.message}` : error.message });
     });
     request.end(body);

@@ -51,13 +51,27 @@ export const DEFAULT_WEBHOOKS_SETTINGS = {
 
 /** Reads the webhooks service's settings; throws naming the variable. */
 export function loadWebhooksConfig(environment: NodeJS.ProcessEnv = process.env): WebhooksConfig {
-  const read = (key: keyof typeof DEFAULT_WEBHOOKS_SETTINGS): string | number => environment[WebhooksVariables[key]]?.trim() || DEFAULT_WEBHOOKS_SETTINGS[key];
-  const result = Settings.safeParse(Object.fromEntries((Object.keys(DEFAULT_WEBHOOKS_SETTINGS) as (keyof typeof DEFAULT_WEBHOOKS_SETTINGS)[]).map((key) => [key, read(key)])));
+  const read = (key: keyof typeof DEFAULT_WEBHOOKS_SETTINGS): string | number =>
+    environment[WebhooksVariables[key]]?.trim() || DEFAULT_WEBHOOKS_SETTINGS[key];
+  const result = Settings.safeParse(
+    Object.fromEntries(
+      (Object.keys(DEFAULT_WEBHOOKS_SETTINGS) as (keyof typeof DEFAULT_WEBHOOKS_SETTINGS)[]).map((key) => [
+        key,
+        read(key),
+      ]),
+    ),
+  );
   if (!result.success) {
     const issue = result.error.issues[0]!;
     throw new Error(`${WebhooksVariables[issue.path[0] as keyof typeof WebhooksVariables]}: ${issue.message}`);
   }
-  if (result.data.retryMaxMs < result.data.retryBaseMs) throw new Error(`${WebhooksVariables.retryMaxMs} must be at least ${WebhooksVariables.retryBaseMs} (${result.data.retryBaseMs})`);
-  const addresses = AddressPolicy.parse(environment[WebhooksVariables.allowedNetworks] ?? '', WebhooksVariables.allowedNetworks);
+  if (result.data.retryMaxMs < result.data.retryBaseMs)
+    throw new Error(
+      `${WebhooksVariables.retryMaxMs} must be at least ${WebhooksVariables.retryBaseMs} (${result.data.retryBaseMs})`,
+    );
+  const addresses = AddressPolicy.parse(
+    environment[WebhooksVariables.allowedNetworks] ?? '',
+    WebhooksVariables.allowedNetworks,
+  );
   return { ...result.data, addresses };
 }

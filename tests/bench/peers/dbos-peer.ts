@@ -16,7 +16,9 @@ export async function startDbos(loop: ScriptedLoop, options: PeerOptions): Promi
   const conversationWorkflow = DBOS.registerWorkflow(
     async (conversation: string, maxSteps: number): Promise<number> => {
       for (let step = 0; ; step += 1) {
-        const decision: Decision = await DBOS.runStep(() => loop.model(conversation, step, maxSteps), { name: 'model' });
+        const decision: Decision = await DBOS.runStep(() => loop.model(conversation, step, maxSteps), {
+          name: 'model',
+        });
         if (decision.kind === 'finish') return step;
         await DBOS.runStep(async () => loop.tool(conversation, decision), { name: 'tool' });
       }
@@ -28,7 +30,10 @@ export async function startDbos(loop: ScriptedLoop, options: PeerOptions): Promi
   return {
     name: 'DBOS',
     async run(conversation, maxSteps) {
-      const handle = await DBOS.startWorkflow(conversationWorkflow, { workflowID: conversation })(conversation, maxSteps);
+      const handle = await DBOS.startWorkflow(conversationWorkflow, { workflowID: conversation })(
+        conversation,
+        maxSteps,
+      );
       await handle.getResult();
     },
     async processes() {

@@ -13,7 +13,11 @@ export const FLOOR = { stream: 'FLOOR', prefix: 'floor.ev', bucket: 'floor_snaps
 export type FloorGroup = 'deciders' | 'runners' | 'projectors';
 
 /** The kind of commit each group writes, which Flotilla's design does not deliver back to it (libs/bus SELF_CONTINUING). */
-export const OWN_KIND: Readonly<Record<FloorGroup, string | undefined>> = { deciders: 'step', runners: 'tool', projectors: undefined };
+export const OWN_KIND: Readonly<Record<FloorGroup, string | undefined>> = {
+  deciders: 'step',
+  runners: 'tool',
+  projectors: undefined,
+};
 
 export type FloorCommit =
   | { readonly type: 'message' | 'finish'; readonly step: number }
@@ -24,15 +28,30 @@ const decoder = new TextDecoder();
 
 export const conversationOf = (message: JsMsg): string => message.subject.slice(FLOOR.prefix.length + 1).split('.')[0]!;
 
-const KIND: Readonly<Record<FloorCommit['type'], string>> = { message: 'user', action: 'step', finish: 'step', started: 'tool', observation: 'tool' };
+const KIND: Readonly<Record<FloorCommit['type'], string>> = {
+  message: 'user',
+  action: 'step',
+  finish: 'step',
+  started: 'tool',
+  observation: 'tool',
+};
 export const readCommit = (message: JsMsg): FloorCommit => JSON.parse(decoder.decode(message.data)) as FloorCommit;
 
 /** Appends `commit` after the commit at stream sequence `after` (0: the conversation's first); resolves with its stream sequence. */
-export async function append(js: JetStreamClient, conversation: string, commit: FloorCommit, after: number): Promise<number> {
+export async function append(
+  js: JetStreamClient,
+  conversation: string,
+  commit: FloorCommit,
+  after: number,
+): Promise<number> {
   const expect = headers();
   expect.set('Nats-Expected-Last-Subject-Sequence', String(after));
   expect.set('Nats-Expected-Last-Subject-Sequence-Subject', `${FLOOR.prefix}.${conversation}.*`);
-  const ack = await js.publish(`${FLOOR.prefix}.${conversation}.${KIND[commit.type]}`, encoder.encode(JSON.stringify(commit)), { headers: expect });
+  const ack = await js.publish(
+    `${FLOOR.prefix}.${conversation}.${KIND[commit.type]}`,
+    encoder.encode(JSON.stringify(commit)),
+    { headers: expect },
+  );
   return ack.seq;
 }
 
@@ -40,7 +59,11 @@ export async function append(js: JetStreamClient, conversation: string, commit: 
  * Hands every message of the group's durable consumer to `handle` as it comes (concurrently, as
  * Flotilla's groups do), acking each once `handle` resolves.
  */
-export async function consumeGroup(nc: NatsConnection, group: FloorGroup, handle: (message: JsMsg) => Promise<void>): Promise<void> {
+export async function consumeGroup(
+  nc: NatsConnection,
+  group: FloorGroup,
+  handle: (message: JsMsg) => Promise<void>,
+): Promise<void> {
   const js = jetstream(nc);
   const messages = await (await js.consumers.get(FLOOR.stream, group)).consume({ max_messages: 1_000 });
   void (async () => {

@@ -9,7 +9,15 @@ import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } 
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import type { PeerOptions } from './figures.js';
-import { append, consumeGroup, conversationOf, FLOOR, OWN_KIND, readCommit, type FloorGroup } from './floor-messages.js';
+import {
+  append,
+  consumeGroup,
+  conversationOf,
+  FLOOR,
+  OWN_KIND,
+  readCommit,
+  type FloorGroup,
+} from './floor-messages.js';
 import type { Decision, ScriptedLoop } from './loop.js';
 import type { PeerEngine } from './measure.js';
 
@@ -37,16 +45,36 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, filte
     const nc = await connect({ servers: server.url });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
-    await jsm.streams.add({ name: FLOOR.stream, subjects: [`${FLOOR.prefix}.*.*`], retention: RetentionPolicy.Limits, storage: StorageType.File });
+    await jsm.streams.add({
+      name: FLOOR.stream,
+      subjects: [`${FLOOR.prefix}.*.*`],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+    });
     for (const group of groups) {
       const own = filtered ? OWN_KIND[group] : undefined;
-      const filter = own === undefined ? {} : { filter_subjects: ['user', 'step', 'tool'].filter((kind) => kind !== own).map((kind) => `${FLOOR.prefix}.*.${kind}`) };
-      await jsm.consumers.add(FLOOR.stream, { durable_name: group, ack_policy: AckPolicy.Explicit, max_ack_pending: 10_000, ...filter });
+      const filter =
+        own === undefined
+          ? {}
+          : {
+              filter_subjects: ['user', 'step', 'tool']
+                .filter((kind) => kind !== own)
+                .map((kind) => `${FLOOR.prefix}.*.${kind}`),
+            };
+      await jsm.consumers.add(FLOOR.stream, {
+        durable_name: group,
+        ack_policy: AckPolicy.Explicit,
+        max_ack_pending: 10_000,
+        ...filter,
+      });
     }
     await new Kvm(js).create(FLOOR.bucket, { history: 1 });
     for (const role of roles) children.push(await startRole(role, server.url));
 
-    const conversations = new Map<string, { readonly maxSteps: number; decision?: Decision; readonly done: () => void }>();
+    const conversations = new Map<
+      string,
+      { readonly maxSteps: number; decision?: Decision; readonly done: () => void }
+    >();
     await consumeGroup(nc, 'deciders', async (message) => {
       const commit = readCommit(message);
       if (commit.type !== 'message' && commit.type !== 'observation') return;
@@ -70,15 +98,23 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, filte
         await finished;
       },
       async processes() {
-        return new Map([['node (deciders, model)', [process.pid]], ...roles.map((role, index): [string, number[]] => [`node (${role})`, [children[index]!.pid!]]), ['nats-server', [server.pid!]]]);
+        return new Map([
+          ['node (deciders, model)', [process.pid]],
+          ...roles.map((role, index): [string, number[]] => [`node (${role})`, [children[index]!.pid!]]),
+          ['nats-server', [server.pid!]],
+        ]);
       },
       async beginWrites() {
         const before = (await jsm.streams.info(FLOOR.stream)).state;
         return async (steps) => {
           const after = (await jsm.streams.info(FLOOR.stream)).state;
           const perStep = (value: number): string => (value / Math.max(1, steps)).toFixed(2);
-          const delivered = filtered ? 'each delivered to the groups that did not write it' : `each delivered to ${groups.length} groups`;
-          return [`${perStep(after.messages - before.messages)} commits of ${((after.bytes - before.bytes) / Math.max(1, after.messages - before.messages)).toFixed(0)} bytes each (stored), ${delivered}; 1 KV snapshot put`];
+          const delivered = filtered
+            ? 'each delivered to the groups that did not write it'
+            : `each delivered to ${groups.length} groups`;
+          return [
+            `${perStep(after.messages - before.messages)} commits of ${((after.bytes - before.bytes) / Math.max(1, after.messages - before.messages)).toFixed(0)} bytes each (stored), ${delivered}; 1 KV snapshot put`,
+          ];
         };
       },
       async close() {
@@ -99,7 +135,9 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, filte
 async function startRole(role: string, url: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', ROLE, role, url], { stdio: ['ignore', 'pipe', 'inherit'] });
   const ready = new Promise<void>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) => (line === 'ready' ? resolve() : process.stderr.write(`floor ${role}: ${line}\n`)));
+    createInterface({ input: child.stdout! }).on('line', (line) =>
+      line === 'ready' ? resolve() : process.stderr.write(`floor ${role}: ${line}\n`),
+    );
     child.once('exit', (code) => reject(new Error(`the floor's ${role} ended with ${code} before it was ready`)));
   });
   await ready;

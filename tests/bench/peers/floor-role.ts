@@ -19,7 +19,12 @@ if (role === 'runner') {
     const commit = readCommit(message);
     if (commit.type !== 'action') return;
     const conversation = conversationOf(message);
-    const started = await append(js, conversation, { type: 'started', step: commit.step, callId: commit.callId }, message.seq);
+    const started = await append(
+      js,
+      conversation,
+      { type: 'started', step: commit.step, callId: commit.callId },
+      message.seq,
+    );
     await append(js, conversation, { type: 'observation', step: commit.step, callId: commit.callId }, started);
   });
 } else if (role === 'projector') {
@@ -27,7 +32,16 @@ if (role === 'runner') {
   await consumeGroup(nc, 'projectors', async (message) => {
     const commit = readCommit(message);
     if (commit.type !== 'observation' && commit.type !== 'finish') return;
-    await kv.put(conversationOf(message), encoder.encode(JSON.stringify({ last_stream_seq: message.seq, step: commit.step, status: commit.type === 'finish' ? 'finished' : 'running' })));
+    await kv.put(
+      conversationOf(message),
+      encoder.encode(
+        JSON.stringify({
+          last_stream_seq: message.seq,
+          step: commit.step,
+          status: commit.type === 'finish' ? 'finished' : 'running',
+        }),
+      ),
+    );
   });
 } else {
   throw new Error(`unknown role "${role}": runner or projector`);

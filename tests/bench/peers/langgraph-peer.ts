@@ -5,7 +5,8 @@ import type { Decision, ScriptedLoop, ToolResult } from './loop.js';
 import type { PeerEngine } from './measure.js';
 import { PostgresStats } from './postgres-stats.js';
 
-type Message = { readonly role: 'assistant'; readonly decision: Decision } | { readonly role: 'tool'; readonly result: ToolResult };
+type Message =
+  { readonly role: 'assistant'; readonly decision: Decision } | { readonly role: 'tool'; readonly result: ToolResult };
 
 /**
  * LangGraph.js with its PostgreSQL checkpointer: a conversation is a thread, the agent's graph
@@ -30,8 +31,15 @@ export async function startLangGraph(loop: ScriptedLoop, options: PeerOptions): 
   const checkpointer = PostgresSaver.fromConnString(databaseUrl);
   await checkpointer.setup();
   const graph = new StateGraph(State)
-    .addNode('model', async (state) => ({ messages: [{ role: 'assistant' as const, decision: await loop.model(state.conversation, state.step, state.maxSteps) }] }))
-    .addNode('tool', (state) => ({ messages: [{ role: 'tool' as const, result: loop.tool(state.conversation, lastDecision(state)) }], step: state.step + 1 }))
+    .addNode('model', async (state) => ({
+      messages: [
+        { role: 'assistant' as const, decision: await loop.model(state.conversation, state.step, state.maxSteps) },
+      ],
+    }))
+    .addNode('tool', (state) => ({
+      messages: [{ role: 'tool' as const, result: loop.tool(state.conversation, lastDecision(state)) }],
+      step: state.step + 1,
+    }))
     .addEdge(START, 'model')
     .addConditionalEdges('model', (state) => (lastDecision(state).kind === 'finish' ? END : 'tool'), ['tool', END])
     .addEdge('tool', 'model')
@@ -41,7 +49,10 @@ export async function startLangGraph(loop: ScriptedLoop, options: PeerOptions): 
     name: 'LangGraph',
     async run(conversation, maxSteps) {
       // two super-steps per step; the limit only has to stay out of the way
-      await graph.invoke({ conversation, maxSteps }, { configurable: { thread_id: conversation }, durability: 'sync', recursionLimit: 1_000_000_000 });
+      await graph.invoke(
+        { conversation, maxSteps },
+        { configurable: { thread_id: conversation }, durability: 'sync', recursionLimit: 1_000_000_000 },
+      );
     },
     async processes() {
       return new Map([

@@ -6,7 +6,14 @@
  * scripts them and times when each tool run starts (its decision is durable by then, and the
  * previous result was before the model was called).
  */
-export type Decision = { readonly kind: 'call'; readonly callId: string; readonly tool: 'noop'; readonly arguments: { readonly step: number } } | { readonly kind: 'finish' };
+export type Decision =
+  | {
+      readonly kind: 'call';
+      readonly callId: string;
+      readonly tool: 'noop';
+      readonly arguments: { readonly step: number };
+    }
+  | { readonly kind: 'finish' };
 export type ToolResult = { readonly callId: string; readonly output: string };
 
 export class ScriptedLoop {

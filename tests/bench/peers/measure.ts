@@ -30,12 +30,19 @@ const now = (): number => performance.timeOrigin + performance.now();
  */
 export async function measurePeer(engine: PeerEngine, loop: ScriptedLoop, options: PeerOptions): Promise<PeerFigures> {
   loop.latencyMs = 0;
-  for (const [index, steps] of warmupConversations(options.warmupCycles).entries()) await engine.run(`warmup-${index}`, steps);
+  for (const [index, steps] of warmupConversations(options.warmupCycles).entries())
+    await engine.run(`warmup-${index}`, steps);
   const finishWrites = await engine.beginWrites('conversation');
   await engine.run('cycle', FIRST_CYCLES_LEFT_OUT + options.cycles + 1);
   const runs = loop.toolRuns('cycle');
-  const gaps = runs.slice(1).map((at, index) => at - runs[index]!).slice(FIRST_CYCLES_LEFT_OUT);
-  if (gaps.length !== options.cycles) throw new Error(`${engine.name}: the cycle's conversation ran ${runs.length} tools, not ${FIRST_CYCLES_LEFT_OUT + options.cycles + 1} (a database left from an earlier run?)`);
+  const gaps = runs
+    .slice(1)
+    .map((at, index) => at - runs[index]!)
+    .slice(FIRST_CYCLES_LEFT_OUT);
+  if (gaps.length !== options.cycles)
+    throw new Error(
+      `${engine.name}: the cycle's conversation ran ${runs.length} tools, not ${FIRST_CYCLES_LEFT_OUT + options.cycles + 1} (a database left from an earlier run?)`,
+    );
   const writes = await finishWrites(runs.length, 'cycle');
   const cycle = { p50: percentile(gaps, 50), p90: percentile(gaps, 90), n: gaps.length };
 
@@ -43,7 +50,9 @@ export async function measurePeer(engine: PeerEngine, loop: ScriptedLoop, option
   const finishLoadWrites = await engine.beginWrites('load');
   const loadStart = now();
   const failures: unknown[] = [];
-  const running = Array.from({ length: options.conversations }, (_, index) => engine.run(`load-${index}`, Number.MAX_SAFE_INTEGER).catch((error: unknown) => void failures.push(error)));
+  const running = Array.from({ length: options.conversations }, (_, index) =>
+    engine.run(`load-${index}`, Number.MAX_SAFE_INTEGER).catch((error: unknown) => void failures.push(error)),
+  );
   await sleep(options.warmupMs);
   const before = await cpuSnapshot(engine);
   const from = now();
@@ -52,7 +61,10 @@ export async function measurePeer(engine: PeerEngine, loop: ScriptedLoop, option
   const after = await cpuSnapshot(engine);
   loop.stopping = true;
   await Promise.all(running);
-  if (failures.length > 0) throw new Error(`${failures.length} of ${options.conversations} conversations failed under load; the first: ${String(failures[0])}`);
+  if (failures.length > 0)
+    throw new Error(
+      `${failures.length} of ${options.conversations} conversations failed under load; the first: ${String(failures[0])}`,
+    );
   // over the whole load run, its start and end included: statistics read in a window lag behind
   const loadWrites = await finishLoadWrites(loop.toolRunsBetween(loadStart, Number.POSITIVE_INFINITY), '');
 
@@ -68,7 +80,15 @@ export async function measurePeer(engine: PeerEngine, loop: ScriptedLoop, option
   return {
     peer: engine.name,
     cycle,
-    load: { conversations: options.conversations, latencyMs: options.latencyMs, windowMs: to - from, steps: loop.toolRunsBetween(from, to), idealSteps, cpuSeconds: cpu, processes },
+    load: {
+      conversations: options.conversations,
+      latencyMs: options.latencyMs,
+      windowMs: to - from,
+      steps: loop.toolRunsBetween(from, to),
+      idealSteps,
+      cpuSeconds: cpu,
+      processes,
+    },
     writes: { conversation: writes, load: loadWrites },
   };
 }

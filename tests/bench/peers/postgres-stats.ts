@@ -24,7 +24,11 @@ export class PostgresStats {
     const local = new pg.Client({ connectionString: databaseUrl });
     await server.connect();
     await local.connect();
-    const pids = await Promise.all([server, local].map(async (client) => Number((await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid)));
+    const pids = await Promise.all(
+      [server, local].map(async (client) =>
+        Number((await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid),
+      ),
+    );
     return new PostgresStats(database, server, local, new Set(pids));
   }
 
@@ -34,7 +38,10 @@ export class PostgresStats {
    * not the backends of other databases, nor the benchmark's two.
    */
   async processes(): Promise<number[]> {
-    const { rows } = await this.server.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1 OR backend_type <> 'client backend'", [this.database]);
+    const { rows } = await this.server.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE datname = $1 OR backend_type <> 'client backend'",
+      [this.database],
+    );
     const pids = rows.map((row) => Number(row.pid)).filter((pid) => !this.ownPids.has(pid));
     const status = await readFile(`/proc/${[...this.ownPids][0]}/status`, 'utf8');
     const postmaster = Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]);
@@ -59,14 +66,21 @@ export class PostgresStats {
       // the benchmark's own statistics read on the peer's database, after the first counters
       const commits = after.commits - before.commits - 1;
       const per = (value: number): string => (value / steps).toFixed(2);
-      const lines = scope === 'conversation' ? [] : [`${per(commits)} transactions committed (reads included), ${per(after.walSyncs - before.walSyncs)} WAL flushes (fdatasync), ${Math.round((after.walBytes - before.walBytes) / steps)} B of WAL`];
+      const lines =
+        scope === 'conversation'
+          ? []
+          : [
+              `${per(commits)} transactions committed (reads included), ${per(after.walSyncs - before.walSyncs)} WAL flushes (fdatasync), ${Math.round((after.walBytes - before.walBytes) / steps)} B of WAL`,
+            ];
       for (const [table, row] of tablesAfter) {
         const earlier = tablesBefore.get(table) ?? { inserted: 0, updated: 0, deleted: 0, bytes: 0 };
         const inserted = row.inserted - earlier.inserted;
         const updated = row.updated - earlier.updated;
         const deleted = row.deleted - earlier.deleted;
         if (inserted + updated + deleted === 0) continue;
-        lines.push(`${table}: ${per(inserted)} rows inserted, ${per(updated)} updated, ${per(deleted)} deleted, ${Math.round((row.bytes - earlier.bytes) / steps)} B of table and indexes`);
+        lines.push(
+          `${table}: ${per(inserted)} rows inserted, ${per(updated)} updated, ${per(deleted)} deleted, ${Math.round((row.bytes - earlier.bytes) / steps)} B of table and indexes`,
+        );
       }
       return lines;
     };
@@ -95,9 +109,25 @@ export class PostgresStats {
   }
 
   private async tables(): Promise<Map<string, { inserted: number; updated: number; deleted: number; bytes: number }>> {
-    const { rows } = await this.local.query<{ name: string; inserted: string; updated: string; deleted: string; bytes: string }>(
+    const { rows } = await this.local.query<{
+      name: string;
+      inserted: string;
+      updated: string;
+      deleted: string;
+      bytes: string;
+    }>(
       `SELECT schemaname || '.' || relname AS name, n_tup_ins AS inserted, n_tup_upd AS updated, n_tup_del AS deleted, pg_total_relation_size(relid) AS bytes FROM pg_stat_user_tables ORDER BY 1`,
     );
-    return new Map(rows.map((row) => [row.name, { inserted: Number(row.inserted), updated: Number(row.updated), deleted: Number(row.deleted), bytes: Number(row.bytes) }]));
+    return new Map(
+      rows.map((row) => [
+        row.name,
+        {
+          inserted: Number(row.inserted),
+          updated: Number(row.updated),
+          deleted: Number(row.deleted),
+          bytes: Number(row.bytes),
+        },
+      ]),
+    );
   }
 }

@@ -47,8 +47,15 @@ export async function startRestate(loop: ScriptedLoop, options: PeerOptions): Pr
       },
     });
     await restate.serve({ services: [conversation], port: SERVICE_PORT });
-    const registered = await fetch(`${ADMIN}/deployments`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uri: `http://127.0.0.1:${SERVICE_PORT}` }) });
-    if (!registered.ok) throw new Error(`registering the service with the Restate server: ${registered.status} ${await registered.text()}`);
+    const registered = await fetch(`${ADMIN}/deployments`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ uri: `http://127.0.0.1:${SERVICE_PORT}` }),
+    });
+    if (!registered.ok)
+      throw new Error(
+        `registering the service with the Restate server: ${registered.status} ${await registered.text()}`,
+      );
     await waitFor(`${INGRESS}/restate/health`, 'the Restate ingress', 60_000);
   } catch (error) {
     server.kill('SIGKILL');
@@ -56,7 +63,11 @@ export async function startRestate(loop: ScriptedLoop, options: PeerOptions): Pr
   }
 
   const query = async (sql: string): Promise<Record<string, unknown>[]> => {
-    const response = await fetch(`${ADMIN}/query`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ query: sql }) });
+    const response = await fetch(`${ADMIN}/query`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ query: sql }),
+    });
     if (!response.ok) throw new Error(`Restate query "${sql}": ${response.status} ${await response.text()}`);
     return ((await response.json()) as { rows: Record<string, unknown>[] }).rows;
   };
@@ -65,11 +76,16 @@ export async function startRestate(loop: ScriptedLoop, options: PeerOptions): Pr
     name: 'Restate',
     async run(key, maxSteps) {
       for (let attempt = 0; ; attempt += 1) {
-        const response = await fetch(`${INGRESS}/Conversation/${key}/run`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ maxSteps }) });
+        const response = await fetch(`${INGRESS}/Conversation/${key}/run`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ maxSteps }),
+        });
         const body = await response.text();
         if (response.ok) return;
         // the ingress learns of the new deployment shortly after its registration
-        if (response.status !== 404 || attempt >= 50) throw new Error(`invoking Conversation/${key}/run: ${response.status} ${body}`);
+        if (response.status !== 404 || attempt >= 50)
+          throw new Error(`invoking Conversation/${key}/run: ${response.status} ${body}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     },
@@ -80,14 +96,21 @@ export async function startRestate(loop: ScriptedLoop, options: PeerOptions): Pr
       ]);
     },
     async beginWrites(scope) {
-      const written = async (): Promise<number> => Number(/^write_bytes:\s+(\d+)/m.exec(await readFile(`/proc/${server.pid}/io`, 'utf8'))?.[1]);
+      const written = async (): Promise<number> =>
+        Number(/^write_bytes:\s+(\d+)/m.exec(await readFile(`/proc/${server.pid}/io`, 'utf8'))?.[1]);
       const writtenBefore = await written();
       return async (steps, key) => {
-        if (scope === 'load') return [`the server's writes to storage (write_bytes): ${Math.round((await written() - writtenBefore) / steps)} B per step`];
+        if (scope === 'load')
+          return [
+            `the server's writes to storage (write_bytes): ${Math.round(((await written()) - writtenBefore) / steps)} B per step`,
+          ];
         const rows = await query(
           `SELECT j.entry_type AS entry_type, count(*) AS entries FROM sys_journal j JOIN sys_invocation i ON j.id = i.id WHERE i.target_service_name = 'Conversation' AND i.target_service_key = '${key}' GROUP BY j.entry_type ORDER BY j.entry_type`,
         );
-        return rows.map((row) => `journal, ${String(row['entry_type'])}: ${(Number(row['entries']) / steps).toFixed(2)} entries per step`);
+        return rows.map(
+          (row) =>
+            `journal, ${String(row['entry_type'])}: ${(Number(row['entries']) / steps).toFixed(2)} entries per step`,
+        );
       };
     },
     async close() {

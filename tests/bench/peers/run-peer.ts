@@ -13,10 +13,23 @@ const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
  * `isolateNetwork` the process, and whatever it starts, gets a network namespace of its own with
  * loopback only (`unshare --net`; as a user that is not root, with `--map-root-user`).
  */
-export async function runPeer(peer: PeerName, options: PeerOptions, isolateNetwork: boolean, timeoutMs = 15 * 60_000): Promise<PeerFigures> {
+export async function runPeer(
+  peer: PeerName,
+  options: PeerOptions,
+  isolateNetwork: boolean,
+  timeoutMs = 15 * 60_000,
+): Promise<PeerFigures> {
   const node = [process.execPath, '--import', 'tsx', ENTRY, peer];
   const [command, ...args] = isolateNetwork
-    ? ['unshare', '--net', ...(process.getuid?.() === 0 ? [] : ['--map-root-user']), 'sh', '-c', 'ip link set lo up && exec "$0" "$@"', ...node]
+    ? [
+        'unshare',
+        '--net',
+        ...(process.getuid?.() === 0 ? [] : ['--map-root-user']),
+        'sh',
+        '-c',
+        'ip link set lo up && exec "$0" "$@"',
+        ...node,
+      ]
     : node;
   const child = spawn(command!, args, {
     cwd: ROOT,
@@ -44,6 +57,9 @@ export async function runPeer(peer: PeerName, options: PeerOptions, isolateNetwo
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   clearTimeout(timer);
-  if (code !== 0 || !figures) throw new Error(`the ${peer} peer's process ended with ${code} and ${figures ? 'its figures' : 'no figures'}: ${errors.slice(-5).join(' | ')}`);
+  if (code !== 0 || !figures)
+    throw new Error(
+      `the ${peer} peer's process ended with ${code} and ${figures ? 'its figures' : 'no figures'}: ${errors.slice(-5).join(' | ')}`,
+    );
   return figures;
 }

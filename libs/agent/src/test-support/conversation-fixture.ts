@@ -34,7 +34,14 @@ export async function conversationFixture(): Promise<ConversationFixture> {
     tools,
     conversation(llm, agent = {}) {
       const config = parseAgentConfig({ llm: { provider: 'openai-chat', model: 'scripted' }, ...agent });
-      return new LocalConversation({ log, ref: { tenant: 'acme', conversation: uniqueName('c') }, agent: config, llm, tools, workspace });
+      return new LocalConversation({
+        log,
+        ref: { tenant: 'acme', conversation: uniqueName('c') },
+        agent: config,
+        llm,
+        tools,
+        workspace,
+      });
     },
     async [Symbol.asyncDispose]() {
       await tools.close();
@@ -70,11 +77,20 @@ export async function realRunCommits(fixture: ConversationFixture): Promise<Even
         { toolCalls: [call('finish', { message: 'done' })] },
       ],
     },
-    { agent: { confirmation: { mode: 'always' as const } }, replies: [{ toolCalls: [call('think', { thought: 'risky?' })] }, { toolCalls: [call('finish', { message: 'ok' })] }] },
+    {
+      agent: { confirmation: { mode: 'always' as const } },
+      replies: [
+        { toolCalls: [call('think', { thought: 'risky?' })] },
+        { toolCalls: [call('finish', { message: 'ok' })] },
+      ],
+    },
   ];
   const recorded: Event[][][] = [];
   for (const run of runs) {
-    const conversation = fixture.conversation(new ScriptedLanguageModel({ replies: run.replies }), { tools: ['think', 'finish'], ...run.agent });
+    const conversation = fixture.conversation(new ScriptedLanguageModel({ replies: run.replies }), {
+      tools: ['think', 'finish'],
+      ...run.agent,
+    });
     await conversation.sendMessage('go', { run: true });
     // run() approves what waits for confirmation and resumes, until the conversation rests
     for (let turn = 0; turn < 10 && (await conversation.run()) === 'waiting_for_confirmation'; turn += 1);

@@ -10,10 +10,13 @@ export function draftsFor(ref: ConversationRef) {
   const system = { ...ref, source: 'system' as const };
   const environment = { ...ref, source: 'environment' as const };
   return {
-    userMessage: (text = 'hello'): EventDraft => draftEvent(user, 'message', { role: 'user', content: [{ type: 'text', text }] }),
-    assistantMessage: (text = 'done'): EventDraft => draftEvent(agent, 'message', { role: 'assistant', content: [{ type: 'text', text }] }),
+    userMessage: (text = 'hello'): EventDraft =>
+      draftEvent(user, 'message', { role: 'user', content: [{ type: 'text', text }] }),
+    assistantMessage: (text = 'done'): EventDraft =>
+      draftEvent(agent, 'message', { role: 'assistant', content: [{ type: 'text', text }] }),
     status: (status: ConversationStatus): EventDraft => draftEvent(system, 'state_change', { status, reason: 'test' }),
-    systemPrompt: (): EventDraft => draftEvent(agent, 'system_prompt', { static_prompt: 'You are a helpful agent.', tools: [] }),
+    systemPrompt: (): EventDraft =>
+      draftEvent(agent, 'system_prompt', { static_prompt: 'You are a helpful agent.', tools: [] }),
     usage: (purpose: 'step' | 'condensation' = 'step'): EventDraft =>
       draftEvent(system, 'llm_usage', {
         model: 'test-model',
@@ -26,7 +29,11 @@ export function draftsFor(ref: ConversationRef) {
         latency_ms: 12,
         cost_usd: 0,
       }),
-    action: (toolName = 'terminal', input: Record<string, unknown> | null = { command: 'ls' }, toolCallId = `call_${newId()}`): ActionDraft =>
+    action: (
+      toolName = 'terminal',
+      input: Record<string, unknown> | null = { command: 'ls' },
+      toolCallId = `call_${newId()}`,
+    ): ActionDraft =>
       draftEvent(agent, 'action', {
         tool_call_id: toolCallId,
         tool_name: toolName,
@@ -47,13 +54,26 @@ export function draftsFor(ref: ConversationRef) {
         is_error: false,
       }),
     agentError: (action: ActionDraft): EventDraft =>
-      draftEvent(environment, 'agent_error', { tool_call_id: action.tool_call_id, tool_name: action.tool_name, action_id: action.id, error: 'bad call' }),
+      draftEvent(environment, 'agent_error', {
+        tool_call_id: action.tool_call_id,
+        tool_name: action.tool_name,
+        action_id: action.id,
+        error: 'bad call',
+      }),
     rejection: (action: ActionDraft): EventDraft =>
-      draftEvent(user, 'user_rejection', { action_id: action.id, tool_call_id: action.tool_call_id, tool_name: action.tool_name, reason: 'no', rejection_source: 'user' }),
-    approval: (...actions: readonly ActionDraft[]): EventDraft => draftEvent(user, 'approval', { action_ids: actions.map((action) => action.id) }),
+      draftEvent(user, 'user_rejection', {
+        action_id: action.id,
+        tool_call_id: action.tool_call_id,
+        tool_name: action.tool_name,
+        reason: 'no',
+        rejection_source: 'user',
+      }),
+    approval: (...actions: readonly ActionDraft[]): EventDraft =>
+      draftEvent(user, 'approval', { action_ids: actions.map((action) => action.id) }),
     pause: (): EventDraft => draftEvent(user, 'pause', {}),
     condensationRequest: (): EventDraft => draftEvent(system, 'condensation_request', { reason: 'too long' }),
-    condensation: (forgotten: readonly string[]): EventDraft => draftEvent(agent, 'condensation', { forgotten_event_ids: [...forgotten] }),
+    condensation: (forgotten: readonly string[]): EventDraft =>
+      draftEvent(agent, 'condensation', { forgotten_event_ids: [...forgotten] }),
   };
 }
 

@@ -33,7 +33,12 @@ export async function auditFixture(): Promise<AuditFixture> {
 }
 
 /** Appends commits one after another, each expecting the tail the previous one left. */
-export async function appendAll(log: EventLog, ref: ConversationRef, commits: readonly (readonly EventDraft[])[], tail: Tail = EMPTY_TAIL): Promise<StoredCommit[]> {
+export async function appendAll(
+  log: EventLog,
+  ref: ConversationRef,
+  commits: readonly (readonly EventDraft[])[],
+  tail: Tail = EMPTY_TAIL,
+): Promise<StoredCommit[]> {
   const stored: StoredCommit[] = [];
   let expected = tail;
   for (const drafts of commits) {

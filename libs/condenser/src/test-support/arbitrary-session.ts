@@ -8,7 +8,12 @@ export type SessionStep =
   | { readonly kind: 'agent' }
   | { readonly kind: 'noise' }
   | { readonly kind: 'condense' }
-  | { readonly kind: 'batch'; readonly outcomes: readonly Outcome[]; readonly thinking: boolean; readonly output: number };
+  | {
+      readonly kind: 'batch';
+      readonly outcomes: readonly Outcome[];
+      readonly thinking: boolean;
+      readonly output: number;
+    };
 
 const batchStep = fc.record({
   kind: fc.constant('batch' as const),
@@ -32,7 +37,10 @@ export const sessionArbitrary: fc.Arbitrary<readonly SessionStep[]> = fc.array(
  * Plays a session into a log. `condenseStep` is called at each condense step with the log so far
  * (it appends whatever condensation it makes).
  */
-export async function playSession(steps: readonly SessionStep[], condenseStep: (log: TestLog) => Promise<void>): Promise<TestLog> {
+export async function playSession(
+  steps: readonly SessionStep[],
+  condenseStep: (log: TestLog) => Promise<void>,
+): Promise<TestLog> {
   const log = new TestLog();
   log.system();
   log.user('Make the test suite pass.');

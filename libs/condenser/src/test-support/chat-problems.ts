@@ -3,7 +3,8 @@ import type { ChatMessage } from '@flotilla/llm';
 /** The rules every provider enforces on a message list; empty when the list is valid. */
 export function chatProblems(messages: readonly ChatMessage[]): string[] {
   const problems: string[] = [];
-  if (messages.some((message, index) => message.role === 'system' && index !== 0)) problems.push('system message not first');
+  if (messages.some((message, index) => message.role === 'system' && index !== 0))
+    problems.push('system message not first');
   let owed: string[] = [];
   for (const message of messages) {
     if (message.role === 'tool') {

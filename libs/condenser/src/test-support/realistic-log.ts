@@ -11,7 +11,12 @@ export function realisticLog(turns: number, log = new TestLog()): TestLog {
   }
   for (let turn = 0; turn < turns; turn += 1) {
     const thinking = turn % 3 === 0;
-    log.batch({ size: 1 + (turn % 3), thinking, thought: `turn ${turn}: inspecting`, output: `listing of turn ${turn} ${'.'.repeat(200)}` });
+    log.batch({
+      size: 1 + (turn % 3),
+      thinking,
+      thought: `turn ${turn}: inspecting`,
+      output: `listing of turn ${turn} ${'.'.repeat(200)}`,
+    });
     const [failing] = log.calls({ thought: `turn ${turn}: running tests` });
     if (failing !== undefined) {
       if (turn % 4 === 1) log.error(failing, `tests of turn ${turn} crashed`);

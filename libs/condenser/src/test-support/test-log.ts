@@ -30,7 +30,11 @@ export class TestLog {
     });
   }
 
-  private add<T extends Event['type']>(type: T, source: Event['source'], body: Record<string, unknown>): Extract<Event, { type: T }> {
+  private add<T extends Event['type']>(
+    type: T,
+    source: Event['source'],
+    body: Record<string, unknown>,
+  ): Extract<Event, { type: T }> {
     this.counter += 1;
     const draft = draftEvent({ ...TEST_CONTEXT, source }, type, { id: `e${this.counter}`, ...body } as never);
     return this.append([draft])[0] as Extract<Event, { type: T }>;
@@ -48,7 +52,11 @@ export class TestLog {
   }
 
   agent(text: string) {
-    return this.add('message', 'agent', { role: 'assistant', content: [{ type: 'text', text }], response_id: `r${this.counter + 1}` });
+    return this.add('message', 'agent', {
+      role: 'assistant',
+      content: [{ type: 'text', text }],
+      response_id: `r${this.counter + 1}`,
+    });
   }
 
   /** One model response with `size` parallel calls, all answered in call order. */
@@ -70,7 +78,9 @@ export class TestLog {
         arguments: JSON.stringify({ command: `ls step-${responseId}-${call}` }),
         input: { command: `ls step-${responseId}-${call}` },
         thought: first && options.thought !== undefined ? [{ type: 'text', text: options.thought }] : [],
-        ...(first && options.thinking ? { reasoning: { thinking_blocks: [{ type: 'thinking', thinking: 'hmm', signature: `sig-${responseId}` }] } } : {}),
+        ...(first && options.thinking
+          ? { reasoning: { thinking_blocks: [{ type: 'thinking', thinking: 'hmm', signature: `sig-${responseId}` }] } }
+          : {}),
         response_id: responseId,
         security_risk: 'low',
       });
@@ -88,7 +98,12 @@ export class TestLog {
   }
 
   error(action: ActionEvent, error = 'the command failed') {
-    return this.add('agent_error', 'agent', { action_id: action.id, tool_call_id: action.tool_call_id, tool_name: action.tool_name, error });
+    return this.add('agent_error', 'agent', {
+      action_id: action.id,
+      tool_call_id: action.tool_call_id,
+      tool_name: action.tool_name,
+      error,
+    });
   }
 
   reject(action: ActionEvent, reason = 'too risky') {

@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { envelope, versionField } from './envelope.js';
 
 /** A name an operator gives a template or a model profile: lowercase letters, digits, `-`, `_`, `.`. */
-export const SpecName = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'must be 1-64 characters of a-z 0-9 _ . -, starting with a letter or digit');
+export const SpecName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'must be 1-64 characters of a-z 0-9 _ . -, starting with a letter or digit');
 export type SpecName = z.infer<typeof SpecName>;
 
 /**

@@ -9,7 +9,9 @@ export const StoredImageMediaType = z.enum(STORED_IMAGE_MEDIA_TYPES);
 export type StoredImageMediaType = z.infer<typeof StoredImageMediaType>;
 
 /** A SHA-256 digest as 64 lowercase hexadecimal characters. */
-export const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 digest: 64 lowercase hexadecimal characters');
+export const Sha256 = z
+  .string()
+  .regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 digest: 64 lowercase hexadecimal characters');
 
 /**
  * An image: by `url` (https or a data URL), inline as base64 `data` with its `media_type`, or
@@ -33,19 +35,45 @@ export const ImageContent = z
   .superRefine((image, context) => {
     const forms = [image.url, image.data, image.sha256].filter((form) => form !== undefined).length;
     if (forms === 0) {
-      context.addIssue({ code: 'custom', path: ['url'], message: 'an image needs url, data with media_type, or sha256 with bytes and media_type' });
+      context.addIssue({
+        code: 'custom',
+        path: ['url'],
+        message: 'an image needs url, data with media_type, or sha256 with bytes and media_type',
+      });
     } else if (forms > 1) {
-      context.addIssue({ code: 'custom', path: [image.sha256 === undefined ? 'data' : 'sha256'], message: 'an image has one of url, data or sha256' });
+      context.addIssue({
+        code: 'custom',
+        path: [image.sha256 === undefined ? 'data' : 'sha256'],
+        message: 'an image has one of url, data or sha256',
+      });
     }
     if ((image.data !== undefined || image.sha256 !== undefined) && image.media_type === undefined) {
-      context.addIssue({ code: 'custom', path: ['media_type'], message: `${image.data === undefined ? 'a stored image' : 'inline image data'} needs its media_type` });
+      context.addIssue({
+        code: 'custom',
+        path: ['media_type'],
+        message: `${image.data === undefined ? 'a stored image' : 'inline image data'} needs its media_type`,
+      });
     }
-    if (image.sha256 !== undefined && image.bytes === undefined) context.addIssue({ code: 'custom', path: ['bytes'], message: 'a stored image needs its size in bytes' });
+    if (image.sha256 !== undefined && image.bytes === undefined)
+      context.addIssue({ code: 'custom', path: ['bytes'], message: 'a stored image needs its size in bytes' });
     for (const field of ['bytes', 'name'] as const) {
-      if (image[field] !== undefined && image.sha256 === undefined) context.addIssue({ code: 'custom', path: [field], message: `${field} belongs to a stored image (with sha256)` });
+      if (image[field] !== undefined && image.sha256 === undefined)
+        context.addIssue({
+          code: 'custom',
+          path: [field],
+          message: `${field} belongs to a stored image (with sha256)`,
+        });
     }
-    if (image.sha256 !== undefined && image.media_type !== undefined && !StoredImageMediaType.safeParse(image.media_type).success) {
-      context.addIssue({ code: 'custom', path: ['media_type'], message: `a stored image is one of ${STORED_IMAGE_MEDIA_TYPES.join(', ')}` });
+    if (
+      image.sha256 !== undefined &&
+      image.media_type !== undefined &&
+      !StoredImageMediaType.safeParse(image.media_type).success
+    ) {
+      context.addIssue({
+        code: 'custom',
+        path: ['media_type'],
+        message: `a stored image is one of ${STORED_IMAGE_MEDIA_TYPES.join(', ')}`,
+      });
     }
   });
 export type ImageContent = z.infer<typeof ImageContent>;

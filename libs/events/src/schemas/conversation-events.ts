@@ -35,16 +35,18 @@ export type SystemPromptEvent = z.infer<typeof SystemPromptEvent>;
  * A chat message. `source` tells who wrote it: `user` (a person), `agent` (the model's
  * text reply) or `environment` (a framework nudge the model reads as a user turn).
  */
-export const MessageEvent = z.strictObject({
-  ...envelope,
-  type: z.literal('message'),
-  role: z.enum(['user', 'assistant']),
-  content: z.array(ContentPart),
-  reasoning: Reasoning.optional(),
-  response_id: z.string().min(1).optional(),
-  activated_skills: z.array(z.string()).optional(),
-  extended_content: z.array(ContentPart).optional(),
-}).superRefine(requireFieldVersions);
+export const MessageEvent = z
+  .strictObject({
+    ...envelope,
+    type: z.literal('message'),
+    role: z.enum(['user', 'assistant']),
+    content: z.array(ContentPart),
+    reasoning: Reasoning.optional(),
+    response_id: z.string().min(1).optional(),
+    activated_skills: z.array(z.string()).optional(),
+    extended_content: z.array(ContentPart).optional(),
+  })
+  .superRefine(requireFieldVersions);
 export type MessageEvent = z.infer<typeof MessageEvent>;
 
 export const SecurityRisk = z.enum(['unknown', 'low', 'medium', 'high']);
@@ -56,33 +58,37 @@ export type SecurityRisk = z.infer<typeof SecurityRisk>;
  * `input` is the validated arguments, or null when the call could not be understood
  * (unknown tool, invalid JSON, schema violation) — an agent_error then answers it.
  */
-export const ActionEvent = z.strictObject({
-  ...envelope,
-  type: z.literal('action'),
-  tool_call_id: z.string().min(1),
-  tool_name: z.string().min(1),
-  arguments: z.string(),
-  input: z.record(z.string(), z.unknown()).nullable(),
-  thought: z.array(ContentPart),
-  reasoning: Reasoning.optional(),
-  response_id: z.string().min(1),
-  security_risk: SecurityRisk,
-  summary: z.string().optional(),
-}).superRefine(requireFieldVersions);
+export const ActionEvent = z
+  .strictObject({
+    ...envelope,
+    type: z.literal('action'),
+    tool_call_id: z.string().min(1),
+    tool_name: z.string().min(1),
+    arguments: z.string(),
+    input: z.record(z.string(), z.unknown()).nullable(),
+    thought: z.array(ContentPart),
+    reasoning: Reasoning.optional(),
+    response_id: z.string().min(1),
+    security_risk: SecurityRisk,
+    summary: z.string().optional(),
+  })
+  .superRefine(requireFieldVersions);
 export type ActionEvent = z.infer<typeof ActionEvent>;
 
 /** The result of running an action. */
-export const ObservationEvent = z.strictObject({
-  ...envelope,
-  type: z.literal('observation'),
-  action_id: EventId,
-  tool_call_id: z.string().min(1),
-  tool_name: z.string().min(1),
-  content: z.array(ContentPart),
-  is_error: z.boolean(),
-  /** Tool-specific, e.g. exit_code, cwd, still_running, offloaded output path. */
-  details: z.record(z.string(), z.unknown()).optional(),
-}).superRefine(requireFieldVersions);
+export const ObservationEvent = z
+  .strictObject({
+    ...envelope,
+    type: z.literal('observation'),
+    action_id: EventId,
+    tool_call_id: z.string().min(1),
+    tool_name: z.string().min(1),
+    content: z.array(ContentPart),
+    is_error: z.boolean(),
+    /** Tool-specific, e.g. exit_code, cwd, still_running, offloaded output path. */
+    details: z.record(z.string(), z.unknown()).optional(),
+  })
+  .superRefine(requireFieldVersions);
 export type ObservationEvent = z.infer<typeof ObservationEvent>;
 
 /**
@@ -102,7 +108,11 @@ export const AgentErrorEvent = z
   .superRefine((event, context) => {
     // A tool result needs both: providers match it by id, and some (Gemini) also by name.
     if (event.tool_call_id !== undefined && event.tool_name === undefined) {
-      context.addIssue({ code: 'custom', path: ['tool_name'], message: 'an error that answers a tool call names its tool' });
+      context.addIssue({
+        code: 'custom',
+        path: ['tool_name'],
+        message: 'an error that answers a tool call names its tool',
+      });
     }
     if (event.tool_call_id === undefined && (event.tool_name !== undefined || event.action_id !== undefined)) {
       context.addIssue({

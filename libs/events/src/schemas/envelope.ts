@@ -40,9 +40,16 @@ export const envelope = {
  * Refuses an event whose `v` is older than a field it uses needs (`protocolVersionOf`, e.g. a
  * stored image needs v4): the refinement of every event type whose content lists may hold one.
  */
-export function requireFieldVersions(event: { readonly v: number; readonly type: string }, context: z.RefinementCtx): void {
+export function requireFieldVersions(
+  event: { readonly v: number; readonly type: string },
+  context: z.RefinementCtx,
+): void {
   const later = laterFieldOf(event);
   if (later !== undefined && event.v < later.version) {
-    context.addIssue({ code: 'custom', path: ['v'], message: `${later.field} exists from protocol version ${later.version} on: v must be at least ${later.version}` });
+    context.addIssue({
+      code: 'custom',
+      path: ['v'],
+      message: `${later.field} exists from protocol version ${later.version} on: v must be at least ${later.version}`,
+    });
   }
 }

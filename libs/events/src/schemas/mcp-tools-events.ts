@@ -3,7 +3,12 @@ import { ToolSpec } from './conversation-events.js';
 import { envelope, versionField } from './envelope.js';
 
 /** An MCP server's name in a spec and in the log: what its tools are prefixed with (`<server>_<tool>`). */
-export const McpServerName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/, 'must be 1-32 characters of A-Z a-z 0-9 _ -, starting with a letter or digit');
+export const McpServerName = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/,
+    'must be 1-32 characters of A-Z a-z 0-9 _ -, starting with a letter or digit',
+  );
 export type McpServerName = z.infer<typeof McpServerName>;
 
 /**
@@ -25,5 +30,8 @@ export const McpToolsEvent = z
     /** Why the server offers no tools: it could not be started, connected to or listed. */
     error: z.strictObject({ code: z.string().min(1).max(100), message: z.string().min(1).max(4_000) }).optional(),
   })
-  .refine((event) => event.error === undefined || event.tools.length === 0, { message: 'a server that failed lists no tools', path: ['tools'] });
+  .refine((event) => event.error === undefined || event.tools.length === 0, {
+    message: 'a server that failed lists no tools',
+    path: ['tools'],
+  });
 export type McpToolsEvent = z.infer<typeof McpToolsEvent>;

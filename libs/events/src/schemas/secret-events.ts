@@ -7,7 +7,9 @@ import { envelope, versionField } from './envelope.js';
  * the secret store's policy; the log only checks the syntax, so old events keep loading if that
  * policy changes.
  */
-export const SecretName = z.string().regex(/^[A-Z_][A-Z0-9_]{0,127}$/, 'must be 1-128 characters of A-Z 0-9 _, not starting with a digit');
+export const SecretName = z
+  .string()
+  .regex(/^[A-Z_][A-Z0-9_]{0,127}$/, 'must be 1-128 characters of A-Z 0-9 _, not starting with a digit');
 export type SecretName = z.infer<typeof SecretName>;
 
 /**

@@ -3,7 +3,9 @@ import { ConversationId, EventId } from '../ids.js';
 import { envelope, versionField } from './envelope.js';
 
 /** A sub-agent's name, as the agent spec's `subAgents` define it and the `task` tool's calls name it. */
-export const SubAgentName = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'must be 1-64 characters of a-z 0-9 _ . -, starting with a letter or digit');
+export const SubAgentName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, 'must be 1-64 characters of a-z 0-9 _ . -, starting with a letter or digit');
 export type SubAgentName = z.infer<typeof SubAgentName>;
 
 /**

@@ -4,7 +4,11 @@ import { Event, EVENT_TYPES, type EventType } from '../event.js';
 import { anyEvent } from './arbitraries.js';
 
 /** A valid event broken in one top-level field, and the field a validator must name. */
-export type MutatedEvent = { readonly value: Record<string, unknown>; readonly field: string; readonly how: 'drop' | 'retype' };
+export type MutatedEvent = {
+  readonly value: Record<string, unknown>;
+  readonly field: string;
+  readonly how: 'drop' | 'retype';
+};
 
 function schemaOf(type: EventType): z.ZodObject {
   const schema = Event.options.find((option) => option.shape.type.value === type);

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { createTestLanguageModel, firstTurn, fixtureReply, loadFixture, startTestServer, type FixtureName, type TestProvider } from '../testing/index.js';
+import {
+  createTestLanguageModel,
+  firstTurn,
+  fixtureReply,
+  loadFixture,
+  startTestServer,
+  type FixtureName,
+  type TestProvider,
+} from '../testing/index.js';
 
 const CASES: readonly (readonly [TestProvider, FixtureName])[] = [
   ['openai-chat', 'openai-chat-tool-call'],
@@ -15,16 +23,19 @@ describe('cancellation', () => {
     const controller = new AbortController();
     let abortedAt = 0;
     const deltas: string[] = [];
-    const call = model.generate({ messages: firstTurn }, {
-      signal: controller.signal,
-      onDelta: (delta) => {
-        deltas.push(delta.type);
-        if (abortedAt === 0) {
-          abortedAt = performance.now();
-          controller.abort();
-        }
+    const call = model.generate(
+      { messages: firstTurn },
+      {
+        signal: controller.signal,
+        onDelta: (delta) => {
+          deltas.push(delta.type);
+          if (abortedAt === 0) {
+            abortedAt = performance.now();
+            controller.abort();
+          }
+        },
       },
-    });
+    );
     await expect(call).rejects.toMatchObject({ code: 'cancelled', isRetryable: false });
     expect(performance.now() - abortedAt).toBeLessThan(100);
     expect(deltas).toHaveLength(1);
@@ -37,20 +48,26 @@ describe('cancellation', () => {
     const model = createTestLanguageModel('openai-chat', server, { retry: { initialDelayMs: 10_000 } });
     const early = AbortSignal.timeout(50);
     const started = performance.now();
-    await expect(model.generate({ messages: firstTurn }, { signal: early })).rejects.toMatchObject({ code: 'cancelled' });
+    await expect(model.generate({ messages: firstTurn }, { signal: early })).rejects.toMatchObject({
+      code: 'cancelled',
+    });
     expect(performance.now() - started).toBeLessThan(500);
 
     server.enqueue({ type: 'json', status: 503, body: { error: { message: 'busy', type: 'server_error' } } });
     const duringBackoff = AbortSignal.timeout(150);
     const backoffStarted = performance.now();
-    await expect(model.generate({ messages: firstTurn }, { signal: duringBackoff })).rejects.toMatchObject({ code: 'cancelled' });
+    await expect(model.generate({ messages: firstTurn }, { signal: duringBackoff })).rejects.toMatchObject({
+      code: 'cancelled',
+    });
     expect(performance.now() - backoffStarted).toBeLessThan(500);
   });
 
   it('rejects without calling the server when the signal is already aborted', async () => {
     await using server = await startTestServer();
     const model = createTestLanguageModel('anthropic', server);
-    await expect(model.generate({ messages: firstTurn }, { signal: AbortSignal.abort() })).rejects.toMatchObject({ code: 'cancelled' });
+    await expect(model.generate({ messages: firstTurn }, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+      code: 'cancelled',
+    });
     expect(server.requests).toHaveLength(0);
   });
 });

@@ -13,12 +13,21 @@ type ApiErrorLike = {
   readonly name: string;
 };
 
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_SOCKET']);
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+]);
 
 /** Turns whatever an SDK threw into an LlmError with a stable code and retryability. */
 export function classifyError(error: unknown, provider: string): LlmError {
   if (error instanceof LlmError) return error;
-  if (!(error instanceof Error)) return new LlmError('unknown', `${provider} call failed: ${String(error)}`, { provider });
+  if (!(error instanceof Error))
+    return new LlmError('unknown', `${provider} call failed: ${String(error)}`, { provider });
   const apiError = error as Error & ApiErrorLike;
   if (isAny(error, OpenAISdk.APIUserAbortError, AnthropicSdk.APIUserAbortError) || error.name === 'AbortError') {
     return new LlmError('cancelled', `${provider} call was aborted.`, { provider, cause: error });
@@ -28,7 +37,10 @@ export function classifyError(error: unknown, provider: string): LlmError {
   }
   const tooLarge = causeOf(error, ResponseTooLargeError);
   if (tooLarge) {
-    return new LlmError('reply_too_large', `${provider} sent a reply that ${tooLarge.message}: refused, not retried.`, { provider, cause: error });
+    return new LlmError('reply_too_large', `${provider} sent a reply that ${tooLarge.message}: refused, not retried.`, {
+      provider,
+      cause: error,
+    });
   }
   if (error instanceof SyntaxError) {
     return new LlmError('malformed_response', `${provider} sent data that is not valid JSON: ${error.message}`, {
@@ -37,7 +49,10 @@ export function classifyError(error: unknown, provider: string): LlmError {
     });
   }
   if (isAny(error, OpenAISdk.APIConnectionError, AnthropicSdk.APIConnectionError) || isNetworkError(error)) {
-    return new LlmError('transient', `Connection to ${provider} failed: ${describe(error)}`, { provider, cause: error });
+    return new LlmError('transient', `Connection to ${provider} failed: ${describe(error)}`, {
+      provider,
+      cause: error,
+    });
   }
   if (apiError.headers !== undefined || typeof apiError.status === 'number' || 'error' in apiError) {
     return fromApiError(apiError, provider);
@@ -47,7 +62,8 @@ export function classifyError(error: unknown, provider: string): LlmError {
 
 /** The first error of this class along the cause chain. */
 function causeOf<T extends Error>(error: Error, type: new (...args: never[]) => T): T | undefined {
-  for (let cause: unknown = error, depth = 0; cause instanceof Error && depth < 8; cause = cause.cause, depth += 1) if (cause instanceof type) return cause;
+  for (let cause: unknown = error, depth = 0; cause instanceof Error && depth < 8; cause = cause.cause, depth += 1)
+    if (cause instanceof type) return cause;
   return undefined;
 }
 

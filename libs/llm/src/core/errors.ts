@@ -31,7 +31,12 @@ const RETRYABLE_BY_DEFAULT: ReadonlySet<LlmErrorCode> = new Set<LlmErrorCode>(['
  * reply, a reply malformed or too large) would fail the same way elsewhere, or is the operator's
  * to fix: never a fallback.
  */
-export const OUTAGE_CODES: ReadonlySet<LlmErrorCode> = new Set<LlmErrorCode>(['transient', 'rate_limit', 'timeout', 'quota']);
+export const OUTAGE_CODES: ReadonlySet<LlmErrorCode> = new Set<LlmErrorCode>([
+  'transient',
+  'rate_limit',
+  'timeout',
+  'quota',
+]);
 
 export type LlmErrorOptions = ErrorOptions & {
   readonly isRetryable?: boolean;
@@ -76,5 +81,8 @@ export function cancelledError(reason?: unknown): LlmError {
 }
 
 export function malformedResponse(provider: string, detail: string, cause?: unknown): LlmError {
-  return new LlmError('malformed_response', `${provider} returned a malformed response: ${detail}`, { provider, cause });
+  return new LlmError('malformed_response', `${provider} returned a malformed response: ${detail}`, {
+    provider,
+    cause,
+  });
 }

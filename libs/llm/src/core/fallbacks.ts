@@ -1,5 +1,12 @@
 import { isOutage, type LlmError } from './errors.js';
-import type { GenerateOptions, GenerateRequest, GenerateResult, LanguageModel, ModelName, StreamDelta } from './language-model.js';
+import type {
+  GenerateOptions,
+  GenerateRequest,
+  GenerateResult,
+  LanguageModel,
+  ModelName,
+  StreamDelta,
+} from './language-model.js';
 
 /** A model of a fallback chain, and the operator's profile it is, when it is one. */
 export type ChainedModel = { readonly model: LanguageModel; readonly profile?: string };
@@ -21,7 +28,11 @@ export type FallbackOptions = {
  * fallbacks are not followed: the chain is the list given. Deltas streamed by a model that then
  * failed are withdrawn (`restart`) before the next model's. Its info is the primary's.
  */
-export function withFallbacks(primary: ChainedModel, fallbacks: readonly ChainedModel[], options: FallbackOptions = {}): LanguageModel {
+export function withFallbacks(
+  primary: ChainedModel,
+  fallbacks: readonly ChainedModel[],
+  options: FallbackOptions = {},
+): LanguageModel {
   if (fallbacks.length === 0) return primary.model;
   const chain = [primary, ...fallbacks];
   return {

@@ -141,7 +141,11 @@ async function readAll(body: ReadableStream<Uint8Array>): Promise<string> {
 
 describe('httpFetch', () => {
   it('sends the method, headers and a string body, and returns status, headers and url', async () => {
-    const response = await httpFetch(`${base}/echo`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'k' }, body: '{"a":"é"}' });
+    const response = await httpFetch(`${base}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'k' },
+      body: '{"a":"é"}',
+    });
     expect(response.status).toBe(200);
     expect(response.ok).toBe(true);
     expect(response.url).toBe(`${base}/echo`);
@@ -155,7 +159,10 @@ describe('httpFetch', () => {
   });
 
   it('sends byte bodies as they are', async () => {
-    const response = await httpFetch(new URL(`${base}/echo`), { method: 'PUT', body: new TextEncoder().encode('bytes') });
+    const response = await httpFetch(new URL(`${base}/echo`), {
+      method: 'PUT',
+      body: new TextEncoder().encode('bytes'),
+    });
     expect(((await response.json()) as { body: string }).body).toBe('bytes');
   });
 
@@ -197,7 +204,9 @@ describe('httpFetch', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
-    const error = (await httpFetch(`http://127.0.0.1:${port}/`).catch((caught: unknown) => caught)) as TypeError & { cause: { code: string } };
+    const error = (await httpFetch(`http://127.0.0.1:${port}/`).catch((caught: unknown) => caught)) as TypeError & {
+      cause: { code: string };
+    };
     expect(error).toBeInstanceOf(TypeError);
     expect(error.message).toBe('fetch failed');
     expect(error.cause.code).toBe('ECONNREFUSED');
@@ -214,9 +223,16 @@ describe('httpFetch', () => {
   });
 
   it('follows redirects: 307 keeps the method and body, 303 becomes GET', async () => {
-    const kept = (await (await httpFetch(`${base}/moved`, { method: 'POST', body: 'again' })).json()) as { method: string; body: string };
+    const kept = (await (await httpFetch(`${base}/moved`, { method: 'POST', body: 'again' })).json()) as {
+      method: string;
+      body: string;
+    };
     expect(kept).toMatchObject({ method: 'POST', body: 'again' });
-    const changed = await httpFetch(`${base}/see-other`, { method: 'POST', body: 'dropped', headers: { 'content-type': 'text/plain' } });
+    const changed = await httpFetch(`${base}/see-other`, {
+      method: 'POST',
+      body: 'dropped',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(changed.url).toBe(`${base}/echo`);
     expect(await changed.json()).toMatchObject({ method: 'GET', body: '' });
     const manual = await httpFetch(`${base}/moved`, { redirect: 'manual' });
@@ -224,7 +240,11 @@ describe('httpFetch', () => {
   });
 
   it('does not carry credentials to another origin on a redirect', async () => {
-    const response = await httpFetch(`${base}/elsewhere`, { method: 'POST', body: 'x', headers: { authorization: 'Bearer k', 'x-api-key': 'k', 'x-other': 'kept' } });
+    const response = await httpFetch(`${base}/elsewhere`, {
+      method: 'POST',
+      body: 'x',
+      headers: { authorization: 'Bearer k', 'x-api-key': 'k', 'x-other': 'kept' },
+    });
     expect(response.url).toBe(`http://127.0.0.1:${otherPort}/echo`);
     const echoed = (await response.json()) as { headers: Record<string, string>; body: string };
     expect(echoed.headers['authorization']).toBeUndefined();
@@ -234,7 +254,9 @@ describe('httpFetch', () => {
   });
 
   it('rejects a response fetch cannot represent instead of throwing in an event handler', async () => {
-    const error = (await httpFetch(`${base}/odd-status`).catch((caught: unknown) => caught)) as TypeError & { cause: Error };
+    const error = (await httpFetch(`${base}/odd-status`).catch((caught: unknown) => caught)) as TypeError & {
+      cause: Error;
+    };
     expect(error).toBeInstanceOf(TypeError);
     expect(error.message).toBe('fetch failed');
     expect(error.cause).toBeInstanceOf(RangeError);
@@ -255,7 +277,8 @@ describe('httpFetch', () => {
     };
     server.on('request', listener);
     try {
-      for (let index = 0; index < 10; index += 1) await (await httpFetch(`${base}/echo`, { method: 'POST', body: String(index) })).text();
+      for (let index = 0; index < 10; index += 1)
+        await (await httpFetch(`${base}/echo`, { method: 'POST', body: String(index) })).text();
     } finally {
       server.off('request', listener);
     }

@@ -59,14 +59,21 @@ export function proxySettings(env: Readonly<Record<string, string | undefined>> 
       protocol = undefined;
     }
     if (protocol !== 'http:' && protocol !== 'https:') {
-      throw new LlmError('invalid_config', `${name} is not an http(s) URL (got ${JSON.stringify(value)}): set it to the proxy's URL, such as http://proxy.internal:3128, or unset it.`);
+      throw new LlmError(
+        'invalid_config',
+        `${name} is not an http(s) URL (got ${JSON.stringify(value)}): set it to the proxy's URL, such as http://proxy.internal:3128, or unset it.`,
+      );
     }
     return value;
   };
   const httpProxy = proxyUrl('HTTP_PROXY');
   const httpsProxy = proxyUrl('HTTPS_PROXY');
   const noProxy = read('NO_PROXY');
-  return { ...(httpProxy === undefined ? {} : { httpProxy }), ...(httpsProxy === undefined ? {} : { httpsProxy }), ...(noProxy === undefined ? {} : { noProxy }) };
+  return {
+    ...(httpProxy === undefined ? {} : { httpProxy }),
+    ...(httpsProxy === undefined ? {} : { httpsProxy }),
+    ...(noProxy === undefined ? {} : { noProxy }),
+  };
 }
 
 /**
@@ -74,7 +81,12 @@ export function proxySettings(env: Readonly<Record<string, string | undefined>> 
  * up to ten); undici's header and body timeouts (5 minutes each) are off, as a long model answer
  * may take longer and the managed model bounds every attempt itself.
  */
-const AGENT_OPTIONS = { keepAliveTimeout: 60_000, keepAliveMaxTimeout: 600_000, headersTimeout: 0, bodyTimeout: 0 } as const;
+const AGENT_OPTIONS = {
+  keepAliveTimeout: 60_000,
+  keepAliveMaxTimeout: 600_000,
+  headersTimeout: 0,
+  bodyTimeout: 0,
+} as const;
 
 const transports = new Map<string, typeof fetch>();
 
@@ -182,7 +194,8 @@ function send(
   headers.forEach((value, name) => {
     outgoing[name] = value;
   });
-  if (body === undefined && (method === 'POST' || method === 'PUT' || method === 'PATCH')) outgoing['content-length'] = '0';
+  if (body === undefined && (method === 'POST' || method === 'PUT' || method === 'PATCH'))
+    outgoing['content-length'] = '0';
   const request = dispatcher.request({
     origin: url.origin,
     path: `${url.pathname}${url.search}`,
@@ -200,14 +213,33 @@ function send(
       if (REDIRECTS.has(status) && location !== undefined && redirect !== 'manual') {
         source.resume();
         if (redirect === 'error' || redirects >= MAX_REDIRECTS) {
-          throw new TypeError('fetch failed', { cause: new Error(redirect === 'error' ? 'unexpected redirect' : 'redirect count exceeded') });
+          throw new TypeError('fetch failed', {
+            cause: new Error(redirect === 'error' ? 'unexpected redirect' : 'redirect count exceeded'),
+          });
         }
         const next = new URL(location, url);
         const asGet = status === 303 || ((status === 301 || status === 302) && method === 'POST');
         const nextHeaders = new Headers(headers);
-        if (asGet) for (const name of ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location']) nextHeaders.delete(name);
+        if (asGet)
+          for (const name of [
+            'content-type',
+            'content-length',
+            'content-encoding',
+            'content-language',
+            'content-location',
+          ])
+            nextHeaders.delete(name);
         if (next.origin !== url.origin) for (const name of CREDENTIAL_HEADERS) nextHeaders.delete(name);
-        return send(dispatcher, next, asGet ? (method === 'HEAD' ? 'HEAD' : 'GET') : method, nextHeaders, asGet ? undefined : body, signal, redirect, redirects + 1);
+        return send(
+          dispatcher,
+          next,
+          asGet ? (method === 'HEAD' ? 'HEAD' : 'GET') : method,
+          nextHeaders,
+          asGet ? undefined : body,
+          signal,
+          redirect,
+          redirects + 1,
+        );
       }
       const hasBody = method !== 'HEAD' && !NULL_BODY_STATUSES.has(status);
       let result: Response;
@@ -217,12 +249,24 @@ function send(
           if (Array.isArray(value)) for (const each of value) responseHeaders.append(name, each);
           else if (value !== undefined) responseHeaders.append(name, value);
         }
-        const eventStream = (single(response.headers['content-type']) ?? '').toLowerCase().startsWith('text/event-stream');
-        result = new Response(hasBody ? webStream(decoded(source, response.headers), source, signal, eventStream ? undefined : MAX_WHOLE_RESPONSE_BYTES) : null, {
-          status,
-          statusText: response.statusText ?? '',
-          headers: responseHeaders,
-        });
+        const eventStream = (single(response.headers['content-type']) ?? '')
+          .toLowerCase()
+          .startsWith('text/event-stream');
+        result = new Response(
+          hasBody
+            ? webStream(
+                decoded(source, response.headers),
+                source,
+                signal,
+                eventStream ? undefined : MAX_WHOLE_RESPONSE_BYTES,
+              )
+            : null,
+          {
+            status,
+            statusText: response.statusText ?? '',
+            headers: responseHeaders,
+          },
+        );
       } catch (error) {
         // a response fetch could not represent either (a status outside 200-599, a header it rejects)
         source.destroy();
@@ -252,7 +296,10 @@ function decoded(response: Readable, headers: IncomingHttpHeaders): Readable {
       : encoding === 'deflate'
         ? zlib.createInflate({ flush: zlib.constants.Z_SYNC_FLUSH, finishFlush: zlib.constants.Z_SYNC_FLUSH })
         : encoding === 'br'
-          ? zlib.createBrotliDecompress({ flush: zlib.constants.BROTLI_OPERATION_FLUSH, finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH })
+          ? zlib.createBrotliDecompress({
+              flush: zlib.constants.BROTLI_OPERATION_FLUSH,
+              finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH,
+            })
           : undefined;
   if (!decoder) return response;
   // a body cut short errors its stream (undici checks the length and the chunked ending): the decoder must not end as if complete
@@ -267,7 +314,12 @@ function decoded(response: Readable, headers: IncomingHttpHeaders): Readable {
  * reason when the request was aborted. A body past `limitBytes` errors the stream and closes the
  * connection.
  */
-function webStream(source: Readable, response: Readable, signal: AbortSignal | undefined, limitBytes: number | undefined): ReadableStream<Uint8Array> {
+function webStream(
+  source: Readable,
+  response: Readable,
+  signal: AbortSignal | undefined,
+  limitBytes: number | undefined,
+): ReadableStream<Uint8Array> {
   let done = false;
   let received = 0;
   return new ReadableStream<Uint8Array>(
@@ -292,7 +344,13 @@ function webStream(source: Readable, response: Readable, signal: AbortSignal | u
           if ((controller.desiredSize ?? 1) <= 0) source.pause();
         });
         source.once('end', () => finish());
-        source.on('error', (error) => finish(error.name === 'AbortError' || error instanceof TypeError ? error : new TypeError('terminated', { cause: error })));
+        source.on('error', (error) =>
+          finish(
+            error.name === 'AbortError' || error instanceof TypeError
+              ? error
+              : new TypeError('terminated', { cause: error }),
+          ),
+        );
         // destroyed without an error (an abort undici reports so): never complete
         source.once('close', () => finish(new TypeError('terminated')));
       },

@@ -5,7 +5,12 @@ const utf8 = new TextEncoder();
 const encode = (value: unknown): Uint8Array => utf8.encode(JSON.stringify(value));
 
 describe('jsonBody', () => {
-  const items = [{ role: 'user', content: 'héllo — “quoted” \u{1F600}' }, { role: 'assistant', content: null, n: [1, 2] }, 'a "string"', 42];
+  const items = [
+    { role: 'user', content: 'héllo — “quoted” \u{1F600}' },
+    { role: 'assistant', content: null, n: [1, 2] },
+    'a "string"',
+    42,
+  ];
 
   it.each([
     ['head and tail', { model: 'm' }, { stream: true, options: { x: [1] } }],
@@ -17,22 +22,34 @@ describe('jsonBody', () => {
   ])('is the JSON of the whole object (%s)', (_name, head, tail) => {
     const body = jsonBody(head, 'messages', items.map(encode), tail);
     expect(body.toString('utf8')).toBe(JSON.stringify({ ...head, messages: items, ...tail }));
-    expect(JSON.parse(body.toString('utf8'))).toEqual(JSON.parse(JSON.stringify({ ...head, messages: items, ...tail })));
+    expect(JSON.parse(body.toString('utf8'))).toEqual(
+      JSON.parse(JSON.stringify({ ...head, messages: items, ...tail })),
+    );
   });
 
   it('writes an empty array for no items, and skips empty items', () => {
     expect(jsonBody({ model: 'm' }, 'messages', []).toString()).toBe('{"model":"m","messages":[]}');
     expect(jsonBody({ model: 'm' }, 'messages', [new Uint8Array(0)]).toString()).toBe('{"model":"m","messages":[]}');
     const empty = new Uint8Array(0);
-    expect(jsonBody({}, 'input', [empty, encode(1), empty, utf8.encode('2,3'), empty]).toString()).toBe('{"input":[1,2,3]}');
+    expect(jsonBody({}, 'input', [empty, encode(1), empty, utf8.encode('2,3'), empty]).toString()).toBe(
+      '{"input":[1,2,3]}',
+    );
   });
 
   it('copies an item given in parts one part after the other', () => {
-    const turn = [utf8.encode('{"role":"user","content":['), encode({ a: 1 }), utf8.encode(','), encode('é'), utf8.encode(']}')];
-    expect(JSON.parse(jsonBody({ model: 'm' }, 'messages', [turn, encode(2), [new Uint8Array(0)]]).toString())).toEqual({
-      model: 'm',
-      messages: [{ role: 'user', content: [{ a: 1 }, 'é'] }, 2],
-    });
+    const turn = [
+      utf8.encode('{"role":"user","content":['),
+      encode({ a: 1 }),
+      utf8.encode(','),
+      encode('é'),
+      utf8.encode(']}'),
+    ];
+    expect(JSON.parse(jsonBody({ model: 'm' }, 'messages', [turn, encode(2), [new Uint8Array(0)]]).toString())).toEqual(
+      {
+        model: 'm',
+        messages: [{ role: 'user', content: [{ a: 1 }, 'é'] }, 2],
+      },
+    );
   });
 });
 

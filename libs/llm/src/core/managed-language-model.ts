@@ -5,7 +5,14 @@ import { classifyError } from './classify-error.js';
 import type { LlmConfig } from './config.js';
 import { computeCostUsd } from './cost.js';
 import { cancelledError, LlmError } from './errors.js';
-import type { GenerateOptions, GenerateRequest, GenerateResult, LanguageModel, ModelInfo, StreamDelta } from './language-model.js';
+import type {
+  GenerateOptions,
+  GenerateRequest,
+  GenerateResult,
+  LanguageModel,
+  ModelInfo,
+  StreamDelta,
+} from './language-model.js';
 import type { LlmLogger } from './logger.js';
 import type { ProviderAdapter, ProviderResult } from './provider-adapter.js';
 import { toProviderRequest } from './provider-request.js';
@@ -48,7 +55,14 @@ export class ManagedLanguageModel implements LanguageModel {
     const { adapter, config } = this.#options;
     return inSpan(
       `chat ${config.model}`,
-      { kind: SpanKind.CLIENT, attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.system': adapter.name, 'gen_ai.request.model': config.model } },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.system': adapter.name,
+          'gen_ai.request.model': config.model,
+        },
+      },
       async (span) => {
         const result = await this.#generate(request, options);
         span?.setAttributes({
@@ -86,7 +100,11 @@ export class ManagedLanguageModel implements LanguageModel {
         const failure = (): LlmError =>
           attempt.timedOut() ? timeoutError(adapter.name, config.timeoutMs) : cancelledError(options.signal?.reason);
         try {
-          const call = adapter.call(providerRequest, { signal: attempt.signal, stream, ...(stream ? { onDelta } : {}) });
+          const call = adapter.call(providerRequest, {
+            signal: attempt.signal,
+            stream,
+            ...(stream ? { onDelta } : {}),
+          });
           const value = await raceAbort(call, attempt.signal, failure);
           size.check(value);
           return value;
@@ -112,7 +130,10 @@ export class ManagedLanguageModel implements LanguageModel {
     const result = config.nativeToolCalling ? value : extractPromptToolCalls(value);
     const latencyMs = Math.round(performance.now() - started);
     const costUsd = config.prices ? computeCostUsd(result.usage, config.prices) : undefined;
-    logger.debug({ provider: adapter.name, model: result.model, latencyMs, attempts, usage: result.usage, costUsd }, 'LLM call finished');
+    logger.debug(
+      { provider: adapter.name, model: result.model, latencyMs, attempts, usage: result.usage, costUsd },
+      'LLM call finished',
+    );
     return { ...result, latencyMs, attempts, ...(costUsd === undefined ? {} : { costUsd }) };
   }
 }

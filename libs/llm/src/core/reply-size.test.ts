@@ -4,7 +4,13 @@ import { isLlmError, type LlmError } from './errors.js';
 import { MAX_WHOLE_RESPONSE_BYTES } from './http-fetch.js';
 
 const chunk = (delta: unknown): SseEvent => ({
-  data: { id: 'chatcmpl-endless', object: 'chat.completion.chunk', created: 0, model: 'gpt-4.1', choices: [{ index: 0, delta, finish_reason: null }] },
+  data: {
+    id: 'chatcmpl-endless',
+    object: 'chat.completion.chunk',
+    created: 0,
+    model: 'gpt-4.1',
+    choices: [{ index: 0, delta, finish_reason: null }],
+  },
 });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -32,7 +38,12 @@ describe('a reply that never ends', () => {
     });
     const model = createTestLanguageModel('openai-chat', server, { maxReplyChars: 50_000 });
     let seen = 0;
-    const error = await failure(model.generate({ messages: firstTurn, tools: [readFileTool] }, { onDelta: (delta) => void (seen += delta.type === 'text' ? delta.text.length : 0) }));
+    const error = await failure(
+      model.generate(
+        { messages: firstTurn, tools: [readFileTool] },
+        { onDelta: (delta) => void (seen += delta.type === 'text' ? delta.text.length : 0) },
+      ),
+    );
     expect(error.code).toBe('reply_too_large');
     expect(error.isRetryable).toBe(false);
     expect(error.message).toContain('50000 characters (llm.maxReplyChars)');
@@ -50,8 +61,22 @@ describe('a reply that never ends', () => {
     await using server = await startTestServer();
     server.enqueue({
       type: 'endless-sse',
-      first: [chunk({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '' } }] })],
-      next: () => chunk({ tool_calls: [{ index: 0, function: { arguments: '{"path":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' } }] }),
+      first: [
+        chunk({
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '' } }],
+        }),
+      ],
+      next: () =>
+        chunk({
+          tool_calls: [
+            {
+              index: 0,
+              function: { arguments: '{"path":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' },
+            },
+          ],
+        }),
     });
     const model = createTestLanguageModel('openai-chat', server, { maxReplyChars: 20_000 });
     const error = await failure(model.generate({ messages: firstTurn, tools: [readFileTool] }, { stream: true }));
@@ -64,7 +89,13 @@ describe('a reply that never ends', () => {
     const message = { role: 'assistant', content: 'y'.repeat(30_000) };
     server.enqueue({
       type: 'json',
-      body: { id: 'chatcmpl-big', object: 'chat.completion', created: 0, model: 'gpt-4.1', choices: [{ index: 0, message, finish_reason: 'stop', logprobs: null }] },
+      body: {
+        id: 'chatcmpl-big',
+        object: 'chat.completion',
+        created: 0,
+        model: 'gpt-4.1',
+        choices: [{ index: 0, message, finish_reason: 'stop', logprobs: null }],
+      },
     });
     const model = createTestLanguageModel('openai-chat', server, { maxReplyChars: 20_000 });
     expect((await failure(model.generate({ messages: firstTurn }))).code).toBe('reply_too_large');
@@ -72,9 +103,17 @@ describe('a reply that never ends', () => {
 
   it('a stream that trickles forever under the bound ends at the per-attempt timeout, within the retry policy', async () => {
     await using server = await startTestServer();
-    const endless = { type: 'endless-sse' as const, first: [chunk({ role: 'assistant', content: '' })], next: () => chunk({ content: '.' }), delayMs: 20 };
+    const endless = {
+      type: 'endless-sse' as const,
+      first: [chunk({ role: 'assistant', content: '' })],
+      next: () => chunk({ content: '.' }),
+      delayMs: 20,
+    };
     server.enqueue(endless, endless, endless);
-    const model = createTestLanguageModel('openai-chat', server, { timeoutMs: 300, retry: { maxAttempts: 2, initialDelayMs: 5, maxDelayMs: 5, jitter: 0 } });
+    const model = createTestLanguageModel('openai-chat', server, {
+      timeoutMs: 300,
+      retry: { maxAttempts: 2, initialDelayMs: 5, maxDelayMs: 5, jitter: 0 },
+    });
     const started = performance.now();
     const error = await failure(model.generate({ messages: firstTurn }, { onDelta: () => undefined }));
     expect(error.code).toBe('timeout');
@@ -84,9 +123,15 @@ describe('a reply that never ends', () => {
 
   it('a whole (non-streamed) reply whose body never ends is cut off at MAX_WHOLE_RESPONSE_BYTES: reply_too_large, not retried', async () => {
     await using server = await startTestServer();
-    server.enqueue({ type: 'endless-json', head: '{"id":"chatcmpl-endless","object":"chat.completion","created":0,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"', filler: 'x'.repeat(64 * 1024) });
+    server.enqueue({
+      type: 'endless-json',
+      head: '{"id":"chatcmpl-endless","object":"chat.completion","created":0,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"',
+      filler: 'x'.repeat(64 * 1024),
+    });
     server.enqueue({ type: 'json', body: { unused: true } });
-    const model = createTestLanguageModel('openai-chat', server, { retry: { maxAttempts: 3, initialDelayMs: 1, maxDelayMs: 1 } });
+    const model = createTestLanguageModel('openai-chat', server, {
+      retry: { maxAttempts: 3, initialDelayMs: 1, maxDelayMs: 1 },
+    });
     const started = Date.now();
     const error = await failure(model.generate({ messages: firstTurn, tools: [readFileTool] }, { stream: false }));
     expect(error.code).toBe('reply_too_large');

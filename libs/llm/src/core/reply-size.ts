@@ -49,7 +49,8 @@ function resultChars(result: ProviderResult): number {
   let chars = 0;
   for (const part of result.content) chars += part.text.length;
   chars += result.reasoning?.text?.length ?? 0;
-  for (const block of result.reasoning?.thinkingBlocks ?? []) chars += block.type === 'thinking' ? block.thinking.length : block.data.length;
+  for (const block of result.reasoning?.thinkingBlocks ?? [])
+    chars += block.type === 'thinking' ? block.thinking.length : block.data.length;
   for (const call of result.toolCalls) chars += call.id.length + call.name.length + call.arguments.length;
   return chars;
 }

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { createTestLanguageModel, errorReply, firstTurn, fixtureReply, loadErrorBody, loadFixture, startTestServer } from '../testing/index.js';
+import {
+  createTestLanguageModel,
+  errorReply,
+  firstTurn,
+  fixtureReply,
+  loadErrorBody,
+  loadFixture,
+  startTestServer,
+} from '../testing/index.js';
 import { backoffDelayMs } from './retry.js';
 import { RetryPolicy } from './config.js';
 import { LlmError } from './errors.js';
@@ -9,7 +17,10 @@ const request = { messages: firstTurn };
 describe('retries through the real SDKs', () => {
   it('retries a 429 and waits for its Retry-After (seconds)', async () => {
     await using server = await startTestServer();
-    server.enqueue(errorReply(429, loadErrorBody('anthropic', 'rate_limit'), { 'retry-after': '1' }), fixtureReply(loadFixture('anthropic-tool-call')));
+    server.enqueue(
+      errorReply(429, loadErrorBody('anthropic', 'rate_limit'), { 'retry-after': '1' }),
+      fixtureReply(loadFixture('anthropic-tool-call')),
+    );
     const model = createTestLanguageModel('anthropic', server);
     const started = performance.now();
     const result = await model.generate(request);
@@ -43,38 +54,57 @@ describe('retries through the real SDKs', () => {
     expect(server.requests).toHaveLength(1);
   });
 
-  it.each(['openai-chat', 'openai-responses', 'anthropic'] as const)('%s: retries a 500 and succeeds', async (provider) => {
-    await using server = await startTestServer();
-    const fixture = { 'openai-chat': 'openai-chat-tool-call', 'openai-responses': 'openai-responses-tool-call', anthropic: 'anthropic-tool-call' } as const;
-    const family = provider === 'anthropic' ? 'anthropic' : 'openai';
-    server.enqueue(errorReply(500, loadErrorBody(family, 'server_error')), fixtureReply(loadFixture(fixture[provider])));
-    const result = await createTestLanguageModel(provider, server).generate(request, { stream: true });
-    expect(result.attempts).toBe(2);
-    expect(result.toolCalls).toHaveLength(2);
-  });
+  it.each(['openai-chat', 'openai-responses', 'anthropic'] as const)(
+    '%s: retries a 500 and succeeds',
+    async (provider) => {
+      await using server = await startTestServer();
+      const fixture = {
+        'openai-chat': 'openai-chat-tool-call',
+        'openai-responses': 'openai-responses-tool-call',
+        anthropic: 'anthropic-tool-call',
+      } as const;
+      const family = provider === 'anthropic' ? 'anthropic' : 'openai';
+      server.enqueue(
+        errorReply(500, loadErrorBody(family, 'server_error')),
+        fixtureReply(loadFixture(fixture[provider])),
+      );
+      const result = await createTestLanguageModel(provider, server).generate(request, { stream: true });
+      expect(result.attempts).toBe(2);
+      expect(result.toolCalls).toHaveLength(2);
+    },
+  );
 
   it('gives up after maxAttempts with the last retryable error', async () => {
     await using server = await startTestServer();
     const overloaded = errorReply(529, loadErrorBody('anthropic', 'overloaded'));
     server.enqueue(overloaded, overloaded, overloaded);
-    const error = await createTestLanguageModel('anthropic', server).generate(request).catch((caught: unknown) => caught);
+    const error = await createTestLanguageModel('anthropic', server)
+      .generate(request)
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(LlmError);
     expect(error).toMatchObject({ code: 'transient', status: 529, isRetryable: true });
     expect(server.requests).toHaveLength(3);
   });
 
-  it.each(['openai-chat', 'anthropic'] as const)('%s: a 401 is not retried and is classified auth', async (provider) => {
-    await using server = await startTestServer();
-    server.enqueue(errorReply(401, loadErrorBody(provider === 'anthropic' ? 'anthropic' : 'openai', 'auth')));
-    const error = await createTestLanguageModel(provider, server).generate(request).catch((caught: unknown) => caught);
-    expect(error).toMatchObject({ code: 'auth', isRetryable: false, status: 401 });
-    expect(server.requests).toHaveLength(1);
-  });
+  it.each(['openai-chat', 'anthropic'] as const)(
+    '%s: a 401 is not retried and is classified auth',
+    async (provider) => {
+      await using server = await startTestServer();
+      server.enqueue(errorReply(401, loadErrorBody(provider === 'anthropic' ? 'anthropic' : 'openai', 'auth')));
+      const error = await createTestLanguageModel(provider, server)
+        .generate(request)
+        .catch((caught: unknown) => caught);
+      expect(error).toMatchObject({ code: 'auth', isRetryable: false, status: 401 });
+      expect(server.requests).toHaveLength(1);
+    },
+  );
 
   it('classifies insufficient_quota 429 as quota and does not retry it', async () => {
     await using server = await startTestServer();
     server.enqueue(errorReply(429, loadErrorBody('openai', 'insufficient_quota')));
-    const error = await createTestLanguageModel('openai-chat', server).generate(request).catch((caught: unknown) => caught);
+    const error = await createTestLanguageModel('openai-chat', server)
+      .generate(request)
+      .catch((caught: unknown) => caught);
     expect(error).toMatchObject({ code: 'quota', isRetryable: false });
     expect(server.requests).toHaveLength(1);
   });
@@ -101,11 +131,16 @@ describe('retries through the real SDKs', () => {
     await using server = await startTestServer();
     const fixture = loadFixture('openai-chat-tool-call');
     server.enqueue(
-      { type: 'raw', body: `data: ${JSON.stringify(fixture.stream[1])}\n\ndata: {"error":{"message":"The server had an error","type":"server_error"}}\n\n` },
+      {
+        type: 'raw',
+        body: `data: ${JSON.stringify(fixture.stream[1])}\n\ndata: {"error":{"message":"The server had an error","type":"server_error"}}\n\n`,
+      },
       fixtureReply(fixture),
     );
     const kinds: string[] = [];
-    const result = await createTestLanguageModel('openai-chat', server).generate(request, { onDelta: (delta) => kinds.push(delta.type) });
+    const result = await createTestLanguageModel('openai-chat', server).generate(request, {
+      onDelta: (delta) => kinds.push(delta.type),
+    });
     expect(result.attempts).toBe(2);
     expect(kinds.slice(0, 2)).toEqual(['text', 'restart']);
   });
@@ -114,7 +149,9 @@ describe('retries through the real SDKs', () => {
 describe('backoffDelayMs', () => {
   it('grows exponentially, is capped and jittered downwards', () => {
     const policy = RetryPolicy.parse({ initialDelayMs: 100, maxDelayMs: 1000, multiplier: 2, jitter: 0.5 });
-    expect([1, 2, 3, 4, 5].map((attempt) => backoffDelayMs(policy, attempt, () => 0))).toEqual([100, 200, 400, 800, 1000]);
+    expect([1, 2, 3, 4, 5].map((attempt) => backoffDelayMs(policy, attempt, () => 0))).toEqual([
+      100, 200, 400, 800, 1000,
+    ]);
     expect(backoffDelayMs(policy, 2, () => 1)).toBe(100);
   });
 });

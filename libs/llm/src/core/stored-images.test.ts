@@ -3,7 +3,11 @@ import type { ChatMessage } from '../messages.js';
 import { ScriptedLanguageModel } from '../scripted-language-model.js';
 import { withStoredImages } from './stored-images.js';
 
-const stored = { type: 'image' as const, mediaType: 'image/png', stored: { sha256: 'a'.repeat(64), bytes: 4, name: 'a.png' } };
+const stored = {
+  type: 'image' as const,
+  mediaType: 'image/png',
+  stored: { sha256: 'a'.repeat(64), bytes: 4, name: 'a.png' },
+};
 const user: ChatMessage = { role: 'user', content: [{ type: 'text', text: 'look' }, stored] };
 
 describe('withStoredImages', () => {
@@ -15,10 +19,18 @@ describe('withStoredImages', () => {
       return Uint8Array.from([1, 2, 3, 4]);
     });
     await resolving.generate({ messages: [user] });
-    await resolving.generate({ messages: [user, { role: 'assistant', content: [{ type: 'text', text: 'one' }], toolCalls: [] }, user] });
+    await resolving.generate({
+      messages: [user, { role: 'assistant', content: [{ type: 'text', text: 'one' }], toolCalls: [] }, user],
+    });
     expect(reads).toBe(1);
     const [first, second] = model.requests;
-    expect(first!.messages[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'look' }, { ...stored, data: 'AQIDBA==' }] });
+    expect(first!.messages[0]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: 'look' },
+        { ...stored, data: 'AQIDBA==' },
+      ],
+    });
     expect(second!.messages[0]).toBe(first!.messages[0]);
   });
 

@@ -24,22 +24,33 @@ export function withStoredImages(model: LanguageModel, source: StoredImageSource
     info: model.info,
     generate: async (request: GenerateRequest, options?: GenerateOptions): Promise<GenerateResult> => {
       // most requests hold no image: sent as they are, with no copy and no promise per message
-      if (model.info.vision === false) return model.generate(request.messages.some(hasImage) ? { ...request, messages: request.messages.map(imagesAsText) } : request, options);
+      if (model.info.vision === false)
+        return model.generate(
+          request.messages.some(hasImage) ? { ...request, messages: request.messages.map(imagesAsText) } : request,
+          options,
+        );
       if (!request.messages.some(hasUnreadImage)) return model.generate(request, options);
-      const messages = await Promise.all(request.messages.map((message) => (hasUnreadImage(message) ? readIn(message, source) : message)));
+      const messages = await Promise.all(
+        request.messages.map((message) => (hasUnreadImage(message) ? readIn(message, source) : message)),
+      );
       return model.generate({ ...request, messages }, options);
     },
   };
 }
 
 type WithParts = Exclude<ChatMessage, { readonly role: 'system' }>;
-const hasImage = (message: ChatMessage): message is WithParts => message.role !== 'system' && message.content.some((part) => part.type === 'image');
-const hasUnreadImage = (message: ChatMessage): message is WithParts => message.role !== 'system' && message.content.some((part) => part.type === 'image' && part.stored !== undefined && part.data === undefined);
+const hasImage = (message: ChatMessage): message is WithParts =>
+  message.role !== 'system' && message.content.some((part) => part.type === 'image');
+const hasUnreadImage = (message: ChatMessage): message is WithParts =>
+  message.role !== 'system' &&
+  message.content.some((part) => part.type === 'image' && part.stored !== undefined && part.data === undefined);
 
 function readIn(message: WithParts, source: StoredImageSource): Promise<ChatMessage> {
   let resolved = resolvedForVision.get(message);
   if (resolved === undefined) {
-    resolved = Promise.all(message.content.map((part) => readPart(part, source))).then((content) => ({ ...message, content }) as ChatMessage);
+    resolved = Promise.all(message.content.map((part) => readPart(part, source))).then(
+      (content) => ({ ...message, content }) as ChatMessage,
+    );
     // a failure is not kept: the next step tries the store again
     resolved.catch(() => resolvedForVision.delete(message));
     resolvedForVision.set(message, resolved);
@@ -58,7 +69,9 @@ function imagesAsText(message: ChatMessage): ChatMessage {
   if (!hasImage(message)) return message;
   let resolved = resolvedAsText.get(message);
   if (resolved === undefined) {
-    const content = message.content.map((part): ContentPart => (part.type === 'image' ? { type: 'text', text: imageNote(part, 'this model does not take images') } : part));
+    const content = message.content.map((part): ContentPart =>
+      part.type === 'image' ? { type: 'text', text: imageNote(part, 'this model does not take images') } : part,
+    );
     resolved = { ...message, content } as ChatMessage;
     resolvedAsText.set(message, resolved);
   }

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { toAssistantMessage } from '../core/language-model.js';
 import type { ChatMessage } from '../messages.js';
-import { createTestLanguageModel, firstTurn, fixtureReply, loadFixture, readFileTool, startTestServer } from '../testing/index.js';
+import {
+  createTestLanguageModel,
+  firstTurn,
+  fixtureReply,
+  loadFixture,
+  readFileTool,
+  startTestServer,
+} from '../testing/index.js';
 import { parseToolCallText } from './parse-tool-calls.js';
 import { findTextToolCall } from './text-tool-calls.js';
 import { renderToolPrompt } from './tool-prompt.js';
@@ -21,7 +28,9 @@ describe('prompt-based tool calling', () => {
     expect(first.tools).toBeUndefined();
     expect(first.messages[0]?.content).toContain('<tools>');
     expect(first.messages[0]?.content).toContain('"name":"read_file"');
-    expect(first.messages[0]?.content.indexOf('<tools>')).toBeLessThan(first.messages[0]?.content.indexOf('Today is') ?? 0);
+    expect(first.messages[0]?.content.indexOf('<tools>')).toBeLessThan(
+      first.messages[0]?.content.indexOf('Today is') ?? 0,
+    );
 
     expect(model.info.nativeToolCalling).toBe(false);
     expect(result.content).toEqual([{ type: 'text', text: 'I will list the files first.' }]);
@@ -37,10 +46,15 @@ describe('prompt-based tool calling', () => {
       toolName: call.name,
       content: [{ type: 'text', text: `output of ${call.name}` }],
     }));
-    await model.generate({ messages: [...firstTurn, toAssistantMessage(result), ...toolResults], tools: [readFileTool] });
+    await model.generate({
+      messages: [...firstTurn, toAssistantMessage(result), ...toolResults],
+      tools: [readFileTool],
+    });
     const second = server.requests[1]?.body as ChatBody;
     expect(second.messages.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'user']);
-    expect(second.messages[2]?.content).toContain('<tool_call>\n{"name": "list_files", "arguments": {"path":"src","recursive":true}}\n</tool_call>');
+    expect(second.messages[2]?.content).toContain(
+      '<tool_call>\n{"name": "list_files", "arguments": {"path":"src","recursive":true}}\n</tool_call>',
+    );
     expect(second.messages[3]?.content).toBe(
       `<tool_result name="list_files" id="${result.responseId}-call-0">\noutput of list_files\n</tool_result>\n` +
         `<tool_result name="read_file" id="${result.responseId}-call-1">\noutput of read_file\n</tool_result>`,
@@ -58,7 +72,10 @@ describe('prompt-based tool calling', () => {
   });
 
   it('keeps unparseable calls visible instead of dropping them, and accepts an unterminated last block', () => {
-    const parsed = parseToolCallText('Let me try.\n<tool_call>\n{"name": "run", "arguments": {"cmd": "ls"\n</tool_call>\n<tool_call>{"name":"read_file","arguments":{"path":"a"}}', 'r1');
+    const parsed = parseToolCallText(
+      'Let me try.\n<tool_call>\n{"name": "run", "arguments": {"cmd": "ls"\n</tool_call>\n<tool_call>{"name":"read_file","arguments":{"path":"a"}}',
+      'r1',
+    );
     expect(parsed.text).toBe('Let me try.');
     expect(parsed.toolCalls).toEqual([
       { id: 'r1-call-0', name: 'run', arguments: '{"name": "run", "arguments": {"cmd": "ls"' },
@@ -73,19 +90,40 @@ describe('prompt-based tool calling', () => {
       [readFileTool],
     );
     expect(messages[0]).toEqual({ role: 'system', content: [{ text: renderToolPrompt([readFileTool]), cache: true }] });
-    expect(messages[1]).toEqual({ role: 'user', content: [{ type: 'text', text: '<tool_result name="run" id="c1" status="error">\nboom\n</tool_result>' }] });
+    expect(messages[1]).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: '<tool_result name="run" id="c1" status="error">\nboom\n</tool_result>' }],
+    });
   });
 });
 
 describe('tool calls written as text by a model with native tool calls', () => {
   const tools = ['terminal', 'file_editor'];
   it('finds <tool_call> blocks, <function=…> markup and a reply that is one JSON call', () => {
-    expect(findTextToolCall('Let me look.\n<tool_call>\n{"name": "terminal", "arguments": {"command": "ls"}}\n</tool_call>', tools)).toEqual({ format: 'tool_call', name: 'terminal' });
-    expect(findTextToolCall('<function=terminal>\n<parameter=command>\nls\n</parameter>\n</function>', tools)).toEqual({ format: 'function', name: 'terminal' });
-    expect(findTextToolCall('<invoke name="bash"><parameter name="command">ls</parameter></invoke>', tools)).toEqual({ format: 'function', name: 'bash' });
-    expect(findTextToolCall('{"tool": "terminal", "arguments": {"command": "ls"}}', tools)).toEqual({ format: 'json', name: 'terminal' });
-    expect(findTextToolCall('```json\n{"name": "file_editor", "parameters": {"command": "view", "path": "a"}}\n```', tools)).toEqual({ format: 'json', name: 'file_editor' });
-    expect(findTextToolCall('[{"type": "function", "function": {"name": "terminal", "arguments": "{}"}}]', tools)).toEqual({ format: 'json', name: 'terminal' });
+    expect(
+      findTextToolCall(
+        'Let me look.\n<tool_call>\n{"name": "terminal", "arguments": {"command": "ls"}}\n</tool_call>',
+        tools,
+      ),
+    ).toEqual({ format: 'tool_call', name: 'terminal' });
+    expect(findTextToolCall('<function=terminal>\n<parameter=command>\nls\n</parameter>\n</function>', tools)).toEqual({
+      format: 'function',
+      name: 'terminal',
+    });
+    expect(findTextToolCall('<invoke name="bash"><parameter name="command">ls</parameter></invoke>', tools)).toEqual({
+      format: 'function',
+      name: 'bash',
+    });
+    expect(findTextToolCall('{"tool": "terminal", "arguments": {"command": "ls"}}', tools)).toEqual({
+      format: 'json',
+      name: 'terminal',
+    });
+    expect(
+      findTextToolCall('```json\n{"name": "file_editor", "parameters": {"command": "view", "path": "a"}}\n```', tools),
+    ).toEqual({ format: 'json', name: 'file_editor' });
+    expect(
+      findTextToolCall('[{"type": "function", "function": {"name": "terminal", "arguments": "{}"}}]', tools),
+    ).toEqual({ format: 'json', name: 'terminal' });
   });
 
   it('leaves answers alone: prose, JSON that names no offered tool, JSON inside a longer answer', () => {

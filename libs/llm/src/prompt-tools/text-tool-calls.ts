@@ -8,7 +8,8 @@ export type TextToolCall = {
   readonly name: string;
 };
 
-const FUNCTION_TAG = /<(?:function=\s*"?([A-Za-z0-9_.:-]+)"?\s*>|(?:function|invoke)\s+name\s*=\s*"([A-Za-z0-9_.:-]+)"\s*>)/;
+const FUNCTION_TAG =
+  /<(?:function=\s*"?([A-Za-z0-9_.:-]+)"?\s*>|(?:function|invoke)\s+name\s*=\s*"([A-Za-z0-9_.:-]+)"\s*>)/;
 const FENCED = /^```[A-Za-z]*\s*\n([\s\S]*?)\n?```$/;
 
 /**
@@ -46,6 +47,7 @@ function jsonCallName(trimmed: string): string | undefined {
   }
   const nested = record['function'];
   if (typeof nested === 'string') return nested;
-  if (nested !== null && typeof nested === 'object' && typeof (nested as { name?: unknown }).name === 'string') return (nested as { name: string }).name;
+  if (nested !== null && typeof nested === 'object' && typeof (nested as { name?: unknown }).name === 'string')
+    return (nested as { name: string }).name;
   return undefined;
 }

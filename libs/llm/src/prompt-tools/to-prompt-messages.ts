@@ -19,7 +19,9 @@ export function toPromptToolMessages(messages: readonly ChatMessage[], tools: re
         break;
       case 'assistant': {
         const calls = message.toolCalls.map(renderToolCall);
-        const text = [...message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])), ...calls].join('\n');
+        const text = [...message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])), ...calls].join(
+          '\n',
+        );
         output.push({ ...message, content: text ? [{ type: 'text', text }] : [], toolCalls: [] });
         break;
       }

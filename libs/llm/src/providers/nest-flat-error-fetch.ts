@@ -8,14 +8,19 @@ export function nestFlatErrorFetch(inner: typeof fetch = fetch): typeof fetch {
     const response = await inner(input, init);
     if (response.ok || !(response.headers.get('content-type') ?? '').includes('json')) return response;
     const text = await response.text();
-    return new Response(nested(text), { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(nested(text), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }
 
 function nested(text: string): string {
   try {
     const body: unknown = JSON.parse(text);
-    if (typeof body === 'object' && body !== null && !('error' in body) && 'message' in body) return JSON.stringify({ error: body });
+    if (typeof body === 'object' && body !== null && !('error' in body) && 'message' in body)
+      return JSON.stringify({ error: body });
   } catch {
     // not JSON after all: pass it through untouched
   }

@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { GenerateResult, StreamDelta } from '../core/language-model.js';
-import { createTestLanguageModel, firstTurn, fixtureReply, loadFixture, readFileTool, startTestServer, type FixtureName, type TestProvider } from '../testing/index.js';
+import {
+  createTestLanguageModel,
+  firstTurn,
+  fixtureReply,
+  loadFixture,
+  readFileTool,
+  startTestServer,
+  type FixtureName,
+  type TestProvider,
+} from '../testing/index.js';
 
 const CASES: readonly (readonly [TestProvider, FixtureName])[] = [
   ['openai-chat', 'openai-chat-tool-call'],
@@ -8,7 +17,11 @@ const CASES: readonly (readonly [TestProvider, FixtureName])[] = [
   ['anthropic', 'anthropic-tool-call'],
 ];
 
-async function run(provider: TestProvider, fixture: FixtureName, stream: boolean): Promise<{ result: GenerateResult; deltas: StreamDelta[] }> {
+async function run(
+  provider: TestProvider,
+  fixture: FixtureName,
+  stream: boolean,
+): Promise<{ result: GenerateResult; deltas: StreamDelta[] }> {
   await using server = await startTestServer();
   server.enqueue(fixtureReply(loadFixture(fixture)));
   const model = createTestLanguageModel(provider, server, { reasoningEffort: 'medium' });
@@ -45,33 +58,51 @@ describe('the same recorded tool-calling turn', () => {
         { name: 'read_file', args: { path: 'tsconfig.json' } },
       ],
       finishReason: 'tool_calls',
-      usage: { inputTokens: 1200, outputTokens: 58, cacheReadTokens: 1024, cacheWriteTokens: 0, reasoningTokens: undefined },
+      usage: {
+        inputTokens: 1200,
+        outputTokens: 58,
+        cacheReadTokens: 1024,
+        cacheWriteTokens: 0,
+        reasoningTokens: undefined,
+      },
     });
     expect(comparable(responses!)).toEqual(comparable(chat!));
     expect(comparable(anthropic!)).toEqual(comparable(chat!));
     expect(chat!.responseId).toMatch(/^chatcmpl-/);
     expect(responses!.responseId).toMatch(/^resp_/);
     expect(anthropic!.responseId).toMatch(/^msg_/);
-    expect(anthropic!.toolCalls.map((call) => call.id)).toEqual(['toolu_01A09q90qw90lq917835lq9', 'toolu_01BqN5cQ8xZ3vK7mT2wR4yP6']);
+    expect(anthropic!.toolCalls.map((call) => call.id)).toEqual([
+      'toolu_01A09q90qw90lq917835lq9',
+      'toolu_01BqN5cQ8xZ3vK7mT2wR4yP6',
+    ]);
     expect(responses!.toolCalls[0]?.id).toBe('call_Q1w2E3r4T5y6U7i8O9p0A1s2');
-    expect(anthropic!.reasoning?.thinkingBlocks?.[0]).toMatchObject({ type: 'thinking', signature: expect.stringMatching(/^EqQB/) });
-    expect(responses!.reasoning?.items?.[0]).toMatchObject({ id: expect.stringMatching(/^rs_/), encryptedContent: expect.stringMatching(/^gAAAA/) });
+    expect(anthropic!.reasoning?.thinkingBlocks?.[0]).toMatchObject({
+      type: 'thinking',
+      signature: expect.stringMatching(/^EqQB/),
+    });
+    expect(responses!.reasoning?.items?.[0]).toMatchObject({
+      id: expect.stringMatching(/^rs_/),
+      encryptedContent: expect.stringMatching(/^gAAAA/),
+    });
     expect(responses!.usage.reasoningTokens).toBe(20);
   });
 
-  it.each(CASES)('%s: a streamed response assembles into exactly the non-streamed result', async (provider, fixture) => {
-    const plain = await run(provider, fixture, false);
-    const streamed = await run(provider, fixture, true);
-    expect(withoutTiming(streamed.result)).toEqual(withoutTiming(plain.result));
+  it.each(CASES)(
+    '%s: a streamed response assembles into exactly the non-streamed result',
+    async (provider, fixture) => {
+      const plain = await run(provider, fixture, false);
+      const streamed = await run(provider, fixture, true);
+      expect(withoutTiming(streamed.result)).toEqual(withoutTiming(plain.result));
 
-    const text = streamed.deltas.flatMap((delta) => (delta.type === 'text' ? [delta.text] : [])).join('');
-    expect(text).toBe("I'll read both files.");
-    for (const [index, call] of streamed.result.toolCalls.entries()) {
-      const parts = streamed.deltas.filter((delta) => delta.type === 'tool_call' && delta.index === index);
-      expect(parts[0]).toMatchObject({ id: call.id, name: call.name });
-      const args = parts.map((delta) => (delta.type === 'tool_call' ? delta.argumentsDelta : '')).join('');
-      expect(JSON.parse(args)).toEqual(JSON.parse(call.arguments));
-    }
-    if (provider !== 'openai-chat') expect(streamed.deltas.some((delta) => delta.type === 'reasoning')).toBe(true);
-  });
+      const text = streamed.deltas.flatMap((delta) => (delta.type === 'text' ? [delta.text] : [])).join('');
+      expect(text).toBe("I'll read both files.");
+      for (const [index, call] of streamed.result.toolCalls.entries()) {
+        const parts = streamed.deltas.filter((delta) => delta.type === 'tool_call' && delta.index === index);
+        expect(parts[0]).toMatchObject({ id: call.id, name: call.name });
+        const args = parts.map((delta) => (delta.type === 'tool_call' ? delta.argumentsDelta : '')).join('');
+        expect(JSON.parse(args)).toEqual(JSON.parse(call.arguments));
+      }
+      if (provider !== 'openai-chat') expect(streamed.deltas.some((delta) => delta.type === 'reasoning')).toBe(true);
+    },
+  );
 });

@@ -1,12 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import { toAssistantMessage } from '../core/language-model.js';
 import type { ChatMessage } from '../messages.js';
-import { createTestLanguageModel, firstTurn, fixtureReply, loadFixture, readFileTool, startTestServer, type FixtureName, type TestProvider } from '../testing/index.js';
+import {
+  createTestLanguageModel,
+  firstTurn,
+  fixtureReply,
+  loadFixture,
+  readFileTool,
+  startTestServer,
+  type FixtureName,
+  type TestProvider,
+} from '../testing/index.js';
 
 type Body = Record<string, unknown> & { messages?: Record<string, unknown>[]; input?: Record<string, unknown>[] };
 
 /** Runs the recorded first turn, answers both tool calls, and returns the second request body. */
-async function secondRequest(provider: TestProvider, fixture: FixtureName, overrides = {}): Promise<{ first: Body; second: Body }> {
+async function secondRequest(
+  provider: TestProvider,
+  fixture: FixtureName,
+  overrides = {},
+): Promise<{ first: Body; second: Body }> {
   await using server = await startTestServer();
   const reply = fixtureReply(loadFixture(fixture));
   server.enqueue(reply, reply);
@@ -32,12 +45,16 @@ describe('Anthropic requests', () => {
     ]);
     expect(first.messages?.[0]).toEqual({
       role: 'user',
-      content: [{ type: 'text', text: 'Compare package.json and tsconfig.json.', cache_control: { type: 'ephemeral' } }],
+      content: [
+        { type: 'text', text: 'Compare package.json and tsconfig.json.', cache_control: { type: 'ephemeral' } },
+      ],
     });
     const lastTurn = second.messages?.at(-1) as { content: Record<string, unknown>[] };
     expect(lastTurn.content.at(-1)?.['cache_control']).toEqual({ type: 'ephemeral' });
     // The earlier user turn no longer carries a breakpoint.
-    expect((second.messages?.[0] as { content: Record<string, unknown>[] }).content[0]?.['cache_control']).toBeUndefined();
+    expect(
+      (second.messages?.[0] as { content: Record<string, unknown>[] }).content[0]?.['cache_control'],
+    ).toBeUndefined();
   });
 
   it('replay signed thinking blocks and merge consecutive tool results into one user turn', async () => {
@@ -49,7 +66,11 @@ describe('Anthropic requests', () => {
     expect(second.messages?.[2]).toEqual({
       role: 'user',
       content: [
-        { type: 'tool_result', tool_use_id: 'toolu_01A09q90qw90lq917835lq9', content: [{ type: 'text', text: '{"name":"flotilla"}' }] },
+        {
+          type: 'tool_result',
+          tool_use_id: 'toolu_01A09q90qw90lq917835lq9',
+          content: [{ type: 'text', text: '{"name":"flotilla"}' }],
+        },
         {
           type: 'tool_result',
           tool_use_id: 'toolu_01BqN5cQ8xZ3vK7mT2wR4yP6',
@@ -69,7 +90,9 @@ describe('Anthropic requests', () => {
 
 describe('OpenAI Responses requests', () => {
   it('replay reasoning items with encrypted content, function calls and outputs statelessly', async () => {
-    const { first, second } = await secondRequest('openai-responses', 'openai-responses-tool-call', { promptCacheKey: 'tenant-1' });
+    const { first, second } = await secondRequest('openai-responses', 'openai-responses-tool-call', {
+      promptCacheKey: 'tenant-1',
+    });
     expect(first).toMatchObject({
       store: false,
       instructions: 'You are a careful software engineer.\n\nToday is 2025-07-03. Repository: flotilla.',
@@ -81,21 +104,39 @@ describe('OpenAI Responses requests', () => {
       {
         type: 'reasoning',
         id: 'rs_68a1f2c4e5f6a7b8c9d0e1f2a3b4c5d60e9f8a7b6c5d4e3f',
-        summary: [{ type: 'summary_text', text: '**Reading the configs**\n\nI need both files before comparing them.' }],
+        summary: [
+          { type: 'summary_text', text: '**Reading the configs**\n\nI need both files before comparing them.' },
+        ],
         encrypted_content: expect.stringMatching(/^gAAAA/),
       },
       { type: 'message', role: 'assistant', content: "I'll read both files." },
-      { type: 'function_call', call_id: 'call_Q1w2E3r4T5y6U7i8O9p0A1s2', name: 'read_file', arguments: '{"path":"package.json"}' },
-      { type: 'function_call', call_id: 'call_D3f4G5h6J7k8L9z0X1c2V3b4', name: 'read_file', arguments: '{"path":"tsconfig.json"}' },
+      {
+        type: 'function_call',
+        call_id: 'call_Q1w2E3r4T5y6U7i8O9p0A1s2',
+        name: 'read_file',
+        arguments: '{"path":"package.json"}',
+      },
+      {
+        type: 'function_call',
+        call_id: 'call_D3f4G5h6J7k8L9z0X1c2V3b4',
+        name: 'read_file',
+        arguments: '{"path":"tsconfig.json"}',
+      },
       { type: 'function_call_output', call_id: 'call_Q1w2E3r4T5y6U7i8O9p0A1s2', output: '{"name":"flotilla"}' },
-      { type: 'function_call_output', call_id: 'call_D3f4G5h6J7k8L9z0X1c2V3b4', output: '[An error occurred during execution.]\nENOENT' },
+      {
+        type: 'function_call_output',
+        call_id: 'call_D3f4G5h6J7k8L9z0X1c2V3b4',
+        output: '[An error occurred during execution.]\nENOENT',
+      },
     ]);
   });
 });
 
 describe('OpenAI Chat Completions requests', () => {
   it('carry prompt_cache_key when configured and replay tool calls with their results', async () => {
-    const { first, second } = await secondRequest('openai-chat', 'openai-chat-tool-call', { promptCacheKey: 'agent-42' });
+    const { first, second } = await secondRequest('openai-chat', 'openai-chat-tool-call', {
+      promptCacheKey: 'agent-42',
+    });
     expect(first['prompt_cache_key']).toBe('agent-42');
     expect(first['tools']).toEqual([{ type: 'function', function: readFileTool }]);
     expect(second.messages?.slice(2)).toEqual([
@@ -103,19 +144,34 @@ describe('OpenAI Chat Completions requests', () => {
         role: 'assistant',
         content: "I'll read both files.",
         tool_calls: [
-          { id: 'call_Kx8Qe2VbN4tR7yU1iO3pA5sD', type: 'function', function: { name: 'read_file', arguments: '{"path":"package.json"}' } },
-          { id: 'call_Zm3Lk9Jh6Gf2Ds5Aq8We1Rt4', type: 'function', function: { name: 'read_file', arguments: '{"path":"tsconfig.json"}' } },
+          {
+            id: 'call_Kx8Qe2VbN4tR7yU1iO3pA5sD',
+            type: 'function',
+            function: { name: 'read_file', arguments: '{"path":"package.json"}' },
+          },
+          {
+            id: 'call_Zm3Lk9Jh6Gf2Ds5Aq8We1Rt4',
+            type: 'function',
+            function: { name: 'read_file', arguments: '{"path":"tsconfig.json"}' },
+          },
         ],
       },
       { role: 'tool', tool_call_id: 'call_Kx8Qe2VbN4tR7yU1iO3pA5sD', content: '{"name":"flotilla"}' },
-      { role: 'tool', tool_call_id: 'call_Zm3Lk9Jh6Gf2Ds5Aq8We1Rt4', content: '[An error occurred during execution.]\nENOENT' },
+      {
+        role: 'tool',
+        tool_call_id: 'call_Zm3Lk9Jh6Gf2Ds5Aq8We1Rt4',
+        content: '[An error occurred during execution.]\nENOENT',
+      },
     ]);
   });
 
   it('never send prompt_cache_key when none is configured, nor when caching is off', async () => {
     const unset = await secondRequest('openai-chat', 'openai-chat-tool-call');
     expect(unset.first).not.toHaveProperty('prompt_cache_key');
-    const off = await secondRequest('openai-chat', 'openai-chat-tool-call', { promptCacheKey: 'agent-42', promptCaching: false });
+    const off = await secondRequest('openai-chat', 'openai-chat-tool-call', {
+      promptCacheKey: 'agent-42',
+      promptCaching: false,
+    });
     expect(off.first).not.toHaveProperty('prompt_cache_key');
   });
 
@@ -126,7 +182,12 @@ describe('OpenAI Chat Completions requests', () => {
     const model = createTestLanguageModel('openai-chat', server, { maxOutputTokens: 256 });
     const messages: ChatMessage[] = [
       ...firstTurn,
-      { role: 'assistant', content: [{ type: 'text', text: 'Hi' }], toolCalls: [], reasoning: { text: 'The user greets me.' } },
+      {
+        role: 'assistant',
+        content: [{ type: 'text', text: 'Hi' }],
+        toolCalls: [],
+        reasoning: { text: 'The user greets me.' },
+      },
       { role: 'user', content: [{ type: 'text', text: 'Go on.' }] },
     ];
     await model.generate({ messages });

@@ -34,7 +34,11 @@ export function loadErrorBody(family: 'openai' | 'anthropic' | 'vllm' | 'llama_c
 export function fixtureReply(fixture: ProviderFixture, options: { readonly delayMs?: number } = {}): ReplyScript {
   return (request: RecordedRequest): HttpReply =>
     isStreaming(request)
-      ? { type: 'sse', events: protocolEvents(fixture.protocol, fixture.stream), ...(options.delayMs ? { delayMs: options.delayMs } : {}) }
+      ? {
+          type: 'sse',
+          events: protocolEvents(fixture.protocol, fixture.stream),
+          ...(options.delayMs ? { delayMs: options.delayMs } : {}),
+        }
       : { type: 'json', body: fixture.response };
 }
 
@@ -44,7 +48,9 @@ export function errorReply(status: number, body: unknown, headers: Record<string
 }
 
 function isStreaming(request: RecordedRequest): boolean {
-  return typeof request.body === 'object' && request.body !== null && (request.body as { stream?: unknown }).stream === true;
+  return (
+    typeof request.body === 'object' && request.body !== null && (request.body as { stream?: unknown }).stream === true
+  );
 }
 
 function readJson(file: string): unknown {

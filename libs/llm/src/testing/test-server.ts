@@ -13,7 +13,12 @@ export type RecordedRequest = {
 };
 
 export type HttpReply =
-  | { readonly type: 'json'; readonly status?: number; readonly body: unknown; readonly headers?: Record<string, string> }
+  | {
+      readonly type: 'json';
+      readonly status?: number;
+      readonly body: unknown;
+      readonly headers?: Record<string, string>;
+    }
   | {
       readonly type: 'sse';
       readonly events: readonly SseEvent[];
@@ -71,7 +76,8 @@ export async function startTestServer(): Promise<LlmTestServer> {
     };
     requests.push(request);
     const script = queue.shift();
-    const reply: HttpReply = script === undefined ? noReplyLeft(request) : typeof script === 'function' ? script(request) : script;
+    const reply: HttpReply =
+      script === undefined ? noReplyLeft(request) : typeof script === 'function' ? script(request) : script;
     await send(reply, response);
   }
 
@@ -119,12 +125,27 @@ async function send(reply: HttpReply, response: ServerResponse): Promise<void> {
   }
 }
 
-async function sendEndlessSse(reply: Extract<HttpReply, { type: 'endless-sse' }>, response: ServerResponse): Promise<void> {
-  await sendEndless(response, 'text/event-stream', (reply.first ?? []).map(frameSse), (index) => frameSse(reply.next(index)), reply.delayMs);
+async function sendEndlessSse(
+  reply: Extract<HttpReply, { type: 'endless-sse' }>,
+  response: ServerResponse,
+): Promise<void> {
+  await sendEndless(
+    response,
+    'text/event-stream',
+    (reply.first ?? []).map(frameSse),
+    (index) => frameSse(reply.next(index)),
+    reply.delayMs,
+  );
 }
 
 /** Writes `first`, then `next(0)`, `next(1)`, … until the client goes away, as fast as it reads (or one every `delayMs`). */
-async function sendEndless(response: ServerResponse, contentType: string, first: readonly string[], next: (index: number) => string, delayMs = 0): Promise<void> {
+async function sendEndless(
+  response: ServerResponse,
+  contentType: string,
+  first: readonly string[],
+  next: (index: number) => string,
+  delayMs = 0,
+): Promise<void> {
   response.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-cache', connection: 'keep-alive' });
   response.flushHeaders();
   let closed = false;
@@ -150,8 +171,18 @@ function drained(response: ServerResponse): Promise<void> {
   });
 }
 
-async function sendSse(events: readonly SseEvent[], delayMs: number, headers: Record<string, string>, response: ServerResponse): Promise<void> {
-  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
+async function sendSse(
+  events: readonly SseEvent[],
+  delayMs: number,
+  headers: Record<string, string>,
+  response: ServerResponse,
+): Promise<void> {
+  response.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    ...headers,
+  });
   response.flushHeaders();
   let closed = false;
   response.on('close', () => {
@@ -177,6 +208,11 @@ function noReplyLeft(request: RecordedRequest): HttpReply {
   return {
     type: 'json',
     status: 418,
-    body: { error: { message: `test server: no scripted reply left for ${request.method} ${request.path}`, type: 'test_server_error' } },
+    body: {
+      error: {
+        message: `test server: no scripted reply left for ${request.method} ${request.path}`,
+        type: 'test_server_error',
+      },
+    },
   };
 }

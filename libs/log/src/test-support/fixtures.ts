@@ -9,7 +9,12 @@ export type LogFixture = AsyncDisposable & { server: NatsTestServer; nc: NatsCon
 /** A fresh nats-server (or NATS_URL), a connection that reconnects forever, and an EventLog on a unique stream. */
 export async function logFixture(options: EventLogOptions = {}): Promise<LogFixture> {
   const server = await startNats();
-  const nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 50, pingInterval: 1_000 });
+  const nc = await connect({
+    servers: server.url,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 50,
+    pingInterval: 1_000,
+  });
   const name = uniqueName('EV');
   const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}`, ...options });
   return {

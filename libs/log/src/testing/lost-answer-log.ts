@@ -10,7 +10,11 @@ export type LostWhen = 'before_stored' | 'after_stored';
  * cut off by a nats-server restart or a leader election does: it throws the transient "did not
  * complete", whether or not the commit was stored (`when`). `lost()` counts the answers lost.
  */
-export function losingFirstAnswer(log: EventLog, of: EventType, when: LostWhen): { readonly log: EventLog; readonly lost: () => number } {
+export function losingFirstAnswer(
+  log: EventLog,
+  of: EventType,
+  when: LostWhen,
+): { readonly log: EventLog; readonly lost: () => number } {
   let lost = 0;
   const faulty = new Proxy(log, {
     get(target, property) {

@@ -49,25 +49,47 @@ export function bwrapArguments(invocation: BwrapInvocation, command: string, arg
     '--unshare-cgroup-try',
     '--disable-userns',
     '--die-with-parent',
-    '--uid', String(SANDBOX_USER.uid),
-    '--gid', String(SANDBOX_USER.gid),
-    '--hostname', 'sandbox',
+    '--uid',
+    String(SANDBOX_USER.uid),
+    '--gid',
+    String(SANDBOX_USER.gid),
+    '--hostname',
+    'sandbox',
     // the private /tmp and HOME first: the system binds after them (the operator's read-only paths
     // among them) are seen even where they lie under /tmp, instead of hidden by the tmpfs
-    '--size', String(invocation.limits.tmpBytes), '--perms', '1777', '--tmpfs', '/tmp',
-    '--size', String(invocation.limits.tmpBytes), '--perms', '0700', '--tmpfs', SANDBOX_HOME,
+    '--size',
+    String(invocation.limits.tmpBytes),
+    '--perms',
+    '1777',
+    '--tmpfs',
+    '/tmp',
+    '--size',
+    String(invocation.limits.tmpBytes),
+    '--perms',
+    '0700',
+    '--tmpfs',
+    SANDBOX_HOME,
     ...invocation.system,
   ];
   out.push(
-    '--proc', '/proc',
-    '--dev', '/dev',
-    '--bind', invocation.workspace, SANDBOX_WORKSPACE,
-    '--ro-bind', invocation.privateDir, SANDBOX_PRIVATE,
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--bind',
+    invocation.workspace,
+    SANDBOX_WORKSPACE,
+    '--ro-bind',
+    invocation.privateDir,
+    SANDBOX_PRIVATE,
     // the root bwrap builds is a tmpfs the sandbox user could write: make it read-only
-    '--remount-ro', '/',
-    '--chdir', invocation.cwd,
+    '--remount-ro',
+    '/',
+    '--chdir',
+    invocation.cwd,
   );
-  if (invocation.gate) out.push('--info-fd', String(invocation.gate.infoFd), '--block-fd', String(invocation.gate.blockFd));
+  if (invocation.gate)
+    out.push('--info-fd', String(invocation.gate.infoFd), '--block-fd', String(invocation.gate.blockFd));
   out.push('--', ...rlimitArguments(invocation.limits), command, ...args);
   return out;
 }

@@ -10,7 +10,11 @@ import { createBwrapProvider } from './bwrap-provider.js';
 
 const MiB = 1024 * 1024;
 
-async function run(sandbox: Sandbox, script: string, timeoutMs = 20_000): Promise<{ output: string; code: number | null }> {
+async function run(
+  sandbox: Sandbox,
+  script: string,
+  timeoutMs = 20_000,
+): Promise<{ output: string; code: number | null }> {
   const child: SandboxProcess = await sandbox.spawn('bash', ['-c', script]);
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
@@ -36,7 +40,13 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
     ...DEFAULT_SANDBOX_SETTINGS,
     readOnlyPaths: [shared],
     network,
-    limits: { ...DEFAULT_SANDBOX_SETTINGS.limits, processes: 64, memoryBytes: 256 * MiB, fileBytes: 8 * MiB, tmpBytes: 16 * MiB },
+    limits: {
+      ...DEFAULT_SANDBOX_SETTINGS.limits,
+      processes: 64,
+      memoryBytes: 256 * MiB,
+      fileBytes: 8 * MiB,
+      tmpBytes: 16 * MiB,
+    },
   };
 
   beforeAll(async () => {
@@ -52,7 +62,11 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as { port: number }).port;
     // with a cgroup of its own where this machine allows it, as the tool runner makes them
-    const provider = createBwrapProvider(settings, { stateDir: path.join(root, 'state'), ownedRoot: root, cgroups: await detectCgroups() });
+    const provider = createBwrapProvider(settings, {
+      stateDir: path.join(root, 'state'),
+      ownedRoot: root,
+      cgroups: await detectCgroups(),
+    });
     await provider.selfTest();
     sandbox = await provider.open({ id: 'acme.one', workspace, env: { GREETING: 'hi there' } });
     neighbour = await provider.open({ id: 'acme.two', workspace: path.join(root, 'workspaces', 'acme', 'two') });
@@ -67,7 +81,10 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   });
 
   it("sees the operator's read-only paths, even under /tmp, and cannot write them", async () => {
-    const { output } = await run(sandbox, `cat ${shared}/tool.txt; echo; echo x > ${shared}/evil 2>&1; echo y > /tmp/own && cat /tmp/own`);
+    const { output } = await run(
+      sandbox,
+      `cat ${shared}/tool.txt; echo; echo x > ${shared}/evil 2>&1; echo y > /tmp/own && cat /tmp/own`,
+    );
     expect(output).toContain('a shared tool');
     expect(output).toMatch(/Read-only file system|Permission denied/);
     expect(output).toContain('y');
@@ -78,7 +95,10 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
     process.env['FLOTILLA_TEST_LEAK'] = 'leaked';
     const { output } = await run(sandbox, 'env');
     delete process.env['FLOTILLA_TEST_LEAK'];
-    const names = output.trim().split('\n').map((line) => line.split('=')[0]);
+    const names = output
+      .trim()
+      .split('\n')
+      .map((line) => line.split('=')[0]);
     expect(output).toContain('GREETING=hi there');
     expect(output).not.toContain('leaked');
     expect(names.filter((name) => name?.startsWith('FLOTILLA_') || name?.startsWith('NATS'))).toEqual([]);
@@ -86,7 +106,10 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   });
 
   it('sees its workspace at /workspace and nothing else of the host', async () => {
-    const { output } = await run(sandbox, `pwd; ls /; ls ..; cat ${root}/api-key 2>&1; ls ${root} 2>&1; cat /proc/1/cmdline | tr '\\0' ' '; echo; id -un; ls /etc/ssl; test -e /etc/shadow && echo HOST"-"SHADOW; ls /etc | wc -l`);
+    const { output } = await run(
+      sandbox,
+      `pwd; ls /; ls ..; cat ${root}/api-key 2>&1; ls ${root} 2>&1; cat /proc/1/cmdline | tr '\\0' ' '; echo; id -un; ls /etc/ssl; test -e /etc/shadow && echo HOST"-"SHADOW; ls /etc | wc -l`,
+    );
     expect(output).not.toContain('private');
     expect(output).not.toContain('HOST-SHADOW');
     expect(output).toContain('/workspace\n');
@@ -97,7 +120,10 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   });
 
   it('writes to the workspace reach the host; writes elsewhere do not', async () => {
-    const { output } = await run(sandbox, `echo inside > /workspace/made.txt; echo x > /usr/evil 2>&1; echo y > /etc/evil 2>&1; echo z > /tmp/scratch && cat /tmp/scratch; echo w > ${root}/evil 2>&1; true`);
+    const { output } = await run(
+      sandbox,
+      `echo inside > /workspace/made.txt; echo x > /usr/evil 2>&1; echo y > /etc/evil 2>&1; echo z > /tmp/scratch && cat /tmp/scratch; echo w > ${root}/evil 2>&1; true`,
+    );
     expect(await readFile(path.join(workspace, 'made.txt'), 'utf8')).toBe('inside\n');
     expect(output).toMatch(/Read-only file system|Permission denied|No such file/);
     await expect(stat(path.join(root, 'evil'))).rejects.toThrow();
@@ -106,7 +132,11 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   });
 
   it('cannot reach a port on the host’s loopback', async () => {
-    const { output } = await run(sandbox, `(exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3) 2>&1; (exec 3<>/dev/tcp/10.0.2.2/${port} && cat <&3) 2>&1; echo done`, 30_000);
+    const { output } = await run(
+      sandbox,
+      `(exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3) 2>&1; (exec 3<>/dev/tcp/10.0.2.2/${port} && cat <&3) 2>&1; echo done`,
+      30_000,
+    );
     expect(output).not.toContain('hello from the host');
     expect(output).toContain('done');
   });
@@ -125,7 +155,14 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
     try {
       await new Promise((resolve) => setTimeout(resolve, 2_000));
       const inGroup = (await readdir('/proc')).filter((name) => /^\d+$/.test(name));
-      const members = await Promise.all(inGroup.map((pid) => readFile(`/proc/${pid}/stat`, 'utf8').then((stat) => stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2], () => '')));
+      const members = await Promise.all(
+        inGroup.map((pid) =>
+          readFile(`/proc/${pid}/stat`, 'utf8').then(
+            (stat) => stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2],
+            () => '',
+          ),
+        ),
+      );
       const count = members.filter((pgid) => pgid === String(bomb.pid)).length;
       // bwrap's monitor and its pid 1 are in the group too, outside the sandbox's own count
       expect(count).toBeGreaterThan(10);
@@ -138,13 +175,19 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   });
 
   it('contains a memory hog by its memory limit', async () => {
-    const { output, code } = await run(sandbox, 'python3 -c "b = bytearray(1024 * 1024 * 1024); print(len(b))" 2>&1 || perl -e \'$x = "a" x (1024*1024*1024); print length($x)\' 2>&1; echo rc=$?');
+    const { output, code } = await run(
+      sandbox,
+      'python3 -c "b = bytearray(1024 * 1024 * 1024); print(len(b))" 2>&1 || perl -e \'$x = "a" x (1024*1024*1024); print length($x)\' 2>&1; echo rc=$?',
+    );
     expect(output).not.toContain('1073741824');
     expect(code).toBe(0);
   });
 
   it('stops a file larger than its file limit', async () => {
-    const { output } = await run(sandbox, 'head -c 20000000 /dev/zero > /workspace/big 2>&1; echo rc=$?; stat -c %s /workspace/big');
+    const { output } = await run(
+      sandbox,
+      'head -c 20000000 /dev/zero > /workspace/big 2>&1; echo rc=$?; stat -c %s /workspace/big',
+    );
     expect(output).toMatch(/rc=(1|153)/);
     expect(Number(output.trim().split('\n').pop())).toBeLessThanOrEqual(8 * MiB);
   });

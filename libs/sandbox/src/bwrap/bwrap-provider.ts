@@ -8,7 +8,14 @@ import { sandboxEnvironment, SANDBOX_HOME, SANDBOX_WORKSPACE } from '../environm
 import { FifoFactory } from '../fifo-factory.js';
 import { defaultPrivateDir, isolatedInsidePath } from '../inside-path.js';
 import { SandboxError, SandboxErrorCode } from '../errors.js';
-import type { Sandbox, SandboxDescription, SandboxProcess, SandboxProvider, SandboxSpec, SpawnOptions } from '../sandbox.js';
+import type {
+  Sandbox,
+  SandboxDescription,
+  SandboxProcess,
+  SandboxProvider,
+  SandboxSpec,
+  SpawnOptions,
+} from '../sandbox.js';
 import { childSandboxProcess, spawned } from '../sandbox-process.js';
 import { runSelfTest } from '../self-test.js';
 import { NetworkMode, type SandboxSettings } from '../settings.js';
@@ -51,11 +58,22 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
   const fifos = new FifoFactory(path.join(options.stateDir, 'fifos'));
   const cgroups = options.cgroups ?? { kind: 'none', reason: 'not asked for' };
   const disks = options.disks ?? { kind: 'check', reason: 'not asked for' };
-  const disk = disks.kind === 'filesystem' ? ({ kind: 'filesystem' } as const) : ({ kind: 'checked', reason: disks.reason } as const);
+  const disk =
+    disks.kind === 'filesystem'
+      ? ({ kind: 'filesystem' } as const)
+      : ({ kind: 'checked', reason: disks.reason } as const);
 
   const provider: SandboxProvider = {
     describe(): SandboxDescription {
-      if (cgroups.kind !== 'none') return { kind: 'bwrap', network: settings.network, isolated: true, limits: settings.limits, enforcement: `cgroup ${cgroups.kind} per sandbox, and rlimits per process`, disk };
+      if (cgroups.kind !== 'none')
+        return {
+          kind: 'bwrap',
+          network: settings.network,
+          isolated: true,
+          limits: settings.limits,
+          enforcement: `cgroup ${cgroups.kind} per sandbox, and rlimits per process`,
+          disk,
+        };
       return {
         kind: 'bwrap',
         network: settings.network,
@@ -68,12 +86,21 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
     },
     async open(spec: SandboxSpec): Promise<Sandbox> {
       // a workspace with a filesystem is mounted before anything reads it; one is made before anything writes (prepareWorkspace)
-      const workspaceDisk = disks.kind === 'filesystem' ? { disks: disks.disks, found: await disks.disks.ensure(spec.workspace, false) } : undefined;
+      const workspaceDisk =
+        disks.kind === 'filesystem'
+          ? { disks: disks.disks, found: await disks.disks.ensure(spec.workspace, false) }
+          : undefined;
       if (credentials) await chown(spec.workspace, credentials.uid, credentials.gid);
       const privateDir = spec.privateDir ?? defaultPrivateDir(options.stateDir, spec.id);
       await mkdir(privateDir, { recursive: true, mode: 0o755 });
-      for (const directory of [spec.workspace, privateDir, etc]) await assertTraversable(directory, credentials, options.ownedRoot);
-      return new BwrapSandbox({ ...spec, privateDir }, settings, { system, credentials, startTimeoutMs, fifos, cgroups }, workspaceDisk);
+      for (const directory of [spec.workspace, privateDir, etc])
+        await assertTraversable(directory, credentials, options.ownedRoot);
+      return new BwrapSandbox(
+        { ...spec, privateDir },
+        settings,
+        { system, credentials, startTimeoutMs, fifos, cgroups },
+        workspaceDisk,
+      );
     },
     selfTest: () => runSelfTest(provider, options.stateDir),
     releaseWorkspace: async (workspace) => {
@@ -169,7 +196,14 @@ class BwrapSandbox implements Sandbox {
     // in the sandbox's cgroup and has its network, so that everything the command starts is born in both
     const gate = egress || cgroup ? { infoFd: 3, blockFd: 4 } : undefined;
     const argv = bwrapArguments(
-      { system: this.prepared.system, workspace: this.spec.workspace, privateDir: this.privateDir, cwd: options.cwd ?? SANDBOX_WORKSPACE, limits: this.settings.limits, ...(gate ? { gate } : {}) },
+      {
+        system: this.prepared.system,
+        workspace: this.spec.workspace,
+        privateDir: this.privateDir,
+        cwd: options.cwd ?? SANDBOX_WORKSPACE,
+        limits: this.settings.limits,
+        ...(gate ? { gate } : {}),
+      },
       command,
       args,
     );
@@ -188,7 +222,11 @@ class BwrapSandbox implements Sandbox {
       ((child.stdio as readonly unknown[])[argsFd] as Writable).end(Buffer.from(`${argv.slice(0, end).join('\0')}\0`));
       await spawned(child);
     } catch (error) {
-      throw new SandboxError(SandboxErrorCode.Unavailable, `bwrap could not start (${(error as Error).message}): install bubblewrap (Debian: apt-get install bubblewrap)`, { cause: error });
+      throw new SandboxError(
+        SandboxErrorCode.Unavailable,
+        `bwrap could not start (${(error as Error).message}): install bubblewrap (Debian: apt-get install bubblewrap)`,
+        { cause: error },
+      );
     }
     let network: ChildProcess | undefined;
     const sandboxed = childSandboxProcess(child, () => {
@@ -207,7 +245,13 @@ class BwrapSandbox implements Sandbox {
         sandboxed.signal('SIGKILL');
         // bwrap's pid 1, still waiting at its gate, may not have its parent-death signal yet
         if (pid !== undefined) killQuietly(pid);
-        throw error instanceof SandboxError ? error : new SandboxError(SandboxErrorCode.StartFailed, `the sandbox could not be set up: ${(error as Error).message}`, { cause: error });
+        throw error instanceof SandboxError
+          ? error
+          : new SandboxError(
+              SandboxErrorCode.StartFailed,
+              `the sandbox could not be set up: ${(error as Error).message}`,
+              { cause: error },
+            );
       }
     }
     return sandboxed;
@@ -227,7 +271,11 @@ class BwrapSandbox implements Sandbox {
       (made) => (this.#made = made),
       (error: unknown) => {
         this.#cgroup = undefined;
-        throw new SandboxError(SandboxErrorCode.StartFailed, `the sandbox's cgroup could not be made: ${(error as Error).message}`, { cause: error });
+        throw new SandboxError(
+          SandboxErrorCode.StartFailed,
+          `the sandbox's cgroup could not be made: ${(error as Error).message}`,
+          { cause: error },
+        );
       },
     );
     return this.#cgroup;
@@ -237,7 +285,10 @@ class BwrapSandbox implements Sandbox {
     this.#closed = true;
     const running = [...this.#processes];
     for (const member of running) member.signal('SIGKILL');
-    await Promise.race([Promise.all(running.map((member) => member.exited)), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+    await Promise.race([
+      Promise.all(running.map((member) => member.exited)),
+      new Promise((resolve) => setTimeout(resolve, 2_000)),
+    ]);
     const cgroup = this.#cgroup;
     this.#cgroup = undefined;
     this.#made = undefined;
@@ -250,12 +301,21 @@ class BwrapSandbox implements Sandbox {
  * bwrap runs as the sandbox user, so that user must be able to traverse every directory on the
  * way to the workspace (it cannot list them, and inside the sandbox it sees none of them).
  */
-async function assertTraversable(workspace: string, credentials: Credentials, ownedRoot: string | undefined): Promise<void> {
+async function assertTraversable(
+  workspace: string,
+  credentials: Credentials,
+  ownedRoot: string | undefined,
+): Promise<void> {
   if (!credentials) return; // the sandbox user is the service's own
   const owned = ownedRoot === undefined ? undefined : path.resolve(ownedRoot);
   for (let directory = path.dirname(path.resolve(workspace)); ; directory = path.dirname(directory)) {
     const info = await stat(directory);
-    const traversable = info.uid === credentials.uid ? (info.mode & 0o100) !== 0 : info.gid === credentials.gid ? (info.mode & 0o010) !== 0 : (info.mode & 0o001) !== 0;
+    const traversable =
+      info.uid === credentials.uid
+        ? (info.mode & 0o100) !== 0
+        : info.gid === credentials.gid
+          ? (info.mode & 0o010) !== 0
+          : (info.mode & 0o001) !== 0;
     if (!traversable) {
       const isOwned = owned !== undefined && (directory === owned || directory.startsWith(`${owned}${path.sep}`));
       if (!isOwned) {

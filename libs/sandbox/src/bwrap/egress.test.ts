@@ -58,7 +58,18 @@ describe.skipIf(!available)('the egress network mode', () => {
     ip('netns', 'exec', namespace, 'ip', 'addr', 'add', `${testHostAddress}/30`, 'dev', testSide);
     ip('netns', 'exec', namespace, 'ip', 'link', 'set', testSide, 'up');
     ip('netns', 'exec', namespace, 'ip', 'link', 'set', 'lo', 'up');
-    server = spawn('ip', ['netns', 'exec', namespace, process.execPath, '-e', `require('net').createServer((s) => s.end('hello from the test host\\n')).listen(8099, '${testHostAddress}', () => console.log('listening'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    server = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        namespace,
+        process.execPath,
+        '-e',
+        `require('net').createServer((s) => s.end('hello from the test host\\n')).listen(8099, '${testHostAddress}', () => console.log('listening'))`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     await new Promise<void>((resolve, reject) => {
       server!.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('listening') && resolve());
       server!.once('exit', (code) => reject(new Error(`the test host's server exited (${code})`)));
@@ -66,7 +77,10 @@ describe.skipIf(!available)('the egress network mode', () => {
   });
   afterAll(async () => {
     server?.kill('SIGKILL');
-    for (const args of [['netns', 'del', namespace], ['link', 'del', hostSide]]) {
+    for (const args of [
+      ['netns', 'del', namespace],
+      ['link', 'del', hostSide],
+    ]) {
       try {
         ip(...args);
       } catch {
@@ -80,7 +94,10 @@ describe.skipIf(!available)('the egress network mode', () => {
     const probe = `(exec 3<>/dev/tcp/${testHostAddress}/8099 && cat <&3) 2>&1 || echo unreachable`;
     const results: Record<string, string> = {};
     for (const network of [NetworkMode.Egress, NetworkMode.None]) {
-      const provider = createBwrapProvider({ ...DEFAULT_SANDBOX_SETTINGS, network }, { stateDir: path.join(root, `state-${network}`), ownedRoot: root });
+      const provider = createBwrapProvider(
+        { ...DEFAULT_SANDBOX_SETTINGS, network },
+        { stateDir: path.join(root, `state-${network}`), ownedRoot: root },
+      );
       const sandbox = await provider.open({ id: `egress-${network}`, workspace: path.join(root, 'workspace') });
       try {
         results[network] = await run(sandbox, `${probe}; cat /etc/resolv.conf`);

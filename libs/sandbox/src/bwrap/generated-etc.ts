@@ -55,7 +55,12 @@ export function prepareEtc(directory: string, egress: boolean): void {
     if (!existsSync(source)) continue;
     try {
       // only what every user of the host may read (never /etc/ssl/private, say)
-      cpSync(source, join(directory, entry), { recursive: true, verbatimSymlinks: true, preserveTimestamps: true, filter: worldReadable });
+      cpSync(source, join(directory, entry), {
+        recursive: true,
+        verbatimSymlinks: true,
+        preserveTimestamps: true,
+        filter: worldReadable,
+      });
     } catch {
       // an entry the service may not read (or a dangling link) is left out
     }

@@ -10,7 +10,10 @@ export type Credentials = { readonly uid: number; readonly gid: number } | undef
 export function readChildPid(info: Readable, timeoutMs: number): Promise<number> {
   return new Promise((resolve, reject) => {
     let text = '';
-    const timer = setTimeout(() => finish(new Error(`bwrap did not report its child within ${timeoutMs} ms`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(new Error(`bwrap did not report its child within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     let settled = false;
     const finish = (error?: Error, pid?: number): void => {
       if (settled) return;
@@ -43,22 +46,43 @@ export async function attachEgress(pid: number, credentials: Credentials, timeou
   // limits its system calls); otherwise it joins the sandbox's user namespace, which is ours.
   // The namespace by path: joining by pid (a pidfd) is refused once bwrap has nested the command's namespaces.
   const join = credentials ? ['--enable-sandbox', '--enable-seccomp'] : [`--userns-path=/proc/${pid}/ns/user`];
-  const child = spawn('slirp4netns', ['--configure', '--mtu=65520', '--disable-host-loopback', '--ready-fd=3', '--exit-fd=4', ...join, '--netns-type=path', `/proc/${pid}/ns/net`, 'tap0'], {
-    stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    'slirp4netns',
+    [
+      '--configure',
+      '--mtu=65520',
+      '--disable-host-loopback',
+      '--ready-fd=3',
+      '--exit-fd=4',
+      ...join,
+      '--netns-type=path',
+      `/proc/${pid}/ns/net`,
+      'tap0',
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+    },
+  );
   for (const stream of child.stdio) stream?.on('error', () => undefined);
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-2_000)));
   try {
     await spawned(child);
   } catch (error) {
-    throw new SandboxError(SandboxErrorCode.Unavailable, `slirp4netns could not start (${(error as Error).message}): install it (Debian: apt-get install slirp4netns) or use the network mode none`, { cause: error });
+    throw new SandboxError(
+      SandboxErrorCode.Unavailable,
+      `slirp4netns could not start (${(error as Error).message}): install it (Debian: apt-get install slirp4netns) or use the network mode none`,
+      { cause: error },
+    );
   }
   const ready = child.stdio[3] as Readable;
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(failure(`it was not ready within ${timeoutMs} ms`)), timeoutMs);
     const failure = (why: string): SandboxError =>
-      new SandboxError(SandboxErrorCode.StartFailed, `slirp4netns could not give the sandbox its network: ${why}${stderr ? `: ${stderr.trim()}` : ''}`);
+      new SandboxError(
+        SandboxErrorCode.StartFailed,
+        `slirp4netns could not give the sandbox its network: ${why}${stderr ? `: ${stderr.trim()}` : ''}`,
+      );
     ready.once('data', () => {
       clearTimeout(timer);
       resolve();
@@ -83,10 +107,18 @@ async function namespacesReady(pid: number, timeoutMs: number): Promise<void> {
   for (;;) {
     const map = await readFile(`/proc/${pid}/uid_map`, 'utf8').catch(() => '');
     if (map.trim() !== '') {
-      if ((await readlink(`/proc/${pid}/ns/net`)) === own) throw new SandboxError(SandboxErrorCode.StartFailed, 'the sandbox shares the host network namespace: refusing to attach a network to it');
+      if ((await readlink(`/proc/${pid}/ns/net`)) === own)
+        throw new SandboxError(
+          SandboxErrorCode.StartFailed,
+          'the sandbox shares the host network namespace: refusing to attach a network to it',
+        );
       return;
     }
-    if (Date.now() > deadline) throw new SandboxError(SandboxErrorCode.StartFailed, `the sandbox's user namespace was not ready within ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new SandboxError(
+        SandboxErrorCode.StartFailed,
+        `the sandbox's user namespace was not ready within ${timeoutMs} ms`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
 }

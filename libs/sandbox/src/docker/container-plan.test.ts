@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { SANDBOX_HOME, SANDBOX_PRIVATE, SANDBOX_WORKSPACE } from '../environment.js';
 import { DEFAULT_SANDBOX_SETTINGS } from '../settings.js';
-import { containerName, containerOptions, environmentList, variableNames, type ContainerPlan } from './container-plan.js';
+import {
+  containerName,
+  containerOptions,
+  environmentList,
+  variableNames,
+  type ContainerPlan,
+} from './container-plan.js';
 
 const plan: ContainerPlan = {
   name: containerName('acme.conversation-1'),
@@ -45,8 +51,20 @@ describe('containerOptions', () => {
 
   it('bind-mounts the host workspace at /workspace and gives it memory-backed /tmp and HOME', () => {
     expect(host.Mounts).toEqual([
-      { Type: 'bind', Source: plan.hostWorkspace, Target: SANDBOX_WORKSPACE, ReadOnly: false, BindOptions: { Propagation: 'rprivate' } },
-      { Type: 'bind', Source: plan.hostPrivate, Target: SANDBOX_PRIVATE, ReadOnly: true, BindOptions: { Propagation: 'rprivate' } },
+      {
+        Type: 'bind',
+        Source: plan.hostWorkspace,
+        Target: SANDBOX_WORKSPACE,
+        ReadOnly: false,
+        BindOptions: { Propagation: 'rprivate' },
+      },
+      {
+        Type: 'bind',
+        Source: plan.hostPrivate,
+        Target: SANDBOX_PRIVATE,
+        ReadOnly: true,
+        BindOptions: { Propagation: 'rprivate' },
+      },
     ]);
     expect(host.Binds).toBeUndefined();
     expect(host.Tmpfs?.['/tmp']).toContain(`size=${plan.limits.tmpBytes}`);
@@ -69,10 +87,12 @@ describe('containerOptions', () => {
 
   it('has no network in the mode none, and the egress network otherwise', () => {
     expect(host.NetworkMode).toBe('none');
-    expect(containerOptions({ ...plan, networkMode: 'flotilla-sandbox-egress' }).HostConfig?.NetworkMode).toBe('flotilla-sandbox-egress');
+    expect(containerOptions({ ...plan, networkMode: 'flotilla-sandbox-egress' }).HostConfig?.NetworkMode).toBe(
+      'flotilla-sandbox-egress',
+    );
   });
 
-  it('keeps a lifeline: the container ends when the service\'s attached stdin closes, and is removed', () => {
+  it("keeps a lifeline: the container ends when the service's attached stdin closes, and is removed", () => {
     expect(options.OpenStdin).toBe(true);
     expect(options.StdinOnce).toBe(true);
     expect(host.AutoRemove).toBe(true);
@@ -89,8 +109,13 @@ describe('environment lines', () => {
     expect(environmentList({ A: '1', 'B=C': '2', '': '3', D: 'x=y' })).toEqual(['A=1', 'D=x=y']);
   });
 
-  it('reads the names of an image\'s ENV', () => {
-    expect(variableNames(['PATH=/usr/bin', 'NODE_VERSION=22', 'EMPTY=', 'BARE'])).toEqual(['PATH', 'NODE_VERSION', 'EMPTY', 'BARE']);
+  it("reads the names of an image's ENV", () => {
+    expect(variableNames(['PATH=/usr/bin', 'NODE_VERSION=22', 'EMPTY=', 'BARE'])).toEqual([
+      'PATH',
+      'NODE_VERSION',
+      'EMPTY',
+      'BARE',
+    ]);
     expect(variableNames(undefined)).toEqual([]);
   });
 });

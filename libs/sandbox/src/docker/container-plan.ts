@@ -82,8 +82,20 @@ export function containerOptions(plan: ContainerPlan): Dockerode.ContainerCreate
       // a bind mount of the host's directory (not a copy): files, and FIFOs, are shared live.
       // `Mounts` rather than `Binds`: a missing source is an error, not a new empty directory.
       Mounts: [
-        { Type: 'bind', Source: plan.hostWorkspace, Target: SANDBOX_WORKSPACE, ReadOnly: false, BindOptions: { Propagation: 'rprivate' } },
-        { Type: 'bind', Source: plan.hostPrivate, Target: SANDBOX_PRIVATE, ReadOnly: true, BindOptions: { Propagation: 'rprivate' } },
+        {
+          Type: 'bind',
+          Source: plan.hostWorkspace,
+          Target: SANDBOX_WORKSPACE,
+          ReadOnly: false,
+          BindOptions: { Propagation: 'rprivate' },
+        },
+        {
+          Type: 'bind',
+          Source: plan.hostPrivate,
+          Target: SANDBOX_PRIVATE,
+          ReadOnly: true,
+          BindOptions: { Propagation: 'rprivate' },
+        },
       ],
       Tmpfs: {
         '/tmp': `rw,nosuid,nodev,size=${limits.tmpBytes},mode=1777`,
@@ -120,5 +132,7 @@ export function environmentList(environment: Readonly<Record<string, string>>): 
 
 /** The variable names of `KEY=value` lines (an image's ENV). */
 export function variableNames(lines: readonly string[] | null | undefined): string[] {
-  return (lines ?? []).map((line) => line.slice(0, line.indexOf('=') === -1 ? line.length : line.indexOf('='))).filter(Boolean);
+  return (lines ?? [])
+    .map((line) => line.slice(0, line.indexOf('=') === -1 ? line.length : line.indexOf('=')))
+    .filter(Boolean);
 }

@@ -1,6 +1,12 @@
 import type Dockerode from 'dockerode';
 import { SandboxError, SandboxErrorCode } from '../errors.js';
-import { DEFAULT_EGRESS_BRIDGE, DEFAULT_EGRESS_NETWORK, SANDBOX_LABEL, SANDBOX_OWNER_LABEL, variableNames } from './container-plan.js';
+import {
+  DEFAULT_EGRESS_BRIDGE,
+  DEFAULT_EGRESS_NETWORK,
+  SANDBOX_LABEL,
+  SANDBOX_OWNER_LABEL,
+  variableNames,
+} from './container-plan.js';
 
 /** Pino-compatible (`logger.warn({ fields }, 'message')`): services pass theirs. */
 export type DockerSandboxLogger = {
@@ -27,7 +33,8 @@ export function messageOf(error: unknown): string {
 export function engineAddress(docker: Dockerode): string {
   const modem = docker.modem as { socketPath?: unknown; host?: unknown; port?: unknown; protocol?: unknown };
   if (typeof modem.socketPath === 'string') return `unix://${modem.socketPath}`;
-  if (typeof modem.host === 'string') return `${typeof modem.protocol === 'string' ? modem.protocol : 'http'}://${modem.host}${modem.port ? `:${String(modem.port)}` : ''}`;
+  if (typeof modem.host === 'string')
+    return `${typeof modem.protocol === 'string' ? modem.protocol : 'http'}://${modem.host}${modem.port ? `:${String(modem.port)}` : ''}`;
   return 'the default engine address';
 }
 
@@ -37,15 +44,19 @@ export async function pingEngine(docker: Dockerode, timeoutMs: number): Promise<
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   try {
     await Promise.race([
-      (docker as unknown as { ping(options: { abortSignal: AbortSignal }): Promise<unknown> }).ping({ abortSignal: abort.signal }),
-      new Promise((_, reject) => abort.signal.addEventListener('abort', () => reject(new Error(`no answer within ${timeoutMs} ms`)))),
+      (docker as unknown as { ping(options: { abortSignal: AbortSignal }): Promise<unknown> }).ping({
+        abortSignal: abort.signal,
+      }),
+      new Promise((_, reject) =>
+        abort.signal.addEventListener('abort', () => reject(new Error(`no answer within ${timeoutMs} ms`))),
+      ),
     ]);
   } catch (error) {
     throw new SandboxError(
       SandboxErrorCode.Unavailable,
       `the docker sandbox kind needs a Docker engine, and none answered at ${engineAddress(docker)} (${messageOf(error)}). ` +
         'Point DOCKER_HOST at one (unix:///var/run/docker.sock, or tcp://host:2376 with DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH), ' +
-        'or mount the engine\'s socket into this container (-v /var/run/docker.sock:/var/run/docker.sock), or choose another kind (FLOTILLA_SANDBOX=bwrap).',
+        "or mount the engine's socket into this container (-v /var/run/docker.sock:/var/run/docker.sock), or choose another kind (FLOTILLA_SANDBOX=bwrap).",
       { cause: error, isRetryable: true },
     );
   } finally {
@@ -62,19 +73,26 @@ export async function ensureImage(docker: Dockerode, image: string, logger: Dock
     return variableNames((await docker.getImage(image).inspect()).Config?.Env);
   } catch (error) {
     if (statusOf(error) !== 404) {
-      throw new SandboxError(SandboxErrorCode.Unavailable, `the Docker engine could not inspect the sandbox image ${image}: ${messageOf(error)}`, { cause: error, isRetryable: true });
+      throw new SandboxError(
+        SandboxErrorCode.Unavailable,
+        `the Docker engine could not inspect the sandbox image ${image}: ${messageOf(error)}`,
+        { cause: error, isRetryable: true },
+      );
     }
   }
   logger.info({ image }, 'pulling the sandbox image');
   try {
     const progress = await docker.pull(image);
     await new Promise<void>((resolve, reject) => {
-      docker.modem.followProgress(progress, (error: unknown, events: readonly { error?: string; errorDetail?: { message?: string } }[] | undefined) => {
-        const failed = (events ?? []).find((event) => event.error !== undefined || event.errorDetail !== undefined);
-        if (error) reject(error instanceof Error ? error : new Error(String(error)));
-        else if (failed) reject(new Error(failed.errorDetail?.message ?? failed.error ?? 'the pull failed'));
-        else resolve();
-      });
+      docker.modem.followProgress(
+        progress,
+        (error: unknown, events: readonly { error?: string; errorDetail?: { message?: string } }[] | undefined) => {
+          const failed = (events ?? []).find((event) => event.error !== undefined || event.errorDetail !== undefined);
+          if (error) reject(error instanceof Error ? error : new Error(String(error)));
+          else if (failed) reject(new Error(failed.errorDetail?.message ?? failed.error ?? 'the pull failed'));
+          else resolve();
+        },
+      );
     });
     return variableNames((await docker.getImage(image).inspect()).Config?.Env);
   } catch (error) {
@@ -97,10 +115,19 @@ export async function ensureEgressNetwork(docker: Dockerode, name: string, logge
   try {
     const existing = await docker.getNetwork(name).inspect();
     const icc = (existing as { Options?: Record<string, string> }).Options?.['com.docker.network.bridge.enable_icc'];
-    if (icc !== 'false') logger.warn({ network: name }, 'the sandbox egress network lets its containers reach each other (com.docker.network.bridge.enable_icc is not false): conversations on it can talk to each other; recreate it or let the provider create it');
+    if (icc !== 'false')
+      logger.warn(
+        { network: name },
+        'the sandbox egress network lets its containers reach each other (com.docker.network.bridge.enable_icc is not false): conversations on it can talk to each other; recreate it or let the provider create it',
+      );
     return;
   } catch (error) {
-    if (statusOf(error) !== 404) throw new SandboxError(SandboxErrorCode.Unavailable, `the Docker engine could not inspect the network ${name}: ${messageOf(error)}`, { cause: error, isRetryable: true });
+    if (statusOf(error) !== 404)
+      throw new SandboxError(
+        SandboxErrorCode.Unavailable,
+        `the Docker engine could not inspect the network ${name}: ${messageOf(error)}`,
+        { cause: error, isRetryable: true },
+      );
   }
   try {
     await docker.createNetwork({
@@ -118,7 +145,11 @@ export async function ensureEgressNetwork(docker: Dockerode, name: string, logge
     logger.info({ network: name }, 'created the sandbox egress network');
   } catch (error) {
     if (statusOf(error) === 409) return; // made meanwhile by another instance
-    throw new SandboxError(SandboxErrorCode.Unavailable, `the Docker engine could not create the sandbox egress network ${name}: ${messageOf(error)}`, { cause: error, isRetryable: true });
+    throw new SandboxError(
+      SandboxErrorCode.Unavailable,
+      `the Docker engine could not create the sandbox egress network ${name}: ${messageOf(error)}`,
+      { cause: error, isRetryable: true },
+    );
   }
 }
 
@@ -136,7 +167,10 @@ export async function removeContainer(docker: Dockerode, idOrName: string): Prom
 
 /** Removes the sandbox containers a previous run of this owner left (it died without closing them). */
 export async function removeLeftovers(docker: Dockerode, owner: string, logger: DockerSandboxLogger): Promise<number> {
-  const leftovers = await docker.listContainers({ all: true, filters: { label: [`${SANDBOX_LABEL}=1`, `${SANDBOX_OWNER_LABEL}=${owner}`] } });
+  const leftovers = await docker.listContainers({
+    all: true,
+    filters: { label: [`${SANDBOX_LABEL}=1`, `${SANDBOX_OWNER_LABEL}=${owner}`] },
+  });
   for (const leftover of leftovers) {
     try {
       await removeContainer(docker, leftover.Id);

@@ -27,7 +27,11 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * engine closes that connection (the process is gone and its output read to the end), with the
  * code from `exec.inspect()`.
  */
-export async function startExec(container: Dockerode.Container, plan: ExecPlan, hooks: ProcessHooks = {}): Promise<SandboxProcess> {
+export async function startExec(
+  container: Dockerode.Container,
+  plan: ExecPlan,
+  hooks: ProcessHooks = {},
+): Promise<SandboxProcess> {
   const exec = await container.exec({ ...plan, AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: false });
   const connection: Duplex = await exec.start({ hijack: true, stdin: true });
   const stdout = new PassThrough();
@@ -38,7 +42,12 @@ export async function startExec(container: Dockerode.Container, plan: ExecPlan, 
 
   const signalGroup = async (name: string, pid: number, groupOnly: boolean, wait: boolean): Promise<void> => {
     if (hooks.containerGone?.()) return;
-    const kill = await container.exec({ Cmd: ['/bin/sh', '-c', signalScript(name, pid, { groupOnly })], User: plan.User, AttachStdout: wait, AttachStderr: wait });
+    const kill = await container.exec({
+      Cmd: ['/bin/sh', '-c', signalScript(name, pid, { groupOnly })],
+      User: plan.User,
+      AttachStdout: wait,
+      AttachStderr: wait,
+    });
     if (!wait) {
       // the answer has no body, but is read to its end so that the connection is let go
       ((await kill.start({ Detach: true })) as Readable | undefined)?.resume?.();
@@ -66,7 +75,8 @@ export async function startExec(container: Dockerode.Container, plan: ExecPlan, 
     // what it started goes with it, as it would with a pid namespace of its own
     // the pid came with its first line, which is in by now; a loaded machine may parse it late
     const pid = await Promise.race([stderr.pid, sleep(2_000).then(() => undefined)]);
-    if (pid !== undefined) await Promise.race([signalGroup('KILL', pid, true, true).catch(() => undefined), sleep(2_000)]);
+    if (pid !== undefined)
+      await Promise.race([signalGroup('KILL', pid, true, true).catch(() => undefined), sleep(2_000)]);
     hasExited = true;
     hooks.onExit?.(exit);
     return exit;
@@ -88,7 +98,9 @@ export async function startExec(container: Dockerode.Container, plan: ExecPlan, 
       if (hasExited || name === undefined) return;
       sent.add(signal);
       // the pid arrives with the first line on stderr; a signal sent before waits for it
-      void stderr.pid.then((pid) => (pid === undefined || hasExited ? undefined : signalGroup(name, pid, false, false))).catch(() => undefined);
+      void stderr.pid
+        .then((pid) => (pid === undefined || hasExited ? undefined : signalGroup(name, pid, false, false)))
+        .catch(() => undefined);
     },
   };
 }

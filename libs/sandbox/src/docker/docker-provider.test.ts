@@ -19,7 +19,11 @@ const MiB = 1024 * 1024;
 /** Variables a shell adds on its own (they are not leaks from the service). */
 const SHELL_VARIABLES = new Set(['PWD', 'OLDPWD', 'SHLVL', '_']);
 
-async function run(sandbox: Sandbox, script: string, options: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<{ stdout: string; stderr: string; code: number | null; signal: NodeJS.Signals | null }> {
+async function run(
+  sandbox: Sandbox,
+  script: string,
+  options: { timeoutMs?: number; env?: Record<string, string> } = {},
+): Promise<{ stdout: string; stderr: string; code: number | null; signal: NodeJS.Signals | null }> {
   const child: SandboxProcess = await sandbox.spawn('bash', ['-c', script], options.env ? { env: options.env } : {});
   let stdout = '';
   let stderr = '';
@@ -101,7 +105,11 @@ describe('docker sandbox provider (stand-in engine)', () => {
       const created = engine.created[0]!;
       expect(created.name).toMatch(/^flotilla-sbx-acme\.one-[0-9a-f]{12}$/);
       expect(created.name).not.toBe(containerName('acme.one', 'runner-8'));
-      expect(created.Labels).toEqual({ [SANDBOX_LABEL]: '1', [SANDBOX_ID_LABEL]: 'acme.one', [SANDBOX_OWNER_LABEL]: 'runner-7' });
+      expect(created.Labels).toEqual({
+        [SANDBOX_LABEL]: '1',
+        [SANDBOX_ID_LABEL]: 'acme.one',
+        [SANDBOX_OWNER_LABEL]: 'runner-7',
+      });
       expect(created.HostConfig?.NetworkMode).toBe('none');
       expect(created.HostConfig?.Mounts?.[0]?.Source).toBe(workspace);
       expect(JSON.stringify(created)).not.toContain('secret-value');
@@ -110,7 +118,14 @@ describe('docker sandbox provider (stand-in engine)', () => {
       expect(sandbox.owner).toEqual(uid === 0 ? { uid: settings.uid, gid: settings.gid } : undefined);
       expect(sandbox.workspacePath).toBe('/workspace');
       expect(sandbox.toInside(path.join(workspace, 'src', 'a.ts'))).toBe('/workspace/src/a.ts');
-      expect(provider.describe()).toEqual({ kind: 'docker', network: 'none', isolated: true, limits: settings.limits, enforcement: 'docker (cgroups)', disk: { kind: 'checked', reason: expect.stringContaining('docker kind') } });
+      expect(provider.describe()).toEqual({
+        kind: 'docker',
+        network: 'none',
+        isolated: true,
+        limits: settings.limits,
+        enforcement: 'docker (cgroups)',
+        disk: { kind: 'checked', reason: expect.stringContaining('docker kind') },
+      });
     } finally {
       await sandbox.close();
     }
@@ -119,11 +134,19 @@ describe('docker sandbox provider (stand-in engine)', () => {
   it('creates the egress network once, with no traffic between its containers', async () => {
     const engine = new FakeEngine();
     const provider = createDockerProvider({ ...settings, network: NetworkMode.Egress }, { docker: engine.client });
-    const [first, second] = await Promise.all([provider.open({ id: 'acme.one', workspace }), provider.open({ id: 'acme.two', workspace })]);
+    const [first, second] = await Promise.all([
+      provider.open({ id: 'acme.one', workspace }),
+      provider.open({ id: 'acme.two', workspace }),
+    ]);
     await Promise.all([first.close(), second.close()]);
     expect([...engine.networks.keys()]).toEqual(['flotilla-sandbox-egress']);
-    expect(engine.networks.get('flotilla-sandbox-egress')?.Options?.['com.docker.network.bridge.enable_icc']).toBe('false');
-    expect(engine.created.map((options) => options.HostConfig?.NetworkMode)).toEqual(['flotilla-sandbox-egress', 'flotilla-sandbox-egress']);
+    expect(engine.networks.get('flotilla-sandbox-egress')?.Options?.['com.docker.network.bridge.enable_icc']).toBe(
+      'false',
+    );
+    expect(engine.created.map((options) => options.HostConfig?.NetworkMode)).toEqual([
+      'flotilla-sandbox-egress',
+      'flotilla-sandbox-egress',
+    ]);
   });
 
   describe('processes', () => {
@@ -131,18 +154,31 @@ describe('docker sandbox provider (stand-in engine)', () => {
     let sandbox: Sandbox;
 
     beforeAll(async () => {
-      sandbox = await createDockerProvider(settings, { docker: engine.client }).open({ id: 'acme.one', workspace, env: { GREETING: 'hi there' } });
+      sandbox = await createDockerProvider(settings, { docker: engine.client }).open({
+        id: 'acme.one',
+        workspace,
+        env: { GREETING: 'hi there' },
+      });
     });
 
     afterAll(async () => {
       await sandbox?.close();
     });
 
-    it('builds the environment from scratch: the image\'s and the engine\'s variables are unset', async () => {
+    it("builds the environment from scratch: the image's and the engine's variables are unset", async () => {
       const { stdout, code } = await run(sandbox, 'env', { env: { EXTRA: 'for this process' } });
       expect(code).toBe(0);
       const variables = variablesOf(stdout);
-      expect(Object.keys(variables).sort()).toEqual(['EXTRA', 'GIT_PAGER', 'GREETING', 'HOME', 'LANG', 'PAGER', 'PATH', 'TERM']);
+      expect(Object.keys(variables).sort()).toEqual([
+        'EXTRA',
+        'GIT_PAGER',
+        'GREETING',
+        'HOME',
+        'LANG',
+        'PAGER',
+        'PATH',
+        'TERM',
+      ]);
       expect(variables['GREETING']).toBe('hi there');
       expect(variables['HOME']).toBe('/home/agent');
     });
@@ -162,7 +198,10 @@ describe('docker sandbox provider (stand-in engine)', () => {
     });
 
     it('delivers a signal to the process and what it started', async () => {
-      const child = await sandbox.spawn('bash', ['-c', 'trap "echo parent-got-term" TERM; sleep 300 & child=$!; echo "child=$child"; while kill -0 "$child" 2>/dev/null; do sleep 0.05; done; echo child-gone']);
+      const child = await sandbox.spawn('bash', [
+        '-c',
+        'trap "echo parent-got-term" TERM; sleep 300 & child=$!; echo "child=$child"; while kill -0 "$child" 2>/dev/null; do sleep 0.05; done; echo child-gone',
+      ]);
       let stdout = '';
       child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
       child.stderr.resume();
@@ -206,12 +245,21 @@ describe('docker sandbox provider (stand-in engine)', () => {
     await expectSandboxError(sandbox.spawn('true', []), SandboxErrorCode.Closed, /closed/);
   });
 
-  it('replaces the container it left for a conversation, and leaves other owners\' alone', async () => {
+  it("replaces the container it left for a conversation, and leaves other owners' alone", async () => {
     const engine = new FakeEngine();
-    const before = await createDockerProvider(settings, { docker: engine.client, owner: 'runner-0' }).open({ id: 'acme.one', workspace });
-    const elsewhere = await createDockerProvider(settings, { docker: engine.client, owner: 'runner-1' }).open({ id: 'acme.one', workspace });
+    const before = await createDockerProvider(settings, { docker: engine.client, owner: 'runner-0' }).open({
+      id: 'acme.one',
+      workspace,
+    });
+    const elsewhere = await createDockerProvider(settings, { docker: engine.client, owner: 'runner-1' }).open({
+      id: 'acme.one',
+      workspace,
+    });
     // runner-0 restarted (same owner, e.g. a StatefulSet pod): its old container goes
-    const after = await createDockerProvider(settings, { docker: engine.client, owner: 'runner-0' }).open({ id: 'acme.one', workspace });
+    const after = await createDockerProvider(settings, { docker: engine.client, owner: 'runner-0' }).open({
+      id: 'acme.one',
+      workspace,
+    });
     expect(engine.containers.size).toBe(2);
     await expectSandboxError(before.spawn('true', []), SandboxErrorCode.Closed, /gone|closed/);
     expect((await run(elsewhere, 'echo alive')).stdout).toBe('alive\n');
@@ -220,31 +268,60 @@ describe('docker sandbox provider (stand-in engine)', () => {
 
   it('removes the leftovers of its own owner only', async () => {
     const engine = new FakeEngine();
-    await createDockerProvider(settings, { docker: engine.client, owner: 'runner-a' }).open({ id: 'acme.one', workspace });
-    await createDockerProvider(settings, { docker: engine.client, owner: 'runner-b' }).open({ id: 'acme.two', workspace });
+    await createDockerProvider(settings, { docker: engine.client, owner: 'runner-a' }).open({
+      id: 'acme.one',
+      workspace,
+    });
+    await createDockerProvider(settings, { docker: engine.client, owner: 'runner-b' }).open({
+      id: 'acme.two',
+      workspace,
+    });
     expect(await removeLeftovers(engine.client, 'runner-a', silentDockerLogger)).toBe(1);
-    expect([...engine.containers.values()].map((container) => container.labels[SANDBOX_OWNER_LABEL])).toEqual(['runner-b']);
+    expect([...engine.containers.values()].map((container) => container.labels[SANDBOX_OWNER_LABEL])).toEqual([
+      'runner-b',
+    ]);
   });
 
   it('says what to do when no engine answers', async () => {
     const engine = new FakeEngine();
     engine.pingFails = true;
-    await expectSandboxError(createDockerProvider(settings, { docker: engine.client }).selfTest(), SandboxErrorCode.Unavailable, /DOCKER_HOST.*socket/s);
+    await expectSandboxError(
+      createDockerProvider(settings, { docker: engine.client }).selfTest(),
+      SandboxErrorCode.Unavailable,
+      /DOCKER_HOST.*socket/s,
+    );
   });
 
   it('pulls a missing image, and names it when that fails', async () => {
     const engine = new FakeEngine();
-    const pulled = await createDockerProvider({ ...settings, image: 'example/tools:1' }, { docker: engine.client }).open({ id: 'acme.one', workspace });
+    const pulled = await createDockerProvider(
+      { ...settings, image: 'example/tools:1' },
+      { docker: engine.client },
+    ).open({ id: 'acme.one', workspace });
     await pulled.close();
     expect(engine.images.has('example/tools:1')).toBe(true);
     engine.pullFails = true;
-    await expectSandboxError(createDockerProvider({ ...settings, image: 'example/missing:1' }, { docker: engine.client }).open({ id: 'acme.one', workspace }), SandboxErrorCode.Unavailable, /example\/missing:1.*FLOTILLA_SANDBOX_IMAGE/s);
+    await expectSandboxError(
+      createDockerProvider({ ...settings, image: 'example/missing:1' }, { docker: engine.client }).open({
+        id: 'acme.one',
+        workspace,
+      }),
+      SandboxErrorCode.Unavailable,
+      /example\/missing:1.*FLOTILLA_SANDBOX_IMAGE/s,
+    );
   });
 
   it('explains a workspace the engine cannot see', async () => {
     const engine = new FakeEngine();
-    const provider = createDockerProvider(settings, { docker: engine.client, hostPath: (servicePath) => path.join('/nowhere-on-the-engine-host', servicePath) });
-    await expectSandboxError(provider.open({ id: 'acme.one', workspace }), SandboxErrorCode.Unavailable, /cannot see the workspace \/nowhere-on-the-engine-host/);
+    const provider = createDockerProvider(settings, {
+      docker: engine.client,
+      hostPath: (servicePath) => path.join('/nowhere-on-the-engine-host', servicePath),
+    });
+    await expectSandboxError(
+      provider.open({ id: 'acme.one', workspace }),
+      SandboxErrorCode.Unavailable,
+      /cannot see the workspace \/nowhere-on-the-engine-host/,
+    );
   });
 });
 
@@ -260,11 +337,17 @@ const IMAGE = process.env['FLOTILLA_TEST_SANDBOX_IMAGE'] || DEFAULT_SANDBOX_SETT
 async function engineAvailability(): Promise<{ ready: true } | { ready: false; why: string }> {
   const docker = new Dockerode();
   const within = <T>(ms: number, promise: Promise<T>): Promise<T> =>
-    Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
+    Promise.race([
+      promise,
+      new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref()),
+    ]);
   try {
     await within(2_000, docker.ping());
   } catch (error) {
-    return { ready: false, why: `no Docker engine is reachable (${(error as Error).message}); set DOCKER_HOST to run them` };
+    return {
+      ready: false,
+      why: `no Docker engine is reachable (${(error as Error).message}); set DOCKER_HOST to run them`,
+    };
   }
   try {
     await docker.getImage(IMAGE).inspect();
@@ -274,150 +357,202 @@ async function engineAvailability(): Promise<{ ready: true } | { ready: false; w
   }
   try {
     const progress = await within(10_000, docker.pull(IMAGE));
-    await within(180_000, new Promise<void>((resolve, reject) => docker.modem.followProgress(progress, (error: unknown) => (error ? reject(error as Error) : resolve()))));
+    await within(
+      180_000,
+      new Promise<void>((resolve, reject) =>
+        docker.modem.followProgress(progress, (error: unknown) => (error ? reject(error as Error) : resolve())),
+      ),
+    );
     await docker.getImage(IMAGE).inspect();
     return { ready: true };
   } catch (error) {
-    return { ready: false, why: `the image ${IMAGE} is not on the engine and could not be pulled (${(error as Error).message}); set FLOTILLA_TEST_SANDBOX_IMAGE to one it has` };
+    return {
+      ready: false,
+      why: `the image ${IMAGE} is not on the engine and could not be pulled (${(error as Error).message}); set FLOTILLA_TEST_SANDBOX_IMAGE to one it has`,
+    };
   }
 }
 
 const availability = await engineAvailability();
 if (!availability.ready) console.warn(`[docker sandbox] skipping the tests against a real engine: ${availability.why}`);
 
-describe.skipIf(!availability.ready).each([NetworkMode.None, NetworkMode.Egress])('docker sandbox on a real engine, network %s', (network) => {
-  const docker = new Dockerode();
-  const owner = `flotilla-test-${process.pid}-${network}`;
-  const settings: SandboxSettings = {
-    ...DEFAULT_SANDBOX_SETTINGS,
-    kind: 'docker',
-    image: IMAGE,
-    network,
-    limits: { ...DEFAULT_SANDBOX_SETTINGS.limits, processes: 32, memoryBytes: 256 * MiB, fileBytes: 8 * MiB, tmpBytes: 16 * MiB },
-  };
-  let root: string;
-  let workspace: string;
-  let provider: SandboxProvider;
-  let sandbox: Sandbox;
+describe.skipIf(!availability.ready).each([NetworkMode.None, NetworkMode.Egress])(
+  'docker sandbox on a real engine, network %s',
+  (network) => {
+    const docker = new Dockerode();
+    const owner = `flotilla-test-${process.pid}-${network}`;
+    const settings: SandboxSettings = {
+      ...DEFAULT_SANDBOX_SETTINGS,
+      kind: 'docker',
+      image: IMAGE,
+      network,
+      limits: {
+        ...DEFAULT_SANDBOX_SETTINGS.limits,
+        processes: 32,
+        memoryBytes: 256 * MiB,
+        fileBytes: 8 * MiB,
+        tmpBytes: 16 * MiB,
+      },
+    };
+    let root: string;
+    let workspace: string;
+    let provider: SandboxProvider;
+    let sandbox: Sandbox;
 
-  beforeAll(async () => {
-    const scratch = process.env['FLOTILLA_TEST_DOCKER_SCRATCH'] || tmpdir();
-    await mkdir(scratch, { recursive: true });
-    root = await mkdtemp(path.join(scratch, 'flotilla-docker-'));
-    workspace = path.join(root, 'workspaces', 'acme', 'one');
-    await mkdir(workspace, { recursive: true });
-    process.env['FLOTILLA_TEST_LEAK'] = 'leaked';
-    provider = createDockerProvider(settings, { docker, owner, stateDir: path.join(root, 'state'), natsUrl: 'nats://127.0.0.1:4222' });
-    await provider.selfTest();
-    sandbox = await provider.open({ id: `acme.one.${network}`, workspace, env: { GREETING: 'hi there' } });
-  }, 240_000);
+    beforeAll(async () => {
+      const scratch = process.env['FLOTILLA_TEST_DOCKER_SCRATCH'] || tmpdir();
+      await mkdir(scratch, { recursive: true });
+      root = await mkdtemp(path.join(scratch, 'flotilla-docker-'));
+      workspace = path.join(root, 'workspaces', 'acme', 'one');
+      await mkdir(workspace, { recursive: true });
+      process.env['FLOTILLA_TEST_LEAK'] = 'leaked';
+      provider = createDockerProvider(settings, {
+        docker,
+        owner,
+        stateDir: path.join(root, 'state'),
+        natsUrl: 'nats://127.0.0.1:4222',
+      });
+      await provider.selfTest();
+      sandbox = await provider.open({ id: `acme.one.${network}`, workspace, env: { GREETING: 'hi there' } });
+    }, 240_000);
 
-  afterAll(async () => {
-    delete process.env['FLOTILLA_TEST_LEAK'];
-    await sandbox?.close();
-    await removeLeftovers(docker, owner, silentDockerLogger).catch(() => undefined);
-    if (root) await rm(root, { recursive: true, force: true });
-  });
+    afterAll(async () => {
+      delete process.env['FLOTILLA_TEST_LEAK'];
+      await sandbox?.close();
+      await removeLeftovers(docker, owner, silentDockerLogger).catch(() => undefined);
+      if (root) await rm(root, { recursive: true, force: true });
+    });
 
-  it('builds the environment from scratch, with the spec\'s variables', async () => {
-    const { stdout, code } = await run(sandbox, 'env');
-    expect(code).toBe(0);
-    const variables = variablesOf(stdout);
-    expect(Object.keys(variables).sort()).toEqual(['GIT_PAGER', 'GREETING', 'HOME', 'LANG', 'PAGER', 'PATH', 'TERM']);
-    expect(variables['GREETING']).toBe('hi there');
-    expect(stdout).not.toContain('leaked');
-  });
+    it("builds the environment from scratch, with the spec's variables", async () => {
+      const { stdout, code } = await run(sandbox, 'env');
+      expect(code).toBe(0);
+      const variables = variablesOf(stdout);
+      expect(Object.keys(variables).sort()).toEqual(['GIT_PAGER', 'GREETING', 'HOME', 'LANG', 'PAGER', 'PATH', 'TERM']);
+      expect(variables['GREETING']).toBe('hi there');
+      expect(stdout).not.toContain('leaked');
+    });
 
-  it('keeps what is written outside /workspace inside the container, and the root read-only', async () => {
-    const marker = `flotilla-outside-${process.pid}-${Date.now()}`;
-    const { stdout } = await run(sandbox, `echo x > /tmp/${marker} && echo tmp=ok; echo x > "$HOME/${marker}" && echo home=ok; (echo x > /${marker}) 2>/dev/null && echo root=writable || echo root=read-only; (echo x > /etc/${marker}) 2>/dev/null && echo etc=writable || echo etc=read-only`);
-    expect(stdout).toContain('tmp=ok');
-    expect(stdout).toContain('home=ok');
-    expect(stdout).toContain('root=read-only');
-    expect(stdout).toContain('etc=read-only');
-    expect(existsSync(path.join('/tmp', marker))).toBe(false);
-    expect(existsSync(path.join(tmpdir(), marker))).toBe(false);
-    expect(existsSync(path.join('/', marker))).toBe(false);
-  });
-
-  it('shares the workspace with the host, FIFOs included', async () => {
-    await writeFile(path.join(workspace, 'from-host.txt'), 'written by the host\n');
-    const { stdout } = await run(sandbox, 'cat /workspace/from-host.txt; echo "written inside" > /workspace/from-inside.txt; pwd');
-    expect(stdout).toContain('written by the host');
-    expect(stdout).toContain('/workspace');
-    expect(await readFile(path.join(workspace, 'from-inside.txt'), 'utf8')).toBe('written inside\n');
-
-    // the terminal tool's shell reads commands from a FIFO the service made in the workspace
-    const fifo = path.join(workspace, 'commands.fifo');
-    await promisify(execFile)('mkfifo', ['-m', '0666', fifo]);
-    const reader = await sandbox.spawn('cat', ['/workspace/commands.fifo']);
-    let read = '';
-    reader.stdout.on('data', (chunk: Buffer) => (read += chunk.toString('utf8')));
-    reader.stderr.resume();
-    reader.stdin.end();
-    const writer = createWriteStream(fifo);
-    writer.end('through the fifo\n');
-    const exit = await Promise.race([reader.exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 10_000))]);
-    if (exit === undefined) reader.signal('SIGKILL');
-    expect(exit).toEqual({ code: 0, signal: null });
-    expect(read).toBe('through the fifo\n');
-  });
-
-  it('limits processes (the cgroup), CPU seconds and file size (rlimits)', async () => {
-    const limits = await run(sandbox, 'cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max; ulimit -t');
-    expect(limits.stdout.split('\n').slice(0, 2)).toEqual([String(settings.limits.processes), String(settings.limits.cpuSeconds)]);
-    const big = await run(sandbox, `head -c ${settings.limits.fileBytes + MiB} /dev/zero > /workspace/big; echo "status=$?"; rm -f /workspace/big`);
-    expect(big.stdout).toMatch(/status=(153|1)\b/); // SIGXFSZ (128 + 25), or a write error
-    // in a sandbox of its own, closed after: a full process table would block the next execs
-    const crowded = await provider.open({ id: `acme.crowded.${network}`, workspace });
-    try {
-      // dash does not retry a failed fork: past the limit it fails at once
-      const forks = await run(crowded, 'sh -c \'i=0; while [ $i -lt 100 ]; do sleep 30 & i=$((i+1)); done; echo "started all"\'');
-      expect(forks.stdout).not.toContain('started all');
-      expect(`${forks.stdout}${forks.stderr}`).toMatch(/fork|resource temporarily unavailable/i);
-    } finally {
-      await crowded.close();
-    }
-  });
-
-  it('delivers a signal to the process and what it started', async () => {
-    const child = await sandbox.spawn('bash', ['-c', 'trap "echo parent-got-term" TERM; sleep 300 & child=$!; echo "child=$child"; while kill -0 "$child" 2>/dev/null; do sleep 0.1; done; echo child-gone']);
-    let stdout = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-    child.stderr.resume();
-    child.stdin.end();
-    await lineOf(child, /child=\d+/);
-    child.signal('SIGTERM');
-    const exit = await Promise.race([child.exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 10_000))]);
-    if (exit === undefined) child.signal('SIGKILL');
-    expect(stdout).toContain('parent-got-term');
-    expect(stdout).toContain('child-gone');
-    expect(exit).toEqual({ code: 0, signal: null });
-
-    const sleeper = await sandbox.spawn('sleep', ['300']);
-    sleeper.stdout.resume();
-    sleeper.stderr.resume();
-    sleeper.signal('SIGTERM');
-    expect(await sleeper.exited).toEqual({ code: null, signal: 'SIGTERM' });
-  });
-
-  it('close removes the container', async () => {
-    const closing = await provider.open({ id: `acme.closing.${network}`, workspace });
-    const running = await closing.spawn('sleep', ['300']);
-    running.stdout.resume();
-    running.stderr.resume();
-    const [container] = await docker.listContainers({ all: true, filters: { label: [`${SANDBOX_ID_LABEL}=acme.closing.${network}`] } });
-    expect(container).toBeDefined();
-    await closing.close();
-    expect(await running.exited).toMatchObject({ code: null });
-    const status = await docker
-      .getContainer(container!.Id)
-      .inspect()
-      .then(
-        () => 200,
-        (error: { statusCode?: number }) => error.statusCode,
+    it('keeps what is written outside /workspace inside the container, and the root read-only', async () => {
+      const marker = `flotilla-outside-${process.pid}-${Date.now()}`;
+      const { stdout } = await run(
+        sandbox,
+        `echo x > /tmp/${marker} && echo tmp=ok; echo x > "$HOME/${marker}" && echo home=ok; (echo x > /${marker}) 2>/dev/null && echo root=writable || echo root=read-only; (echo x > /etc/${marker}) 2>/dev/null && echo etc=writable || echo etc=read-only`,
       );
-    expect(status).toBe(404);
-    await expectSandboxError(closing.spawn('true', []), SandboxErrorCode.Closed, /closed/);
-  });
-});
+      expect(stdout).toContain('tmp=ok');
+      expect(stdout).toContain('home=ok');
+      expect(stdout).toContain('root=read-only');
+      expect(stdout).toContain('etc=read-only');
+      expect(existsSync(path.join('/tmp', marker))).toBe(false);
+      expect(existsSync(path.join(tmpdir(), marker))).toBe(false);
+      expect(existsSync(path.join('/', marker))).toBe(false);
+    });
+
+    it('shares the workspace with the host, FIFOs included', async () => {
+      await writeFile(path.join(workspace, 'from-host.txt'), 'written by the host\n');
+      const { stdout } = await run(
+        sandbox,
+        'cat /workspace/from-host.txt; echo "written inside" > /workspace/from-inside.txt; pwd',
+      );
+      expect(stdout).toContain('written by the host');
+      expect(stdout).toContain('/workspace');
+      expect(await readFile(path.join(workspace, 'from-inside.txt'), 'utf8')).toBe('written inside\n');
+
+      // the terminal tool's shell reads commands from a FIFO the service made in the workspace
+      const fifo = path.join(workspace, 'commands.fifo');
+      await promisify(execFile)('mkfifo', ['-m', '0666', fifo]);
+      const reader = await sandbox.spawn('cat', ['/workspace/commands.fifo']);
+      let read = '';
+      reader.stdout.on('data', (chunk: Buffer) => (read += chunk.toString('utf8')));
+      reader.stderr.resume();
+      reader.stdin.end();
+      const writer = createWriteStream(fifo);
+      writer.end('through the fifo\n');
+      const exit = await Promise.race([
+        reader.exited,
+        new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 10_000)),
+      ]);
+      if (exit === undefined) reader.signal('SIGKILL');
+      expect(exit).toEqual({ code: 0, signal: null });
+      expect(read).toBe('through the fifo\n');
+    });
+
+    it('limits processes (the cgroup), CPU seconds and file size (rlimits)', async () => {
+      const limits = await run(
+        sandbox,
+        'cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max; ulimit -t',
+      );
+      expect(limits.stdout.split('\n').slice(0, 2)).toEqual([
+        String(settings.limits.processes),
+        String(settings.limits.cpuSeconds),
+      ]);
+      const big = await run(
+        sandbox,
+        `head -c ${settings.limits.fileBytes + MiB} /dev/zero > /workspace/big; echo "status=$?"; rm -f /workspace/big`,
+      );
+      expect(big.stdout).toMatch(/status=(153|1)\b/); // SIGXFSZ (128 + 25), or a write error
+      // in a sandbox of its own, closed after: a full process table would block the next execs
+      const crowded = await provider.open({ id: `acme.crowded.${network}`, workspace });
+      try {
+        // dash does not retry a failed fork: past the limit it fails at once
+        const forks = await run(
+          crowded,
+          'sh -c \'i=0; while [ $i -lt 100 ]; do sleep 30 & i=$((i+1)); done; echo "started all"\'',
+        );
+        expect(forks.stdout).not.toContain('started all');
+        expect(`${forks.stdout}${forks.stderr}`).toMatch(/fork|resource temporarily unavailable/i);
+      } finally {
+        await crowded.close();
+      }
+    });
+
+    it('delivers a signal to the process and what it started', async () => {
+      const child = await sandbox.spawn('bash', [
+        '-c',
+        'trap "echo parent-got-term" TERM; sleep 300 & child=$!; echo "child=$child"; while kill -0 "$child" 2>/dev/null; do sleep 0.1; done; echo child-gone',
+      ]);
+      let stdout = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      child.stderr.resume();
+      child.stdin.end();
+      await lineOf(child, /child=\d+/);
+      child.signal('SIGTERM');
+      const exit = await Promise.race([
+        child.exited,
+        new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 10_000)),
+      ]);
+      if (exit === undefined) child.signal('SIGKILL');
+      expect(stdout).toContain('parent-got-term');
+      expect(stdout).toContain('child-gone');
+      expect(exit).toEqual({ code: 0, signal: null });
+
+      const sleeper = await sandbox.spawn('sleep', ['300']);
+      sleeper.stdout.resume();
+      sleeper.stderr.resume();
+      sleeper.signal('SIGTERM');
+      expect(await sleeper.exited).toEqual({ code: null, signal: 'SIGTERM' });
+    });
+
+    it('close removes the container', async () => {
+      const closing = await provider.open({ id: `acme.closing.${network}`, workspace });
+      const running = await closing.spawn('sleep', ['300']);
+      running.stdout.resume();
+      running.stderr.resume();
+      const [container] = await docker.listContainers({
+        all: true,
+        filters: { label: [`${SANDBOX_ID_LABEL}=acme.closing.${network}`] },
+      });
+      expect(container).toBeDefined();
+      await closing.close();
+      expect(await running.exited).toMatchObject({ code: null });
+      const status = await docker
+        .getContainer(container!.Id)
+        .inspect()
+        .then(
+          () => 200,
+          (error: { statusCode?: number }) => error.statusCode,
+        );
+      expect(status).toBe(404);
+      await expectSandboxError(closing.spawn('true', []), SandboxErrorCode.Closed, /closed/);
+    });
+  },
+);

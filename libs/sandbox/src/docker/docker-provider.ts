@@ -7,8 +7,25 @@ import { SandboxError, SandboxErrorCode } from '../errors.js';
 import type { Sandbox, SandboxDescription, SandboxProvider, SandboxSpec } from '../sandbox.js';
 import { runSelfTest } from '../self-test.js';
 import { NetworkMode, type SandboxSettings } from '../settings.js';
-import { containerName, containerOptions, DEFAULT_EGRESS_NETWORK, SANDBOX_ID_LABEL, SANDBOX_LABEL, SANDBOX_OWNER_LABEL } from './container-plan.js';
-import { ensureEgressNetwork, ensureImage, messageOf, pingEngine, removeContainer, removeLeftovers, silentDockerLogger, statusOf, type DockerSandboxLogger } from './docker-engine.js';
+import {
+  containerName,
+  containerOptions,
+  DEFAULT_EGRESS_NETWORK,
+  SANDBOX_ID_LABEL,
+  SANDBOX_LABEL,
+  SANDBOX_OWNER_LABEL,
+} from './container-plan.js';
+import {
+  ensureEgressNetwork,
+  ensureImage,
+  messageOf,
+  pingEngine,
+  removeContainer,
+  removeLeftovers,
+  silentDockerLogger,
+  statusOf,
+  type DockerSandboxLogger,
+} from './docker-engine.js';
 import { FifoFactory } from '../fifo-factory.js';
 import { defaultPrivateDir } from '../inside-path.js';
 import { DockerSandbox } from './docker-sandbox.js';
@@ -45,7 +62,10 @@ export type DockerProviderOptions = {
 };
 
 /** The engine binds a workspace from its own mount namespace, which sees none of the tool runner's mounts. */
-const DOCKER_DISK = { kind: 'checked', reason: 'the docker kind: the engine binds workspaces as its host sees them, not the tool runner’s mounts' } as const;
+const DOCKER_DISK = {
+  kind: 'checked',
+  reason: 'the docker kind: the engine binds workspaces as its host sees them, not the tool runner’s mounts',
+} as const;
 
 /**
  * Sandboxes that are Docker containers: one per conversation, made through the engine's API.
@@ -85,11 +105,22 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
 
   const provider: SandboxProvider = {
     describe(): SandboxDescription {
-      return { kind: 'docker', network: settings.network, isolated: true, limits: settings.limits, enforcement: 'docker (cgroups)', disk: DOCKER_DISK };
+      return {
+        kind: 'docker',
+        network: settings.network,
+        isolated: true,
+        limits: settings.limits,
+        enforcement: 'docker (cgroups)',
+        disk: DOCKER_DISK,
+      };
     },
 
     async open(spec: SandboxSpec): Promise<Sandbox> {
-      const [foreignVariables, mode, user] = await Promise.all([imageVariables(), networkMode(), sandboxUser(spec.workspace, settings)]);
+      const [foreignVariables, mode, user] = await Promise.all([
+        imageVariables(),
+        networkMode(),
+        sandboxUser(spec.workspace, settings),
+      ]);
       const name = containerName(spec.id, owner);
       const hostWorkspace = hostPath(path.resolve(spec.workspace));
       const privateDir = spec.privateDir ?? defaultPrivateDir(stateDir, spec.id);
@@ -117,27 +148,40 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
       }
       let lifeline: Duplex | undefined;
       try {
-        lifeline = (await container.attach({ stream: true, stdin: true, stdout: false, stderr: false, hijack: true })) as Duplex;
+        lifeline = (await container.attach({
+          stream: true,
+          stdin: true,
+          stdout: false,
+          stderr: false,
+          hijack: true,
+        })) as Duplex;
         lifeline.on('error', () => undefined);
         await container.start();
       } catch (error) {
         lifeline?.destroy();
         await removeContainer(docker, container.id).catch(() => undefined);
-        throw new SandboxError(SandboxErrorCode.StartFailed, `the sandbox container of ${spec.id} did not start: ${messageOf(error)}`, { cause: error, isRetryable: true });
+        throw new SandboxError(
+          SandboxErrorCode.StartFailed,
+          `the sandbox container of ${spec.id} did not start: ${messageOf(error)}`,
+          { cause: error, isRetryable: true },
+        );
       }
       opened += 1;
       (lifeline as Duplex & { setKeepAlive?: (enable: boolean, delayMs: number) => void }).setKeepAlive?.(true, 30_000);
       logger.debug({ sandbox: spec.id, container: container.id }, 'sandbox container started');
-      return new DockerSandbox({ ...spec, privateDir }, {
-        docker,
-        container,
-        lifeline,
-        user: `${user.uid}:${user.gid}`,
-        owner: user.isServiceUser ? undefined : { uid: user.uid, gid: user.gid },
-        foreignVariables: [...foreignVariables, 'HOSTNAME'],
-        logger,
-        fifos,
-      });
+      return new DockerSandbox(
+        { ...spec, privateDir },
+        {
+          docker,
+          container,
+          lifeline,
+          user: `${user.uid}:${user.gid}`,
+          owner: user.isServiceUser ? undefined : { uid: user.uid, gid: user.gid },
+          foreignVariables: [...foreignVariables, 'HOSTNAME'],
+          logger,
+          fifos,
+        },
+      );
     },
 
     /**
@@ -149,14 +193,19 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
       await pingEngine(docker, options.pingTimeoutMs ?? 5_000);
       await imageVariables();
       // only before this provider opened anything: its own sandboxes are not leftovers
-      if (opened === 0) await removeLeftovers(docker, owner, logger).catch((error: unknown) => logger.warn({ err: messageOf(error) }, 'could not list leftover sandbox containers'));
+      if (opened === 0)
+        await removeLeftovers(docker, owner, logger).catch((error: unknown) =>
+          logger.warn({ err: messageOf(error) }, 'could not list leftover sandbox containers'),
+        );
       await runSelfTest(provider, stateDir);
       await checkNatsUnreachable();
     },
   };
 
   async function checkNatsUnreachable(): Promise<void> {
-    const targets = await reachabilityTargets(options.natsUrl ?? (process.env['FLOTILLA_NATS_URL'] || 'nats://127.0.0.1:4222'));
+    const targets = await reachabilityTargets(
+      options.natsUrl ?? (process.env['FLOTILLA_NATS_URL'] || 'nats://127.0.0.1:4222'),
+    );
     await mkdir(stateDir, { recursive: true });
     const root = await mkdtemp(path.join(stateDir, 'self-test-'));
     try {
@@ -165,15 +214,25 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
       try {
         open = await probeReachable(sandbox, targets);
       } catch (error) {
-        throw new SandboxError(SandboxErrorCode.Unavailable, `the docker sandbox cannot run its self-test here: ${messageOf(error)}`, { cause: error });
+        throw new SandboxError(
+          SandboxErrorCode.Unavailable,
+          `the docker sandbox cannot run its self-test here: ${messageOf(error)}`,
+          { cause: error },
+        );
       } finally {
         await sandbox.close();
       }
       if (open.length === 0) return;
       if (settings.network === NetworkMode.None) {
-        throw new SandboxError(SandboxErrorCode.NotIsolated, `the docker sandbox does not isolate here: with the network mode none it reached ${open.join(', ')} (NATS). Refusing to run the agent's commands with it.`);
+        throw new SandboxError(
+          SandboxErrorCode.NotIsolated,
+          `the docker sandbox does not isolate here: with the network mode none it reached ${open.join(', ')} (NATS). Refusing to run the agent's commands with it.`,
+        );
       }
-      logger.warn({ reachable: open }, 'a docker sandbox in the egress mode can reach the NATS address: only its credentials keep the bus closed; add firewall rules for the egress network (docs/security.md, "The docker kind")');
+      logger.warn(
+        { reachable: open },
+        'a docker sandbox in the egress mode can reach the NATS address: only its credentials keep the bus closed; add firewall rules for the egress network (docs/security.md, "The docker kind")',
+      );
     } finally {
       await rm(root, { recursive: true, force: true });
     }
@@ -187,7 +246,10 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
  * workspace's files belong to the same user on both sides), else `settings.uid`:`settings.gid`,
  * to whom the workspace is then given (its top directory, as the bwrap kind does). Never root.
  */
-async function sandboxUser(workspace: string, settings: SandboxSettings): Promise<{ uid: number; gid: number; isServiceUser: boolean }> {
+async function sandboxUser(
+  workspace: string,
+  settings: SandboxSettings,
+): Promise<{ uid: number; gid: number; isServiceUser: boolean }> {
   const uid = process.getuid?.();
   const gid = process.getgid?.();
   if (uid !== undefined && gid !== undefined && uid !== 0) return { uid, gid, isServiceUser: true };
@@ -201,10 +263,19 @@ function createFailure(error: unknown, spec: SandboxSpec, hostWorkspace: string)
     return new SandboxError(
       SandboxErrorCode.Unavailable,
       `the Docker engine cannot see the workspace ${hostWorkspace} (${message}): it resolves bind mounts on its own host. ` +
-        'Keep the workspaces at the same path on the engine\'s host and in this service (e.g. -v /var/lib/flotilla:/var/lib/flotilla), or map them with the provider\'s hostPath option.',
+        "Keep the workspaces at the same path on the engine's host and in this service (e.g. -v /var/lib/flotilla:/var/lib/flotilla), or map them with the provider's hostPath option.",
       { cause: error },
     );
   }
-  if (statusOf(error) === 404) return new SandboxError(SandboxErrorCode.Unavailable, `the sandbox image is missing on the Docker engine: ${message}`, { cause: error, isRetryable: true });
-  return new SandboxError(SandboxErrorCode.StartFailed, `could not create the sandbox container of ${spec.id}: ${message}`, { cause: error, isRetryable: true });
+  if (statusOf(error) === 404)
+    return new SandboxError(
+      SandboxErrorCode.Unavailable,
+      `the sandbox image is missing on the Docker engine: ${message}`,
+      { cause: error, isRetryable: true },
+    );
+  return new SandboxError(
+    SandboxErrorCode.StartFailed,
+    `could not create the sandbox container of ${spec.id}: ${message}`,
+    { cause: error, isRetryable: true },
+  );
 }

@@ -84,16 +84,29 @@ export class DockerSandbox implements Sandbox {
     try {
       child = await startExec(
         this.parts.container,
-        { Cmd: spawnCommand(unset, command, args), Env: environmentList(environment), WorkingDir: options.cwd ?? SANDBOX_WORKSPACE, User: this.parts.user },
+        {
+          Cmd: spawnCommand(unset, command, args),
+          Env: environmentList(environment),
+          WorkingDir: options.cwd ?? SANDBOX_WORKSPACE,
+          User: this.parts.user,
+        },
         { onExit: () => this.#processes.delete(child), containerGone: () => this.#closed },
       );
     } catch (error) {
       const status = statusOf(error);
       if (status === 404 || status === 409) {
         this.#closed = true;
-        throw new SandboxError(SandboxErrorCode.Closed, `the sandbox container of ${this.spec.id} is gone (${messageOf(error)}): open the sandbox again`, { cause: error, isRetryable: true });
+        throw new SandboxError(
+          SandboxErrorCode.Closed,
+          `the sandbox container of ${this.spec.id} is gone (${messageOf(error)}): open the sandbox again`,
+          { cause: error, isRetryable: true },
+        );
       }
-      throw new SandboxError(SandboxErrorCode.StartFailed, `could not start ${command} in the sandbox of ${this.spec.id}: ${messageOf(error)}`, { cause: error, isRetryable: true });
+      throw new SandboxError(
+        SandboxErrorCode.StartFailed,
+        `could not start ${command} in the sandbox of ${this.spec.id}: ${messageOf(error)}`,
+        { cause: error, isRetryable: true },
+      );
     }
     this.#processes.add(child);
     return child;
@@ -108,6 +121,9 @@ export class DockerSandbox implements Sandbox {
     } finally {
       this.parts.lifeline.destroy();
     }
-    await Promise.race([Promise.all(running.map((member) => member.exited)), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+    await Promise.race([
+      Promise.all(running.map((member) => member.exited)),
+      new Promise((resolve) => setTimeout(resolve, 5_000)),
+    ]);
   }
 }

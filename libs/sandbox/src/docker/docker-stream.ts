@@ -34,7 +34,12 @@ export function demultiplex(source: Readable, stdout: Writable, stderr: Writable
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
       while (pending.length >= HEADER_BYTES) {
         const stream = pending[0];
-        if ((stream !== 0 && stream !== 1 && stream !== 2) || pending[1] !== 0 || pending[2] !== 0 || pending[3] !== 0) {
+        if (
+          (stream !== 0 && stream !== 1 && stream !== 2) ||
+          pending[1] !== 0 ||
+          pending[2] !== 0 ||
+          pending[3] !== 0
+        ) {
           raw = true;
           deliver(stdout, pending);
           pending = Buffer.alloc(0);

@@ -8,7 +8,10 @@ import type { Sandbox } from '../sandbox.js';
  */
 export async function reachabilityTargets(natsUrls: string): Promise<string[]> {
   const targets = new Set<string>();
-  for (const entry of natsUrls.split(',').map((part) => part.trim()).filter(Boolean)) {
+  for (const entry of natsUrls
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
     let url: URL;
     try {
       url = new URL(entry.includes('://') ? entry : `nats://${entry}`);
@@ -55,7 +58,8 @@ export async function probeReachable(sandbox: Sandbox, targets: readonly string[
   } finally {
     clearTimeout(timer);
   }
-  if (!output.includes('checked=1')) throw new Error(`the reachability probe did not finish: ${output.trim() || '(no output)'}`);
+  if (!output.includes('checked=1'))
+    throw new Error(`the reachability probe did not finish: ${output.trim() || '(no output)'}`);
   return output
     .split('\n')
     .filter((line) => line.startsWith('open='))

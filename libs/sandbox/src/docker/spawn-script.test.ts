@@ -7,9 +7,22 @@ import { linuxSignalName, PID_MARKER, processExit, signalScript, spawnCommand } 
 // The wrapper and the signal script run in the container's /bin/sh; here they run in this
 // machine's, which is the same POSIX sh the default image has (dash on Debian).
 
-type Ran = { stdout: string; stderr: string; pid: number | undefined; code: number | null; signal: NodeJS.Signals | null };
+type Ran = {
+  stdout: string;
+  stderr: string;
+  pid: number | undefined;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+};
 
-function runWrapped(unset: readonly string[], command: string, args: readonly string[], env: NodeJS.ProcessEnv, onPid?: (pid: number) => void, detached = false): Promise<Ran> {
+function runWrapped(
+  unset: readonly string[],
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  onPid?: (pid: number) => void,
+  detached = false,
+): Promise<Ran> {
   const [file, ...argv] = spawnCommand(unset, command, args);
   const child = spawn(file!, argv, { env, stdio: ['ignore', 'pipe', 'pipe'], detached });
   const filter = new SpawnReportFilter();
@@ -38,7 +51,12 @@ async function processGroup(pgid: number): Promise<number[]> {
 
 describe('the spawn wrapper', () => {
   it('reports its pid first, then runs the command as that pid, leading its own process group', async () => {
-    const ran = await runWrapped([], 'sh', ['-c', 'read -r _ _ _ _ group _ < /proc/$$/stat; echo "pid=$$ group=$group"; echo "on stderr" >&2'], { PATH: process.env['PATH'] });
+    const ran = await runWrapped(
+      [],
+      'sh',
+      ['-c', 'read -r _ _ _ _ group _ < /proc/$$/stat; echo "pid=$$ group=$group"; echo "on stderr" >&2'],
+      { PATH: process.env['PATH'] },
+    );
     expect(ran.code).toBe(0);
     expect(ran.pid).toBeGreaterThan(1);
     expect(ran.stdout.trim()).toBe(`pid=${ran.pid} group=${ran.pid}`);
@@ -46,14 +64,29 @@ describe('the spawn wrapper', () => {
   });
 
   it('keeps the group it leads already (a session leader cannot call setsid again)', async () => {
-    const ran = await runWrapped([], 'sh', ['-c', 'read -r _ _ _ _ group _ < /proc/$$/stat; echo "pid=$$ group=$group"'], { PATH: process.env['PATH'] }, undefined, true);
+    const ran = await runWrapped(
+      [],
+      'sh',
+      ['-c', 'read -r _ _ _ _ group _ < /proc/$$/stat; echo "pid=$$ group=$group"'],
+      { PATH: process.env['PATH'] },
+      undefined,
+      true,
+    );
     expect(ran.code).toBe(0);
     expect(ran.stdout.trim()).toBe(`pid=${ran.pid} group=${ran.pid}`);
   });
 
   it('unsets the variables it is given and keeps the others', async () => {
-    const ran = await runWrapped(['HOSTNAME', 'IMAGE_VERSION', 'not a name; rm -rf /'], 'env', [], { PATH: process.env['PATH'], HOSTNAME: 'abc123', IMAGE_VERSION: '1.2', KEEP: 'yes' });
-    const names = ran.stdout.split('\n').filter(Boolean).map((line) => line.slice(0, line.indexOf('=')));
+    const ran = await runWrapped(['HOSTNAME', 'IMAGE_VERSION', 'not a name; rm -rf /'], 'env', [], {
+      PATH: process.env['PATH'],
+      HOSTNAME: 'abc123',
+      IMAGE_VERSION: '1.2',
+      KEEP: 'yes',
+    });
+    const names = ran.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.slice(0, line.indexOf('=')));
     expect(names).toContain('KEEP');
     expect(names).not.toContain('HOSTNAME');
     expect(names).not.toContain('IMAGE_VERSION');
@@ -76,10 +109,16 @@ describe('the signal script', () => {
     let finished: Ran | undefined;
     let reportPid!: () => void;
     const started = new Promise<void>((resolve) => (reportPid = resolve));
-    void runWrapped([], 'sh', ['-c', 'sleep 300 & echo "child=$!"; wait'], { PATH: process.env['PATH'] }, (reported) => {
-      pid = reported;
-      reportPid();
-    }).then((result) => (finished = result));
+    void runWrapped(
+      [],
+      'sh',
+      ['-c', 'sleep 300 & echo "child=$!"; wait'],
+      { PATH: process.env['PATH'] },
+      (reported) => {
+        pid = reported;
+        reportPid();
+      },
+    ).then((result) => (finished = result));
     await started;
     // the child is started: its pid is on stdout; wait for it to exist
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -88,7 +127,8 @@ describe('the signal script', () => {
     const deadline = Date.now() + 5_000;
     while (finished === undefined && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(finished?.signal).toBe('SIGTERM');
-    while ((await processGroup(pid!)).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    while ((await processGroup(pid!)).length > 0 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     expect(await processGroup(pid!)).toEqual([]);
   });
 

@@ -49,11 +49,39 @@ export function spawnCommand(unset: readonly string[], command: string, args: re
 const LINUX_SIGNALS: Readonly<Record<string, { readonly name: string; readonly number: number }>> = Object.fromEntries(
   (
     [
-      ['SIGHUP', 1], ['SIGINT', 2], ['SIGQUIT', 3], ['SIGILL', 4], ['SIGTRAP', 5], ['SIGABRT', 6], ['SIGIOT', 6], ['SIGBUS', 7],
-      ['SIGFPE', 8], ['SIGKILL', 9], ['SIGUSR1', 10], ['SIGSEGV', 11], ['SIGUSR2', 12], ['SIGPIPE', 13], ['SIGALRM', 14],
-      ['SIGTERM', 15], ['SIGSTKFLT', 16], ['SIGCHLD', 17], ['SIGCONT', 18], ['SIGSTOP', 19], ['SIGTSTP', 20], ['SIGTTIN', 21],
-      ['SIGTTOU', 22], ['SIGURG', 23], ['SIGXCPU', 24], ['SIGXFSZ', 25], ['SIGVTALRM', 26], ['SIGPROF', 27], ['SIGWINCH', 28],
-      ['SIGIO', 29], ['SIGPOLL', 29], ['SIGPWR', 30], ['SIGSYS', 31],
+      ['SIGHUP', 1],
+      ['SIGINT', 2],
+      ['SIGQUIT', 3],
+      ['SIGILL', 4],
+      ['SIGTRAP', 5],
+      ['SIGABRT', 6],
+      ['SIGIOT', 6],
+      ['SIGBUS', 7],
+      ['SIGFPE', 8],
+      ['SIGKILL', 9],
+      ['SIGUSR1', 10],
+      ['SIGSEGV', 11],
+      ['SIGUSR2', 12],
+      ['SIGPIPE', 13],
+      ['SIGALRM', 14],
+      ['SIGTERM', 15],
+      ['SIGSTKFLT', 16],
+      ['SIGCHLD', 17],
+      ['SIGCONT', 18],
+      ['SIGSTOP', 19],
+      ['SIGTSTP', 20],
+      ['SIGTTIN', 21],
+      ['SIGTTOU', 22],
+      ['SIGURG', 23],
+      ['SIGXCPU', 24],
+      ['SIGXFSZ', 25],
+      ['SIGVTALRM', 26],
+      ['SIGPROF', 27],
+      ['SIGWINCH', 28],
+      ['SIGIO', 29],
+      ['SIGPOLL', 29],
+      ['SIGPWR', 30],
+      ['SIGSYS', 31],
     ] as const
   ).map(([signal, number]) => [signal, { name: canonical(signal), number }]),
 );
@@ -74,7 +102,8 @@ export function linuxSignalName(signal: NodeJS.Signals): string | undefined {
  * it leads no group (no setsid in the image). Both values are validated before they reach it.
  */
 export function signalScript(signalName: string, pid: number, options: { readonly groupOnly?: boolean } = {}): string {
-  if (!/^[A-Z0-9]+$/.test(signalName) || !Number.isInteger(pid) || pid <= 1) throw new Error(`refusing to signal ${signalName} ${pid}`);
+  if (!/^[A-Z0-9]+$/.test(signalName) || !Number.isInteger(pid) || pid <= 1)
+    throw new Error(`refusing to signal ${signalName} ${pid}`);
   const group = `kill -${signalName} -${pid} 2>/dev/null`;
   return options.groupOnly ? `${group}; exit 0` : `${group} || kill -${signalName} ${pid} 2>/dev/null; exit 0`;
 }

@@ -15,14 +15,24 @@ import { defaultPrivateDir } from '../inside-path.js';
  */
 export function createNoneProvider(settings: SandboxSettings): SandboxProvider {
   return {
-    describe: () => ({ kind: 'none', network: settings.network, isolated: false, limits: settings.limits, enforcement: 'none', disk: { kind: 'checked', reason: 'the none kind (no isolation)' } }),
+    describe: () => ({
+      kind: 'none',
+      network: settings.network,
+      isolated: false,
+      limits: settings.limits,
+      enforcement: 'none',
+      disk: { kind: 'checked', reason: 'the none kind (no isolation)' },
+    }),
     open: (spec) => Promise.resolve(openHostSandbox(spec)),
     async selfTest() {
       const child = spawn('bash', ['-c', 'true'], { stdio: 'ignore' });
       try {
         await spawned(child);
       } catch (error) {
-        throw new SandboxError(SandboxErrorCode.Unavailable, `bash is required to run commands: ${(error as Error).message}`);
+        throw new SandboxError(
+          SandboxErrorCode.Unavailable,
+          `bash is required to run commands: ${(error as Error).message}`,
+        );
       }
     },
   };
@@ -56,7 +66,10 @@ class HostProcesses implements Sandbox {
   }
 
   get privateDir(): string {
-    return this.spec.privateDir ?? defaultPrivateDir(path.join(os.tmpdir(), 'flotilla-private'), `${this.spec.workspace}\0${this.spec.id}`);
+    return (
+      this.spec.privateDir ??
+      defaultPrivateDir(path.join(os.tmpdir(), 'flotilla-private'), `${this.spec.workspace}\0${this.spec.id}`)
+    );
   }
 
   toInside(hostPath: string): string {
@@ -89,6 +102,9 @@ class HostProcesses implements Sandbox {
     this.#closed = true;
     const running = [...this.#processes];
     for (const member of running) member.signal('SIGKILL');
-    await Promise.race([Promise.all(running.map((member) => member.exited)), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+    await Promise.race([
+      Promise.all(running.map((member) => member.exited)),
+      new Promise((resolve) => setTimeout(resolve, 2_000)),
+    ]);
   }
 }

@@ -68,7 +68,15 @@ export async function openSecretsPair(first: 'reader' | 'writer'): Promise<Secre
   const openWriter = (): Promise<SecretWriter> => SecretWriter.open(nc, { key, bucket, namesBucket });
   const reader = first === 'reader' ? await openReader() : undefined;
   const writer = await openWriter();
-  const pair = { server, nc, key, writer, reader: reader ?? (await openReader()), values: await rawBucket(nc, bucket), names: await rawBucket(nc, namesBucket) };
+  const pair = {
+    server,
+    nc,
+    key,
+    writer,
+    reader: reader ?? (await openReader()),
+    values: await rawBucket(nc, bucket),
+    names: await rawBucket(nc, namesBucket),
+  };
   return {
     ...pair,
     async [Symbol.asyncDispose]() {

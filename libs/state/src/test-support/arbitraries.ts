@@ -7,7 +7,10 @@ export type Happening =
   | { readonly kind: 'user_message'; readonly text: string }
   | { readonly kind: 'environment_message' }
   | { readonly kind: 'agent_message'; readonly text: string }
-  | { readonly kind: 'tool_call'; readonly outcome: 'observation' | 'failed_observation' | 'agent_error' | 'rejection' | 'pending' | 'unparseable' }
+  | {
+      readonly kind: 'tool_call';
+      readonly outcome: 'observation' | 'failed_observation' | 'agent_error' | 'rejection' | 'pending' | 'unparseable';
+    }
   /** A runner starts the actions still waiting (or one the log does not have). */
   | { readonly kind: 'execution_started' }
   /** An answer for the tool call id the next happening would use (a tool call: logged before it; else never matched). */
@@ -58,7 +61,17 @@ export const happening: fc.Arbitrary<Happening> = fc.oneof(
   fc.constant<Happening>({ kind: 'environment_message' }),
   fc.record({ kind: fc.constant('agent_message' as const), text: fc.string({ maxLength: 20 }) }),
   {
-    arbitrary: fc.record({ kind: fc.constant('tool_call' as const), outcome: fc.constantFrom('observation', 'failed_observation', 'agent_error', 'rejection', 'pending', 'unparseable') }),
+    arbitrary: fc.record({
+      kind: fc.constant('tool_call' as const),
+      outcome: fc.constantFrom(
+        'observation',
+        'failed_observation',
+        'agent_error',
+        'rejection',
+        'pending',
+        'unparseable',
+      ),
+    }),
     weight: 3,
   },
   fc.constant<Happening>({ kind: 'execution_started' }),
@@ -66,7 +79,11 @@ export const happening: fc.Arbitrary<Happening> = fc.oneof(
   fc.record({ kind: fc.constant('finish' as const), message: fc.string({ maxLength: 20 }) }),
   fc.constant<Happening>({ kind: 'free_agent_error' }),
   { arbitrary: stateChange, weight: 2 },
-  fc.record({ kind: fc.constant('conversation_error' as const), code: fc.constantFrom('max_iterations', 'budget', 'llm_failed'), detail: fc.string({ maxLength: 20 }) }),
+  fc.record({
+    kind: fc.constant('conversation_error' as const),
+    code: fc.constantFrom('max_iterations', 'budget', 'llm_failed'),
+    detail: fc.string({ maxLength: 20 }),
+  }),
   {
     arbitrary: fc.record({
       kind: fc.constant('llm_usage' as const),
@@ -85,14 +102,21 @@ export const happening: fc.Arbitrary<Happening> = fc.oneof(
 );
 
 /** Event timestamps are whatever writers' clocks said: not necessarily monotonic. */
-const at = fc.date({ min: new Date('2025-01-01T00:00:00Z'), max: new Date('2027-12-31T00:00:00Z'), noInvalidDate: true });
+const at = fc.date({
+  min: new Date('2025-01-01T00:00:00Z'),
+  max: new Date('2027-12-31T00:00:00Z'),
+  noInvalidDate: true,
+});
 
 /** A random conversation: happenings with timestamps, and the sizes (1-5 events) of the commits to split them into. */
 export const conversationScript = fc.record({
   happenings: fc.array(fc.record({ happening, at }), { minLength: 1, maxLength: 40 }),
   commitSizes: fc.array(fc.integer({ min: 1, max: 5 }), { minLength: 1, maxLength: 20 }),
 });
-export type ConversationScript = { readonly happenings: readonly TimedHappening[]; readonly commitSizes: readonly number[] };
+export type ConversationScript = {
+  readonly happenings: readonly TimedHappening[];
+  readonly commitSizes: readonly number[];
+};
 
 /** Turns happenings into event drafts for `ref` (a tool call becomes an action and its outcome). */
 export function draftsFor(ref: ConversationRef, happenings: readonly TimedHappening[]): EventDraft[] {
@@ -102,13 +126,22 @@ export function draftsFor(ref: ConversationRef, happenings: readonly TimedHappen
     const context = (source: 'user' | 'agent' | 'environment' | 'system') => ({ ...ref, source, now: () => when });
     switch (item.kind) {
       case 'user_message':
-        drafts.push(draftEvent(context('user'), 'message', { role: 'user', content: [{ type: 'text', text: item.text }] }));
+        drafts.push(
+          draftEvent(context('user'), 'message', { role: 'user', content: [{ type: 'text', text: item.text }] }),
+        );
         return;
       case 'environment_message':
-        drafts.push(draftEvent(context('environment'), 'message', { role: 'user', content: [{ type: 'text', text: 'continue' }] }));
+        drafts.push(
+          draftEvent(context('environment'), 'message', {
+            role: 'user',
+            content: [{ type: 'text', text: 'continue' }],
+          }),
+        );
         return;
       case 'agent_message':
-        drafts.push(draftEvent(context('agent'), 'message', { role: 'assistant', content: [{ type: 'text', text: item.text }] }));
+        drafts.push(
+          draftEvent(context('agent'), 'message', { role: 'assistant', content: [{ type: 'text', text: item.text }] }),
+        );
         return;
       case 'tool_call': {
         const call = { tool_call_id: `call_${index}`, tool_name: 'terminal' };
@@ -131,9 +164,18 @@ export function draftsFor(ref: ConversationRef, happenings: readonly TimedHappen
             }),
           );
         } else if (item.outcome === 'agent_error' || item.outcome === 'unparseable') {
-          drafts.push(draftEvent(context('environment'), 'agent_error', { ...call, action_id: action.id, error: 'failed' }));
+          drafts.push(
+            draftEvent(context('environment'), 'agent_error', { ...call, action_id: action.id, error: 'failed' }),
+          );
         } else if (item.outcome === 'rejection') {
-          drafts.push(draftEvent(context('user'), 'user_rejection', { ...call, action_id: action.id, reason: 'no', rejection_source: 'user' }));
+          drafts.push(
+            draftEvent(context('user'), 'user_rejection', {
+              ...call,
+              action_id: action.id,
+              reason: 'no',
+              rejection_source: 'user',
+            }),
+          );
         } else {
           waiting.push(action.id);
         }
@@ -142,11 +184,21 @@ export function draftsFor(ref: ConversationRef, happenings: readonly TimedHappen
       case 'execution_started': {
         // with nothing waiting, a start naming an action that is not in the log (the fold ignores it)
         const started = waiting.length > 0 ? waiting.splice(0) : ['not-in-the-log'];
-        drafts.push(draftEvent(context('system'), 'execution_started', { action_ids: started, runner: `runner-${index % 3}` }));
+        drafts.push(
+          draftEvent(context('system'), 'execution_started', { action_ids: started, runner: `runner-${index % 3}` }),
+        );
         return;
       }
       case 'early_answer':
-        drafts.push(draftEvent(context('environment'), 'observation', { tool_call_id: `call_${index + 1}`, tool_name: 'terminal', action_id: 'not-logged-yet', content: [], is_error: false }));
+        drafts.push(
+          draftEvent(context('environment'), 'observation', {
+            tool_call_id: `call_${index + 1}`,
+            tool_name: 'terminal',
+            action_id: 'not-logged-yet',
+            content: [],
+            is_error: false,
+          }),
+        );
         return;
       case 'finish':
         drafts.push(

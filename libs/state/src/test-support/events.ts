@@ -26,7 +26,11 @@ export class EventFactory {
     return draftEvent(this.#context('agent'), 'message', { role: 'assistant', content: [{ type: 'text', text }] });
   }
 
-  action(toolCallId = 'call_1', toolName = 'terminal', input: Record<string, unknown> | null = { command: 'ls' }): EventDraft & { type: 'action' } {
+  action(
+    toolCallId = 'call_1',
+    toolName = 'terminal',
+    input: Record<string, unknown> | null = { command: 'ls' },
+  ): EventDraft & { type: 'action' } {
     return draftEvent(this.#context('agent'), 'action', {
       tool_call_id: toolCallId,
       tool_name: toolName,
@@ -39,7 +43,10 @@ export class EventFactory {
   }
 
   executionStarted(runner: string, ...actions: readonly (EventDraft & { type: 'action' })[]): EventDraft {
-    return draftEvent(this.#context('system'), 'execution_started', { action_ids: actions.map((action) => action.id), runner });
+    return draftEvent(this.#context('system'), 'execution_started', {
+      action_ids: actions.map((action) => action.id),
+      runner,
+    });
   }
 
   observation(action: EventDraft & { type: 'action' }, isError = false): EventDraft {
@@ -71,7 +78,12 @@ export class EventFactory {
     });
   }
 
-  stateChange(change: { status?: ConversationStatus; title?: string; tags?: string[]; settings_ref?: string }): EventDraft {
+  stateChange(change: {
+    status?: ConversationStatus;
+    title?: string;
+    tags?: string[];
+    settings_ref?: string;
+  }): EventDraft {
     return draftEvent(this.#context('system'), 'state_change', change);
   }
 
@@ -79,7 +91,16 @@ export class EventFactory {
     return draftEvent(this.#context('system'), 'conversation_error', { code, detail });
   }
 
-  llmUsage(tokens: { prompt?: number; completion?: number; cacheRead?: number; cacheWrite?: number; reasoning?: number; cost?: number } = {}): EventDraft {
+  llmUsage(
+    tokens: {
+      prompt?: number;
+      completion?: number;
+      cacheRead?: number;
+      cacheWrite?: number;
+      reasoning?: number;
+      cost?: number;
+    } = {},
+  ): EventDraft {
     return draftEvent(this.#context('system'), 'llm_usage', {
       model: 'test-model',
       purpose: 'step',
@@ -94,7 +115,11 @@ export class EventFactory {
   }
 
   condensation(forgotten: readonly string[] = []): EventDraft {
-    return draftEvent(this.#context('system'), 'condensation', { forgotten_event_ids: [...forgotten], summary: 'so far', summary_offset: 0 });
+    return draftEvent(this.#context('system'), 'condensation', {
+      forgotten_event_ids: [...forgotten],
+      summary: 'so far',
+      summary_offset: 0,
+    });
   }
 
   condensationRequest(): EventDraft {
@@ -115,7 +140,12 @@ export class EventFactory {
  * stream sequences starting at `firstStreamSeq` and spaced by `streamStride` (other
  * conversations' commits interleave in a real stream).
  */
-export function commitsOf(ref: ConversationRef, groups: readonly (readonly EventDraft[])[], firstStreamSeq = 1, streamStride = 3): StoredCommit[] {
+export function commitsOf(
+  ref: ConversationRef,
+  groups: readonly (readonly EventDraft[])[],
+  firstStreamSeq = 1,
+  streamStride = 3,
+): StoredCommit[] {
   let lastSeq = 0;
   return groups.map((drafts, index) => {
     const events = placeEvents(ref, drafts, lastSeq);

@@ -18,7 +18,12 @@ export type StateFixture = AsyncDisposable & {
 /** A fresh nats-server (or NATS_URL), an EventLog on a unique stream and a SnapshotStore on a unique bucket. */
 export async function stateFixture(options: SnapshotStoreOptions = {}): Promise<StateFixture> {
   const server = await startNats();
-  const nc = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 50, pingInterval: 1_000 });
+  const nc = await connect({
+    servers: server.url,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 50,
+    pingInterval: 1_000,
+  });
   const name = uniqueName('ST');
   const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
   const bucket = uniqueName('snapshots');

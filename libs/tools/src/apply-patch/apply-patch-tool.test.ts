@@ -14,7 +14,11 @@ let dir: string;
 let context: ToolContext;
 
 const read = (relative: string): Promise<string> => readFile(path.join(dir, relative), 'utf8');
-const exists = (relative: string): Promise<boolean> => stat(path.join(dir, relative)).then(() => true, () => false);
+const exists = (relative: string): Promise<boolean> =>
+  stat(path.join(dir, relative)).then(
+    () => true,
+    () => false,
+  );
 const apply = async (patch: string) => {
   const result = await tool.execute({ patch }, context);
   return { isError: result.isError, text: resultText(result) };
@@ -48,7 +52,9 @@ describe('apply_patch', () => {
     expect(await read('a.py')).toBe('def greet():\n    print("hello")\n\ndef main():\n    greet()\n');
     expect(await read('new/c.txt')).toBe('first\nsecond\n');
     expect(await exists('b.txt')).toBe(false);
-    const moved = await apply('*** Begin Patch\n*** Update File: new/c.txt\n*** Move to: d.txt\n@@\n first\n-second\n+2nd\n*** End Patch');
+    const moved = await apply(
+      '*** Begin Patch\n*** Update File: new/c.txt\n*** Move to: d.txt\n@@\n first\n-second\n+2nd\n*** End Patch',
+    );
     expect(moved.isError).toBe(false);
     expect(await read('d.txt')).toBe('first\n2nd\n');
     expect(await exists('new/c.txt')).toBe(false);
@@ -94,8 +100,12 @@ describe('apply_patch', () => {
 
   it('reports malformed patches, missing files and paths outside the workspace', async () => {
     expect((await apply('just some text')).text).toContain('could not be parsed');
-    expect((await apply('*** Begin Patch\n*** Frobnicate: x\n*** End Patch')).text).toContain('expected "*** Add File:"');
-    expect((await apply('*** Begin Patch\n*** Delete File: missing.txt\n*** End Patch')).text).toContain('does not exist');
+    expect((await apply('*** Begin Patch\n*** Frobnicate: x\n*** End Patch')).text).toContain(
+      'expected "*** Add File:"',
+    );
+    expect((await apply('*** Begin Patch\n*** Delete File: missing.txt\n*** End Patch')).text).toContain(
+      'does not exist',
+    );
     expect((await apply('*** Begin Patch\n*** Add File: b.txt\n+x\n*** End Patch')).text).toContain('already exists');
     const outside = await apply('*** Begin Patch\n*** Add File: ../evil.txt\n+x\n*** End Patch');
     expect(outside.isError).toBe(true);
@@ -114,7 +124,17 @@ describe('apply_patch', () => {
   });
 
   it('declares the files it touches as resources', () => {
-    const resources = tool.resources({ patch: '*** Begin Patch\n*** Add File: x.txt\n+1\n*** Update File: y.txt\n*** Move to: z.txt\n@@\n-a\n+b\n*** End Patch' }, context);
-    expect(resources).toEqual([`file:${dir}/x.txt`, `file:${dir}/y.txt`, `file:${dir}/z.txt`].map((key) => key.replace(dir, context.workspace.root)));
+    const resources = tool.resources(
+      {
+        patch:
+          '*** Begin Patch\n*** Add File: x.txt\n+1\n*** Update File: y.txt\n*** Move to: z.txt\n@@\n-a\n+b\n*** End Patch',
+      },
+      context,
+    );
+    expect(resources).toEqual(
+      [`file:${dir}/x.txt`, `file:${dir}/y.txt`, `file:${dir}/z.txt`].map((key) =>
+        key.replace(dir, context.workspace.root),
+      ),
+    );
   });
 });

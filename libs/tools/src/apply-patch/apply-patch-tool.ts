@@ -12,7 +12,12 @@ import type { PatchPlan } from './plan-patch.js';
 import { planPatch } from './plan-patch.js';
 
 export const ApplyPatchParameters = z.object({
-  patch: z.string().min(1).describe('The patch: a "*** Begin Patch" … "*** End Patch" block, or a unified diff (--- a/file, +++ b/file, @@ hunks). Paths are relative to the workspace root or absolute inside it.'),
+  patch: z
+    .string()
+    .min(1)
+    .describe(
+      'The patch: a "*** Begin Patch" … "*** End Patch" block, or a unified diff (--- a/file, +++ b/file, @@ hunks). Paths are relative to the workspace root or absolute inside it.',
+    ),
 });
 export type ApplyPatchParameters = z.infer<typeof ApplyPatchParameters>;
 
@@ -22,7 +27,9 @@ export function parsePatch(patch: string): ParsedPatch {
 }
 
 function touchedPaths(changes: readonly FileChange[]): string[] {
-  return changes.flatMap((change) => (change.kind === 'update' && change.moveTo !== undefined ? [change.path, change.moveTo] : [change.path]));
+  return changes.flatMap((change) =>
+    change.kind === 'update' && change.moveTo !== undefined ? [change.path, change.moveTo] : [change.path],
+  );
 }
 
 /** Write the plan; on any failure restore what was already written. */
@@ -36,7 +43,9 @@ async function commit(plan: PatchPlan, files: Pick<Workspace, 'readFile' | 'writ
     }
   } catch (error) {
     for (const [filePath, original] of originals) {
-      await (original === null ? files.removeFile(filePath) : files.writeFile(filePath, original)).catch(() => undefined);
+      await (original === null ? files.removeFile(filePath) : files.writeFile(filePath, original)).catch(
+        () => undefined,
+      );
     }
     throw error;
   }
@@ -56,21 +65,32 @@ export function createApplyPatchTool(): ToolDefinition<ApplyPatchParameters> {
     },
     async execute(params, context) {
       const parsed = parsePatch(params.patch);
-      if (!parsed.ok) return errorResult(`The patch could not be parsed: ${parsed.message} Nothing was changed.`, { error_code: ToolErrorCode.PatchFailed });
+      if (!parsed.ok)
+        return errorResult(`The patch could not be parsed: ${parsed.message} Nothing was changed.`, {
+          error_code: ToolErrorCode.PatchFailed,
+        });
       let planned;
       try {
         planned = await planPatch(parsed.changes, context.workspace);
       } catch (error) {
         if (isToolError(error)) return errorResult(`${error.message} Nothing was changed.`, { error_code: error.code });
-        return errorResult(`The patch failed: ${describeError(error)}. Nothing was changed.`, { error_code: ToolErrorCode.PatchFailed });
+        return errorResult(`The patch failed: ${describeError(error)}. Nothing was changed.`, {
+          error_code: ToolErrorCode.PatchFailed,
+        });
       }
-      if (!planned.ok) return errorResult(`${planned.message}\nNothing was changed.`, { error_code: ToolErrorCode.PatchFailed });
+      if (!planned.ok)
+        return errorResult(`${planned.message}\nNothing was changed.`, { error_code: ToolErrorCode.PatchFailed });
       try {
         await commit(planned.plan, context.workspace);
       } catch (error) {
-        return errorResult(`Writing the patched files failed (${describeError(error)}); the files written so far were restored.`, { error_code: ToolErrorCode.PatchFailed });
+        return errorResult(
+          `Writing the patched files failed (${describeError(error)}); the files written so far were restored.`,
+          { error_code: ToolErrorCode.PatchFailed },
+        );
       }
-      return textResult(`Patch applied:\n${planned.plan.summary.join('\n')}`, { files: [...planned.plan.writes.keys()] });
+      return textResult(`Patch applied:\n${planned.plan.summary.join('\n')}`, {
+        files: [...planned.plan.writes.keys()],
+      });
     },
   });
 }

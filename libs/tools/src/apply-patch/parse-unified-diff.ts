@@ -39,7 +39,10 @@ export function parseUnifiedDiff(patch: string): ParsedPatch {
         if (body.startsWith('\\')) continue;
         const op = body === '' ? ' ' : body[0];
         if (op !== ' ' && op !== '-' && op !== '+') {
-          return { ok: false, message: `Malformed hunk in the diff of ${newPath}: unexpected line ${JSON.stringify(body)} (the @@ line counts may be wrong).` };
+          return {
+            ok: false,
+            message: `Malformed hunk in the diff of ${newPath}: unexpected line ${JSON.stringify(body)} (the @@ line counts may be wrong).`,
+          };
         }
         hunkLines.push({ op, text: body.slice(1) });
         if (op !== '+') oldRemaining -= 1;
@@ -52,11 +55,21 @@ export function parseUnifiedDiff(patch: string): ParsedPatch {
     const gitStyle = oldPath.startsWith('a/') || newPath.startsWith('b/');
     const source = gitStyle ? stripPrefix(oldPath, 'a/') : oldPath;
     const target = gitStyle ? stripPrefix(newPath, 'b/') : newPath;
-    if (oldPath === '/dev/null') changes.push({ kind: 'add', path: target, content: added.length === 0 ? '' : `${added.join('\n')}\n` });
+    if (oldPath === '/dev/null')
+      changes.push({ kind: 'add', path: target, content: added.length === 0 ? '' : `${added.join('\n')}\n` });
     else if (newPath === '/dev/null') changes.push({ kind: 'delete', path: source });
     else if (hunks.length === 0) return { ok: false, message: `The diff of ${target} has no @@ hunks.` };
-    else changes.push(source === target ? { kind: 'update', path: target, hunks } : { kind: 'update', path: source, moveTo: target, hunks });
+    else
+      changes.push(
+        source === target
+          ? { kind: 'update', path: target, hunks }
+          : { kind: 'update', path: source, moveTo: target, hunks },
+      );
   }
-  if (changes.length === 0) return { ok: false, message: 'No file changes found: expected a unified diff (--- / +++ / @@ lines) or a "*** Begin Patch" block.' };
+  if (changes.length === 0)
+    return {
+      ok: false,
+      message: 'No file changes found: expected a unified diff (--- / +++ / @@ lines) or a "*** Begin Patch" block.',
+    };
   return { ok: true, changes };
 }

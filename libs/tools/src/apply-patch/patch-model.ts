@@ -16,4 +16,5 @@ export type FileChange =
   | { readonly kind: 'delete'; readonly path: string }
   | { readonly kind: 'update'; readonly path: string; readonly moveTo?: string; readonly hunks: readonly Hunk[] };
 
-export type ParsedPatch = { readonly ok: true; readonly changes: readonly FileChange[] } | { readonly ok: false; readonly message: string };
+export type ParsedPatch =
+  { readonly ok: true; readonly changes: readonly FileChange[] } | { readonly ok: false; readonly message: string };

@@ -8,13 +8,17 @@ import type { FileChange } from './patch-model.js';
 export type PatchPlan = { readonly writes: ReadonlyMap<string, string | null>; readonly summary: readonly string[] };
 
 async function exists(filePath: string): Promise<boolean> {
-  return stat(filePath).then(() => true, () => false);
+  return stat(filePath).then(
+    () => true,
+    () => false,
+  );
 }
 
-
-
 /** Resolve paths and apply every hunk in memory; the first failure aborts the whole patch. */
-export async function planPatch(changes: readonly FileChange[], workspace: Workspace): Promise<{ ok: true; plan: PatchPlan } | { ok: false; message: string }> {
+export async function planPatch(
+  changes: readonly FileChange[],
+  workspace: Workspace,
+): Promise<{ ok: true; plan: PatchPlan } | { ok: false; message: string }> {
   const writes = new Map<string, string | null>();
   const summary: string[] = [];
   // a file's text, null when it does not exist, or why it cannot be patched (not text, or past the editor's size bound: checked before it is read)
@@ -29,7 +33,8 @@ export async function planPatch(changes: readonly FileChange[], workspace: Works
     const before = await current(filePath);
     if (before !== null && typeof before === 'object') return { ok: false, message: before.message };
     if (change.kind === 'add') {
-      if (before !== null) return { ok: false, message: `Cannot add ${filePath}: it already exists. Use an update instead.` };
+      if (before !== null)
+        return { ok: false, message: `Cannot add ${filePath}: it already exists. Use an update instead.` };
       writes.set(filePath, change.content);
       summary.push(`A ${filePath}`);
       continue;

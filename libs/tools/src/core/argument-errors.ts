@@ -3,7 +3,9 @@ import type { z } from 'zod';
 function fieldName(pathSegments: readonly PropertyKey[]): string {
   if (pathSegments.length === 0) return '(the arguments object)';
   return pathSegments
-    .map((segment, index) => (typeof segment === 'number' ? `[${segment}]` : `${index === 0 ? '' : '.'}${String(segment)}`))
+    .map((segment, index) =>
+      typeof segment === 'number' ? `[${segment}]` : `${index === 0 ? '' : '.'}${String(segment)}`,
+    )
     .join('');
 }
 

@@ -32,15 +32,23 @@ describe('file operations that follow no swapped symlink', () => {
   it('refuses a path whose folder became a symlink out of the root, at any depth', async () => {
     await rm(path.join(workspace, 'dir'), { recursive: true });
     await symlink(outside, path.join(workspace, 'dir'));
-    await expect(writeBeneath(workspace, path.join(workspace, 'dir', 'secret.txt'), 'overwritten')).rejects.toMatchObject({ code: expect.stringMatching(/ELOOP|ENOTDIR/) });
-    await expect(readBeneath(workspace, path.join(workspace, 'dir', 'secret.txt'))).rejects.toMatchObject({ code: expect.stringMatching(/ELOOP|ENOTDIR/) });
-    await expect(removeBeneath(workspace, path.join(workspace, 'dir', 'secret.txt'))).rejects.toMatchObject({ code: expect.stringMatching(/ELOOP|ENOTDIR/) });
+    await expect(
+      writeBeneath(workspace, path.join(workspace, 'dir', 'secret.txt'), 'overwritten'),
+    ).rejects.toMatchObject({ code: expect.stringMatching(/ELOOP|ENOTDIR/) });
+    await expect(readBeneath(workspace, path.join(workspace, 'dir', 'secret.txt'))).rejects.toMatchObject({
+      code: expect.stringMatching(/ELOOP|ENOTDIR/),
+    });
+    await expect(removeBeneath(workspace, path.join(workspace, 'dir', 'secret.txt'))).rejects.toMatchObject({
+      code: expect.stringMatching(/ELOOP|ENOTDIR/),
+    });
     expect(await readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe('host secret');
   });
 
   it('refuses a file that became a symlink', async () => {
     await symlink(path.join(outside, 'secret.txt'), path.join(workspace, 'link.txt'));
-    await expect(writeBeneath(workspace, path.join(workspace, 'link.txt'), 'overwritten')).rejects.toMatchObject({ code: 'ELOOP' });
+    await expect(writeBeneath(workspace, path.join(workspace, 'link.txt'), 'overwritten')).rejects.toMatchObject({
+      code: 'ELOOP',
+    });
     expect(await readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe('host secret');
   });
 

@@ -16,12 +16,17 @@ export const at = (directory: FileHandle, name: string): string => `${PROC_FD}/$
 /** The components of `target` below `root` (both absolute; `target` inside `root`). */
 export function componentsBelow(root: string, target: string): string[] {
   const relative = path.relative(root, target);
-  if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative)) throw new Error(`${target} is not below ${root}`);
+  if (relative === '' || relative.startsWith('..') || path.isAbsolute(relative))
+    throw new Error(`${target} is not below ${root}`);
   return relative.split(path.sep);
 }
 
 /** Opens the folder `names` leads to from `root`, making missing ones when `create` (and handing each new one to `made`). */
-export async function openFolder(root: string, names: readonly string[], create: ((folder: FileHandle) => Promise<void>) | undefined): Promise<FileHandle> {
+export async function openFolder(
+  root: string,
+  names: readonly string[],
+  create: ((folder: FileHandle) => Promise<void>) | undefined,
+): Promise<FileHandle> {
   let folder = await open(root, constants.O_RDONLY | constants.O_DIRECTORY);
   try {
     for (const name of names) {
@@ -55,9 +60,18 @@ export type BeneathOptions = {
 };
 
 /** Opens `target` below `root` with `flags` (O_NOFOLLOW added) without following any symlink. */
-export async function openBeneath(root: string, target: string, flags: number, options: BeneathOptions = {}): Promise<FileHandle> {
+export async function openBeneath(
+  root: string,
+  target: string,
+  flags: number,
+  options: BeneathOptions = {},
+): Promise<FileHandle> {
   const names = componentsBelow(root, target);
-  const folder = await openFolder(root, names.slice(0, -1), options.createFolders ? (options.adopt ?? (async () => undefined)) : undefined);
+  const folder = await openFolder(
+    root,
+    names.slice(0, -1),
+    options.createFolders ? (options.adopt ?? (async () => undefined)) : undefined,
+  );
   try {
     return await open(at(folder, names[names.length - 1]!), flags | constants.O_NOFOLLOW, 0o644);
   } finally {
@@ -74,8 +88,16 @@ export async function readBeneath(root: string, target: string): Promise<Buffer>
   }
 }
 
-export async function writeBeneath(root: string, target: string, data: string | Uint8Array, options: Pick<BeneathOptions, 'adopt'> = {}): Promise<void> {
-  const handle = await openBeneath(root, target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, { createFolders: true, ...options });
+export async function writeBeneath(
+  root: string,
+  target: string,
+  data: string | Uint8Array,
+  options: Pick<BeneathOptions, 'adopt'> = {},
+): Promise<void> {
+  const handle = await openBeneath(root, target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC, {
+    createFolders: true,
+    ...options,
+  });
   try {
     await handle.writeFile(data);
     await options.adopt?.(handle);

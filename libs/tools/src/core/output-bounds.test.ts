@@ -42,21 +42,34 @@ describe('boundOutput', () => {
     const saved = await readFile(bounded.savedPath ?? '');
     expect(saved.subarray(byte - 1).toString('utf8')).toBe(text.slice(head.length));
     expect(bounded.text).toContain(`\`tail -c +${byte} ${bounded.savedPath} | head -c 20000\``);
-    expect(bounded.text).toContain('<response clipped: the output was 50,001 characters; the middle was omitted here. The full output (1 lines) was saved to');
+    expect(bounded.text).toContain(
+      '<response clipped: the output was 50,001 characters; the middle was omitted here. The full output (1 lines) was saved to',
+    );
   });
 
   it('gives the total of an output whose middle was dropped before, and says the saved file holds only what was kept', async () => {
-    const bounded = await boundOutput('x'.repeat(10_000), { toolName: 'terminal', outputDir: dir, limit: 3_000, totalCharacters: 100_000_123 });
+    const bounded = await boundOutput('x'.repeat(10_000), {
+      toolName: 'terminal',
+      outputDir: dir,
+      limit: 3_000,
+      totalCharacters: 100_000_123,
+    });
     expect(bounded.text.length).toBeLessThanOrEqual(3_000);
-    expect(bounded.text).toContain('<response clipped: the output was about 100,000,000 characters; the middle was omitted here. Only its first and last parts were kept');
+    expect(bounded.text).toContain(
+      '<response clipped: the output was about 100,000,000 characters; the middle was omitted here. Only its first and last parts were kept',
+    );
   });
 
   it('never exceeds the limit', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.string({ minLength: 0, maxLength: 5_000 }), fc.integer({ min: 800, max: 4_000 }), async (text, limit) => {
-        const bounded = await boundOutput(text, { toolName: 'p', limit });
-        expect(bounded.text.length).toBeLessThanOrEqual(Math.max(limit, text.length <= limit ? text.length : 0));
-      }),
+      fc.asyncProperty(
+        fc.string({ minLength: 0, maxLength: 5_000 }),
+        fc.integer({ min: 800, max: 4_000 }),
+        async (text, limit) => {
+          const bounded = await boundOutput(text, { toolName: 'p', limit });
+          expect(bounded.text.length).toBeLessThanOrEqual(Math.max(limit, text.length <= limit ? text.length : 0));
+        },
+      ),
       { numRuns: 50 },
     );
   });

@@ -52,7 +52,17 @@ describe('ToolRegistry', () => {
   it('lists JSON schemas for the model', () => {
     const schemas = registry.schemas();
     expect(schemas.map((schema) => schema.name)).toEqual(
-      expect.arrayContaining(['terminal', 'file_editor', 'task_tracker', 'think', 'finish', 'grep', 'glob', 'apply_patch', 'echo']),
+      expect.arrayContaining([
+        'terminal',
+        'file_editor',
+        'task_tracker',
+        'think',
+        'finish',
+        'grep',
+        'glob',
+        'apply_patch',
+        'echo',
+      ]),
     );
     const editor = schemas.find((schema) => schema.name === 'file_editor');
     expect(editor?.parameters).toMatchObject({ type: 'object', required: ['command', 'path'] });
@@ -85,7 +95,10 @@ describe('ToolRegistry', () => {
     expect(text).toContain('Invalid arguments for tool "echo"');
     expect(text).toMatch(/- text: .*expected string/);
     expect(text).toMatch(/- times: .*>=1/);
-    const nested = registry.validate({ name: 'file_editor', arguments: '{"command":"view","path":"a","view_range":[1,"x"]}' }, context);
+    const nested = registry.validate(
+      { name: 'file_editor', arguments: '{"command":"view","path":"a","view_range":[1,"x"]}' },
+      context,
+    );
     expect(!nested.ok && nested.message).toContain('view_range[1]');
   });
 
@@ -94,11 +107,15 @@ describe('ToolRegistry', () => {
     expect(misspelt.ok).toBe(false);
     expect(!misspelt.ok && misspelt.message).toMatch(/Invalid arguments for tool "terminal"[\s\S]*cmd/);
     expect(registry.validate({ name: 'terminal', arguments: '{"command":"ls"}' }, context).ok).toBe(true);
-    for (const schema of registry.schemas()) expect(schema.parameters, schema.name).toMatchObject({ additionalProperties: false });
+    for (const schema of registry.schemas())
+      expect(schema.parameters, schema.name).toMatchObject({ additionalProperties: false });
   });
 
   it('validates, reports resources and executes', async () => {
-    const validated = registry.validate({ name: 'file_editor', arguments: '{"command":"view","path":"src/a.ts"}' }, context);
+    const validated = registry.validate(
+      { name: 'file_editor', arguments: '{"command":"view","path":"src/a.ts"}' },
+      context,
+    );
     expect(validated.ok && validated.resources).toEqual([`file:${path.join(context.workspace.root, 'src/a.ts')}`]);
     const result = await registry.execute({ name: 'echo', arguments: '{"text":"hi","times":2}' }, context);
     expect(resultText(result)).toBe('hihi');
@@ -112,7 +129,10 @@ describe('ToolRegistry', () => {
   });
 
   it('bounds every tool output and offloads the full text', async () => {
-    const result = await registry.execute({ name: 'echo', arguments: JSON.stringify({ text: 'line\n', times: 1_000 }) }, context);
+    const result = await registry.execute(
+      { name: 'echo', arguments: JSON.stringify({ text: 'line\n', times: 1_000 }) },
+      context,
+    );
     const text = resultText(result);
     expect(text.length).toBeLessThanOrEqual(2_000);
     const saved = /saved to (\S+);/.exec(text)?.[1] ?? '';
@@ -125,16 +145,27 @@ describe('ToolRegistry', () => {
     const finish = await registry.execute({ name: 'finish', arguments: '{"message":"All done"}' }, context);
     expect(resultText(finish)).toBe('All done');
     expect(finish.details?.['finished']).toBe(true);
-    expect(resultText(await registry.execute({ name: 'think', arguments: '{"thought":"hmm"}' }, context))).toContain('logged');
+    expect(resultText(await registry.execute({ name: 'think', arguments: '{"thought":"hmm"}' }, context))).toContain(
+      'logged',
+    );
     const empty = await registry.execute({ name: 'task_tracker', arguments: '{"command":"view"}' }, context);
     expect(resultText(empty)).toContain('empty');
-    const plan = { command: 'plan', task_list: [{ title: 'Write tests', status: 'done' }, { title: 'Ship', status: 'in_progress', notes: 'after review' }] };
+    const plan = {
+      command: 'plan',
+      task_list: [
+        { title: 'Write tests', status: 'done' },
+        { title: 'Ship', status: 'in_progress', notes: 'after review' },
+      ],
+    };
     await registry.execute({ name: 'task_tracker', arguments: JSON.stringify(plan) }, context);
     const view = resultText(await registry.execute({ name: 'task_tracker', arguments: '{"command":"view"}' }, context));
     expect(view).toContain('1/2 done');
     expect(view).toContain('[x] Write tests');
     expect(view).toContain('[~] Ship');
-    const badStatus = await registry.execute({ name: 'task_tracker', arguments: '{"command":"plan","task_list":[{"title":"x","status":"later"}]}' }, context);
+    const badStatus = await registry.execute(
+      { name: 'task_tracker', arguments: '{"command":"plan","task_list":[{"title":"x","status":"later"}]}' },
+      context,
+    );
     expect(resultText(badStatus)).toContain('task_list[0].status');
   });
 });

@@ -14,7 +14,12 @@ export type ToolSchema = { readonly name: string; readonly description: string; 
 export type RawToolCall = { readonly name: string; readonly arguments: string };
 
 export type ValidatedToolCall =
-  | { readonly ok: true; readonly tool: AnyToolDefinition; readonly params: unknown; readonly resources: readonly string[] }
+  | {
+      readonly ok: true;
+      readonly tool: AnyToolDefinition;
+      readonly params: unknown;
+      readonly resources: readonly string[];
+    }
   | { readonly ok: false; readonly code: ToolErrorCode; readonly message: string };
 
 export type ToolRegistryOptions = {
@@ -43,7 +48,8 @@ export class ToolRegistry {
   }
 
   register(tool: AnyToolDefinition): this {
-    if (this.#tools.has(tool.name)) throw new ToolError(ToolErrorCode.DuplicateTool, `A tool named "${tool.name}" is already registered.`);
+    if (this.#tools.has(tool.name))
+      throw new ToolError(ToolErrorCode.DuplicateTool, `A tool named "${tool.name}" is already registered.`);
     this.#tools.set(tool.name, tool);
     return this;
   }
@@ -69,7 +75,11 @@ export class ToolRegistry {
     const tool = this.#tools.get(call.name);
     if (tool === undefined) {
       const available = this.names().join(', ') || '(none)';
-      return { ok: false, code: ToolErrorCode.UnknownTool, message: `Tool "${call.name}" does not exist. Available tools: ${available}.` };
+      return {
+        ok: false,
+        code: ToolErrorCode.UnknownTool,
+        message: `Tool "${call.name}" does not exist. Available tools: ${available}.`,
+      };
     }
     const json = parseJson(call.arguments);
     if (!json.ok) {
@@ -107,7 +117,9 @@ export class ToolRegistry {
       result = await validated.tool.execute(validated.params as never, context);
     } catch (error) {
       context.logger.error({ tool: call.name, err: error }, 'tool execution threw');
-      result = errorResult(`Tool "${call.name}" failed: ${describeError(error)}`, { error_code: ToolErrorCode.ExecutionFailed });
+      result = errorResult(`Tool "${call.name}" failed: ${describeError(error)}`, {
+        error_code: ToolErrorCode.ExecutionFailed,
+      });
     }
     return this.#bound(call.name, result, context);
   }
@@ -142,7 +154,12 @@ export class ToolRegistry {
         content.push(part);
         continue;
       }
-      const bounded = await boundOutput(part.text, { toolName: name, outputDir: context.outputDir, limit: this.#outputLimit, ...(context.redact ? { redact: context.redact } : {}) });
+      const bounded = await boundOutput(part.text, {
+        toolName: name,
+        outputDir: context.outputDir,
+        limit: this.#outputLimit,
+        ...(context.redact ? { redact: context.redact } : {}),
+      });
       content.push(bounded.truncated || context.redact ? { type: 'text', text: bounded.text } : part);
     }
     return { ...result, content };

@@ -9,7 +9,10 @@ import { openWorkspace, type Workspace } from './workspace.js';
 const LIMITS = { maxEntries: 100, maxScanned: 1_000 };
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
-  const error = await promise.then(() => undefined, (caught: unknown) => caught);
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
   expect(error, 'expected a ToolError').toBeInstanceOf(ToolError);
   return (error as ToolError).code;
 }
@@ -43,17 +46,30 @@ describe('workspace files as a user reaches them', () => {
       ['planted', 'symlink', null],
       ['src-link', 'symlink', null],
     ]);
-    expect(listing.entries.find((entry) => entry.name === 'planted')?.linkTarget).toBe(path.join(outside, 'secret.txt'));
-    expect((await workspace.listDirectory(await workspace.resolvePath('src-link'), LIMITS)).entries.map((entry) => entry.name)).toEqual(['b.txt']);
+    expect(listing.entries.find((entry) => entry.name === 'planted')?.linkTarget).toBe(
+      path.join(outside, 'secret.txt'),
+    );
+    expect(
+      (await workspace.listDirectory(await workspace.resolvePath('src-link'), LIMITS)).entries.map(
+        (entry) => entry.name,
+      ),
+    ).toEqual(['b.txt']);
   });
 
   it('cuts a large folder at its limits and says so', async () => {
     await mkdir(path.join(workspace.root, 'many'));
-    for (let index = 0; index < 30; index += 1) await writeFile(path.join(workspace.root, 'many', `f${String(index).padStart(2, '0')}`), '');
-    const cut = await workspace.listDirectory(await workspace.resolvePath('many'), { maxEntries: 10, maxScanned: 1_000 });
+    for (let index = 0; index < 30; index += 1)
+      await writeFile(path.join(workspace.root, 'many', `f${String(index).padStart(2, '0')}`), '');
+    const cut = await workspace.listDirectory(await workspace.resolvePath('many'), {
+      maxEntries: 10,
+      maxScanned: 1_000,
+    });
     expect(cut.entries.map((entry) => entry.name)).toEqual(Array.from({ length: 10 }, (_, index) => `f0${index}`));
     expect(cut.truncated).toBe(true);
-    expect((await workspace.listDirectory(await workspace.resolvePath('many'), { maxEntries: 100, maxScanned: 5 })).truncated).toBe(true);
+    expect(
+      (await workspace.listDirectory(await workspace.resolvePath('many'), { maxEntries: 100, maxScanned: 5 }))
+        .truncated,
+    ).toBe(true);
   });
 
   it('refuses what is not a readable folder or file, with a code', async () => {
@@ -85,9 +101,13 @@ describe('workspace files as a user reaches them', () => {
 
   it('replaces a file at once, making folders, and replaces a planted link instead of writing through it', async () => {
     const fill = (text: string) => async (handle: FileHandle) => void (await handle.writeFile(text));
-    expect(await workspace.replaceFile(await workspace.resolvePath('new/deep/c.txt'), fill('see'))).toEqual({ created: true });
+    expect(await workspace.replaceFile(await workspace.resolvePath('new/deep/c.txt'), fill('see'))).toEqual({
+      created: true,
+    });
     expect(await readFile(path.join(workspace.root, 'new', 'deep', 'c.txt'), 'utf8')).toBe('see');
-    expect(await workspace.replaceFile(await workspace.resolvePath('a.txt'), fill('again'))).toEqual({ created: false });
+    expect(await workspace.replaceFile(await workspace.resolvePath('a.txt'), fill('again'))).toEqual({
+      created: false,
+    });
     expect(await readFile(path.join(workspace.root, 'a.txt'), 'utf8')).toBe('again');
     // a link whose target is outside: replaced as an entry of the workspace, the target untouched
     const planted = path.join(workspace.root, 'planted');
@@ -96,17 +116,29 @@ describe('workspace files as a user reaches them', () => {
     await expect(readlink(planted)).rejects.toMatchObject({ code: 'EINVAL' });
     expect(await readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe('host secret');
     // no temporary file left behind
-    expect((await workspace.listDirectory(workspace.root, LIMITS)).entries.map((entry) => entry.name)).not.toContainEqual(expect.stringContaining('flotilla-upload'));
+    expect(
+      (await workspace.listDirectory(workspace.root, LIMITS)).entries.map((entry) => entry.name),
+    ).not.toContainEqual(expect.stringContaining('flotilla-upload'));
   });
 
   it('refuses to replace a folder, or to write through a folder link that leads out', async () => {
     const fill = async () => undefined;
     expect(await codeOf(workspace.replaceFile(await workspace.resolvePath('src'), fill))).toBe('is_a_directory');
     await symlink(outside, path.join(workspace.root, 'out-dir'));
-    expect(await codeOf(workspace.replaceFile(path.join(workspace.root, 'out-dir', 'x.txt'), fill))).toBe('path_outside_workspace');
+    expect(await codeOf(workspace.replaceFile(path.join(workspace.root, 'out-dir', 'x.txt'), fill))).toBe(
+      'path_outside_workspace',
+    );
     await expect(stat(path.join(outside, 'x.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
     // a failed fill leaves nothing
-    await expect(workspace.replaceFile(await workspace.resolvePath('broken.txt'), () => Promise.reject(new Error('cut off')))).rejects.toThrow('cut off');
-    expect((await workspace.listDirectory(workspace.root, LIMITS)).entries.map((entry) => entry.name)).toEqual(['src', 'a.txt', 'out-dir', 'planted', 'src-link']);
+    await expect(
+      workspace.replaceFile(await workspace.resolvePath('broken.txt'), () => Promise.reject(new Error('cut off'))),
+    ).rejects.toThrow('cut off');
+    expect((await workspace.listDirectory(workspace.root, LIMITS)).entries.map((entry) => entry.name)).toEqual([
+      'src',
+      'a.txt',
+      'out-dir',
+      'planted',
+      'src-link',
+    ]);
   });
 });

@@ -69,9 +69,19 @@ export async function listBeneath(root: string, target: string, limits: ListLimi
       if (!stats) continue;
       const type = typeOf(stats);
       const linkTarget = type === 'symlink' ? await readlink(at(folder, name)).catch(() => undefined) : undefined;
-      entries.push({ name, type, size: type === 'file' ? stats.size : null, modifiedMs: stats.mtimeMs, ...(linkTarget === undefined ? {} : { linkTarget }) });
+      entries.push({
+        name,
+        type,
+        size: type === 'file' ? stats.size : null,
+        modifiedMs: stats.mtimeMs,
+        ...(linkTarget === undefined ? {} : { linkTarget }),
+      });
     }
-    entries.sort((a, b) => Number(b.type === 'directory') - Number(a.type === 'directory') || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    entries.sort(
+      (a, b) =>
+        Number(b.type === 'directory') - Number(a.type === 'directory') ||
+        (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+    );
     return { entries: entries.slice(0, limits.maxEntries), truncated: more || entries.length > limits.maxEntries };
   } finally {
     await folder.close();
@@ -110,7 +120,12 @@ export type ReplaceOptions = {
  * is replaced itself, never followed; a folder there is refused (EISDIR). Readers see the old file
  * or the new one, never a part. Resolves whether `target` was new.
  */
-export async function replaceBeneath(root: string, target: string, fill: (handle: FileHandle) => Promise<void>, options: ReplaceOptions = {}): Promise<{ created: boolean }> {
+export async function replaceBeneath(
+  root: string,
+  target: string,
+  fill: (handle: FileHandle) => Promise<void>,
+  options: ReplaceOptions = {},
+): Promise<{ created: boolean }> {
   const names = componentsBelow(root, target);
   const name = names[names.length - 1]!;
   const folder = await openFolder(root, names.slice(0, -1), options.adopt ?? (async () => undefined));
@@ -120,8 +135,13 @@ export async function replaceBeneath(root: string, target: string, fill: (handle
       if (error.code === 'ENOENT') return undefined;
       throw error;
     });
-    if (existing?.isDirectory()) throw Object.assign(new Error(`${path.basename(target)} is a folder`), { code: 'EISDIR' });
-    const handle = await open(at(folder, temporary), constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o644);
+    if (existing?.isDirectory())
+      throw Object.assign(new Error(`${path.basename(target)} is a folder`), { code: 'EISDIR' });
+    const handle = await open(
+      at(folder, temporary),
+      constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+      0o644,
+    );
     try {
       await fill(handle);
       await options.adopt?.(handle);

@@ -3,7 +3,14 @@ import { open, readFile, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { openBeneath, readBeneath, removeBeneath, writeBeneath } from './beneath.js';
 import { ToolError, ToolErrorCode } from './errors.js';
-import { listBeneath, openRegularBeneath, replaceBeneath, type DirectoryListing, type ListLimits, type OpenedFile } from './workspace-entries.js';
+import {
+  listBeneath,
+  openRegularBeneath,
+  replaceBeneath,
+  type DirectoryListing,
+  type ListLimits,
+  type OpenedFile,
+} from './workspace-entries.js';
 
 /** The directory tree a conversation's tools may touch. */
 export type Workspace = {
@@ -108,12 +115,17 @@ class LocalWorkspace implements Workspace {
     const readOnly = this.options.readOnly;
     if (!readOnly || !path.isAbsolute(requested)) return this.resolvePath(requested);
     const absolute = path.resolve(requested);
-    const base = isInside(readOnly.shownRoot, absolute) ? readOnly.shownRoot : isInside(readOnly.root, absolute) ? readOnly.root : undefined;
+    const base = isInside(readOnly.shownRoot, absolute)
+      ? readOnly.shownRoot
+      : isInside(readOnly.root, absolute)
+        ? readOnly.root
+        : undefined;
     if (base === undefined) return this.resolvePath(requested);
     const host = path.join(readOnly.root, path.relative(base, absolute));
     const real = await realpathOfExistingPrefix(host);
     const realRoot = await realpathOfExistingPrefix(readOnly.root);
-    if (!isInside(realRoot, real)) throw outside(requested, this.shownRoot, ` (a symlink on it points to ${this.show(real)})`);
+    if (!isInside(realRoot, real))
+      throw outside(requested, this.shownRoot, ` (a symlink on it points to ${this.show(real)})`);
     return host;
   }
 
@@ -145,7 +157,8 @@ class LocalWorkspace implements Workspace {
 
   async listDirectory(hostPath: string, limits: ListLimits): Promise<DirectoryListing> {
     const real = await realpathOfExistingPrefix(hostPath);
-    if (!isInside(this.root, real)) throw outside(this.show(hostPath), this.shownRoot, ` (a symlink on it points to ${this.show(real)})`);
+    if (!isInside(this.root, real))
+      throw outside(this.show(hostPath), this.shownRoot, ` (a symlink on it points to ${this.show(real)})`);
     return this.#entryErrors(hostPath, () => listBeneath(this.root, real, limits));
   }
 
@@ -157,10 +170,13 @@ class LocalWorkspace implements Workspace {
   async replaceFile(hostPath: string, fill: (handle: FileHandle) => Promise<void>): Promise<{ created: boolean }> {
     // the link itself when the path is one (it is replaced): only the folders on the way are resolved
     const parent = await realpathOfExistingPrefix(path.dirname(hostPath));
-    if (!isInside(this.root, parent)) throw outside(this.show(hostPath), this.shownRoot, ` (a symlink on it points to ${this.show(parent)})`);
+    if (!isInside(this.root, parent))
+      throw outside(this.show(hostPath), this.shownRoot, ` (a symlink on it points to ${this.show(parent)})`);
     const owner = this.options.owner;
     const adopt = owner ? (handle: FileHandle) => handle.chown(owner.uid, owner.gid) : undefined;
-    return this.#entryErrors(hostPath, () => replaceBeneath(this.root, path.join(parent, path.basename(hostPath)), fill, adopt ? { adopt } : {}));
+    return this.#entryErrors(hostPath, () =>
+      replaceBeneath(this.root, path.join(parent, path.basename(hostPath)), fill, adopt ? { adopt } : {}),
+    );
   }
 
   /** What the file system said about a path, as the errors a caller can act on. */
@@ -173,11 +189,17 @@ class LocalWorkspace implements Workspace {
         case 'ENOENT':
           throw new ToolError(ToolErrorCode.NotFound, `${shown} does not exist.`, { cause: error });
         case 'ENOTDIR':
-          throw new ToolError(ToolErrorCode.NotADirectory, `${shown} is not a folder (or a part of it is a file).`, { cause: error });
+          throw new ToolError(ToolErrorCode.NotADirectory, `${shown} is not a folder (or a part of it is a file).`, {
+            cause: error,
+          });
         case 'EISDIR':
           throw new ToolError(ToolErrorCode.IsADirectory, `${shown} is a folder.`, { cause: error });
         case 'ENOTREG':
-          throw new ToolError(ToolErrorCode.NotARegularFile, `${shown} is not a regular file (a FIFO, socket or device).`, { cause: error });
+          throw new ToolError(
+            ToolErrorCode.NotARegularFile,
+            `${shown} is not a regular file (a FIFO, socket or device).`,
+            { cause: error },
+          );
         case 'ELOOP':
           // a folder on the way became a link since the path was resolved
           throw outside(shown, this.shownRoot, ' (a symlink on it changed while it was read)');
@@ -190,7 +212,12 @@ class LocalWorkspace implements Workspace {
   /** Where the path leads now (symlinks inside the workspace resolved), refused when that is outside. */
   async #realTarget(hostPath: string): Promise<string> {
     const real = await realpathOfExistingPrefix(hostPath);
-    if (!isInside(this.root, real) || real === this.root) throw outside(this.show(hostPath), this.shownRoot, real === this.root ? ' (it is the workspace itself)' : ` (a symlink on it points to ${this.show(real)})`);
+    if (!isInside(this.root, real) || real === this.root)
+      throw outside(
+        this.show(hostPath),
+        this.shownRoot,
+        real === this.root ? ' (it is the workspace itself)' : ` (a symlink on it points to ${this.show(real)})`,
+      );
     return real;
   }
 
@@ -199,7 +226,8 @@ class LocalWorkspace implements Workspace {
     const absolute = path.resolve(this.root, this.#toHost(requested));
     if (!isInside(this.root, absolute)) throw outside(requested, this.shownRoot, '');
     const real = await realpathOfExistingPrefix(absolute);
-    if (!isInside(this.root, real)) throw outside(requested, this.shownRoot, ` (a symlink on it points to ${this.show(real)})`);
+    if (!isInside(this.root, real))
+      throw outside(requested, this.shownRoot, ` (a symlink on it points to ${this.show(real)})`);
     return absolute;
   }
 

@@ -30,6 +30,8 @@ export async function listDirectory(directory: string): Promise<string> {
   };
   await walk(directory, 1);
   const header = `Files and directories up to 2 levels deep in ${directory}, excluding hidden items:`;
-  const footer = truncated ? `\n[Listing stopped at ${MAX_ENTRIES} entries; view a subdirectory or use the glob tool.]` : '';
+  const footer = truncated
+    ? `\n[Listing stopped at ${MAX_ENTRIES} entries; view a subdirectory or use the glob tool.]`
+    : '';
   return `${header}\n${directory}/\n${lines.join('\n')}${footer}`;
 }

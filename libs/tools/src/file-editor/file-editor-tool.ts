@@ -13,14 +13,27 @@ export const FileEditorParameters = z.object({
   command: z.enum(['view', 'create', 'str_replace', 'insert', 'undo_edit']).describe('The operation to perform.'),
   path: z.string().min(1).describe('Absolute path inside the workspace (or relative to the workspace root).'),
   file_text: z.string().optional().describe('Required for `create`: the content of the new file.'),
-  old_str: z.string().optional().describe('Required for `str_replace`: the exact text to replace; it must occur exactly once.'),
-  new_str: z.string().optional().describe('For `str_replace`: the replacement (empty to delete). Required for `insert`: the text to insert.'),
-  insert_line: z.number().int().min(0).optional().describe('Required for `insert`: new_str is inserted after this line (0 = start of file).'),
+  old_str: z
+    .string()
+    .optional()
+    .describe('Required for `str_replace`: the exact text to replace; it must occur exactly once.'),
+  new_str: z
+    .string()
+    .optional()
+    .describe('For `str_replace`: the replacement (empty to delete). Required for `insert`: the text to insert.'),
+  insert_line: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('Required for `insert`: new_str is inserted after this line (0 = start of file).'),
   view_range: z
     .array(z.number().int())
     .length(2)
     .optional()
-    .describe('For `view` of a file: [start_line, end_line], 1-based and inclusive; end_line -1 means the end of the file.'),
+    .describe(
+      'For `view` of a file: [start_line, end_line], 1-based and inclusive; end_line -1 means the end of the file.',
+    ),
 });
 export type FileEditorParameters = z.infer<typeof FileEditorParameters>;
 
@@ -46,7 +59,10 @@ export function createFileEditorTool(): ToolDefinition<FileEditorParameters> {
       let filePath: string;
       try {
         // saved outputs (the service's read-only area) can be viewed, never changed
-        filePath = params.command === 'view' ? await context.workspace.resolveForReading(params.path) : await context.workspace.resolvePath(params.path);
+        filePath =
+          params.command === 'view'
+            ? await context.workspace.resolveForReading(params.path)
+            : await context.workspace.resolvePath(params.path);
       } catch (error) {
         if (isToolError(error)) return errorResult(error.message, { error_code: error.code });
         throw error;
@@ -57,12 +73,18 @@ export function createFileEditorTool(): ToolDefinition<FileEditorParameters> {
           case 'view':
             return await viewPath(filePath, params.view_range, context.workspace);
           case 'create':
-            return params.file_text === undefined ? missing('file_text', 'create') : await createFile(target, params.file_text);
+            return params.file_text === undefined
+              ? missing('file_text', 'create')
+              : await createFile(target, params.file_text);
           case 'str_replace':
-            return params.old_str === undefined ? missing('old_str', 'str_replace') : await replaceText(target, params.old_str, params.new_str ?? '');
+            return params.old_str === undefined
+              ? missing('old_str', 'str_replace')
+              : await replaceText(target, params.old_str, params.new_str ?? '');
           case 'insert':
             if (params.insert_line === undefined) return missing('insert_line', 'insert');
-            return params.new_str === undefined ? missing('new_str', 'insert') : await insertText(target, params.insert_line, params.new_str);
+            return params.new_str === undefined
+              ? missing('new_str', 'insert')
+              : await insertText(target, params.insert_line, params.new_str);
           case 'undo_edit':
             return await undoEdit(target);
         }

@@ -25,13 +25,19 @@ async function edit(params: Omit<FileEditorParameters, 'path'> & { path: string 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'flotilla-large-view-test-'));
   context = createToolContext({ workspace: await openWorkspace(dir), conversationId: 'c1' });
-  await writeFile(path.join(dir, 'large.txt'), Array.from({ length: LINES }, (_, index) => `${line(index + 1)}\n`).join(''));
+  await writeFile(
+    path.join(dir, 'large.txt'),
+    Array.from({ length: LINES }, (_, index) => `${line(index + 1)}\n`).join(''),
+  );
   // one line of 64 GiB (sparse: what is read of it shows whether a view reads the whole line)
   await writeFile(path.join(dir, 'one-line.txt'), 'z'.repeat(20_000));
   await truncate(path.join(dir, 'one-line.txt'), 64 * 1024 ** 3);
   // a sparse file of 64 GiB: what is read of it shows whether a view reads the whole file
   // (text in its first 8 KiB, where a NUL would make it binary)
-  await writeFile(path.join(dir, 'sparse.txt'), Array.from({ length: 300 }, (_, index) => `${line(index + 1)}\n`).join(''));
+  await writeFile(
+    path.join(dir, 'sparse.txt'),
+    Array.from({ length: 300 }, (_, index) => `${line(index + 1)}\n`).join(''),
+  );
   await truncate(path.join(dir, 'sparse.txt'), 64 * 1024 ** 3);
 });
 
@@ -53,13 +59,18 @@ describe('file_editor on a file too large to read whole', () => {
 
   it('views a range deep in it, and its last lines', async () => {
     const range = await edit({ command: 'view', path: 'large.txt', view_range: [400_000, 400_002] });
-    expect(range.text).toBe(`Here is the result of running \`cat -n\` on ${path.join(dir, 'large.txt')} (lines 400000-400002):\n${[400_000, 400_001, 400_002].map((number) => `${number}\t${line(number)}`).join('\n')}`);
+    expect(range.text).toBe(
+      `Here is the result of running \`cat -n\` on ${path.join(dir, 'large.txt')} (lines 400000-400002):\n${[400_000, 400_001, 400_002].map((number) => `${number}\t${line(number)}`).join('\n')}`,
+    );
     const last = await edit({ command: 'view', path: 'large.txt', view_range: [LINES - 1, -1] });
     expect(last.text.endsWith(`${LINES - 1}\t${line(LINES - 1)}\n${LINES}\t${line(LINES)}`)).toBe(true);
     const past = await edit({ command: 'view', path: 'large.txt', view_range: [LINES - 1, LINES + 5] });
     expect(past.text).toContain(`[The file ends at line ${LINES}.]`);
     const beyond = await edit({ command: 'view', path: 'large.txt', view_range: [LINES + 1, LINES + 2] });
-    expect(beyond).toEqual({ isError: true, text: `Invalid view_range [${LINES + 1}, ${LINES + 2}]: the first line must be between 1 and ${LINES} (the file has ${LINES} lines).` });
+    expect(beyond).toEqual({
+      isError: true,
+      text: `Invalid view_range [${LINES + 1}, ${LINES + 2}]: the first line must be between 1 and ${LINES} (the file has ${LINES} lines).`,
+    });
   });
 
   it('cuts a line longer than the view, and reads no further', async () => {
@@ -70,7 +81,9 @@ describe('file_editor on a file too large to read whole', () => {
     expect(view.text.length).toBeLessThanOrEqual(OUTPUT_BOUNDS.viewChars + 600);
     expect(view.text).toMatch(/^ {5}1\tz{1000}/m);
     const kept = OUTPUT_BOUNDS.viewChars - 7;
-    expect(view.text).toContain(`[Line 1 is longer than ${kept.toLocaleString('en-US')} characters; only its first ${kept.toLocaleString('en-US')} are shown. Read on by bytes in the terminal: \`tail -c +${kept + 1} `);
+    expect(view.text).toContain(
+      `[Line 1 is longer than ${kept.toLocaleString('en-US')} characters; only its first ${kept.toLocaleString('en-US')} are shown. Read on by bytes in the terminal: \`tail -c +${kept + 1} `,
+    );
   });
 
   it('reads only what the view needs: the first lines of a 64 GiB sparse file at once', async () => {

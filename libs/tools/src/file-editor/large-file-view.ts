@@ -51,7 +51,15 @@ async function scanLines(handle: FileHandle, start: number, end: number, deadlin
     current = [];
     currentBytes = 0;
   };
-  const scan = (stop: Stop, extra: Partial<Scan> = {}): Scan => ({ shown, firstShown: start, lastShown: start + shown.length - 1, stop, lines: line, bytes: position, ...extra });
+  const scan = (stop: Stop, extra: Partial<Scan> = {}): Scan => ({
+    shown,
+    firstShown: start,
+    lastShown: start + shown.length - 1,
+    stop,
+    lines: line,
+    bytes: position,
+    ...extra,
+  });
   for (;;) {
     if (Date.now() > deadline) return scan('deadline');
     const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, position);
@@ -94,21 +102,36 @@ async function scanLines(handle: FileHandle, start: number, end: number, deadlin
  * those of `viewRange`, read as far as the view needs, never the whole file into memory, and
  * within OUTPUT_BOUNDS.viewReadMs. Every way it stops short is said in a note with what to do next.
  */
-export async function viewLargeFile(handle: FileHandle, filePath: string, size: number, viewRange: readonly [number, number] | undefined): Promise<ToolResult> {
+export async function viewLargeFile(
+  handle: FileHandle,
+  filePath: string,
+  size: number,
+  viewRange: readonly [number, number] | undefined,
+): Promise<ToolResult> {
   const first = Buffer.alloc(Math.min(8192, size));
   await handle.read(first, 0, first.length, 0);
   if (first.includes(0)) return errorResult(notTextMessage(filePath, size));
   const [from, to] = viewRange ?? [1, -1];
   if (from < 1) return errorResult(`Invalid view_range [${from}, ${to}]: the first line must be 1 or more.`);
-  if (to !== -1 && to < from) return errorResult(`Invalid view_range [${from}, ${to}]: the last line must be -1 (end of file) or at least ${from}.`);
-  const scan = await scanLines(handle, from, to === -1 ? Number.POSITIVE_INFINITY : to, Date.now() + OUTPUT_BOUNDS.viewReadMs);
+  if (to !== -1 && to < from)
+    return errorResult(
+      `Invalid view_range [${from}, ${to}]: the last line must be -1 (end of file) or at least ${from}.`,
+    );
+  const scan = await scanLines(
+    handle,
+    from,
+    to === -1 ? Number.POSITIVE_INFINITY : to,
+    Date.now() + OUTPUT_BOUNDS.viewReadMs,
+  );
   if (scan.shown.length === 0) {
     if (scan.stop === 'deadline') {
       return errorResult(
         `Reading ${filePath} (${formatCount(size)} bytes) stopped after ${OUTPUT_BOUNDS.viewReadMs / 1_000} s at line ${formatCount(scan.lines)} (byte ${formatCount(scan.bytes)}), before line ${from}. Find what you need with grep -n, or read by bytes: \`tail -c +${scan.bytes + 1} ${filePath} | head -c 16000\`.`,
       );
     }
-    return errorResult(`Invalid view_range [${from}, ${to}]: the first line must be between 1 and ${scan.lines} (the file has ${scan.lines} lines).`);
+    return errorResult(
+      `Invalid view_range [${from}, ${to}]: the first line must be between 1 and ${scan.lines} (the file has ${scan.lines} lines).`,
+    );
   }
   const notes: string[] = [];
   const shownRange = `lines ${scan.firstShown}-${scan.lastShown}`;
@@ -125,12 +148,16 @@ export async function viewLargeFile(handle: FileHandle, filePath: string, size: 
       );
     }
   } else if (scan.stop === 'full' && scan.cutLine === undefined) {
-    notes.push(`[A view shows at most ${formatCount(OUTPUT_BOUNDS.viewChars)} characters: ${shownRange} of the range are shown; view from line ${scan.lastShown + 1} next.]`);
+    notes.push(
+      `[A view shows at most ${formatCount(OUTPUT_BOUNDS.viewChars)} characters: ${shownRange} of the range are shown; view from line ${scan.lastShown + 1} next.]`,
+    );
   } else if (scan.stop === 'end_of_file' && to !== -1 && scan.lastShown < to) {
     notes.push(`[The file ends at line ${scan.lastShown}.]`);
   }
   if (scan.stop === 'deadline') {
-    notes.push(`[Reading stopped after ${OUTPUT_BOUNDS.viewReadMs / 1_000} s at line ${formatCount(scan.lines)}; the file is ${formatCount(size)} bytes. Use grep -n or sed -n in the terminal for parts further in.]`);
+    notes.push(
+      `[Reading stopped after ${OUTPUT_BOUNDS.viewReadMs / 1_000} s at line ${formatCount(scan.lines)}; the file is ${formatCount(size)} bytes. Use grep -n or sed -n in the terminal for parts further in.]`,
+    );
   }
   const header = `Here is the result of running \`cat -n\` on ${filePath} (${shownRange}):\n`;
   return textResult(`${header}${scan.shown.join('\n')}${notes.length > 0 ? `\n${notes.join('\n')}` : ''}`);

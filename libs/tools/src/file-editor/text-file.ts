@@ -5,7 +5,8 @@ import { formatCount, OUTPUT_BOUNDS } from '../core/output-bounds.js';
 /** Largest file the editor loads. */
 export const MAX_EDITABLE_BYTES = OUTPUT_BOUNDS.editableBytes;
 
-export type TextFileRead = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly message: string };
+export type TextFileRead =
+  { readonly ok: true; readonly text: string } | { readonly ok: false; readonly message: string };
 
 /** How a file is opened for reading (e.g. Workspace.openFile, which follows no swapped symlink). */
 export type OpenForReading = (filePath: string) => Promise<FileHandle>;
@@ -51,13 +52,17 @@ export async function readAtMost(handle: FileHandle, limit: number, expected: nu
  * cannot be edited as text. Its size is checked before it is read, and no more than the limit
  * is read even when it grows meanwhile.
  */
-export async function readTextFile(filePath: string, openFile: OpenForReading = (file) => open(file, 'r')): Promise<TextFileRead> {
+export async function readTextFile(
+  filePath: string,
+  openFile: OpenForReading = (file) => open(file, 'r'),
+): Promise<TextFileRead> {
   const handle = await openFile(filePath);
   try {
     const { size } = await handle.stat();
     if (size > MAX_EDITABLE_BYTES) return { ok: false, message: tooLargeMessage(filePath, size) };
     const bytes = await readAtMost(handle, MAX_EDITABLE_BYTES, size);
-    if (bytes.length > MAX_EDITABLE_BYTES) return { ok: false, message: tooLargeMessage(filePath, (await handle.stat()).size) };
+    if (bytes.length > MAX_EDITABLE_BYTES)
+      return { ok: false, message: tooLargeMessage(filePath, (await handle.stat()).size) };
     return decoded(filePath, bytes);
   } finally {
     await handle.close();

@@ -44,7 +44,12 @@ describe('connectMcpServers over stdio', () => {
       [
         { name: 'fx', transport: 'stdio', command: process.execPath, args: [fixture], callTimeoutMs: 500 },
         { name: 'missing', transport: 'stdio', command: 'flotilla-no-such-command-xyz' },
-        { name: 'crashes', transport: 'stdio', command: process.execPath, args: ['-e', 'console.error("boom on start"); process.exit(3)'] },
+        {
+          name: 'crashes',
+          transport: 'stdio',
+          command: process.execPath,
+          args: ['-e', 'console.error("boom on start"); process.exit(3)'],
+        },
         { name: 'bad-config', transport: 'stdio', command: '' },
       ],
       { listTimeoutMs: 10_000 },
@@ -57,10 +62,16 @@ describe('connectMcpServers over stdio', () => {
 
     const registry = new ToolRegistry(connection.tools);
     const echo = registry.schemas().find((schema) => schema.name === 'fx_echo');
-    expect(echo?.parameters).toMatchObject({ type: 'object', properties: { text: { type: 'string' } }, required: ['text'] });
+    expect(echo?.parameters).toMatchObject({
+      type: 'object',
+      properties: { text: { type: 'string' } },
+      required: ['text'],
+    });
     expect(registry.get('fx_echo')?.annotations.readOnly).toBe(true);
 
-    expect(resultText(await registry.execute({ name: 'fx_echo', arguments: '{"text":"hi"}' }, context))).toBe('echo: hi');
+    expect(resultText(await registry.execute({ name: 'fx_echo', arguments: '{"text":"hi"}' }, context))).toBe(
+      'echo: hi',
+    );
     const failed = await registry.execute({ name: 'fx_fail', arguments: '{}' }, context);
     expect(failed.isError).toBe(true);
     expect(resultText(failed)).toContain('on purpose');
@@ -84,24 +95,33 @@ describe('connectMcpServers over stdio', () => {
         else if (r.method === 'tools/list') send({ id: r.id, result: { tools: [{ name: 'die', inputSchema: { type: 'object' } }] } });
         else if (r.method === 'tools/call') process.exit(7);
       });`;
-    const crashing = await connectMcpServers([{ name: 'crashy', transport: 'stdio', command: process.execPath, args: ['-e', exitsOnCall] }]);
+    const crashing = await connectMcpServers([
+      { name: 'crashy', transport: 'stdio', command: process.execPath, args: ['-e', exitsOnCall] },
+    ]);
     expect(crashing.isOpen()).toBe(true);
     const died = await new ToolRegistry(crashing.tools).execute({ name: 'crashy_die', arguments: '{}' }, context);
     expect(died.isError).toBe(true);
-    for (let attempt = 0; attempt < 50 && crashing.isOpen(); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let attempt = 0; attempt < 50 && crashing.isOpen(); attempt += 1)
+      await new Promise((resolve) => setTimeout(resolve, 20));
     expect(crashing.isOpen()).toBe(false);
     await crashing.close();
 
-    const fx = await connectMcpServers([{ name: 'fx', transport: 'stdio', command: process.execPath, args: [fixture] }]);
+    const fx = await connectMcpServers([
+      { name: 'fx', transport: 'stdio', command: process.execPath, args: [fixture] },
+    ]);
     expect(fx.isOpen()).toBe(true);
     await fx.close();
     expect(fx.isOpen()).toBe(false);
-    const none = await connectMcpServers([{ name: 'missing', transport: 'stdio', command: 'flotilla-no-such-command-xyz' }]);
+    const none = await connectMcpServers([
+      { name: 'missing', transport: 'stdio', command: 'flotilla-no-such-command-xyz' },
+    ]);
     expect(none.isOpen()).toBe(false);
   });
 
   it('can keep the server tool names unprefixed', async () => {
-    await using connection = await connectMcpServers([{ name: 'fx', transport: 'stdio', command: process.execPath, args: [fixture], prefix: false }]);
+    await using connection = await connectMcpServers([
+      { name: 'fx', transport: 'stdio', command: process.execPath, args: [fixture], prefix: false },
+    ]);
     expect(connection.tools.map((tool) => tool.name)).toContain('echo');
   });
 });
@@ -113,7 +133,8 @@ describe('connectMcpServers over Streamable HTTP', () => {
   beforeAll(async () => {
     const portFile = path.join(dir, 'port');
     server = spawn(process.execPath, [fixture, '--http', portFile], { stdio: 'ignore' });
-    for (let attempt = 0; attempt < 100 && !existsSync(portFile); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let attempt = 0; attempt < 100 && !existsSync(portFile); attempt += 1)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     url = `http://127.0.0.1:${(await readFile(portFile, 'utf8')).trim()}/mcp`;
   });
 
@@ -137,9 +158,12 @@ const everything = resolveEverythingServer();
 
 describe.skipIf(everything === undefined)('reference server @modelcontextprotocol/server-everything', () => {
   it('lists and calls its echo tool', async () => {
-    await using connection = await connectMcpServers([{ name: 'everything', transport: 'stdio', command: process.execPath, args: [everything ?? '', 'stdio'] }], {
-      listTimeoutMs: 20_000,
-    });
+    await using connection = await connectMcpServers(
+      [{ name: 'everything', transport: 'stdio', command: process.execPath, args: [everything ?? '', 'stdio'] }],
+      {
+        listTimeoutMs: 20_000,
+      },
+    );
     expect(connection.failures).toEqual([]);
     const echo = connection.tools.find((tool) => tool.name === 'everything_echo');
     expect(echo).toBeDefined();

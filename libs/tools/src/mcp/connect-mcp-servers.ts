@@ -42,7 +42,10 @@ export type McpConnection = {
 
 function createTransport(config: McpServerConfig, stderrTail: string[], sandbox: Sandbox | undefined): Transport {
   if (config.transport === 'http') {
-    return new StreamableHTTPClientTransport(new URL(config.url), config.headers ? { requestInit: { headers: config.headers } } : undefined);
+    return new StreamableHTTPClientTransport(
+      new URL(config.url),
+      config.headers ? { requestInit: { headers: config.headers } } : undefined,
+    );
   }
   const keepTail = (text: string): void => {
     stderrTail.push(text);
@@ -96,18 +99,30 @@ async function listAllTools(client: Client, timeout: number): Promise<Tool[]> {
  * A server that is misconfigured, fails to start or to list is logged,
  * reported in `failures` and skipped; this never throws.
  */
-export async function connectMcpServers(configs: readonly McpServerConfigInput[], options: ConnectMcpOptions = {}): Promise<McpConnection> {
+export async function connectMcpServers(
+  configs: readonly McpServerConfigInput[],
+  options: ConnectMcpOptions = {},
+): Promise<McpConnection> {
   const logger = options.logger ?? silentLogger;
   const clients: Client[] = [];
   const failures: McpServerFailure[] = [];
   const tools: ToolDefinition<McpToolParameters>[] = [];
   const taken = new Set<string>();
 
-  const connectOne = async (input: McpServerConfigInput, index: number): Promise<{ config: McpServerConfig; client: Client; listed: Tool[] } | undefined> => {
+  const connectOne = async (
+    input: McpServerConfigInput,
+    index: number,
+  ): Promise<{ config: McpServerConfig; client: Client; listed: Tool[] } | undefined> => {
     const name = typeof input.name === 'string' && input.name !== '' ? input.name : `server #${index + 1}`;
     const parsed = McpServerConfigSchema.safeParse(input);
     if (!parsed.success) {
-      failures.push({ server: name, error: new ToolError(ToolErrorCode.McpConnectFailed, `Invalid MCP server configuration for "${name}": ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`) });
+      failures.push({
+        server: name,
+        error: new ToolError(
+          ToolErrorCode.McpConnectFailed,
+          `Invalid MCP server configuration for "${name}": ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+        ),
+      });
       return undefined;
     }
     const config = parsed.data;
@@ -122,13 +137,20 @@ export async function connectMcpServers(configs: readonly McpServerConfigInput[]
         timeout,
         `Connecting to MCP server "${config.name}"`,
       );
-      const listed = await withTimeout(listAllTools(client, timeout), timeout, `Listing the tools of MCP server "${config.name}"`);
+      const listed = await withTimeout(
+        listAllTools(client, timeout),
+        timeout,
+        `Listing the tools of MCP server "${config.name}"`,
+      );
       return { config, client, listed };
     } catch (error) {
       await client.close().catch(() => undefined);
       const stderr = stderrTail.join('').trim();
       const message = `MCP server "${config.name}" could not be started or listed: ${describeError(error)}${stderr === '' ? '' : ` (stderr: ${stderr.slice(-500)})`}`;
-      failures.push({ server: config.name, error: new ToolError(ToolErrorCode.McpConnectFailed, message, { cause: error, isRetryable: true }) });
+      failures.push({
+        server: config.name,
+        error: new ToolError(ToolErrorCode.McpConnectFailed, message, { cause: error, isRetryable: true }),
+      });
       logger.warn({ server: config.name, err: error }, 'MCP server skipped');
       return undefined;
     }
@@ -150,7 +172,9 @@ export async function connectMcpServers(configs: readonly McpServerConfigInput[]
         continue;
       }
       taken.add(exposedName);
-      tools.push(createMcpTool({ client: server.client, serverName: server.config.name, tool, exposedName, callTimeoutMs }));
+      tools.push(
+        createMcpTool({ client: server.client, serverName: server.config.name, tool, exposedName, callTimeoutMs }),
+      );
     }
     logger.info({ server: server.config.name, tools: server.listed.length }, 'MCP server connected');
   }

@@ -35,11 +35,16 @@ export function createMcpTool(options: {
     resources: () => (readOnly ? [] : [`mcp:${serverName}`]),
     async execute(params, context) {
       try {
-        const result = await client.callTool({ name: tool.name, arguments: params }, undefined, { timeout: callTimeoutMs, signal: context.signal });
+        const result = await client.callTool({ name: tool.name, arguments: params }, undefined, {
+          timeout: callTimeoutMs,
+          signal: context.signal,
+        });
         return fromMcpResult(result as Record<string, unknown>);
       } catch (error) {
         context.logger.warn({ server: serverName, tool: tool.name, err: error }, 'MCP tool call failed');
-        return errorResult(`The MCP tool "${tool.name}" on server "${serverName}" failed: ${describeError(error)}`, { error_code: ToolErrorCode.McpCallFailed });
+        return errorResult(`The MCP tool "${tool.name}" on server "${serverName}" failed: ${describeError(error)}`, {
+          error_code: ToolErrorCode.McpCallFailed,
+        });
       }
     },
   };
@@ -49,7 +54,11 @@ export function createMcpTool(options: {
  * A tool a server listed that cannot be called now (its server could not be started again): every
  * call is an error result saying why, which the model reads.
  */
-export function unavailableMcpTool(options: { readonly exposedName: string; readonly serverName: string; readonly reason: string }): ToolDefinition<McpToolParameters> {
+export function unavailableMcpTool(options: {
+  readonly exposedName: string;
+  readonly serverName: string;
+  readonly reason: string;
+}): ToolDefinition<McpToolParameters> {
   const { exposedName, serverName, reason } = options;
   return {
     name: exposedName,
@@ -57,6 +66,11 @@ export function unavailableMcpTool(options: { readonly exposedName: string; read
     parameters: McpArguments,
     annotations: { readOnly: false, destructive: true, idempotent: false, openWorld: true },
     resources: () => [`mcp:${serverName}`],
-    execute: () => Promise.resolve(errorResult(`The MCP tool "${exposedName}" could not be called: ${reason}`, { error_code: ToolErrorCode.McpConnectFailed })),
+    execute: () =>
+      Promise.resolve(
+        errorResult(`The MCP tool "${exposedName}" could not be called: ${reason}`, {
+          error_code: ToolErrorCode.McpConnectFailed,
+        }),
+      ),
   };
 }

@@ -74,7 +74,10 @@ export class SandboxStdioTransport implements Transport {
     const child = this.#process;
     if (child && !child.hasExited) {
       child.stdin.end();
-      const exited = await Promise.race([child.exited.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000))]);
+      const exited = await Promise.race([
+        child.exited.then(() => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 2_000)),
+      ]);
       if (!exited) child.signal('SIGKILL');
     }
     this.#finish();

@@ -35,8 +35,15 @@ describe('an MCP stdio server in the conversation’s sandbox', () => {
   beforeAll(async () => {
     root = await mkdtemp(path.join(os.tmpdir(), 'flotilla-mcp-sandbox-'));
     await mkdir(path.join(root, 'workspace'));
-    const provider = createBwrapProvider(DEFAULT_SANDBOX_SETTINGS, { stateDir: path.join(root, 'state'), ownedRoot: root });
-    sandbox = await provider.open({ id: 'acme.mcp', workspace: path.join(root, 'workspace'), env: { CONVERSATION_TOKEN: 'tok-1234' } });
+    const provider = createBwrapProvider(DEFAULT_SANDBOX_SETTINGS, {
+      stateDir: path.join(root, 'state'),
+      ownedRoot: root,
+    });
+    sandbox = await provider.open({
+      id: 'acme.mcp',
+      workspace: path.join(root, 'workspace'),
+      env: { CONVERSATION_TOKEN: 'tok-1234' },
+    });
   });
   afterAll(async () => {
     await sandbox?.close();
@@ -47,12 +54,27 @@ describe('an MCP stdio server in the conversation’s sandbox', () => {
     await writeFile(path.join(root, 'workspace', 'in-workspace.txt'), 'x');
     await writeFile(path.join(root, 'workspace', 'where-server.mjs'), WHERE_SERVER);
     process.env['FLOTILLA_SERVICE_SETTING'] = 'never-inside';
-    const connection = await connectMcpServers([{ name: 'where', transport: 'stdio', command: 'node', args: ['/workspace/where-server.mjs', root], env: { SERVER_OPTION: 'on' } }], { sandbox });
+    const connection = await connectMcpServers(
+      [
+        {
+          name: 'where',
+          transport: 'stdio',
+          command: 'node',
+          args: ['/workspace/where-server.mjs', root],
+          env: { SERVER_OPTION: 'on' },
+        },
+      ],
+      { sandbox },
+    );
     delete process.env['FLOTILLA_SERVICE_SETTING'];
     try {
       expect(connection.failures).toEqual([]);
       const registry = new ToolRegistry([...connection.tools]);
-      const context = createToolContext({ workspace: await openWorkspace(path.join(root, 'workspace')), sandbox, conversationId: 'acme.mcp' });
+      const context = createToolContext({
+        workspace: await openWorkspace(path.join(root, 'workspace')),
+        sandbox,
+        conversationId: 'acme.mcp',
+      });
       const said = resultText(await registry.execute({ name: 'where_where', arguments: '{}' }, context));
       expect(said).toMatch(/^{/);
       const seen = JSON.parse(said) as { cwd: string; workspaceFile: boolean; serviceHome: boolean; env: string[] };
@@ -65,7 +87,10 @@ describe('an MCP stdio server in the conversation’s sandbox', () => {
   });
 
   it('a server that cannot start in the sandbox is reported with its stderr', async () => {
-    const connection = await connectMcpServers([{ name: 'missing', transport: 'stdio', command: 'node', args: ['/nonexistent/server.mjs'] }], { sandbox, listTimeoutMs: 10_000 });
+    const connection = await connectMcpServers(
+      [{ name: 'missing', transport: 'stdio', command: 'node', args: ['/nonexistent/server.mjs'] }],
+      { sandbox, listTimeoutMs: 10_000 },
+    );
     expect(connection.tools).toEqual([]);
     expect(connection.failures[0]?.error.message).toMatch(/could not be started or listed.*Cannot find module/s);
     await connection.close();

@@ -10,8 +10,14 @@ import { searchLimits } from './search-options.js';
 import { resolveSearchRoot } from './search-path.js';
 
 export const GlobParameters = z.object({
-  pattern: z.string().min(1).describe('Glob relative to `path`, e.g. "**/*.ts", "src/*.{js,json}" or "README*" (no slash: any depth).'),
-  path: z.string().optional().describe('Directory to search (absolute or relative to the workspace root). Defaults to the root.'),
+  pattern: z
+    .string()
+    .min(1)
+    .describe('Glob relative to `path`, e.g. "**/*.ts", "src/*.{js,json}" or "README*" (no slash: any depth).'),
+  path: z
+    .string()
+    .optional()
+    .describe('Directory to search (absolute or relative to the workspace root). Defaults to the root.'),
 });
 export type GlobParameters = z.infer<typeof GlobParameters>;
 
@@ -42,14 +48,19 @@ export function createGlobTool(options: SearchToolOptions = {}): ToolDefinition<
         },
         { timeoutMs: limits.timeoutMs, signal: context.signal },
       );
-      if (!outcome.ok) return unfinishedSearchResult(outcome.reason, limits, 'Narrow the path or use a more specific pattern.');
+      if (!outcome.ok)
+        return unfinishedSearchResult(outcome.reason, limits, 'Narrow the path or use a more specific pattern.');
       const { paths, count, truncated } = outcome.reply;
       if (count === 0) {
         const notes = truncationNote(truncated, limits, 'examined');
-        return textResult([`No files match ${JSON.stringify(params.pattern)} in ${resolved.root}.`, ...notes].join('\n'), { count: 0, ...(notes.length > 0 ? { truncated: true } : {}) });
+        return textResult(
+          [`No files match ${JSON.stringify(params.pattern)} in ${resolved.root}.`, ...notes].join('\n'),
+          { count: 0, ...(notes.length > 0 ? { truncated: true } : {}) },
+        );
       }
       const notes: string[] = [];
-      if (count > maxResults) notes.push(`[${count - maxResults} more files match; use a more specific pattern or path.]`);
+      if (count > maxResults)
+        notes.push(`[${count - maxResults} more files match; use a more specific pattern or path.]`);
       notes.push(...truncationNote(truncated, limits, 'examined'));
       return textResult([...paths, ...notes].join('\n'), { count, truncated: notes.length > 0 });
     },

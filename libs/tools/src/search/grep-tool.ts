@@ -12,8 +12,14 @@ import { resolveSearchRoot } from './search-path.js';
 export type { SearchToolOptions } from './search-options.js';
 
 export const GrepParameters = z.object({
-  pattern: z.string().min(1).describe('A JavaScript regular expression searched line by line, e.g. "function\\s+\\w+".'),
-  path: z.string().optional().describe('File or directory to search (absolute or relative to the workspace root). Defaults to the root.'),
+  pattern: z
+    .string()
+    .min(1)
+    .describe('A JavaScript regular expression searched line by line, e.g. "function\\s+\\w+".'),
+  path: z
+    .string()
+    .optional()
+    .describe('File or directory to search (absolute or relative to the workspace root). Defaults to the root.'),
   include: z.string().optional().describe('Only search files matching this glob, e.g. "*.ts" or "src/**/*.{ts,tsx}".'),
   case_sensitive: z.boolean().default(true).describe('Set false for a case-insensitive search.'),
 });
@@ -40,7 +46,9 @@ export function createGrepTool(options: SearchToolOptions = {}): ToolDefinition<
       try {
         regex = new RegExp(params.pattern, params.case_sensitive ? '' : 'i');
       } catch (error) {
-        return errorResult(`Invalid regular expression ${JSON.stringify(params.pattern)}: ${(error as Error).message}. Escape special characters such as ( [ { . * + ? with a backslash.`);
+        return errorResult(
+          `Invalid regular expression ${JSON.stringify(params.pattern)}: ${(error as Error).message}. Escape special characters such as ( [ { . * + ? with a backslash.`,
+        );
       }
       const resolved = await resolveSearchRoot(params.path, context);
       if (!resolved.ok) return resolved.result;
@@ -61,14 +69,23 @@ export function createGrepTool(options: SearchToolOptions = {}): ToolDefinition<
         },
         { timeoutMs: limits.timeoutMs, signal: context.signal },
       );
-      if (!outcome.ok) return unfinishedSearchResult(outcome.reason, limits, 'Narrow the path or the include glob, or simplify the pattern.');
+      if (!outcome.ok)
+        return unfinishedSearchResult(
+          outcome.reason,
+          limits,
+          'Narrow the path or the include glob, or simplify the pattern.',
+        );
       const { lines, matchCount, filesWithMatches, truncated } = outcome.reply;
       if (matchCount === 0) {
         const notes = truncationNote(truncated, limits, 'searched');
-        return textResult([`No matches for ${JSON.stringify(params.pattern)} in ${resolved.root}.`, ...notes].join('\n'), { matches: 0, ...(notes.length > 0 ? { truncated: true } : {}) });
+        return textResult(
+          [`No matches for ${JSON.stringify(params.pattern)} in ${resolved.root}.`, ...notes].join('\n'),
+          { matches: 0, ...(notes.length > 0 ? { truncated: true } : {}) },
+        );
       }
       const notes: string[] = [];
-      if (matchCount >= maxResults) notes.push(`[Stopped at ${maxResults} matches; narrow the pattern, path or include glob.]`);
+      if (matchCount >= maxResults)
+        notes.push(`[Stopped at ${maxResults} matches; narrow the pattern, path or include glob.]`);
       notes.push(...truncationNote(truncated, limits, 'searched'));
       const header = `${matchCount} match(es) in ${filesWithMatches} file(s) (paths relative to ${context.workspace.root}):`;
       return textResult([header, ...lines, ...notes].join('\n'), { matches: matchCount, truncated: notes.length > 0 });

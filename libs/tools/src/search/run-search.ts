@@ -52,7 +52,9 @@ export type GlobReply = {
 type ReplyOf<R> = R extends GrepRequest ? GrepReply : GlobReply;
 
 /** The reply, or why there is none: over time, cancelled, or over the worker's memory bound. */
-export type SearchOutcome<R> = { readonly ok: true; readonly reply: R } | { readonly ok: false; readonly reason: 'timeout' | 'cancelled' | 'memory' };
+export type SearchOutcome<R> =
+  | { readonly ok: true; readonly reply: R }
+  | { readonly ok: false; readonly reason: 'timeout' | 'cancelled' | 'memory' };
 
 export type SearchBounds = { readonly timeoutMs: number; readonly signal: AbortSignal };
 
@@ -77,7 +79,11 @@ function resolveIgnoreModule(): string {
     try {
       ignoreModulePath = here.resolve('ignore');
     } catch (error) {
-      throw new ToolError(ToolErrorCode.ExecutionFailed, 'The search cannot load the `ignore` package (a dependency of @flotilla/tools); reinstall the dependencies (`npm ci`).', { cause: error });
+      throw new ToolError(
+        ToolErrorCode.ExecutionFailed,
+        'The search cannot load the `ignore` package (a dependency of @flotilla/tools); reinstall the dependencies (`npm ci`).',
+        { cause: error },
+      );
     }
   }
   return ignoreModulePath;
@@ -88,7 +94,10 @@ function resolveIgnoreModule(): string {
  * tree can block this thread. The worker is terminated when `timeoutMs` passes or `signal` aborts.
  * A failure of the worker itself (a bug) throws.
  */
-export function runSearch<R extends GrepRequest | GlobRequest>(request: R, bounds: SearchBounds): Promise<SearchOutcome<ReplyOf<R>>> {
+export function runSearch<R extends GrepRequest | GlobRequest>(
+  request: R,
+  bounds: SearchBounds,
+): Promise<SearchOutcome<ReplyOf<R>>> {
   if (bounds.signal.aborted) return Promise.resolve({ ok: false, reason: 'cancelled' });
   const workerData = { ...request, ignoreModule: resolveIgnoreModule() };
   return new Promise((resolve, reject) => {
@@ -115,9 +124,16 @@ export function runSearch<R extends GrepRequest | GlobRequest>(request: R, bound
     worker.once('error', (error: Error & { code?: string }) =>
       settle(() => {
         if (error.code === 'ERR_WORKER_OUT_OF_MEMORY') resolve({ ok: false, reason: 'memory' });
-        else reject(new ToolError(ToolErrorCode.ExecutionFailed, `The search failed: ${error.message}`, { cause: error }));
+        else
+          reject(new ToolError(ToolErrorCode.ExecutionFailed, `The search failed: ${error.message}`, { cause: error }));
       }),
     );
-    worker.once('exit', (code) => settle(() => reject(new ToolError(ToolErrorCode.ExecutionFailed, `The search stopped (exit code ${code}) without a result.`))));
+    worker.once('exit', (code) =>
+      settle(() =>
+        reject(
+          new ToolError(ToolErrorCode.ExecutionFailed, `The search stopped (exit code ${code}) without a result.`),
+        ),
+      ),
+    );
   });
 }

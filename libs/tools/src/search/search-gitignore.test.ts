@@ -22,8 +22,17 @@ async function put(relative: string, content = 'needle\n'): Promise<void> {
 
 /** Files grep found `needle` in, relative to the workspace root, sorted. */
 async function grepped(searchPath?: string): Promise<string[]> {
-  const text = resultText(await grep.execute({ pattern: 'needle', case_sensitive: true, ...(searchPath ? { path: searchPath } : {}) }, context));
-  return text.split('\n').slice(1).map((line) => line.slice(0, line.indexOf(':'))).sort();
+  const text = resultText(
+    await grep.execute(
+      { pattern: 'needle', case_sensitive: true, ...(searchPath ? { path: searchPath } : {}) },
+      context,
+    ),
+  );
+  return text
+    .split('\n')
+    .slice(1)
+    .map((line) => line.slice(0, line.indexOf(':')))
+    .sort();
 }
 
 beforeAll(async () => {

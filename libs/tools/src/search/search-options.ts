@@ -17,5 +17,11 @@ export type SearchLimits = Required<SearchToolOptions> & {
 export function searchLimits(options: SearchToolOptions): SearchLimits {
   const maxFiles = options.maxFiles ?? 50_000;
   const maxDirectories = options.maxDirectories ?? 10_000;
-  return { maxResults: options.maxResults ?? 100, maxFiles, maxDirectories, maxEntries: 10 * (maxFiles + maxDirectories), timeoutMs: options.timeoutMs ?? 10_000 };
+  return {
+    maxResults: options.maxResults ?? 100,
+    maxFiles,
+    maxDirectories,
+    maxEntries: 10 * (maxFiles + maxDirectories),
+    timeoutMs: options.timeoutMs ?? 10_000,
+  };
 }

@@ -5,7 +5,10 @@ import type { ToolResult } from '../core/result.js';
 import { errorResult } from '../core/result.js';
 
 /** Resolve the directory (or file) to search, or an error result for the model. */
-export async function resolveSearchRoot(requested: string | undefined, context: ToolContext): Promise<{ ok: true; root: string } | { ok: false; result: ToolResult }> {
+export async function resolveSearchRoot(
+  requested: string | undefined,
+  context: ToolContext,
+): Promise<{ ok: true; root: string } | { ok: false; result: ToolResult }> {
   let root: string;
   try {
     root = await context.workspace.resolvePath(requested ?? '.');
@@ -13,7 +16,10 @@ export async function resolveSearchRoot(requested: string | undefined, context: 
     if (isToolError(error)) return { ok: false, result: errorResult(error.message, { error_code: error.code }) };
     throw error;
   }
-  const exists = await stat(root).then(() => true, () => false);
+  const exists = await stat(root).then(
+    () => true,
+    () => false,
+  );
   if (!exists) return { ok: false, result: errorResult(`The path ${root} does not exist.`) };
   return { ok: true, root };
 }

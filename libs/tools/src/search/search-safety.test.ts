@@ -13,14 +13,21 @@ import { createGrepTool } from './grep-tool.js';
 
 const HOSTILE = { pattern: '(a+)+$', case_sensitive: true } as const;
 
-async function temporaryWorkspace(prefix: string): Promise<{ dir: string; context: (signal?: AbortSignal) => ToolContext }> {
+async function temporaryWorkspace(
+  prefix: string,
+): Promise<{ dir: string; context: (signal?: AbortSignal) => ToolContext }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
   const workspace = await openWorkspace(dir);
-  return { dir: workspace.root, context: (signal) => createToolContext({ workspace, conversationId: 'c1', ...(signal ? { signal } : {}) }) };
+  return {
+    dir: workspace.root,
+    context: (signal) => createToolContext({ workspace, conversationId: 'c1', ...(signal ? { signal } : {}) }),
+  };
 }
 
 /** Ticks of a 10 ms timer on this thread while `work` runs, and the longest gap between two. */
-async function whileTicking<T>(work: () => Promise<T>): Promise<{ value: T; ticks: number; longestGapMs: number; elapsedMs: number }> {
+async function whileTicking<T>(
+  work: () => Promise<T>,
+): Promise<{ value: T; ticks: number; longestGapMs: number; elapsedMs: number }> {
   const started = performance.now();
   let last = started;
   let ticks = 0;
@@ -49,7 +56,12 @@ describe('a pattern that backtracks catastrophically', () => {
 
   it('fails with an error result at the time bound while this thread keeps running', async () => {
     const grep = createGrepTool({ timeoutMs: 1_500 });
-    const { value: result, ticks, longestGapMs, elapsedMs } = await whileTicking(() => grep.execute(HOSTILE, space.context()));
+    const {
+      value: result,
+      ticks,
+      longestGapMs,
+      elapsedMs,
+    } = await whileTicking(() => grep.execute(HOSTILE, space.context()));
     expect(result.isError).toBe(true);
     expect(resultText(result)).toContain('took longer than 1.5 s');
     expect(resultText(result)).toContain('Narrow the path or the include glob, or simplify the pattern');
@@ -64,7 +76,9 @@ describe('a pattern that backtracks catastrophically', () => {
     const grep = createGrepTool({ timeoutMs: 120_000 });
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 200);
-    const { value: result, elapsedMs } = await whileTicking(() => grep.execute(HOSTILE, space.context(controller.signal)));
+    const { value: result, elapsedMs } = await whileTicking(() =>
+      grep.execute(HOSTILE, space.context(controller.signal)),
+    );
     expect(result.isError).toBe(true);
     expect(resultText(result)).toContain('cancelled');
     expect(elapsedMs).toBeLessThan(10_000);
@@ -77,7 +91,10 @@ describe('a pattern that backtracks catastrophically', () => {
   });
 
   it('the same search with a pattern that does not backtrack finishes', async () => {
-    const result = await createGrepTool({ timeoutMs: 5_000 }).execute({ pattern: 'a+b$', case_sensitive: true }, space.context());
+    const result = await createGrepTool({ timeoutMs: 5_000 }).execute(
+      { pattern: 'a+b$', case_sensitive: true },
+      space.context(),
+    );
     expect(resultText(result)).toContain('evil.txt:1:');
   });
 });
@@ -100,7 +117,10 @@ describe('symlinks and special files', () => {
     const grep = createGrepTool({ timeoutMs: 5_000 });
     const found = await grep.execute({ pattern: 'needle', case_sensitive: true }, space.context());
     expect(found.isError).toBe(false);
-    expect(resultText(found).split('\n')).toEqual([`1 match(es) in 1 file(s) (paths relative to ${space.dir}):`, 'a/file.txt:1: needle']);
+    expect(resultText(found).split('\n')).toEqual([
+      `1 match(es) in 1 file(s) (paths relative to ${space.dir}):`,
+      'a/file.txt:1: needle',
+    ]);
     const listed = await createGlobTool({ timeoutMs: 5_000 }).execute({ pattern: '**/*' }, space.context());
     expect(resultText(listed).split('\n')).toEqual([path.join(space.dir, 'a', 'file.txt')]);
     const named = await grep.execute({ pattern: 'needle', path: 'link.txt', case_sensitive: true }, space.context());
@@ -118,7 +138,8 @@ describe('a huge tree', () => {
     const big = path.join(space.dir, 'big');
     await mkdir(big);
     for (let index = 0; index < fileCount; index += 1) closeSync(openSync(path.join(big, `f${index}.txt`), 'w'));
-    for (let index = 0; index < 30; index += 1) await mkdir(path.join(space.dir, 'dirs', `d${index}`), { recursive: true });
+    for (let index = 0; index < 30; index += 1)
+      await mkdir(path.join(space.dir, 'dirs', `d${index}`), { recursive: true });
   }, 120_000);
   afterAll(() => rm(space.dir, { recursive: true, force: true }), 120_000);
 
@@ -134,7 +155,9 @@ describe('a huge tree', () => {
 
   it('says a search without matches was truncated', async () => {
     const grep = createGrepTool({ maxFiles: 100, timeoutMs: 10_000 });
-    const text = resultText(await grep.execute({ pattern: 'never', path: 'big', case_sensitive: true }, space.context()));
+    const text = resultText(
+      await grep.execute({ pattern: 'never', path: 'big', case_sensitive: true }, space.context()),
+    );
     expect(text).toContain('No matches');
     expect(text).toContain('[Only the first 100 files were searched.]');
   });

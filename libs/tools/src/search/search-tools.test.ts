@@ -64,8 +64,12 @@ describe('grep', () => {
   });
 
   it('honours include globs, paths and case-insensitivity', async () => {
-    expect(resultText(await grep.execute({ pattern: 'function', include: '*.md', case_sensitive: false }, context))).toContain('README.md:1:');
-    const scoped = resultText(await grep.execute({ pattern: 'export', path: 'src/deep', case_sensitive: true }, context));
+    expect(
+      resultText(await grep.execute({ pattern: 'function', include: '*.md', case_sensitive: false }, context)),
+    ).toContain('README.md:1:');
+    const scoped = resultText(
+      await grep.execute({ pattern: 'export', path: 'src/deep', case_sensitive: true }, context),
+    );
     expect(scoped).toContain('src/deep/util.tsx:1:');
     expect(scoped).not.toContain('new.ts');
   });
@@ -78,7 +82,9 @@ describe('grep', () => {
     expect(resultText(invalid)).toContain('Invalid regular expression');
     const outside = await grep.execute({ pattern: 'x', path: '/etc', case_sensitive: true }, context);
     expect(resultText(outside)).toContain('outside the workspace');
-    expect(resultText(await grep.execute({ pattern: 'zzz-none', case_sensitive: true }, context))).toContain('No matches');
+    expect(resultText(await grep.execute({ pattern: 'zzz-none', case_sensitive: true }, context))).toContain(
+      'No matches',
+    );
   });
 });
 

@@ -12,7 +12,8 @@ export type FinishParameters = z.infer<typeof FinishParameters>;
 export function createFinishTool(): ToolDefinition<FinishParameters> {
   return defineTool({
     name: FINISH_TOOL_NAME,
-    description: 'Finish the task: call this when the work is complete (or cannot continue), with a message summarising the outcome for the user.',
+    description:
+      'Finish the task: call this when the work is complete (or cannot continue), with a message summarising the outcome for the user.',
     parameters: FinishParameters,
     annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: false },
     resources: () => [],

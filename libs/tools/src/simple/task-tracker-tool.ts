@@ -29,7 +29,9 @@ const MARK: Readonly<Record<TaskStatus, string>> = { todo: '[ ]', in_progress: '
 function render(tasks: readonly Task[]): string {
   if (tasks.length === 0) return 'The task list is empty. Use command "plan" to create one.';
   const done = tasks.filter((task) => task.status === 'done').length;
-  const lines = tasks.map((task, index) => `${index + 1}. ${MARK[task.status]} ${task.title}${task.notes ? `\n   ${task.notes}` : ''}`);
+  const lines = tasks.map(
+    (task, index) => `${index + 1}. ${MARK[task.status]} ${task.title}${task.notes ? `\n   ${task.notes}` : ''}`,
+  );
   return `Tasks (${done}/${tasks.length} done):\n${lines.join('\n')}`;
 }
 
@@ -46,7 +48,8 @@ async function load(file: string): Promise<Task[] | Error> {
 export function createTaskTrackerTool(): ToolDefinition<TaskTrackerParameters> {
   return defineTool({
     name: 'task_tracker',
-    description: 'Keep a task list for multi-step work: `plan` replaces the whole list (each task has a title, a status todo/in_progress/done and optional notes); `view` shows it. Update it as you progress.',
+    description:
+      'Keep a task list for multi-step work: `plan` replaces the whole list (each task has a title, a status todo/in_progress/done and optional notes); `view` shows it. Update it as you progress.',
     parameters: TaskTrackerParameters,
     annotations: { readOnly: false, destructive: false, idempotent: true, openWorld: false },
     resources: (_params, context) => [`tasks:${context.conversationId}`],

@@ -10,7 +10,8 @@ export type ThinkParameters = z.infer<typeof ThinkParameters>;
 export function createThinkTool(): ToolDefinition<ThinkParameters> {
   return defineTool({
     name: 'think',
-    description: 'Think through a problem, brainstorm fixes or plan the next steps. It changes nothing and fetches nothing; it only records the thought.',
+    description:
+      'Think through a problem, brainstorm fixes or plan the next steps. It changes nothing and fetches nothing; it only records the thought.',
     parameters: ThinkParameters,
     annotations: { readOnly: true, destructive: false, idempotent: true, openWorld: false },
     resources: () => [],

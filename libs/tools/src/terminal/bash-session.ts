@@ -93,7 +93,10 @@ export class BashSession {
     // the sandbox starts: the shell opens it only for the first command.
     const [{ tempDir, fifo }, child] = await Promise.all([
       makeFifo(),
-      sandbox.spawn('bash', ['--noprofile', '--norc'], { cwd: options.cwd, ...(options.env ? { env: options.env } : {}) }),
+      sandbox.spawn('bash', ['--noprofile', '--norc'], {
+        cwd: options.cwd,
+        ...(options.env ? { env: options.env } : {}),
+      }),
     ]);
     const marker = `__FLOTILLA_DONE_${randomBytes(6).toString('hex')}__`;
     const session = new BashSession(sandbox, child, fifo, tempDir, options.cwd, marker, options.bufferCapacity);
@@ -178,11 +181,23 @@ export class BashSession {
       this.#cwd = taken.marker.cwd;
       this.#state = this.#state === 'exited' ? 'exited' : 'idle';
       await this.closeInput();
-      return { output: taken.text, dropped: taken.dropped, completed: true, exitCode: taken.marker.exitCode, cwd: this.#cwd };
+      return {
+        output: taken.text,
+        dropped: taken.dropped,
+        completed: true,
+        exitCode: taken.marker.exitCode,
+        cwd: this.#cwd,
+      };
     }
     if (this.#state === 'exited') {
       await this.closeInput();
-      return { output: taken.text, dropped: taken.dropped, completed: true, cwd: this.#cwd, shellExitCode: this.#shellExitCode ?? 0 };
+      return {
+        output: taken.text,
+        dropped: taken.dropped,
+        completed: true,
+        cwd: this.#cwd,
+        shellExitCode: this.#shellExitCode ?? 0,
+      };
     }
     return { output: taken.text, dropped: taken.dropped, completed: false, cwd: this.#cwd };
   }

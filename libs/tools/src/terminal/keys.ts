@@ -21,7 +21,23 @@ const NAMED_KEYS: Readonly<Record<string, string>> = {
   space: ' ',
 };
 
-export const NAMED_KEY_NAMES = ['C-c', 'C-d', 'C-z', 'C-\\', 'C-<letter>', 'Enter', 'Tab', 'Escape', 'Up', 'Down', 'Left', 'Right', 'Home', 'End', 'BSpace'] as const;
+export const NAMED_KEY_NAMES = [
+  'C-c',
+  'C-d',
+  'C-z',
+  'C-\\',
+  'C-<letter>',
+  'Enter',
+  'Tab',
+  'Escape',
+  'Up',
+  'Down',
+  'Left',
+  'Right',
+  'Home',
+  'End',
+  'BSpace',
+] as const;
 
 /**
  * Interpret `is_input` text: a named key (`C-c`, `Enter`, `Up`…) or raw text,
@@ -36,7 +52,11 @@ export function interpretInput(input: string): KeyAction {
     if (key === '\\') return { kind: 'signal', signal: 'SIGQUIT' };
     if (key === 'd') return { kind: 'eof' };
     if (key === 'z') {
-      return { kind: 'unsupported', reason: 'C-z (suspend) is not supported: this terminal has no job control. Use C-c to interrupt, or run long jobs in the background with `&`.' };
+      return {
+        kind: 'unsupported',
+        reason:
+          'C-z (suspend) is not supported: this terminal has no job control. Use C-c to interrupt, or run long jobs in the background with `&`.',
+      };
     }
     const code = key.charCodeAt(0);
     if (code >= 0x61 && code <= 0x7a) return { kind: 'text', text: String.fromCharCode(code & 0x1f) };

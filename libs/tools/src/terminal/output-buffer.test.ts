@@ -20,7 +20,9 @@ describe('OutputBuffer', () => {
     expect(taken.marker).toEqual({ exitCode: 0, cwd: '/workspace' });
     expect(taken.dropped).toBe(chunks * 65_536 - capacity);
     expect(taken.text.startsWith('h'.repeat(65_536) + 'm')).toBe(true);
-    expect(taken.text).toContain(`\n[... ${(chunks * 65_536 - capacity).toLocaleString('en-US')} bytes of output were dropped here ...]\n`);
+    expect(taken.text).toContain(
+      `\n[... ${(chunks * 65_536 - capacity).toLocaleString('en-US')} bytes of output were dropped here ...]\n`,
+    );
     expect(taken.text.endsWith('m' + 't'.repeat(65_536))).toBe(true);
     expect(taken.text.length).toBeLessThan(capacity + 100);
   });

@@ -87,7 +87,11 @@ export class OutputBuffer {
   #lastBytes(count: number): Buffer {
     const parts: Buffer[] = [];
     let left = count;
-    const sources = [this.#staging === undefined ? [] : [this.#staging.subarray(0, this.#staged)], this.#tail, this.#head];
+    const sources = [
+      this.#staging === undefined ? [] : [this.#staging.subarray(0, this.#staged)],
+      this.#tail,
+      this.#head,
+    ];
     for (const source of sources) {
       for (let index = source.length - 1; index >= 0 && left > 0; index -= 1) {
         const part = source[index]!;
@@ -110,7 +114,11 @@ export class OutputBuffer {
     if (this.#dropped > 0) {
       // the tail starts wherever the drop left it: a fresh decoder (a cut character shows as U+FFFD)
       const tailDecoder = new StringDecoder('utf8');
-      text = head + this.#decoder.end() + droppedNote(this.#dropped) + tailDecoder.write(Buffer.concat(this.#tail, this.#tailSize));
+      text =
+        head +
+        this.#decoder.end() +
+        droppedNote(this.#dropped) +
+        tailDecoder.write(Buffer.concat(this.#tail, this.#tailSize));
       this.#decoder = tailDecoder;
     } else {
       text = head + this.#decoder.write(Buffer.concat(this.#tail, this.#tailSize));

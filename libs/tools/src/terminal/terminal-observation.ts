@@ -33,12 +33,18 @@ function statusLines(input: ObservationInput): { lines: string[]; isError: boole
         : outcome === 'over_quota'
           ? `The workspace went over its size quota of ${formatBytes(input.quotaBytes ?? 0)}, so the command was stopped; delete files to make room`
           : 'The run was cancelled';
-    lines.push(input.killed ? `[${why}; it did not stop after C-c, so the shell was killed.]` : `[${why} and was interrupted with C-c.]`);
+    lines.push(
+      input.killed
+        ? `[${why}; it did not stop after C-c, so the shell was killed.]`
+        : `[${why} and was interrupted with C-c.]`,
+    );
   }
   if ((input.outOfMemoryKills ?? 0) > 0) {
     isError = true;
     const count = input.outOfMemoryKills === 1 ? 'a process' : `${input.outOfMemoryKills} processes`;
-    lines.push(`[The sandbox ran out of memory (its limit holds all its processes together), so the kernel killed ${count} in it. Use less memory at once: fewer processes side by side, or smaller data.]`);
+    lines.push(
+      `[The sandbox ran out of memory (its limit holds all its processes together), so the kernel killed ${count} in it. Use less memory at once: fewer processes side by side, or smaller data.]`,
+    );
   }
   if (collected.shellExitCode !== undefined) {
     lines.push(
@@ -47,7 +53,10 @@ function statusLines(input: ObservationInput): { lines: string[]; isError: boole
   } else if (collected.completed) {
     lines.push(`[The command completed with exit code ${collected.exitCode ?? 'unknown'}.]`);
   } else if (outcome === 'soft_timeout' || outcome === 'max_wait') {
-    const why = outcome === 'soft_timeout' ? `has printed nothing new for ${input.softTimeoutSeconds} seconds` : 'is still producing output';
+    const why =
+      outcome === 'soft_timeout'
+        ? `has printed nothing new for ${input.softTimeoutSeconds} seconds`
+        : 'is still producing output';
     lines.push(
       `[The command ${why} and is still running (it may be waiting for input). Send an empty command to get more output, send input or keys with is_input=true (e.g. C-c to interrupt), or set a longer timeout next time.]`,
     );
@@ -63,7 +72,13 @@ export async function terminalObservation(input: ObservationInput): Promise<Tool
   const gap = collected.dropped > 0 ? droppedNote(collected.dropped).length : 0;
   const readable = readableTerminalText(collected.output, collected.output.length - gap + collected.dropped);
   const totalCharacters = readable.length - gap + collected.dropped;
-  const bounded = await boundOutput(readable, { toolName: 'terminal', outputDir: input.outputDir, limit: input.outputLimit, totalCharacters, ...(input.redact ? { redact: input.redact } : {}) });
+  const bounded = await boundOutput(readable, {
+    toolName: 'terminal',
+    outputDir: input.outputDir,
+    limit: input.outputLimit,
+    totalCharacters,
+    ...(input.redact ? { redact: input.redact } : {}),
+  });
   const { lines, isError } = statusLines(input);
   const parts = [...input.notes];
   if (bounded.text !== '') parts.push(bounded.text.endsWith('\n') ? bounded.text.slice(0, -1) : bounded.text);

@@ -32,9 +32,14 @@ export class TerminalSessions {
    * the same sandbox; a shell of a sandbox that was stopped since (idle, new secrets) is replaced
    * without it: whoever stopped the sandbox tells the agent.
    */
-  async acquire(conversationId: string, sandbox: Sandbox, cwd: string): Promise<{ session: BashSession; restarted: BashSession | undefined }> {
+  async acquire(
+    conversationId: string,
+    sandbox: Sandbox,
+    cwd: string,
+  ): Promise<{ session: BashSession; restarted: BashSession | undefined }> {
     const existing = this.#sessions.get(conversationId);
-    if (existing !== undefined && existing.state !== 'exited' && existing.sandbox === sandbox) return { session: existing, restarted: undefined };
+    if (existing !== undefined && existing.state !== 'exited' && existing.sandbox === sandbox)
+      return { session: existing, restarted: undefined };
     if (existing !== undefined) await existing.close();
     const sameSandbox = existing?.sandbox === sandbox;
     const session = await this.create(sandbox, sameSandbox ? existing.cwd : cwd);

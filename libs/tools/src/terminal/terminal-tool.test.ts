@@ -85,7 +85,10 @@ describe('terminal', () => {
   });
 
   it('interrupts a never-ending command at the hard timeout', async () => {
-    const { result, text, details } = await run({ command: 'while true; do sleep 0.1; done; echo after-loop', timeout: 1 });
+    const { result, text, details } = await run({
+      command: 'while true; do sleep 0.1; done; echo after-loop',
+      timeout: 1,
+    });
     expect(result.isError).toBe(true);
     expect(text).toContain('timed out after 1 seconds and was interrupted with C-c');
     expect(text).not.toContain('after-loop');

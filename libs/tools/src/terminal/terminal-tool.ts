@@ -35,17 +35,26 @@ export const TerminalParameters = z.object({
   command: z
     .string()
     .default('')
-    .describe('The bash command to run. Empty to get more output from a command that is still running. With is_input=true, the text or key to send to it.'),
+    .describe(
+      'The bash command to run. Empty to get more output from a command that is still running. With is_input=true, the text or key to send to it.',
+    ),
   is_input: z
     .boolean()
     .default(false)
-    .describe(`Send \`command\` to the running process instead of starting a new command: raw text (followed by Enter) or a named key: ${NAMED_KEY_NAMES.join(', ')}.`),
+    .describe(
+      `Send \`command\` to the running process instead of starting a new command: raw text (followed by Enter) or a named key: ${NAMED_KEY_NAMES.join(', ')}.`,
+    ),
   timeout: z
     .number()
     .positive()
     .optional()
-    .describe('Hard timeout in seconds: the command is interrupted when it runs longer. Without it, the call returns when the command prints nothing new for a while, and the command keeps running.'),
-  reset: z.boolean().default(false).describe('Kill the shell and start a fresh one (cwd and environment are lost), then run `command` if given.'),
+    .describe(
+      'Hard timeout in seconds: the command is interrupted when it runs longer. Without it, the call returns when the command prints nothing new for a while, and the command keeps running.',
+    ),
+  reset: z
+    .boolean()
+    .default(false)
+    .describe('Kill the shell and start a fresh one (cwd and environment are lost), then run `command` if given.'),
 });
 export type TerminalParameters = z.infer<typeof TerminalParameters>;
 
@@ -66,10 +75,20 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
   const graceMs = (options.interruptGraceSeconds ?? 3) * 1_000;
   const outputLimit = (options.outputLimit ?? OUTPUT_BOUNDS.outputChars) - 1_000;
   const sessions = new TerminalSessions((sandbox, cwd) =>
-    Session.start({ sandbox, cwd, ...(options.env ? { env: options.env } : {}), bufferCapacity: options.bufferCapacity ?? OUTPUT_BOUNDS.terminalBufferBytes }),
+    Session.start({
+      sandbox,
+      cwd,
+      ...(options.env ? { env: options.env } : {}),
+      bufferCapacity: options.bufferCapacity ?? OUTPUT_BOUNDS.terminalBufferBytes,
+    }),
   );
 
-  async function observe(session: BashSession, context: ToolContext, hardTimeoutSeconds: number | undefined, notes: string[]): Promise<ToolResult> {
+  async function observe(
+    session: BashSession,
+    context: ToolContext,
+    hardTimeoutSeconds: number | undefined,
+    notes: string[],
+  ): Promise<ToolResult> {
     const hardTimeoutMs = hardTimeoutSeconds === undefined ? undefined : hardTimeoutSeconds * 1_000;
     const quota = context.workspaceQuotaBytes;
     const killsBefore = context.sandbox.outOfMemoryKills?.();
@@ -84,11 +103,29 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
       killed = (await interruptCommand(session, graceMs)).killed;
     }
     const collected = await session.collect();
-    const outOfMemoryKills = killsBefore === undefined ? 0 : (context.sandbox.outOfMemoryKills?.() ?? killsBefore) - killsBefore;
-    return terminalObservation({ collected, outcome, softTimeoutSeconds, hardTimeoutSeconds, ...(quota === undefined ? {} : { quotaBytes: quota }), killed, outOfMemoryKills, notes, outputDir: context.outputDir, outputLimit, ...(context.redact ? { redact: context.redact } : {}) });
+    const outOfMemoryKills =
+      killsBefore === undefined ? 0 : (context.sandbox.outOfMemoryKills?.() ?? killsBefore) - killsBefore;
+    return terminalObservation({
+      collected,
+      outcome,
+      softTimeoutSeconds,
+      hardTimeoutSeconds,
+      ...(quota === undefined ? {} : { quotaBytes: quota }),
+      killed,
+      outOfMemoryKills,
+      notes,
+      outputDir: context.outputDir,
+      outputLimit,
+      ...(context.redact ? { redact: context.redact } : {}),
+    });
   }
 
-  async function sendInput(session: BashSession, input: string, context: ToolContext, notes: string[]): Promise<ToolResult> {
+  async function sendInput(
+    session: BashSession,
+    input: string,
+    context: ToolContext,
+    notes: string[],
+  ): Promise<ToolResult> {
     const action = interpretInput(input);
     if (action.kind === 'unsupported') return errorResult(action.reason);
     if (action.kind === 'signal') session.signal(action.signal);
@@ -104,19 +141,29 @@ export function createTerminalTool(options: TerminalToolOptions = {}): TerminalT
     if (params.reset) {
       session = await sessions.reset(context.conversationId, context.sandbox, root);
       notes.push(`[The terminal was reset: a fresh shell started in ${root}.]`);
-      if (params.command.trim() === '') return { content: [{ type: 'text', text: notes.join('\n') }], isError: false, details: { cwd: root, exit_code: null, still_running: false } };
+      if (params.command.trim() === '')
+        return {
+          content: [{ type: 'text', text: notes.join('\n') }],
+          isError: false,
+          details: { cwd: root, exit_code: null, still_running: false },
+        };
     } else {
       const acquired = await sessions.acquire(context.conversationId, context.sandbox, root);
       session = acquired.session;
-      if (acquired.restarted !== undefined) notes.push(`[The previous shell had exited; a new shell started in ${session.cwd}.]`);
+      if (acquired.restarted !== undefined)
+        notes.push(`[The previous shell had exited; a new shell started in ${session.cwd}.]`);
     }
     const running = session.state === 'running';
     if (params.is_input) {
-      if (!running) return errorResult('No command is running, so there is nothing to send input to. Run a command with is_input=false.');
+      if (!running)
+        return errorResult(
+          'No command is running, so there is nothing to send input to. Run a command with is_input=false.',
+        );
       return sendInput(session, params.command, context, notes);
     }
     if (params.command.trim() === '') {
-      if (!running) return errorResult('No command is running, so there is no more output to get. Provide a command to run.');
+      if (!running)
+        return errorResult('No command is running, so there is no more output to get. Provide a command to run.');
       return observe(session, context, params.timeout, notes);
     }
     if (running) {

@@ -35,7 +35,10 @@ const fraction = fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true });
 
 const batchStep = fc.record({
   kind: fc.constant('batch' as const),
-  outcomes: fc.array(fc.constantFrom<Outcome>('ok', 'ok', 'ok', 'error', 'reject', 'duplicate', 'failed'), { minLength: 1, maxLength: 4 }),
+  outcomes: fc.array(fc.constantFrom<Outcome>('ok', 'ok', 'ok', 'error', 'reject', 'duplicate', 'failed'), {
+    minLength: 1,
+    maxLength: 4,
+  }),
   order: fc.array(fc.nat(), { minLength: 4, maxLength: 4 }),
   thinking: fc.boolean(),
   invalidFirst: fc.boolean(),
@@ -53,7 +56,14 @@ const condenseStep = fc.record({
 
 export const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
   { arbitrary: fc.constantFrom({ kind: 'user' as const }, { kind: 'agent' as const }), weight: 3 },
-  { arbitrary: fc.constantFrom({ kind: 'free-error' as const }, { kind: 'noise' as const }, { kind: 'request' as const }), weight: 1 },
+  {
+    arbitrary: fc.constantFrom(
+      { kind: 'free-error' as const },
+      { kind: 'noise' as const },
+      { kind: 'request' as const },
+    ),
+    weight: 1,
+  },
   { arbitrary: batchStep, weight: 6 },
   { arbitrary: condenseStep, weight: 2 },
 );
@@ -80,7 +90,9 @@ function runBatch(log: TestLog, step: Extract<Step, { kind: 'batch' }>): void {
     invalid: step.invalidFirst ? [0] : [],
   });
   log.noise(actions.map((action) => action.id));
-  const order = actions.map((action, index) => ({ action, index, key: step.order[index] ?? 0 })).sort((a, b) => a.key - b.key);
+  const order = actions
+    .map((action, index) => ({ action, index, key: step.order[index] ?? 0 }))
+    .sort((a, b) => a.key - b.key);
   order.forEach(({ action, index }, answeredSoFar) => {
     if (answeredSoFar === step.userAfter) log.user('while the tools ran');
     answer(log, action, step.outcomes[index] ?? 'ok');
@@ -96,14 +108,21 @@ function runCondense(log: TestLog, step: Extract<Step, { kind: 'condense' }>, vi
   if (!step.good) {
     const events = log.events;
     const [a, b] = [Math.floor(step.from * events.length), Math.floor(step.to * events.length)].sort((x, y) => x - y);
-    const ids = events.slice(a, b).filter((_, index) => index % 2 === 0 || step.offset % 2 === 0).map((e) => e.id);
+    const ids = events
+      .slice(a, b)
+      .filter((_, index) => index % 2 === 0 || step.offset % 2 === 0)
+      .map((e) => e.id);
     log.condense(ids, summary, step.offset);
     return undefined;
   }
   const indices = manipulationIndices(view);
   const pick = (at: number): number => indices[Math.floor(at * indices.length)] ?? 0;
   const [from, to] = [pick(step.from), pick(step.to)].sort((x, y) => x - y) as [number, number];
-  const condensation = log.condense(view.items.slice(from, to).map((item) => item.id), summary, from);
+  const condensation = log.condense(
+    view.items.slice(from, to).map((item) => item.id),
+    summary,
+    from,
+  );
   return summary === undefined ? { from, to } : { from, to, summaryId: condensation.id };
 }
 

@@ -18,7 +18,11 @@ export function longLog(size: number): Event[] {
       const view = buildView(log.events);
       const forgotten = view.items.slice(1, Math.floor(view.items.length / 2)).map((item) => item.id);
       const boundary = view.items.findIndex((item, index) => index >= forgotten.length + 1 && item.type === 'message');
-      lastSummary = log.condense(view.items.slice(1, boundary).map((item) => item.id), `summary after ${lastSummary ?? 'nothing'}`, 1).id;
+      lastSummary = log.condense(
+        view.items.slice(1, boundary).map((item) => item.id),
+        `summary after ${lastSummary ?? 'nothing'}`,
+        1,
+      ).id;
     }
   }
   return log.events;

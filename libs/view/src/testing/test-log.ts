@@ -1,6 +1,9 @@
 import type { ActionEvent, Event, EventDraft } from '@flotilla/events';
 
-type Body<T extends Event['type']> = Omit<Extract<EventDraft, { type: T }>, 'v' | 'id' | 'type' | 'tenant' | 'conversation' | 'source' | 'timestamp'>;
+type Body<T extends Event['type']> = Omit<
+  Extract<EventDraft, { type: T }>,
+  'v' | 'id' | 'type' | 'tenant' | 'conversation' | 'source' | 'timestamp'
+>;
 
 export type BatchOptions = {
   readonly size?: number;
@@ -47,7 +50,11 @@ export class TestLog {
 
   agent(text: string) {
     this.counter += 1;
-    return this.push('message', 'agent', { role: 'assistant', content: [{ type: 'text', text }], response_id: `r${this.counter}` });
+    return this.push('message', 'agent', {
+      role: 'assistant',
+      content: [{ type: 'text', text }],
+      response_id: `r${this.counter}`,
+    });
   }
 
   /** One LLM response with `size` parallel tool calls. */
@@ -65,7 +72,11 @@ export class TestLog {
           arguments: `{"command":"echo ${call}"}`,
           input: options.invalid?.includes(call) ? null : { command: `echo ${call}` },
           thought: first && options.thought !== undefined ? [{ type: 'text', text: options.thought }] : [],
-          ...(thinking ? { reasoning: { thinking_blocks: [{ type: 'thinking', thinking: 'hmm', signature: `sig-${responseId}` }] } } : {}),
+          ...(thinking
+            ? {
+                reasoning: { thinking_blocks: [{ type: 'thinking', thinking: 'hmm', signature: `sig-${responseId}` }] },
+              }
+            : {}),
           response_id: responseId,
           security_risk: 'low',
         }),
@@ -85,7 +96,10 @@ export class TestLog {
   }
 
   error(action: ActionEvent | undefined, error = 'something went wrong') {
-    const call = action === undefined ? {} : { action_id: action.id, tool_call_id: action.tool_call_id, tool_name: action.tool_name };
+    const call =
+      action === undefined
+        ? {}
+        : { action_id: action.id, tool_call_id: action.tool_call_id, tool_name: action.tool_name };
     return this.push('agent_error', 'agent', { ...call, error });
   }
 

@@ -33,7 +33,10 @@ export function viewProblems(events: readonly Event[], view: View): string[] {
   const items = view.items;
   const actions = new Map(events.filter((e): e is ActionEvent => e.type === 'action').map((a) => [a.id, a]));
   const forgotten = new Set(events.flatMap((e) => (e.type === 'condensation' ? e.forgotten_event_ids : [])));
-  const results = events.filter((e): e is ResultEvent => (e.type === 'observation' || e.type === 'agent_error' || e.type === 'user_rejection') && isResultEvent(e));
+  const results = events.filter(
+    (e): e is ResultEvent =>
+      (e.type === 'observation' || e.type === 'agent_error' || e.type === 'user_rejection') && isResultEvent(e),
+  );
 
   const system = events.filter((e) => e.type === 'system_prompt').at(-1);
   if (system !== undefined && items[0]?.id !== system.id) problems.push('system prompt is not first');
@@ -42,7 +45,8 @@ export function viewProblems(events: readonly Event[], view: View): string[] {
   for (const item of items) {
     if (ids.has(item.id)) problems.push(`item ${item.id} appears twice`);
     ids.add(item.id);
-    if (forgotten.has(item.id) && item.type !== 'system_prompt') problems.push(`forgotten item ${item.id} is in the view`);
+    if (forgotten.has(item.id) && item.type !== 'system_prompt')
+      problems.push(`forgotten item ${item.id} is in the view`);
   }
 
   // (a) + (d): every batch is followed by exactly one result per call, the first one not forgotten.
@@ -67,7 +71,8 @@ export function viewProblems(events: readonly Event[], view: View): string[] {
         continue;
       }
       const first = results.find((r) => !forgotten.has(r.id) && answeredBy(r, actions)?.id === action.id);
-      if (first?.id !== answer.id) problems.push(`call ${action.id} is answered by ${answer.id}, not the first result ${first?.id}`);
+      if (first?.id !== answer.id)
+        problems.push(`call ${action.id} is answered by ${answer.id}, not the first result ${first?.id}`);
     }
   }
 
@@ -83,11 +88,16 @@ export function viewProblems(events: readonly Event[], view: View): string[] {
   for (const loop of logLoops(events)) {
     const present = loop.filter((key) => blockOf.has(key));
     if (present.length === 0) continue;
-    const complete = loop.filter((key) => [...actions.values()].filter((a) => a.response_id === key).every((a) => answered.has(a.id)));
+    const complete = loop.filter((key) =>
+      [...actions.values()].filter((a) => a.response_id === key).every((a) => answered.has(a.id)),
+    );
     if (complete.some((key) => !blockOf.has(key))) problems.push(`tool loop ${loop[0]} is cut`);
-    const positions = items.flatMap((item, index) => (item.type === 'action' && present.includes(item.response_id) ? [index] : []));
+    const positions = items.flatMap((item, index) =>
+      item.type === 'action' && present.includes(item.response_id) ? [index] : [],
+    );
     const between = items.slice(Math.min(...positions), Math.max(...positions) + 1);
-    if (between.some((item) => item.type !== 'action' && !isResultEvent(item))) problems.push(`tool loop ${loop[0]} is interrupted`);
+    if (between.some((item) => item.type !== 'action' && !isResultEvent(item)))
+      problems.push(`tool loop ${loop[0]} is interrupted`);
   }
   return problems;
 }

@@ -11,7 +11,12 @@ export type StoredDeliveryOptions = {
 };
 
 /** The commit stored at `seq`, delivered as the group's consumer delivers it (first delivery). */
-export async function storedDelivery(log: EventLog, ref: ConversationRef, seq: number, options: StoredDeliveryOptions = {}): Promise<Delivery> {
+export async function storedDelivery(
+  log: EventLog,
+  ref: ConversationRef,
+  seq: number,
+  options: StoredDeliveryOptions = {},
+): Promise<Delivery> {
   const stored = await log.jsm.direct.getMessage(log.streamName, { seq });
   if (!stored) throw new Error(`no message ${seq}`);
   const laterQueued = options.laterQueued ?? (() => false);

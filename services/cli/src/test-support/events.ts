@@ -1,9 +1,17 @@
 import { parseEvent, protocolVersionOf, type Event, type EventDraft, type EventSource } from '@flotilla/events';
 
-type Body<T extends Event['type']> = Omit<Extract<EventDraft, { type: T }>, 'v' | 'id' | 'tenant' | 'conversation' | 'source' | 'timestamp' | 'type' | 'parent'>;
+type Body<T extends Event['type']> = Omit<
+  Extract<EventDraft, { type: T }>,
+  'v' | 'id' | 'tenant' | 'conversation' | 'source' | 'timestamp' | 'type' | 'parent'
+>;
 
 /** A valid event for tests: the envelope filled in, the body as given (validated by the real schema). */
-export function testEvent<T extends Event['type']>(type: T, seq: number, body: Body<T>, source: EventSource = 'agent'): Extract<Event, { type: T }> {
+export function testEvent<T extends Event['type']>(
+  type: T,
+  seq: number,
+  body: Body<T>,
+  source: EventSource = 'agent',
+): Extract<Event, { type: T }> {
   return parseEvent({
     v: protocolVersionOf(type),
     id: `ev-${seq}`,
@@ -29,7 +37,12 @@ export function terminalAction(seq: number, command: string, thought = ''): Extr
   });
 }
 
-export function terminalResult(seq: number, actionSeq: number, output: string, exitCode: number): Extract<Event, { type: 'observation' }> {
+export function terminalResult(
+  seq: number,
+  actionSeq: number,
+  output: string,
+  exitCode: number,
+): Extract<Event, { type: 'observation' }> {
   return testEvent(
     'observation',
     seq,
@@ -37,7 +50,12 @@ export function terminalResult(seq: number, actionSeq: number, output: string, e
       action_id: `ev-${actionSeq}`,
       tool_call_id: `call-${actionSeq}`,
       tool_name: 'terminal',
-      content: [{ type: 'text', text: `${output}\n[The command completed with exit code ${exitCode}.]\n[Current working directory: /workspace]` }],
+      content: [
+        {
+          type: 'text',
+          text: `${output}\n[The command completed with exit code ${exitCode}.]\n[Current working directory: /workspace]`,
+        },
+      ],
       is_error: exitCode !== 0,
       details: { exit_code: exitCode, cwd: '/workspace', still_running: false, timed_out: false },
     },
@@ -45,10 +63,23 @@ export function terminalResult(seq: number, actionSeq: number, output: string, e
   );
 }
 
-export function statusChange(seq: number, status: Extract<Event, { type: 'state_change' }>['status'], reason?: string): Extract<Event, { type: 'state_change' }> {
+export function statusChange(
+  seq: number,
+  status: Extract<Event, { type: 'state_change' }>['status'],
+  reason?: string,
+): Extract<Event, { type: 'state_change' }> {
   return testEvent('state_change', seq, { status, ...(reason === undefined ? {} : { reason }) }, 'system');
 }
 
-export function message(seq: number, text: string, source: 'user' | 'agent' = 'agent'): Extract<Event, { type: 'message' }> {
-  return testEvent('message', seq, { role: source === 'user' ? 'user' : 'assistant', content: [{ type: 'text', text }] }, source);
+export function message(
+  seq: number,
+  text: string,
+  source: 'user' | 'agent' = 'agent',
+): Extract<Event, { type: 'message' }> {
+  return testEvent(
+    'message',
+    seq,
+    { role: source === 'user' ? 'user' : 'assistant', content: [{ type: 'text', text }] },
+    source,
+  );
 }

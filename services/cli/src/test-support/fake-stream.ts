@@ -22,7 +22,11 @@ export class FakeStream {
 
   readonly client = {
     getConversation: async (id: string): Promise<Conversation> => ({ id }) as Conversation,
-    searchEvents: async (): Promise<EventPage> => ({ items: [...this.log].reverse(), next_cursor: null, prev_cursor: null }),
+    searchEvents: async (): Promise<EventPage> => ({
+      items: [...this.log].reverse(),
+      next_cursor: null,
+      prev_cursor: null,
+    }),
     subscribe: (id: string, options: SubscribeOptions = {}) => {
       this.subscribedId = id;
       this.options = options;

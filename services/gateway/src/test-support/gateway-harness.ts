@@ -66,7 +66,10 @@ export const HARNESS_AGENT = parseAgentConfig({ llm: { provider: 'openai-chat', 
  * A gateway in this process on a real nats-server (no agent services): REST and sockets work;
  * commands append, but nothing steps. For whole-system tests use tests/support/system.ts.
  */
-export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}, options: HarnessOptions = {}): Promise<GatewayHarness> {
+export async function startGatewayHarness(
+  overrides: Partial<GatewayConfig> = {},
+  options: HarnessOptions = {},
+): Promise<GatewayHarness> {
   const nats = await startNats({ preferExternal: false });
   const nc = await connect({ servers: nats.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
   const log = await EventLog.open(nc);
@@ -81,7 +84,10 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   const secrets = secretsKey === null ? undefined : await SecretWriter.open(nc, { key: secretsKey });
   const secretReader = secretsKey === null ? undefined : await SecretReader.open(nc, { key: secretsKey });
   // webhooks' signing secrets are encrypted with the same key
-  const webhooks = secretsKey === null ? undefined : { registry: await WebhookRegistry.open(nc, { key: secretsKey }), deadLetters: await DeadLetterStore.bind(nc) };
+  const webhooks =
+    secretsKey === null
+      ? undefined
+      : { registry: await WebhookRegistry.open(nc, { key: secretsKey }), deadLetters: await DeadLetterStore.bind(nc) };
   const index = new ConversationIndex(snapshots.kv, logger);
   await index.start();
   // the projector's part of a delete (removing the conversation's log)
@@ -90,13 +96,31 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
   const schedules = await ScheduleStore.open(nc);
   const config: GatewayConfig = { ...DEFAULT_GATEWAY_CONFIG, port: 0, adminKey: ADMIN_KEY, webUi: false, ...overrides };
   const gateway = await buildGateway(
-    { nc, log, snapshots, index, keys, images, logger, instance: 'harness', version: FLOTILLA_VERSION, tools: [{ name: 'terminal', description: 'shell' }], catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT), ...(secrets ? { secrets } : {}), ...(webhooks ? { webhooks } : {}), schedules },
+    {
+      nc,
+      log,
+      snapshots,
+      index,
+      keys,
+      images,
+      logger,
+      instance: 'harness',
+      version: FLOTILLA_VERSION,
+      tools: [{ name: 'terminal', description: 'shell' }],
+      catalog: options.catalog ?? new AgentCatalog(HARNESS_AGENT),
+      ...(secrets ? { secrets } : {}),
+      ...(webhooks ? { webhooks } : {}),
+      schedules,
+    },
     config,
   );
   const url = await gateway.app.listen({ host: '127.0.0.1', port: 0 });
-  const client = (apiKey: string): FlotillaClient => new FlotillaClient({ baseUrl: url, apiKey, WebSocket: NodeWebSocket });
-  const append = (ref: ConversationRef, drafts: (ref: ConversationRef) => readonly EventDraft[]): Promise<StoredCommit | null> =>
-    appendWithRetry(log, ref, () => drafts(ref));
+  const client = (apiKey: string): FlotillaClient =>
+    new FlotillaClient({ baseUrl: url, apiKey, WebSocket: NodeWebSocket });
+  const append = (
+    ref: ConversationRef,
+    drafts: (ref: ConversationRef) => readonly EventDraft[],
+  ): Promise<StoredCommit | null> => appendWithRetry(log, ref, () => drafts(ref));
   return {
     nats,
     nc,
@@ -114,7 +138,12 @@ export async function startGatewayHarness(overrides: Partial<GatewayConfig> = {}
     append,
     async produce(ref, count, text = 'tick') {
       for (let index = 0; index < count; index += 1) {
-        await append(ref, (r) => [draftEvent({ ...r, source: 'agent' }, 'message', { role: 'assistant', content: [{ type: 'text', text: `${text} ${index}` }] })]);
+        await append(ref, (r) => [
+          draftEvent({ ...r, source: 'agent' }, 'message', {
+            role: 'assistant',
+            content: [{ type: 'text', text: `${text} ${index}` }],
+          }),
+        ]);
       }
     },
     async [Symbol.asyncDispose]() {

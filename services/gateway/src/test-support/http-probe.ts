@@ -7,18 +7,37 @@ import { ACME_KEY, type GatewayHarness } from './gateway-harness.js';
 // ── requests and replies (through fastify's inject) ───────────────────────────────────────────
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE' | 'PUT' | 'OPTIONS' | 'HEAD';
-export type Reply = { status: number; text: string; json: unknown; headers: Record<string, string | string[] | number | undefined> };
-export type RequestSpec = { method: Method; url: string; key?: string | undefined; payload?: string | undefined; contentType?: string | undefined };
+export type Reply = {
+  status: number;
+  text: string;
+  json: unknown;
+  headers: Record<string, string | string[] | number | undefined>;
+};
+export type RequestSpec = {
+  method: Method;
+  url: string;
+  key?: string | undefined;
+  payload?: string | undefined;
+  contentType?: string | undefined;
+};
 
 export const MAX_BODY = 4_096;
 export const MAX_FRAME = 4_096;
 export const KNOWN_CODES: ReadonlySet<string> = new Set(ERROR_CODES);
 
 /** Small body and frame limits, no rate limit: a gateway to throw bad input at. */
-export const PROBE_CONFIG: Partial<GatewayConfig> = { maxBodyBytes: MAX_BODY, maxFrameBytes: MAX_FRAME, rateLimitPerSecond: 0, authTimeoutMs: 2_000 };
+export const PROBE_CONFIG: Partial<GatewayConfig> = {
+  maxBodyBytes: MAX_BODY,
+  maxFrameBytes: MAX_FRAME,
+  rateLimitPerSecond: 0,
+  authTimeoutMs: 2_000,
+};
 
 /** An acme conversation with a handful of events (cursors need more than one page), and its event ids. */
-export async function seedConversation(harness: GatewayHarness, title: string): Promise<{ conversation: string; eventIds: string[] }> {
+export async function seedConversation(
+  harness: GatewayHarness,
+  title: string,
+): Promise<{ conversation: string; eventIds: string[] }> {
   const conversation = (await harness.acme.createConversation({ title, message: 'first' })).conversation.id;
   await harness.produce({ tenant: 'acme', conversation }, 6, 'tick');
   const eventIds = (await harness.acme.searchEvents(conversation, { limit: 200 })).items.map((event) => event.id);
@@ -29,7 +48,12 @@ export async function send(harness: GatewayHarness, spec: RequestSpec): Promise<
   const headers: Record<string, string> = {};
   if (spec.key !== undefined) headers[API_KEY_HEADER] = spec.key;
   if (spec.contentType !== undefined) headers['content-type'] = spec.contentType;
-  const response = await harness.gateway.app.inject({ method: spec.method, url: spec.url, headers, ...(spec.payload !== undefined ? { payload: spec.payload } : {}) });
+  const response = await harness.gateway.app.inject({
+    method: spec.method,
+    url: spec.url,
+    headers,
+    ...(spec.payload !== undefined ? { payload: spec.payload } : {}),
+  });
   let json: unknown;
   try {
     json = response.body.length > 0 ? JSON.parse(response.body) : undefined;
@@ -40,7 +64,13 @@ export async function send(harness: GatewayHarness, spec: RequestSpec): Promise<
 }
 
 /** A request with `body` as its JSON payload. */
-export const sendJson = (harness: GatewayHarness, method: Method, url: string, body: unknown, key: string = ACME_KEY): Promise<Reply> =>
+export const sendJson = (
+  harness: GatewayHarness,
+  method: Method,
+  url: string,
+  body: unknown,
+  key: string = ACME_KEY,
+): Promise<Reply> =>
   send(harness, { method, url, key, payload: JSON.stringify(body), contentType: 'application/json' });
 
 /** Asserts a well-formed error body with this status and code; returns it. */
@@ -102,7 +132,9 @@ export function openSocket(harness: GatewayHarness, path: string, options: Socke
     frames.push(JSON.parse(data.toString('utf8')) as ServerFrame);
     wake();
   });
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.on('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString() })));
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    socket.on('close', (code: number, reason: Buffer) => resolve({ code, reason: reason.toString() })),
+  );
   void closed.then(wake);
   let refusedWith: number | undefined;
   const refused = new Promise<number>((resolve) =>
@@ -117,13 +149,16 @@ export function openSocket(harness: GatewayHarness, path: string, options: Socke
       if (auth && 'frame' in auth) socket.send(JSON.stringify({ type: 'auth', api_key: auth.frame }));
       resolve();
     });
-    socket.on('error', (error: Error) => reject(refusedWith === undefined ? error : new Error(`the upgrade was refused with HTTP ${refusedWith}`)));
+    socket.on('error', (error: Error) =>
+      reject(refusedWith === undefined ? error : new Error(`the upgrade was refused with HTTP ${refusedWith}`)),
+    );
   });
   void opened.catch(() => undefined); // a test that expects a refusal need not await `opened`
   const frame = async (index: number, timeoutMs = 5_000): Promise<ServerFrame> => {
     const deadline = Date.now() + timeoutMs;
     while (frames.length <= index) {
-      if (socket.readyState === WebSocket.CLOSED || Date.now() > deadline) throw new Error(`no frame ${index}: got ${JSON.stringify(frames)}`);
+      if (socket.readyState === WebSocket.CLOSED || Date.now() > deadline)
+        throw new Error(`no frame ${index}: got ${JSON.stringify(frames)}`);
       await new Promise<void>((resolve) => {
         waiters.push(resolve);
         setTimeout(resolve, 100);
@@ -135,7 +170,11 @@ export function openSocket(harness: GatewayHarness, path: string, options: Socke
 }
 
 /** A socket on a conversation's events, authenticated and past replay (its `live` frame came). */
-export async function liveSocket(harness: GatewayHarness, conversation: string, key: string = ACME_KEY): Promise<Socket> {
+export async function liveSocket(
+  harness: GatewayHarness,
+  conversation: string,
+  key: string = ACME_KEY,
+): Promise<Socket> {
   const s = openSocket(harness, `/v1/conversations/${conversation}/events`, { auth: { frame: key } });
   await s.opened;
   expect((await s.frame(0)).type).toBe('sync');

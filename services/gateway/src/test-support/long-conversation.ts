@@ -21,7 +21,12 @@ export type LongConversationOptions = {
  * an agent message now and then, and at the end a finished run, or an action waiting for
  * confirmation. Ids are positional, as the services write them.
  */
-export async function writeLongConversation(log: EventLog, ref: ConversationRef, events: number, options: LongConversationOptions = {}): Promise<LongConversation> {
+export async function writeLongConversation(
+  log: EventLog,
+  ref: ConversationRef,
+  events: number,
+  options: LongConversationOptions = {},
+): Promise<LongConversation> {
   const perCommit = Math.min(1024, options.perCommit ?? 800);
   const user = { ...ref, source: 'user' as const };
   const agent = { ...ref, source: 'agent' as const };
@@ -32,7 +37,9 @@ export async function writeLongConversation(log: EventLog, ref: ConversationRef,
   const append = async (drafts: EventDraft[]): Promise<void> => {
     const commit = await log.append(ref, withPositionalIds(drafts, tail.lastSeq + 1), { expected: tail });
     tail = tailOf(commit);
-    for (const event of [commit.events[0]!, commit.events.at(-1)!]) if (!sample.some((known) => known.id === event.id)) sample.push({ id: event.id, seq: event.seq, type: event.type });
+    for (const event of [commit.events[0]!, commit.events.at(-1)!])
+      if (!sample.some((known) => known.id === event.id))
+        sample.push({ id: event.id, seq: event.seq, type: event.type });
   };
   await append([
     draftEvent(system, 'state_change', { status: 'idle', reason: 'conversation created' }),
@@ -44,7 +51,12 @@ export async function writeLongConversation(log: EventLog, ref: ConversationRef,
   let batch: EventDraft[] = [];
   while (tail.lastSeq + batch.length + end < events) {
     if (step % 50 === 49 && batch.length + 2 <= perCommit && events - end - tail.lastSeq - batch.length >= 6) {
-      batch.push(draftEvent(agent, 'message', { role: 'assistant', content: [{ type: 'text', text: `Progress after ${step} steps.` }] }));
+      batch.push(
+        draftEvent(agent, 'message', {
+          role: 'assistant',
+          content: [{ type: 'text', text: `Progress after ${step} steps.` }],
+        }),
+      );
       batch.push(draftEvent(user, 'message', { role: 'user', content: [{ type: 'text', text: 'Keep going.' }] }));
     }
     const action = draftEvent(agent, 'action', {
@@ -58,7 +70,17 @@ export async function writeLongConversation(log: EventLog, ref: ConversationRef,
     });
     const left = events - end - tail.lastSeq - batch.length;
     const steps: EventDraft[] = [
-      draftEvent(system, 'llm_usage', { model: 'm', purpose: 'step', prompt_tokens: 1000, completion_tokens: 50, cache_read_tokens: 900, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 800, cost_usd: 0.001 }),
+      draftEvent(system, 'llm_usage', {
+        model: 'm',
+        purpose: 'step',
+        prompt_tokens: 1000,
+        completion_tokens: 50,
+        cache_read_tokens: 900,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        latency_ms: 800,
+        cost_usd: 0.001,
+      }),
       action,
       draftEvent(system, 'execution_started', { action_ids: [action.id], runner: 'runner-1' }),
       draftEvent({ ...environment, parent: action.id }, 'observation', {
@@ -70,7 +92,14 @@ export async function writeLongConversation(log: EventLog, ref: ConversationRef,
       }),
     ];
     // a step's events stay in one commit (its references are among its drafts); the tail is filled with messages
-    if (left < steps.length) steps.splice(0, steps.length, ...Array.from({ length: left }, () => draftEvent(user, 'message', { role: 'user', content: [{ type: 'text', text: 'And?' }] })));
+    if (left < steps.length)
+      steps.splice(
+        0,
+        steps.length,
+        ...Array.from({ length: left }, () =>
+          draftEvent(user, 'message', { role: 'user', content: [{ type: 'text', text: 'And?' }] }),
+        ),
+      );
     if (batch.length + steps.length > perCommit) {
       await append(batch);
       batch = [];
@@ -92,7 +121,17 @@ export async function writeLongConversation(log: EventLog, ref: ConversationRef,
 /** A step's commit that waits for the user's confirmation: its usage, one risky action, the status. */
 export function awaitingConfirmation(ref: ConversationRef, callId: string): EventDraft[] {
   return [
-    draftEvent({ ...ref, source: 'system' }, 'llm_usage', { model: 'm', purpose: 'step', prompt_tokens: 1000, completion_tokens: 50, cache_read_tokens: 900, cache_write_tokens: 0, reasoning_tokens: 0, latency_ms: 800, cost_usd: 0.001 }),
+    draftEvent({ ...ref, source: 'system' }, 'llm_usage', {
+      model: 'm',
+      purpose: 'step',
+      prompt_tokens: 1000,
+      completion_tokens: 50,
+      cache_read_tokens: 900,
+      cache_write_tokens: 0,
+      reasoning_tokens: 0,
+      latency_ms: 800,
+      cost_usd: 0.001,
+    }),
     draftEvent({ ...ref, source: 'agent' }, 'action', {
       tool_call_id: callId,
       tool_name: 'terminal',
@@ -102,6 +141,9 @@ export function awaitingConfirmation(ref: ConversationRef, callId: string): Even
       response_id: `resp_${callId}`,
       security_risk: 'high',
     }),
-    draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'waiting_for_confirmation', reason: 'actions need confirmation' }),
+    draftEvent({ ...ref, source: 'system' }, 'state_change', {
+      status: 'waiting_for_confirmation',
+      reason: 'actions need confirmation',
+    }),
   ];
 }

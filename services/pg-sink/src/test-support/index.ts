@@ -39,7 +39,10 @@ export async function testDatabaseAdminUrl(): Promise<string> {
       return DEFAULT_ADMIN_URL;
     } catch {
       const server = await startPostgresServer();
-      if (!server) throw new Error(`no PostgreSQL for the tests: none answers at ${DEFAULT_ADMIN_URL}, no server binaries are installed (apt-get install postgresql), and ${TEST_DATABASE_VARIABLE} is not set`);
+      if (!server)
+        throw new Error(
+          `no PostgreSQL for the tests: none answers at ${DEFAULT_ADMIN_URL}, no server binaries are installed (apt-get install postgresql), and ${TEST_DATABASE_VARIABLE} is not set`,
+        );
       process.once('exit', () => server.kill());
       return server.url;
     } finally {
@@ -93,7 +96,11 @@ export function findPostgresBinaries(): string | undefined {
     // no pg_config: look where Debian puts the servers
   }
   const root = '/usr/lib/postgresql';
-  const versions = existsSync(root) ? readdirSync(root).filter((version) => /^\d+$/.test(version)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((version) => /^\d+$/.test(version))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   return versions.map((version) => join(root, version, 'bin')).find(has);
 }
 
@@ -122,7 +129,11 @@ export async function startPostgresServer(): Promise<PostgresServer | undefined>
   const dir = await mkdtemp(join(tmpdir(), 'flotilla-pg-'));
   if (asUser) await chown(dir, asUser.uid, asUser.gid);
   const data = join(dir, 'data');
-  await run(join(bin, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C'], asUser);
+  await run(
+    join(bin, 'initdb'),
+    ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '-E', 'UTF8', '--locale', 'C'],
+    asUser,
+  );
   const port = await freePort();
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   let child: ChildProcess | undefined;
@@ -130,12 +141,17 @@ export async function startPostgresServer(): Promise<PostgresServer | undefined>
   const output: string[] = [];
   const start = async (): Promise<void> => {
     // fsync off: only an OS crash could lose what was committed, and the tests crash processes, not the OS
-    const server = spawn(join(bin, 'postgres'), ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}),
-    });
+    const server = spawn(
+      join(bin, 'postgres'),
+      ['-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}),
+      },
+    );
     child = server;
-    for (const stream of [server.stdout, server.stderr]) stream?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+    for (const stream of [server.stdout, server.stderr])
+      stream?.on('data', (chunk: Buffer) => output.push(chunk.toString()));
     exited = new Promise((resolve) => server.once('exit', () => resolve()));
     await waitAccepting(url, 30_000, () => output.join('').slice(-2_000));
   };
@@ -162,20 +178,34 @@ export async function startPostgresServer(): Promise<PostgresServer | undefined>
 
 function postgresUser(): { uid: number; gid: number } {
   try {
-    return { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })) };
+    return {
+      uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })),
+      gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })),
+    };
   } catch {
-    throw new Error('running as root, a PostgreSQL server of its own needs the postgres user (apt-get install postgresql makes it)');
+    throw new Error(
+      'running as root, a PostgreSQL server of its own needs the postgres user (apt-get install postgresql makes it)',
+    );
   }
 }
 
-function run(command: string, args: readonly string[], asUser: { uid: number; gid: number } | undefined): Promise<void> {
+function run(
+  command: string,
+  args: readonly string[],
+  asUser: { uid: number; gid: number } | undefined,
+): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}) });
+    const child = spawn(command, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...(asUser ? { uid: asUser.uid, gid: asUser.gid } : {}),
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}: ${output.slice(-2_000)}`))));
+    child.once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} exited with ${code}: ${output.slice(-2_000)}`)),
+    );
   });
 }
 
@@ -190,7 +220,8 @@ async function waitAccepting(url: string, timeoutMs: number, describe: () => str
       return;
     } catch {
       await client.end().catch(() => undefined);
-      if (Date.now() > deadline) throw new Error(`PostgreSQL did not accept connections at ${url} within ${timeoutMs} ms: ${describe()}`);
+      if (Date.now() > deadline)
+        throw new Error(`PostgreSQL did not accept connections at ${url} within ${timeoutMs} ms: ${describe()}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -202,7 +233,9 @@ function freePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no free port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no free port')),
+      );
     });
   });
 }

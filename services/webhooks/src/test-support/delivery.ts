@@ -5,7 +5,13 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import { pino } from 'pino';
 
 /** A stored message of a stream (a commit, a queued delivery) as the runtime's consumer hands it to a handler. */
-export async function deliveryOf(jsm: JetStreamManager, stream: string, subjectPrefix: string, seq: number, deliveryCount = 1): Promise<Delivery> {
+export async function deliveryOf(
+  jsm: JetStreamManager,
+  stream: string,
+  subjectPrefix: string,
+  seq: number,
+  deliveryCount = 1,
+): Promise<Delivery> {
   const stored = await jsm.streams.getMessage(stream, { seq });
   if (!stored) throw new Error(`no message ${seq} in ${stream}`);
   const message: RawMessage = { subject: stored.subject, seq: stored.seq, data: stored.data, headers: stored.header };

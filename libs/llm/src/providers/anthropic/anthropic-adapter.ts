@@ -4,7 +4,12 @@ import type { Message, MessageCreateParamsBase, RawMessageStreamEvent } from '@a
 import { malformedResponse } from '../../core/errors.js';
 import { httpFetchFor } from '../../core/http-fetch.js';
 import { jsonBody } from '../../core/json-body.js';
-import type { ProviderAdapter, ProviderCallContext, ProviderRequest, ProviderResult } from '../../core/provider-adapter.js';
+import type {
+  ProviderAdapter,
+  ProviderCallContext,
+  ProviderRequest,
+  ProviderResult,
+} from '../../core/provider-adapter.js';
 import { AnthropicStreamAccumulator } from './anthropic-stream-accumulator.js';
 import { ANTHROPIC_PROVIDER, readAnthropicMessage } from './read-anthropic-message.js';
 import { toAnthropicPrompt } from './to-anthropic-messages.js';
@@ -17,7 +22,11 @@ export type AnthropicSettings = {
   readonly promptCaching: boolean;
 };
 
-export type AnthropicClientSettings = { readonly apiKey: string; readonly baseURL?: string; readonly fetch?: typeof fetch };
+export type AnthropicClientSettings = {
+  readonly apiKey: string;
+  readonly baseURL?: string;
+  readonly fetch?: typeof fetch;
+};
 
 /**
  * An Anthropic SDK client whose own retries and logging are off: ours are the only policy. Without
@@ -55,9 +64,15 @@ export class AnthropicAdapter implements ProviderAdapter {
     const body = anthropicMessagesBody(this.#settings, request, context.stream);
     const options = { headers: { 'content-type': 'application/json' }, signal: context.signal };
     if (!context.stream) {
-      return readAnthropicMessage(await this.#client.post<Message>('/v1/messages', { ...options, body, stream: false }));
+      return readAnthropicMessage(
+        await this.#client.post<Message>('/v1/messages', { ...options, body, stream: false }),
+      );
     }
-    const stream = await this.#client.post<Stream<RawMessageStreamEvent>>('/v1/messages', { ...options, body, stream: true });
+    const stream = await this.#client.post<Stream<RawMessageStreamEvent>>('/v1/messages', {
+      ...options,
+      body,
+      stream: true,
+    });
     const accumulator = new AnthropicStreamAccumulator(context.onDelta);
     for await (const event of stream) accumulator.add(event);
     if (context.signal.aborted) throw malformedResponse(ANTHROPIC_PROVIDER, 'the stream was aborted');
@@ -77,7 +92,10 @@ export function anthropicMessagesBody(settings: AnthropicSettings, request: Prov
 }
 
 /** The request's parameters but its messages and system prompt (sent apart, the messages already encoded). */
-function anthropicParams(settings: AnthropicSettings, request: ProviderRequest): Omit<MessageCreateParamsBase, 'messages' | 'system'> {
+function anthropicParams(
+  settings: AnthropicSettings,
+  request: ProviderRequest,
+): Omit<MessageCreateParamsBase, 'messages' | 'system'> {
   const { model, thinkingBudgetTokens } = settings;
   const requested = request.maxOutputTokens ?? settings.maxOutputTokens;
   // Thinking tokens count toward max_tokens, which must exceed the budget.

@@ -50,19 +50,31 @@ export class AnthropicStreamAccumulator {
 
   #start(event: AnthropicEvent): void {
     const block = event.content_block;
-    if (!block || event.index == null) throw malformedResponse(ANTHROPIC_PROVIDER, 'content_block_start without a block');
+    if (!block || event.index == null)
+      throw malformedResponse(ANTHROPIC_PROVIDER, 'content_block_start without a block');
     const isTool = block.type === 'tool_use';
-    this.#blocks[event.index] = { raw: { ...block }, partialJson: '', ...(isTool ? { toolIndex: this.#toolCount++ } : {}) };
+    this.#blocks[event.index] = {
+      raw: { ...block },
+      partialJson: '',
+      ...(isTool ? { toolIndex: this.#toolCount++ } : {}),
+    };
     if (isTool) {
       const { id, name } = block as { id?: string; name?: string };
-      this.#onDelta?.({ type: 'tool_call', index: this.#toolCount - 1, ...(id ? { id } : {}), ...(name ? { name } : {}), argumentsDelta: '' });
+      this.#onDelta?.({
+        type: 'tool_call',
+        index: this.#toolCount - 1,
+        ...(id ? { id } : {}),
+        ...(name ? { name } : {}),
+        argumentsDelta: '',
+      });
     }
   }
 
   #delta(event: AnthropicEvent): void {
     const block = event.index == null ? undefined : this.#blocks[event.index];
     const delta = event.delta;
-    if (!block || !delta) throw malformedResponse(ANTHROPIC_PROVIDER, 'content_block_delta for a block that was not started');
+    if (!block || !delta)
+      throw malformedResponse(ANTHROPIC_PROVIDER, 'content_block_delta for a block that was not started');
     const raw = block.raw;
     if (delta.type === 'text_delta' && delta.text) {
       raw['text'] = `${String(raw['text'] ?? '')}${delta.text}`;
@@ -86,10 +98,16 @@ export class AnthropicStreamAccumulator {
     const content = this.#blocks.filter(Boolean).map((block) => {
       if (block.raw['type'] !== 'tool_use') return block.raw;
       const input = parseJsonObject(block.partialJson);
-      if (!input) throw malformedResponse(ANTHROPIC_PROVIDER, `tool_use input is not a JSON object: ${block.partialJson}`);
+      if (!input)
+        throw malformedResponse(ANTHROPIC_PROVIDER, `tool_use input is not a JSON object: ${block.partialJson}`);
       return { ...block.raw, input };
     });
-    return readAnthropicMessage({ ...this.#message, content, stop_reason: this.#stopReason ?? null, usage: this.#usage });
+    return readAnthropicMessage({
+      ...this.#message,
+      content,
+      stop_reason: this.#stopReason ?? null,
+      usage: this.#usage,
+    });
   }
 }
 

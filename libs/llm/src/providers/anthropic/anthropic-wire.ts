@@ -13,7 +13,12 @@ export const AnthropicBlock = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('text'), text: z.string() }),
   z.looseObject({ type: z.literal('thinking'), thinking: z.string(), signature: z.string() }),
   z.looseObject({ type: z.literal('redacted_thinking'), data: z.string() }),
-  z.looseObject({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.record(z.string(), z.unknown()) }),
+  z.looseObject({
+    type: z.literal('tool_use'),
+    id: z.string(),
+    name: z.string(),
+    input: z.record(z.string(), z.unknown()),
+  }),
 ]);
 export type AnthropicBlock = z.infer<typeof AnthropicBlock>;
 

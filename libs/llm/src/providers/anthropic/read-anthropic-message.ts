@@ -29,11 +29,15 @@ export function readAnthropicMessage(body: unknown): ProviderResult {
         break;
     }
   }
-  const thinkingText = thinkingBlocks.flatMap((block) => (block.type === 'thinking' ? [block.thinking] : [])).join('\n');
+  const thinkingText = thinkingBlocks
+    .flatMap((block) => (block.type === 'thinking' ? [block.thinking] : []))
+    .join('\n');
   return {
     content: textContent(text),
     toolCalls,
-    ...(thinkingBlocks.length > 0 ? { reasoning: { thinkingBlocks, ...(thinkingText ? { text: thinkingText } : {}) } } : {}),
+    ...(thinkingBlocks.length > 0
+      ? { reasoning: { thinkingBlocks, ...(thinkingText ? { text: thinkingText } : {}) } }
+      : {}),
     responseId: message.id,
     model: message.model,
     finishReason: finishReason(message.stop_reason ?? undefined),

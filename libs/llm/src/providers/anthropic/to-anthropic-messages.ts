@@ -23,10 +23,15 @@ type TurnMessage = Exclude<ChatMessage, { role: 'system' }>;
 // before: each message's content blocks are encoded once, and once more with a cache breakpoint
 // on the last block for the step it closes the last user turn. A message is never changed.
 const blocks = new EncodedJson<TurnMessage>((message) => JSON.stringify(contentBlocks(message)).slice(1, -1));
-const markedBlocks = new EncodedJson<TurnMessage>((message) => JSON.stringify(withBreakpoint(contentBlocks(message))).slice(1, -1));
+const markedBlocks = new EncodedJson<TurnMessage>((message) =>
+  JSON.stringify(withBreakpoint(contentBlocks(message))).slice(1, -1),
+);
 
 const utf8 = new TextEncoder();
-const OPEN = { user: utf8.encode('{"role":"user","content":['), assistant: utf8.encode('{"role":"assistant","content":[') };
+const OPEN = {
+  user: utf8.encode('{"role":"user","content":['),
+  assistant: utf8.encode('{"role":"assistant","content":['),
+};
 const COMMA = utf8.encode(',');
 const CLOSE = utf8.encode(']}');
 
@@ -97,7 +102,8 @@ function assistantBlocks(message: Extract<ChatMessage, { role: 'assistant' }>): 
   for (const block of message.reasoning?.thinkingBlocks ?? []) {
     blocks.push(block.type === 'thinking' ? { ...block } : { type: 'redacted_thinking', data: block.data });
   }
-  for (const part of message.content) if (part.type === 'text' && part.text.length > 0) blocks.push({ type: 'text', text: part.text });
+  for (const part of message.content)
+    if (part.type === 'text' && part.text.length > 0) blocks.push({ type: 'text', text: part.text });
   for (const call of message.toolCalls) {
     const input = parseJsonObject(call.arguments) ?? { invalid_json_arguments: call.arguments };
     blocks.push({ type: 'tool_use', id: call.id, name: call.name, input });

@@ -45,7 +45,11 @@ export class ChatStreamAccumulator {
     }
   }
 
-  #addToolCall(call: { index: number; id?: string | null; function?: { name?: string | null; arguments?: string | null } | null }): void {
+  #addToolCall(call: {
+    index: number;
+    id?: string | null;
+    function?: { name?: string | null; arguments?: string | null } | null;
+  }): void {
     const existing = this.#toolCalls.get(call.index) ?? { id: '', name: '', arguments: '' };
     if (call.id) existing.id = call.id;
     if (call.function?.name) existing.name += call.function.name;
@@ -63,10 +67,9 @@ export class ChatStreamAccumulator {
 
   finish(): ProviderResult {
     if (this.#id === undefined) throw malformedResponse(CHAT_PROVIDER, 'the stream ended without any chunk');
-    if (this.#finishReason === undefined) throw malformedResponse(CHAT_PROVIDER, 'the stream ended without a finish_reason');
-    const toolCalls = [...this.#toolCalls.entries()]
-      .sort(([left], [right]) => left - right)
-      .map(([, call]) => call);
+    if (this.#finishReason === undefined)
+      throw malformedResponse(CHAT_PROVIDER, 'the stream ended without a finish_reason');
+    const toolCalls = [...this.#toolCalls.entries()].sort(([left], [right]) => left - right).map(([, call]) => call);
     const unnamed = toolCalls.find((call) => call.id === '' || call.name === '');
     if (unnamed) throw malformedResponse(CHAT_PROVIDER, 'a streamed tool call has no id or name');
     return chatResult({

@@ -1,9 +1,18 @@
 import type { OpenAI } from 'openai';
-import type { ChatCompletion, ChatCompletionChunk, ChatCompletionCreateParamsBase } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionCreateParamsBase,
+} from 'openai/resources/chat/completions';
 import type { Stream } from 'openai/streaming';
 import { malformedResponse } from '../../core/errors.js';
 import { jsonBody } from '../../core/json-body.js';
-import type { ProviderAdapter, ProviderCallContext, ProviderRequest, ProviderResult } from '../../core/provider-adapter.js';
+import type {
+  ProviderAdapter,
+  ProviderCallContext,
+  ProviderRequest,
+  ProviderResult,
+} from '../../core/provider-adapter.js';
 import { ChatStreamAccumulator } from './chat-stream-accumulator.js';
 import { CHAT_PROVIDER, readChatCompletion } from './read-chat-completion.js';
 import { encodedChatMessages } from './to-chat-messages.js';
@@ -33,10 +42,18 @@ export class OpenAIChatAdapter implements ProviderAdapter {
     const body = chatCompletionsBody(this.#settings, request, context.stream);
     const options = { headers: { 'content-type': 'application/json' }, signal: context.signal };
     if (!context.stream) {
-      const completion = await this.#client.post<ChatCompletion>('/chat/completions', { ...options, body, stream: false });
+      const completion = await this.#client.post<ChatCompletion>('/chat/completions', {
+        ...options,
+        body,
+        stream: false,
+      });
       return readChatCompletion(completion);
     }
-    const stream = await this.#client.post<Stream<ChatCompletionChunk>>('/chat/completions', { ...options, body, stream: true });
+    const stream = await this.#client.post<Stream<ChatCompletionChunk>>('/chat/completions', {
+      ...options,
+      body,
+      stream: true,
+    });
     const accumulator = new ChatStreamAccumulator(context.onDelta);
     for await (const chunk of stream) accumulator.add(chunk);
     // The SDK ends iteration quietly when aborted; never mistake that for a complete response.
@@ -58,7 +75,10 @@ export function chatCompletionsBody(settings: OpenAIChatSettings, request: Provi
 }
 
 /** The request's parameters but its messages (sent apart, already encoded). */
-function chatParams(settings: OpenAIChatSettings, request: ProviderRequest): Omit<ChatCompletionCreateParamsBase, 'messages'> {
+function chatParams(
+  settings: OpenAIChatSettings,
+  request: ProviderRequest,
+): Omit<ChatCompletionCreateParamsBase, 'messages'> {
   const { model, officialOpenAI, reasoningEffort } = settings;
   return {
     model,

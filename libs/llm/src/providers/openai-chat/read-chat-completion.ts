@@ -51,7 +51,8 @@ export function chatResult(parts: ChatResultParts): ProviderResult {
 }
 
 function chatFinishReason(raw: string | undefined, hasToolCalls: boolean): FinishReason {
-  if (hasToolCalls && (raw === 'tool_calls' || raw === 'function_call' || raw === 'stop' || raw === undefined)) return 'tool_calls';
+  if (hasToolCalls && (raw === 'tool_calls' || raw === 'function_call' || raw === 'stop' || raw === undefined))
+    return 'tool_calls';
   switch (raw) {
     case 'stop':
       return 'stop';

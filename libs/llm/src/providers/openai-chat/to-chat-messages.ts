@@ -46,7 +46,9 @@ function toChatMessage(message: ChatMessage): ChatCompletionMessageParam {
 function toUserContent(parts: readonly ContentPart[]): string | ChatCompletionContentPart[] {
   if (parts.every((part) => part.type === 'text')) return textOf(parts);
   return parts.map((part): ChatCompletionContentPart =>
-    part.type === 'text' ? { type: 'text', text: part.text } : { type: 'image_url', image_url: { url: imageUrl(part) } },
+    part.type === 'text'
+      ? { type: 'text', text: part.text }
+      : { type: 'image_url', image_url: { url: imageUrl(part) } },
   );
 }
 
@@ -57,7 +59,12 @@ export function imageUrl(part: ImagePart): string {
 /** An image's base64 data; a stored image not read in (`withStoredImages`) is a bug of the caller, refused rather than sent empty. */
 export function imageData(part: ImagePart): string {
   if (part.data !== undefined) return part.data;
-  if (part.stored !== undefined) throw new LlmError('invalid_config', `the stored image ${part.stored.sha256} was not read in before the call (withStoredImages)`, { isRetryable: false });
+  if (part.stored !== undefined)
+    throw new LlmError(
+      'invalid_config',
+      `the stored image ${part.stored.sha256} was not read in before the call (withStoredImages)`,
+      { isRetryable: false },
+    );
   return '';
 }
 

@@ -3,7 +3,12 @@ import type { Response, ResponseCreateParamsBase, ResponseStreamEvent } from 'op
 import type { Stream } from 'openai/streaming';
 import { malformedResponse } from '../../core/errors.js';
 import { jsonBody } from '../../core/json-body.js';
-import type { ProviderAdapter, ProviderCallContext, ProviderRequest, ProviderResult } from '../../core/provider-adapter.js';
+import type {
+  ProviderAdapter,
+  ProviderCallContext,
+  ProviderRequest,
+  ProviderResult,
+} from '../../core/provider-adapter.js';
 import { readResponse, RESPONSES_PROVIDER } from './read-response.js';
 import { ResponsesStreamAccumulator } from './responses-stream-accumulator.js';
 import { toResponsesInput } from './to-responses-input.js';
@@ -34,7 +39,11 @@ export class OpenAIResponsesAdapter implements ProviderAdapter {
     if (!context.stream) {
       return readResponse(await this.#client.post<Response>('/responses', { ...options, body, stream: false }));
     }
-    const stream = await this.#client.post<Stream<ResponseStreamEvent>>('/responses', { ...options, body, stream: true });
+    const stream = await this.#client.post<Stream<ResponseStreamEvent>>('/responses', {
+      ...options,
+      body,
+      stream: true,
+    });
     const accumulator = new ResponsesStreamAccumulator(context.onDelta);
     for await (const event of stream) accumulator.add(event);
     if (context.signal.aborted) throw malformedResponse(RESPONSES_PROVIDER, 'the stream was aborted');
@@ -54,7 +63,10 @@ export function responsesBody(settings: OpenAIResponsesSettings, request: Provid
 }
 
 /** The request's parameters but its input and instructions (sent apart, the input already encoded). */
-function responsesParams(settings: OpenAIResponsesSettings, request: ProviderRequest): Omit<ResponseCreateParamsBase, 'input' | 'instructions'> {
+function responsesParams(
+  settings: OpenAIResponsesSettings,
+  request: ProviderRequest,
+): Omit<ResponseCreateParamsBase, 'input' | 'instructions'> {
   const { model, reasoningEffort } = settings;
   return {
     model,
@@ -74,7 +86,10 @@ function responsesParams(settings: OpenAIResponsesSettings, request: ProviderReq
     ...(request.temperature === undefined ? {} : { temperature: request.temperature }),
     ...(reasoningEffort === undefined
       ? {}
-      : { reasoning: { effort: reasoningEffort, summary: 'auto' as const }, include: ['reasoning.encrypted_content' as const] }),
+      : {
+          reasoning: { effort: reasoningEffort, summary: 'auto' as const },
+          include: ['reasoning.encrypted_content' as const],
+        }),
     ...(request.promptCacheKey === undefined ? {} : { prompt_cache_key: request.promptCacheKey }),
   };
 }

@@ -43,7 +43,11 @@ export function readResponse(body: unknown): ProviderResult {
     ...(reasoning ? { reasoning } : {}),
     responseId: response.id,
     model: response.model,
-    finishReason: finishReason(response.status ?? undefined, response.incomplete_details?.reason ?? undefined, toolCalls.length > 0),
+    finishReason: finishReason(
+      response.status ?? undefined,
+      response.incomplete_details?.reason ?? undefined,
+      toolCalls.length > 0,
+    ),
     ...(rawFinishReason ? { rawFinishReason } : {}),
     usage: usage(response.usage ?? undefined),
   };

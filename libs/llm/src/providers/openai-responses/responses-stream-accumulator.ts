@@ -44,7 +44,8 @@ export class ResponsesStreamAccumulator {
         break;
       case 'response.function_call_arguments.delta': {
         const index = this.#toolIndexByOutput.get(event.output_index ?? -1);
-        if (index === undefined) throw malformedResponse(RESPONSES_PROVIDER, 'arguments delta for an unknown function call');
+        if (index === undefined)
+          throw malformedResponse(RESPONSES_PROVIDER, 'arguments delta for an unknown function call');
         if (event.delta) this.#onDelta?.({ type: 'tool_call', index, argumentsDelta: event.delta });
         break;
       }

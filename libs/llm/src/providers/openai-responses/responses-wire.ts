@@ -18,9 +18,7 @@ export const ReasoningItem = z.looseObject({
 
 export const MessageItem = z.looseObject({
   type: z.literal('message'),
-  content: z.array(
-    z.looseObject({ type: z.string(), text: z.string().nullish(), refusal: z.string().nullish() }),
-  ),
+  content: z.array(z.looseObject({ type: z.string(), text: z.string().nullish(), refusal: z.string().nullish() })),
 });
 
 export const FunctionCallItem = z.looseObject({

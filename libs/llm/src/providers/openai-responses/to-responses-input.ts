@@ -11,7 +11,9 @@ export type ResponsesInput = {
 
 // Each step sends the whole conversation again, mostly as the same message objects as the step
 // before: each message's items are encoded once. A message is never changed.
-const encoded = new EncodedJson<Exclude<ChatMessage, { role: 'system' }>>((message) => JSON.stringify(toInputItems(message)).slice(1, -1));
+const encoded = new EncodedJson<Exclude<ChatMessage, { role: 'system' }>>((message) =>
+  JSON.stringify(toInputItems(message)).slice(1, -1),
+);
 
 /** Provider-neutral messages to Responses `instructions` + input items, reasoning items replayed. */
 export function toResponsesInput(messages: readonly ChatMessage[]): ResponsesInput {
@@ -49,7 +51,13 @@ function toInputItems(message: Exclude<ChatMessage, { role: 'system' }>): Respon
       return items;
     }
     case 'tool':
-      return [{ type: 'function_call_output', call_id: message.toolCallId, output: toolText(message.content, message.isError) }];
+      return [
+        {
+          type: 'function_call_output',
+          call_id: message.toolCallId,
+          output: toolText(message.content, message.isError),
+        },
+      ];
   }
 }
 

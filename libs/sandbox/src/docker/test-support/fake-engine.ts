@@ -11,7 +11,9 @@ import type Dockerode from 'dockerode';
  * processes: nothing is isolated. The real engine is tested in docker-provider.test.ts.
  */
 export class FakeEngine {
-  readonly images = new Map<string, string[]>([['debian:bookworm-slim', ['PATH=/usr/bin:/bin', 'IMAGE_ONLY=from-the-image']]]);
+  readonly images = new Map<string, string[]>([
+    ['debian:bookworm-slim', ['PATH=/usr/bin:/bin', 'IMAGE_ONLY=from-the-image']],
+  ]);
   readonly containers = new Map<string, FakeContainer>();
   readonly networks = new Map<string, Dockerode.NetworkCreateOptions>();
   readonly created: Dockerode.ContainerCreateOptions[] = [];
@@ -71,10 +73,12 @@ export class FakeEngine {
   async createContainer(options: Dockerode.ContainerCreateOptions): Promise<FakeContainer> {
     this.created.push(options);
     const name = options.name ?? randomUUID();
-    if ([...this.containers.values()].some((container) => container.name === name)) throw httpError(409, `Conflict. The container name "/${name}" is already in use`);
+    if ([...this.containers.values()].some((container) => container.name === name))
+      throw httpError(409, `Conflict. The container name "/${name}" is already in use`);
     if (!this.images.has(options.Image ?? '')) throw httpError(404, `No such image: ${options.Image}`);
     const source = options.HostConfig?.Mounts?.[0]?.Source ?? '';
-    if (!existsSync(source)) throw httpError(400, `invalid mount config for type "bind": bind source path does not exist: ${source}`);
+    if (!existsSync(source))
+      throw httpError(400, `invalid mount config for type "bind": bind source path does not exist: ${source}`);
     const container = new FakeContainer(this, name, options);
     this.containers.set(container.id, container);
     return container;
@@ -87,12 +91,16 @@ export class FakeEngine {
   async listContainers(options: { filters?: { label?: string[] } } = {}): Promise<{ Id: string }[]> {
     const wanted = options.filters?.label ?? [];
     return [...this.containers.values()]
-      .filter((container) => wanted.every((pair) => `${pair.split('=')[0]}=${container.labels[pair.split('=')[0] ?? ''] ?? ''}` === pair))
+      .filter((container) =>
+        wanted.every((pair) => `${pair.split('=')[0]}=${container.labels[pair.split('=')[0] ?? ''] ?? ''}` === pair),
+      )
       .map((container) => ({ Id: container.id }));
   }
 
   find(idOrName: string): FakeContainer | undefined {
-    return this.containers.get(idOrName) ?? [...this.containers.values()].find((container) => container.name === idOrName);
+    return (
+      this.containers.get(idOrName) ?? [...this.containers.values()].find((container) => container.name === idOrName)
+    );
   }
 }
 
@@ -152,8 +160,15 @@ export class FakeContainer {
 
   /** The environment an exec sees: the image's, the container's, the engine's HOSTNAME, then the exec's own. */
   environment(execEnv: readonly string[]): Record<string, string> {
-    const lines = [...(this.engine.images.get(this.options.Image ?? '') ?? []), `HOSTNAME=${this.id.slice(0, 12)}`, ...(this.options.Env ?? []), ...execEnv];
-    return Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+    const lines = [
+      ...(this.engine.images.get(this.options.Image ?? '') ?? []),
+      `HOSTNAME=${this.id.slice(0, 12)}`,
+      ...(this.options.Env ?? []),
+      ...execEnv,
+    ];
+    return Object.fromEntries(
+      lines.map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+    );
   }
 }
 
@@ -170,7 +185,11 @@ class FakeExec {
     if (this.container.removed) throw httpError(404, 'No such container');
     const [command, ...args] = this.options.Cmd ?? [];
     const cwd = (this.options.WorkingDir ?? '/workspace').replace(/^\/workspace/, this.container.workspace);
-    const child = spawn(command!, args, { cwd, env: this.container.environment(this.options.Env ?? []), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(command!, args, {
+      cwd,
+      env: this.container.environment(this.options.Env ?? []),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     this.#child = child;
     child.on('error', () => undefined);
     child.stdin?.on('error', () => undefined);
@@ -185,7 +204,11 @@ class FakeExec {
   async inspect(): Promise<{ Running: boolean; ExitCode: number | null; Pid: number }> {
     if (this.container.removed) throw httpError(404, 'No such exec instance');
     const child = this.#child;
-    return { Running: child !== undefined && child.exitCode === null && child.signalCode === null, ExitCode: this.#exitCode, Pid: child?.pid ?? 0 };
+    return {
+      Running: child !== undefined && child.exitCode === null && child.signalCode === null,
+      ExitCode: this.#exitCode,
+      Pid: child?.pid ?? 0,
+    };
   }
 
   killAll(): void {

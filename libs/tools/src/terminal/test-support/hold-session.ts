@@ -8,7 +8,10 @@ const [directory, kind = 'none'] = process.argv.slice(2);
 if (!directory) throw new Error('usage: hold-session <workspace> [none|bwrap]');
 const sandbox =
   kind === 'bwrap'
-    ? await createBwrapProvider(DEFAULT_SANDBOX_SETTINGS, { stateDir: path.join(directory, '..', `${path.basename(directory)}-state`), ownedRoot: path.dirname(directory) }).open({ id: 'hold', workspace: directory })
+    ? await createBwrapProvider(DEFAULT_SANDBOX_SETTINGS, {
+        stateDir: path.join(directory, '..', `${path.basename(directory)}-state`),
+        ownedRoot: path.dirname(directory),
+      }).open({ id: 'hold', workspace: directory })
     : openHostSandbox({ id: 'hold', workspace: directory });
 const session = await BashSession.start({ sandbox, cwd: sandbox.workspacePath, bufferCapacity: 10_000 });
 await session.run('sleep 2; echo ran > effect.txt');
