@@ -1,30 +1,13 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import type { Conversation, TenantUsage } from '@flotilla/api';
 import { taskMessage } from '../support/brain-server.js';
+import { findChromium, MISSING_BROWSER } from '../support/chromium.js';
 import { startTestSystem } from '../support/system.js';
-
-/** CHROMIUM_PATH, else the first Chromium or Chrome on PATH (as web-ui.test.ts finds it). */
-function findChromium(): string | undefined {
-  const fromEnv = process.env['CHROMIUM_PATH'];
-  if (fromEnv) return existsSync(fromEnv) ? fromEnv : undefined;
-  for (const name of ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable']) {
-    try {
-      const path = execFileSync('which', [name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-      if (path) return path;
-    } catch {
-      // not on PATH
-    }
-  }
-  return undefined;
-}
 
 const executablePath = findChromium();
 const describeWithBrowser = executablePath ? describe : describe.skip;
-if (!executablePath)
-  console.warn('web UI queue test SKIPPED: no Chromium browser found (install chromium, or set CHROMIUM_PATH)');
+if (!executablePath) console.warn(`web UI queue test ${MISSING_BROWSER}`);
 
 describeWithBrowser('web UI: queued runs and usage', () => {
   it("shows a waiting conversation's place in its tenant's queue, and drops it once its run starts; shows the tenant's usage today beside its budget", async () => {

@@ -1,5 +1,4 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -8,6 +7,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSecretsKey } from '@flotilla/secrets';
 import { taskMessage } from '../support/brain-server.js';
+import { findChromium, MISSING_BROWSER } from '../support/chromium.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
 
 // FLOTILLA_UPDATE_SCREENSHOT=1 refreshes the one in the docs; otherwise test runs leave the tree clean
@@ -15,24 +15,7 @@ const SCREENSHOT = process.env['FLOTILLA_UPDATE_SCREENSHOT']
   ? fileURLToPath(new URL('../../docs/images/web-ui.png', import.meta.url))
   : join(tmpdir(), 'flotilla-web-ui.png');
 
-/** CHROMIUM_PATH, else the first Chromium or Chrome on PATH. */
-function findChromium(): string | undefined {
-  const fromEnv = process.env['CHROMIUM_PATH'];
-  if (fromEnv) return existsSync(fromEnv) ? fromEnv : undefined;
-  for (const name of ['chromium', 'chromium-browser', 'google-chrome', 'google-chrome-stable']) {
-    try {
-      const path = execFileSync('which', [name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-      if (path) return path;
-    } catch {
-      // not on PATH
-    }
-  }
-  return undefined;
-}
-
 const executablePath = findChromium();
-const MISSING_BROWSER =
-  'SKIPPED: no Chromium browser found (install chromium, or set CHROMIUM_PATH to a Chromium or Chrome binary)';
 if (!executablePath) console.warn(`web UI test ${MISSING_BROWSER}`);
 const describeWithBrowser = executablePath ? describe : describe.skip;
 

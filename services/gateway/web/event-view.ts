@@ -1,6 +1,7 @@
 import type { ActionEvent, ContentPart, Event, ObservationEvent } from '@flotilla/events';
 import { append, h, type Child } from './dom.js';
 import { clockTime, count, prettyJson, statusBadge } from './format.js';
+import { markdown } from './markdown.js';
 
 /** Results up to this many lines start expanded; longer ones start collapsed. */
 const OPEN_RESULT_LINES = 24;
@@ -216,7 +217,7 @@ export function actionCard(action: ActionEvent): HTMLElement {
       ),
     ),
     action.summary ? h('p', { class: 'action-summary' }, action.summary) : null,
-    thought ? h('p', { class: 'thought' }, thought) : null,
+    thought ? markdown(thought, { class: 'markdown thought' }) : null,
     ...actionInput(action),
   );
 }
@@ -262,10 +263,22 @@ function actionInput(action: ActionEvent): Child[] {
       if (text('file_text') !== undefined) parts.push(labelled('content', text('file_text')!));
       return parts;
     }
-    case 'think':
-      return [h('p', { class: 'thought', 'data-testid': 'tool-arguments' }, text('thought') ?? prettyJson(rest))];
-    case 'finish':
-      return [h('p', { 'data-testid': 'tool-arguments' }, text('message') ?? prettyJson(rest))];
+    case 'think': {
+      const thought = text('thought');
+      return [
+        thought === undefined
+          ? h('pre', { class: 'code', 'data-testid': 'tool-arguments' }, prettyJson(rest))
+          : markdown(thought, { class: 'markdown thought', 'data-testid': 'tool-arguments' }),
+      ];
+    }
+    case 'finish': {
+      const message = text('message');
+      return [
+        message === undefined
+          ? h('pre', { class: 'code', 'data-testid': 'tool-arguments' }, prettyJson(rest))
+          : markdown(message, { 'data-testid': 'tool-arguments' }),
+      ];
+    }
     default:
       return Object.keys(rest).length === 0
         ? []
@@ -312,7 +325,7 @@ function observationCard(observation: ObservationEvent): HTMLElement {
 
 function contentParts(parts: readonly ContentPart[]): Child[] {
   const text = textOf(parts);
-  return [text === '' ? null : h('div', { class: 'text' }, text), ...images(parts)];
+  return [text === '' ? null : markdown(text, { class: 'markdown text' }), ...images(parts)];
 }
 
 function images(parts: readonly ContentPart[]): Child[] {
