@@ -1,19 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSecretsKey } from '@flotilla/secrets';
 import { taskMessage } from '../support/brain-server.js';
-import { findChromium, MISSING_BROWSER } from '../support/chromium.js';
+import { findChromium, MISSING_BROWSER, screenshotPath } from '../support/chromium.js';
 import { startTestSystem, type RunningTestSystem } from '../support/system.js';
 
-// FLOTILLA_UPDATE_SCREENSHOT=1 refreshes the one in the docs; otherwise test runs leave the tree clean
-const SCREENSHOT = process.env['FLOTILLA_UPDATE_SCREENSHOT']
-  ? fileURLToPath(new URL('../../docs/images/web-ui.png', import.meta.url))
-  : join(tmpdir(), 'flotilla-web-ui.png');
+const SCREENSHOT = screenshotPath('web-ui.png');
 
 const executablePath = findChromium();
 if (!executablePath) console.warn(`web UI test ${MISSING_BROWSER}`);

@@ -5,8 +5,10 @@ import { adoptKeyFromFragment, forgetKey, loadKey, readFragment, saveKey, writeF
 import { ConversationList } from './conversation-list.js';
 import { ConversationView } from './conversation-view.js';
 import { byId, show } from './dom.js';
+import { Drawer } from './drawer.js';
 import { SchedulesPanel } from './schedules-panel.js';
 import { TenantUsageLabel } from './tenant-usage.js';
+import { ThemeToggle } from './theme.js';
 
 /** The gateway serves this page at its root (or under a proxy's prefix): the API lives beside it. */
 const BASE_URL = new URL('.', location.href).href;
@@ -30,6 +32,8 @@ const currentClient = (): FlotillaClient => {
   return client;
 };
 
+new ThemeToggle(byId<HTMLButtonElement>('theme-toggle'));
+const drawer = new Drawer(byId<HTMLButtonElement>('drawer-toggle'), workspace);
 const picker = new AgentPicker();
 const usage = new TenantUsageLabel(byId('tenant-usage'));
 const list = new ConversationList(currentClient, {
@@ -110,6 +114,7 @@ function openConversation(id: string, conversation: Conversation | undefined, up
   }
   list.select(id);
   view.open(id, conversation?.title ?? list.find(id)?.title);
+  drawer.close();
 }
 
 /** Follow the address: a new `#key=…` reconnects, `#c=…` opens that conversation. */
