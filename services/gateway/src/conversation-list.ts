@@ -2,7 +2,7 @@ import type { ConversationPage, ListConversationsQuery, QueuedRun } from '@floti
 import type { ConversationSnapshot } from '@flotilla/state';
 import { ApiError } from './api-error.js';
 import type { ConversationIndex } from './conversation-index.js';
-import { toResource } from './conversation-service.js';
+import { toResource } from './conversation-resource.js';
 
 type Query = {
   status?: ListConversationsQuery['status'];
