@@ -77,10 +77,8 @@ export { currentStatus, runState, RunStateFold } from './run-state.js';
 export type { RunState, RunStateCheckpoint } from './run-state.js';
 export { pendingActions } from './pending-actions.js';
 export { ConversationProgress } from './progress.js';
-export type { ProgressCheckpoint } from './progress.js';
-export type { PendingActions } from './pending-actions.js';
+export type { NextWork, NextWorkOptions, PendingActions, ProgressCheckpoint } from './progress.js';
 export { nextWork, stepNeverDueAfter } from './next-work.js';
-export type { NextWork, NextWorkOptions } from './next-work.js';
 export { registryCatalog } from './tool-catalog.js';
 export {
   DEFAULT_MAX_SUB_AGENT_DEPTH,
