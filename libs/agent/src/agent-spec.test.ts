@@ -2,7 +2,8 @@ import { draftEvent, type AgentSpecEvent } from '@flotilla/events';
 import { describe, expect, it } from 'vitest';
 import { parseAgentConfig } from './agent-config.js';
 import { AgentSpec, agentConfigOf, readAgentSpec } from './agent-spec.js';
-import { AgentCatalog, SpecRefused } from './spec-catalog.js';
+import { AgentCatalog } from './spec-catalog.js';
+import { SpecRefused } from './spec-checks.js';
 
 const defaults = parseAgentConfig({
   llm: { provider: 'openai-chat', model: 'house-model', baseURL: 'https://models.example/v1', apiKeyEnv: 'HOUSE_KEY' },

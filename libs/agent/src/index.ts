@@ -19,15 +19,13 @@ export { lastSpecEvent, SpecFold } from './spec-fold.js';
 export { McpHttpServerSpec, McpServerSpec, McpServersSpec, McpStdioServerSpec, resolveMcpServer } from './mcp-spec.js';
 export type { McpServerResolution } from './mcp-spec.js';
 export { unlistedServers, withListedTools } from './mcp-tools-catalog.js';
-export {
-  AgentCatalog,
-  AgentCatalogSettings,
-  DEFAULT_PROFILE,
-  OperatorLimits,
-  SpecPatch,
-  SpecRefused,
-} from './spec-catalog.js';
-export type { ProfileSummary, ResolvedSpec, SpecIssue, SpecRequest, SubAgentSummary } from './spec-catalog.js';
+export { AgentCatalog } from './spec-catalog.js';
+export type { ResolvedSpec, SpecRequest, SubAgentSummary } from './spec-catalog.js';
+export { AgentCatalogSettings, OperatorLimits, SpecPatch } from './catalog-settings.js';
+export { DEFAULT_PROFILE } from './model-catalog.js';
+export type { ProfileSummary } from './model-catalog.js';
+export { SpecRefused } from './spec-checks.js';
+export type { SpecIssue } from './spec-checks.js';
 export { buildSystemPrompt, withAgentParameters } from './system-prompt.js';
 export { SkillsConfig, skillsEnabledIn } from './skills-config.js';
 export { appliedRulesOf, SkillsFold } from './skills-fold.js';
@@ -77,10 +75,8 @@ export { currentStatus, runState, RunStateFold } from './run-state.js';
 export type { RunState, RunStateCheckpoint } from './run-state.js';
 export { pendingActions } from './pending-actions.js';
 export { ConversationProgress } from './progress.js';
-export type { ProgressCheckpoint } from './progress.js';
-export type { PendingActions } from './pending-actions.js';
+export type { NextWork, NextWorkOptions, PendingActions, ProgressCheckpoint } from './progress.js';
 export { nextWork, stepNeverDueAfter } from './next-work.js';
-export type { NextWork, NextWorkOptions } from './next-work.js';
 export { registryCatalog } from './tool-catalog.js';
 export {
   DEFAULT_MAX_SUB_AGENT_DEPTH,

@@ -5,7 +5,8 @@ import { AgentSpec } from './agent-spec.js';
 import { checkpointFolds, foldLoaded, parseConversationCheckpoint } from './conversation-checkpoint.js';
 import { McpServerSpec, resolveMcpServer } from './mcp-spec.js';
 import { unlistedServers, withListedTools } from './mcp-tools-catalog.js';
-import { AgentCatalog, SpecRefused } from './spec-catalog.js';
+import { AgentCatalog } from './spec-catalog.js';
+import { SpecRefused } from './spec-checks.js';
 import { SpecFold } from './spec-fold.js';
 import type { ToolCatalog } from './tool-catalog.js';
 

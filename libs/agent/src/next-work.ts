@@ -1,37 +1,10 @@
-import type { ActionEvent, Event } from '@flotilla/events';
-import type { PrepareNeeds } from './prepare-duty.js';
-import { ConversationProgress } from './progress.js';
+import type { Event } from '@flotilla/events';
+import { ConversationProgress, type NextWork, type NextWorkOptions } from './progress.js';
 
 /**
- * What a conversation needs next, decided from its whole log (never from one delivered commit);
- * `ConversationProgress` decides the same incrementally. This is the one place that decides it:
- * every service and `LocalConversation` act on its answer, each on its kind: tool runners on
- * `execute` (and wait on `in_progress`), step workers on `step` (a model call) and `finish` (the
- * agent's finish call came back: the run ends, no model call), the condenser on `condense`, and
- * tool runners on `prepare`: the owner of the workspace reads what it says (repository context,
- * skills, path rules) into the log (`workspace_context`) before the first step of a spec that
- * turns skills on, and runs the spec's hooks that come before a step or a finish (`PrepareNeeds`);
- * the step waits for it. The delegator owes `delegate`: the pending `task` calls whose children
- * it has not started (after the batch's tool calls are answered); `delegated` means the children
- * work, and their ends, not this log, wake the delegator to answer the calls. `rest` means nobody
- * owes anything (the conversation is not running).
+ * `NextWork` decided from a whole log at once, for a caller that keeps no `ConversationProgress`:
+ * the same fold, so the same answer as one appended commit by commit.
  */
-export type NextWork =
-  | { readonly kind: 'rest' }
-  | { readonly kind: 'execute'; readonly actions: readonly ActionEvent[]; readonly interrupted: readonly ActionEvent[] }
-  | { readonly kind: 'in_progress'; readonly actions: readonly ActionEvent[] }
-  | { readonly kind: 'finish' }
-  | { readonly kind: 'condense' }
-  | { readonly kind: 'prepare'; readonly needs: PrepareNeeds }
-  | { readonly kind: 'delegate'; readonly actions: readonly ActionEvent[] }
-  | { readonly kind: 'delegated'; readonly actions: readonly ActionEvent[] }
-  | { readonly kind: 'step' };
-
-export type NextWorkOptions = {
-  /** Is the runner that recorded an action's start still alive? Default: no (in-process after a restart). */
-  readonly runnerAlive?: (runner: string) => boolean;
-};
-
 export function nextWork(events: readonly Event[], options: NextWorkOptions = {}): NextWork {
   return ConversationProgress.of(events).nextWork(options);
 }

@@ -1,7 +1,6 @@
 import { draftEvent, type ActionEvent, type Event, type EventDraft } from '@flotilla/events';
 import { describe, expect, it } from 'vitest';
-import type { NextWork } from './next-work.js';
-import { ConversationProgress } from './progress.js';
+import { ConversationProgress, type NextWork } from './progress.js';
 import { conversationFixture, realRunCommits } from './test-support/conversation-fixture.js';
 
 /** The decision by plain scans of the whole log: the definition ConversationProgress must match. */

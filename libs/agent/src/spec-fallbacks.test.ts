@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseAgentConfig } from './agent-config.js';
 import { AgentSpec, agentConfigOf, llmConfigOf } from './agent-spec.js';
-import { AgentCatalog, SpecRefused } from './spec-catalog.js';
+import { AgentCatalog } from './spec-catalog.js';
+import { SpecRefused } from './spec-checks.js';
 
 const defaults = parseAgentConfig({
   llm: { provider: 'anthropic', model: 'house-model', baseURL: 'https://models.example/', apiKeyEnv: 'HOUSE_KEY' },

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { parseAgentConfig } from './agent-config.js';
 import { AgentSpec } from './agent-spec.js';
 import { childConversationId, childSpec } from './child-spec.js';
-import { AgentCatalog, SpecRefused } from './spec-catalog.js';
+import { AgentCatalog } from './spec-catalog.js';
+import { SpecRefused } from './spec-checks.js';
 import { parseSubAgentMarkdown, TASK_TOOL } from './sub-agents.js';
 import { specTools } from './task-tool.js';
 
