@@ -1,5 +1,6 @@
 import { ScriptedLanguageModel, type GenerateRequest, type ScriptedReply } from '@flotilla/llm';
-import { brainReply, progressIn, type BrainTask } from './brain-server.js';
+import { brainReply } from './brain-reply.js';
+import { progressIn, type BrainTask } from './brain-task.js';
 
 /**
  * The brain as an in-process model: the same pure function of the conversation as the brain

@@ -1,7 +1,8 @@
 import { newId, type EventDraft } from '@flotilla/events';
 import type { ConversationRef } from './conversation-ref.js';
 import { LogError, isConflict } from './errors.js';
-import type { AppendOptions, EventLog } from './event-log.js';
+import type { EventLog } from './event-log.js';
+import type { AppendOptions } from './event-log-options.js';
 import type { StoredCommit, Tail } from './stored-commit.js';
 
 export type AppendWithRetryOptions = {

@@ -1,114 +1,30 @@
-import {
-  CommitHeader,
-  Event,
-  ProtocolErrorCode,
-  describeIssues,
-  isValidEvent,
-  newId,
-  type EventDraft,
-  type ProtocolIssue,
-} from '@flotilla/events';
+import { CommitHeader, newId, type Event, type EventDraft } from '@flotilla/events';
 import { activeTraceparent } from '@flotilla/tracing';
 import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { decodeCommit, encodeCommit, placementOf, type RawMessage } from './codec.js';
-import { commitKindOf, legacyCommitSubjects, type CommitKind } from '@flotilla/bus';
+import { commitKindOf, type CommitKind } from '@flotilla/bus';
+import { encodeCommit } from './codec.js';
+import { commitAcceptor, scanCommits, type ScanPlan } from './commit-scan.js';
+import { ConversationMessages } from './conversation-messages.js';
+import { conversationTail, locateCommit, nextPlaced } from './conversation-positions.js';
 import {
   conversationFilter,
   conversationSubject,
   DEFAULT_SUBJECT_PREFIX,
-  legacyConversationSubject,
   type ConversationRef,
 } from './conversation-ref.js';
-import { readSubjectBatches, readSubjectRange, type SubjectRange } from './direct-batch.js';
-import { ConflictError, isConflict, LogError, LogErrorCode } from './errors.js';
+import { isConflict, LogError, LogErrorCode } from './errors.js';
+import type { AppendOptions, EventLogOptions, ReadOptions } from './event-log-options.js';
 import { JetStreamPublisher } from './jetstream-publisher.js';
-import { followSubject } from './live-follow.js';
+import { LegacyLayout } from './legacy-layout.js';
+import { placeEvents } from './place-events.js';
 import { classifyPublishAnswer } from './publish-errors.js';
-import { EMPTY_TAIL, type StoredCommit, type Tail } from './stored-commit.js';
-import { connectManager, DEFAULT_STREAM_NAME, ensureEventStream, type EventStreamOptions } from './stream-setup.js';
-
-/** A message on a conversation subject that is not a valid next commit. */
-export type InvalidMessageReport = {
-  readonly subject: string;
-  readonly streamSeq: number;
-  readonly reason: string;
-  readonly issues: readonly ProtocolIssue[];
-};
-
-/** What a reader does with an invalid message: skip it (after reporting) or stop with an error. */
-export type InvalidMessagePolicy = 'skip' | 'stop';
-
-export type EventLogOptions = EventStreamOptions & {
-  /** Called for every foreign or corrupt message a reader meets. */
-  readonly onInvalid?: (report: InvalidMessageReport) => void;
-  readonly invalidPolicy?: InvalidMessagePolicy;
-  /** Publish acknowledgement timeout. Default 5 s. */
-  readonly appendTimeoutMs?: number;
-  /**
-   * Called right before each append is published, in the same turn: a caller holding other
-   * messages for this connection (a consumer's acks) sends them now, in the same socket write.
-   */
-  readonly beforePublish?: () => void;
-  /** How long a follower goes, at most, without looking at the stream when nothing woke it. Default 5 s. */
-  readonly followBackstopMs?: number;
-  /**
-   * The service appending (libs/bus WRITER_KINDS): its commits' kind, the last token of their
-   * subject, which its NATS user may publish. Anyone else appends `user` commits.
-   */
-  readonly writer?: string;
-  /** Told of every commit this log appended, as stored (a group carrying on after its own commits: libs/runtime OwnCommits). */
-  readonly onAppended?: (ref: ConversationRef, message: RawMessage) => void;
-};
-
-export type AppendOptions = {
-  /** The tail the writer read and decided on (optimistic concurrency). */
-  readonly expected: Tail;
-  /**
-   * Stable across retries of the same commit: a retry of a commit already stored (its answer lost)
-   * returns the stored commit instead of a conflict, and stores nothing.
-   */
-  readonly commitId?: string;
-};
-
-export type ReadOptions = {
-  /** Only commits holding events after this seq. Default 0 (from the start). */
-  readonly afterSeq?: number;
-  /**
-   * The stream sequence of the commit holding `afterSeq`, when the reader knows it (a cache
-   * does): reading then starts right after it, without locating `afterSeq`.
-   */
-  readonly afterStreamSeq?: number;
-  /** Read up to this tail instead of fetching the current one. */
-  readonly until?: Tail;
-  /**
-   * Read up to this stream sequence (the subject's last message as the caller saw it) without
-   * fetching the tail; with `afterStreamSeq`, a catch-up reads only what lies between.
-   */
-  readonly untilStreamSeq?: number;
-  /**
-   * About how many of the subject's messages the read covers, when the caller can tell better than
-   * the log: the first direct-get batch asks for that many (later ones for full batches).
-   */
-  readonly expectedMessages?: number;
-  readonly signal?: AbortSignal;
-  readonly invalidPolicy?: InvalidMessagePolicy;
-};
-
-/** A bounded or live read, resolved: where it starts and stops, and about how many messages it covers. */
-type ScanPlan = {
-  readonly start: number;
-  readonly until: number | undefined;
-  readonly afterSeq: number;
-  readonly policy: InvalidMessagePolicy | undefined;
-  readonly signal: AbortSignal | undefined;
-  readonly expected: number | undefined;
-};
+import type { StoredCommit, Tail } from './stored-commit.js';
+import { StreamGets } from './stream-gets.js';
+import { connectManager, DEFAULT_STREAM_NAME, ensureEventStream } from './stream-setup.js';
 
 const MSG_ID_HEADER = 'Nats-Msg-Id';
 const EXPECTED_SUBJECT_HEADER = 'Nats-Expected-Last-Subject-Sequence-Subject';
-/** Conversations whose legacy-layout tail a log remembers (those commits never change). */
-const LEGACY_TAILS_KEPT = 10_000;
 
 /**
  * A conversation's event log on JetStream: its commits on `<prefix>.<tenant>.<conversation>.<kind>`,
@@ -126,18 +42,13 @@ export class EventLog {
   readonly #maxPayload: number;
   /** Set when the existing stream's settings differ from the configured ones (see ensureEventStream): log it. */
   storageWarning: string | undefined;
-  /**
-   * Reads that decide go to the stream's leader (message gets), not to any replica (direct gets):
-   * a replica can be behind (one catching up after a restart answers with an old tail), and a
-   * decision made on a stale tail could miss that an action started. Set for a replicated stream.
-   */
-  #fromLeader = false;
-  /**
-   * Whether the stream holds commits of the legacy layout; if so, the stream sequence of each
-   * conversation's last legacy commit (0: none), as read once (they are never written again).
-   */
-  #legacy = false;
-  readonly #legacyTails = new Map<string, number>();
+  // the next three are set by open, once the stream is known (its replicas, its legacy-layout commits)
+  /** Single-message gets on the stream, from its leader when it is replicated. */
+  #gets!: StreamGets;
+  /** The stream's commits of the legacy layout, if it holds any. */
+  #legacy!: LegacyLayout;
+  /** The conversations' messages, read across both layouts. */
+  #messages!: ConversationMessages;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -160,8 +71,9 @@ export class EventLog {
     const log = new EventLog(nc, jsm, options);
     const stream = await ensureEventStream(jsm, log.streamName, log.subjectPrefix, options);
     log.storageWarning = stream.warning;
-    log.#fromLeader = stream.replicas > 1;
-    log.#legacy = (await log.#direct({ last_by_subj: legacyCommitSubjects(log.subjectPrefix) })) !== null;
+    log.#gets = new StreamGets(jsm, log.streamName, stream.replicas > 1);
+    log.#legacy = await LegacyLayout.detect(log.#gets, log.subjectPrefix);
+    log.#messages = new ConversationMessages(nc, log.#gets, log.#legacy, log.subjectPrefix, options);
     return log;
   }
 
@@ -198,7 +110,7 @@ export class EventLog {
     headers.set(MSG_ID_HEADER, commitId);
     headers.set(
       'Nats-Expected-Last-Subject-Sequence',
-      String(await this.#expectedOnFilter(ref, options.expected.streamSeq)),
+      String(await this.#legacy.expectedOnFilter(ref, this.filter(ref), options.expected.streamSeq)),
     );
     headers.set(EXPECTED_SUBJECT_HEADER, this.filter(ref));
     // the span appending (a request, a step, a tool batch…) when this process traces
@@ -238,11 +150,9 @@ export class EventLog {
    */
   async purge(ref: ConversationRef): Promise<number> {
     let purged = (await this.jsm.streams.purge(this.streamName, { filter: this.filter(ref) })).purged;
-    if (this.#legacy)
-      purged += (
-        await this.jsm.streams.purge(this.streamName, { filter: legacyConversationSubject(this.subjectPrefix, ref) })
-      ).purged;
-    this.#legacyTails.delete(`${ref.tenant}.${ref.conversation}`);
+    if (this.#legacy.present)
+      purged += (await this.jsm.streams.purge(this.streamName, { filter: this.#legacy.subject(ref) })).purged;
+    this.#legacy.forget(ref);
     return purged;
   }
 
@@ -251,29 +161,12 @@ export class EventLog {
    * enough to tell whether a delivered commit is still the tail.
    */
   async lastStreamSeq(ref: ConversationRef): Promise<number> {
-    return (await this.#last(ref))?.seq ?? 0;
+    return (await this.#messages.last(ref))?.seq ?? 0;
   }
 
   /** The conversation's current tail (EMPTY_TAIL for a conversation with no commits). */
-  async tail(ref: ConversationRef): Promise<Tail> {
-    const last = await this.#last(ref);
-    if (!last) return EMPTY_TAIL;
-    const subject = last.subject;
-    const decoded = decodeCommit(last, ref);
-    if (decoded.ok) return { streamSeq: last.seq, lastSeq: decoded.commit.lastSeq };
-    // The last message is foreign or corrupt: appends go after it, events continue the last valid commit.
-    this.#report(subject, last.seq, decoded.reason, decoded.error?.issues ?? [], 'skip', decoded.error?.code);
-    let lastSeq = 0;
-    for await (const commit of this.#scan(ref, {
-      start: 1,
-      until: last.seq,
-      afterSeq: 0,
-      policy: 'skip',
-      signal: undefined,
-      expected: undefined,
-    }))
-      lastSeq = commit.lastSeq;
-    return { streamSeq: last.seq, lastSeq };
+  tail(ref: ConversationRef): Promise<Tail> {
+    return conversationTail(this.#messages, ref, this.options);
   }
 
   /**
@@ -282,7 +175,7 @@ export class EventLog {
    * the stream's retention limits).
    */
   async firstCommitSeq(ref: ConversationRef): Promise<number | undefined> {
-    return (await this.#nextPlaced(ref, 1, Number.MAX_SAFE_INTEGER))?.seq;
+    return (await nextPlaced(this.#messages, ref, 1, Number.MAX_SAFE_INTEGER))?.seq;
   }
 
   /**
@@ -291,24 +184,13 @@ export class EventLog {
    */
   async locate(ref: ConversationRef, seq: number, knownTail?: Tail): Promise<number | undefined> {
     const tail = knownTail ?? (await this.tail(ref));
-    if (seq < 1 || seq > tail.lastSeq) return undefined;
-    const first = await this.#nextPlaced(ref, 1, tail.streamSeq);
-    if (!first) return undefined;
-    let low = first.seq;
-    let high = tail.streamSeq;
-    while (low < high) {
-      const middle = Math.ceil((low + high) / 2);
-      const probe = await this.#nextPlaced(ref, middle, high);
-      if (probe && probe.firstSeq <= seq) low = probe.seq;
-      else high = middle - 1;
-    }
-    return low;
+    return await locateCommit(this.#messages, ref, seq, tail);
   }
 
   /** Reads the commits holding events after `afterSeq`, up to the tail as of the call. */
   async *read(ref: ConversationRef, options: ReadOptions = {}): AsyncGenerator<StoredCommit> {
     const plan = await this.#plan(ref, options);
-    if (plan) yield* this.#scan(ref, plan);
+    if (plan) yield* scanCommits(this.#messages, ref, plan, this.options);
   }
 
   /**
@@ -324,9 +206,9 @@ export class EventLog {
   ): Promise<void> {
     const plan = await this.#plan(ref, options);
     if (!plan || plan.signal?.aborted) return;
-    const accept = this.#acceptor(ref, plan);
+    const accept = commitAcceptor(ref, plan, this.options);
     // a batch at a time, each handled synchronously: no promise turn per commit
-    for await (const messages of this.#batches(ref, plan.start, plan.until ?? 0, plan.expected, plan.signal)) {
+    for await (const messages of this.#messages.batches(ref, plan.start, plan.until ?? 0, plan.expected, plan.signal)) {
       for (const message of messages) {
         const commit = accept(message);
         // `false` from the visitor ends the read there
@@ -386,301 +268,24 @@ export class EventLog {
       const located = await this.locate(ref, afterSeq + 1, tail);
       start = located ?? tail.streamSeq + 1;
     }
-    yield* this.#scan(ref, {
-      start,
-      until: undefined,
-      afterSeq,
-      policy: options.invalidPolicy,
-      signal: options.signal,
-      expected: undefined,
-    });
-  }
-
-  async *#scan(ref: ConversationRef, plan: ScanPlan): AsyncGenerator<StoredCommit> {
-    if (plan.signal?.aborted) return;
-    const accept = this.#acceptor(ref, plan);
-    for await (const message of this.#messages(ref, plan.start, plan.until, plan.expected, plan.signal)) {
-      const commit = accept(message);
-      if (commit) yield commit;
-    }
-  }
-
-  /**
-   * Decodes a read's messages in order: the commits after `afterSeq` that continue one another.
-   * Foreign and corrupt messages, and commits that leave a gap, are reported (and skipped or
-   * thrown, by policy).
-   */
-  #acceptor(ref: ConversationRef, plan: ScanPlan): (message: RawMessage) => StoredCommit | undefined {
-    const { afterSeq, policy } = plan;
-    let expectedFirst: number | undefined;
-    return (message) => {
-      const subject = message.subject;
-      const decoded = decodeCommit(message, ref);
-      if (!decoded.ok) {
-        this.#report(subject, message.seq, decoded.reason, decoded.error?.issues ?? [], policy, decoded.error?.code);
-        return undefined;
-      }
-      const commit = decoded.commit;
-      if (commit.lastSeq <= afterSeq) return undefined; // before the requested position
-      if (
-        expectedFirst === undefined ? commit.firstSeq > afterSeq + 1 && afterSeq > 0 : commit.firstSeq !== expectedFirst
-      ) {
-        const wanted = expectedFirst ?? afterSeq + 1;
-        this.#report(subject, message.seq, `commit starts at seq ${commit.firstSeq}, expected ${wanted}`, [], policy);
-        return undefined;
-      }
-      expectedFirst = commit.lastSeq + 1;
-      return commit;
-    };
-  }
-
-  /**
-   * The conversation's messages from `start` (to `until`, or live). A bounded read pages through
-   * direct-get batches: no consumer is created, however long the read and however many readers.
-   * A conversation begun in the legacy layout is read there first, up to its last legacy commit.
-   */
-  #messages(
-    ref: ConversationRef,
-    start: number,
-    until: number | undefined,
-    expected: number | undefined,
-    signal?: AbortSignal,
-  ): AsyncGenerator<RawMessage> {
-    if (this.#legacy) return this.#messagesAcrossLayouts(ref, start, until, expected, signal);
-    if (until === undefined) return this.#live(this.filter(ref), start, signal);
-    return readSubjectRange(this.nc, this.#range(this.filter(ref), start, until, expected, signal));
-  }
-
-  async *#messagesAcrossLayouts(
-    ref: ConversationRef,
-    start: number,
-    until: number | undefined,
-    expected: number | undefined,
-    signal?: AbortSignal,
-  ): AsyncGenerator<RawMessage> {
-    let from = start;
-    const legacyLast = await this.#legacyTail(ref);
-    if (legacyLast >= from) {
-      yield* readSubjectRange(
-        this.nc,
-        this.#range(
-          legacyConversationSubject(this.subjectPrefix, ref),
-          from,
-          Math.min(until ?? legacyLast, legacyLast),
-          expected,
-          signal,
-        ),
-      );
-      from = legacyLast + 1;
-    }
-    if (until === undefined) yield* this.#live(this.filter(ref), from, signal);
-    else if (from <= until)
-      yield* readSubjectRange(this.nc, this.#range(this.filter(ref), from, until, expected, signal));
-  }
-
-  /** A bounded read's messages a batch at a time. */
-  async *#batches(
-    ref: ConversationRef,
-    start: number,
-    until: number,
-    expected: number | undefined,
-    signal?: AbortSignal,
-  ): AsyncGenerator<RawMessage[]> {
-    let from = start;
-    const legacyLast = this.#legacy ? await this.#legacyTail(ref) : 0;
-    if (legacyLast >= from) {
-      yield* readSubjectBatches(
-        this.nc,
-        this.#range(
-          legacyConversationSubject(this.subjectPrefix, ref),
-          from,
-          Math.min(until, legacyLast),
-          expected,
-          signal,
-        ),
-      );
-      from = legacyLast + 1;
-    }
-    if (from <= until) yield* readSubjectBatches(this.nc, this.#range(this.filter(ref), from, until, expected, signal));
-  }
-
-  #range(
-    subject: string,
-    from: number,
-    until: number,
-    expected: number | undefined,
-    signal: AbortSignal | undefined,
-  ): SubjectRange {
-    // a replicated stream's batch may come from a replica that is behind: the leader answers the rest
-    const leaderGet = this.#fromLeader
-      ? (seq: number): Promise<RawMessage | null> => this.#direct({ seq, next_by_subj: subject })
-      : undefined;
-    return { stream: this.streamName, subject, from, until, expected, signal, leaderGet };
-  }
-
-  /**
-   * The subject's messages from `start`, live, until the signal aborts: woken by a core
-   * subscription on the subject, read with direct-get batches (no consumer, however many follow).
-   */
-  async *#live(subject: string, start: number, signal?: AbortSignal): AsyncGenerator<RawMessage> {
-    const leaderGet = this.#fromLeader
-      ? (seq: number): Promise<RawMessage | null> => this.#direct({ seq, next_by_subj: subject })
-      : undefined;
-    const follow = {
-      stream: this.streamName,
-      subject,
-      from: start,
-      signal,
-      leaderGet,
-      backstopMs: this.options.followBackstopMs,
-    };
-    for await (const messages of followSubject(this.nc, follow)) yield* messages;
-  }
-
-  #report(
-    subject: string,
-    streamSeq: number,
-    reason: string,
-    issues: readonly ProtocolIssue[],
-    policy: InvalidMessagePolicy | undefined,
-    code?: string,
-  ): void {
-    const report = { subject, streamSeq, reason, issues };
-    this.options.onInvalid?.(report);
-    if (code === ProtocolErrorCode.UnsupportedVersion) {
-      // Never skip what a newer writer wrote: that would silently lose events.
-      throw new LogError(LogErrorCode.UnsupportedVersion, `${subject} #${streamSeq}: ${reason}`, { issues });
-    }
-    if ((policy ?? this.options.invalidPolicy ?? 'skip') === 'stop') {
-      throw new LogError(LogErrorCode.CorruptCommit, `invalid message at ${subject} #${streamSeq}: ${reason}`, {
-        issues,
-      });
-    }
-  }
-
-  async #direct(query: { last_by_subj: string } | { seq: number; next_by_subj: string }): Promise<RawMessage | null> {
-    try {
-      const message = this.#fromLeader
-        ? await this.jsm.streams.getMessage(this.streamName, query)
-        : await this.jsm.direct.getMessage(this.streamName, query);
-      return message && { subject: message.subject, seq: message.seq, data: message.data, headers: message.header };
-    } catch (error) {
-      throw new LogError(
-        LogErrorCode.Transient,
-        `${this.#fromLeader ? 'message' : 'direct'} get on ${this.streamName} failed: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
-  }
-
-  /** The conversation's last message (either layout), or null when it has none. */
-  async #last(ref: ConversationRef): Promise<RawMessage | null> {
-    const last = await this.#direct({ last_by_subj: this.filter(ref) });
-    if (last || !this.#legacy) return last;
-    return await this.#direct({ last_by_subj: legacyConversationSubject(this.subjectPrefix, ref) });
-  }
-
-  /** The conversation's next message at or after `seq` (either layout), or null. */
-  async #next(ref: ConversationRef, seq: number): Promise<RawMessage | null> {
-    const legacyLast = this.#legacy ? await this.#legacyTail(ref) : 0;
-    if (legacyLast >= seq) {
-      const legacy = await this.#direct({ seq, next_by_subj: legacyConversationSubject(this.subjectPrefix, ref) });
-      if (legacy) return legacy;
-    }
-    return await this.#direct({ seq: Math.max(seq, legacyLast + 1), next_by_subj: this.filter(ref) });
-  }
-
-  /** The stream sequence of the conversation's last legacy-layout commit (0: none; always 0 on a stream without any). */
-  async #legacyTail(ref: ConversationRef): Promise<number> {
-    if (!this.#legacy) return 0;
-    const key = `${ref.tenant}.${ref.conversation}`;
-    const known = this.#legacyTails.get(key);
-    if (known !== undefined) return known;
-    const last = (await this.#direct({ last_by_subj: legacyConversationSubject(this.subjectPrefix, ref) }))?.seq ?? 0;
-    if (this.#legacyTails.size >= LEGACY_TAILS_KEPT) this.#legacyTails.delete(this.#legacyTails.keys().next().value!);
-    this.#legacyTails.set(key, last);
-    return last;
-  }
-
-  /**
-   * The expected last sequence of the conversation's current-layout subjects for an append after
-   * `streamSeq`: the same, unless the conversation's tail is its last legacy commit (then none of
-   * its commits is in the current layout yet: 0). A tail older than that is stale: a conflict.
-   */
-  async #expectedOnFilter(ref: ConversationRef, streamSeq: number): Promise<number> {
-    const legacyLast = await this.#legacyTail(ref);
-    if (streamSeq > legacyLast) return streamSeq;
-    if (streamSeq === legacyLast) return 0;
-    throw new ConflictError(
-      `${this.filter(ref)} moved on since it was read: the append expects #${streamSeq}, but the conversation's legacy log goes on to #${legacyLast}`,
-      legacyLast,
+    yield* scanCommits(
+      this.#messages,
+      ref,
+      {
+        start,
+        until: undefined,
+        afterSeq,
+        policy: options.invalidPolicy,
+        signal: options.signal,
+        expected: undefined,
+      },
+      this.options,
     );
   }
 
   /** The stream sequence of the conversation's message right after `expected` when it is commit `commitId` (its `Nats-Msg-Id`). */
   async #storedAfter(ref: ConversationRef, expected: number, commitId: string): Promise<number | undefined> {
-    const next = await this.#direct({ seq: expected + 1, next_by_subj: this.filter(ref) });
+    const next = await this.#gets.get({ seq: expected + 1, next_by_subj: this.filter(ref) });
     return next?.headers?.get(MSG_ID_HEADER) === commitId ? next.seq : undefined;
   }
-
-  /** The first commit at or after `from` (skipping foreign messages) up to `limit`. */
-  async #nextPlaced(
-    ref: ConversationRef,
-    from: number,
-    limit: number,
-  ): Promise<{ seq: number; firstSeq: number } | undefined> {
-    let cursor = from;
-    while (cursor <= limit) {
-      const message = await this.#next(ref, cursor);
-      if (!message || message.seq > limit) return undefined;
-      const placement = placementOf(message);
-      if (placement) return { seq: message.seq, firstSeq: placement.firstSeq };
-      cursor = message.seq + 1;
-    }
-    return undefined;
-  }
-}
-
-/** Assigns seqs after `lastSeq` and validates every event, naming each bad field. */
-export function placeEvents(ref: ConversationRef, drafts: readonly EventDraft[], lastSeq: number): Event[] {
-  if (drafts.length === 0)
-    throw new LogError(LogErrorCode.InvalidEvent, 'a commit needs at least one event', {
-      issues: [{ path: 'events', message: 'empty' }],
-    });
-  const issues: ProtocolIssue[] = [];
-  const events: Event[] = [];
-  drafts.forEach((draft, index) => {
-    const candidate = { ...draft, seq: lastSeq + 1 + index };
-    // the compiled JSON Schema vouches for valid events quickly; zod names what is wrong
-    if (isValidEvent(candidate)) {
-      if (candidate.tenant !== ref.tenant)
-        issues.push({ path: `events.${index}.tenant`, message: `must be "${ref.tenant}"` });
-      if (candidate.conversation !== ref.conversation)
-        issues.push({ path: `events.${index}.conversation`, message: `must be "${ref.conversation}"` });
-      events.push(candidate);
-      return;
-    }
-    const result = Event.safeParse(candidate);
-    if (!result.success) {
-      for (const issue of result.error.issues) {
-        issues.push({
-          path: `events.${index}.${issue.path.map(String).join('.') || '(root)'}`,
-          message: issue.message,
-        });
-      }
-      return;
-    }
-    if (result.data.tenant !== ref.tenant)
-      issues.push({ path: `events.${index}.tenant`, message: `must be "${ref.tenant}"` });
-    if (result.data.conversation !== ref.conversation) {
-      issues.push({ path: `events.${index}.conversation`, message: `must be "${ref.conversation}"` });
-    }
-    events.push(result.data);
-  });
-  if (issues.length > 0) {
-    throw new LogError(LogErrorCode.InvalidEvent, `refused to append invalid events: ${describeIssues(issues)}`, {
-      issues,
-    });
-  }
-  return events;
 }

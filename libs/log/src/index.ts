@@ -1,11 +1,12 @@
-export { EventLog, placeEvents } from './event-log.js';
+export { EventLog } from './event-log.js';
 export type {
   AppendOptions,
   EventLogOptions,
   InvalidMessagePolicy,
   InvalidMessageReport,
   ReadOptions,
-} from './event-log.js';
+} from './event-log-options.js';
+export { placeEvents } from './place-events.js';
 export { ConflictError, LogError, LogErrorCode, isConflict } from './errors.js';
 export {
   assertConversationRef,

@@ -13,7 +13,8 @@ import {
 import { EMPTY_TAIL } from './stored-commit.js';
 import { commitSubjectTransform } from '@flotilla/bus';
 import { ConflictError } from './errors.js';
-import { EventLog, placeEvents } from './event-log.js';
+import { EventLog } from './event-log.js';
+import { placeEvents } from './place-events.js';
 import { logFixture, userMessage } from './test-support/fixtures.js';
 
 /** A conversation's first commit as protocol v1 froze it (libs/events fixtures): what an older writer stored. */

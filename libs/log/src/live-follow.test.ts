@@ -14,7 +14,8 @@ import { jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import type { ConversationRef } from './conversation-ref.js';
-import { EventLog, type ReadOptions } from './event-log.js';
+import { EventLog } from './event-log.js';
+import type { ReadOptions } from './event-log-options.js';
 import { EMPTY_TAIL, type Tail } from './stored-commit.js';
 import { logFixture, newRef, userMessage } from './test-support/fixtures.js';
 

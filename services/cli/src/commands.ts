@@ -1,6 +1,7 @@
 import type { CommandResult, Conversation } from '@flotilla/api';
 import type { Event } from '@flotilla/events';
-import type { Command, FollowOptions } from './args.js';
+import type { Command } from './args.js';
+import type { FollowOptions } from './cli-options.js';
 import type { CliClient } from './cli-client.js';
 import { renderConversation, renderConversationTable, renderServerInfo } from './format-resources.js';
 import { renderEvent } from './render-event.js';

@@ -1,5 +1,6 @@
 export { parseCliArgs } from './args.js';
-export type { Command, CommandName, ConnectionFlags, FollowOptions, ParsedArgs } from './args.js';
+export type { Command, CommandName, ConnectionFlags, ParsedArgs } from './args.js';
+export type { FollowOptions } from './cli-options.js';
 export type { CliClient, Subscription } from './cli-client.js';
 export { executeCommand, ExitCode } from './commands.js';
 export type { CommandContext } from './commands.js';

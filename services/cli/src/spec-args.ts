@@ -1,3 +1,5 @@
+import { conversationId, optional, singleId, specName } from './arg-values.js';
+import type { OptionValues } from './cli-options.js';
 import { usageError } from './errors.js';
 
 const PATH = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*$/;
@@ -53,4 +55,56 @@ export function specFileFields(text: string, path: string): Record<string, unkno
       `--spec ${path} must hold a JSON object of spec fields, e.g. {"llm":{"profile":"fast"},"tools":["terminal","finish"]}`,
     );
   return parsed as Record<string, unknown>;
+}
+
+/** The agent spec commands (usage's "Agent spec"): the spec shown or changed, the model switched, the requests replayed. */
+export type SpecCommand =
+  /** Shows the spec in force, or (with a template, settings or a file) changes it from the next step on. */
+  | {
+      readonly name: 'spec';
+      readonly id: string;
+      readonly json: boolean;
+      readonly template?: string;
+      readonly settings: readonly string[];
+      readonly specFile?: string;
+      readonly reason?: string;
+    }
+  | { readonly name: 'model'; readonly id: string; readonly profile: string; readonly reason?: string }
+  | { readonly name: 'replay'; readonly id: string; readonly check?: string };
+
+/** The command `name` from its arguments. */
+export function specCommandOf(name: SpecCommand['name'], rest: readonly string[], values: OptionValues): SpecCommand {
+  switch (name) {
+    case 'spec': {
+      const id = singleId(name, rest);
+      const changes = values.template !== undefined || values.set !== undefined || values.spec !== undefined;
+      if (!changes && values.reason !== undefined)
+        throw usageError('spec --reason goes with a change: --template, --set or --spec');
+      if (changes && values.json)
+        throw usageError('spec --json shows the spec; a change prints the new spec as the gateway made it');
+      return {
+        name,
+        id,
+        json: values.json ?? false,
+        ...optional('template', values.template === undefined ? undefined : specName(values.template, '--template')),
+        settings: values.set ?? [],
+        ...optional('specFile', values.spec),
+        ...optional('reason', values.reason),
+      };
+    }
+    case 'model': {
+      if (rest.length !== 2)
+        throw usageError(
+          'model needs ID and PROFILE, e.g. flotilla model my-conversation fast (flotilla info lists the profiles)',
+        );
+      return {
+        name,
+        id: conversationId(rest[0]!),
+        profile: specName(rest[1]!, 'PROFILE'),
+        ...optional('reason', values.reason),
+      };
+    }
+    case 'replay':
+      return { name, id: singleId(name, rest), ...optional('check', values.check) };
+  }
 }

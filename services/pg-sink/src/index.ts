@@ -1,4 +1,5 @@
-export { CommitWriter, isConnectionError } from './commit-writer.js';
+export { CommitWriter } from './commit-writer.js';
+export { isConnectionError } from './connection-errors.js';
 export type { CommitWriterOptions, WriteOutcome } from './commit-writer.js';
 export { migrate, MIGRATIONS, MIGRATIONS_TABLE } from './migrations.js';
 export type { Migration } from './migrations.js';

@@ -1,6 +1,7 @@
 import { decodeCommit } from '@flotilla/log';
 import type { CommitHandler, HandleOutcome } from '@flotilla/runtime';
-import { isConnectionError, type CommitWriter } from './commit-writer.js';
+import type { CommitWriter } from './commit-writer.js';
+import { isConnectionError } from './connection-errors.js';
 
 /** How long a commit waits before it is tried again when the database is away, or an earlier commit of its conversation is not written yet. */
 export const RETRY_DELAYS = { databaseUnavailableMs: 1_000, outOfOrderMs: 250 } as const;

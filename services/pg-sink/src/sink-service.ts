@@ -9,7 +9,8 @@ import {
   type ServiceParts,
 } from '@flotilla/runtime';
 import pg from 'pg';
-import { CommitWriter, isConnectionError } from './commit-writer.js';
+import { CommitWriter } from './commit-writer.js';
+import { isConnectionError } from './connection-errors.js';
 import { migrate } from './migrations.js';
 import { describeDatabase, loadSinkConfig } from './sink-config.js';
 import { createSinkHandler, RETRY_DELAYS } from './sink-handler.js';

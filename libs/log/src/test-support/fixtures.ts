@@ -1,7 +1,8 @@
 import { draftEvent, type EventDraft } from '@flotilla/events';
 import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { EventLog, type EventLogOptions } from '../event-log.js';
+import { EventLog } from '../event-log.js';
+import type { EventLogOptions } from '../event-log-options.js';
 import type { ConversationRef } from '../conversation-ref.js';
 
 export type LogFixture = AsyncDisposable & { server: NatsTestServer; nc: NatsConnection; log: EventLog };
