@@ -1,6 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { chromium, type Page } from 'playwright-core';
+import { draftEvent } from '@flotilla/events';
 import { describe, expect, it } from 'vitest';
 import { taskMessage } from '../support/brain-server.js';
 import { findChromium, MISSING_BROWSER, screenshotPath } from '../support/chromium.js';
@@ -40,6 +41,18 @@ describeWithBrowser('web UI: dark mode and small screens', () => {
         ['finished'],
         60_000,
       );
+      // a conversation whose one event is of an earlier day: its time shows with its date
+      const old = { tenant: 'acme', conversation: 'layout-old' };
+      await system.log.append(
+        old,
+        [
+          draftEvent({ ...old, source: 'user', now: () => new Date('2026-01-02T10:00:00.000Z') }, 'message', {
+            role: 'user',
+            content: [{ type: 'text', text: 'From an earlier day.' }],
+          }),
+        ],
+        { expected: { streamSeq: 0, lastSeq: 0 } },
+      );
       const address = `${system.gatewayUrl}/#key=${encodeURIComponent(system.apiKey)}&c=layout-a`;
 
       // the system's dark scheme, then the toggle: light, dark, back to the system's; the choice outlives a reload
@@ -47,6 +60,14 @@ describeWithBrowser('web UI: dark mode and small screens', () => {
       const problems: string[] = [];
       desktop.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
       await desktop.goto(address);
+      await expect.poll(() => desktop.getByTestId('agent-message').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+      // today's events show their time, an earlier day's their date too
+      expect(await desktop.getByTestId('event').first().locator('time').textContent()).not.toMatch(/2026/);
+      await desktop.locator('[data-testid="conversation-item"][data-id="layout-old"]').click();
+      await expect
+        .poll(() => desktop.getByTestId('event').first().locator('time').textContent(), { timeout: 15_000 })
+        .toMatch(/Jan 2, 2026/);
+      await desktop.locator('[data-testid="conversation-item"][data-id="layout-a"]').click();
       await expect.poll(() => desktop.getByTestId('agent-message').count(), { timeout: 15_000 }).toBeGreaterThan(0);
       const toggle = desktop.getByTestId('theme-toggle');
       expect(await toggle.textContent()).toBe('Theme: system');
@@ -62,6 +83,9 @@ describeWithBrowser('web UI: dark mode and small screens', () => {
       expect(await background(desktop)).toBe(DARK);
       await toggle.click();
       expect([await toggle.textContent(), await background(desktop)]).toEqual(['Theme: system', LIGHT]);
+      // one model and no template to choose from: the model a new conversation will use is still shown
+      expect(await desktop.getByTestId('new-agent').isVisible()).toBe(false);
+      expect(await desktop.getByTestId('new-agent-fixed').textContent()).toBe('Model: brain');
       // on a wide screen the list is beside the conversation, and there is no drawer button
       expect(await desktop.getByTestId('conversation-list').isVisible()).toBe(true);
       expect(await desktop.getByTestId('drawer-toggle').isVisible()).toBe(false);

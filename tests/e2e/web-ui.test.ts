@@ -434,6 +434,7 @@ describeWithBrowser(
     it('creates a conversation from a template and a model profile picked in the form, and shows its agent spec as it changes', async () => {
       const { page, problems } = await openPage(`#key=${encodeURIComponent(system.apiKey)}`);
       await poll(() => page.getByTestId('new-agent').isVisible()).toBe(true);
+      expect(await page.getByTestId('new-agent-fixed').isVisible()).toBe(false);
       const options = async (testId: string) =>
         page
           .getByTestId(testId)

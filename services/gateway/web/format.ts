@@ -32,9 +32,13 @@ const dateFormat = new Intl.DateTimeFormat(undefined, {
   minute: '2-digit',
 });
 
-/** `14:03:22` for an event's timestamp. */
-export function clockTime(timestamp: string): string {
-  return timeFormat.format(new Date(timestamp));
+const dayFormat = new Intl.DateTimeFormat(undefined, { year: 'numeric', month: 'short', day: 'numeric' });
+
+/** `14:03:22` for an event's timestamp of today, `Dec 4, 2026, 14:03:22` for one of an earlier day (the viewer's time zone). */
+export function clockTime(timestamp: string, now = new Date()): string {
+  const at = new Date(timestamp);
+  const time = timeFormat.format(at);
+  return dayFormat.format(at) === dayFormat.format(now) ? time : `${dayFormat.format(at)}, ${time}`;
 }
 
 /** `just now`, `5 min ago`, or a date, for list entries. */
