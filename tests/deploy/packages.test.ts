@@ -112,7 +112,8 @@ describe('the client and CLI packages', () => {
     expect(refused.stdout).toMatch(
       /bad\.ts\(2,\d+\): error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'/,
     );
-  });
+    // two type checks of up to a minute each: the test's own time covers both
+  }, 150_000);
 
   it('talk to a running gateway: the client over REST and WebSocket, the CLI with --version, --help and list', async () => {
     await using system = await startTestSystem({ gateway: true });

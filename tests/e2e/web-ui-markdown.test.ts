@@ -1,3 +1,4 @@
+import { draftEvent } from '@flotilla/events';
 import { chromium } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { taskMessage } from '../support/brain-server.js';
@@ -85,6 +86,54 @@ describeWithBrowser('web UI: markdown', () => {
       await message.locator('a', { hasText: 'click' }).click();
       expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
       expect(await page.locator('body').isVisible()).toBe(true);
+
+      // an edit's change shows in place as a diff: a replacement, and a patch
+      const edited = { tenant: 'acme', conversation: 'md-edit' };
+      const agent = { ...edited, source: 'agent' as const };
+      const edit = (id: string, tool: string, input: Record<string, unknown>) =>
+        draftEvent(agent, 'action', {
+          tool_call_id: id,
+          tool_name: tool,
+          arguments: JSON.stringify(input),
+          input,
+          thought: [],
+          response_id: 'r1',
+          security_risk: 'low',
+        });
+      await system.log.append(
+        edited,
+        [
+          draftEvent({ ...edited, source: 'user' }, 'message', {
+            role: 'user',
+            content: [{ type: 'text', text: 'Fix it.' }],
+          }),
+          edit('call-1', 'file_editor', {
+            command: 'str_replace',
+            path: '/workspace/a.ts',
+            old_str: 'const a = 1;\nconst b = 2;\n',
+            new_str: 'const a = 1;\nconst b = 3;\n',
+          }),
+          edit('call-2', 'apply_patch', { patch: '--- a/b.ts\n+++ b/b.ts\n@@ -1 +1 @@\n-old line\n+new line\n' }),
+        ],
+        { expected: { streamSeq: 0, lastSeq: 0 } },
+      );
+      await page.locator('[data-testid="conversation-item"][data-id="md-edit"]').click();
+      const diffs = page.getByTestId('edit-diff');
+      await expect.poll(() => diffs.count(), { timeout: 15_000 }).toBe(2);
+      const lines = (index: number) =>
+        diffs
+          .nth(index)
+          .locator('.diff-line')
+          .evaluateAll((spans) => spans.map((span) => `${span.getAttribute('data-kind')} ${span.textContent}`));
+      expect(await lines(0)).toEqual(['same   const a = 1;\n', 'del - const b = 2;\n', 'add + const b = 3;\n']);
+      expect(await lines(1)).toEqual([
+        'meta --- a/b.ts\n',
+        'meta +++ b/b.ts\n',
+        'meta @@ -1 +1 @@\n',
+        'del - old line\n',
+        'add + new line\n',
+      ]);
+      await page.locator('[data-testid="conversation-item"][data-id="md"]').click();
 
       // the agent's answer and the finish text are markdown too (a paragraph, newlines kept as breaks)
       const answer = page.getByTestId('agent-message').last();

@@ -1,6 +1,7 @@
 import type { ActionEvent, ContentPart, Event, ObservationEvent } from '@flotilla/events';
 import { append, h, type Child } from './dom.js';
 import { clockTime, count, prettyJson, statusBadge } from './format.js';
+import { editDiff, patchDiff } from './edit-diff.js';
 import { markdown } from './markdown.js';
 
 /** Results up to this many lines start expanded; longer ones start collapsed. */
@@ -252,16 +253,20 @@ function actionInput(action: ActionEvent): Child[] {
           `${text('command') ?? '?'} ${text('path') ?? ''}`,
         ),
       ];
-      if (text('old_str') !== undefined) parts.push(labelled('replace', text('old_str')!));
-      if (text('new_str') !== undefined)
-        parts.push(
-          labelled(
-            text('command') === 'insert' ? `insert after line ${String(rest['insert_line'])}` : 'with',
-            text('new_str')!,
-          ),
-        );
-      if (text('file_text') !== undefined) parts.push(labelled('content', text('file_text')!));
+      // the edit's change in place, as a diff: a replacement, an insertion, or a file written whole
+      const command = text('command');
+      if (command === 'insert' && text('new_str') !== undefined)
+        parts.push(labelled(`insert after line ${String(rest['insert_line'])}`, editDiff('', text('new_str')!)));
+      else if (text('old_str') !== undefined || text('new_str') !== undefined)
+        parts.push(editDiff(text('old_str') ?? '', text('new_str') ?? ''));
+      if (text('file_text') !== undefined) parts.push(labelled('content', editDiff('', text('file_text')!)));
       return parts;
+    }
+    case 'apply_patch': {
+      const patch = text('patch');
+      return patch === undefined
+        ? [h('pre', { class: 'code', 'data-testid': 'tool-arguments' }, prettyJson(rest))]
+        : [patchDiff(patch)];
     }
     case 'think': {
       const thought = text('thought');
@@ -286,8 +291,8 @@ function actionInput(action: ActionEvent): Child[] {
   }
 }
 
-function labelled(label: string, text: string): HTMLElement {
-  return h('div', { class: 'labelled' }, h('span', { class: 'label' }, label), h('pre', { class: 'code' }, text));
+function labelled(label: string, body: HTMLElement): HTMLElement {
+  return h('div', { class: 'labelled' }, h('span', { class: 'label' }, label), body);
 }
 
 function observationCard(observation: ObservationEvent): HTMLElement {
