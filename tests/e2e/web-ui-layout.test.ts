@@ -69,6 +69,26 @@ describeWithBrowser('web UI: dark mode and small screens', () => {
         .toMatch(/Jan 2, 2026/);
       await desktop.locator('[data-testid="conversation-item"][data-id="layout-a"]').click();
       await expect.poll(() => desktop.getByTestId('agent-message').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+      // the event search: the gateway's search of the log, a result jumping to its event
+      await desktop.getByTestId('event-search-input').fill('the layout');
+      await desktop.getByTestId('event-search-input').press('Enter');
+      const results = desktop.getByTestId('event-search-result');
+      await expect.poll(() => results.count(), { timeout: 15_000 }).toBe(1);
+      expect(await desktop.getByTestId('event-search-note').textContent()).toBe('1 event holds “the layout”.');
+      const seq = await results.first().getAttribute('data-seq');
+      await results.first().click();
+      expect(await desktop.locator(`[data-testid="event"][data-seq="${seq}"]`).getAttribute('class')).toContain(
+        'found',
+      );
+      expect(await desktop.locator(`[data-testid="event"][data-seq="${seq}"]`).getAttribute('data-type')).toBe(
+        'message',
+      );
+      await desktop.getByTestId('event-search-input').fill('nothing holds this');
+      await desktop.getByTestId('event-search-input').press('Enter');
+      await expect
+        .poll(() => desktop.getByTestId('event-search-note').textContent())
+        .toBe('No event holds “nothing holds this”.');
+      expect(await results.count()).toBe(0);
       const toggle = desktop.getByTestId('theme-toggle');
       expect(await toggle.textContent()).toBe('Theme: system');
       expect(await background(desktop)).toBe(DARK);

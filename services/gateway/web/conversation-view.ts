@@ -5,6 +5,7 @@ import type { ConversationStatus, Event } from '@flotilla/events';
 import { byId, h, show } from './dom.js';
 import { actionCard, renderEvent } from './event-view.js';
 import { count, statusBadge, usd } from './format.js';
+import { EventSearchBox } from './event-search-box.js';
 import { FilesPanel } from './files-panel.js';
 import { SecretsPanel } from './secrets-panel.js';
 import { SpecPanel } from './spec-panel.js';
@@ -62,6 +63,7 @@ export class ConversationView {
   readonly #attachments = new ImageAttachments(byId<HTMLInputElement>('image-input'), byId('attachments'));
   readonly #secrets: SecretsPanel;
   readonly #files: FilesPanel;
+  readonly #search: EventSearchBox;
   readonly #spec = new SpecPanel();
 
   #id: string | undefined;
@@ -81,6 +83,7 @@ export class ConversationView {
   ) {
     this.#secrets = new SecretsPanel(client, { onError: (error) => hooks.onError(error) });
     this.#files = new FilesPanel(client, { onError: (error) => hooks.onError(error) });
+    this.#search = new EventSearchBox(client, this.#list, { onError: (error) => hooks.onError(error) });
     this.#buttons.run.addEventListener('click', () => this.#command((id) => this.client().run(id)));
     this.#buttons.pause.addEventListener('click', () => this.#command((id) => this.client().pause(id)));
     this.#buttons.interrupt.addEventListener('click', () => this.#command((id) => this.client().interrupt(id)));
@@ -126,6 +129,7 @@ export class ConversationView {
     show(this.#pane, true);
     this.#secrets.open(id);
     this.#files.open(id);
+    this.#search.open(id);
     this.#spec.reset();
     this.#setConnection('connecting', 'connecting…');
     this.#render();
