@@ -1,6 +1,7 @@
 import type { FileEntry, GitDiff, GitStatus } from '@flotilla/api';
 import { FlotillaApiError, type FlotillaClient } from '@flotilla/client';
 import { byId, h, show } from './dom.js';
+import { FilePreview, PREVIEW_MAX_BYTES } from './file-preview.js';
 import { bytes } from './format.js';
 
 export type FilesPanelHooks = {
@@ -11,7 +12,7 @@ export type FilesPanelHooks = {
 /**
  * The open conversation's workspace: one folder at a time (click a folder to open it, Up to go
  * back), a file's Download, an Upload of files from this computer into the folder shown, and
- * the git diff of the repository holding that folder. Everything goes through the gateway's
+ * the git diff of the repository holding that folder, and a preview of a text file or image. Everything goes through the gateway's
  * files routes (the tool runner that owns the workspace answers, confined to it).
  */
 export class FilesPanel {
@@ -26,6 +27,7 @@ export class FilesPanel {
   readonly #diffSummary = byId('diff-summary');
   readonly #diffStatus = byId<HTMLUListElement>('diff-status');
   readonly #diffText = byId('diff-text');
+  readonly #filePreview = new FilePreview();
 
   #id: string | undefined;
   #path = '';
@@ -53,6 +55,7 @@ export class FilesPanel {
     this.#generation += 1;
     this.#list.replaceChildren();
     show(this.#diffView, false);
+    this.#filePreview.close();
     this.#showNote(undefined);
     this.#renderPath();
     if (this.#panel.open) void this.refresh();
@@ -135,9 +138,35 @@ export class FilesPanel {
         'Download',
       );
       download.addEventListener('click', () => void this.#download(entry));
+      if (entry.size !== null && entry.size <= PREVIEW_MAX_BYTES) {
+        const preview = h(
+          'button',
+          {
+            type: 'button',
+            class: 'link-button',
+            'data-testid': 'file-preview-open',
+            'aria-label': `Preview ${entry.name}`,
+          },
+          'Preview',
+        );
+        preview.addEventListener('click', () => void this.#preview(entry));
+        item.append(preview);
+      }
       item.append(download);
     }
     return item;
+  }
+
+  async #preview(entry: FileEntry): Promise<void> {
+    const id = this.#id;
+    const generation = this.#generation;
+    if (!id) return;
+    try {
+      const content = await this.client().downloadFile(id, entry.path);
+      if (generation === this.#generation) this.#filePreview.show(entry, content);
+    } catch (error) {
+      this.hooks.onError(error);
+    }
   }
 
   async #download(entry: FileEntry): Promise<void> {
