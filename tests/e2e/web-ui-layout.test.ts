@@ -61,6 +61,10 @@ describeWithBrowser('web UI: dark mode and small screens', () => {
       desktop.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
       await desktop.goto(address);
       await expect.poll(() => desktop.getByTestId('agent-message').count(), { timeout: 15_000 }).toBeGreaterThan(0);
+      // the conversation's tokens (and cost, where its model is priced) in its header
+      await expect
+        .poll(() => desktop.getByTestId('conversation-usage').textContent())
+        .toMatch(/^[1-9][\d,]* tokens( · \$\d+\.\d+)?$/);
       // today's events show their time, an earlier day's their date too
       expect(await desktop.getByTestId('event').first().locator('time').textContent()).not.toMatch(/2026/);
       await desktop.locator('[data-testid="conversation-item"][data-id="layout-old"]').click();
