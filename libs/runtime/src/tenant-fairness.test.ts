@@ -63,9 +63,14 @@ async function floodThenSmall(
   });
   const order: string[] = [];
   let redelivered = 0;
+  // with a lookahead, the first slots' commits are held until every commit reached the process: what
+  // is served next is then the queue's choice alone, not how fast the server delivered each partition
+  let open: () => void = () => undefined;
+  const gate = fairness ? new Promise<void>((resolve) => (open = resolve)) : Promise.resolve();
   const handler = async (delivery: Delivery): Promise<HandleOutcome> => {
     order.push(delivery.ref!.tenant);
     if (delivery.deliveryCount > 1) redelivered += 1;
+    await gate;
     await new Promise((resolve) => setTimeout(resolve, 20));
     return { ack: true, outcome: 'stepped' };
   };
@@ -83,16 +88,22 @@ async function floodThenSmall(
     handler,
     ...(fairness ? { fairness } : {}),
   });
+  const consumers = ['step-worker', ...partitions.map((partition) => partition.consumer)];
+  const delivered = async (): Promise<number> =>
+    (await Promise.all(consumers.map((consumer) => gateway.jsm.consumers.info(name, consumer)))).reduce(
+      (sum, info) => sum + info.num_ack_pending,
+      0,
+    );
   try {
+    if (fairness) {
+      await expect.poll(delivered, { timeout: 20_000 }).toBe(FLOOD + SMALL);
+      open();
+    }
     await expect.poll(() => order.length, { timeout: 20_000 }).toBe(FLOOD + SMALL);
     // every commit acknowledged: nothing pending or waiting for an ack on any of the group's consumers
     await expect
       .poll(async () => {
-        const infos = await Promise.all(
-          ['step-worker', ...partitions.map((partition) => partition.consumer)].map((consumer) =>
-            gateway.jsm.consumers.info(name, consumer),
-          ),
-        );
+        const infos = await Promise.all(consumers.map((consumer) => gateway.jsm.consumers.info(name, consumer)));
         return infos.reduce((sum, info) => sum + info.num_pending + info.num_ack_pending, 0);
       })
       .toBe(0);
