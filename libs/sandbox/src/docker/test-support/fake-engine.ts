@@ -8,7 +8,7 @@ import type Dockerode from 'dockerode';
 /**
  * A stand-in for a Docker engine behind Dockerode's API, for the provider's own logic (streams,
  * the pid report, signals, exits, removal) where no engine is reachable. Execs run as local
- * processes: nothing is isolated. The real engine is tested in docker-provider.test.ts.
+ * processes: nothing is isolated. The real engine is tested in docker-provider-real-engine.test.ts.
  */
 export class FakeEngine {
   readonly images = new Map<string, string[]>([
