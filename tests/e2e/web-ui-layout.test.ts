@@ -93,6 +93,10 @@ describeWithBrowser('web UI: dark mode and small screens', () => {
         .poll(() => desktop.getByTestId('event-search-note').textContent())
         .toBe('No event holds “nothing holds this”.');
       expect(await results.count()).toBe(0);
+      // Escape empties the search
+      await desktop.getByTestId('event-search-input').press('Escape');
+      expect(await desktop.getByTestId('event-search-input').inputValue()).toBe('');
+      expect(await desktop.getByTestId('event-search-note').isVisible()).toBe(false);
       const toggle = desktop.getByTestId('theme-toggle');
       expect(await toggle.textContent()).toBe('Theme: system');
       expect(await background(desktop)).toBe(DARK);
@@ -113,6 +117,41 @@ describeWithBrowser('web UI: dark mode and small screens', () => {
       // on a wide screen the list is beside the conversation, and there is no drawer button
       expect(await desktop.getByTestId('conversation-list').isVisible()).toBe(true);
       expect(await desktop.getByTestId('drawer-toggle').isVisible()).toBe(false);
+
+      // the files panel: a text file previewed line by line with its numbers, an image as itself
+      await desktop.getByTestId('files-panel').locator('summary').click();
+      await desktop
+        .getByTestId('files-upload')
+        .setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from('hello from the browser\n') });
+      const entry = desktop.locator('[data-testid="file-entry"][data-name="hello.txt"]');
+      await expect.poll(() => entry.count(), { timeout: 15_000 }).toBe(1);
+      await entry.getByTestId('file-preview-open').click();
+      await expect.poll(() => desktop.getByTestId('file-preview').isVisible()).toBe(true);
+      expect(await desktop.getByTestId('file-preview-name').textContent()).toBe('hello.txt');
+      expect(await desktop.getByTestId('file-preview-text').locator('li').allTextContents()).toEqual([
+        'hello from the browser',
+      ]);
+      const pixel = Buffer.from(
+        'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=',
+        'base64',
+      );
+      await desktop
+        .getByTestId('files-upload')
+        .setInputFiles({ name: 'dot.png', mimeType: 'image/png', buffer: pixel });
+      const image = desktop.locator('[data-testid="file-entry"][data-name="dot.png"]');
+      await expect.poll(() => image.count()).toBe(1);
+      await image.getByTestId('file-preview-open').click();
+      await expect.poll(() => desktop.getByTestId('file-preview-image').count()).toBe(1);
+      expect(await desktop.getByTestId('file-preview-image').getAttribute('src')).toBe(
+        `data:image/png;base64,${pixel.toString('base64')}`,
+      );
+      expect(
+        await desktop
+          .getByTestId('file-preview-image')
+          .evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth),
+      ).toBe(1);
+      await desktop.getByTestId('file-preview-close').click();
+      expect(await desktop.getByTestId('file-preview').isVisible()).toBe(false);
 
       // a phone, 390 px wide: the stream takes the width, nothing scrolls sideways, the list is a drawer
       const phone = await browser.newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
