@@ -78,7 +78,7 @@ export { isLostCreationRace, isTransientNatsError, whileUnavailable } from './av
 export type { WhileUnavailableOptions } from './availability.js';
 export { BucketError, openBucket } from './open-bucket.js';
 export type { BucketErrorCode, OpenBucketOptions } from './open-bucket.js';
-export { ensureWorkQueue, parseQueueMessage } from './work-queue.js';
+export { ensureStream, ensureWorkQueue, parseQueueMessage } from './work-queue.js';
 export type { WorkQueueSpec } from './work-queue.js';
 export {
   LOCAL_TAP_FILE,

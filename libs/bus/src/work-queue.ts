@@ -1,4 +1,10 @@
-import { JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager } from '@nats-io/jetstream';
+import {
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import type { z } from 'zod';
 import { isLostCreationRace } from './availability.js';
@@ -18,13 +24,15 @@ export type WorkQueueSpec = {
 };
 
 /**
- * A work-queue stream (a message leaves it when it is acknowledged), file storage, created when
- * missing; an existing one is left as it is (changing it takes the admin credential). Several
- * instances creating it at once: the one that loses the race finds it made, or, when another
- * stream holds its subjects, fails with the server's refusal.
+ * A stream created when missing; an existing one is left as it is (changing it takes the admin
+ * credential). Several instances creating it at once: the one that loses the race finds it made,
+ * or, when another stream holds its subjects, fails with the server's refusal.
  */
-export async function ensureWorkQueue(jsm: JetStreamManager, spec: WorkQueueSpec): Promise<void> {
-  const exists = await jsm.streams.info(spec.stream).then(
+export async function ensureStream(
+  jsm: JetStreamManager,
+  config: Partial<StreamConfig> & { name: string },
+): Promise<void> {
+  const exists = await jsm.streams.info(config.name).then(
     () => true,
     (error: unknown) => {
       if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return false;
@@ -32,21 +40,24 @@ export async function ensureWorkQueue(jsm: JetStreamManager, spec: WorkQueueSpec
     },
   );
   if (exists) return;
-  await jsm.streams
-    .add({
-      name: spec.stream,
-      description: spec.description,
-      subjects: [...spec.subjects],
-      retention: RetentionPolicy.Workqueue,
-      storage: StorageType.File,
-      num_replicas: spec.replicas,
-      duplicate_window: nanos(spec.duplicateWindowMs),
-      ...(spec.maxAgeMs === undefined ? {} : { max_age: nanos(spec.maxAgeMs) }),
-    })
-    .catch(async (error: unknown) => {
-      if (!isLostCreationRace(error)) throw error;
-      await jsm.streams.info(spec.stream).catch(() => Promise.reject(error));
-    });
+  await jsm.streams.add(config).catch(async (error: unknown) => {
+    if (!isLostCreationRace(error)) throw error;
+    await jsm.streams.info(config.name).catch(() => Promise.reject(error));
+  });
+}
+
+/** A work-queue stream (a message leaves it when it is acknowledged), file storage, created when missing (ensureStream). */
+export async function ensureWorkQueue(jsm: JetStreamManager, spec: WorkQueueSpec): Promise<void> {
+  await ensureStream(jsm, {
+    name: spec.stream,
+    description: spec.description,
+    subjects: [...spec.subjects],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    num_replicas: spec.replicas,
+    duplicate_window: nanos(spec.duplicateWindowMs),
+    ...(spec.maxAgeMs === undefined ? {} : { max_age: nanos(spec.maxAgeMs) }),
+  });
 }
 
 /** A queue message's JSON body read with its schema: the value, or why it is not one (its first three issues). */

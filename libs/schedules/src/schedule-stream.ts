@@ -1,9 +1,7 @@
 import { intervalSeconds, type ScheduleWhen } from '@flotilla/api';
-import { isLostCreationRace, SCHEDULES } from '@flotilla/bus';
-import { JetStreamApiError, StorageType, type JetStreamManager, type ScheduleSpec } from '@nats-io/jetstream';
+import { ensureStream, SCHEDULES } from '@flotilla/bus';
+import { StorageType, type JetStreamManager, type ScheduleSpec } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-
-const STREAM_NOT_FOUND = 10059;
 
 /** The subject of a schedule's definition: its identity on nats-server's scheduler. */
 export function definitionSubject(tenant: string, id: string): string {
@@ -29,29 +27,16 @@ export type SchedulesStreamSettings = {
  * as it is.
  */
 export async function ensureSchedulesStream(jsm: JetStreamManager, settings: SchedulesStreamSettings): Promise<void> {
-  const exists = await jsm.streams.info(SCHEDULES.stream).then(
-    () => true,
-    (error: unknown) => {
-      if (error instanceof JetStreamApiError && error.code === STREAM_NOT_FOUND) return false;
-      throw error;
-    },
-  );
-  if (exists) return;
-  await jsm.streams
-    .add({
-      name: SCHEDULES.stream,
-      description: "Flotilla schedules: each schedule's definition (nats-server's scheduler) and its runs",
-      subjects: [`${SCHEDULES.definitionPrefix}.*.*`, `${SCHEDULES.firePrefix}.*.*`],
-      storage: StorageType.File,
-      num_replicas: settings.replicas,
-      max_msgs_per_subject: 1,
-      duplicate_window: nanos(settings.duplicateWindowMs ?? 120_000),
-      allow_msg_schedules: true,
-    })
-    .catch(async (error: unknown) => {
-      if (!isLostCreationRace(error)) throw error;
-      await jsm.streams.info(SCHEDULES.stream).catch(() => Promise.reject(error));
-    });
+  await ensureStream(jsm, {
+    name: SCHEDULES.stream,
+    description: "Flotilla schedules: each schedule's definition (nats-server's scheduler) and its runs",
+    subjects: [`${SCHEDULES.definitionPrefix}.*.*`, `${SCHEDULES.firePrefix}.*.*`],
+    storage: StorageType.File,
+    num_replicas: settings.replicas,
+    max_msgs_per_subject: 1,
+    duplicate_window: nanos(settings.duplicateWindowMs ?? 120_000),
+    allow_msg_schedules: true,
+  });
 }
 
 /** What nats-server's scheduler is told for a schedule's `when`: the specification and, for a cron, the time zone. */

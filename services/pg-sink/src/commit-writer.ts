@@ -88,22 +88,11 @@ export class CommitWriter {
    * either removed with the rest or, coming after, finds the deletion and is not written.
    */
   async recordDeletion(deletion: Deletion): Promise<void> {
-    const client = await this.pool.connect();
-    let failure: Error | undefined;
-    try {
-      await client.query('BEGIN');
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-        `${deletion.tenant}/${deletion.conversation}`,
-      ]);
+    await this.#inTransaction(async (client) => {
+      await lockConversations(client, [`${deletion.tenant}/${deletion.conversation}`]);
       await writeDeletion(client, deletion, this.options.dropDeleted === true);
-      await client.query('COMMIT');
-    } catch (error) {
-      failure = error as Error;
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release(failure !== undefined && isConnectionError(failure) ? failure : undefined);
-    }
+      return { result: undefined, commit: true };
+    });
   }
 
   /** Records a message of the stream that is not a valid commit (reported, never an event). */
@@ -141,7 +130,15 @@ export class CommitWriter {
   }
 
   /** One transaction writing `commits` (in their order); what it did with each. */
-  async #transaction(commits: readonly StoredCommit[]): Promise<WriteOutcome[]> {
+  #transaction(commits: readonly StoredCommit[]): Promise<WriteOutcome[]> {
+    return this.#inTransaction(async (client) => {
+      const outcomes = await this.#write(client, commits);
+      return { result: outcomes, commit: outcomes.some((outcome) => outcome.kind === 'written') };
+    });
+  }
+
+  /** `work` in a transaction of its own connection, committed when it says so (rolled back otherwise, or when it throws). */
+  async #inTransaction<T>(work: (client: PoolClient) => Promise<{ result: T; commit: boolean }>): Promise<T> {
     const client = await this.pool.connect();
     let failure: Error | undefined;
     // the server going away between two queries: the next query fails, and this connection is dropped
@@ -149,9 +146,9 @@ export class CommitWriter {
     client.on('error', onError);
     try {
       await client.query('BEGIN');
-      const outcomes = await this.#write(client, commits);
-      await client.query(outcomes.some((outcome) => outcome.kind === 'written') ? 'COMMIT' : 'ROLLBACK');
-      return outcomes;
+      const { result, commit } = await work(client);
+      await client.query(commit ? 'COMMIT' : 'ROLLBACK');
+      return result;
     } catch (error) {
       failure = error as Error;
       await client.query('ROLLBACK').catch(() => undefined);
@@ -165,11 +162,7 @@ export class CommitWriter {
 
   async #write(client: PoolClient, commits: readonly StoredCommit[]): Promise<WriteOutcome[]> {
     const keys = [...new Set(commits.map((commit) => `${commit.tenant}/${commit.conversation}`))];
-    // every conversation's lock at once, in the order of the locks' keys: two sinks never wait on each other in a cycle
-    await client.query(
-      'SELECT pg_advisory_xact_lock(l.key) FROM (SELECT DISTINCT hashtextextended(k, 0) AS key FROM unnest($1::text[]) AS k) AS l ORDER BY l.key',
-      [keys],
-    );
+    await lockConversations(client, keys);
     const recorded = await client.query<{ stream_seq: string | number }>(
       'SELECT stream_seq FROM commits WHERE stream_seq = ANY($1::bigint[])',
       [commits.map((commit) => commit.streamSeq)],
@@ -266,6 +259,17 @@ export class CommitWriter {
       return applyCommit({ ...base, last_seq: commit.firstSeq - 1 }, commit);
     }
   }
+}
+
+/**
+ * Each conversation's lock (`tenant/conversation`) for the transaction, taken at once in the order
+ * of the locks' keys: two sinks never wait on each other in a cycle.
+ */
+async function lockConversations(client: PoolClient, keys: readonly string[]): Promise<void> {
+  await client.query(
+    'SELECT pg_advisory_xact_lock(l.key) FROM (SELECT DISTINCT hashtextextended(k, 0) AS key FROM unnest($1::text[]) AS k) AS l ORDER BY l.key',
+    [keys],
+  );
 }
 
 /** The lane of a conversation: a stable hash of its key (FNV-1a). */
