@@ -27,8 +27,9 @@ export class ConversationDeletion {
   }
 
   /**
-   * Tell `hook` of each conversation deleted, once its log is purged (and before its snapshot goes:
-   * a failure fails the delete, and deleting it again tells again).
+   * Tell `hook` of each conversation deleted, once its log is purged and before its snapshot goes.
+   * A failure fails the delete (503), but the log is gone by then: the conversation is not found
+   * again, so no later delete tells of it (analytics.md, "Deleted conversations").
    */
   onDeleted(hook: (notice: DeletionNotice) => Promise<void>): void {
     this.#onDeleted.push(hook);
