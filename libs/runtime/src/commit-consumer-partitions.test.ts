@@ -11,9 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { startCommitConsumer } from './commit-consumer.js';
 import { ensureGroupConsumers } from './durable-consumer.js';
 import { ServiceMetrics } from './metrics.js';
-import { nc, server, startNatsForFile } from './test-support/commit-consumer-fixture.js';
+import { nc, server, serverSawClose, startNatsForFile } from './test-support/commit-consumer-fixture.js';
 
-startNatsForFile();
+startNatsForFile({ monitor: true });
 
 describe('partitioned groups', () => {
   /** Instance ids whose priorities never tie on a partition, so each partition has one holder among them. */
@@ -124,8 +124,9 @@ describe('partitioned groups', () => {
       for (const entry of holders([a, b])) expect(entry.handledBy).toEqual([entry.holder]);
       expect(new Set(holders([a, b]).map((entry) => entry.holder)).size).toBe(2);
 
-      // the holder of half the partitions dies without a word (its connection gone, as a SIGKILL leaves it)
-      await first.connection.close();
+      // the holder of half the partitions dies without a word (its connection gone, as a SIGKILL leaves it);
+      // once the server has seen it go (a commit delivered in the instant before comes back after the ack wait)
+      await serverSawClose(first.connection);
       await round();
       for (const entry of holders([b])) expect(entry.handledBy).toEqual([b]);
 

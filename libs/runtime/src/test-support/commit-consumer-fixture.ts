@@ -1,7 +1,7 @@
 // The commit consumer's test files: a nats-server of their own, a connection to it, and a stream
 // with a durable consumer group to consume.
 import { EventLog } from '@flotilla/log';
-import { startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
+import { freePort, startNats, uniqueName, type NatsTestServer } from '@flotilla/testing';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { pino } from 'pino';
@@ -12,11 +12,22 @@ import { ServiceMetrics } from '../metrics.js';
 
 export let server: NatsTestServer;
 export let nc: NatsConnection;
+/** The server's monitoring endpoint (`http://127.0.0.1:<port>`), when the file asked for one. */
+export let monitorUrl: string | undefined;
 
-/** Before the file's tests: a nats-server (`server`) and a connection to it (`nc`); both closed after them. */
-export function startNatsForFile(): void {
+/**
+ * Before the file's tests: a nats-server (`server`) and a connection to it (`nc`); both closed after them.
+ * With `monitor`, a server of the file's own (never a shared one) serving its monitoring endpoint at `monitorUrl`.
+ */
+export function startNatsForFile(options: { readonly monitor?: boolean } = {}): void {
   beforeAll(async () => {
-    server = await startNats();
+    if (options.monitor) {
+      const port = await freePort();
+      server = await startNats({ preferExternal: false, extraArgs: ['-m', String(port)] });
+      monitorUrl = `http://127.0.0.1:${port}`;
+    } else {
+      server = await startNats();
+    }
     nc = await connect({ servers: server.url });
   });
 
@@ -24,6 +35,19 @@ export function startNatsForFile(): void {
     await nc.close();
     await server[Symbol.asyncDispose]();
   });
+}
+
+/** Until the server has seen `connection` close (its monitoring endpoint no longer lists it); needs `monitor`. */
+export async function serverSawClose(connection: NatsConnection): Promise<void> {
+  const cid = connection.info?.client_id;
+  if (monitorUrl === undefined || cid === undefined)
+    throw new Error('serverSawClose needs startNatsForFile({ monitor: true }) and a connected client');
+  await connection.close();
+  for (;;) {
+    const connz = (await (await fetch(`${monitorUrl}/connz?cid=${cid}`)).json()) as { num_connections: number };
+    if (connz.num_connections === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /** A stream of its own with a durable consumer group `group`, and the options to consume it. */
