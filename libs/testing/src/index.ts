@@ -6,3 +6,5 @@ export { findOldNatsServer } from './old-nats-server.js';
 export type { OldNatsServer } from './old-nats-server.js';
 export { startNats } from './start-nats.js';
 export { uniqueName } from './unique-name.js';
+export { startTestHost, testHostUnavailable } from './test-host.js';
+export type { TestHost } from './test-host.js';

@@ -15,6 +15,8 @@ export type BwrapInvocation = {
    * puts it in its cgroup and gives it its network before the command starts.
    */
   readonly gate?: { readonly infoFd: number; readonly blockFd: number };
+  /** The process is started inside its sandbox's network namespace (SharedNetwork): it makes none of its own. */
+  readonly sharesNetwork?: boolean;
 };
 
 /**
@@ -35,7 +37,8 @@ export function rlimitArguments(limits: SandboxLimits): string[] {
 }
 
 /**
- * One sandboxed process: every namespace of its own (user, pid, net, ipc, uts, cgroup), the
+ * One sandboxed process: every namespace of its own (user, pid, net, ipc, uts, cgroup; the net
+ * one its sandbox's where the processes of a sandbox share it), the
  * system read-only, a private memory-backed /tmp and HOME, the workspace read-write at
  * /workspace and nothing else of the host; it dies with the service that started it.
  */
@@ -43,7 +46,7 @@ export function bwrapArguments(invocation: BwrapInvocation, command: string, arg
   const out = [
     '--unshare-user',
     '--unshare-pid',
-    '--unshare-net',
+    ...(invocation.sharesNetwork ? [] : ['--unshare-net']),
     '--unshare-ipc',
     '--unshare-uts',
     '--unshare-cgroup-try',

@@ -1,5 +1,5 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
+import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,8 +7,27 @@ import type { Sandbox, SandboxProcess } from '../sandbox.js';
 import { detectCgroups } from '../cgroups.js';
 import { DEFAULT_SANDBOX_SETTINGS, NetworkMode, type SandboxSettings } from '../settings.js';
 import { createBwrapProvider } from './bwrap-provider.js';
+import { mayShareNetwork } from './shared-network.js';
 
 const MiB = 1024 * 1024;
+
+/** Run as root with CAP_SYS_ADMIN, the processes of a sandbox share its network namespace. */
+const sharesNetwork = mayShareNetwork(process.getuid?.() === 0 ? { uid: 0, gid: 0 } : undefined);
+if (!sharesNetwork) console.warn('bwrap shared network test SKIPPED: it needs root with CAP_SYS_ADMIN');
+
+/** A TCP server on the sandbox's loopback that greets each connection; prints `ready` once listening. */
+const GREETER = [
+  'import socket',
+  's = socket.socket()',
+  's.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)',
+  "s.bind(('127.0.0.1', 8765))",
+  's.listen()',
+  "print('ready', flush=True)",
+  'while True:',
+  '    c, _ = s.accept()',
+  "    c.sendall(b'hello from the sandbox\\n')",
+  '    c.close()',
+].join('\n');
 
 async function run(
   sandbox: Sandbox,
@@ -140,6 +159,36 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
     expect(output).not.toContain('hello from the host');
     expect(output).toContain('done');
   });
+
+  it.skipIf(!sharesNetwork)(
+    'shares one network among its processes: a server one starts, the next reaches; another sandbox and the host do not',
+    async () => {
+      const greeter = await sandbox.spawn('python3', ['-c', GREETER]);
+      greeter.stderr.resume();
+      try {
+        await new Promise<void>((resolve, reject) => {
+          greeter.stdout.on('data', (chunk: Buffer) => chunk.toString('utf8').includes('ready') && resolve());
+          void greeter.exited.then((exit) => reject(new Error(`the server exited with ${exit.code}`)));
+        });
+        const probe = '(exec 3<>/dev/tcp/127.0.0.1/8765 && cat <&3) 2>&1; echo done';
+        expect((await run(sandbox, probe)).output).toContain('hello from the sandbox');
+        const fromNeighbour = await run(neighbour, probe);
+        expect(fromNeighbour.output).toContain('done');
+        expect(fromNeighbour.output).not.toContain('hello from the sandbox');
+        const fromHost = await new Promise<string>((resolve) => {
+          let heard = '';
+          const socket = createConnection({ host: '127.0.0.1', port: 8765 });
+          socket.on('data', (chunk: Buffer) => (heard += chunk.toString('utf8')));
+          socket.on('error', () => resolve(heard));
+          socket.on('close', () => resolve(heard));
+        });
+        expect(fromHost).not.toContain('hello from the sandbox');
+      } finally {
+        greeter.signal('SIGKILL');
+        await greeter.exited;
+      }
+    },
+  );
 
   it('shows no host path in what its processes can read of bwrap (its pid 1’s command line)', async () => {
     const { output } = await run(sandbox, 'tr "\\0" " " < /proc/1/cmdline; echo');

@@ -21,6 +21,7 @@ import { runSelfTest } from '../self-test.js';
 import { NetworkMode, type SandboxSettings } from '../settings.js';
 import { bwrapArguments } from './bwrap-arguments.js';
 import { prepareEtc } from './generated-etc.js';
+import { SharedNetwork, mayShareNetwork } from './shared-network.js';
 import { attachEgress, detachEgress, readChildPid, type Credentials } from './slirp-network.js';
 import { systemBindArguments } from './system-binds.js';
 
@@ -58,6 +59,7 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
   const fifos = new FifoFactory(path.join(options.stateDir, 'fifos'));
   const cgroups = options.cgroups ?? { kind: 'none', reason: 'not asked for' };
   const disks = options.disks ?? { kind: 'check', reason: 'not asked for' };
+  const sharesNetwork = mayShareNetwork(credentials);
   const disk =
     disks.kind === 'filesystem'
       ? ({ kind: 'filesystem' } as const)
@@ -98,7 +100,7 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
       return new BwrapSandbox(
         { ...spec, privateDir },
         settings,
-        { system, credentials, startTimeoutMs, fifos, cgroups },
+        { system, credentials, startTimeoutMs, fifos, cgroups, sharesNetwork },
         workspaceDisk,
       );
     },
@@ -116,7 +118,13 @@ type Prepared = {
   readonly startTimeoutMs: number;
   readonly fifos: FifoFactory;
   readonly cgroups: CgroupSupport;
+  /** The processes of a sandbox share one network namespace (SharedNetwork); otherwise each has its own. */
+  readonly sharesNetwork: boolean;
 };
+
+/** How a process meets its sandbox's shared network: it makes it (and settles it for the others), or enters it. */
+type NetworkRole =
+  { readonly founds: (network: SharedNetwork | undefined) => void } | { readonly enters: SharedNetwork } | undefined;
 
 class BwrapSandbox implements Sandbox {
   readonly workspacePath = SANDBOX_WORKSPACE;
@@ -192,9 +200,15 @@ class BwrapSandbox implements Sandbox {
     this.holding = true;
     const egress = this.settings.network === NetworkMode.Egress;
     const cgroup = await this.#cgroupOf();
-    // the child's fds: 0-2 pipes, then the gate's two: its first process waits there until it is
-    // in the sandbox's cgroup and has its network, so that everything the command starts is born in both
-    const gate = egress || cgroup ? { infoFd: 3, blockFd: 4 } : undefined;
+    const role = await this.#networkRole();
+    const entry = role && 'enters' in role ? role.enters.enter(this.prepared.credentials!) : undefined;
+    if (role && 'enters' in role && !entry)
+      throw new SandboxError(SandboxErrorCode.Closed, `the sandbox of ${this.spec.id} is closed`);
+    // egress given per process where processes do not share a network, once to the shared one by its founder
+    const ownEgress = egress && !role;
+    // the child's fds: 0-2 pipes, then the gate's two: its first process waits there until it is in
+    // the sandbox's cgroup and has its network, so that everything the command starts is born in both
+    const gate = ownEgress || cgroup || (role && 'founds' in role) ? { infoFd: 3, blockFd: 4 } : undefined;
     const argv = bwrapArguments(
       {
         system: this.prepared.system,
@@ -203,6 +217,7 @@ class BwrapSandbox implements Sandbox {
         cwd: options.cwd ?? SANDBOX_WORKSPACE,
         limits: this.settings.limits,
         ...(gate ? { gate } : {}),
+        sharesNetwork: entry !== undefined,
       },
       command,
       args,
@@ -211,17 +226,22 @@ class BwrapSandbox implements Sandbox {
     // its pid 1 inside shows only `bwrap --args N -- <command>` in /proc/1/cmdline
     const end = argv.indexOf('--');
     const argsFd = gate ? 5 : 3;
+    const bwrap = ['bwrap', '--args', String(argsFd), ...argv.slice(end)];
     let child: ChildProcess;
     try {
-      child = spawn('bwrap', ['--args', String(argsFd), ...argv.slice(end)], {
+      // a process entering its sandbox's network starts as nsenter (which becomes the sandbox user, then bwrap)
+      const [file, ...rest] = entry ? ['nsenter', ...entry.args, ...bwrap] : bwrap;
+      child = spawn(file!, rest, {
         env: sandboxEnvironment(SANDBOX_HOME, this.spec.env, options.env),
         detached: true,
         stdio: Array.from({ length: argsFd + 1 }, () => 'pipe' as const),
-        ...(this.prepared.credentials ?? {}),
+        ...(entry ? {} : (this.prepared.credentials ?? {})),
       });
       ((child.stdio as readonly unknown[])[argsFd] as Writable).end(Buffer.from(`${argv.slice(0, end).join('\0')}\0`));
       await spawned(child);
     } catch (error) {
+      if (role && 'founds' in role) role.founds(undefined);
+      entry?.release();
       throw new SandboxError(
         SandboxErrorCode.Unavailable,
         `bwrap could not start (${(error as Error).message}): install bubblewrap (Debian: apt-get install bubblewrap)`,
@@ -232,6 +252,7 @@ class BwrapSandbox implements Sandbox {
     const sandboxed = childSandboxProcess(child, () => {
       this.#processes.delete(sandboxed);
       if (network) detachEgress(network);
+      entry?.release();
     });
     this.#processes.add(sandboxed);
     if (gate) {
@@ -239,9 +260,12 @@ class BwrapSandbox implements Sandbox {
       try {
         pid = await readChildPid(child.stdio[gate.infoFd] as Readable, this.prepared.startTimeoutMs);
         cgroup?.join(pid);
-        if (egress) network = await attachEgress(pid, this.prepared.credentials, this.prepared.startTimeoutMs);
+        if (ownEgress) network = await attachEgress(pid, this.prepared.credentials, this.prepared.startTimeoutMs);
+        if (role && 'founds' in role)
+          role.founds(await SharedNetwork.take(pid, egress, this.prepared.credentials, this.prepared.startTimeoutMs));
         (child.stdio[gate.blockFd] as Writable).end('1');
       } catch (error) {
+        if (role && 'founds' in role) role.founds(undefined);
         sandboxed.signal('SIGKILL');
         // bwrap's pid 1, still waiting at its gate, may not have its parent-death signal yet
         if (pid !== undefined) killQuietly(pid);
@@ -255,6 +279,31 @@ class BwrapSandbox implements Sandbox {
       }
     }
     return sandboxed;
+  }
+
+  /** Settled once a founding process has made the sandbox's shared network (undefined: it failed, the next process tries). */
+  #network: Promise<SharedNetwork | undefined> | undefined;
+
+  async #networkRole(): Promise<NetworkRole> {
+    if (!this.prepared.sharesNetwork) return undefined;
+    for (;;) {
+      const pending = this.#network;
+      if (!pending) {
+        let founds!: (network: SharedNetwork | undefined) => void;
+        let settled = false;
+        this.#network = new Promise((resolve) => {
+          founds = (network) => {
+            if (settled) return;
+            settled = true;
+            resolve(network);
+          };
+        });
+        return { founds };
+      }
+      const network = await pending;
+      if (network) return { enters: network };
+      if (this.#network === pending) this.#network = undefined;
+    }
   }
 
   /** Processes the kernel killed for the sandbox's memory (all its processes together) so far; 0 without cgroups. */
@@ -289,6 +338,9 @@ class BwrapSandbox implements Sandbox {
       Promise.all(running.map((member) => member.exited)),
       new Promise((resolve) => setTimeout(resolve, 2_000)),
     ]);
+    const network = this.#network;
+    this.#network = undefined;
+    await (await network)?.close();
     const cgroup = this.#cgroup;
     this.#cgroup = undefined;
     this.#made = undefined;

@@ -101,7 +101,7 @@ export async function attachEgress(pid: number, credentials: Credentials, timeou
  * child's network namespace before then is refused (EPERM). Wait for the map, and never attach
  * to a process that shares this service's own network namespace.
  */
-async function namespacesReady(pid: number, timeoutMs: number): Promise<void> {
+export async function namespacesReady(pid: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const own = await readlink('/proc/self/ns/net');
   for (;;) {
