@@ -6,6 +6,7 @@ import type { GatewayDependencies } from './gateway-dependencies.js';
 import { startGatewayServices } from './gateway-services.js';
 import { answerFrameworkError, registerErrorHandlers } from './http-errors.js';
 import { openApiDocument } from './openapi.js';
+import { registerAgentEndpoints } from './reach/agent-endpoints.js';
 import { registerOpsRoutes } from './ops-routes.js';
 import { registerAccessControl, registerRequestTracing } from './request-hooks.js';
 import { registerBodyParsers, registerTableRoutes } from './route-registration.js';
@@ -116,6 +117,8 @@ export async function buildGateway(deps: GatewayDependencies, config: GatewayCon
     registry: metrics.registry,
     webUi: config.webUi,
   });
+
+  await registerAgentEndpoints(app, config.agentEndpoints, { version: deps.version, logger, catalog: deps.catalog });
 
   await scheduleRunner?.start(deps.nc);
 

@@ -1,5 +1,6 @@
 import { TenantId } from '@flotilla/events';
 import { z } from 'zod';
+import { AGENT_ENDPOINTS } from './reach/endpoint-names.js';
 
 const Int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
@@ -33,6 +34,8 @@ export const GatewayConfig = z.object({
   bootstrapKeys: z.array(z.strictObject({ tenant: TenantId, key: z.string().min(16) })),
   /** Serve the web UI at `/`. */
   webUi: z.boolean(),
+  /** The agent endpoints to serve (docs/api.md, "Flotilla as a tool of others"): none unless the operator names them. */
+  agentEndpoints: z.array(z.enum(AGENT_ENDPOINTS)),
   /**
    * Seconds a conversation of a tenant is kept after its last event (the tenant's own, else `*`'s;
    * none: kept until deleted); a conversation's spec may keep it for less (docs/api.md, "Retention").
@@ -70,6 +73,7 @@ const VARIABLES: Record<string, string> = {
   adminKey: 'FLOTILLA_ADMIN_KEY',
   bootstrapKeys: 'FLOTILLA_API_KEYS',
   webUi: 'FLOTILLA_GATEWAY_WEB_UI',
+  agentEndpoints: 'FLOTILLA_GATEWAY_AGENT_ENDPOINTS',
   retention: 'FLOTILLA_RETENTION',
   retentionSweepMs: 'FLOTILLA_RETENTION_SWEEP_MS',
   scheduleMinIntervalSeconds: 'FLOTILLA_SCHEDULE_MIN_INTERVAL_SECONDS',
@@ -91,32 +95,38 @@ export const DEFAULT_GATEWAY_CONFIG: GatewayConfig = {
   authTimeoutMs: 5_000,
   bootstrapKeys: [],
   webUi: true,
+  agentEndpoints: [],
   retention: {},
   retentionSweepMs: 60_000,
   scheduleMinIntervalSeconds: 60,
   scheduleMissedRunGraceMs: 60_000,
 };
 
+/** Settings whose variables are not one plain value each. */
+const PARSED_APART: ReadonlySet<keyof GatewayConfig> = new Set([
+  'bootstrapKeys',
+  'webUi',
+  'retention',
+  'agentEndpoints',
+]);
+
 /** Reads the gateway config from the environment, failing fast and naming the bad variable. */
 export function loadGatewayConfig(environment: NodeJS.ProcessEnv = process.env): GatewayConfig {
   const read = (key: keyof GatewayConfig): string | undefined => environment[VARIABLES[key]!] || undefined;
-  const keys = (read('bootstrapKeys') ?? '')
-    .split(',')
-    .map((pair) => pair.trim())
-    .filter(Boolean)
-    .map((pair) => {
-      const at = pair.indexOf(':');
-      return { tenant: pair.slice(0, Math.max(0, at)), key: pair.slice(at + 1) };
-    });
+  const keys = listOf(read('bootstrapKeys')).map((pair) => {
+    const at = pair.indexOf(':');
+    return { tenant: pair.slice(0, Math.max(0, at)), key: pair.slice(at + 1) };
+  });
   const result = GatewayConfig.safeParse({
     ...DEFAULT_GATEWAY_CONFIG,
     ...Object.fromEntries(
       (Object.keys(VARIABLES) as (keyof GatewayConfig)[])
-        .filter((key) => key !== 'bootstrapKeys' && key !== 'webUi' && key !== 'retention' && read(key) !== undefined)
+        .filter((key) => !PARSED_APART.has(key) && read(key) !== undefined)
         .map((key) => [key, read(key)]),
     ),
     bootstrapKeys: keys,
     retention: retentionOf(read('retention')),
+    agentEndpoints: listOf(read('agentEndpoints')),
     webUi: read('webUi') === undefined ? true : !['0', 'false', 'no'].includes(read('webUi')!.toLowerCase()),
   });
   if (!result.success) {
@@ -128,16 +138,20 @@ export function loadGatewayConfig(environment: NodeJS.ProcessEnv = process.env):
   return result.data;
 }
 
+/** A comma-separated list, blanks dropped. */
+function listOf(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
 /** `FLOTILLA_RETENTION`: `tenant=seconds` pairs, comma-separated (`*` for every other tenant), as an object for the schema to check. */
 function retentionOf(value: string | undefined): Record<string, unknown> {
-  const pairs = (value ?? '')
-    .split(',')
-    .map((pair) => pair.trim())
-    .filter(Boolean)
-    .map((pair) => {
-      const at = pair.indexOf('=');
-      const seconds = pair.slice(at + 1).trim();
-      return [pair.slice(0, Math.max(0, at)).trim(), /^\d+$/.test(seconds) ? Number(seconds) : seconds] as const;
-    });
+  const pairs = listOf(value).map((pair) => {
+    const at = pair.indexOf('=');
+    const seconds = pair.slice(at + 1).trim();
+    return [pair.slice(0, Math.max(0, at)).trim(), /^\d+$/.test(seconds) ? Number(seconds) : seconds] as const;
+  });
   return Object.fromEntries(pairs);
 }

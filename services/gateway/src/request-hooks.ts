@@ -92,7 +92,8 @@ export function registerAccessControl(
   return refusedUpgrades;
 }
 
-function presentedKey(request: FastifyRequest): string | undefined {
+/** The API key a request presents: its `${API_KEY_HEADER}` header, else its bearer token. */
+export function presentedKey(request: FastifyRequest): string | undefined {
   const header = request.headers[API_KEY_HEADER];
   if (typeof header === 'string' && header.length > 0) return header.slice(0, 256);
   const authorization = request.headers.authorization;

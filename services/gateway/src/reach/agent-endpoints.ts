@@ -1,0 +1,35 @@
+import type { AgentCatalog } from '@flotilla/agent';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { registerA2aEndpoint } from './a2a-endpoint.js';
+import { AgentRuns } from './agent-runs.js';
+import type { AgentEndpoint } from './endpoint-names.js';
+import { registerMcpEndpoint } from './mcp-endpoint.js';
+import { registerOpenAiEndpoint } from './openai-endpoint.js';
+
+/** What every agent endpoint gets. */
+export type EndpointContext = {
+  /** Runs through this gateway's own API with the caller's key. */
+  readonly runs: AgentRuns;
+  /** The gateway's version (the A2A card's, the MCP server's). */
+  readonly version: string;
+  readonly logger: Logger;
+  /** The operator's agents (the A2A card's skills are its templates; read without a tenant's key). */
+  readonly catalog: AgentCatalog;
+};
+
+const REGISTER: Record<AgentEndpoint, (app: FastifyInstance, context: EndpointContext) => Promise<void> | void> = {
+  mcp: registerMcpEndpoint,
+  a2a: registerA2aEndpoint,
+  openai: registerOpenAiEndpoint,
+};
+
+/** The agent endpoints the operator turned on, on `app` (each authenticated with the tenant's key, confined to it). */
+export async function registerAgentEndpoints(
+  app: FastifyInstance,
+  enabled: readonly AgentEndpoint[],
+  options: { readonly version: string; readonly logger: Logger; readonly catalog: AgentCatalog },
+): Promise<void> {
+  const context: EndpointContext = { runs: new AgentRuns(AgentRuns.selfUrl(app)), ...options };
+  for (const endpoint of new Set(enabled)) await REGISTER[endpoint](app, context);
+}
