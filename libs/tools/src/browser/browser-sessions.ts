@@ -1,4 +1,5 @@
 import type { Sandbox } from '@flotilla/sandbox';
+import { PerConversation } from '../core/per-conversation.js';
 import type { SandboxedBrowser } from './sandboxed-browser.js';
 
 /** Starts a browser in `sandbox`. */
@@ -9,22 +10,11 @@ export type BrowserFactory = (sandbox: Sandbox) => Promise<SandboxedBrowser>;
  * one that died (killed, or its sandbox stopped) is started again at the next use. Calls on the
  * same conversation run one at a time.
  */
-export class BrowserSessions {
+export class BrowserSessions extends PerConversation {
   readonly #browsers = new Map<string, SandboxedBrowser>();
-  readonly #queues = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly start: BrowserFactory) {}
-
-  /** Run `task` exclusively for this conversation. */
-  exclusive<T>(conversationId: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(conversationId) ?? Promise.resolve();
-    const next = previous.then(task, task);
-    const settled = next.catch(() => undefined);
-    this.#queues.set(conversationId, settled);
-    void settled.then(() => {
-      if (this.#queues.get(conversationId) === settled) this.#queues.delete(conversationId);
-    });
-    return next;
+  constructor(private readonly start: BrowserFactory) {
+    super();
   }
 
   /**

@@ -1,26 +1,16 @@
 import type { Sandbox } from '@flotilla/sandbox';
+import { PerConversation } from '../core/per-conversation.js';
 import type { BashSession } from './bash-session.js';
 
 /** Starts a shell in `sandbox` with the working directory `cwd` (as the sandbox sees it). */
 export type SessionFactory = (sandbox: Sandbox, cwd: string) => Promise<BashSession>;
 
 /** One bash session per conversation, with calls on the same conversation serialized. */
-export class TerminalSessions {
+export class TerminalSessions extends PerConversation {
   readonly #sessions = new Map<string, BashSession>();
-  readonly #queues = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly create: SessionFactory) {}
-
-  /** Run `task` exclusively for this conversation. */
-  exclusive<T>(conversationId: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(conversationId) ?? Promise.resolve();
-    const next = previous.then(task, task);
-    const settled = next.catch(() => undefined);
-    this.#queues.set(conversationId, settled);
-    void settled.then(() => {
-      if (this.#queues.get(conversationId) === settled) this.#queues.delete(conversationId);
-    });
-    return next;
+  constructor(private readonly create: SessionFactory) {
+    super();
   }
 
   get(conversationId: string): BashSession | undefined {
