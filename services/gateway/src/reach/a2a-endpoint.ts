@@ -6,7 +6,7 @@ import { formatSSEErrorEvent, formatSSEEvent, SSE_HEADERS, A2A_VERSION_HEADER } 
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { EndpointContext } from './agent-endpoints.js';
+import type { EndpointContext } from './endpoint-context.js';
 import {
   A2A_PATH,
   AGENT_CARD_ROUTE,

@@ -3,20 +3,10 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { registerA2aEndpoint } from './a2a-endpoint.js';
 import { AgentRuns } from './agent-runs.js';
+import type { EndpointContext } from './endpoint-context.js';
 import type { AgentEndpoint } from './endpoint-names.js';
 import { registerMcpEndpoint } from './mcp-endpoint.js';
 import { registerOpenAiEndpoint } from './openai-endpoint.js';
-
-/** What every agent endpoint gets. */
-export type EndpointContext = {
-  /** Runs through this gateway's own API with the caller's key. */
-  readonly runs: AgentRuns;
-  /** The gateway's version (the A2A card's, the MCP server's). */
-  readonly version: string;
-  readonly logger: Logger;
-  /** The operator's agents (the A2A card's skills are its templates; read without a tenant's key). */
-  readonly catalog: AgentCatalog;
-};
 
 const REGISTER: Record<AgentEndpoint, (app: FastifyInstance, context: EndpointContext) => Promise<void> | void> = {
   mcp: registerMcpEndpoint,

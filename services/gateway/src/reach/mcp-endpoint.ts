@@ -3,7 +3,7 @@
 // state is the conversation's, in the log). The access hook has checked the bearer key first.
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyInstance } from 'fastify';
-import type { EndpointContext } from './agent-endpoints.js';
+import type { EndpointContext } from './endpoint-context.js';
 import { flotillaMcpServer } from './mcp-server.js';
 
 const MCP_PATH = '/mcp';

@@ -3,7 +3,7 @@
 // for (docs/api.md, "OpenAI-compatible chat completions"). Every answer of these routes, errors
 // of the access hook and the body parser included, is in OpenAI's shape.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { EndpointContext } from './agent-endpoints.js';
+import type { EndpointContext } from './endpoint-context.js';
 import { answerChatCompletion } from './openai-chat-completion.js';
 import { toOpenAiError } from './openai-errors.js';
 import { modelEntries, modelEntryOf } from './openai-models.js';
