@@ -138,7 +138,7 @@ describe('AgentCatalog', () => {
   });
 
   it('refuses what the limits do not allow and what the schema does not know, naming each field', () => {
-    expect(refusal(() => catalog.resolve({ spec: { tools: ['terminal', 'browser'] } }))).toEqual({
+    expect(refusal(() => catalog.resolve({ spec: { tools: ['terminal', 'web_search'] } }))).toEqual({
       status: 403,
       paths: ['spec.tools'],
     });
