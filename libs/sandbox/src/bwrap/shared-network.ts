@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { open, type FileHandle } from 'node:fs/promises';
 import { attachEgress, detachEgress, namespacesReady, type Credentials } from './slirp-network.js';
 
@@ -8,11 +9,11 @@ const CAP_SYS_ADMIN = 21;
 
 /**
  * Whether this service may put later processes of a sandbox into the network namespace of its
- * first (setns needs CAP_SYS_ADMIN over the namespace): root on a host has it, an unprivileged
- * service or a container without that capability does not.
+ * first (setns needs CAP_SYS_ADMIN over the namespace, and util-linux's nsenter): root on a host
+ * has it, an unprivileged service or a container without that capability does not.
  */
 export function mayShareNetwork(credentials: Credentials): boolean {
-  if (!credentials) return false;
+  if (!credentials || !onPath('nsenter')) return false;
   try {
     const effective = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
     return effective !== undefined && ((BigInt(`0x${effective}`) >> BigInt(CAP_SYS_ADMIN)) & 1n) === 1n;
@@ -83,4 +84,15 @@ export class SharedNetwork {
     if (this.egress) detachEgress(this.egress);
     if (this.#entering === 0) await this.handle.close().catch(() => undefined);
   }
+}
+
+function onPath(command: string): boolean {
+  return (process.env['PATH'] ?? '/usr/bin:/bin').split(path.delimiter).some((directory) => {
+    try {
+      accessSync(path.join(directory, command), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
