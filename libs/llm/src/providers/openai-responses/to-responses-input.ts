@@ -55,7 +55,17 @@ function toInputItems(message: Exclude<ChatMessage, { role: 'system' }>): Respon
         {
           type: 'function_call_output',
           call_id: message.toolCallId,
-          output: toolText(message.content, message.isError),
+          // text alone as a string; with images (a screenshot) as text and image parts, which Responses takes there
+          output: message.content.some((part) => part.type === 'image')
+            ? [
+                { type: 'input_text', text: toolText(message.content, message.isError, '[image: below]') },
+                ...message.content.flatMap((part) =>
+                  part.type === 'image'
+                    ? [{ type: 'input_image' as const, image_url: imageUrl(part), detail: 'auto' as const }]
+                    : [],
+                ),
+              ]
+            : toolText(message.content, message.isError),
         },
       ];
   }
