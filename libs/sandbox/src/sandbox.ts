@@ -97,6 +97,11 @@ export type SandboxDescription = {
   readonly enforcement: string;
   /** How the workspace's quota is held: `filesystem` (one per workspace) or `checked` from outside, and why not the first. */
   readonly disk: { readonly kind: 'filesystem' } | { readonly kind: 'checked'; readonly reason: string };
+  /**
+   * The processes of a sandbox share one network (a server one command starts is reachable from
+   * the next, the browser among them); false: each process has a network namespace of its own.
+   */
+  readonly networkPerSandbox: boolean;
   /** What falls short of the limits' promise here (said at start), e.g. memory limited per process where no cgroups can be made. */
   readonly warning?: string;
 };

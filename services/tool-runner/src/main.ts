@@ -18,13 +18,13 @@ await runService({
       workspaces: config.workspaces,
     });
     const sandbox = provider.describe();
-    if (sandbox.isolated) logger.info({ sandbox }, 'sandbox ready');
-    if (sandbox.warning) logger.warn({ sandbox }, sandbox.warning);
-    else
+    if (!sandbox.isolated)
       logger.warn(
         { sandbox },
         'FLOTILLA_SANDBOX=none: the agent runs commands UNSANDBOXED, with this service’s privileges; use it only for a trusted single user',
       );
+    else if (sandbox.warning) logger.warn({ sandbox }, sandbox.warning);
+    else logger.info({ sandbox }, 'sandbox ready');
     const sandboxes = new SandboxPool(provider, {
       idleStopMs: sandboxSettings.idleStopMs,
       onError: (error, id) => logger.warn({ err: error, sandbox: id }, 'stopping a sandbox failed'),

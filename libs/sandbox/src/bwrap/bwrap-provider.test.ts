@@ -3,7 +3,7 @@ import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Sandbox, SandboxProcess } from '../sandbox.js';
+import type { Sandbox, SandboxProcess, SandboxProvider } from '../sandbox.js';
 import { detectCgroups } from '../cgroups.js';
 import { DEFAULT_SANDBOX_SETTINGS, NetworkMode, type SandboxSettings } from '../settings.js';
 import { createBwrapProvider } from './bwrap-provider.js';
@@ -49,6 +49,7 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   let root: string;
   let workspace: string;
   let sandbox: Sandbox;
+  let sandboxProvider: SandboxProvider;
   /** Another conversation's sandbox on the same provider. */
   let neighbour: Sandbox;
   let server: Server;
@@ -86,6 +87,7 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
       ownedRoot: root,
       cgroups: await detectCgroups(),
     });
+    sandboxProvider = provider;
     await provider.selfTest();
     sandbox = await provider.open({ id: 'acme.one', workspace, env: { GREETING: 'hi there' } });
     neighbour = await provider.open({ id: 'acme.two', workspace: path.join(root, 'workspaces', 'acme', 'two') });
@@ -163,6 +165,7 @@ describe.each([NetworkMode.None, NetworkMode.Egress])('bwrap sandbox, network %s
   it.skipIf(!sharesNetwork)(
     'shares one network among its processes: a server one starts, the next reaches; another sandbox and the host do not',
     async () => {
+      expect(sandboxProvider.describe().networkPerSandbox).toBe(true);
       const greeter = await sandbox.spawn('python3', ['-c', GREETER]);
       greeter.stderr.resume();
       try {

@@ -74,6 +74,7 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
           isolated: true,
           limits: settings.limits,
           enforcement: `cgroup ${cgroups.kind} per sandbox, and rlimits per process`,
+          networkPerSandbox: sharesNetwork,
           disk,
         };
       return {
@@ -82,6 +83,7 @@ export function createBwrapProvider(settings: SandboxSettings, options: BwrapPro
         isolated: true,
         limits: settings.limits,
         enforcement: 'rlimits per process',
+        networkPerSandbox: sharesNetwork,
         disk,
         warning: `no cgroups can be made here (${cgroups.reason}): memory is limited per process, not for a sandbox's processes together, and CPU time per process, not its share (docs/security.md, "Limits")`,
       };

@@ -63,6 +63,7 @@ describe('docker sandbox provider (stand-in engine)', () => {
         isolated: true,
         limits: settings.limits,
         enforcement: 'docker (cgroups)',
+        networkPerSandbox: true,
         disk: { kind: 'checked', reason: expect.stringContaining('docker kind') },
       });
     } finally {

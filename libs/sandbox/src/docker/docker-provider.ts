@@ -111,6 +111,7 @@ export function createDockerProvider(settings: SandboxSettings, options: DockerP
         isolated: true,
         limits: settings.limits,
         enforcement: 'docker (cgroups)',
+        networkPerSandbox: true,
         disk: DOCKER_DISK,
       };
     },

@@ -21,6 +21,7 @@ export function createNoneProvider(settings: SandboxSettings): SandboxProvider {
       isolated: false,
       limits: settings.limits,
       enforcement: 'none',
+      networkPerSandbox: true,
       disk: { kind: 'checked', reason: 'the none kind (no isolation)' },
     }),
     open: (spec) => Promise.resolve(openHostSandbox(spec)),
