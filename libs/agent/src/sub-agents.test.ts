@@ -171,8 +171,9 @@ describe('AgentCatalog and sub-agents', () => {
   it('checks its own definitions at start: unknown profiles and tools, names given twice', () => {
     expect(refusal(() => new AgentCatalog(defaults, { subAgents: [RESEARCHER] })).paths).toEqual(['subAgents.0.model']);
     expect(
-      refusal(() => new AgentCatalog(defaults, { ...settings, subAgents: [RESEARCHER.replace('finish]', 'web_search]')] }))
-        .paths,
+      refusal(
+        () => new AgentCatalog(defaults, { ...settings, subAgents: [RESEARCHER.replace('finish]', 'web_search]')] }),
+      ).paths,
     ).toEqual(['subAgents.0.tools']);
     expect(refusal(() => new AgentCatalog(defaults, { ...settings, subAgents: [CODER, CODER] })).paths).toEqual([
       'subAgents.1.name',
