@@ -18,7 +18,7 @@ export type BuiltinToolsOptions = {
   readonly browser?: BrowserToolOptions;
 };
 
-/** The default toolset: terminal, file_editor, task_tracker, think, finish, grep, glob, apply_patch, browser. */
+/** The built-in tools a spec may list: terminal, file_editor, task_tracker, think, finish, grep, glob, apply_patch, browser. */
 export function createBuiltinTools(options: BuiltinToolsOptions = {}): AnyToolDefinition[] {
   return [
     createTerminalTool(options.terminal),
