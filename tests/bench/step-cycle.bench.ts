@@ -255,6 +255,9 @@ async function rawFloor(
     });
     const ref = { tenant: 'bench', conversation: `floor-${newId()}` };
     const subject = log.subject(ref);
+    // what the stream stores carries more tokens than the subject written (its partition): the
+    // groups filter, and the append's expected sequence is checked over, the conversation's subjects
+    const filter = log.filter(ref);
     const groups = [
       [`tr-${ref.conversation}`, runner],
       [`sw-${ref.conversation}`, worker],
@@ -266,7 +269,7 @@ async function rawFloor(
         durable_name: name,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
-        filter_subject: subject,
+        filter_subject: filter,
         max_ack_pending: 1_024,
       });
       inboxes.push(await inbox(jetstream(nc), log.streamName, name));
@@ -277,11 +280,9 @@ async function rawFloor(
     const jsRunner = jetstream(runner);
     let last = 0;
     const publish = async (js: JetStreamClient, commit: Encoded): Promise<number> => {
-      const ack = await js.publish(subject, commit.data, {
-        headers: commit.headers,
-        msgID: newId(),
-        expect: { lastSubjectSequence: last },
-      });
+      commit.headers.set('Nats-Expected-Last-Subject-Sequence', String(last));
+      commit.headers.set('Nats-Expected-Last-Subject-Sequence-Subject', filter);
+      const ack = await js.publish(subject, commit.data, { headers: commit.headers, msgID: newId() });
       last = ack.seq;
       return ack.seq;
     };
