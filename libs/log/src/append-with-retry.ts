@@ -51,7 +51,11 @@ export async function appendSurely(
   for (;;) {
     options.signal?.throwIfAborted();
     try {
-      return await log.append(ref, drafts, { expected: options.expected, commitId });
+      return await log.append(ref, drafts, {
+        expected: options.expected,
+        commitId,
+        ...(options.beforePublish ? { beforePublish: options.beforePublish } : {}),
+      });
     } catch (error) {
       if (isConflict(error) || !(error instanceof LogError && error.isRetryable) || Date.now() >= deadline) throw error;
       await pause();

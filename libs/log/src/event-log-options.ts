@@ -45,6 +45,11 @@ export type AppendOptions = {
    * returns the stored commit instead of a conflict, and stores nothing.
    */
   readonly commitId?: string;
+  /**
+   * Called right before the commit is published, in the same turn of the event loop: what it
+   * sends on the connection (a model call's last token deltas) goes out in the commit's write.
+   */
+  readonly beforePublish?: () => void;
 };
 
 export type ReadOptions = {

@@ -1,5 +1,5 @@
 import { CommitHeader, CURRENT_PROTOCOL_VERSION, draftEvent, type EventDraft } from '@flotilla/events';
-import { headers } from '@nats-io/transport-node';
+import { connect, headers } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
 import { ConflictError, LogError } from './errors.js';
@@ -30,6 +30,36 @@ describe('EventLog append and read', () => {
     expect(raw?.header.get(CommitHeader.EventTypes)).toBe('message');
     expect(raw?.header.get(CommitHeader.FirstSeq)).toBe('2');
     expect(raw?.header.get(CommitHeader.EventCount)).toBe('2');
+  });
+
+  it('sends what beforePublish publishes right ahead of the commit, once per append', async () => {
+    await using fixture = await logFixture();
+    const { log, nc, server } = fixture;
+    const ref = newRef();
+    const watcher = await connect({ servers: server.url });
+    try {
+      const seen: string[] = [];
+      const subscription = watcher.subscribe(`${log.subjectPrefix}.>`, {
+        callback: (_error, msg) => seen.push(msg.subject),
+      });
+      const before = watcher.subscribe('watch.before', { callback: (_error, msg) => seen.push(msg.subject) });
+      await watcher.flush();
+      let calls = 0;
+      await log.append(ref, [userMessage(ref, 'hello')], {
+        expected: EMPTY_TAIL,
+        beforePublish: () => {
+          calls += 1;
+          nc.publish('watch.before', 'the last deltas');
+        },
+      });
+      await watcher.flush();
+      expect(calls).toBe(1);
+      expect(seen).toEqual(['watch.before', log.subject(ref)]);
+      subscription.unsubscribe();
+      before.unsubscribe();
+    } finally {
+      await watcher.close();
+    }
   });
 
   it('refuses an append on a stale tail with a ConflictError', async () => {

@@ -117,6 +117,7 @@ export class EventLog {
     const traceparent = activeTraceparent();
     if (traceparent !== undefined) headers.set(CommitHeader.Traceparent, traceparent);
     this.options.beforePublish?.();
+    options.beforePublish?.();
     const answer = await this.#publisher.publish(subject, encoded.data, headers);
     let streamSeq: number;
     if (answer.ok) streamSeq = answer.seq;

@@ -159,16 +159,25 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
           ...(deltas ? { onDelta: (delta) => deltas.push(delta) } : {}),
         });
       } catch (error) {
+        deltas?.flush();
         if (delivery.signal.aborted) throw error; // shutdown: the commit goes back to the group
         if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
         throw error;
       } finally {
-        deltas?.flush();
         tracked.done();
         deps.metrics.llmSeconds.observe({ outcome: 'step' }, (performance.now() - started) / 1_000);
       }
-      if (tracked.signal.aborted) return { ack: true, outcome: 'interrupted' };
-      return await appendStep(deps, delivery, loaded, result.drafts, result.outcome);
+      if (tracked.signal.aborted) {
+        deltas?.flush();
+        return { ack: true, outcome: 'interrupted' };
+      }
+      // the call's last deltas go out in the step's commit's write (one system call, one wake-up of
+      // nats-server, instead of two); were nothing published, the coalescer's timer sends them
+      try {
+        return await appendStep(deps, delivery, loaded, result.drafts, result.outcome, deltas);
+      } finally {
+        deltas?.flush();
+      }
     };
     // the step, its model call and its commit: one span, the child of the commit it reacts to
     return inSpan('step', commitSpan(delivery, ref), async (span) => withOutcome(span, await takeStep()));
@@ -192,6 +201,8 @@ async function appendStep(
   { ref, tail: decidedAt }: Delivered<ConversationCheckpoint>,
   decided: readonly EventDraft[],
   decidedOutcome: string,
+  /** Token deltas still pending, sent right before the commit. */
+  deltas?: DeltaCoalescer,
 ): Promise<HandleOutcome> {
   let drafts = decided;
   let outcome = decidedOutcome;
@@ -201,6 +212,7 @@ async function appendStep(
       const commit = await appendSurely(deps.log, ref, withPositionalIds(drafts, tail.lastSeq + 1), {
         expected: tail,
         signal: delivery.signal,
+        ...(deltas ? { beforePublish: () => deltas.flush() } : {}),
       });
       deps.cache.appended(ref, tail, commit.events, { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq });
       deps.metrics.appends.inc({ result: 'ok' });
