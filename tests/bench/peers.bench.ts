@@ -26,7 +26,7 @@ const DEFAULTS: PeersSettings = {
   warmupMs: 10_000,
   windowMs: 30_000,
   cycles: 200,
-  peers: ['dbos', 'langgraph', 'restate', 'floor', 'floor-all'],
+  peers: ['dbos', 'langgraph', 'restate', 'floor', 'floor-all', 'floor-protocol'],
 };
 /**
  * Cycles run before the cycle's conversation, on every system, in conversations of their own
@@ -54,6 +54,12 @@ const PEERS: Record<
     database: false,
     floor: true,
   },
+  'floor-protocol': {
+    title: "bus floor, kinds filtered, Flotilla's commits validated",
+    packages: ['@nats-io/jetstream'],
+    database: false,
+    floor: true,
+  },
 };
 
 /**
@@ -70,7 +76,11 @@ const PEERS: Record<
  * and PostgreSQL's backends and server processes, or the Restate server) and the steps done against
  * the model-bound ideal; then Flotilla over the best peer; then what each wrote per step.
  */
-export async function benchPeers(settings: PeersSettings = DEFAULTS): Promise<string> {
+export async function benchPeers(only?: readonly string[], defaults: PeersSettings = DEFAULTS): Promise<string> {
+  const unknown = (only ?? []).filter((name) => !Object.hasOwn(PEERS, name));
+  if (unknown.length > 0)
+    throw new Error(`unknown peers ${unknown.join(', ')}; known: ${Object.keys(PEERS).join(', ')}`);
+  const settings = only === undefined ? defaults : { ...defaults, peers: only as readonly PeerName[] };
   const { conversations, latencyMs, warmupMs, windowMs, cycles } = settings;
   const loadAverage = (await readFile('/proc/loadavg', 'utf8')).split(' ')[0]!;
   const flotilla: [string, ThroughputFigures][] = [];
@@ -194,7 +204,7 @@ function report(
     `Cycle: one conversation, zero-latency model, p50 over ${cycles} cycles (its first ${FIRST_CYCLES_LEFT_OUT} left out) after ${WARMUP_CYCLES} in earlier conversations. Load: ${conversations} conversations, ${latencyMs} ms model, ${windowMs / 1_000} s window after ${warmupMs / 1_000} s of warm-up;`,
     `CPU per step of every process involved over the steps done in the window; of ideal: steps done / (conversations x window / (latency + cycle p50)).`,
     `The peers run model and tool in their one process; Flotilla's tool runs in the tool runner's process (one NATS round trip each way). ${postgres}.`,
-    `The bus floor is no peer: Flotilla's messages per step (3 commits, each delivered to the step workers', tool runners' and projector's groups but the step workers' and tool runners' own, acked: 6 deliveries; 1 KV snapshot) with none of its code, on a nats-server of its own (peers/floor-peer.ts); "every commit to every group" delivers each to all three (9), as Flotilla did before commits carried their kind.`,
+    `The bus floor is no peer: Flotilla's messages per step (3 commits, each delivered to the step workers', tool runners' and projector's groups but the step workers' and tool runners' own, acked: 6 deliveries; 1 KV snapshot) with none of its code, on a nats-server of its own (peers/floor-peer.ts); "every commit to every group" delivers each to all three (9), as Flotilla did before commits carried their kind; "Flotilla's commits validated" sends Flotilla's own commits (its events and headers), each validated as it is written and as each group reads it (DESIGN.md invariant 8), through its codec.`,
     summary,
     '',
     'CPU per step in the window (ms), by process:',
@@ -232,6 +242,16 @@ function report(
     'bus floor',
     peerRows.filter((row) => row.peer === 'floor'),
   );
+  // what the protocol alone asks of any system on it, against the best peer's whole system
+  const protocolFloor = peerRows.find((row) => row.peer === 'floor-protocol');
+  const peersOnly = peerRows.filter((row) => !PEERS[row.peer!].floor);
+  if (protocolFloor && peersOnly.length > 0) {
+    const best = peersOnly.reduce((low, row) => (row.cpuMsPerStep < low.cpuMsPerStep ? row : low));
+    lines.push(
+      '',
+      `CPU per step of the protocol's floor (${protocolFloor.title}) against the best peer's whole system: ${protocolFloor.cpuMsPerStep.toFixed(2)} ms / ${best.cpuMsPerStep.toFixed(2)} ms (${best.name}) = ${ratio(protocolFloor.cpuMsPerStep, best.cpuMsPerStep)}`,
+    );
+  }
   lines.push(
     '',
     'Written per step:',

@@ -49,6 +49,8 @@ if (fairReserve !== undefined && (!Number.isInteger(fairReserve) || fairReserve 
   console.error('--fair-reserve takes a whole number of slots');
   process.exit(2);
 }
+const peersAt = args.indexOf('--peers');
+const peersOnly = peersAt < 0 ? undefined : args.splice(peersAt, 2)[1]!.split(',').filter(Boolean);
 const modelAt = args.indexOf('--model');
 const model = modelAt < 0 ? undefined : args.splice(modelAt, 2)[1];
 if (model !== undefined && model !== 'in-process' && model !== 'server') {
@@ -76,7 +78,7 @@ const benches: Record<string, () => Promise<string>> = {
   'backlog-drain': () => benchBacklogDrain(),
   tracing: () => benchTracing(),
   sink: () => benchSink(),
-  peers: () => benchPeers(),
+  peers: () => benchPeers(peersOnly),
   'tenant-fairness': () =>
     benchTenantFairness({ ...FAIRNESS_DEFAULTS, deliveryOrder, ...(fairReserve === undefined ? {} : { fairReserve }) }),
 };

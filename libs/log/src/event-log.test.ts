@@ -40,9 +40,9 @@ describe('EventLog append and read', () => {
     try {
       const seen: string[] = [];
       const subscription = watcher.subscribe(`${log.subjectPrefix}.>`, {
-        callback: (_error, msg) => seen.push(msg.subject),
+        callback: (_error, msg) => void seen.push(msg.subject),
       });
-      const before = watcher.subscribe('watch.before', { callback: (_error, msg) => seen.push(msg.subject) });
+      const before = watcher.subscribe('watch.before', { callback: (_error, msg) => void seen.push(msg.subject) });
       await watcher.flush();
       let calls = 0;
       await log.append(ref, [userMessage(ref, 'hello')], {

@@ -1,5 +1,7 @@
+import { draftEvent, newId, type EventDraft } from '@flotilla/events';
+import { decodeCommit, encodeCommit, placeEvents } from '@flotilla/log';
 import { jetstream, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
-import { headers, type NatsConnection } from '@nats-io/transport-node';
+import { headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 
 /**
  * The bus floor (floor-peer.ts): the messages Flotilla's design needs per step, with none of its
@@ -21,7 +23,21 @@ export const OWN_KIND: Readonly<Record<FloorGroup, string | undefined>> = {
 
 export type FloorCommit =
   | { readonly type: 'message' | 'finish'; readonly step: number }
-  | { readonly type: 'action' | 'started' | 'observation'; readonly step: number; readonly callId: string };
+  | {
+      readonly type: 'action' | 'started' | 'observation';
+      readonly step: number;
+      readonly callId: string;
+      /** The action's event id (`protocol` commits: what its start and observation name). */
+      readonly actionId?: string;
+    };
+
+/**
+ * What a floor's commit is: `bare`, a small JSON message with none of Flotilla's code; `protocol`,
+ * a Flotilla commit (its events as the services write them, with its headers) validated as it is
+ * written and as each group reads it (DESIGN.md invariant 8), through @flotilla/log's codec, which
+ * any system on this protocol pays.
+ */
+export type FloorBody = 'bare' | 'protocol';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -35,7 +51,92 @@ const KIND: Readonly<Record<FloorCommit['type'], string>> = {
   started: 'tool',
   observation: 'tool',
 };
-export const readCommit = (message: JsMsg): FloorCommit => JSON.parse(decoder.decode(message.data)) as FloorCommit;
+export const readCommit = (message: JsMsg, body: FloorBody = 'bare'): FloorCommit =>
+  body === 'bare' ? (JSON.parse(decoder.decode(message.data)) as FloorCommit) : readProtocolCommit(message);
+
+const TENANT = 'floor';
+// a conversation's events: its first message at seq 1, then per step s an action (or the finish) at
+// 2 + 3s, its start at 3 + 3s and its observation at 4 + 3s
+const FIRST_SEQ: Readonly<Record<FloorCommit['type'], number>> = {
+  message: 1,
+  action: 2,
+  finish: 2,
+  started: 3,
+  observation: 4,
+};
+
+function protocolDrafts(conversation: string, commit: FloorCommit): EventDraft[] {
+  const ref = { tenant: TENANT, conversation };
+  switch (commit.type) {
+    case 'message':
+      return [
+        draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text: 'go' }] }),
+      ];
+    case 'finish':
+      return [draftEvent({ ...ref, source: 'system' }, 'state_change', { status: 'finished', reason: 'done' })];
+    case 'action':
+      return [
+        draftEvent({ ...ref, source: 'agent' }, 'action', {
+          tool_call_id: commit.callId,
+          tool_name: 'think',
+          arguments: '{"thought":"plan the next move"}',
+          input: { thought: 'plan the next move' },
+          thought: [],
+          response_id: `resp-${commit.step}`,
+          security_risk: 'low',
+        }),
+      ];
+    case 'started':
+      return [
+        draftEvent({ ...ref, source: 'system' }, 'execution_started', {
+          action_ids: [commit.actionId!],
+          runner: 'floor',
+        }),
+      ];
+    case 'observation':
+      return [
+        draftEvent({ ...ref, source: 'environment', parent: commit.actionId! }, 'observation', {
+          action_id: commit.actionId!,
+          tool_call_id: commit.callId,
+          tool_name: 'think',
+          content: [{ type: 'text', text: 'Your thought has been logged.' }],
+          is_error: false,
+        }),
+      ];
+  }
+}
+
+function encodeProtocolCommit(conversation: string, commit: FloorCommit): { data: Uint8Array; headers: MsgHdrs } {
+  const ref = { tenant: TENANT, conversation };
+  const lastSeq = FIRST_SEQ[commit.type] - 1 + (commit.type === 'message' ? 0 : 3 * commit.step);
+  return encodeCommit(newId(), ref, placeEvents(ref, protocolDrafts(conversation, commit), lastSeq));
+}
+
+function readProtocolCommit(message: JsMsg): FloorCommit {
+  const decoded = decodeCommit(message, { tenant: TENANT, conversation: conversationOf(message) });
+  if (!decoded.ok) throw new Error(`the floor read a commit it could not decode: ${decoded.reason}`);
+  const event = decoded.commit.events[0]!;
+  const step = (first: number): number => (event.seq - first) / 3;
+  switch (event.type) {
+    case 'message':
+      return { type: 'message', step: 0 };
+    case 'state_change':
+      return { type: 'finish', step: step(FIRST_SEQ.finish) };
+    case 'action':
+      return { type: 'action', step: step(FIRST_SEQ.action), callId: event.tool_call_id, actionId: event.id };
+    case 'execution_started':
+      return { type: 'started', step: step(FIRST_SEQ.started), callId: '', actionId: event.action_ids[0]! };
+    case 'observation':
+      return {
+        type: 'observation',
+        step: step(FIRST_SEQ.observation),
+        callId: event.tool_call_id,
+        actionId: event.action_id,
+      };
+    default:
+      throw new Error(`the floor read a commit of ${event.type}`);
+  }
+}
 
 /** Appends `commit` after the commit at stream sequence `after` (0: the conversation's first); resolves with its stream sequence. */
 export async function append(
@@ -43,15 +144,17 @@ export async function append(
   conversation: string,
   commit: FloorCommit,
   after: number,
+  body: FloorBody = 'bare',
 ): Promise<number> {
-  const expect = headers();
-  expect.set('Nats-Expected-Last-Subject-Sequence', String(after));
-  expect.set('Nats-Expected-Last-Subject-Sequence-Subject', `${FLOOR.prefix}.${conversation}.*`);
-  const ack = await js.publish(
-    `${FLOOR.prefix}.${conversation}.${KIND[commit.type]}`,
-    encoder.encode(JSON.stringify(commit)),
-    { headers: expect },
-  );
+  const encoded =
+    body === 'bare'
+      ? { data: encoder.encode(JSON.stringify(commit)), headers: headers() }
+      : encodeProtocolCommit(conversation, commit);
+  encoded.headers.set('Nats-Expected-Last-Subject-Sequence', String(after));
+  encoded.headers.set('Nats-Expected-Last-Subject-Sequence-Subject', `${FLOOR.prefix}.${conversation}.*`);
+  const ack = await js.publish(`${FLOOR.prefix}.${conversation}.${KIND[commit.type]}`, encoded.data, {
+    headers: encoded.headers,
+  });
   return ack.seq;
 }
 

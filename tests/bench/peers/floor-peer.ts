@@ -16,6 +16,7 @@ import {
   FLOOR,
   OWN_KIND,
   readCommit,
+  type FloorBody,
   type FloorGroup,
 } from './floor-messages.js';
 import type { Decision, ScriptedLoop } from './loop.js';
@@ -33,10 +34,17 @@ const ROLE = fileURLToPath(new URL('./floor-role.ts', import.meta.url));
  * the projector writing one KV snapshot per step. `filtered`: the deciders and the runner are not
  * delivered their own kind (Flotilla's design, 6 deliveries per step); else every group is
  * delivered every commit (9). No validation, no view, no headers, no tracing, no metrics, no
- * batching: the design's traffic rather than a system. A step counts when the decider reads its
+ * batching: the design's traffic rather than a system. With `body` 'protocol' the commits are
+ * Flotilla's own (its events and headers), validated as they are written and as each group reads
+ * them, as the protocol requires of any process on it. A step counts when the decider reads its
  * observation (in the steady state as many as tool runs).
  */
-export async function startFloor(loop: ScriptedLoop, options: PeerOptions, filtered: boolean): Promise<PeerEngine> {
+export async function startFloor(
+  loop: ScriptedLoop,
+  options: PeerOptions,
+  filtered: boolean,
+  body: FloorBody = 'bare',
+): Promise<PeerEngine> {
   const groups: FloorGroup[] = ['deciders', 'runners', 'projectors'];
   const roles = ['runner', 'projector'];
   const server = await NatsServerProcess.start({ storeDir: await mkdtemp(join(options.scratchDir, 'floor-')) });
@@ -69,14 +77,14 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, filte
       });
     }
     await new Kvm(js).create(FLOOR.bucket, { history: 1 });
-    for (const role of roles) children.push(await startRole(role, server.url));
+    for (const role of roles) children.push(await startRole(role, server.url, body));
 
     const conversations = new Map<
       string,
       { readonly maxSteps: number; decision?: Decision; readonly done: () => void }
     >();
     await consumeGroup(nc, 'deciders', async (message) => {
-      const commit = readCommit(message);
+      const commit = readCommit(message, body);
       if (commit.type !== 'message' && commit.type !== 'observation') return;
       const conversation = conversationOf(message);
       const state = conversations.get(conversation);
@@ -85,16 +93,20 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, filte
       const step = commit.type === 'message' ? 0 : commit.step + 1;
       const decision = (state.decision = await loop.model(conversation, step, state.maxSteps));
       if (decision.kind === 'finish') {
-        await append(js, conversation, { type: 'finish', step }, message.seq);
+        await append(js, conversation, { type: 'finish', step }, message.seq, body);
         state.done();
-      } else await append(js, conversation, { type: 'action', step, callId: decision.callId }, message.seq);
+      } else await append(js, conversation, { type: 'action', step, callId: decision.callId }, message.seq, body);
     });
 
     return {
-      name: filtered ? 'bus floor, kinds filtered' : 'bus floor, every commit to every group',
+      name: !filtered
+        ? 'bus floor, every commit to every group'
+        : body === 'protocol'
+          ? "bus floor, kinds filtered, Flotilla's commits validated"
+          : 'bus floor, kinds filtered',
       async run(conversation, maxSteps) {
         const finished = new Promise<void>((resolve) => conversations.set(conversation, { maxSteps, done: resolve }));
-        await append(js, conversation, { type: 'message', step: 0 }, 0);
+        await append(js, conversation, { type: 'message', step: 0 }, 0, body);
         await finished;
       },
       async processes() {
@@ -132,8 +144,10 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, filte
 }
 
 /** A floor role in a process of its own, once it says it is consuming. */
-async function startRole(role: string, url: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ROLE, role, url], { stdio: ['ignore', 'pipe', 'inherit'] });
+async function startRole(role: string, url: string, body: FloorBody): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ROLE, role, url, body], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const ready = new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) =>
       line === 'ready' ? resolve() : process.stderr.write(`floor ${role}: ${line}\n`),
