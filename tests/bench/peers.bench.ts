@@ -26,7 +26,7 @@ const DEFAULTS: PeersSettings = {
   warmupMs: 10_000,
   windowMs: 30_000,
   cycles: 200,
-  peers: ['dbos', 'langgraph', 'restate', 'floor', 'floor-all', 'floor-protocol'],
+  peers: ['dbos', 'langgraph', 'restate', 'floor', 'floor-all', 'floor-protocol', 'floor-protocol-2x2'],
 };
 /**
  * Cycles run before the cycle's conversation, on every system, in conversations of their own
@@ -56,6 +56,12 @@ const PEERS: Record<
   },
   'floor-protocol': {
     title: "bus floor, kinds filtered, Flotilla's commits validated",
+    packages: ['@nats-io/jetstream'],
+    database: false,
+    floor: true,
+  },
+  'floor-protocol-2x2': {
+    title: "bus floor, kinds filtered, Flotilla's commits validated, 2 deciders + 2 runners",
     packages: ['@nats-io/jetstream'],
     database: false,
     floor: true,
@@ -242,16 +248,30 @@ function report(
     'bus floor',
     peerRows.filter((row) => row.peer === 'floor'),
   );
-  // what the protocol alone asks of any system on it, against the best peer's whole system
-  const protocolFloor = peerRows.find((row) => row.peer === 'floor-protocol');
+  // what the protocol alone asks of any system on it, against the goals: a floor above a goal's
+  // bound shows the goal out of reach of any system that speaks the protocol in this design
   const peersOnly = peerRows.filter((row) => !PEERS[row.peer!].floor);
-  if (protocolFloor && peersOnly.length > 0) {
+  const goals: [PeerName, string, number][] = [
+    ['floor-protocol', 'one process of each (goal: <= the best peer)', 1],
+    ['floor-protocol-2x2', 'scaled out (goal: <= 1.3x the best peer)', 1.3],
+  ];
+  const goalRows = goals.flatMap(([peer, what, factor]) => {
+    const floor = peerRows.find((row) => row.peer === peer);
+    if (!floor || peersOnly.length === 0) return [];
     const best = peersOnly.reduce((low, row) => (row.cpuMsPerStep < low.cpuMsPerStep ? row : low));
-    lines.push(
-      '',
-      `CPU per step of the protocol's floor (${protocolFloor.title}) against the best peer's whole system: ${protocolFloor.cpuMsPerStep.toFixed(2)} ms / ${best.cpuMsPerStep.toFixed(2)} ms (${best.name}) = ${ratio(protocolFloor.cpuMsPerStep, best.cpuMsPerStep)}`,
-    );
-  }
+    const bound = best.cpuMsPerStep * factor;
+    return [
+      [
+        `CPU per step, ${what}`,
+        `${floor.cpuMsPerStep.toFixed(2)} ms`,
+        `${bound.toFixed(2)} ms (${factor === 1 ? '' : `${factor}x `}${best.name})`,
+        ratio(floor.cpuMsPerStep, bound),
+        floor.cpuMsPerStep > bound ? 'out of reach' : 'within reach',
+      ],
+    ];
+  });
+  if (goalRows.length > 0)
+    lines.push('', table([["The protocol's floor / the goal", 'floor', 'goal', 'ratio', 'the goal'], ...goalRows]));
   lines.push(
     '',
     'Written per step:',

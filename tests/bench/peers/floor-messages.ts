@@ -2,6 +2,7 @@ import { draftEvent, newId, type EventDraft } from '@flotilla/events';
 import { decodeCommit, encodeCommit, placeEvents } from '@flotilla/log';
 import { jetstream, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
 import { headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
+import type { Decision } from './loop.js';
 
 /**
  * The bus floor (floor-peer.ts): the messages Flotilla's design needs per step, with none of its
@@ -180,4 +181,37 @@ export async function consumeGroup(
       );
     }
   })();
+}
+
+/**
+ * A conversation's name on the floor's bus carries the steps it runs, so that any decider, in any
+ * process, decides from the commit it is delivered alone, holding no state.
+ */
+export const busConversation = (conversation: string, maxSteps: number): string => `${conversation}-m${maxSteps}`;
+const stepsOf = (bus: string): number => Number(bus.slice(bus.lastIndexOf('-m') + 2));
+export const loopConversation = (bus: string): string => bus.slice(0, bus.lastIndexOf('-m'));
+
+export type DeciderHooks = {
+  model(conversation: string, step: number, maxSteps: number): Promise<Decision>;
+  /** The observation of step `step`'s call was read: its tool ran. */
+  ran(conversation: string, callId: string, step: number): void;
+  /** The decider appended the conversation's finish. */
+  finished(conversation: string): void;
+};
+
+/** The deciders' group, in this process: a conversation's first message or an observation decides the next step (conversations by their bus names). */
+export function consumeAsDecider(nc: NatsConnection, body: FloorBody, hooks: DeciderHooks): Promise<void> {
+  const js = jetstream(nc);
+  return consumeGroup(nc, 'deciders', async (message) => {
+    const commit = readCommit(message, body);
+    if (commit.type !== 'message' && commit.type !== 'observation') return;
+    const conversation = conversationOf(message);
+    if (commit.type === 'observation') hooks.ran(conversation, commit.callId, commit.step);
+    const step = commit.type === 'message' ? 0 : commit.step + 1;
+    const decision = await hooks.model(conversation, step, stepsOf(conversation));
+    if (decision.kind === 'finish') {
+      await append(js, conversation, { type: 'finish', step }, message.seq, body);
+      hooks.finished(conversation);
+    } else await append(js, conversation, { type: 'action', step, callId: decision.callId }, message.seq, body);
+  });
 }

@@ -11,15 +11,15 @@ import { connect } from '@nats-io/transport-node';
 import type { PeerOptions } from './figures.js';
 import {
   append,
-  consumeGroup,
-  conversationOf,
   FLOOR,
+  busConversation,
+  consumeAsDecider,
+  loopConversation,
   OWN_KIND,
-  readCommit,
   type FloorBody,
   type FloorGroup,
 } from './floor-messages.js';
-import type { Decision, ScriptedLoop } from './loop.js';
+import type { ScriptedLoop } from './loop.js';
 import type { PeerEngine } from './measure.js';
 
 const ROLE = fileURLToPath(new URL('./floor-role.ts', import.meta.url));
@@ -36,7 +36,9 @@ const ROLE = fileURLToPath(new URL('./floor-role.ts', import.meta.url));
  * delivered every commit (9). No validation, no view, no headers, no tracing, no metrics, no
  * batching: the design's traffic rather than a system. With `body` 'protocol' the commits are
  * Flotilla's own (its events and headers), validated as they are written and as each group reads
- * them, as the protocol requires of any process on it. A step counts when the decider reads its
+ * them, as the protocol requires of any process on it. With `instances` above 1, the deciders' and
+ * the runners' groups have that many processes each (the other deciders in processes of their own:
+ * RemoteDeciders), sharing each group's consumer. A step counts when a decider reads its
  * observation (in the steady state as many as tool runs).
  */
 export async function startFloor(
@@ -44,9 +46,15 @@ export async function startFloor(
   options: PeerOptions,
   filtered: boolean,
   body: FloorBody = 'bare',
+  instances = 1,
 ): Promise<PeerEngine> {
   const groups: FloorGroup[] = ['deciders', 'runners', 'projectors'];
-  const roles = ['runner', 'projector'];
+  // the runners, the projector, and every decider past this process's
+  const roles = [
+    ...Array.from({ length: instances }, () => 'runner'),
+    'projector',
+    ...Array.from({ length: instances - 1 }, () => 'decider'),
+  ];
   const server = await NatsServerProcess.start({ storeDir: await mkdtemp(join(options.scratchDir, 'floor-')) });
   const children: ChildProcess[] = [];
   try {
@@ -77,42 +85,43 @@ export async function startFloor(
       });
     }
     await new Kvm(js).create(FLOOR.bucket, { history: 1 });
-    for (const role of roles) children.push(await startRole(role, server.url, body));
 
-    const conversations = new Map<
-      string,
-      { readonly maxSteps: number; decision?: Decision; readonly done: () => void }
-    >();
-    await consumeGroup(nc, 'deciders', async (message) => {
-      const commit = readCommit(message, body);
-      if (commit.type !== 'message' && commit.type !== 'observation') return;
-      const conversation = conversationOf(message);
-      const state = conversations.get(conversation);
-      if (!state) return;
-      if (commit.type === 'observation' && state.decision) loop.tool(conversation, state.decision);
-      const step = commit.type === 'message' ? 0 : commit.step + 1;
-      const decision = (state.decision = await loop.model(conversation, step, state.maxSteps));
-      if (decision.kind === 'finish') {
-        await append(js, conversation, { type: 'finish', step }, message.seq, body);
-        state.done();
-      } else await append(js, conversation, { type: 'action', step, callId: decision.callId }, message.seq, body);
+    // conversations running, by their bus names, each ended when a decider appends its finish
+    const running = new Map<string, () => void>();
+    const deciders = new RemoteDeciders(loop, (conversation) => running.get(conversation)?.());
+    for (const role of roles) {
+      const child = await startRole(role, server.url, body);
+      children.push(child);
+      if (role === 'decider') deciders.add(child);
+    }
+    await consumeAsDecider(nc, body, {
+      model: (conversation, step, maxSteps) => loop.model(loopConversation(conversation), step, maxSteps),
+      ran: (conversation, callId, step) =>
+        void loop.tool(loopConversation(conversation), { kind: 'call', callId, tool: 'noop', arguments: { step } }),
+      finished: (conversation) => running.get(conversation)?.(),
     });
 
     return {
-      name: !filtered
-        ? 'bus floor, every commit to every group'
-        : body === 'protocol'
-          ? "bus floor, kinds filtered, Flotilla's commits validated"
-          : 'bus floor, kinds filtered',
+      name: [
+        !filtered ? 'bus floor, every commit to every group' : 'bus floor, kinds filtered',
+        ...(body === 'protocol' ? ["Flotilla's commits validated"] : []),
+        ...(instances > 1 ? [`${instances} deciders + ${instances} runners`] : []),
+      ].join(', '),
       async run(conversation, maxSteps) {
-        const finished = new Promise<void>((resolve) => conversations.set(conversation, { maxSteps, done: resolve }));
-        await append(js, conversation, { type: 'message', step: 0 }, 0, body);
+        const bus = busConversation(conversation, maxSteps);
+        // the tool runs the other deciders timed are all reported before the conversation counts as ended
+        const finished = new Promise<void>((resolve) => running.set(bus, resolve)).then(() => deciders.flush());
+        await append(js, bus, { type: 'message', step: 0 }, 0, body);
         await finished;
+        running.delete(bus);
       },
       async processes() {
         return new Map([
           ['node (deciders, model)', [process.pid]],
-          ...roles.map((role, index): [string, number[]] => [`node (${role})`, [children[index]!.pid!]]),
+          ...roles.map((role, index): [string, number[]] => [
+            `node (${role}${roles.filter((other) => other === role).length > 1 ? ` ${roles.slice(0, index + 1).filter((other) => other === role).length}` : ''}${role === 'decider' ? ', model' : ''})`,
+            [children[index]!.pid!],
+          ]),
           ['nats-server', [server.pid!]],
         ]);
       },
@@ -146,14 +155,61 @@ export async function startFloor(
 /** A floor role in a process of its own, once it says it is consuming. */
 async function startRole(role: string, url: string, body: FloorBody): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', ROLE, role, url, body], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
   const ready = new Promise<void>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (line) =>
-      line === 'ready' ? resolve() : process.stderr.write(`floor ${role}: ${line}\n`),
-    );
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line === 'ready') resolve();
+      else if (role !== 'decider') process.stderr.write(`floor ${role}: ${line}\n`);
+    });
     child.once('exit', (code) => reject(new Error(`the floor's ${role} ended with ${code} before it was ready`)));
   });
   await ready;
   return child;
+}
+
+/**
+ * The deciders in processes of their own: the loop's latency and `stopping` are passed on to them
+ * (their stdin), and the tool runs they time and the finishes they append come back (their stdout,
+ * a line each: `run <conversation> <ms since the epoch>`, `done <conversation>`, `flushed`).
+ */
+class RemoteDeciders {
+  readonly #children: ChildProcess[] = [];
+  #flushes: (() => void)[] = [];
+  #flushed = 0;
+
+  constructor(
+    private readonly loop: ScriptedLoop,
+    private readonly finished: (conversation: string) => void,
+  ) {
+    loop.onChange(() => this.#send(`latency ${loop.latencyMs}${loop.stopping ? '\nstopping' : ''}`));
+  }
+
+  add(child: ChildProcess): void {
+    this.#children.push(child);
+    child.stdin!.write(`latency ${this.loop.latencyMs}\n`);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const [what, conversation, at] = line.split(' ');
+      if (what === 'run') this.loop.recordToolRun(loopConversation(conversation!), Number(at));
+      else if (what === 'done') this.finished(conversation!);
+      else if (what === 'flushed' && (this.#flushed += 1) === this.#children.length) {
+        for (const resolve of this.#flushes) resolve();
+        this.#flushes = [];
+      }
+    });
+  }
+
+  /** Resolves once every decider has reported the tool runs it timed so far. */
+  flush(): Promise<void> {
+    if (this.#children.length === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      if (this.#flushes.push(resolve) > 1) return;
+      this.#flushed = 0;
+      this.#send('flush');
+    });
+  }
+
+  #send(line: string): void {
+    for (const child of this.#children) child.stdin!.write(`${line}\n`);
+  }
 }

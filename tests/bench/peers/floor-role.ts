@@ -1,13 +1,26 @@
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
-import { append, consumeGroup, conversationOf, FLOOR, readCommit, type FloorBody } from './floor-messages.js';
+import { createInterface } from 'node:readline';
+import {
+  append,
+  consumeAsDecider,
+  consumeGroup,
+  conversationOf,
+  FLOOR,
+  readCommit,
+  type FloorBody,
+} from './floor-messages.js';
+import { ScriptedLoop } from './loop.js';
 
 /**
- * A process of the bus floor (floor-peer.ts starts them): `floor-role.ts runner|projector <url> bare|protocol`.
+ * A process of the bus floor (floor-peer.ts starts them): `floor-role.ts runner|projector|decider <url> bare|protocol`.
  * The runner answers each action with a durable start, then (the no-op tool having run) its
  * observation; the projector writes a conversation's snapshot to KV once per step, at its
- * observation. Prints `ready` once consuming; ends at SIGTERM.
+ * observation; a decider is one more instance of the deciders' group, its model and tool the
+ * loop's, whose latency and end it is told on its stdin, and whose tool runs and finishes it
+ * reports on its stdout, in batches (RemoteDeciders in floor-peer.ts). Prints `ready` once
+ * consuming; ends at SIGTERM.
  */
 const [role, url, bodyArgument] = process.argv.slice(2);
 const body: FloorBody = bodyArgument === 'protocol' ? 'protocol' : 'bare';
@@ -40,8 +53,33 @@ if (role === 'runner') {
       ),
     );
   });
+} else if (role === 'decider') {
+  const loop = new ScriptedLoop();
+  let reports: string[] = [];
+  const report = (): void => {
+    if (reports.length > 0) process.stdout.write(`${reports.join('\n')}\n`);
+    reports = [];
+  };
+  setInterval(report, 50);
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    const [what, value] = line.split(' ');
+    if (what === 'latency') loop.latencyMs = Number(value);
+    else if (what === 'stopping') loop.stopping = true;
+    else if (what === 'flush') {
+      report();
+      process.stdout.write('flushed\n');
+    }
+  });
+  await consumeAsDecider(nc, body, {
+    model: (conversation, step, maxSteps) => loop.model(conversation, step, maxSteps),
+    ran: (conversation) => void reports.push(`run ${conversation} ${performance.timeOrigin + performance.now()}`),
+    finished: (conversation) => {
+      report();
+      process.stdout.write(`done ${conversation}\n`);
+    },
+  });
 } else {
-  throw new Error(`unknown role "${role}": runner or projector`);
+  throw new Error(`unknown role "${role}": runner, projector or decider`);
 }
 process.stdout.write('ready\n');
 process.once('SIGTERM', () => void nc.close().then(() => process.exit(0)));

@@ -17,11 +17,35 @@ export type Decision =
 export type ToolResult = { readonly callId: string; readonly output: string };
 
 export class ScriptedLoop {
-  /** The model's latency for the calls that start from now on. */
-  latencyMs = 0;
-  /** Once set, every model call decides to finish: each conversation ends after its call in flight. */
-  stopping = false;
+  #latencyMs = 0;
+  #stopping = false;
   readonly #toolRuns = new Map<string, number[]>();
+  readonly #listeners: (() => void)[] = [];
+
+  /** The model's latency for the calls that start from now on. */
+  get latencyMs(): number {
+    return this.#latencyMs;
+  }
+
+  set latencyMs(value: number) {
+    this.#latencyMs = value;
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** Once set, every model call decides to finish: each conversation ends after its call in flight. */
+  get stopping(): boolean {
+    return this.#stopping;
+  }
+
+  set stopping(value: boolean) {
+    this.#stopping = value;
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** Told when the latency or `stopping` changes (a peer whose model runs in another process passes them on). */
+  onChange(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
 
   async model(conversation: string, step: number, maxSteps: number): Promise<Decision> {
     if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
@@ -37,9 +61,16 @@ export class ScriptedLoop {
     return { callId: decision.callId, output: 'ok' };
   }
 
-  /** When each of the conversation's tool runs started (ms since the epoch, sub-ms precision). */
+  /** A tool run of the conversation at `at` (ms since the epoch), as another process running the loop's tool timed it. */
+  recordToolRun(conversation: string, at: number): void {
+    let runs = this.#toolRuns.get(conversation);
+    if (!runs) this.#toolRuns.set(conversation, (runs = []));
+    runs.push(at);
+  }
+
+  /** When each of the conversation's tool runs started (ms since the epoch, sub-ms precision), in order. */
   toolRuns(conversation: string): readonly number[] {
-    return this.#toolRuns.get(conversation) ?? [];
+    return [...(this.#toolRuns.get(conversation) ?? [])].sort((a, b) => a - b);
   }
 
   /** Tool runs of every conversation that started in [from, to). */

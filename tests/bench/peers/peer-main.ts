@@ -3,7 +3,7 @@ import { ScriptedLoop } from './loop.js';
 import { measurePeer, type PeerEngine } from './measure.js';
 
 /**
- * One peer's process (spawned by peers.bench.ts): `peer-main.ts dbos|langgraph|restate|floor|floor-all|floor-protocol`, its
+ * One peer's process (spawned by peers.bench.ts): `peer-main.ts dbos|langgraph|restate|floor|floor-all|floor-protocol|floor-protocol-2x2`, its
  * settings as JSON in PEER_OPTIONS. It sets the engine up with the loop's model and tool, measures
  * the cycle and the load, and prints its figures as one line (FIGURES_LINE, then JSON).
  */
@@ -19,6 +19,8 @@ const starters: Record<string, () => Promise<(loop: ScriptedLoop, options: PeerO
   'floor-all': async () => async (loop, options) => (await import('./floor-peer.js')).startFloor(loop, options, false),
   'floor-protocol': async () => async (loop, options) =>
     (await import('./floor-peer.js')).startFloor(loop, options, true, 'protocol'),
+  'floor-protocol-2x2': async () => async (loop, options) =>
+    (await import('./floor-peer.js')).startFloor(loop, options, true, 'protocol', 2),
 };
 const starter = peer === undefined ? undefined : starters[peer];
 if (!starter) throw new Error(`unknown peer "${peer}"; known: ${Object.keys(starters).join(', ')}`);

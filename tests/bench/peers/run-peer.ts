@@ -3,7 +3,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { FIGURES_LINE, OPTIONS_VARIABLE, type PeerFigures, type PeerOptions } from './figures.js';
 
-export type PeerName = 'dbos' | 'langgraph' | 'restate' | 'floor' | 'floor-all' | 'floor-protocol';
+export type PeerName =
+  'dbos' | 'langgraph' | 'restate' | 'floor' | 'floor-all' | 'floor-protocol' | 'floor-protocol-2x2';
 
 const ENTRY = fileURLToPath(new URL('./peer-main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
