@@ -172,7 +172,7 @@ export function createStepHandler(deps: StepHandlerDependencies): CommitHandler 
         return { ack: true, outcome: 'interrupted' };
       }
       // the call's last deltas go out in the step's commit's write (one system call, one wake-up of
-      // nats-server, instead of two); were nothing published, the coalescer's timer sends them
+      // nats-server, instead of two); if no commit is published, they go out on their own after it
       try {
         return await appendStep(deps, delivery, loaded, result.drafts, result.outcome, deltas);
       } finally {
