@@ -82,11 +82,11 @@ const PEERS: Record<
  * and PostgreSQL's backends and server processes, or the Restate server) and the steps done against
  * the model-bound ideal; then Flotilla over the best peer; then what each wrote per step.
  */
-export async function benchPeers(only?: readonly string[], defaults: PeersSettings = DEFAULTS): Promise<string> {
+export async function benchPeers(only?: readonly string[]): Promise<string> {
   const unknown = (only ?? []).filter((name) => !Object.hasOwn(PEERS, name));
   if (unknown.length > 0)
     throw new Error(`unknown peers ${unknown.join(', ')}; known: ${Object.keys(PEERS).join(', ')}`);
-  const settings = only === undefined ? defaults : { ...defaults, peers: only as readonly PeerName[] };
+  const settings = only === undefined ? DEFAULTS : { ...DEFAULTS, peers: only as readonly PeerName[] };
   const { conversations, latencyMs, warmupMs, windowMs, cycles } = settings;
   const loadAverage = (await readFile('/proc/loadavg', 'utf8')).split(' ')[0]!;
   const flotilla: [string, ThroughputFigures][] = [];

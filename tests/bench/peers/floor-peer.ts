@@ -49,11 +49,16 @@ export async function startFloor(
   instances = 1,
 ): Promise<PeerEngine> {
   const groups: FloorGroup[] = ['deciders', 'runners', 'projectors'];
-  // the runners, the projector, and every decider past this process's
+  // the runners, the projector, and every decider past this process's, each with its label
+  const numbered = (role: string, count: number, suffix = ''): { role: string; label: string }[] =>
+    Array.from({ length: count }, (_, index) => ({
+      role,
+      label: `node (${role}${count > 1 ? ` ${index + 1}` : ''}${suffix})`,
+    }));
   const roles = [
-    ...Array.from({ length: instances }, () => 'runner'),
-    'projector',
-    ...Array.from({ length: instances - 1 }, () => 'decider'),
+    ...numbered('runner', instances),
+    ...numbered('projector', 1),
+    ...numbered('decider', instances - 1, ', model'),
   ];
   const server = await NatsServerProcess.start({ storeDir: await mkdtemp(join(options.scratchDir, 'floor-')) });
   const children: ChildProcess[] = [];
@@ -89,7 +94,7 @@ export async function startFloor(
     // conversations running, by their bus names, each ended when a decider appends its finish
     const running = new Map<string, () => void>();
     const deciders = new RemoteDeciders(loop, (conversation) => running.get(conversation)?.());
-    for (const role of roles) {
+    for (const { role } of roles) {
       const child = await startRole(role, server.url, body);
       children.push(child);
       if (role === 'decider') deciders.add(child);
@@ -118,10 +123,7 @@ export async function startFloor(
       async processes() {
         return new Map([
           ['node (deciders, model)', [process.pid]],
-          ...roles.map((role, index): [string, number[]] => [
-            `node (${role}${roles.filter((other) => other === role).length > 1 ? ` ${roles.slice(0, index + 1).filter((other) => other === role).length}` : ''}${role === 'decider' ? ', model' : ''})`,
-            [children[index]!.pid!],
-          ]),
+          ...roles.map(({ label }, index): [string, number[]] => [label, [children[index]!.pid!]]),
           ['nats-server', [server.pid!]],
         ]);
       },
