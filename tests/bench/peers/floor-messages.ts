@@ -1,6 +1,14 @@
 import { draftEvent, newId, type EventDraft } from '@flotilla/events';
+import { PARTITION_PRIORITY_GROUP, PARTITIONS, partitionPriority } from '@flotilla/bus';
 import { decodeCommit, encodeCommit, placeEvents } from '@flotilla/log';
-import { jetstream, type JetStreamClient, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  jetstream,
+  type ConsumerConfig,
+  type JetStreamClient,
+  type JsMsg,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { headers, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import type { Decision } from './loop.js';
 
@@ -8,7 +16,8 @@ import type { Decision } from './loop.js';
  * The bus floor (floor-peer.ts): the messages Flotilla's design needs per step, with none of its
  * code. A commit is a small JSON message on `<prefix>.<conversation>.<kind>` (its writer: `user`,
  * `step` for the deciders', `tool` for the runner's), appended with the optimistic-concurrency
- * check Flotilla's log makes (the last sequence of the conversation's subjects expected).
+ * check Flotilla's log makes (the last sequence of the conversation's subjects expected), in the
+ * layout its spec names (FloorSpec, floorLayout).
  */
 export const FLOOR = { stream: 'FLOOR', prefix: 'floor.ev', bucket: 'floor_snapshots' } as const;
 
@@ -39,6 +48,49 @@ export type FloorCommit =
  * any system on this protocol pays.
  */
 export type FloorBody = 'bare' | 'protocol';
+
+/** A floor: what its commits are, whom they are delivered to, how its groups consume, how many deciders and runners. */
+export type FloorSpec = {
+  readonly body: FloorBody;
+  /** The deciders and the runners are not delivered their own kind (Flotilla's design); else every group is delivered every commit. */
+  readonly filtered: boolean;
+  /**
+   * The protocol's layout (docs/protocol.md, "Partitions"): the stream appends each commit's
+   * partition, and the deciders and the runners pull from a consumer per partition, in the
+   * protocol's priority group; else one consumer per group.
+   */
+  readonly partitioned: boolean;
+  /** Deciders and runners, each (the deciders past the first in processes of their own). */
+  readonly instances: number;
+};
+
+/** The floors the peers benchmark can run, by name. */
+export const FLOORS = {
+  floor: { body: 'bare', filtered: true, partitioned: false, instances: 1 },
+  'floor-all': { body: 'bare', filtered: false, partitioned: false, instances: 1 },
+  'floor-commits': { body: 'protocol', filtered: true, partitioned: false, instances: 1 },
+  'floor-commits-2x2': { body: 'protocol', filtered: true, partitioned: false, instances: 2 },
+  'floor-protocol': { body: 'protocol', filtered: true, partitioned: true, instances: 1 },
+  'floor-protocol-2x2': { body: 'protocol', filtered: true, partitioned: true, instances: 2 },
+} as const satisfies Record<string, FloorSpec>;
+export type FloorName = keyof typeof FLOORS;
+
+/** `make` of every floor, by its name. */
+export function eachFloor<T>(make: (spec: FloorSpec) => T): Record<FloorName, T> {
+  const names = Object.keys(FLOORS) as FloorName[];
+  return Object.fromEntries(names.map((name) => [name, make(FLOORS[name])])) as Record<FloorName, T>;
+}
+
+/** A floor's title, from what it is. */
+export function floorTitle(spec: FloorSpec): string {
+  return [
+    spec.filtered ? 'bus floor, kinds filtered' : 'bus floor, every commit to every group',
+    ...(spec.body === 'protocol' ? ["Flotilla's commits validated"] : []),
+    ...(spec.body === 'protocol' && !spec.partitioned ? ['one consumer per group'] : []),
+    ...(spec.partitioned ? [`${PARTITIONS} partitions`] : []),
+    ...(spec.instances > 1 ? [`${spec.instances} deciders + ${spec.instances} runners`] : []),
+  ].join(', ');
+}
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -152,35 +204,113 @@ export async function append(
       ? { data: encoder.encode(JSON.stringify(commit)), headers: headers() }
       : encodeProtocolCommit(conversation, commit);
   encoded.headers.set('Nats-Expected-Last-Subject-Sequence', String(after));
-  encoded.headers.set('Nats-Expected-Last-Subject-Sequence-Subject', `${FLOOR.prefix}.${conversation}.*`);
+  encoded.headers.set('Nats-Expected-Last-Subject-Sequence-Subject', `${FLOOR.prefix}.${conversation}.>`);
   const ack = await js.publish(`${FLOOR.prefix}.${conversation}.${KIND[commit.type]}`, encoded.data, {
     headers: encoded.headers,
   });
   return ack.seq;
 }
 
+/** The kinds a group is delivered: every kind, or with `filtered`, every kind but its own (OWN_KIND). */
+const deliveredKinds = (group: FloorGroup, filtered: boolean): string[] =>
+  ['user', 'step', 'tool'].filter((kind) => !filtered || kind !== OWN_KIND[group]);
+
+/** The groups that pull from a consumer per partition in a partitioned layout, as Flotilla's step workers and tool runners do (libs/bus PARTITIONED_GROUPS). */
+const PARTITIONED: readonly FloorGroup[] = ['deciders', 'runners'];
+
+/** How long a partition's pull waits on the server (Flotilla's step workers and tool runners wait as long): how long a stopped instance keeps its partitions. */
+const PARTITION_PULL_EXPIRES_MS = 3_000;
+
+type FloorConsumer = { readonly name: string; readonly filters: readonly string[]; readonly partition?: number };
+
 /**
- * Hands every message of the group's durable consumer to `handle` as it comes (concurrently, as
- * Flotilla's groups do), acking each once `handle` resolves.
+ * The floor's stream and consumers: one stream on `<prefix>.<conversation>.<kind>`; unpartitioned,
+ * one durable consumer per group; partitioned (the protocol's layout), the stream's subject
+ * transform appends the conversation's partition (of PARTITIONS), the deciders and the runners
+ * each have a consumer per partition in the protocol's priority group (nats-server's
+ * `prioritized` policy), the projector one.
+ */
+export function floorLayout({ filtered, partitioned }: FloorSpec) {
+  const consumers = (group: FloorGroup): FloorConsumer[] => {
+    const kinds = deliveredKinds(group, filtered);
+    if (!partitioned || !PARTITIONED.includes(group))
+      return [{ name: group, filters: kinds.map((kind) => `${FLOOR.prefix}.*.${kind}${partitioned ? '.*' : ''}`) }];
+    return Array.from({ length: PARTITIONS }, (_, partition) => ({
+      name: `${group}-p${partition}`,
+      filters: kinds.map((kind) => `${FLOOR.prefix}.*.${kind}.${partition}`),
+      partition,
+    }));
+  };
+  return {
+    stream: {
+      name: FLOOR.stream,
+      subjects: [`${FLOOR.prefix}.*.*`],
+      ...(partitioned
+        ? {
+            subject_transform: {
+              src: `${FLOOR.prefix}.*.*`,
+              dest: `${FLOOR.prefix}.{{wildcard(1)}}.{{wildcard(2)}}.{{partition(${PARTITIONS},1)}}`,
+            },
+          }
+        : {}),
+    } satisfies Partial<StreamConfig>,
+    consumers,
+    /** Every consumer's configuration, to create them with. */
+    configs: (): Partial<ConsumerConfig>[] =>
+      (['deciders', 'runners', 'projectors'] as const).flatMap((group) =>
+        consumers(group).map((consumer) => ({
+          durable_name: consumer.name,
+          ack_policy: AckPolicy.Explicit,
+          max_ack_pending: 10_000,
+          ...(consumer.filters.length === 1
+            ? { filter_subject: consumer.filters[0]! }
+            : { filter_subjects: [...consumer.filters] }),
+          ...(consumer.partition === undefined
+            ? {}
+            : { priority_groups: [PARTITION_PRIORITY_GROUP], priority_policy: 'prioritized' as const }),
+        })),
+      ),
+  };
+}
+
+/**
+ * Hands every message of the group's consumers to `handle` as it comes (concurrently, as
+ * Flotilla's groups do), acking each once `handle` resolves. A partition's consumer is pulled from
+ * with this process's priority on it (the protocol's partitionPriority of its instance id).
  */
 export async function consumeGroup(
   nc: NatsConnection,
   group: FloorGroup,
+  spec: FloorSpec,
   handle: (message: JsMsg) => Promise<void>,
 ): Promise<void> {
   const js = jetstream(nc);
-  const messages = await (await js.consumers.get(FLOOR.stream, group)).consume({ max_messages: 1_000 });
-  void (async () => {
-    for await (const message of messages) {
-      handle(message).then(
-        () => message.ack(),
-        (error: unknown) => {
-          process.stderr.write(`floor ${group}: ${String(error)}\n`);
-          message.nak(100);
-        },
-      );
-    }
-  })();
+  const instance = `floor-${group}-${process.pid}`;
+  for (const consumer of floorLayout(spec).consumers(group)) {
+    const messages = await (
+      await js.consumers.get(FLOOR.stream, consumer.name)
+    ).consume({
+      max_messages: 1_000,
+      ...(consumer.partition === undefined
+        ? {}
+        : {
+            group: PARTITION_PRIORITY_GROUP,
+            priority: partitionPriority(instance, consumer.partition),
+            expires: PARTITION_PULL_EXPIRES_MS,
+          }),
+    });
+    void (async () => {
+      for await (const message of messages) {
+        handle(message).then(
+          () => message.ack(),
+          (error: unknown) => {
+            process.stderr.write(`floor ${group}: ${String(error)}\n`);
+            message.nak(100);
+          },
+        );
+      }
+    })();
+  }
 }
 
 /**
@@ -200,9 +330,10 @@ export type DeciderHooks = {
 };
 
 /** The deciders' group, in this process: a conversation's first message or an observation decides the next step (conversations by their bus names). */
-export function consumeAsDecider(nc: NatsConnection, body: FloorBody, hooks: DeciderHooks): Promise<void> {
+export function consumeAsDecider(nc: NatsConnection, spec: FloorSpec, hooks: DeciderHooks): Promise<void> {
   const js = jetstream(nc);
-  return consumeGroup(nc, 'deciders', async (message) => {
+  const { body } = spec;
+  return consumeGroup(nc, 'deciders', spec, async (message) => {
     const commit = readCommit(message, body);
     if (commit.type !== 'message' && commit.type !== 'observation') return;
     const conversation = conversationOf(message);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { NatsServerProcess } from '@flotilla/nats-embedded';
-import { AckPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import type { PeerOptions } from './figures.js';
@@ -15,9 +15,9 @@ import {
   busConversation,
   consumeAsDecider,
   loopConversation,
-  OWN_KIND,
-  type FloorBody,
-  type FloorGroup,
+  floorLayout,
+  floorTitle,
+  type FloorSpec,
 } from './floor-messages.js';
 import type { ScriptedLoop } from './loop.js';
 import type { PeerEngine } from './measure.js';
@@ -31,24 +31,18 @@ const ROLE = fileURLToPath(new URL('./floor-role.ts', import.meta.url));
  * conversation's last sequence expected, on one JetStream file stream; three groups, each a
  * durable pull consumer with explicit acks; processes as Flotilla's: the deciders in this process
  * (the model beside them, as in Flotilla's step worker), the runner and the projector in one each,
- * the projector writing one KV snapshot per step. `filtered`: the deciders and the runner are not
- * delivered their own kind (Flotilla's design, 6 deliveries per step); else every group is
- * delivered every commit (9). No validation, no view, no headers, no tracing, no metrics, no
- * batching: the design's traffic rather than a system. With `body` 'protocol' the commits are
- * Flotilla's own (its events and headers), validated as they are written and as each group reads
- * them, as the protocol requires of any process on it. With `instances` above 1, the deciders' and
- * the runners' groups have that many processes each (the other deciders in processes of their own:
- * RemoteDeciders), sharing each group's consumer. A step counts when a decider reads its
+ * the projector writing one KV snapshot per step. No view, no tracing, no metrics, no batching:
+ * the design's traffic rather than a system. What varies (FloorSpec): whether the deciders and the
+ * runner are delivered their own kind (filtered: Flotilla's design, 6 deliveries per step; else 9);
+ * whether the commits are small JSON or Flotilla's own (its events and headers), validated as they
+ * are written and as each group reads them, as the protocol requires of any process on it; whether
+ * the layout is the protocol's, partitioned (floorLayout); and how many deciders and runners there
+ * are (the deciders past the first in processes of their own: RemoteDeciders), sharing each
+ * group's consumers. A step counts when a decider reads its
  * observation (in the steady state as many as tool runs).
  */
-export async function startFloor(
-  loop: ScriptedLoop,
-  options: PeerOptions,
-  filtered: boolean,
-  body: FloorBody = 'bare',
-  instances = 1,
-): Promise<PeerEngine> {
-  const groups: FloorGroup[] = ['deciders', 'runners', 'projectors'];
+export async function startFloor(loop: ScriptedLoop, options: PeerOptions, spec: FloorSpec): Promise<PeerEngine> {
+  const { body, filtered, instances } = spec;
   // the runners, the projector, and every decider past this process's, each with its label
   const numbered = (role: string, count: number, suffix = ''): { role: string; label: string }[] =>
     Array.from({ length: count }, (_, index) => ({
@@ -66,40 +60,24 @@ export async function startFloor(
     const nc = await connect({ servers: server.url });
     const js = jetstream(nc);
     const jsm = await jetstreamManager(nc);
+    const layout = floorLayout(spec);
     await jsm.streams.add({
-      name: FLOOR.stream,
-      subjects: [`${FLOOR.prefix}.*.*`],
+      ...layout.stream,
       retention: RetentionPolicy.Limits,
       storage: StorageType.File,
     });
-    for (const group of groups) {
-      const own = filtered ? OWN_KIND[group] : undefined;
-      const filter =
-        own === undefined
-          ? {}
-          : {
-              filter_subjects: ['user', 'step', 'tool']
-                .filter((kind) => kind !== own)
-                .map((kind) => `${FLOOR.prefix}.*.${kind}`),
-            };
-      await jsm.consumers.add(FLOOR.stream, {
-        durable_name: group,
-        ack_policy: AckPolicy.Explicit,
-        max_ack_pending: 10_000,
-        ...filter,
-      });
-    }
+    for (const config of layout.configs()) await jsm.consumers.add(FLOOR.stream, config);
     await new Kvm(js).create(FLOOR.bucket, { history: 1 });
 
     // conversations running, by their bus names, each ended when a decider appends its finish
     const running = new Map<string, () => void>();
     const deciders = new RemoteDeciders(loop, (conversation) => running.get(conversation)?.());
     for (const { role } of roles) {
-      const child = await startRole(role, server.url, body);
+      const child = await startRole(role, server.url, spec);
       children.push(child);
       if (role === 'decider') deciders.add(child);
     }
-    await consumeAsDecider(nc, body, {
+    await consumeAsDecider(nc, spec, {
       model: (conversation, step, maxSteps) => loop.model(loopConversation(conversation), step, maxSteps),
       ran: (conversation, callId, step) =>
         void loop.tool(loopConversation(conversation), { kind: 'call', callId, tool: 'noop', arguments: { step } }),
@@ -107,11 +85,7 @@ export async function startFloor(
     });
 
     return {
-      name: [
-        !filtered ? 'bus floor, every commit to every group' : 'bus floor, kinds filtered',
-        ...(body === 'protocol' ? ["Flotilla's commits validated"] : []),
-        ...(instances > 1 ? [`${instances} deciders + ${instances} runners`] : []),
-      ].join(', '),
+      name: floorTitle(spec),
       async run(conversation, maxSteps) {
         const bus = busConversation(conversation, maxSteps);
         // the tool runs the other deciders timed are all reported before the conversation counts as ended
@@ -134,7 +108,7 @@ export async function startFloor(
           const perStep = (value: number): string => (value / Math.max(1, steps)).toFixed(2);
           const delivered = filtered
             ? 'each delivered to the groups that did not write it'
-            : `each delivered to ${groups.length} groups`;
+            : 'each delivered to every group';
           return [
             `${perStep(after.messages - before.messages)} commits of ${((after.bytes - before.bytes) / Math.max(1, after.messages - before.messages)).toFixed(0)} bytes each (stored), ${delivered}; 1 KV snapshot put`,
           ];
@@ -155,8 +129,8 @@ export async function startFloor(
 }
 
 /** A floor role in a process of its own, once it says it is consuming. */
-async function startRole(role: string, url: string, body: FloorBody): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ROLE, role, url, body], {
+async function startRole(role: string, url: string, spec: FloorSpec): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ROLE, role, url, JSON.stringify(spec)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const ready = new Promise<void>((resolve, reject) => {

@@ -9,12 +9,12 @@ import {
   conversationOf,
   FLOOR,
   readCommit,
-  type FloorBody,
+  type FloorSpec,
 } from './floor-messages.js';
 import { ScriptedLoop } from './loop.js';
 
 /**
- * A process of the bus floor (floor-peer.ts starts them): `floor-role.ts runner|projector|decider <url> bare|protocol`.
+ * A process of the bus floor (floor-peer.ts starts them): `floor-role.ts runner|projector|decider <url> <FloorSpec as JSON>`.
  * The runner answers each action with a durable start, then (the no-op tool having run) its
  * observation; the projector writes a conversation's snapshot to KV once per step, at its
  * observation; a decider is one more instance of the deciders' group, its model and tool the
@@ -22,14 +22,15 @@ import { ScriptedLoop } from './loop.js';
  * reports on its stdout, in batches (RemoteDeciders in floor-peer.ts). Prints `ready` once
  * consuming; ends at SIGTERM.
  */
-const [role, url, bodyArgument] = process.argv.slice(2);
-const body: FloorBody = bodyArgument === 'protocol' ? 'protocol' : 'bare';
+const [role, url, specArgument] = process.argv.slice(2);
+const spec = JSON.parse(specArgument!) as FloorSpec;
+const { body } = spec;
 const nc = await connect({ servers: url });
 const js = jetstream(nc);
 const encoder = new TextEncoder();
 
 if (role === 'runner') {
-  await consumeGroup(nc, 'runners', async (message) => {
+  await consumeGroup(nc, 'runners', spec, async (message) => {
     const commit = readCommit(message, body);
     if (commit.type !== 'action') return;
     const conversation = conversationOf(message);
@@ -39,7 +40,7 @@ if (role === 'runner') {
   });
 } else if (role === 'projector') {
   const kv = await new Kvm(js).create(FLOOR.bucket, { history: 1 });
-  await consumeGroup(nc, 'projectors', async (message) => {
+  await consumeGroup(nc, 'projectors', spec, async (message) => {
     const commit = readCommit(message, body);
     if (commit.type !== 'observation' && commit.type !== 'finish') return;
     await kv.put(
@@ -70,7 +71,7 @@ if (role === 'runner') {
       process.stdout.write('flushed\n');
     }
   });
-  await consumeAsDecider(nc, body, {
+  await consumeAsDecider(nc, spec, {
     model: (conversation, step, maxSteps) => loop.model(conversation, step, maxSteps),
     ran: (conversation) => void reports.push(`run ${conversation} ${performance.timeOrigin + performance.now()}`),
     finished: (conversation) => {

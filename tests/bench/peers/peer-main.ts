@@ -1,9 +1,10 @@
+import { eachFloor } from './floor-messages.js';
 import { FIGURES_LINE, OPTIONS_VARIABLE, type PeerOptions } from './figures.js';
 import { ScriptedLoop } from './loop.js';
 import { measurePeer, type PeerEngine } from './measure.js';
 
 /**
- * One peer's process (spawned by peers.bench.ts): `peer-main.ts dbos|langgraph|restate|floor|floor-all|floor-protocol|floor-protocol-2x2`, its
+ * One peer's process (spawned by peers.bench.ts): `peer-main.ts dbos|langgraph|restate|<a floor of FLOORS>`, its
  * settings as JSON in PEER_OPTIONS. It sets the engine up with the loop's model and tool, measures
  * the cycle and the load, and prints its figures as one line (FIGURES_LINE, then JSON).
  */
@@ -15,12 +16,10 @@ const starters: Record<string, () => Promise<(loop: ScriptedLoop, options: PeerO
   dbos: async () => (await import('./dbos-peer.js')).startDbos,
   langgraph: async () => (await import('./langgraph-peer.js')).startLangGraph,
   restate: async () => (await import('./restate-peer.js')).startRestate,
-  floor: async () => async (loop, options) => (await import('./floor-peer.js')).startFloor(loop, options, true),
-  'floor-all': async () => async (loop, options) => (await import('./floor-peer.js')).startFloor(loop, options, false),
-  'floor-protocol': async () => async (loop, options) =>
-    (await import('./floor-peer.js')).startFloor(loop, options, true, 'protocol'),
-  'floor-protocol-2x2': async () => async (loop, options) =>
-    (await import('./floor-peer.js')).startFloor(loop, options, true, 'protocol', 2),
+  ...eachFloor(
+    (spec) => async () => async (loop: ScriptedLoop, options: PeerOptions) =>
+      (await import('./floor-peer.js')).startFloor(loop, options, spec),
+  ),
 };
 const starter = peer === undefined ? undefined : starters[peer];
 if (!starter) throw new Error(`unknown peer "${peer}"; known: ${Object.keys(starters).join(', ')}`);

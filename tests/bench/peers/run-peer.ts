@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { FloorName } from './floor-messages.js';
 import { FIGURES_LINE, OPTIONS_VARIABLE, type PeerFigures, type PeerOptions } from './figures.js';
 
-export type PeerName =
-  'dbos' | 'langgraph' | 'restate' | 'floor' | 'floor-all' | 'floor-protocol' | 'floor-protocol-2x2';
+export type PeerName = 'dbos' | 'langgraph' | 'restate' | FloorName;
 
 const ENTRY = fileURLToPath(new URL('./peer-main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
