@@ -155,7 +155,10 @@ function report(
     cpuMsPerStep: sum(figures.cpuMsPerStep.values()),
     stepsPerSecond: figures.stepsPerSecond,
     ofIdeal: figures.stepsPerSecond / figures.idealPerSecond,
-    cpu: [...figures.cpuMsPerStep].map(([name, used]) => `${name} ${used.toFixed(2)}`).join(', '),
+    cpu: [
+      [...figures.cpuMsPerStep].map(([name, used]) => `${name} ${used.toFixed(2)}`).join(', '),
+      ...(figures.placement === undefined ? [] : [` (partitions: ${figures.placement})`]),
+    ].join(''),
   }));
   const peerRows: Row[] = peers.map(([peer, figures]) => {
     const cpu = figures.load.cpuSeconds;

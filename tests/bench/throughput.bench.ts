@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { PARTITIONED_GROUPS, PARTITIONS, partitionPriority } from '@flotilla/bus';
 import { startTestSystem, type RunningTestSystem, type SystemOptions } from '../support/system.js';
 import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js';
 import { sumByLabel, cpuSeconds } from './process-stats.js';
@@ -67,6 +68,8 @@ export type ThroughputFigures = {
   readonly cpuMsPerStep: ReadonlyMap<string, number>;
   /** Messages per step in the window as nats-server counted them (/varz): received from clients, and sent to them. */
   readonly busMessagesPerStep: { readonly in: number; readonly out: number };
+  /** How the instances of each partitioned group shared the partitions (partitionPlacement), when a group had several. */
+  readonly placement: string | undefined;
 };
 
 /** The load of a throughput run, and the unloaded cycle measured before it. */
@@ -173,6 +176,7 @@ export async function throughputRun(
   const bench = process.cpuUsage(benchBefore);
   const handledAfter = await outcomes();
   const observed = await observer?.stop(system);
+  const placement = await partitionPlacement(system.natsMonitorUrl!);
   await Promise.all(system.processes.map((child) => child.stop()));
 
   const brainCalls = system.brain.calls.filter(
@@ -276,6 +280,7 @@ export async function throughputRun(
       in: (busAfter.in_msgs - busBefore.in_msgs) / steps,
       out: (busAfter.out_msgs - busBefore.out_msgs) / steps,
     },
+    placement,
   };
   const report = [
     `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector, 1 condenser: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
@@ -288,9 +293,33 @@ export async function throughputRun(
     // the CPU a step may cost across all processes for 90 % of the ideal on this machine's cores
     `CPU budget per step at 90 % of ideal on ${availableParallelism()} cores: ${((1_000 * availableParallelism()) / (0.9 * ideal)).toFixed(2)} ms`,
     `bus messages per step, as nats-server counted them (/varz): ${figures.busMessagesPerStep.in.toFixed(1)} in (publishes, acks, pulls, gets, KV puts), ${figures.busMessagesPerStep.out.toFixed(1)} out (deliveries, answers)`,
+    ...(placement === undefined ? [] : [`partitions: ${placement}`]),
     '',
     table(handledRows),
     ...(observed === undefined ? [] : ['', observed]),
   ].join('\n');
   return { report, figures };
+}
+
+/**
+ * How each partitioned group's instances (their connections' names on nats-server are their
+ * instance ids) share the partitions: on a partition where two instances tie on the best priority
+ * (partitionPriority, 10 levels), the server alternates its commits between them, so tool runners
+ * forward actions to the workspace's owner and step workers read back what their caches missed.
+ * Undefined when no group has several instances.
+ */
+async function partitionPlacement(monitorUrl: string): Promise<string | undefined> {
+  const connz = (await (await fetch(`${monitorUrl}/connz?limit=4096`)).json()) as {
+    connections?: { name?: string }[];
+  };
+  const names = new Set((connz.connections ?? []).map((connection) => connection.name ?? ''));
+  const groups = PARTITIONED_GROUPS.flatMap((group) => {
+    const instances = [...names].filter((name) => name.startsWith(`${group}-`));
+    if (instances.length < 2) return [];
+    const tied = Array.from({ length: PARTITIONS }, (_, partition) =>
+      instances.map((instance) => partitionPriority(instance, partition)),
+    ).filter((priorities) => priorities.filter((priority) => priority === Math.min(...priorities)).length > 1).length;
+    return [`${group} ${instances.length} instances, tied on ${tied} of ${PARTITIONS}`];
+  });
+  return groups.length === 0 ? undefined : groups.join('; ');
 }

@@ -40,4 +40,21 @@ describe('partitions', () => {
     expect(wins).toContain(1);
     expect(wins).toContain(-1);
   });
+
+  it('ties two instances on a partition about one time in ten, independently of the other partitions', () => {
+    // on a tied partition nats-server alternates the commits between the two instances
+    const pairs = Array.from({ length: 2_000 }, (_, index) => [`tool-runner-${index}a`, `tool-runner-${index}b`]);
+    const ties = pairs.map(
+      ([a, b]) =>
+        Array.from({ length: PARTITIONS }, (_, partition) => partition).filter(
+          (partition) => partitionPriority(a!, partition) === partitionPriority(b!, partition),
+        ).length,
+    );
+    const share = (test: (tied: number) => boolean): number => ties.filter(test).length / ties.length;
+    // independent ties are binomial (16, 1/10): none 18.5 %, one 32.9 %, six or more 0.4 %
+    expect(share((tied) => tied === 0)).toBeGreaterThan(0.14);
+    expect(share((tied) => tied === 0)).toBeLessThan(0.23);
+    expect(share((tied) => tied === 1)).toBeGreaterThan(0.28);
+    expect(share((tied) => tied >= 6)).toBeLessThan(0.02);
+  });
 });
