@@ -118,7 +118,7 @@ const TENANT_ACTIVE_FOR_MS = 5_000;
 export type PartitionPull = { readonly consumer: string; readonly group: string; readonly priority: number };
 
 /** How long a partition's pull waits on the server: how long a stalled instance holds its partitions, at most. */
-const PARTITION_PULL_EXPIRES_MS = 3_000;
+export const PARTITION_PULL_EXPIRES_MS = 3_000;
 
 /** Own commits handed back to the handler after one delivery, at most (a step or tool loop goes on through later deliveries). */
 const MAX_OWN_ROUNDS = 50;

@@ -8,7 +8,7 @@ export type { HealthChecks, HealthServer } from './health-server.js';
 export { ensureDurableConsumer, ensureGroupConsumers, groupBacklog } from './durable-consumer.js';
 export { OwnCommits } from './own-commits.js';
 export type { DurableConsumerSpec } from './durable-consumer.js';
-export { startCommitConsumer } from './commit-consumer.js';
+export { PARTITION_PULL_EXPIRES_MS, startCommitConsumer } from './commit-consumer.js';
 export type {
   CommitConsumer,
   CommitConsumerOptions,

@@ -1,6 +1,7 @@
 import { draftEvent, newId, type EventDraft } from '@flotilla/events';
 import { PARTITION_PRIORITY_GROUP, PARTITIONS, partitionPriority } from '@flotilla/bus';
 import { decodeCommit, encodeCommit, placeEvents } from '@flotilla/log';
+import { PARTITION_PULL_EXPIRES_MS } from '@flotilla/runtime';
 import {
   AckPolicy,
   jetstream,
@@ -211,15 +212,15 @@ export async function append(
   return ack.seq;
 }
 
+/** Every kind of commit on the floor's bus (KIND's values). */
+const KINDS = ['user', 'step', 'tool'] as const;
+
 /** The kinds a group is delivered: every kind, or with `filtered`, every kind but its own (OWN_KIND). */
 const deliveredKinds = (group: FloorGroup, filtered: boolean): string[] =>
-  ['user', 'step', 'tool'].filter((kind) => !filtered || kind !== OWN_KIND[group]);
+  KINDS.filter((kind) => !filtered || kind !== OWN_KIND[group]);
 
 /** The groups that pull from a consumer per partition in a partitioned layout, as Flotilla's step workers and tool runners do (libs/bus PARTITIONED_GROUPS). */
 const PARTITIONED: readonly FloorGroup[] = ['deciders', 'runners'];
-
-/** How long a partition's pull waits on the server (Flotilla's step workers and tool runners wait as long): how long a stopped instance keeps its partitions. */
-const PARTITION_PULL_EXPIRES_MS = 3_000;
 
 type FloorConsumer = { readonly name: string; readonly filters: readonly string[]; readonly partition?: number };
 
@@ -234,7 +235,16 @@ export function floorLayout({ filtered, partitioned }: FloorSpec) {
   const consumers = (group: FloorGroup): FloorConsumer[] => {
     const kinds = deliveredKinds(group, filtered);
     if (!partitioned || !PARTITIONED.includes(group))
-      return [{ name: group, filters: kinds.map((kind) => `${FLOOR.prefix}.*.${kind}${partitioned ? '.*' : ''}`) }];
+      // a group delivered every kind takes the whole stream, as Flotilla's projector does (libs/bus groupFilterSubjects)
+      return [
+        {
+          name: group,
+          filters:
+            kinds.length === KINDS.length
+              ? [`${FLOOR.prefix}.>`]
+              : kinds.map((kind) => `${FLOOR.prefix}.*.${kind}${partitioned ? '.*' : ''}`),
+        },
+      ];
     return Array.from({ length: PARTITIONS }, (_, partition) => ({
       name: `${group}-p${partition}`,
       filters: kinds.map((kind) => `${FLOOR.prefix}.*.${kind}.${partition}`),
@@ -296,6 +306,7 @@ export async function consumeGroup(
         : {
             group: PARTITION_PRIORITY_GROUP,
             priority: partitionPriority(instance, consumer.partition),
+            // as long as Flotilla's step workers and tool runners wait: how long a stopped instance keeps its partitions
             expires: PARTITION_PULL_EXPIRES_MS,
           }),
     });
