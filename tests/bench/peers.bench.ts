@@ -241,7 +241,7 @@ function report(
   // bound shows the goal out of reach of any system that speaks the protocol in this design
   const peersOnly = peerRows.filter((row) => !PEERS[row.peer!].floor);
   // each goal's floor, then the same commits with one consumer per group: what the protocol's partitions cost
-  const goals: { floor: PeerName; label: string; factor: number }[] = [
+  const goals: { floor: FloorName; label: string; factor: number }[] = [
     { floor: 'floor-protocol', label: 'CPU per step, one process of each (goal: <= the best peer)', factor: 1 },
     { floor: 'floor-commits', label: '  the same without partitions', factor: 1 },
     { floor: 'floor-protocol-2x2', label: 'CPU per step, scaled out (goal: <= 1.3x the best peer)', factor: 1.3 },
@@ -254,7 +254,7 @@ function report(
     const bound = best.cpuMsPerStep * factor;
     const above = floor.cpuMsPerStep > bound;
     // only the protocol's own floor, partitioned, can put a goal out of reach
-    const verdict = FLOORS[peer as FloorName].partitioned
+    const verdict = FLOORS[peer].partitioned
       ? above
         ? 'out of reach'
         : 'within reach'
