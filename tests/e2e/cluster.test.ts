@@ -1,9 +1,43 @@
-import { auditConversation, formatReport } from '@flotilla/auditor';
+import { auditConversation, formatReport, readSubject } from '@flotilla/auditor';
 import { DEFAULT_STREAM_NAME } from '@flotilla/bus';
-import type { ConversationRef } from '@flotilla/log';
+import { decodeCommit, type ConversationRef, type EventLog, type StoredCommit } from '@flotilla/log';
 import { describe, expect, it } from 'vitest';
 import { basicViolations, effectCounts } from '../support/log-checks.js';
 import { startTestSystem } from '../support/system.js';
+
+/** One stored commit as a line of a failure's message. */
+function commitLine(commit: StoredCommit): string {
+  const events = commit.events.map(
+    (event) => `${event.seq} ${event.type}${event.type === 'execution_started' ? ` by ${event.runner}` : ''}`,
+  );
+  return `#${commit.streamSeq} ${commit.id}: ${events.join(', ')}`;
+}
+
+/**
+ * The conversation's messages for a failure's message: as the auditor reads them (direct-get
+ * batches, which any replica may answer), and as the stream's leader answers them one by one.
+ */
+async function commitListing(log: EventLog, ref: ConversationRef): Promise<string> {
+  const audited: string[] = [];
+  for await (const entry of readSubject(log, ref))
+    audited.push(
+      entry.kind === 'commit' ? commitLine(entry.commit) : `#${entry.message.streamSeq} ${entry.message.reason}`,
+    );
+  const leader: string[] = [];
+  for (let seq = 1; ;) {
+    // a message get takes `next_by_subj` as a direct get does (nats.js types only `seq`)
+    const query = { seq, next_by_subj: log.filter(ref) };
+    const message = await log.jsm.streams.getMessage(log.streamName, query);
+    if (!message) break;
+    const decoded = decodeCommit(
+      { subject: message.subject, seq: message.seq, data: message.data, headers: message.header },
+      ref,
+    );
+    leader.push(decoded.ok ? commitLine(decoded.commit) : `#${message.seq} ${decoded.reason}`);
+    seq = message.seq + 1;
+  }
+  return `as audited:\n${audited.join('\n')}\nfrom the leader:\n${leader.join('\n')}`;
+}
 
 describe('on a 3-node JetStream cluster (R3)', () => {
   it('loses no acknowledged commit when the events stream’s leader is SIGKILLed mid-run; services reconnect, every conversation finishes, the node catches up', async () => {
@@ -38,6 +72,9 @@ describe('on a 3-node JetStream cluster (R3)', () => {
     await cluster.restart(leader);
 
     await system.waitForStatus(refs, ['finished', 'error', 'stuck'], 150_000);
+    // no action ran twice, none went missing (read first: a failure below shows these too)
+    const effects = effectCounts(await system.readEffects());
+    const repeated = [...effects].filter(([, count]) => count !== 1).map(([effect, count]) => `${effect} ×${count}`);
     const failures: string[] = [];
     let lost = 0;
     for (const ref of refs) {
@@ -52,14 +89,13 @@ describe('on a 3-node JetStream cluster (R3)', () => {
       const report = await auditConversation(system.log, ref);
       const problems = basicViolations(events);
       if (problems.length > 0 || report.violations.length > 0)
-        failures.push(`${ref.conversation}: ${problems.join('; ')} ${formatReport(report)}`);
+        failures.push(
+          `${ref.conversation}: ${problems.join('; ')} ${formatReport(report)}\n${await commitListing(system.log, ref)}`,
+        );
     }
     expect(before).toBeGreaterThan(refs.length * 2);
     expect(lost).toBe(0);
-    expect(failures).toEqual([]);
-    // no action ran twice, none went missing
-    const effects = effectCounts(await system.readEffects());
-    expect([...effects.values()].filter((count) => count !== 1)).toEqual([]);
+    expect({ failures, repeated }).toEqual({ failures: [], repeated: [] });
     expect(effects.size).toBe(refs.length * 6);
 
     // the restarted node caught up: its own copy of the stream equals the leader's
