@@ -94,4 +94,44 @@ describe('project handler', () => {
       await nc.close();
     }
   });
+
+  it('a projector behind the log moves a snapshot it does not hold to the tail on the first commit delivered, then passes the commits it read', async () => {
+    await using server = await startNats();
+    const nc = await connect({ servers: server.url });
+    try {
+      const name = uniqueName('PH');
+      const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+      const store = await SnapshotStore.open(nc, { bucket: `${name}_SNAPSHOTS` });
+      const ref: ConversationRef = { tenant: 'acme', conversation: 'behind' };
+      let tail: Tail = { streamSeq: 0, lastSeq: 0 };
+      const seqs: number[] = [];
+      for (const text of ['one', 'two', 'three', 'four']) {
+        const commit = await log.append(
+          ref,
+          [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })],
+          { expected: tail },
+        );
+        tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+        seqs.push(commit.streamSeq);
+      }
+      const handle = createProjectHandler(log, store, { settleMs: 0 });
+      // the first commit, delivered while the other three are in the stream but not yet delivered here
+      const behind = { likelyTail: false };
+      expect(await handle(await storedDelivery(log, ref, seqs[0]!, behind))).toEqual({
+        ack: true,
+        outcome: 'projected',
+      });
+      const stored = (await store.get(ref))!;
+      expect(stored.snapshot.last_stream_seq).toBe(seqs[3]);
+      expect(stored.snapshot.counters.user_messages).toBe(4);
+      for (const seq of seqs.slice(1))
+        expect(await handle(await storedDelivery(log, ref, seq, behind))).toEqual({
+          ack: true,
+          outcome: 'already_projected',
+        });
+      expect((await store.get(ref))!.revision).toBe(stored.revision);
+    } finally {
+      await nc.close();
+    }
+  });
 });

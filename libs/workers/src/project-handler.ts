@@ -1,7 +1,7 @@
 import { decodeCommit, type EventLog } from '@flotilla/log';
-import { setRecent, TailHints, whenAborted, type CommitHandler } from '@flotilla/runtime';
+import { setRecent, whenAborted, type CommitHandler } from '@flotilla/runtime';
 import { foldCommits, type SnapshotRecord, type SnapshotStore } from '@flotilla/state';
-import { isStillTail, NOT_TAIL } from './at-tail.js';
+import { NOT_TAIL } from './at-tail.js';
 
 export type ProjectHandlerOptions = {
   /** Snapshots held in memory (with their KV revision), most recently projected kept. Default 10,000. */
@@ -20,8 +20,11 @@ export type ProjectHandlerOptions = {
  * Keeps the KV snapshot current. A snapshot this process wrote last is folded forward with the
  * delivered commit and written with compare-and-set on the revision it holds: one KV write, no
  * read. Otherwise (not held, a gap, or another writer got there first) it folds whatever the log
- * holds past the stored snapshot, on the conversation's tail commit only, so a burst of commits
- * coalesces into one catch-up. Idempotent either way.
+ * holds past the stored snapshot, up to the conversation's last commit, whichever commit was
+ * delivered: the commits it read are then delivered as already projected, so a burst of commits
+ * costs one catch-up, and a projector that lags the log still moves each snapshot forward (one
+ * that waited for the tail would spend a get per commit and never write a conversation that keeps
+ * stepping). Idempotent either way.
  *
  * A commit with a later one of its conversation queued behind it in this process is folded in
  * memory and acked: the later one's write covers both, and if this process dies first, that
@@ -40,7 +43,6 @@ export function createProjectHandler(
   const unwrittenSince = new Map<string, number>();
   const overdue = (key: string): boolean =>
     Date.now() - (unwrittenSince.get(key) ?? Number.POSITIVE_INFINITY) >= settleMs;
-  const tails = new TailHints();
   const hold = (key: string, record: SnapshotRecord): void => {
     unwrittenSince.delete(key);
     if (record.revision === 0) held.delete(key);
@@ -73,7 +75,8 @@ export function createProjectHandler(
       held.delete(key);
       unwrittenSince.delete(key);
     }
-    if (delivery.laterQueued() || !(await isStillTail(delivery, ref, log, tails))) return NOT_TAIL;
+    // the later commit queued here catches up right after this one
+    if (delivery.laterQueued()) return NOT_TAIL;
     const result = await store.catchUp(ref, log, { signal: delivery.signal });
     hold(key, { snapshot: result.snapshot, revision: result.revision });
     return { ack: true, outcome: 'projected' };

@@ -8,6 +8,8 @@ export type StoredDeliveryOptions = {
   /** Default: the commit's own Flotilla-Event-Types header. */
   readonly eventTypes?: readonly string[];
   readonly signal?: AbortSignal;
+  /** Whether the server had nothing pending for the group behind it (default: no later commit queued here). */
+  readonly likelyTail?: boolean;
 };
 
 /** The commit stored at `seq`, delivered as the group's consumer delivers it (first delivery). */
@@ -27,7 +29,7 @@ export async function storedDelivery(
     subject: stored.subject,
     streamSeq: seq,
     message: { subject: stored.subject, seq, data: stored.data },
-    likelyTail: !laterQueued(),
+    likelyTail: options.likelyTail ?? !laterQueued(),
     eventTypes: () => [...eventTypes],
     header: (name) => stored.header?.get(name) ?? '',
     eventSpan: () => undefined,
