@@ -15,9 +15,9 @@ function note(ref: ConversationRef, text: string): EventDraft {
 }
 
 /**
- * Writers on separate connections keep appending to their conversation, each deciding from the
- * tail it read, until the conversation holds EVENTS_PER_CONVERSATION events. Returns the commits
- * each append returned.
+ * One of the writers (each on a connection of its own) that keep appending to a conversation,
+ * each deciding from the tail it read, until the conversation holds EVENTS_PER_CONVERSATION
+ * events; each commit an append returned is pushed to `appended`.
  */
 async function write(log: EventLog, ref: ConversationRef, writer: number, appended: StoredCommit[]): Promise<void> {
   for (let round = 0; ; round += 1) {
