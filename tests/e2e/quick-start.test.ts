@@ -4,9 +4,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isSupportedServerVersion } from '@flotilla/nats-embedded';
+import { unmountWorkspacesUnder } from '@flotilla/sandbox';
 import { describe, expect, it } from 'vitest';
 import { startQuickStartModel, type QuickStartProvider } from '../support/quick-start-model.js';
 import { runToExit, type Exited } from '../support/run-to-exit.js';
+
+/**
+ * Removes a run's home. A workspace filesystem outlives its tool runner (docs/security.md, "Disk");
+ * the launcher unmounts them as it stops, but not when it was killed (`devUp` kills a launcher that
+ * takes 30 s to stop): the next `./dev up` on the home would sweep them, and so does this.
+ */
+async function removeHome(home: string): Promise<void> {
+  await unmountWorkspacesUnder(home);
+  await rm(home, { recursive: true, force: true });
+}
 
 // The README's quick start, as a new user follows it: `./dev up` itself with only the variables the README names for the model (provider, model,
 // base URL, the key in the provider's usual variable), a local server speaking the provider's wire
@@ -123,7 +134,7 @@ describe("the README's quick start", () => {
         expect(server.requests.length).toBeGreaterThanOrEqual(2);
         expect(new Set(server.keys())).toEqual(new Set([key]));
       } finally {
-        await rm(home, { recursive: true, force: true });
+        await removeHome(home);
       }
     },
     420_000,
@@ -206,7 +217,7 @@ describe("the README's quick start", () => {
       expect(info.stdout).toMatch(/^tenant: +local$/m);
       expect(info.stdout).toContain('gpt-4o-mini');
     } finally {
-      await rm(home, { recursive: true, force: true });
+      await removeHome(home);
     }
 
     // npm run packages: the client and the CLI packed for plain node

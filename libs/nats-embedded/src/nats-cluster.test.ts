@@ -74,7 +74,8 @@ describe.skipIf(!findNatsServerBinary())('NatsCluster', () => {
     try {
       const jsm = await jetstreamManager(nc);
       await jsm.streams.add({ name: 'GUARDED', subjects: ['guarded.>'], num_replicas: 3 });
-      await jetstream(nc).publish('guarded.a', 'one');
+      // a new R3 stream takes the publish once its leader is elected (until then: no responders)
+      await publishAcked(jetstream(nc), 'guarded.a', 'one');
       // users without accounts live in the global account, $G
       const leader = await cluster.streamLeader('GUARDED', 15_000, { account: '$G' });
       expect(cluster.nodes[leader]?.running).toBe(true);
