@@ -3,30 +3,36 @@ import { EventLog, type ConversationRef, type Tail } from '@flotilla/log';
 import type { Delivery } from '@flotilla/runtime';
 import { SnapshotStore } from '@flotilla/state';
 import { startNats, uniqueName } from '@flotilla/testing';
-import { connect } from '@nats-io/transport-node';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { describe, expect, it } from 'vitest';
 import { createProjectHandler } from './project-handler.js';
 import { storedDelivery } from './test-support/stored-delivery.js';
+
+/** A log and a snapshot store of their own on `nc`, and an append of one user message to `conversation` at its tail (returning its stream sequence). */
+async function projection(nc: NatsConnection, conversation: string) {
+  const name = uniqueName('PH');
+  const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
+  const store = await SnapshotStore.open(nc, { bucket: `${name}_SNAPSHOTS` });
+  const ref: ConversationRef = { tenant: 'acme', conversation };
+  let tail: Tail = { streamSeq: 0, lastSeq: 0 };
+  const append = async (text: string): Promise<number> => {
+    const commit = await log.append(
+      ref,
+      [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })],
+      { expected: tail },
+    );
+    tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
+    return commit.streamSeq;
+  };
+  return { log, store, ref, append, tail: () => tail };
+}
 
 describe('project handler', () => {
   it("writes a step's commits once: the newest waits for a successor, which then writes both", async () => {
     await using server = await startNats();
     const nc = await connect({ servers: server.url });
     try {
-      const name = uniqueName('PH');
-      const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
-      const store = await SnapshotStore.open(nc, { bucket: `${name}_SNAPSHOTS` });
-      const ref: ConversationRef = { tenant: 'acme', conversation: 'one' };
-      let tail: Tail = { streamSeq: 0, lastSeq: 0 };
-      const append = async (text: string): Promise<number> => {
-        const commit = await log.append(
-          ref,
-          [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })],
-          { expected: tail },
-        );
-        tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
-        return commit.streamSeq;
-      };
+      const { log, store, ref, append, tail } = await projection(nc, 'one');
       let controller = new AbortController();
       const deliver = (seq: number, laterQueued: () => boolean): Promise<Delivery> =>
         storedDelivery(log, ref, seq, { laterQueued, eventTypes: ['message'], signal: controller.signal });
@@ -89,7 +95,7 @@ describe('project handler', () => {
       }
       expect(outcomes.filter((outcome) => outcome === 'projected').length).toBeGreaterThanOrEqual(2);
       expect(outcomes.filter((outcome) => outcome === 'coalesced').length).toBeGreaterThan(outcomes.length / 2);
-      expect((await store.get(ref))!.snapshot.last_stream_seq).toBeGreaterThan(tail.streamSeq - 30);
+      expect((await store.get(ref))!.snapshot.last_stream_seq).toBeGreaterThan(tail().streamSeq - 30);
     } finally {
       await nc.close();
     }
@@ -99,21 +105,9 @@ describe('project handler', () => {
     await using server = await startNats();
     const nc = await connect({ servers: server.url });
     try {
-      const name = uniqueName('PH');
-      const log = await EventLog.open(nc, { streamName: name, subjectPrefix: `t.${name.toLowerCase()}` });
-      const store = await SnapshotStore.open(nc, { bucket: `${name}_SNAPSHOTS` });
-      const ref: ConversationRef = { tenant: 'acme', conversation: 'behind' };
-      let tail: Tail = { streamSeq: 0, lastSeq: 0 };
+      const { log, store, ref, append } = await projection(nc, 'behind');
       const seqs: number[] = [];
-      for (const text of ['one', 'two', 'three', 'four']) {
-        const commit = await log.append(
-          ref,
-          [draftEvent({ ...ref, source: 'user' }, 'message', { role: 'user', content: [{ type: 'text', text }] })],
-          { expected: tail },
-        );
-        tail = { streamSeq: commit.streamSeq, lastSeq: commit.lastSeq };
-        seqs.push(commit.streamSeq);
-      }
+      for (const text of ['one', 'two', 'three', 'four']) seqs.push(await append(text));
       const handle = createProjectHandler(log, store, { settleMs: 0 });
       // the first commit, delivered while the other three are in the stream but not yet delivered here
       const behind = { likelyTail: false };
