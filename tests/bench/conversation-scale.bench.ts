@@ -37,9 +37,6 @@ export async function benchConversationScale(big = false): Promise<string> {
       warmupMs: Math.max(THROUGHPUT_LOAD.warmupMs, 2 * load.latencyMs),
       // FLOTILLA_CONCURRENCY takes at most 10,000: enough for 10,000 conversations whose cycles are a fraction of their model latency
       concurrency: Math.min(10_000, load.conversations + 64),
-      // the services' own ack wait (30 s), not the tests' 4 s: model calls of 10 s and more are kept
-      // alive by in-progress acks either way, but a 4 s window redelivers the ones a busy moment delays
-      serviceEnv: { FLOTILLA_ACK_WAIT_MS: '30000' },
       // a title is one model call per conversation, made at its start: thousands of conversations
       // started at once would still be titled in the window, which measures steps
       titles: false,

@@ -57,7 +57,7 @@ export async function benchTenantFairness(settings: FairnessSettings = FAIRNESS_
     projectors: 1,
     model: 'in-process',
     agent: { condenser: { maxEvents: 100_000 }, titles: { generate: false } },
-    env: { FLOTILLA_ACK_WAIT_MS: '30000' },
+    ackWait: 'services',
     stepWorkerEnv: {
       FLOTILLA_CONCURRENCY: String(concurrency),
       ...(settings.deliveryOrder ? { FLOTILLA_LOOKAHEAD: '0' } : {}),

@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { PARTITIONED_GROUPS, PARTITIONS, partitionPriority } from '@flotilla/bus';
+import { PARTITIONED_GROUPS, PARTITIONS, partitionPriorities } from '@flotilla/bus';
 import { startTestSystem, type RunningTestSystem, type SystemOptions } from '../support/system.js';
 import { commitTimeline, cycleHops, stepCycleTimes } from './commit-timeline.js';
 import { sumByLabel, cpuSeconds } from './process-stats.js';
@@ -84,9 +84,13 @@ export type ThroughputLoad = {
   readonly cycles: number;
   /** Each step worker's FLOTILLA_CONCURRENCY (concurrent model calls), when the service's default would cap the load. */
   readonly concurrency?: number;
-  /** Settings of every service beside the test system's (e.g. the production ack wait, for model calls longer than the tests' 4 s). */
+  /** Settings of every service beside the test system's (which runs them with their own ack wait). */
   readonly serviceEnv?: Readonly<Record<string, string>>;
-  /** Generate conversations' titles (default true): each conversation's first commit costs the condenser one model call and the log one commit. */
+  /**
+   * Generate conversations' titles (default true): each conversation's first commit costs the
+   * condenser one model call and the log one commit. The window opens once every conversation has
+   * its title (or `titlesWithinMs` after the warm-up, and the report says how many had none).
+   */
   readonly titles?: boolean;
 };
 
@@ -119,6 +123,7 @@ export async function throughputRun(
     projectors: 1,
     condensers: 1,
     model,
+    ackWait: 'services',
     agent: { condenser: { maxEvents: 100_000 }, ...(load.titles === false ? { titles: { generate: false } } : {}) },
     natsMonitor: true,
     ...(load.serviceEnv === undefined ? {} : { env: load.serviceEnv }),
@@ -149,6 +154,9 @@ export async function throughputRun(
     refs.map((ref) => system.start(ref, { id: ref.conversation, steps: 10_000, latencyMs, tool: 'think' })),
   );
   await new Promise((resolve) => setTimeout(resolve, warmupMs));
+  // the titles are a burst at the conversations' start, which the window (steps in steady state) is not about
+  const started = warmupConversations(load.warmupCycles).length + 1 + refs.length;
+  const untitled = load.titles === false ? 0 : await untitledAfter(system, started, TITLES_WITHIN_MS);
 
   const pids = new Map<string, number>([
     ['nats-server', system.nats.pid!],
@@ -283,7 +291,8 @@ export async function throughputRun(
     placement,
   };
   const report = [
-    `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector, 1 condenser: ${topology.why}; ${warmupMs / 1_000} s warm-up (goal: >= 90 % of ideal)`,
+    `Throughput, ${conversations} concurrent conversations, ${latencyMs} ms model latency, think tool; ${stepWorkers} step worker(s), ${toolRunners} tool runner(s), 1 projector, 1 condenser: ${topology.why}; ${warmupMs / 1_000} s warm-up${load.titles === false ? '' : ', then until every conversation has its title'} (goal: >= 90 % of ideal)`,
+    ...(untitled > 0 ? [`${untitled} conversation(s) still had no title when the window opened`] : []),
     table(rows),
     `unloaded cycle (the same model without its latency, one conversation, p50): ${ms(cycle)}`,
     '',
@@ -301,12 +310,32 @@ export async function throughputRun(
   return { report, figures };
 }
 
+/** How long the window waits, after the warm-up, for the conversations' titles. */
+const TITLES_WITHIN_MS = 60_000;
+
+/**
+ * Waits until the condensers have titled `conversations` conversations (or failed to), at most
+ * `withinMs`: how many were left.
+ */
+async function untitledAfter(system: RunningTestSystem, conversations: number, withinMs: number): Promise<number> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    let titled = 0;
+    for (const [name, url] of system.healthUrls) {
+      if (!name.startsWith('condenser')) continue;
+      const outcomes = await sumByLabel(`${url}/metrics`, 'flotilla_commits_handled_total', 'outcome');
+      titled += (outcomes.get('titled') ?? 0) + (outcomes.get('title_failed') ?? 0);
+    }
+    if (titled >= conversations || Date.now() >= deadline) return Math.max(0, conversations - titled);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
 /**
  * How each partitioned group's instances (their connections' names on nats-server are their
- * instance ids) share the partitions: on a partition where two instances tie on the best priority
- * (partitionPriority, 10 levels), the server alternates its commits between them, so tool runners
- * forward actions to the workspace's owner and step workers read back what their caches missed.
- * Undefined when no group has several instances.
+ * instance ids) share the partitions: how many each owns (priority 0) when they rank themselves
+ * among each other (partitionPriorities), as they do once each has heard the others announce
+ * themselves. Undefined when no group has several instances.
  */
 async function partitionPlacement(monitorUrl: string): Promise<string | undefined> {
   const connz = (await (await fetch(`${monitorUrl}/connz?limit=4096`)).json()) as {
@@ -316,10 +345,10 @@ async function partitionPlacement(monitorUrl: string): Promise<string | undefine
   const groups = PARTITIONED_GROUPS.flatMap((group) => {
     const instances = [...names].filter((name) => name.startsWith(`${group}-`));
     if (instances.length < 2) return [];
-    const tied = Array.from({ length: PARTITIONS }, (_, partition) =>
-      instances.map((instance) => partitionPriority(instance, partition)),
-    ).filter((priorities) => priorities.filter((priority) => priority === Math.min(...priorities)).length > 1).length;
-    return [`${group} ${instances.length} instances, tied on ${tied} of ${PARTITIONS}`];
+    const owned = instances.map(
+      (instance) => partitionPriorities(instance, instances).filter((priority) => priority === 0).length,
+    );
+    return [`${group} ${instances.length} instances owning ${owned.join(' + ')} of ${PARTITIONS}`];
   });
   return groups.length === 0 ? undefined : groups.join('; ');
 }

@@ -50,6 +50,13 @@ export type SystemOptions = {
    * own process (no HTTP, the task's latency), for benchmarks of the runtime alone.
    */
   readonly model?: 'server' | 'in-process';
+  /**
+   * How long the services wait for a commit's ack before it is redelivered: the tests' 4 s
+   * (default), so that a test of a lost commit does not wait the services' 30 s; or the services'
+   * own, for benchmarks of the services as they ship (a step's commit is kept alive once a quarter
+   * of the ack wait while its model call runs: a message per step at 1 s calls with the tests').
+   */
+  readonly ackWait?: 'tests' | 'services';
   readonly env?: NodeJS.ProcessEnv;
   /** Merged into the agent settings every service gets (e.g. condenser limits). */
   readonly agent?: Record<string, unknown>;
@@ -263,7 +270,7 @@ export async function startTestSystem(options: SystemOptions = {}): Promise<Runn
               ...(options.catalog ? { FLOTILLA_AGENT_CATALOG: JSON.stringify(options.catalog) } : {}),
             }),
         FLOTILLA_RUNNER_LIVENESS_MS: '3000',
-        FLOTILLA_ACK_WAIT_MS: '4000',
+        ...(options.ackWait === 'services' ? {} : { FLOTILLA_ACK_WAIT_MS: '4000' }),
         FLOTILLA_LOG_LEVEL: showLogs ? 'info' : 'warn',
         ...options.env,
         ...gatewayEnv,

@@ -44,6 +44,8 @@ export {
   PARTITIONED_GROUPS,
   PARTITIONS,
   partitionPriority,
+  partitionPriorities,
+  memberSubject,
   PURGE_SUBJECT,
   RunnerSubjects,
   SCHEDULES,

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { commitSubjectTransform, groupConsumerNames, groupConsumers, PARTITIONS, partitionPriority } from './layout.js';
+import {
+  commitSubjectTransform,
+  groupConsumerNames,
+  groupConsumers,
+  PARTITIONS,
+  partitionPriorities,
+  partitionPriority,
+} from './layout.js';
 
 describe('partitions', () => {
   it("gives a partitioned group its own consumer and one per partition, each filtered to the group's kinds in it; other groups one consumer", () => {
@@ -56,5 +63,42 @@ describe('partitions', () => {
     expect(share((tied) => tied === 0)).toBeLessThan(0.23);
     expect(share((tied) => tied === 1)).toBeGreaterThan(0.28);
     expect(share((tied) => tied >= 6)).toBeLessThan(0.02);
+  });
+
+  it('among known members, gives every partition one owner at priority 0, spread evenly, the same in every member', () => {
+    for (let size = 1; size <= 12; size += 1) {
+      for (let trial = 0; trial < 20; trial += 1) {
+        const members = Array.from({ length: size }, (_, index) => `tool-runner-${trial}-${index}`);
+        const table = members.map((member) => partitionPriorities(member, members));
+        for (let partition = 0; partition < PARTITIONS; partition += 1) {
+          const column = table.map((priorities) => priorities[partition]!);
+          expect(column.filter((priority) => priority === 0)).toHaveLength(1);
+          // the next in line is one member too (ties only past nats-server's last priority)
+          if (size > 1) expect(column.filter((priority) => priority === 1)).toHaveLength(1);
+        }
+        const owned = table.map((priorities) => priorities.filter((priority) => priority === 0).length);
+        expect(Math.max(...owned)).toBeLessThanOrEqual(Math.ceil(PARTITIONS / size));
+        if (size === 2) expect(owned).toEqual([8, 8]);
+        // listed or not, an instance counts itself; order and repeats do not matter
+        expect(partitionPriorities(members[0]!, [...members].reverse().slice(0, -1).concat(members))).toEqual(table[0]);
+      }
+    }
+  });
+
+  it('moves few partitions when a member joins or leaves', () => {
+    let moved = 0;
+    const trials = 200;
+    for (let trial = 0; trial < trials; trial += 1) {
+      const members = [0, 1, 2].map((index) => `step-worker-${trial}-${index}`);
+      const owners = (live: readonly string[]): string[] =>
+        Array.from({ length: PARTITIONS }, (_, partition) =>
+          live.find((member) => partitionPriorities(member, live)[partition] === 0)!,
+        );
+      const three = owners(members);
+      const two = owners(members.slice(0, 2));
+      moved += three.filter((owner, partition) => owner !== members[2] && owner !== two[partition]).length;
+    }
+    // the leaving member's partitions move; of the others', few (each may take one more to stay even)
+    expect(moved / trials).toBeLessThan(3);
   });
 });

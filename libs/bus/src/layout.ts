@@ -73,7 +73,7 @@ export function groupFilterSubjects(group: string, prefix: string): string[] {
  * `<prefix>.<tenant>.<conversation>.<kind>.<partition>`, the partition a hash of tenant and
  * conversation. A group that caches conversations (PARTITIONED_GROUPS) has a consumer per
  * partition besides its own, each in a priority group: every instance pulls from every partition
- * with a priority of its own per partition (partitionPriority), and the server delivers a
+ * with a priority of its own per partition (partitionPriorities), and the server delivers a
  * partition's commits to the live instance with the best one, so a conversation's commits reach
  * one instance while it lives and has room, and move to the next at once when it dies or is
  * full. A protocol constant: the consumers' names carry the partition and the permissions name
@@ -135,15 +135,45 @@ function partitionConsumerName(group: string, partition: number): string {
 }
 
 /**
- * An instance's priority for a partition: a hash of its id and the partition, so instances rank
- * differently on each partition and share them without talking to each other (two that tie share
- * that partition's commits; pinning is never exclusivity). The hash is a cryptographic one, so an
- * instance's priorities on different partitions are independent of each other: two instances tie
- * on a partition one time in PRIORITY_LEVELS, on about 1.6 of 16, and seldom on many (each tied
- * partition's commits alternate between them).
+ * An instance's score on a partition: a hash of its id and the partition (SHA-256, so an
+ * instance's scores on different partitions are independent of each other). Alone, as a priority
+ * (modulo PRIORITY_LEVELS), it is what an instance pulls with before it knows its siblings: two
+ * instances then tie on a partition one time in PRIORITY_LEVELS, on about 1.6 of 16, and share
+ * its commits.
  */
 export function partitionPriority(instanceId: string, partition: number): number {
-  return createHash('sha256').update(`${instanceId}#${partition}`).digest().readUInt32BE(0) % PRIORITY_LEVELS;
+  return partitionScore(instanceId, partition) % PRIORITY_LEVELS;
+}
+
+function partitionScore(instanceId: string, partition: number): number {
+  return createHash('sha256').update(`${instanceId}#${partition}`).digest().readUInt32BE(0);
+}
+
+/**
+ * An instance's priority on each partition among its group's live members (itself counted whether
+ * listed or not; announced on memberSubject). Each partition has one owner, at priority 0: the
+ * member of best score on it (partitionPriority's hash) among those that own fewer than
+ * ⌈PARTITIONS / members⌉ of the partitions before it, so the owners are spread evenly; the other
+ * members follow the owner in order of score. Instances that see the same members agree, so no
+ * two tie on a partition, and a partition's next in line is known when its owner dies.
+ */
+export function partitionPriorities(instanceId: string, members: Iterable<string>): number[] {
+  const all = [...new Set([...members, instanceId])].sort();
+  const most = Math.ceil(PARTITIONS / all.length);
+  const owned = new Map<string, number>();
+  return Array.from({ length: PARTITIONS }, (_, partition) => {
+    const scores = new Map(all.map((member) => [member, partitionScore(member, partition)]));
+    const ranked = [...all].sort((a, b) => scores.get(b)! - scores.get(a)! || (a < b ? -1 : 1));
+    const owner = ranked.find((member) => (owned.get(member) ?? 0) < most)!;
+    owned.set(owner, (owned.get(owner) ?? 0) + 1);
+    const rank = instanceId === owner ? 0 : 1 + ranked.filter((member) => member !== owner).indexOf(instanceId);
+    return Math.min(rank, PRIORITY_LEVELS - 1);
+  });
+}
+
+/** The core subject on which a partitioned group's instances announce that they are alive, or leaving. */
+export function memberSubject(group: string): string {
+  return `flotilla.members.${group}`;
 }
 
 /** Every commit of every conversation, as a reader that follows them all subscribes to it (its tokens after the conversation's may grow). */

@@ -10,6 +10,8 @@ import {
   DEFAULT_SIGNAL_ROOT,
   groupConsumerNames,
   DEFAULT_STREAM_NAMES,
+  memberSubject,
+  PARTITIONED_GROUPS,
   PURGE_SUBJECT,
   RunnerSubjects,
   SCHEDULES,
@@ -249,6 +251,11 @@ export function permissionsFor(identity: Identity, names: StreamNames = DEFAULT_
   // answers to the gateway's requests (deletions, workspace requests) go to its answers branch, nowhere else in its inbox
   const gatewayAnswers = `${answersPrefix('gateway')}.>`;
   if (CONSUMER_GROUPS.includes(service)) publish.push(...groupSubjects(GROUP_QUEUES[service] ?? stream, service));
+  // a partitioned group's instances announce themselves to each other (runtime GroupMembers)
+  if (PARTITIONED_GROUPS.includes(service)) {
+    publish.push(memberSubject(service));
+    subscribe.push(memberSubject(service));
+  }
   // its own kind of commit only (layout.ts, WRITER_KINDS): the server refuses a commit of another service's kind
   if (appendsToLog(service)) publish.push(`${subjectPrefix}.*.*.${commitKindOf(service)}`);
   // a follower's wake-ups: the publishes on conversations' subjects (every tenant's: the gateway

@@ -1,15 +1,16 @@
 // Partitioned consumer groups: each conversation's commits go to the live instance holding its
 // partition, and to an idle sibling when that one is full.
 import { draftEvent } from '@flotilla/events';
-import { PARTITIONS, partitionPriority } from '@flotilla/bus';
+import { memberSubject, PARTITIONS, partitionPriorities, partitionPriority } from '@flotilla/bus';
 import { EventLog } from '@flotilla/log';
 import { uniqueName } from '@flotilla/testing';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { startCommitConsumer } from './commit-consumer.js';
+import { PARTITION_PULL_EXPIRES_MS, startCommitConsumer, type CommitConsumer } from './commit-consumer.js';
 import { ensureGroupConsumers } from './durable-consumer.js';
+import { GroupMembers } from './group-members.js';
 import { ServiceMetrics } from './metrics.js';
 import { nc, server, serverSawClose, startNatsForFile } from './test-support/commit-consumer-fixture.js';
 
@@ -234,4 +235,133 @@ describe('partitioned groups', () => {
       await second.consumer.stop();
     }
   }, 60_000);
+
+  it('ranks the instances that announce themselves among each other: each owns half the partitions, none shares one, and a leaving one hands its half over', async () => {
+    const name = uniqueName('CC');
+    const prefix = `t.${name.toLowerCase()}`;
+    const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
+    const handled = new Map<string, Set<string>>();
+    const partitionOf = new Map<string, number>();
+    let count = 0;
+    const start = async (instance: string) => {
+      const connection = await connect({ servers: server.url });
+      // the consumer, once started, is told of every change of members
+      const started: { consumer?: CommitConsumer } = {};
+      const members = await GroupMembers.join({
+        nc: connection,
+        group: 'step-worker',
+        instanceId: instance,
+        heartbeatMs: 200,
+        onChange: (live) => started.consumer?.prioritize(partitionPriorities(instance, live)),
+      });
+      const partitions = await ensureGroupConsumers(gateway.jsm, {
+        stream: name,
+        group: 'step-worker',
+        subjectPrefix: prefix,
+        instanceId: instance,
+        members: members.members,
+        ackWaitMs: 30_000,
+        maxAckPending: 1_000,
+      });
+      const consumer = await startCommitConsumer({
+        js: jetstream(connection),
+        stream: name,
+        consumer: 'step-worker',
+        partitions,
+        subjectPrefix: prefix,
+        ackWaitMs: 30_000,
+        logger: pino({ level: 'silent' }),
+        metrics: new ServiceMetrics('test'),
+        concurrency: 64,
+        handler: async (delivery) => {
+          const conversation = delivery.ref!.conversation;
+          partitionOf.set(conversation, Number(delivery.subject.split('.').at(-1)));
+          handled.set(conversation, (handled.get(conversation) ?? new Set()).add(instance));
+          count += 1;
+          return { ack: true, outcome: 'ok' };
+        },
+      });
+      started.consumer = consumer;
+      return { connection, consumer, members };
+    };
+    const conversations = Array.from({ length: 64 }, (_, index) => `c${index}`);
+    const tails = new Map(conversations.map((conversation) => [conversation, { streamSeq: 0, lastSeq: 0 }]));
+    /** One commit to each conversation; who handled each. */
+    const round = async (): Promise<Map<string, Set<string>>> => {
+      const before = count;
+      handled.clear();
+      for (const conversation of conversations) {
+        const ref = { tenant: 'acme', conversation };
+        const text = draftEvent({ ...ref, source: 'user' }, 'message', {
+          role: 'user',
+          content: [{ type: 'text', text: 'hi' }],
+        });
+        const appended = await gateway.append(ref, [text], { expected: tails.get(conversation)! });
+        tails.set(conversation, { streamSeq: appended.streamSeq, lastSeq: appended.lastSeq });
+      }
+      await expect.poll(() => count - before, { timeout: 10_000 }).toBe(conversations.length);
+      return new Map(handled);
+    };
+
+    const a = await start('instance-a');
+    const b = await start('instance-b');
+    try {
+      await expect.poll(() => a.members.members, { timeout: 5_000 }).toEqual(['instance-a', 'instance-b']);
+      expect(b.members.members).toEqual(['instance-a', 'instance-b']);
+      // the first instance's pulls from before it knew of the second expire, and its next ones carry its new priorities
+      await new Promise((resolve) => setTimeout(resolve, PARTITION_PULL_EXPIRES_MS + 500));
+      // two rounds: on a partition two instances tied on, the server would alternate its commits between them
+      const ownerOf = (partition: number) =>
+        ['instance-a', 'instance-b'].find(
+          (instance) => partitionPriorities(instance, ['instance-a', 'instance-b'])[partition] === 0,
+        );
+      for (const shared of [await round(), await round()])
+        for (const [conversation, by] of shared) expect([...by]).toEqual([ownerOf(partitionOf.get(conversation)!)]);
+      const owned = (instance: string) =>
+        partitionPriorities(instance, ['instance-a', 'instance-b']).filter((priority) => priority === 0).length;
+      expect([owned('instance-a'), owned('instance-b')]).toEqual([PARTITIONS / 2, PARTITIONS / 2]);
+      expect(new Set([...partitionOf.values()].map(ownerOf)).size).toBe(2);
+
+      // a graceful stop says goodbye: the other ranks itself alone at once, and runs everything
+      a.members.leave();
+      await a.consumer.stop();
+      await expect.poll(() => b.members.members, { timeout: 1_000 }).toEqual(['instance-b']);
+      const alone = await round();
+      expect([...alone.values()].every((set) => set.size === 1 && set.has('instance-b'))).toBe(true);
+    } finally {
+      b.members.leave();
+      await b.consumer.stop();
+      await a.consumer.stop().catch(() => undefined);
+      await a.connection.close();
+      await b.connection.close();
+    }
+  }, 60_000);
+
+  it('forgets a member that stops announcing itself, and ignores what is not an announcement', async () => {
+    const connection = await connect({ servers: server.url });
+    const invalid: string[] = [];
+    const seen: (readonly string[])[] = [];
+    const group = `g${uniqueName('m').toLowerCase()}`;
+    const members = await GroupMembers.join({
+      nc: connection,
+      group,
+      instanceId: 'watcher',
+      heartbeatMs: 100,
+      onChange: (live) => seen.push(live),
+      onInvalid: (reason) => invalid.push(reason),
+    });
+    try {
+      nc.publish(memberSubject(group), 'not json');
+      nc.publish(memberSubject(group), JSON.stringify({ v: 1, instance: '', state: 'alive' }));
+      nc.publish(memberSubject(group), JSON.stringify({ v: 1, instance: 'ghost', state: 'alive' }));
+      await expect.poll(() => members.members, { timeout: 1_000 }).toEqual(['ghost', 'watcher']);
+      expect(invalid).toHaveLength(2);
+      // not heard for 3.5 heartbeats: gone
+      await expect.poll(() => members.members, { timeout: 2_000 }).toEqual(['watcher']);
+      expect(seen).toEqual([['ghost', 'watcher'], ['watcher']]);
+    } finally {
+      members.leave();
+      await connection.close();
+    }
+  });
 });

@@ -8,6 +8,7 @@ import { BatchedPull, type ConsumedMessage } from './batched-pull.js';
 import type { HeapRelease } from './heap-release.js';
 import type { ServiceMetrics } from './metrics.js';
 import type { OwnCommits } from './own-commits.js';
+import { QueuedCommits } from './queued-commits.js';
 import { TenantQueue } from './tenant-queue.js';
 
 /** One delivered commit, as a wake-up for a conversation. */
@@ -38,6 +39,12 @@ export type Delivery = {
    * this one: this one is not the tail, and the later one will be handled (or redelivered).
    */
   laterQueued(): boolean;
+  /**
+   * Resolves true as soon as a later commit of the same conversation is queued here (at once if
+   * one is), false after `ms` or on shutdown: a handler that writes once for several commits waits
+   * for the next one without holding on past its arrival.
+   */
+  laterQueuedWithin(ms: number): Promise<boolean>;
   readonly deliveryCount: number;
   /** Aborted on shutdown: stop, and the commit goes back to the group at once. */
   readonly signal: AbortSignal;
@@ -115,7 +122,13 @@ export type Fairness = {
 /** How long a tenant counts as active after its last commit: longer than a step's tool hop, so a tenant between steps keeps its share. */
 const TENANT_ACTIVE_FOR_MS = 5_000;
 
-export type PartitionPull = { readonly consumer: string; readonly group: string; readonly priority: number };
+export type PartitionPull = {
+  readonly consumer: string;
+  readonly group: string;
+  readonly partition: number;
+  /** This instance's priority on the partition when it starts (`prioritize` changes it). */
+  readonly priority: number;
+};
 
 /** How long a partition's pull waits on the server: how long a stalled instance holds its partitions, at most. */
 export const PARTITION_PULL_EXPIRES_MS = 3_000;
@@ -126,6 +139,12 @@ const MAX_OWN_ROUNDS = 50;
 export type CommitConsumer = {
   /** Stop pulling, abort in-flight work and hand its commits back (nak) at once. */
   stop(): Promise<void>;
+  /**
+   * This instance's priority on each partition from now on (indexed by partition): the next pull
+   * of each partition carries it, and the pulls waiting on the server keep theirs until they are
+   * used up or expire (PARTITION_PULL_EXPIRES_MS).
+   */
+  prioritize(priorities: readonly number[]): void;
   readonly inFlight: () => number;
 };
 
@@ -153,16 +172,30 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   const wanted = options.concurrency + fairness.lookahead;
   const share = Math.max(fairness.lookahead > 0 ? 16 : 1, Math.ceil(wanted / Math.max(1, partitions.length)));
   const maxMessages = Math.max(1, Math.min(wanted, 1_000, partitions.length === 0 ? Infinity : share));
+  /**
+   * Each partition's consume(), by partition: nats.js (3.4) reads the priority of every pull it
+   * sends from the consume's own copy of its options (`opts`), which `prioritize` changes, so a
+   * new priority goes out with the next pull. A test in commit-consumer-partitions.test.ts holds
+   * nats.js to that.
+   */
+  const prioritized = new Map<number, { readonly opts?: { priority?: unknown } }>();
   const consume = async (
     consumer: string,
-    priority?: PartitionPull,
-  ): Promise<AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> }> =>
-    (await options.js.consumers.get(options.stream, consumer)).consume({
+    partition?: PartitionPull,
+  ): Promise<AsyncIterable<ConsumedMessage> & { close(): Promise<unknown> }> => {
+    const messages = await (
+      await options.js.consumers.get(options.stream, consumer)
+    ).consume({
       max_messages: maxMessages,
       // a stalled instance (stopped, paused, cut off) keeps its connection, and its waiting pulls keep its partitions
       // until they expire: short pulls hand them to the next instance within seconds
-      ...(priority ? { group: priority.group, priority: priority.priority, expires: PARTITION_PULL_EXPIRES_MS } : {}),
+      ...(partition
+        ? { group: partition.group, priority: partition.priority, expires: PARTITION_PULL_EXPIRES_MS }
+        : {}),
     });
+    if (partition) prioritized.set(partition.partition, messages as { readonly opts?: { priority?: unknown } });
+    return messages;
+  };
   const sources: (AsyncIterable<ConsumedMessage> & { close(): Promise<unknown>; capacityFreed?: () => void })[] =
     options.batched
       ? [
@@ -182,7 +215,7 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
   const shutdown = new AbortController();
   const tails = new Map<string, Promise<void>>();
   /** Per conversation with work queued here: the highest stream sequence delivered to this process. */
-  const newest = new Map<string, number>();
+  const queued = new QueuedCommits(shutdown.signal);
   const running = new Set<Promise<void>>();
   // Commits being handled, and when each was last reported alive: one timer for all of them keeps
   // long handlers' commits from being redelivered (a timer per delivery cost a share of the CPU).
@@ -277,8 +310,8 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
           eventTypes: () => eventTypesOf(stored),
           header: (name) => stored.headers?.get(name) ?? '',
           eventSpan: () => eventSpan(stored),
-          // a higher sequence, not just any later delivery: a redelivered older commit can queue too
-          laterQueued: () => (newest.get(key) ?? 0) > stored.seq,
+          laterQueued: () => queued.later(key, stored.seq),
+          laterQueuedWithin: (ms) => queued.laterWithin(key, stored.seq, ms),
           deliveryCount: count,
           signal: shutdown.signal,
         });
@@ -327,20 +360,20 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
     forget(key);
   };
 
-  /** Per conversation: its commits held or being handled here; `newest` is kept while there are any. */
+  /** Per conversation: its commits held or being handled here; `queued` knows it while there are any. */
   const present = new Map<string, number>();
   const arrived = (message: ConsumedMessage): void => {
     const key = conversationKey(options.subjectPrefix, message.subject);
     present.set(key, (present.get(key) ?? 0) + 1);
     // a commit held for a slot is queued too: an earlier one of its conversation is not the tail
-    newest.set(key, Math.max(newest.get(key) ?? 0, message.seq));
+    queued.arrived(key, message.seq);
   };
   const forget = (key: string): void => {
     const left = (present.get(key) ?? 1) - 1;
     if (left > 0) present.set(key, left);
     else {
       present.delete(key);
-      newest.delete(key);
+      queued.forget(key);
     }
   };
 
@@ -383,6 +416,12 @@ export async function startCommitConsumer(options: CommitConsumerOptions): Promi
 
   return {
     inFlight: () => running.size,
+    prioritize(priorities) {
+      for (const [partition, messages] of prioritized) {
+        const priority = priorities[partition];
+        if (priority !== undefined && typeof messages.opts?.priority === 'number') messages.opts.priority = priority;
+      }
+    },
     async stop() {
       shutdown.abort();
       clearInterval(keepAlive);

@@ -1,6 +1,12 @@
 import { AckPolicy, DeliverPolicy, JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { groupConsumerNames, groupConsumers, PARTITION_PRIORITY_GROUP, partitionPriority } from '@flotilla/bus';
+import {
+  groupConsumerNames,
+  groupConsumers,
+  PARTITION_PRIORITY_GROUP,
+  partitionPriorities,
+  partitionPriority,
+} from '@flotilla/bus';
 import type { PartitionPull } from './commit-consumer.js';
 
 export type DurableConsumerSpec = {
@@ -73,7 +79,8 @@ function filters(subjects: readonly string[]): { filter_subject?: string; filter
 /**
  * Creates (or updates) every consumer a group pulls from on the events stream (libs/bus
  * groupConsumers: its own, and its partitions' where it has them) and returns the partitions'
- * pulls of this instance: each with its priority (partitionPriority of the instance's id).
+ * pulls of this instance: each with its priority, among the group's `members` when known
+ * (partitionPriorities), else from the instance's id alone (partitionPriority).
  */
 export async function ensureGroupConsumers(
   jsm: JetStreamManager,
@@ -81,9 +88,12 @@ export async function ensureGroupConsumers(
     readonly group: string;
     readonly subjectPrefix: string;
     readonly instanceId: string;
+    /** The group's live members (GroupMembers), this instance among them. */
+    readonly members?: readonly string[];
   },
 ): Promise<PartitionPull[]> {
   const consumers = groupConsumers(spec.group, spec.subjectPrefix);
+  const ranked = spec.members ? partitionPriorities(spec.instanceId, spec.members) : undefined;
   await Promise.all(
     consumers.map((each) =>
       ensureDurableConsumer(jsm, {
@@ -103,7 +113,8 @@ export async function ensureGroupConsumers(
           {
             consumer: each.name,
             group: PARTITION_PRIORITY_GROUP,
-            priority: partitionPriority(spec.instanceId, each.partition),
+            partition: each.partition,
+            priority: ranked ? ranked[each.partition]! : partitionPriority(spec.instanceId, each.partition),
           },
         ],
   );

@@ -2,6 +2,8 @@ import {
   checkBucketStorage,
   connectBus,
   describeBus,
+  PARTITIONED_GROUPS,
+  partitionPriorities,
   SELF_CONTINUING,
   UnsupportedServerError,
   whileUnavailable,
@@ -15,6 +17,7 @@ import { AckBatch } from './ack-batch.js';
 import { adoptAllocator } from './allocator.js';
 import { startCommitConsumer, type CommitConsumer, type CommitHandler, type PartitionPull } from './commit-consumer.js';
 import { ensureDurableConsumer, ensureGroupConsumers } from './durable-consumer.js';
+import { GroupMembers } from './group-members.js';
 import { OwnCommits } from './own-commits.js';
 import { startHealthServer } from './health-server.js';
 import { HeapRelease } from './heap-release.js';
@@ -119,6 +122,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   const parts = await definition.start(context);
 
   let consumer: CommitConsumer | undefined;
+  let members: GroupMembers | undefined;
   let heapRelease: HeapRelease | undefined;
   const handler = parts.handler;
   if (handler) {
@@ -147,6 +151,18 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     };
     // the events stream: the kinds the group can be owed work by, through its partitions' consumers
     // too where it has them (libs/bus groupConsumers); a queue of its own: all of it
+    // a group that takes conversations by partition ranks its instances among the live ones
+    if (!queue && PARTITIONED_GROUPS.includes(name))
+      members = await GroupMembers.join({
+        nc,
+        group: name,
+        instanceId: config.instanceId,
+        onChange: (live) => {
+          logger.info({ members: live }, 'the group changed: partitions ranked among its live instances');
+          consumer?.prioritize(partitionPriorities(config.instanceId, live));
+        },
+        onInvalid: (reason) => logger.warn({ reason }, 'an announcement on the members subject is not one: ignored'),
+      });
     const partitions = await untilAvailable(`the ${name} consumers`, async (): Promise<PartitionPull[]> => {
       if (!queue)
         return ensureGroupConsumers(jsm, {
@@ -154,6 +170,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
           group: name,
           subjectPrefix: source.subjectPrefix,
           instanceId: config.instanceId,
+          ...(members ? { members: members.members } : {}),
         });
       await ensureDurableConsumer(jsm, { ...consumerSpec, name, filterSubjects: [`${source.subjectPrefix}.>`] });
       return [];
@@ -187,6 +204,8 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
         ...(ownCommits && !queue ? { ownCommits } : {}),
       }),
     );
+    // the members that came and went while the consumers were made
+    if (members) consumer.prioritize(partitionPriorities(config.instanceId, members.members));
     heapRelease.idle(consumer.inFlight());
   }
   const health = await startHealthServer(
@@ -214,6 +233,8 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal, inFlight: consumer?.inFlight() ?? 0 }, 'stopping: handing in-flight commits back');
+    // its siblings rank themselves without it at once, while its pulls are still there to hand over from
+    members?.leave();
     await consumer?.stop();
     heapRelease?.close();
     await parts.stop?.();

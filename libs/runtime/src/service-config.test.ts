@@ -12,7 +12,7 @@ describe('service configuration', () => {
       cacheConversations: 50,
       runnerLivenessMs: 3_000,
       workspaces: '/data/workspaces',
-      projectorSettleMs: 25,
+      projectorSettleMs: 100,
       condensationWarnMs: 60_000,
       healthHost: '127.0.0.1',
     });

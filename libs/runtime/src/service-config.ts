@@ -140,7 +140,9 @@ export function loadServiceConfig(
     cacheEvents: environment['FLOTILLA_CACHE_EVENTS'] ?? 500_000,
     cacheConversations: environment['FLOTILLA_CACHE_CONVERSATIONS'] ?? 100_000,
     condensationWarnMs: environment['FLOTILLA_CONDENSATION_WARN_MS'] ?? 60_000,
-    projectorSettleMs: environment['FLOTILLA_PROJECTOR_SETTLE_MS'] ?? 25,
+    // longer than a step's hops from its actions to their results when the cores are busy
+    // (docs/benchmarks.md, throughput), so that a step costs one snapshot write
+    projectorSettleMs: environment['FLOTILLA_PROJECTOR_SETTLE_MS'] ?? 100,
     otlpEndpoint: environment['OTEL_EXPORTER_OTLP_ENDPOINT'] || undefined,
   });
   if (result.success && result.data.fairReserve >= result.data.concurrency) {

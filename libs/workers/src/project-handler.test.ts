@@ -43,14 +43,17 @@ describe('project handler', () => {
       const written = (await store.get(ref))!;
       expect(written.snapshot.last_stream_seq).toBe(first);
 
-      // the second commit's successor arrives while it settles: it is folded in memory, not written
+      // the second commit's successor arrives while it settles: it is folded in memory, not
+      // written, and its wait ends when the successor comes, not when the period does
       const second = await append('second');
       const third = await append('third');
       const arrivedAt = Date.now() + 30;
+      const secondStarted = performance.now();
       expect(await handle(await deliver(second, () => Date.now() >= arrivedAt))).toEqual({
         ack: true,
         outcome: 'coalesced',
       });
+      expect(performance.now() - secondStarted).toBeLessThan(80);
       expect((await store.get(ref))!.revision).toBe(written.revision);
 
       // the newest commit waits out the settle period, then one write covers both

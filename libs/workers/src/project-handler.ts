@@ -1,5 +1,5 @@
 import { decodeCommit, type EventLog } from '@flotilla/log';
-import { setRecent, whenAborted, type CommitHandler } from '@flotilla/runtime';
+import { setRecent, type CommitHandler } from '@flotilla/runtime';
 import { foldCommits, type SnapshotRecord, type SnapshotStore } from '@flotilla/state';
 import { NOT_TAIL } from './at-tail.js';
 
@@ -7,13 +7,13 @@ export type ProjectHandlerOptions = {
   /** Snapshots held in memory (with their KV revision), most recently projected kept. Default 10,000. */
   readonly cacheSize?: number;
   /**
-   * How long a conversation's newest commit waits for the next one before its snapshot is
-   * written (default 25 ms): a step's commits (actions, their start, their results) usually land
-   * within a few milliseconds, and are then written once. A conversation whose commits keep
-   * coming faster than this is still written once per period, so the snapshot trails the log by
-   * at most about this much more; 0 writes every commit at once.
+   * How long a conversation's newest commit waits for the next one before its snapshot is written
+   * (the service's FLOTILLA_PROJECTOR_SETTLE_MS): a step's commits (its actions, their start,
+   * their results) are then written once. The wait ends as soon as the next commit is queued here,
+   * and a conversation whose commits keep coming is still written once per period, so the
+   * snapshot trails the log by at most about this much; 0 writes every commit at once.
    */
-  readonly settleMs?: number;
+  readonly settleMs: number;
 };
 
 /**
@@ -28,21 +28,25 @@ export type ProjectHandlerOptions = {
  *
  * A commit with a later one of its conversation queued behind it in this process is folded in
  * memory and acked: the later one's write covers both, and if this process dies first, that
- * later commit is redelivered and catches up. The newest commit waits `settleMs` for a successor,
- * and nothing stays unwritten for longer than that.
+ * later commit is redelivered and catches up. The newest commit waits up to `settleMs` for a
+ * successor, and nothing stays unwritten for longer than that.
  */
 export function createProjectHandler(
   log: EventLog,
   store: SnapshotStore,
-  options: ProjectHandlerOptions = {},
+  options: ProjectHandlerOptions,
 ): CommitHandler {
   const cacheSize = Math.max(1, options.cacheSize ?? 10_000);
-  const settleMs = Math.max(0, options.settleMs ?? 25);
+  const settleMs = Math.max(0, options.settleMs);
   const held = new Map<string, SnapshotRecord>();
   /** When each held snapshot first got a commit folded in memory only (not yet written). */
   const unwrittenSince = new Map<string, number>();
-  const overdue = (key: string): boolean =>
-    Date.now() - (unwrittenSince.get(key) ?? Number.POSITIVE_INFINITY) >= settleMs;
+  /** How much longer the conversation's commits folded in memory only may stay unwritten. */
+  const settleLeft = (key: string): number => {
+    const since = unwrittenSince.get(key);
+    return since === undefined ? settleMs : settleMs - (Date.now() - since);
+  };
+  const overdue = (key: string): boolean => unwrittenSince.has(key) && settleLeft(key) <= 0;
   const hold = (key: string, record: SnapshotRecord): void => {
     unwrittenSince.delete(key);
     if (record.revision === 0) held.delete(key);
@@ -58,8 +62,7 @@ export function createProjectHandler(
       if (record.snapshot.last_stream_seq >= delivery.streamSeq) return { ack: true, outcome: 'already_projected' };
       const decoded = decodeCommit(delivery.message, ref);
       if (decoded.ok && decoded.commit.firstSeq === record.snapshot.last_seq + 1) {
-        if (settleMs > 0 && !delivery.laterQueued() && !overdue(key)) await settle(settleMs, delivery.signal);
-        if (delivery.laterQueued() && !overdue(key)) {
+        if (settleLeft(key) > 0 && (await delivery.laterQueuedWithin(settleLeft(key))) && !overdue(key)) {
           // the later commit queued here writes both: fold this one in memory only (the revision
           // held is still the one stored, so that write's compare-and-set stays exact)
           held.set(key, { snapshot: foldCommits(record.snapshot, [decoded.commit]), revision: record.revision });
@@ -81,18 +84,4 @@ export function createProjectHandler(
     hold(key, { snapshot: result.snapshot, revision: result.revision });
     return { ack: true, outcome: 'projected' };
   };
-}
-
-/** Resolves after `ms`, or at once when the signal aborts (shutdown). */
-function settle(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      cancel();
-      resolve();
-    }, ms);
-    const cancel = whenAborted(signal, () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }

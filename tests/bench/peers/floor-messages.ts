@@ -1,5 +1,5 @@
 import { draftEvent, newId, type EventDraft } from '@flotilla/events';
-import { PARTITION_PRIORITY_GROUP, PARTITIONS, partitionPriority } from '@flotilla/bus';
+import { PARTITION_PRIORITY_GROUP, PARTITIONS, partitionPriorities } from '@flotilla/bus';
 import { decodeCommit, encodeCommit, placeEvents } from '@flotilla/log';
 import { PARTITION_PULL_EXPIRES_MS } from '@flotilla/runtime';
 import {
@@ -286,16 +286,20 @@ export function floorLayout({ filtered, partitioned }: FloorSpec) {
 /**
  * Hands every message of the group's consumers to `handle` as it comes (concurrently, as
  * Flotilla's groups do), acking each once `handle` resolves. A partition's consumer is pulled from
- * with this process's priority on it (the protocol's partitionPriority of its instance id).
+ * with this process's priority on it: the protocol's partitionPriorities among the group's
+ * instances (`spec.instances` of them, this one the `index`th), as Flotilla's instances rank
+ * themselves once they have heard each other.
  */
 export async function consumeGroup(
   nc: NatsConnection,
   group: FloorGroup,
   spec: FloorSpec,
+  index: number,
   handle: (message: JsMsg) => Promise<void>,
 ): Promise<void> {
   const js = jetstream(nc);
-  const instance = `floor-${group}-${process.pid}`;
+  const members = Array.from({ length: spec.instances }, (_, each) => `floor-${group}-${each}`);
+  const priorities = partitionPriorities(members[index]!, members);
   for (const consumer of floorLayout(spec).consumers(group)) {
     const messages = await (
       await js.consumers.get(FLOOR.stream, consumer.name)
@@ -305,7 +309,7 @@ export async function consumeGroup(
         ? {}
         : {
             group: PARTITION_PRIORITY_GROUP,
-            priority: partitionPriority(instance, consumer.partition),
+            priority: priorities[consumer.partition]!,
             // as long as Flotilla's step workers and tool runners wait: how long a stopped instance keeps its partitions
             expires: PARTITION_PULL_EXPIRES_MS,
           }),
@@ -341,10 +345,15 @@ export type DeciderHooks = {
 };
 
 /** The deciders' group, in this process: a conversation's first message or an observation decides the next step (conversations by their bus names). */
-export function consumeAsDecider(nc: NatsConnection, spec: FloorSpec, hooks: DeciderHooks): Promise<void> {
+export function consumeAsDecider(
+  nc: NatsConnection,
+  spec: FloorSpec,
+  index: number,
+  hooks: DeciderHooks,
+): Promise<void> {
   const js = jetstream(nc);
   const { body } = spec;
-  return consumeGroup(nc, 'deciders', spec, async (message) => {
+  return consumeGroup(nc, 'deciders', spec, index, async (message) => {
     const commit = readCommit(message, body);
     if (commit.type !== 'message' && commit.type !== 'observation') return;
     const conversation = conversationOf(message);

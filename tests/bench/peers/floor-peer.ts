@@ -44,15 +44,17 @@ const ROLE = fileURLToPath(new URL('./floor-role.ts', import.meta.url));
 export async function startFloor(loop: ScriptedLoop, options: PeerOptions, spec: FloorSpec): Promise<PeerEngine> {
   const { body, filtered, instances } = spec;
   // the runners, the projector, and every decider past this process's, each with its label
-  const numbered = (role: string, count: number, suffix = ''): { role: string; label: string }[] =>
+  const numbered = (role: string, count: number, suffix = ''): { role: string; index: number; label: string }[] =>
     Array.from({ length: count }, (_, index) => ({
       role,
+      index,
       label: `node (${role}${count > 1 ? ` ${index + 1}` : ''}${suffix})`,
     }));
+  // the deciders past this process's are its group's instances 1 and on (this one is 0)
   const roles = [
     ...numbered('runner', instances),
     ...numbered('projector', 1),
-    ...numbered('decider', instances - 1, ', model'),
+    ...numbered('decider', instances - 1, ', model').map((decider) => ({ ...decider, index: decider.index + 1 })),
   ];
   const server = await NatsServerProcess.start({ storeDir: await mkdtemp(join(options.scratchDir, 'floor-')) });
   const children: ChildProcess[] = [];
@@ -72,12 +74,12 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, spec:
     // conversations running, by their bus names, each ended when a decider appends its finish
     const running = new Map<string, () => void>();
     const deciders = new RemoteDeciders(loop, (conversation) => running.get(conversation)?.());
-    for (const { role } of roles) {
-      const child = await startRole(role, server.url, spec);
+    for (const { role, index } of roles) {
+      const child = await startRole(role, index, server.url, spec);
       children.push(child);
       if (role === 'decider') deciders.add(child);
     }
-    await consumeAsDecider(nc, spec, {
+    await consumeAsDecider(nc, spec, 0, {
       model: (conversation, step, maxSteps) => loop.model(loopConversation(conversation), step, maxSteps),
       ran: (conversation, callId, step) =>
         void loop.tool(loopConversation(conversation), { kind: 'call', callId, tool: 'noop', arguments: { step } }),
@@ -129,8 +131,8 @@ export async function startFloor(loop: ScriptedLoop, options: PeerOptions, spec:
 }
 
 /** A floor role in a process of its own, once it says it is consuming. */
-async function startRole(role: string, url: string, spec: FloorSpec): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ROLE, role, url, JSON.stringify(spec)], {
+async function startRole(role: string, index: number, url: string, spec: FloorSpec): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ROLE, role, url, JSON.stringify(spec), String(index)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const ready = new Promise<void>((resolve, reject) => {

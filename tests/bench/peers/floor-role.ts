@@ -22,7 +22,8 @@ import { ScriptedLoop } from './loop.js';
  * reports on its stdout, in batches (RemoteDeciders in floor-peer.ts). Prints `ready` once
  * consuming; ends at SIGTERM.
  */
-const [role, url, specArgument] = process.argv.slice(2);
+const [role, url, specArgument, indexArgument] = process.argv.slice(2);
+const index = Number(indexArgument);
 const spec = JSON.parse(specArgument!) as FloorSpec;
 const { body } = spec;
 const nc = await connect({ servers: url });
@@ -30,7 +31,7 @@ const js = jetstream(nc);
 const encoder = new TextEncoder();
 
 if (role === 'runner') {
-  await consumeGroup(nc, 'runners', spec, async (message) => {
+  await consumeGroup(nc, 'runners', spec, index, async (message) => {
     const commit = readCommit(message, body);
     if (commit.type !== 'action') return;
     const conversation = conversationOf(message);
@@ -40,7 +41,7 @@ if (role === 'runner') {
   });
 } else if (role === 'projector') {
   const kv = await new Kvm(js).create(FLOOR.bucket, { history: 1 });
-  await consumeGroup(nc, 'projectors', spec, async (message) => {
+  await consumeGroup(nc, 'projectors', spec, index, async (message) => {
     const commit = readCommit(message, body);
     if (commit.type !== 'observation' && commit.type !== 'finish') return;
     await kv.put(
@@ -71,7 +72,7 @@ if (role === 'runner') {
       process.stdout.write('flushed\n');
     }
   });
-  await consumeAsDecider(nc, spec, {
+  await consumeAsDecider(nc, spec, index, {
     model: (conversation, step, maxSteps) => loop.model(conversation, step, maxSteps),
     ran: (conversation) => void reports.push(`run ${conversation} ${performance.timeOrigin + performance.now()}`),
     finished: (conversation) => {

@@ -22,6 +22,7 @@ export async function storedDelivery(
   const stored = await log.jsm.direct.getMessage(log.streamName, { seq });
   if (!stored) throw new Error(`no message ${seq}`);
   const laterQueued = options.laterQueued ?? (() => false);
+  const signal = options.signal ?? new AbortController().signal;
   const eventTypes = options.eventTypes ?? eventTypesOf({ headers: stored.header });
   return {
     ref,
@@ -34,7 +35,18 @@ export async function storedDelivery(
     header: (name) => stored.header?.get(name) ?? '',
     eventSpan: () => undefined,
     laterQueued,
+    laterQueuedWithin: (ms) => becomesTrue(laterQueued, ms, signal),
     deliveryCount: 1,
-    signal: options.signal ?? new AbortController().signal,
+    signal,
   };
+}
+
+/** Resolves true once `check` does (looked at every millisecond), false after `ms` or when the signal aborts. */
+async function becomesTrue(check: () => boolean, ms: number, signal: AbortSignal): Promise<boolean> {
+  const until = performance.now() + ms;
+  while (!check()) {
+    if (signal.aborted || performance.now() >= until) return false;
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  return true;
 }

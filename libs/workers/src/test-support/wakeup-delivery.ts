@@ -17,6 +17,8 @@ export function wakeupDelivery(ref: ConversationRef, reason: CondenserWakeupReas
     header: () => '',
     eventSpan: () => undefined,
     laterQueued: () => false,
+    // nothing is ever queued behind it (the handlers these tests drive never wait for one)
+    laterQueuedWithin: async () => false,
     deliveryCount: 1,
     signal: new AbortController().signal,
   };

@@ -25,6 +25,8 @@ export async function deliveryOf(
     header: (name) => stored.header?.get(name) ?? '',
     eventSpan: () => undefined,
     laterQueued: () => false,
+    // nothing is ever queued behind it (the handlers these tests drive never wait for one)
+    laterQueuedWithin: async () => false,
     deliveryCount,
     signal: new AbortController().signal,
     logger: pino({ level: process.env['FLOTILLA_TEST_LOGS'] ? 'info' : 'silent' }),
