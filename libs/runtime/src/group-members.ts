@@ -21,6 +21,8 @@ export type GroupMembersOptions = {
   readonly onChange: (members: readonly string[]) => void;
   /** An announcement that is not one (logged by the caller; it changes nothing). */
   readonly onInvalid?: (reason: string) => void;
+  /** The subscription failed (e.g. the credential lacks the subject): this instance then ranks itself alone. */
+  readonly onError?: (error: Error) => void;
 };
 
 /**
@@ -53,8 +55,8 @@ export class GroupMembers {
     const members = new GroupMembers(options);
     members.#subscription = options.nc.subscribe(memberSubject(options.group), {
       callback: (error, message) => {
-        if (error) return;
-        members.#heard(message.data);
+        if (error) options.onError?.(error);
+        else members.#heard(message.data);
       },
     });
     members.#announce('hello');

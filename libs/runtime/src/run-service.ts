@@ -15,7 +15,13 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from 'pino';
 import { AckBatch } from './ack-batch.js';
 import { adoptAllocator } from './allocator.js';
-import { startCommitConsumer, type CommitConsumer, type CommitHandler, type PartitionPull } from './commit-consumer.js';
+import {
+  PARTITION_PULL_EXPIRES_MS,
+  startCommitConsumer,
+  type CommitConsumer,
+  type CommitHandler,
+  type PartitionPull,
+} from './commit-consumer.js';
 import { ensureDurableConsumer, ensureGroupConsumers } from './durable-consumer.js';
 import { GroupMembers } from './group-members.js';
 import { OwnCommits } from './own-commits.js';
@@ -123,6 +129,13 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
 
   let consumer: CommitConsumer | undefined;
   let members: GroupMembers | undefined;
+  /**
+   * When the pulls this instance made before a sibling joined (at its old priorities) are all
+   * gone: it is first ready only then, so that what starts at once meets every instance's
+   * partitions where they are ranked (a tool runner's first action there claims the workspace).
+   */
+  let rankedPullsFrom = 0;
+  let rankedOnce = false;
   let heapRelease: HeapRelease | undefined;
   const handler = parts.handler;
   if (handler) {
@@ -159,10 +172,14 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
         instanceId: config.instanceId,
         onChange: (live) => {
           logger.info({ members: live }, 'the group changed: partitions ranked among its live instances');
-          consumer?.prioritize(partitionPriorities(config.instanceId, live));
+          if (!consumer) return;
+          consumer.prioritize(partitionPriorities(config.instanceId, live));
+          rankedPullsFrom = Date.now() + PARTITION_PULL_EXPIRES_MS;
         },
         onInvalid: (reason) => logger.warn({ reason }, 'an announcement on the members subject is not one: ignored'),
+        onError: (error) => logger.error({ err: error }, "cannot follow the group's members: ranking partitions alone"),
       });
+    const rankedAmong = members?.members;
     const partitions = await untilAvailable(`the ${name} consumers`, async (): Promise<PartitionPull[]> => {
       if (!queue)
         return ensureGroupConsumers(jsm, {
@@ -170,7 +187,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
           group: name,
           subjectPrefix: source.subjectPrefix,
           instanceId: config.instanceId,
-          ...(members ? { members: members.members } : {}),
+          ...(rankedAmong ? { members: rankedAmong } : {}),
         });
       await ensureDurableConsumer(jsm, { ...consumerSpec, name, filterSubjects: [`${source.subjectPrefix}.>`] });
       return [];
@@ -204,8 +221,11 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
         ...(ownCommits && !queue ? { ownCommits } : {}),
       }),
     );
-    // the members that came and went while the consumers were made
-    if (members) consumer.prioritize(partitionPriorities(config.instanceId, members.members));
+    // the members that came and went while the consumers were made (their first pulls went out at the ranks before)
+    if (members && members.members !== rankedAmong) {
+      consumer.prioritize(partitionPriorities(config.instanceId, members.members));
+      rankedPullsFrom = Date.now() + PARTITION_PULL_EXPIRES_MS;
+    }
     heapRelease.idle(consumer.inFlight());
   }
   const health = await startHealthServer(
@@ -218,6 +238,7 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
           () => true,
           () => false,
         )) &&
+        (rankedOnce || (rankedOnce = Date.now() >= rankedPullsFrom)) &&
         ((await parts.ready?.()) ?? true),
     },
     metrics,
