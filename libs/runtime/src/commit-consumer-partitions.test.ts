@@ -251,7 +251,6 @@ describe('partitioned groups', () => {
         nc: connection,
         group: 'step-worker',
         instanceId: instance,
-        heartbeatMs: 200,
         onChange: (live) => started.consumer?.prioritize(partitionPriorities(instance, live)),
       });
       const partitions = await ensureGroupConsumers(gateway.jsm, {
