@@ -135,16 +135,16 @@ function partitionConsumerName(group: string, partition: number): string {
 }
 
 /**
- * An instance's score on a partition: a hash of its id and the partition (SHA-256, so an
- * instance's scores on different partitions are independent of each other). Alone, as a priority
- * (modulo PRIORITY_LEVELS), it is what an instance pulls with before it knows its siblings: two
- * instances then tie on a partition one time in PRIORITY_LEVELS, on about 1.6 of 16, and share
- * its commits.
+ * An instance's priority on a partition from its score alone (partitionScore modulo
+ * PRIORITY_LEVELS), for a pull whose group's members are not known (the services know them:
+ * partitionPriorities). Two instances tie on a partition one time in PRIORITY_LEVELS, on about 1.6
+ * of 16, and share its commits.
  */
 export function partitionPriority(instanceId: string, partition: number): number {
   return partitionScore(instanceId, partition) % PRIORITY_LEVELS;
 }
 
+/** An instance's score on a partition: SHA-256 of its id and the partition, so its scores on different partitions are independent. */
 function partitionScore(instanceId: string, partition: number): number {
   return createHash('sha256').update(`${instanceId}#${partition}`).digest().readUInt32BE(0);
 }
@@ -152,7 +152,7 @@ function partitionScore(instanceId: string, partition: number): number {
 /**
  * An instance's priority on each partition among its group's live members (itself counted whether
  * listed or not; announced on memberSubject). Each partition has one owner, at priority 0: the
- * member of best score on it (partitionPriority's hash) among those that own fewer than
+ * member of best score on it (partitionScore) among those that own fewer than
  * ⌈PARTITIONS / members⌉ of the partitions before it, so the owners are spread evenly; the other
  * members follow the owner in order of score. Instances that see the same members agree, so no
  * two tie on a partition, and a partition's next in line is known when its owner dies.

@@ -162,8 +162,6 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
       ackWaitMs: config.ackWaitMs,
       maxAckPending: Math.max(config.concurrency * 4, 256, config.concurrency + config.lookahead),
     };
-    // the events stream: the kinds the group can be owed work by, through its partitions' consumers
-    // too where it has them (libs/bus groupConsumers); a queue of its own: all of it
     // a group that takes conversations by partition ranks its instances among the live ones
     if (!queue && PARTITIONED_GROUPS.includes(name))
       members = await GroupMembers.join({
@@ -180,6 +178,8 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
         onError: (error) => logger.error({ err: error }, "cannot follow the group's members: ranking partitions alone"),
       });
     const rankedAmong = members?.members;
+    // the events stream: the kinds the group can be owed work by, through its partitions' consumers
+    // too where it has them (libs/bus groupConsumers); a queue of its own: all of it
     const partitions = await untilAvailable(`the ${name} consumers`, async (): Promise<PartitionPull[]> => {
       if (!queue)
         return ensureGroupConsumers(jsm, {
