@@ -146,11 +146,28 @@ describe.skipIf(support.kind === 'none')('a sandbox in a cgroup of its own', () 
       // its cgroup made, its processes gone: as a runner killed before closing its sandboxes leaves it
       await run(idle, 'true');
       const [busyDir, idleDir] = [await cgroupDir('pids', 'swept-busy'), await cgroupDir('pids', 'swept-idle')];
+      // the sleeping process is in its cgroup before the sweeps (run() has not waited for it to start)
+      await expect
+        .poll(() => readFile(path.join(busyDir, 'cgroup.procs'), 'utf8').catch(() => ''), { timeout: 5_000 })
+        .not.toBe('');
       // young ones may be a sibling runner's being made: left
       await sweepIdleCgroups(support, 60_000);
       await expect(readdir(idleDir)).resolves.toContain('cgroup.procs');
-      expect(await sweepIdleCgroups(support, 0)).toBeGreaterThan(0);
-      await expect(readdir(idleDir)).rejects.toThrow(/ENOENT/);
+      // the idle one's last process may still be leaving it: the kernel refuses its removal until then
+      let swept = 0;
+      await expect
+        .poll(
+          async () => {
+            swept += await sweepIdleCgroups(support, 0);
+            return readdir(idleDir).then(
+              () => 'there',
+              () => 'gone',
+            );
+          },
+          { timeout: 5_000 },
+        )
+        .toBe('gone');
+      expect(swept).toBeGreaterThan(0);
       await expect(readdir(busyDir)).resolves.toContain('cgroup.procs');
       expect((await running).code).toBe(0);
       expect(await run(idle, 'echo again')).toMatchObject({ output: 'again\n', code: 0 });
