@@ -30,24 +30,48 @@ describe('partitioned groups', () => {
     return ids;
   };
 
-  it("delivers each conversation's commits to the live instance holding its partition, and moves them at once when it dies or a better one starts", async () => {
+  /** One commit handled: of which conversation, on which partition, by which instance. */
+  type Handled = { readonly conversation: string; readonly partition: number; readonly instance: string };
+
+  /**
+   * A stream of its own and instances of the step-worker group consuming it, each on a connection
+   * of its own; every commit any of them handles is logged in `handled`, in order.
+   */
+  const partitionedGroup = async () => {
     const name = uniqueName('CC');
     const prefix = `t.${name.toLowerCase()}`;
     const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
-    const [a, b, c] = distinctIds(3) as [string, string, string];
-    const handled = new Map<string, Set<string>>();
-    const partitionOf = new Map<string, number>();
-    let count = 0;
-    const start = async (instance: string) => {
+    const handled: Handled[] = [];
+    const tails = new Map<string, { streamSeq: number; lastSeq: number }>();
+    /**
+     * An instance: `announce`, it joins the group's members and ranks itself among them;
+     * `concurrency`, how many commits it runs at once; `hold`, what a commit it handles waits on.
+     */
+    const start = async (
+      instance: string,
+      options: { announce?: boolean; concurrency?: number; hold?: Promise<void> } = {},
+    ) => {
       const connection = await connect({ servers: server.url });
+      // the consumer, once started, is told of every change of members
+      const started: { consumer?: CommitConsumer } = {};
+      const members = options.announce
+        ? await GroupMembers.join({
+            nc: connection,
+            group: 'step-worker',
+            instanceId: instance,
+            onChange: (live) => started.consumer?.prioritize(partitionPriorities(instance, live)),
+          })
+        : undefined;
       const partitions = await ensureGroupConsumers(gateway.jsm, {
         stream: name,
         group: 'step-worker',
         subjectPrefix: prefix,
         instanceId: instance,
+        members: members?.members,
         ackWaitMs: 30_000,
         maxAckPending: 1_000,
       });
+      const metrics = new ServiceMetrics('test');
       const consumer = await startCommitConsumer({
         js: jetstream(connection),
         stream: name,
@@ -56,49 +80,54 @@ describe('partitioned groups', () => {
         subjectPrefix: prefix,
         ackWaitMs: 30_000,
         logger: pino({ level: 'silent' }),
-        metrics: new ServiceMetrics('test'),
-        concurrency: 64,
+        metrics,
+        concurrency: options.concurrency ?? 64,
         handler: async (delivery) => {
-          const conversation = delivery.ref!.conversation;
-          partitionOf.set(conversation, Number(delivery.subject.split('.').at(-1)));
-          handled.set(conversation, (handled.get(conversation) ?? new Set()).add(instance));
-          count += 1;
+          handled.push({
+            conversation: delivery.ref!.conversation,
+            partition: Number(delivery.subject.split('.').at(-1)),
+            instance,
+          });
+          await options.hold;
           return { ack: true, outcome: 'ok' };
         },
       });
-      return { connection, consumer };
+      started.consumer = consumer;
+      /** Says goodbye (when it announced itself), stops consuming and closes its connection; once. */
+      let stopped: Promise<void> | undefined;
+      const stop = () =>
+        (stopped ??= (async () => {
+          members?.leave();
+          await consumer.stop().catch(() => undefined);
+          await connection.close().catch(() => undefined);
+        })());
+      return { connection, consumer, members, metrics, stop };
+    };
+    /** One user message to `conversation`, after its last. */
+    const append = async (conversation: string): Promise<void> => {
+      const ref = { tenant: 'acme', conversation };
+      const text = draftEvent({ ...ref, source: 'user' }, 'message', {
+        role: 'user',
+        content: [{ type: 'text', text: 'hi' }],
+      });
+      const appended = await gateway.append(ref, [text], {
+        expected: tails.get(conversation) ?? { streamSeq: 0, lastSeq: 0 },
+      });
+      tails.set(conversation, { streamSeq: appended.streamSeq, lastSeq: appended.lastSeq });
     };
     const conversations = Array.from({ length: 64 }, (_, index) => `c${index}`);
-    const tails = new Map<string, { streamSeq: number; lastSeq: number }>(
-      conversations.map((conversation) => [conversation, { streamSeq: 0, lastSeq: 0 }]),
-    );
-    const round = async (): Promise<void> => {
-      const before = count;
-      handled.clear();
-      for (const conversation of conversations) {
-        const ref = { tenant: 'acme', conversation };
-        const appended = await gateway.append(
-          ref,
-          [
-            draftEvent({ ...ref, source: 'user' }, 'message', {
-              role: 'user',
-              content: [{ type: 'text', text: 'hi' }],
-            }),
-          ],
-          { expected: tails.get(conversation)! },
-        );
-        tails.set(conversation, { streamSeq: appended.streamSeq, lastSeq: appended.lastSeq });
+    /** One commit to each of 64 conversations; who handled each, and on which partition. */
+    const round = async (): Promise<Map<string, { partition: number; by: string[] }>> => {
+      const before = handled.length;
+      for (const conversation of conversations) await append(conversation);
+      await expect.poll(() => handled.length - before, { timeout: 10_000 }).toBe(conversations.length);
+      const byConversation = new Map<string, { partition: number; by: string[] }>();
+      for (const entry of handled.slice(before)) {
+        const seen = byConversation.get(entry.conversation) ?? { partition: entry.partition, by: [] };
+        byConversation.set(entry.conversation, { ...seen, by: [...new Set([...seen.by, entry.instance])] });
       }
-      await expect.poll(() => count - before, { timeout: 10_000 }).toBe(conversations.length);
+      return byConversation;
     };
-    /** Who handled each conversation this round, and who holds its partition among `live` (the best priority). */
-    const holders = (live: readonly string[]) =>
-      conversations.map((conversation) => {
-        const partition = partitionOf.get(conversation)!;
-        const best = [...live].sort((x, y) => partitionPriority(x, partition) - partitionPriority(y, partition))[0];
-        return { conversation, handledBy: [...handled.get(conversation)!], holder: best };
-      });
-
     /** Until every partition's consumer holds a waiting pull of each of `instances` live instances. */
     const pullsWaiting = async (instances: number): Promise<void> => {
       await expect
@@ -117,113 +146,67 @@ describe('partitioned groups', () => {
         )
         .toBeGreaterThanOrEqual(instances);
     };
-    const first = await start(a);
-    const second = await start(b);
+    return { start, append, round, pullsWaiting, handled };
+  };
+
+  it("delivers each conversation's commits to the live instance holding its partition, and moves them at once when it dies or a better one starts", async () => {
+    const group = await partitionedGroup();
+    const [a, b, c] = distinctIds(3) as [string, string, string];
+    /** The holder of `partition` among `live`: the best priority. */
+    const holder = (live: readonly string[], partition: number) =>
+      [...live].sort((x, y) => partitionPriority(x, partition) - partitionPriority(y, partition))[0];
+    const first = await group.start(a);
+    const second = await group.start(b);
     try {
-      await pullsWaiting(2);
-      await round();
-      for (const entry of holders([a, b])) expect(entry.handledBy).toEqual([entry.holder]);
-      expect(new Set(holders([a, b]).map((entry) => entry.holder)).size).toBe(2);
+      await group.pullsWaiting(2);
+      const both = await group.round();
+      for (const { partition, by } of both.values()) expect(by).toEqual([holder([a, b], partition)]);
+      expect(new Set([...both.values()].map(({ partition }) => holder([a, b], partition))).size).toBe(2);
 
       // the holder of half the partitions dies without a word (its connection gone, as a SIGKILL leaves it);
       // once the server has seen it go (a commit delivered in the instant before comes back after the ack wait)
       await serverSawClose(first.connection);
-      await round();
-      for (const entry of holders([b])) expect(entry.handledBy).toEqual([b]);
+      for (const { by } of (await group.round()).values()) expect(by).toEqual([b]);
 
       // a new instance takes the partitions it ranks best on at once
-      const third = await start(c);
+      const third = await group.start(c);
       try {
-        await pullsWaiting(2);
-        await round();
-        const now = holders([b, c]);
-        for (const entry of now) expect(entry.handledBy).toEqual([entry.holder]);
-        expect(now.some((entry) => entry.holder === c)).toBe(true);
+        await group.pullsWaiting(2);
+        const now = await group.round();
+        for (const { partition, by } of now.values()) expect(by).toEqual([holder([b, c], partition)]);
+        expect([...now.values()].some(({ by }) => by[0] === c)).toBe(true);
       } finally {
-        await third.consumer.stop();
-        await third.connection.close();
+        await third.stop();
       }
     } finally {
-      await second.consumer.stop();
-      await second.connection.close();
-      await first.consumer.stop().catch(() => undefined);
+      await second.stop();
+      await first.stop();
     }
   }, 60_000);
 
   it("hands a partition's commit back when the instance holding the partition is full, so an idle sibling runs it at once", async () => {
-    const name = uniqueName('CC');
-    const prefix = `t.${name.toLowerCase()}`;
-    const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
+    const group = await partitionedGroup();
     const [busy, idle] = distinctIds(2) as [string, string];
     let release!: () => void;
     const blocked = new Promise<void>((resolve) => (release = resolve));
-    const handled: { conversation: string; partition: number; instance: string; deliveryCount: number }[] = [];
-    const start = async (instance: string) => {
-      const partitions = await ensureGroupConsumers(gateway.jsm, {
-        stream: name,
-        group: 'step-worker',
-        subjectPrefix: prefix,
-        instanceId: instance,
-        ackWaitMs: 30_000,
-        maxAckPending: 1_000,
-      });
-      const metrics = new ServiceMetrics('test');
-      const consumer = await startCommitConsumer({
-        js: jetstream(nc),
-        stream: name,
-        consumer: 'step-worker',
-        partitions,
-        subjectPrefix: prefix,
-        ackWaitMs: 30_000,
-        logger: pino({ level: 'silent' }),
-        metrics,
-        // one commit at a time and none held beyond it
-        concurrency: 1,
-        handler: async (delivery) => {
-          handled.push({
-            conversation: delivery.ref!.conversation,
-            partition: Number(delivery.subject.split('.').at(-1)),
-            instance,
-            deliveryCount: delivery.deliveryCount,
-          });
-          if (instance === busy) await blocked;
-          return { ack: true, outcome: 'ok' };
-        },
-      });
-      return { consumer, metrics };
-    };
-    const first = await start(busy);
-    const second = await start(idle);
+    // one commit at a time and none held beyond it
+    const first = await group.start(busy, { concurrency: 1, hold: blocked });
+    const second = await group.start(idle, { concurrency: 1 });
     try {
       // the first commit keeps `busy` full (it holds every partition it ranks best on)
-      const append = (conversation: string) =>
-        gateway.append(
-          { tenant: 'acme', conversation },
-          [
-            draftEvent({ tenant: 'acme', conversation, source: 'user' }, 'message', {
-              role: 'user',
-              content: [{ type: 'text', text: 'hi' }],
-            }),
-          ],
-          { expected: { streamSeq: 0, lastSeq: 0 } },
-        );
       const holds = (partition: number) => partitionPriority(busy, partition) < partitionPriority(idle, partition);
-      let blocker = 0;
-      for (; ; blocker += 1) {
-        await append(`first-${blocker}`);
-        await expect.poll(() => handled.length, { timeout: 5_000 }).toBe(blocker + 1);
-        if (handled.at(-1)!.instance === busy) break;
+      for (let blocker = 0; ; blocker += 1) {
+        await group.append(`first-${blocker}`);
+        await expect.poll(() => group.handled.length, { timeout: 5_000 }).toBe(blocker + 1);
+        if (group.handled.at(-1)!.instance === busy) break;
       }
       // while it is full, every other conversation is run by the idle one, those of busy's partitions included
       const others = Array.from({ length: 12 }, (_, index) => `later-${index}`);
-      for (const conversation of others) await append(conversation);
-      await expect
-        .poll(() => handled.filter((entry) => entry.conversation.startsWith('later-')).length, { timeout: 10_000 })
-        .toBe(others.length);
-      const later = handled.filter((entry) => entry.conversation.startsWith('later-'));
-      expect(later.every((entry) => entry.instance === idle)).toBe(true);
-      const handedBack = later.filter((entry) => holds(entry.partition));
-      expect(handedBack.length).toBeGreaterThan(0);
+      for (const conversation of others) await group.append(conversation);
+      const later = () => group.handled.filter((entry) => entry.conversation.startsWith('later-'));
+      await expect.poll(() => later().length, { timeout: 10_000 }).toBe(others.length);
+      expect(later().every((entry) => entry.instance === idle)).toBe(true);
+      expect(later().filter((entry) => holds(entry.partition)).length).toBeGreaterThan(0);
       expect(
         (await first.metrics.registry.getSingleMetricAsString('flotilla_commits_handled_total')).includes(
           'outcome="handed_back_full"',
@@ -231,82 +214,18 @@ describe('partitioned groups', () => {
       ).toBe(true);
     } finally {
       release();
-      await first.consumer.stop();
-      await second.consumer.stop();
+      await first.stop();
+      await second.stop();
     }
   }, 60_000);
 
   it('ranks the instances that announce themselves among each other: each owns half the partitions, none shares one, and a leaving one hands its half over', async () => {
-    const name = uniqueName('CC');
-    const prefix = `t.${name.toLowerCase()}`;
-    const gateway = await EventLog.open(nc, { streamName: name, subjectPrefix: prefix, writer: 'gateway' });
-    const handled = new Map<string, Set<string>>();
-    const partitionOf = new Map<string, number>();
-    let count = 0;
-    const start = async (instance: string) => {
-      const connection = await connect({ servers: server.url });
-      // the consumer, once started, is told of every change of members
-      const started: { consumer?: CommitConsumer } = {};
-      const members = await GroupMembers.join({
-        nc: connection,
-        group: 'step-worker',
-        instanceId: instance,
-        onChange: (live) => started.consumer?.prioritize(partitionPriorities(instance, live)),
-      });
-      const partitions = await ensureGroupConsumers(gateway.jsm, {
-        stream: name,
-        group: 'step-worker',
-        subjectPrefix: prefix,
-        instanceId: instance,
-        members: members.members,
-        ackWaitMs: 30_000,
-        maxAckPending: 1_000,
-      });
-      const consumer = await startCommitConsumer({
-        js: jetstream(connection),
-        stream: name,
-        consumer: 'step-worker',
-        partitions,
-        subjectPrefix: prefix,
-        ackWaitMs: 30_000,
-        logger: pino({ level: 'silent' }),
-        metrics: new ServiceMetrics('test'),
-        concurrency: 64,
-        handler: async (delivery) => {
-          const conversation = delivery.ref!.conversation;
-          partitionOf.set(conversation, Number(delivery.subject.split('.').at(-1)));
-          handled.set(conversation, (handled.get(conversation) ?? new Set()).add(instance));
-          count += 1;
-          return { ack: true, outcome: 'ok' };
-        },
-      });
-      started.consumer = consumer;
-      return { connection, consumer, members };
-    };
-    const conversations = Array.from({ length: 64 }, (_, index) => `c${index}`);
-    const tails = new Map(conversations.map((conversation) => [conversation, { streamSeq: 0, lastSeq: 0 }]));
-    /** One commit to each conversation; who handled each. */
-    const round = async (): Promise<Map<string, Set<string>>> => {
-      const before = count;
-      handled.clear();
-      for (const conversation of conversations) {
-        const ref = { tenant: 'acme', conversation };
-        const text = draftEvent({ ...ref, source: 'user' }, 'message', {
-          role: 'user',
-          content: [{ type: 'text', text: 'hi' }],
-        });
-        const appended = await gateway.append(ref, [text], { expected: tails.get(conversation)! });
-        tails.set(conversation, { streamSeq: appended.streamSeq, lastSeq: appended.lastSeq });
-      }
-      await expect.poll(() => count - before, { timeout: 10_000 }).toBe(conversations.length);
-      return new Map(handled);
-    };
-
-    const a = await start('instance-a');
-    const b = await start('instance-b');
+    const group = await partitionedGroup();
+    const a = await group.start('instance-a', { announce: true });
+    const b = await group.start('instance-b', { announce: true });
     try {
-      await expect.poll(() => a.members.members, { timeout: 5_000 }).toEqual(['instance-a', 'instance-b']);
-      expect(b.members.members).toEqual(['instance-a', 'instance-b']);
+      await expect.poll(() => a.members!.members, { timeout: 5_000 }).toEqual(['instance-a', 'instance-b']);
+      expect(b.members!.members).toEqual(['instance-a', 'instance-b']);
       // the first instance's pulls from before it knew of the second expire, and its next ones carry its new priorities
       await new Promise((resolve) => setTimeout(resolve, PARTITION_PULL_EXPIRES_MS + 500));
       // two rounds: on a partition two instances tied on, the server would alternate its commits between them
@@ -314,25 +233,21 @@ describe('partitioned groups', () => {
         ['instance-a', 'instance-b'].find(
           (instance) => partitionPriorities(instance, ['instance-a', 'instance-b'])[partition] === 0,
         );
-      for (const shared of [await round(), await round()])
-        for (const [conversation, by] of shared) expect([...by]).toEqual([ownerOf(partitionOf.get(conversation)!)]);
+      const rounds = [await group.round(), await group.round()];
+      for (const { partition, by } of rounds.flatMap((round) => [...round.values()]))
+        expect(by).toEqual([ownerOf(partition)]);
       const owned = (instance: string) =>
         partitionPriorities(instance, ['instance-a', 'instance-b']).filter((priority) => priority === 0).length;
       expect([owned('instance-a'), owned('instance-b')]).toEqual([PARTITIONS / 2, PARTITIONS / 2]);
-      expect(new Set([...partitionOf.values()].map(ownerOf)).size).toBe(2);
+      expect(new Set([...rounds[0]!.values()].map(({ partition }) => ownerOf(partition))).size).toBe(2);
 
       // a graceful stop says goodbye: the other ranks itself alone at once, and runs everything
-      a.members.leave();
-      await a.consumer.stop();
-      await expect.poll(() => b.members.members, { timeout: 1_000 }).toEqual(['instance-b']);
-      const alone = await round();
-      expect([...alone.values()].every((set) => set.size === 1 && set.has('instance-b'))).toBe(true);
+      await a.stop();
+      await expect.poll(() => b.members!.members, { timeout: 1_000 }).toEqual(['instance-b']);
+      for (const { by } of (await group.round()).values()) expect(by).toEqual(['instance-b']);
     } finally {
-      b.members.leave();
-      await b.consumer.stop();
-      await a.consumer.stop().catch(() => undefined);
-      await a.connection.close();
-      await b.connection.close();
+      await b.stop();
+      await a.stop();
     }
   }, 60_000);
 
