@@ -45,6 +45,7 @@ export {
   PARTITIONS,
   partitionPriority,
   partitionPriorities,
+  partitionOwners,
   memberSubject,
   PURGE_SUBJECT,
   RunnerSubjects,

@@ -4,6 +4,7 @@ import {
   groupConsumerNames,
   groupConsumers,
   PARTITIONS,
+  partitionOwners,
   partitionPriorities,
   partitionPriority,
 } from './layout.js';
@@ -81,8 +82,16 @@ describe('partitions', () => {
         if (size === 2) expect(owned).toEqual([8, 8]);
         // listed or not, an instance counts itself; order and repeats do not matter
         expect(partitionPriorities(members[0]!, [...members].reverse().slice(0, -1).concat(members))).toEqual(table[0]);
+        // what any instance (a member or not) reads as each partition's owner is the member at priority 0 there
+        expect(partitionOwners([...members].reverse())).toEqual(
+          Array.from({ length: PARTITIONS }, (_, partition) => members[table.findIndex((row) => row[partition] === 0)]),
+        );
       }
     }
+  });
+
+  it('names no owner where no member is known', () => {
+    expect(partitionOwners([])).toEqual([]);
   });
 
   it('moves few partitions when a member joins or leaves', () => {
@@ -90,12 +99,8 @@ describe('partitions', () => {
     const trials = 200;
     for (let trial = 0; trial < trials; trial += 1) {
       const members = [0, 1, 2].map((index) => `step-worker-${trial}-${index}`);
-      const owners = (live: readonly string[]): string[] =>
-        Array.from({ length: PARTITIONS }, (_, partition) =>
-          live.find((member) => partitionPriorities(member, live)[partition] === 0)!,
-        );
-      const three = owners(members);
-      const two = owners(members.slice(0, 2));
+      const three = partitionOwners(members);
+      const two = partitionOwners(members.slice(0, 2));
       moved += three.filter((owner, partition) => owner !== members[2] && owner !== two[partition]).length;
     }
     // the leaving member's partitions move; of the others', few (each may take one more to stay even)

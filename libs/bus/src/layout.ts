@@ -150,15 +150,13 @@ function partitionScore(instanceId: string, partition: number): number {
 }
 
 /**
- * An instance's priority on each partition among its group's live members (itself counted whether
- * listed or not; announced on memberSubject). Each partition has one owner, at priority 0: the
+ * Each partition's members in rank order (`members` deduplicated). Its owner comes first: the
  * member of best score on it (partitionScore) among those that own fewer than
  * ⌈PARTITIONS / members⌉ of the partitions before it, so the owners are spread evenly; the other
- * members follow the owner in order of score. Instances that see the same members agree, so no
- * two tie on a partition, and a partition's next in line is known when its owner dies.
+ * members follow the owner in order of score. Instances that see the same members agree.
  */
-export function partitionPriorities(instanceId: string, members: Iterable<string>): number[] {
-  const all = [...new Set([...members, instanceId])].sort();
+function rankPartitions(members: Iterable<string>): string[][] {
+  const all = [...new Set(members)].sort();
   const most = Math.ceil(PARTITIONS / all.length);
   const owned = new Map<string, number>();
   return Array.from({ length: PARTITIONS }, (_, partition) => {
@@ -166,9 +164,26 @@ export function partitionPriorities(instanceId: string, members: Iterable<string
     const ranked = [...all].sort((a, b) => scores.get(b)! - scores.get(a)! || (a < b ? -1 : 1));
     const owner = ranked.find((member) => (owned.get(member) ?? 0) < most)!;
     owned.set(owner, (owned.get(owner) ?? 0) + 1);
-    const rank = instanceId === owner ? 0 : 1 + ranked.filter((member) => member !== owner).indexOf(instanceId);
-    return Math.min(rank, PRIORITY_LEVELS - 1);
+    return [owner, ...ranked.filter((member) => member !== owner)];
   });
+}
+
+/**
+ * An instance's priority on each partition among its group's live members (itself counted whether
+ * listed or not; announced on memberSubject): 0 on the partitions it owns, its place after the
+ * owner elsewhere (rankPartitions). No two tie on a partition, and a partition's next in line is
+ * known when its owner dies.
+ */
+export function partitionPriorities(instanceId: string, members: Iterable<string>): number[] {
+  return rankPartitions([...members, instanceId]).map((ranked) =>
+    Math.min(ranked.indexOf(instanceId), PRIORITY_LEVELS - 1),
+  );
+}
+
+/** Each partition's owner among the group's live members (an empty list: none). */
+export function partitionOwners(members: Iterable<string>): string[] {
+  const all = [...members];
+  return all.length === 0 ? [] : rankPartitions(all).map((ranked) => ranked[0]!);
 }
 
 /** The core subject on which a partitioned group's instances announce that they are alive, or leaving. */

@@ -50,16 +50,16 @@ export function legacyConversationSubject(prefix: string, ref: ConversationRef):
 function commitTokens(
   prefix: string,
   subject: string,
-): { tenant: string; conversation: string; kind: CommitKind | undefined } | undefined {
+): { tenant: string; conversation: string; kind: CommitKind | undefined; partition: number | undefined } | undefined {
   if (!subject.startsWith(`${prefix}.`)) return undefined;
   const tokens = subject.slice(prefix.length + 1).split('.');
   const [tenant, conversation, kind, partition] = tokens as [string, string, string | undefined, string | undefined];
   if (tokens.length > 4 || tokens.length < 2 || !isSubjectToken(tenant) || !isSubjectToken(conversation))
     return undefined;
-  if (kind === undefined) return { tenant, conversation, kind: undefined };
+  if (kind === undefined) return { tenant, conversation, kind: undefined, partition: undefined };
   if (!isCommitKind(kind)) return undefined;
   if (partition !== undefined && !isPartition(partition)) return undefined;
-  return { tenant, conversation, kind };
+  return { tenant, conversation, kind, partition: partition === undefined ? undefined : Number(partition) };
 }
 
 function isPartition(token: string): boolean {
@@ -75,4 +75,9 @@ export function parseConversationSubject(prefix: string, subject: string): Conve
 /** The kind a commit's subject carries; `undefined` for the legacy layout or a subject outside the layouts. */
 export function subjectKind(prefix: string, subject: string): CommitKind | undefined {
   return commitTokens(prefix, subject)?.kind;
+}
+
+/** The partition a stored commit's subject carries; `undefined` for the layouts without one or a subject outside them. */
+export function subjectPartition(prefix: string, subject: string): number | undefined {
+  return commitTokens(prefix, subject)?.partition;
 }

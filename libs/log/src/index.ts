@@ -16,6 +16,7 @@ export {
   legacyConversationSubject,
   parseConversationSubject,
   subjectKind,
+  subjectPartition,
 } from './conversation-ref.js';
 export type { ConversationRef } from './conversation-ref.js';
 export { EMPTY_TAIL, tailOf } from './stored-commit.js';

@@ -8,6 +8,7 @@ import {
   legacyConversationSubject,
   parseConversationSubject,
   subjectKind,
+  subjectPartition,
   type ConversationRef,
 } from './conversation-ref.js';
 import { EMPTY_TAIL } from './stored-commit.js';
@@ -192,7 +193,7 @@ describe('logs written before commits carried their kind', () => {
 });
 
 describe('commit subjects of every layout', () => {
-  it('name their conversation and kind as stored now, before partitions and before kinds, and nothing else', () => {
+  it('name their conversation, kind and partition as stored now, before partitions and before kinds, and nothing else', () => {
     const prefix = 'flotilla.ev';
     expect(parseConversationSubject(prefix, 'flotilla.ev.acme.c1.step.15')).toEqual({
       tenant: 'acme',
@@ -202,6 +203,10 @@ describe('commit subjects of every layout', () => {
     expect(subjectKind(prefix, 'flotilla.ev.acme.c1.tool')).toBe('tool');
     expect(parseConversationSubject(prefix, 'flotilla.ev.acme.c1')).toEqual({ tenant: 'acme', conversation: 'c1' });
     expect(subjectKind(prefix, 'flotilla.ev.acme.c1')).toBeUndefined();
+    expect(subjectPartition(prefix, 'flotilla.ev.acme.c1.step.15')).toBe(15);
+    expect(subjectPartition(prefix, 'flotilla.ev.acme.c1.step.0')).toBe(0);
+    expect(subjectPartition(prefix, 'flotilla.ev.acme.c1.step')).toBeUndefined();
+    expect(subjectPartition(prefix, 'flotilla.ev.acme.c1')).toBeUndefined();
     for (const subject of [
       'flotilla.ev.acme.c1.step.16',
       'flotilla.ev.acme.c1.step.01',
@@ -212,6 +217,7 @@ describe('commit subjects of every layout', () => {
       'other.acme.c1.step.1',
     ]) {
       expect(parseConversationSubject(prefix, subject), subject).toBeUndefined();
+      expect(subjectPartition(prefix, subject), subject).toBeUndefined();
     }
   });
 });

@@ -3,6 +3,7 @@ import {
   connectBus,
   describeBus,
   PARTITIONED_GROUPS,
+  partitionOwners,
   partitionPriorities,
   SELF_CONTINUING,
   UnsupportedServerError,
@@ -44,6 +45,11 @@ export type ServiceContext = {
   readonly interrupts: InterruptRegistry;
   /** Runs `call` again while NATS is transiently unavailable (a leader election, a node restarting), then fails. */
   untilAvailable<T>(what: string, call: () => Promise<T>): Promise<T>;
+  /**
+   * The live instance of this service's group that owns `partition` (libs/bus partitionOwners):
+   * undefined until the group's members are heard, and for a group not partitioned.
+   */
+  partitionOwner(partition: number): string | undefined;
 };
 
 export type ServiceParts = {
@@ -124,11 +130,30 @@ export async function runService(definition: ServiceDefinition): Promise<void> {
   interrupts.listen(nc, undefined, (error) =>
     logger.error({ err: error }, 'interrupts cannot be followed: in-flight work will not be cancelled by an interrupt'),
   );
-  const context: ServiceContext = { config, logger, metrics, nc, js, jsm, log, interrupts, untilAvailable };
+  let members: GroupMembers | undefined;
+  /** Each partition's owner among the members last heard (ranked once per change of members). */
+  let owners: { readonly among: readonly string[]; readonly owners: readonly string[] } | undefined;
+  const partitionOwner = (partition: number): string | undefined => {
+    const live = members?.members;
+    if (live === undefined) return undefined;
+    if (owners?.among !== live) owners = { among: live, owners: partitionOwners(live) };
+    return owners.owners[partition];
+  };
+  const context: ServiceContext = {
+    config,
+    logger,
+    metrics,
+    nc,
+    js,
+    jsm,
+    log,
+    interrupts,
+    untilAvailable,
+    partitionOwner,
+  };
   const parts = await definition.start(context);
 
   let consumer: CommitConsumer | undefined;
-  let members: GroupMembers | undefined;
   /**
    * When the pulls this instance made before a sibling joined (at its old priorities) are all
    * gone: it is first ready only then, so that what starts at once meets every instance's

@@ -34,6 +34,8 @@ export const RunnerHeader = {
   Tenant: 'Flotilla-Tenant',
   Conversation: 'Flotilla-Conversation',
   StreamSeq: 'Flotilla-Stream-Seq',
+  /** On a forwarded wake-up: no live runner owns the workspace, and the receiver owns the conversation's partition: it claims the workspace. */
+  Claim: 'Flotilla-Claim',
 } as const;
 
 /**

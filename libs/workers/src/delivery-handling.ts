@@ -1,5 +1,12 @@
-import type { ConversationRef } from '@flotilla/log';
-import { RunnerHeader, RunnerSubjects, type CommitHandler, type Delivery, type HandleOutcome } from '@flotilla/runtime';
+import { subjectPartition, type ConversationRef } from '@flotilla/log';
+import {
+  RunnerHeader,
+  RunnerSubjects,
+  type CommitHandler,
+  type Delivery,
+  type HandleOutcome,
+  type WorkspaceOwner,
+} from '@flotilla/runtime';
 import { inSpan, TRACEPARENT_HEADER } from '@flotilla/tracing';
 import { headers } from '@nats-io/transport-node';
 import { isOutcome, isStillTail, loadDelivered, NOT_TAIL } from './at-tail.js';
@@ -11,8 +18,10 @@ import type { ToolRunnerContext } from './tool-runner-context.js';
 /**
  * The tool runner's handler of delivered commits: decides from the log what is due, and has the
  * workspace's owner run it. This runner runs it when it owns the workspace, or when no live
- * runner does (it claims it, taking a dead owner's over); a delivery for a workspace another live
- * runner owns is forwarded to it (with the commit delivered), and that runner runs the batch.
+ * runner does and this one owns the conversation's partition (it claims it, taking a dead owner's
+ * over); a delivery for a workspace another live runner owns is forwarded to it (with the commit
+ * delivered), and that runner runs the batch. One no live runner owns is forwarded to the owner
+ * of its partition, to claim.
  */
 export function createDeliveryHandler(context: ToolRunnerContext, batches: BatchExecution): CommitHandler {
   const { deps, inForce, ownership } = context;
@@ -49,17 +58,54 @@ export function createDeliveryHandler(context: ToolRunnerContext, batches: Batch
         ? owner.runner
         : undefined);
     if (peer !== undefined) return await forwardWake(context, delivery, ref, home, peer);
-    const tookOver = owner !== undefined && owner.runner !== '' && owner.runner !== deps.runnerId;
-    if (owner?.runner !== deps.runnerId && !(await deps.runners.claim(home, deps.runnerId, owner))) {
-      return { ack: false, outcome: 'claim_lost', delayMs: 200 };
-    }
-    ownership.confirmOwned(home, asked);
-    if (tookOver) delivery.logger.info({ previousOwner: owner?.runner }, 'took over the workspace');
+    // no live runner owns it: the owner of its partition takes it, which the group's commits of
+    // the conversation go to (a commit delivered elsewhere: its owner was full, or between pulls)
+    const holder = holderOf(context, delivery, ref, home);
+    if (holder !== undefined) return await forwardWake(context, delivery, ref, home, holder, { claim: true });
+    const taken = await takeWorkspace(context, home, owner, asked);
+    if (!taken.taken) return { ack: false, outcome: 'claim_lost', delayMs: 200 };
+    if (taken.from !== undefined) delivery.logger.info({ previousOwner: taken.from }, 'took over the workspace');
+    const tookOver = taken.from !== undefined;
     await inSpan('tool_batch', commitSpan(delivery, ref, { 'flotilla.took_over': tookOver }), () =>
       batches.executeFor(ref, tookOver, delivery.signal, conversation),
     );
     return { ack: true, outcome: 'executed' };
   };
+}
+
+/**
+ * The live runner that owns the partition of the delivered commit, when it is another runner and
+ * the workspace is the conversation's own (a sub-agent's shared workspace follows its parent's
+ * claims, wherever its own commits go).
+ */
+function holderOf(
+  { deps }: ToolRunnerContext,
+  delivery: Delivery,
+  ref: ConversationRef,
+  home: ConversationRef,
+): string | undefined {
+  if (home.tenant !== ref.tenant || home.conversation !== ref.conversation) return undefined;
+  const partition = subjectPartition(deps.log.subjectPrefix, delivery.subject);
+  const holder = partition === undefined ? undefined : deps.partitionOwner?.(partition);
+  return holder === deps.runnerId ? undefined : holder;
+}
+
+/**
+ * Takes the workspace for this runner, by CAS against `owner` (read at `asked`: none, a dead
+ * runner, or this one); whether it holds it now, and the dead runner it took it over from.
+ */
+async function takeWorkspace(
+  { deps, ownership }: ToolRunnerContext,
+  home: ConversationRef,
+  owner: WorkspaceOwner | undefined,
+  asked: number,
+): Promise<{ readonly taken: boolean; readonly from?: string }> {
+  if (owner?.runner !== deps.runnerId && !(await deps.runners.claim(home, deps.runnerId, owner)))
+    return { taken: false };
+  ownership.confirmOwned(home, asked);
+  return owner !== undefined && owner.runner !== '' && owner.runner !== deps.runnerId
+    ? { taken: true, from: owner.runner }
+    : { taken: true };
 }
 
 /**
@@ -72,12 +118,14 @@ async function forwardWake(
   ref: ConversationRef,
   home: ConversationRef,
   peer: string,
+  options: { readonly claim?: boolean } = {},
 ): Promise<HandleOutcome> {
   try {
     const forward = headers();
     forward.set(RunnerHeader.Tenant, ref.tenant);
     forward.set(RunnerHeader.Conversation, ref.conversation);
     forward.set(RunnerHeader.StreamSeq, String(delivery.streamSeq));
+    if (options.claim) forward.set(RunnerHeader.Claim, '1');
     const traceparent = delivery.header(TRACEPARENT_HEADER);
     if (traceparent) forward.set(TRACEPARENT_HEADER, traceparent);
     const reply = await deps.nc.request(RunnerSubjects.wake(peer), delivery.message.data, {
@@ -114,16 +162,34 @@ export function executeForwarded(
   );
 }
 
-async function runForwarded({ deps }: ToolRunnerContext, batches: BatchExecution, forwarded: Forwarded): Promise<void> {
+async function runForwarded(context: ToolRunnerContext, batches: BatchExecution, forwarded: Forwarded): Promise<void> {
+  const { deps } = context;
   const { ref, streamSeq, data } = forwarded;
-  const cached = deps.cache.peek(ref);
   // Forwarded here because another runner read that this one owns the workspace, at a time this
   // runner does not know: its ownership is not noted from that (its own deliveries read it once).
-  if (!cached || cached.tail.streamSeq >= streamSeq || batches.busy(ref)) return batches.executeFor(ref, false);
+  // Or, to claim, because this runner owns the conversation's partition and no live runner owns
+  // the workspace: it takes it, unless another runner did first (the sender asks that one next).
+  const tookOver = forwarded.claim ? await claimForwarded(context, ref) : false;
+  const cached = deps.cache.peek(ref);
+  if (!cached || cached.tail.streamSeq >= streamSeq || batches.busy(ref)) return batches.executeFor(ref, tookOver);
   const loaded = await deps.cache.load(ref, streamSeq, {
     subject: deps.log.filter(ref),
     seq: streamSeq,
     data,
   });
-  return batches.executeFor(ref, false, undefined, loaded);
+  return batches.executeFor(ref, tookOver, undefined, loaded);
+}
+
+/** Takes the workspace a claim was forwarded for; whether from a dead owner. Throws when another live runner owns it, or took it first. */
+async function claimForwarded(context: ToolRunnerContext, home: ConversationRef): Promise<boolean> {
+  const { deps, ownership } = context;
+  if (ownership.ownsRecently(home)) return false;
+  const asked = Date.now();
+  const owner = await deps.runners.owner(home);
+  if (owner?.runner && owner.runner !== deps.runnerId && (await deps.runners.aliveUntil(owner.runner)) !== undefined)
+    throw new Error(`the workspace is owned by the live runner ${owner.runner}`);
+  const taken = await takeWorkspace(context, home, owner, asked);
+  if (!taken.taken) throw new Error('another runner claimed the workspace first');
+  if (taken.from !== undefined) deps.logger.info({ ...home, previousOwner: taken.from }, 'took over the workspace');
+  return taken.from !== undefined;
 }

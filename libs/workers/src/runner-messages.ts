@@ -9,6 +9,8 @@ export type Forwarded = {
   readonly streamSeq: number;
   readonly data: Uint8Array;
   readonly traceparent?: string;
+  /** No live runner owns the workspace, and the sender found this runner owning the conversation's partition: it claims the workspace. */
+  readonly claim: boolean;
 };
 
 /**
@@ -50,5 +52,7 @@ export function parseForward(message: Msg): Forwarded | string {
   const streamSeq = Number(message.headers?.get(RunnerHeader.StreamSeq));
   if (!Number.isSafeInteger(streamSeq) || streamSeq < 1) return `${RunnerHeader.StreamSeq} must be a positive integer`;
   const traceparent = message.headers?.get(TRACEPARENT_HEADER);
-  return { ref, streamSeq, data: message.data, ...(traceparent ? { traceparent } : {}) };
+  const claim = message.headers?.get(RunnerHeader.Claim) ?? '';
+  if (claim !== '' && claim !== '1') return `${RunnerHeader.Claim} must be 1 when present`;
+  return { ref, streamSeq, data: message.data, claim: claim === '1', ...(traceparent ? { traceparent } : {}) };
 }

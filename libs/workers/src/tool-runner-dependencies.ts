@@ -31,6 +31,8 @@ export type ToolRunnerDependencies = {
   readonly scanSecrets?: WorkspaceFilesOptions['scan'];
   /** How long to wait for the owning runner to take forwarded work. */
   readonly forwardTimeoutMs?: number;
+  /** The live runner that owns a partition of the conversations (the runners' group ranks them), once known. */
+  readonly partitionOwner?: (partition: number) => string | undefined;
 };
 
 /** What a conversation goes by in the tool runner: its maps, its sandbox, its terminal and its MCP sessions. */

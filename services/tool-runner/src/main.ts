@@ -9,7 +9,7 @@ await runService({
   service: 'tool-runner',
   // what waits for a slot is served fairly across tenants (a flood's long tools hold the slots)
   defaults: { concurrency: 32, lookahead: 10_000 },
-  async start({ config, log, nc, interrupts, metrics, logger }) {
+  async start({ config, log, nc, interrupts, metrics, logger, partitionOwner }) {
     const sandboxSettings = loadSandboxSettings();
     // refuses to start when the configured kind cannot run here or does not isolate
     const provider = await openSandboxProvider(sandboxSettings, {
@@ -63,6 +63,7 @@ await runService({
           }
         : {}),
       workspaceQuotaBytes: sandboxSettings.limits.workspaceBytes,
+      partitionOwner,
     });
     await runner.start();
     return {
