@@ -58,9 +58,10 @@ export function createDeliveryHandler(context: ToolRunnerContext, batches: Batch
         ? owner.runner
         : undefined);
     if (peer !== undefined) return await forwardWake(context, delivery, ref, home, peer);
-    // no live runner owns it: the owner of its partition takes it, which the group's commits of
-    // the conversation go to (a commit delivered elsewhere: its owner was full, or between pulls)
-    const holder = holderOf(context, delivery, ref, home);
+    // no other live runner owns it: unless it is this one's already, the owner of its partition
+    // takes it, which the group's commits of the conversation go to (a commit delivered elsewhere:
+    // that owner was full, or between pulls)
+    const holder = owner?.runner === deps.runnerId ? undefined : holderOf(context, delivery, ref, home);
     if (holder !== undefined) return await forwardWake(context, delivery, ref, home, holder, { claim: true });
     const taken = await takeWorkspace(context, home, owner, asked);
     if (!taken.taken) return { ack: false, outcome: 'claim_lost', delayMs: 200 };

@@ -186,4 +186,12 @@ describe('tool runner: a workspace no live runner owns', () => {
     expect(await f.deliver(seq, 1)).toEqual({ ack: true, outcome: 'forwarded' });
     expect(await readFile(join(f.workspace, 'effects.log'), 'utf8')).toBe('ran\n');
   });
+  it("stays with the runner that owns it, which runs it itself though another owns the conversation's partition", async () => {
+    await using f = await fixture(undefined, { runners: 2, partitionOwner: 'runner-2' });
+    const seq = await f.act('echo ran >> effects.log');
+    expect(await f.runners.claim(f.ref, 'runner-1', undefined)).toBe(true);
+    expect(await f.deliver(seq, 0)).toEqual({ ack: true, outcome: 'executed' });
+    expect((await f.runners.owner(f.ref))?.runner).toBe('runner-1');
+    expect(await readFile(join(f.workspace, 'effects.log'), 'utf8')).toBe('ran\n');
+  });
 });
