@@ -55,7 +55,11 @@ describe('appends on a 3-node JetStream cluster (R3)', () => {
       const appended: StoredCommit[] = [];
       const running = writers.map(({ ref, log: writerLog, writer }) => write(writerLog, ref, writer, appended));
 
-      await sleep(1_500);
+      // the leader dies while the writers are busy: once an eighth of the commits are in (a fixed
+      // wait let them finish half before it on a quiet machine)
+      await expect
+        .poll(() => appended.length, { timeout: 30_000, interval: 10 })
+        .toBeGreaterThanOrEqual((CONVERSATIONS * EVENTS_PER_CONVERSATION) / 8);
       const leader = await cluster.streamLeader(log.streamName);
       const beforeKill = appended.length;
       await cluster.kill(leader);

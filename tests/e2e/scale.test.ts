@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { INTERRUPTED_MESSAGE } from '@flotilla/agent';
+import { partitionOwners } from '@flotilla/bus';
+import { subjectPartition } from '@flotilla/log';
 import { basicViolations, effectCounts } from '../support/log-checks.js';
 import { startTestSystem } from '../support/system.js';
 import { expectAudited } from '../support/audited.js';
@@ -24,11 +26,21 @@ describe('scale-out', () => {
         for (let index = 0; index < 2; index += 1) expect(effects.get(`${ref.conversation} ${step} ${index}`)).toBe(1);
       }
     }
-    // both runners and both workers did work
-    const runners = new Set<string>();
+    // both runners did work, each in the workspaces of the partitions it owns (none claimed by the other, so nothing forwarded)
+    const ranRuns = new Map<string, Set<string>>();
     for (const ref of refs)
-      for (const event of await system.events(ref)) if (event.type === 'execution_started') runners.add(event.runner);
+      for (const event of await system.events(ref))
+        if (event.type === 'execution_started')
+          ranRuns.set(ref.conversation, (ranRuns.get(ref.conversation) ?? new Set()).add(event.runner));
+    const runners = new Set([...ranRuns.values()].flatMap((ran) => [...ran]));
     expect(runners.size).toBe(2);
+    const owners = partitionOwners(runners);
+    for (const ref of refs) {
+      const { tail } = await system.log.readEvents(ref);
+      const stored = await system.log.jsm.direct.getMessage(system.log.streamName, { seq: tail.streamSeq });
+      const partition = subjectPartition(system.log.subjectPrefix, stored!.subject)!;
+      expect([...ranRuns.get(ref.conversation)!], ref.conversation).toEqual([owners[partition]]);
+    }
   }, 240_000);
 
   it('a step worker and a tool runner SIGKILLed under load: their partitions move to the survivors, every conversation finishes, no effect runs twice', async () => {
