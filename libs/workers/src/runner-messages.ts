@@ -9,7 +9,7 @@ export type Forwarded = {
   readonly streamSeq: number;
   readonly data: Uint8Array;
   readonly traceparent?: string;
-  /** No live runner owns the workspace, and the sender found this runner owning the conversation's partition: it claims the workspace. */
+  /** Sent with RunnerHeader.Claim: this runner claims the workspace before it runs the batch. */
   readonly claim: boolean;
 };
 

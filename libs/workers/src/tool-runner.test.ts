@@ -164,7 +164,7 @@ describe('tool runner: a workspace no live runner owns', () => {
     expect(await readFile(join(f.workspace, 'effects.log'), 'utf8')).toBe('ran\n');
   });
 
-  it('stays with a live runner that claimed it first: a claim forwarded meanwhile is refused, saying whose it is', async () => {
+  it('stays with a live runner that claimed it first: a claim forwarded meanwhile is refused, saying whose it is (a malformed one, saying why)', async () => {
     await using f = await fixture(undefined, { runners: 2, partitionOwner: 'runner-2' });
     const seq = await f.act('echo ran >> effects.log');
     // runner-1 read no owner and forwarded to runner-2 to claim; before it arrives, runner-1 itself took it
@@ -175,11 +175,13 @@ describe('tool runner: a workspace no live runner owns', () => {
     claim.set(RunnerHeader.StreamSeq, String(seq));
     claim.set(RunnerHeader.Claim, '1');
     const stored = await storedDelivery(f.log, f.ref, seq);
-    const answer = await f.nc.request(RunnerSubjects.wake('runner-2'), stored.message.data, {
-      headers: claim,
-      timeout: 10_000,
-    });
-    expect(answer.json()).toEqual({ ok: false, error: 'the workspace is owned by the live runner runner-1' });
+    const wake = async () =>
+      (
+        await f.nc.request(RunnerSubjects.wake('runner-2'), stored.message.data, { headers: claim, timeout: 10_000 })
+      ).json();
+    expect(await wake()).toEqual({ ok: false, error: 'the workspace is owned by the live runner runner-1' });
+    claim.set(RunnerHeader.Claim, 'yes');
+    expect(await wake()).toEqual({ ok: false, error: 'bad request: Flotilla-Claim must be 1 when present' });
     expect((await f.runners.owner(f.ref))?.runner).toBe('runner-1');
     expect((await f.events()).filter((event) => event.type === 'execution_started')).toHaveLength(0);
     // the next delivery, to the partition's owner, goes to the workspace's
