@@ -5,6 +5,7 @@ import {
   type CommitHandler,
   type Delivery,
   type HandleOutcome,
+  type Logger,
   type WorkspaceOwner,
 } from '@flotilla/runtime';
 import { inSpan, TRACEPARENT_HEADER } from '@flotilla/tracing';
@@ -63,10 +64,9 @@ export function createDeliveryHandler(context: ToolRunnerContext, batches: Batch
     // that owner was full, or between pulls)
     const holder = owner?.runner === deps.runnerId ? undefined : holderOf(context, delivery, ref, home);
     if (holder !== undefined) return await forwardWake(context, delivery, ref, home, holder, { claim: true });
-    const taken = await takeWorkspace(context, home, owner, asked);
+    const taken = await takeWorkspace(context, home, owner, asked, delivery.logger);
     if (!taken.taken) return { ack: false, outcome: 'claim_lost', delayMs: 200 };
-    if (taken.from !== undefined) delivery.logger.info({ previousOwner: taken.from }, 'took over the workspace');
-    const tookOver = taken.from !== undefined;
+    const { tookOver } = taken;
     await inSpan('tool_batch', commitSpan(delivery, ref, { 'flotilla.took_over': tookOver }), () =>
       batches.executeFor(ref, tookOver, delivery.signal, conversation),
     );
@@ -93,20 +93,22 @@ function holderOf(
 
 /**
  * Takes the workspace for this runner, by CAS against `owner` (read at `asked`: none, a dead
- * runner, or this one); whether it holds it now, and the dead runner it took it over from.
+ * runner, or this one); whether it holds it now, and whether it took it over from a dead runner
+ * (logged).
  */
 async function takeWorkspace(
   { deps, ownership }: ToolRunnerContext,
   home: ConversationRef,
   owner: WorkspaceOwner | undefined,
   asked: number,
-): Promise<{ readonly taken: boolean; readonly from?: string }> {
+  logger: Logger,
+): Promise<{ readonly taken: boolean; readonly tookOver: boolean }> {
   if (owner?.runner !== deps.runnerId && !(await deps.runners.claim(home, deps.runnerId, owner)))
-    return { taken: false };
+    return { taken: false, tookOver: false };
   ownership.confirmOwned(home, asked);
-  return owner !== undefined && owner.runner !== '' && owner.runner !== deps.runnerId
-    ? { taken: true, from: owner.runner }
-    : { taken: true };
+  const tookOver = owner !== undefined && owner.runner !== '' && owner.runner !== deps.runnerId;
+  if (tookOver) logger.info({ previousOwner: owner.runner }, 'took over the workspace');
+  return { taken: true, tookOver };
 }
 
 /**
@@ -189,8 +191,7 @@ async function claimForwarded(context: ToolRunnerContext, home: ConversationRef)
   const owner = await deps.runners.owner(home);
   if (owner?.runner && owner.runner !== deps.runnerId && (await deps.runners.aliveUntil(owner.runner)) !== undefined)
     throw new Error(`the workspace is owned by the live runner ${owner.runner}`);
-  const taken = await takeWorkspace(context, home, owner, asked);
+  const taken = await takeWorkspace(context, home, owner, asked, deps.logger.child(home));
   if (!taken.taken) throw new Error('another runner claimed the workspace first');
-  if (taken.from !== undefined) deps.logger.info({ ...home, previousOwner: taken.from }, 'took over the workspace');
-  return taken.from !== undefined;
+  return taken.tookOver;
 }
