@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { freePort } from '@flotilla/nats-embedded';
 import { connect } from '@nats-io/transport-node';
 import { launch } from '@flotilla/launcher';
+import { unmountWorkspacesUnder } from '@flotilla/sandbox';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runToExit, type Exited } from '../support/run-to-exit.js';
@@ -149,6 +150,8 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
       );
       expect(run.stdout.match(/restarting/g) ?? []).toEqual([]);
     } finally {
+      // a tool runner stopped during its start-up disk probe leaves the probe's filesystem mounted
+      await unmountWorkspacesUnder(home);
       await rm(home, { recursive: true, force: true });
     }
   }, 120_000);
@@ -169,6 +172,8 @@ describe('./dev up (the launcher on its embedded nats-server)', () => {
       expect(run.stderr).toMatch(/could not start: gateway could not start: .*FLOTILLA_GATEWAY_RATE_LIMIT/);
       expect(run.stdout.match(/restarting/g) ?? []).toEqual([]);
     } finally {
+      // a tool runner stopped during its start-up disk probe leaves the probe's filesystem mounted
+      await unmountWorkspacesUnder(home);
       await rm(home, { recursive: true, force: true });
     }
   }, 120_000);
